@@ -1,0 +1,544 @@
+"""Exact reconstruction: rebuild person records from published tables by integer programming.
+
+Formulation (the *count model*): one integer variable per (block, sex, age class, race, hispanic)
+that the tables leave possible, holding the number of persons of that kind; one equality per
+published positive cell, ``sum(weight * x) = value``. This is equivalent to the Census Bureau's
+per-slot binary model (every constraint sums over slots, so only counts matter) but has no slot
+symmetry and is far smaller:
+
+* every published zero removes every variable it covers before the model is built;
+* ages are merged into the coarsest classes the published cells can tell apart (block tables alone
+  cannot see single ages above 21; PCT12 cannot see inside 100-104), and a record whose age class is
+  wider than one year is written with the class start and ``age_exact = 0``;
+* each variable is bounded by the smallest cell that contains it;
+* the model is built from sparse arrays, per tract (block tables only: per block, since blocks are
+  then independent).
+
+Units of work are tracts. Each finished tract is written at once (``<out>.parts/``) with a status
+line; a rerun resumes. Tables that no population satisfies get a diagnostic: the smallest total
+adjustment of published cells (published zeros held) that makes them feasible, naming the cells.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import scipy.sparse as sp
+
+from ..errors import TabreconError
+from ..schema import (
+    AGE_MAX,
+    N_AGES,
+    N_TYPES,
+    TYPE_AGE,
+    Microdata,
+    decode_types,
+)
+from ..tables import MISSING, SF1_TABLES, TableSet, all_cells, cell_index, weight_matrix
+from .solvers import IntProgram, Solution, SolverOptions, solve
+
+LEVELS = ("block", "block+tract")
+
+
+@dataclass
+class TractModel:
+    """The count model of one tract, with the bookkeeping to map a solution back to records."""
+
+    tract: str
+    level: str
+    block_geoids: np.ndarray
+    var_block: np.ndarray
+    var_type: np.ndarray  # representative type (age = start of its age class)
+    var_exact: np.ndarray  # age class is a single year
+    prog: IntProgram
+    row_block: np.ndarray  # block index of each row, -1 for a tract row
+    row_cell: np.ndarray  # cell id of each row
+    empty_rows: list[tuple[str, str, int]]  # positive cells left with no possible persons
+    tables_used: list[str]
+    age_class_start: np.ndarray
+
+    @property
+    def n_vars(self) -> int:
+        return self.prog.n_vars
+
+
+def age_classes(cells: list[str]) -> np.ndarray:
+    """Start age of the class of every age 0..110: the coarsest partition the cells can tell apart."""
+    cs = all_cells()
+    idx = cell_index()
+    cuts = {0}
+    for c in cells:
+        cell = cs[idx[c]]
+        cuts.add(cell.age_min)
+        if cell.age_max < AGE_MAX:
+            cuts.add(cell.age_max + 1)
+    starts = np.array(sorted(cuts))
+    return starts[np.searchsorted(starts, np.arange(N_AGES), side="right") - 1]
+
+
+def build_tract_model(ts: TableSet, tract: str, level: str = "block+tract") -> TractModel:
+    """Build the count model of one tract from the cells present in ``ts`` (already sliced or not)."""
+    if level not in LEVELS:
+        raise TabreconError(f"unknown level {level!r}; choose 'block' or 'block+tract'")
+    cs = all_cells()
+    idx = cell_index()
+    W = weight_matrix()
+    bgrid = ts.grids.get("block")
+    if bgrid is None:
+        raise TabreconError(f"tract {tract}: no block-level tables to reconstruct from")
+    bmask = np.char.startswith(bgrid.geoids.astype(str), tract)
+    bvals = bgrid.values[bmask]
+    geoids = bgrid.geoids[bmask]
+    bpresent_cols = (bvals != MISSING).any(axis=0)
+    bcells = bgrid.cells[bpresent_cols]
+    bvals = bvals[:, bpresent_cols]
+    tcells = np.array([], dtype=str)
+    tvals = np.zeros((1, 0), dtype=np.int64)
+    tgrid = ts.grids.get("tract")
+    if level == "block+tract" and tgrid is not None:
+        tm = tgrid.geoids == tract
+        if tm.any():
+            tv = tgrid.values[tm][:1]
+            keep = tv[0] != MISSING
+            tcells, tvals = tgrid.cells[keep], tv[:, keep]
+    all_present = list(bcells) + list(tcells)
+    starts = age_classes(all_present)
+    rep = np.flatnonzero(starts[TYPE_AGE] == TYPE_AGE)  # representative types
+    bcol = np.array([idx[c] for c in bcells], dtype=np.int64)
+    tcol = np.array([idx[c] for c in tcells], dtype=np.int64)
+    if tcol.size:
+        # tract zeros first: they rule out most (age, race) combinations for every block at once
+        Wt_bool = (W[rep][:, tcol] != 0).astype(np.int32).tocsr()
+        tz = np.asarray(Wt_bool @ (tvals[0] == 0).astype(np.int32)).ravel() > 0
+        keep_t = ~tz | (np.asarray(Wt_bool.sum(axis=1)).ravel() == 0)
+        rep = rep[keep_t]
+    Wb = W[rep][:, bcol].tocsr()  # rep x block cells
+    Wt = W[rep][:, tcol].tocsr()
+    # published zeros forbid every type they cover; a type covered by no cell is not evidenced
+    Wb_bool = (Wb != 0).astype(np.int32)
+    forbidden = np.asarray((Wb_bool @ sp.csr_matrix((bvals == 0).astype(np.int32)).T).todense()) > 0
+    covered = (
+        np.asarray((Wb_bool @ sp.csr_matrix((bvals != MISSING).astype(np.int32)).T).todense()) > 0
+    )
+    if tcol.size:
+        covered |= (np.asarray((Wt != 0).sum(axis=1)).ravel() > 0)[:, None]
+    allowed = covered & ~forbidden
+    vb, vr = np.nonzero(allowed.T)  # sorted by block then rep
+    var_block = vb.astype(np.int32)
+    var_type = rep[vr]
+    n = var_block.size
+    # rows: block cells
+    Wv = Wb[vr].tocoo()
+    i, c, w = Wv.row, Wv.col, Wv.data.astype(np.int64)
+    val = bvals[var_block[i], c]
+    ub = np.full(n, np.iinfo(np.int64).max, dtype=np.int64)
+    np.minimum.at(ub, i, val // w)
+    key = var_block[i].astype(np.int64) * len(bcells) + c
+    rkeys, rinv = np.unique(key, return_inverse=True)
+    rows_b = rinv
+    rhs_b = bvals.ravel()[rkeys]
+    row_block = (rkeys // max(len(bcells), 1)).astype(np.int32)
+    row_cell = bcells[rkeys % max(len(bcells), 1)] if len(bcells) else np.array([], dtype=str)
+    positive = np.argwhere(bvals > 0)
+    pkeys = positive[:, 0].astype(np.int64) * len(bcells) + positive[:, 1]
+    lost = pkeys[~np.isin(pkeys, rkeys)]
+    empty = [
+        (str(geoids[k // len(bcells)]), str(bcells[k % len(bcells)]), int(bvals.ravel()[k]))
+        for k in lost
+    ]
+    rows = [rows_b]
+    cols = [i]
+    data = [w]
+    rhs = [rhs_b]
+    nrow = len(rkeys)
+    if tcol.size:
+        Wtv = Wt[vr].tocoo()
+        ti, tc, tw = Wtv.row, Wtv.col, Wtv.data.astype(np.int64)
+        np.minimum.at(ub, ti, tvals[0, tc] // tw)
+        tk, tinv = np.unique(tc, return_inverse=True)
+        rows.append(nrow + tinv)
+        cols.append(ti)
+        data.append(tw)
+        rhs.append(tvals[0, tk])
+        row_block = np.concatenate([row_block, np.full(len(tk), -1, dtype=np.int32)])
+        row_cell = np.concatenate([row_cell, tcells[tk]])
+        tpos = np.flatnonzero(tvals[0] > 0)
+        for k in tpos[~np.isin(tpos, tk)]:
+            empty.append((tract, str(tcells[k]), int(tvals[0, k])))
+        nrow += len(tk)
+    A = sp.csr_matrix(
+        (np.concatenate(data), (np.concatenate(rows), np.concatenate(cols))), shape=(nrow, n)
+    )
+    rhs_all = np.concatenate(rhs).astype(np.int64)
+    ub = np.where(ub == np.iinfo(np.int64).max, 0, ub)
+    used = {cs[idx[c]].table for c in all_present}
+    tables = [t.name for t in SF1_TABLES if t.name in used]
+    return TractModel(
+        tract=tract,
+        level=level,
+        block_geoids=geoids,
+        var_block=var_block,
+        var_type=var_type,
+        var_exact=_exact(starts, TYPE_AGE[var_type]),
+        prog=IntProgram(A=A, lo=rhs_all, hi=rhs_all.copy(), ub=ub),
+        row_block=row_block,
+        row_cell=row_cell,
+        empty_rows=empty,
+        tables_used=tables,
+        age_class_start=starts,
+    )
+
+
+def _exact(starts: np.ndarray, ages: np.ndarray) -> np.ndarray:
+    """True where the age class starting at ``ages`` is a single year."""
+    width = np.bincount(starts, minlength=N_AGES)
+    return width[ages] == 1
+
+
+@dataclass
+class TractResult:
+    """Outcome of one tract: status, timings, size, and the records (or the diagnostic)."""
+
+    tract: str
+    level: str
+    status: str  # ok | infeasible | timeout | error
+    solver: str
+    seconds_build: float
+    seconds_solve: float
+    n_vars: int
+    n_rows: int
+    persons: int
+    blocks: int
+    message: str = ""
+    conflicts: list[dict] = field(default_factory=list)
+    tables_used: list[str] = field(default_factory=list)
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self))
+
+
+def _split_blocks(model: TractModel) -> list[tuple[np.ndarray, np.ndarray]]:
+    """(variable indices, row indices) of each block: the independent parts of a block-only model."""
+    vb = model.var_block
+    out = []
+    vstarts = np.searchsorted(vb, np.arange(len(model.block_geoids) + 1))
+    order = np.argsort(model.row_block, kind="stable")
+    rb = model.row_block[order]
+    rstarts = np.searchsorted(rb, np.arange(len(model.block_geoids) + 1))
+    for b in range(len(model.block_geoids)):
+        out.append((np.arange(vstarts[b], vstarts[b + 1]), order[rstarts[b] : rstarts[b + 1]]))
+    return out
+
+
+def sub_program(prog: IntProgram, vars_: np.ndarray, rows: np.ndarray) -> IntProgram:
+    A = prog.A[rows][:, vars_].tocsr()
+    return IntProgram(A=A, lo=prog.lo[rows], hi=prog.hi[rows], ub=prog.ub[vars_])
+
+
+def solve_model(model: TractModel, opts: SolverOptions) -> Solution:
+    """Solve a tract model; block-only models are solved block by block."""
+    if model.level == "block" or not (model.row_block < 0).any():
+        x = np.zeros(model.n_vars, dtype=np.int64)
+        t0 = time.perf_counter()
+        for vars_, rows in _split_blocks(model):
+            if not rows.size:
+                continue
+            s = solve(sub_program(model.prog, vars_, rows), opts)
+            if not s.has_solution:
+                return Solution(
+                    s.status,
+                    None,
+                    seconds=time.perf_counter() - t0,
+                    backend=s.backend,
+                    info={"block": int(model.var_block[vars_[0]]) if vars_.size else -1},
+                )
+            x[vars_] = s.x
+        return Solution("optimal", x, seconds=time.perf_counter() - t0, backend=opts.backend)
+    return solve(model.prog, opts)
+
+
+def diagnose(model: TractModel, opts: SolverOptions, limit: int = 10) -> list[dict]:
+    """Cells whose smallest total adjustment makes the tract feasible (published zeros held).
+
+    Solves min sum(s+ + s-) s.t. A x + s+ - s- = b; always feasible (x = 0). Positive cells that no
+    person can fill any more (every type they cover was ruled out by a zero) are reported first.
+    """
+    out = [
+        {
+            "geoid": g,
+            "cell": c,
+            "published": v,
+            "adjust": -v,
+            "reason": "published zeros rule out every person this cell counts",
+        }
+        for g, c, v in model.empty_rows[:limit]
+    ]
+    prog = model.prog
+    m, n = prog.n_rows, prog.n_vars
+    eye = sp.identity(m, format="csr", dtype=np.int64)
+    A = sp.hstack([prog.A, eye, -eye], format="csr")
+    big = int(prog.lo.max()) if m else 0
+    ub = np.concatenate([prog.ub, np.full(2 * m, big)])
+    c = np.concatenate([np.zeros(n, dtype=np.int64), np.ones(2 * m, dtype=np.int64)])
+    s = solve(IntProgram(A=A, lo=prog.lo, hi=prog.hi, ub=ub, c=c), opts)
+    if s.x is None:
+        return out
+    adj = s.x[n : n + m] - s.x[n + m :]
+    for r in np.flatnonzero(adj)[: max(0, limit - len(out))]:
+        g = model.tract if model.row_block[r] < 0 else str(model.block_geoids[model.row_block[r]])
+        out.append(
+            {
+                "geoid": g,
+                "cell": str(model.row_cell[r]),
+                "published": int(prog.lo[r]),
+                "adjust": int(-adj[r]),
+                "reason": "changing this value by 'adjust' is part of the smallest total change that restores feasibility",
+            }
+        )
+    return out
+
+
+def records_from_solution(model: TractModel, x: np.ndarray) -> Microdata:
+    """Expand a count solution into one record per person."""
+    k = np.repeat(np.arange(model.n_vars), x.astype(np.int64))
+    sex, age, race, hisp = decode_types(model.var_type[k])
+    md = Microdata(
+        geoids=model.block_geoids,
+        block=model.var_block[k].astype(np.int32),
+        sex=sex,
+        age=age,
+        race=race,
+        hisp=hisp,
+        age_exact=model.var_exact[k],
+    )
+    return md
+
+
+def reconstruct_tract(
+    ts: TableSet, tract: str, level: str, opts: SolverOptions
+) -> tuple[TractResult, Microdata | None]:
+    """Build, solve and expand one tract; infeasibility and time-outs become a status, never an exception."""
+    t0 = time.perf_counter()
+    try:
+        model = build_tract_model(ts, tract, level)
+    except TabreconError as exc:
+        return TractResult(tract, level, "error", opts.backend, 0, 0, 0, 0, 0, 0, str(exc)), None
+    t1 = time.perf_counter()
+    base = dict(
+        tract=tract,
+        level=level,
+        solver=opts.backend,
+        seconds_build=t1 - t0,
+        n_vars=model.n_vars,
+        n_rows=model.prog.n_rows,
+        blocks=len(model.block_geoids),
+        tables_used=model.tables_used,
+    )
+    if model.empty_rows:
+        conf = diagnose(model, opts)
+        return TractResult(
+            **base,
+            status="infeasible",
+            seconds_solve=time.perf_counter() - t1,
+            persons=0,
+            message=f"{len(model.empty_rows)} positive cell(s) contradicted by published zeros",
+            conflicts=conf,
+        ), None
+    sol = solve_model(model, opts)
+    t2 = time.perf_counter()
+    if sol.status == "infeasible":
+        conf = diagnose(model, opts)
+        return TractResult(
+            **base,
+            status="infeasible",
+            seconds_solve=t2 - t1,
+            persons=0,
+            message="no population satisfies these tables",
+            conflicts=conf,
+        ), None
+    if not sol.has_solution:
+        msg = (
+            "solver time limit reached" if sol.status == "timeout" else f"solver status {sol.info}"
+        )
+        return TractResult(
+            **base,
+            status="timeout" if sol.status == "timeout" else "error",
+            seconds_solve=t2 - t1,
+            persons=0,
+            message=msg,
+        ), None
+    md = records_from_solution(model, sol.x)
+    return TractResult(**base, status="ok", seconds_solve=t2 - t1, persons=len(md)), md
+
+
+# --------------------------------------------------------------------------------------------------
+# Running many tracts: parallel, written as they finish, resumable
+# --------------------------------------------------------------------------------------------------
+def _worker(args: tuple) -> tuple[TractResult, pl.DataFrame | None]:
+    ts, tract, level, opts = args
+    res, md = reconstruct_tract(ts, tract, level, opts)
+    return res, None if md is None else _frame(md, level)
+
+
+def _frame(md: Microdata, level: str) -> pl.DataFrame:
+    df = md.to_frame()
+    return df.with_columns(pl.lit(level).alias("recon_level"))
+
+
+@dataclass
+class ReconRun:
+    """Results of a reconstruction run: the records and one status per tract."""
+
+    records: Microdata
+    results: list[TractResult]
+    out: Path | None = None
+
+    @property
+    def failed(self) -> list[TractResult]:
+        return [r for r in self.results if r.status != "ok"]
+
+    @property
+    def tables_used(self) -> list[str]:
+        seen: list[str] = []
+        for r in self.results:
+            for t in r.tables_used:
+                if t not in seen:
+                    seen.append(t)
+        return seen
+
+
+def reconstruct(
+    tables: TableSet,
+    level: str = "block+tract",
+    solver: SolverOptions | None = None,
+    workers: int = 1,
+    out: str | Path | None = None,
+    resume: bool = True,
+    tracts: list[str] | None = None,
+    progress: Callable[[TractResult], None] | None = None,
+) -> ReconRun:
+    """Reconstruct person records from published tables, tract by tract.
+
+    ``level`` = ``"block"`` uses the block tables only; ``"block+tract"`` adds the tract tables.
+    With ``out``, each tract is written to ``<out>.parts/<tract>.parquet`` when it finishes (status
+    in ``<out>.parts/status.jsonl``), a rerun skips finished tracts, and all records are gathered
+    into ``out`` at the end. Failed tracts never stop the others; see :attr:`ReconRun.failed`.
+    """
+    if level not in LEVELS:
+        raise TabreconError(f"unknown level {level!r}; choose 'block' or 'block+tract'")
+    opts = solver or SolverOptions()
+    all_tracts = tables.tracts() if tracts is None else tracts
+    parts: Path | None = None
+    done: dict[str, TractResult] = {}
+    frames: dict[str, pl.DataFrame] = {}
+    if out is not None:
+        parts = Path(str(out) + ".parts")
+        parts.mkdir(parents=True, exist_ok=True)
+        status_file = parts / "status.jsonl"
+        if resume and status_file.exists():
+            for line in status_file.read_text().splitlines():
+                try:
+                    r = TractResult(**json.loads(line))
+                except (json.JSONDecodeError, TypeError):
+                    continue  # a torn last line from an interrupted run
+                f = parts / f"{r.tract}.{level}.parquet"
+                if r.level == level and r.status == "ok" and f.exists():
+                    done[r.tract] = r
+                    frames[r.tract] = pl.read_parquet(f)
+        elif status_file.exists():
+            status_file.unlink()
+    todo = [t for t in all_tracts if t not in done]
+    results: dict[str, TractResult] = dict(done)
+
+    def finish(res: TractResult, df: pl.DataFrame | None) -> None:
+        results[res.tract] = res
+        if df is not None:
+            frames[res.tract] = df
+        if parts is not None:
+            if df is not None:
+                tmp = parts / f".{res.tract}.{level}.parquet.tmp"
+                df.write_parquet(tmp)
+                os.replace(tmp, parts / f"{res.tract}.{level}.parquet")
+            with open(parts / "status.jsonl", "a") as fh:
+                fh.write(res.to_json() + "\n")
+        if progress is not None:
+            progress(res)
+
+    jobs = [(tables.subset(t), t, level, opts) for t in todo]
+    if workers > 1 and len(jobs) > 1:
+        with ProcessPoolExecutor(max_workers=workers) as ex:
+            futs = {ex.submit(_worker, j): j[1] for j in jobs}
+            for f in as_completed(futs):
+                try:
+                    res, df = f.result()
+                except Exception as exc:  # a crashed worker: the unit fails, the run goes on
+                    res, df = (
+                        TractResult(
+                            futs[f], level, "error", opts.backend, 0, 0, 0, 0, 0, 0, repr(exc)
+                        ),
+                        None,
+                    )
+                finish(res, df)
+    else:
+        for j in jobs:
+            res, df = _worker(j)
+            finish(res, df)
+    ordered = [results[t] for t in all_tracts if t in results]
+    dfs = [frames[t] for t in all_tracts if t in frames]
+    if dfs:
+        df = pl.concat(dfs)
+        md = _md_from_frame(df, level)
+    else:
+        md = Microdata(
+            np.array([], dtype=str),
+            np.zeros(0, np.int32),
+            np.zeros(0, np.int8),
+            np.zeros(0, np.int16),
+            np.zeros(0, np.int8),
+            np.zeros(0, np.int8),
+        )
+    run = ReconRun(md, ordered, Path(out) if out is not None else None)
+    if out is not None:
+        from ..schema import write_microdata
+
+        write_microdata(md, out)
+    return run
+
+
+def _md_from_frame(df: pl.DataFrame, level: str) -> Microdata:
+    from ..schema import CODE_OF_BITS, RACES, from_arrays
+
+    bits = np.zeros(df.height, dtype=np.int16)
+    for i, r in enumerate(RACES):
+        bits |= df[r].to_numpy().astype(np.int16) << i
+    md = from_arrays(
+        df["block_geoid"].to_numpy(),
+        (df["sex"] == "female").to_numpy().astype(np.int8),
+        df["age"].to_numpy(),
+        CODE_OF_BITS[bits],
+        df["hispanic"].to_numpy(),
+        extra=df.select("recon_level"),
+        source=f"reconstruction ({level})",
+    )
+    md.age_exact = df["age_exact"].to_numpy().astype(bool)
+    return md
+
+
+__all__ = [
+    "LEVELS",
+    "N_TYPES",
+    "ReconRun",
+    "TractModel",
+    "TractResult",
+    "build_tract_model",
+    "reconstruct",
+    "reconstruct_tract",
+]

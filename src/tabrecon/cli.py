@@ -1,0 +1,236 @@
+"""Command-line interface: a thin layer over the Python API. Input errors print one line and exit 2."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+import warnings
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from . import __version__
+from .errors import TabreconError
+
+app = typer.Typer(
+    name="tabrecon",
+    help="What published statistical tables give away about the people behind them.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+tables_app = typer.Typer(
+    help="Browse the table specifications (SF1 cells as predicates).", no_args_is_help=True
+)
+app.add_typer(tables_app, name="tables")
+console = Console(stderr=False)
+err = Console(stderr=True)
+
+
+def _table(title: str, columns: list[str], rows: list[list[object]]) -> Table:
+    t = Table(title=title, show_lines=False)
+    for c in columns:
+        t.add_column(
+            c,
+            justify="right"
+            if c not in ("figure", "cell", "table", "description", "bin")
+            else "left",
+        )
+    for r in rows:
+        t.add_row(*[f"{v:.3f}" if isinstance(v, float) else str(v) for v in r])
+    return t
+
+
+@app.command()
+def synth(
+    out: Annotated[
+        Path, typer.Option("--out", "-o", help="Person file to write (.csv, .csv.gz, .parquet)")
+    ] = Path("synthetic_county.csv.gz"),
+    persons: Annotated[int, typer.Option(help="Approximate number of persons")] = 20_000,
+    seed: Annotated[int, typer.Option(help="Random seed (same seed, same county)")] = 0,
+    state: Annotated[str, typer.Option(help="2-digit state code of the geoids")] = "99",
+    county: Annotated[str, typer.Option(help="3-digit county code of the geoids")] = "001",
+) -> None:
+    """Write a realistic synthetic county and print its calibration against 2010 figures."""
+    from .schema import write_microdata
+    from .synth import SynthConfig, calibration, synthesize
+
+    if persons <= 0:
+        raise TabreconError(f"--persons must be positive (got {persons})")
+    if not (state.isdigit() and len(state) == 2 and county.isdigit() and len(county) == 3):
+        raise TabreconError("--state must be 2 digits and --county 3 digits")
+    t0 = time.perf_counter()
+    md = synthesize(SynthConfig(persons=persons, state=state, county=county), seed=seed)
+    write_microdata(md, out)
+    n_tracts = len({g[:11] for g in md.geoids})
+    console.print(
+        f"wrote {len(md):,} persons in {len(md.geoids):,} blocks, {n_tracts} tracts to {out} "
+        f"({time.perf_counter() - t0:.1f} s, seed {seed})"
+    )
+    console.print(
+        _table(
+            "calibration (measured vs 2010 target)",
+            ["figure", "measured", "target"],
+            [list(r) for r in calibration(md)],
+        )
+    )
+
+
+@app.command()
+def tabulate(
+    microdata: Annotated[Path, typer.Argument(help="Person file (CSV, CSV.gz or Parquet)")],
+    out: Annotated[
+        Path, typer.Option("--out", "-o", help="Long table to write (.parquet or .csv[.gz])")
+    ] = Path("tables.parquet"),
+    tables: Annotated[
+        str, typer.Option(help="'all', 'block', 'tract' or a comma list such as P1,P12,PCT12")
+    ] = "all",
+    level: Annotated[
+        str | None,
+        typer.Option(
+            help="Tabulate every table at this level (state, county, tract, blockgroup, block)"
+        ),
+    ] = None,
+) -> None:
+    """Tabulate person records into the SF1 person tables (long format: geoid, cell, value)."""
+    from .schema import read_microdata
+    from .tables import tabulate as _tab
+    from .tables import write_tables
+
+    t0 = time.perf_counter()
+    md = read_microdata(microdata)
+    t1 = time.perf_counter()
+    ts = _tab(md, tables, level=level)
+    t2 = time.perf_counter()
+    write_tables(ts, out)
+    n = sum(g.values.size for g in ts.grids.values())
+    parts = ", ".join(
+        f"{g.values.shape[0]:,} {lvl}s x {g.values.shape[1]} cells" for lvl, g in ts.grids.items()
+    )
+    console.print(f"{len(md):,} persons -> {n:,} values ({parts}) -> {out}")
+    console.print(
+        f"read {t1 - t0:.2f} s, tabulate {t2 - t1:.2f} s, write {time.perf_counter() - t2:.2f} s"
+    )
+
+
+@tables_app.command("list")
+def tables_list() -> None:
+    """List the 34 SF1 person tables with their level, universe and number of cells."""
+    from .tables import SF1_TABLES
+
+    rows = []
+    for t in SF1_TABLES:
+        cells = t.cells()
+        rows.append([t.name, t.level, len(cells), t.title, cells[0].description()])
+    console.print(
+        _table("SF1 person tables", ["table", "level", "cells", "title", "universe (line 1)"], rows)
+    )
+
+
+@tables_app.command("describe")
+def tables_describe(
+    name: Annotated[str, typer.Argument(help="A table (P12A) or a cell id (P0120003)")],
+) -> None:
+    """Show the definition of a table's cells or of one cell."""
+    from .tables import TABLES_BY_NAME, get_cell
+
+    key = name.upper()
+    if key in TABLES_BY_NAME:
+        cells = TABLES_BY_NAME[key].cells()
+    else:
+        cells = [get_cell(key)]
+    rows = [
+        [
+            c.id,
+            c.level,
+            c.sex,
+            f"{c.age_min}-{c.age_max}",
+            c.race,
+            c.hispanic,
+            c.measure,
+            c.description(),
+        ]
+        for c in cells
+    ]
+    console.print(
+        _table(
+            key, ["cell", "level", "sex", "age", "race", "hispanic", "measure", "description"], rows
+        )
+    )
+
+
+@app.command("check-tables")
+def check_tables(
+    tables_file: Annotated[Path, typer.Argument(help="Long table file (geoid, cell, value)")],
+    limit: Annotated[int, typer.Option(help="Print at most this many violations")] = 20,
+) -> None:
+    """Validate a table file and check every identity between its cells; exit 1 on any violation."""
+    from .tables import check_consistency, read_tables
+
+    ts = read_tables(tables_file)
+    rep = check_consistency(ts)
+    console.print(
+        f"{tables_file}: {rep.checked:,} identity checks, {rep.skipped:,} skipped (cells not published)"
+    )
+    if rep.ok:
+        console.print("[green]consistent[/green]: every identity holds")
+        return
+    for v in rep.violations[:limit]:
+        console.print(f"[red]violated[/red] {v}")
+    if len(rep.violations) > limit:
+        console.print(f"... and {len(rep.violations) - limit} more")
+    raise typer.Exit(1)
+
+
+@app.command()
+def demo(
+    out: Annotated[Path, typer.Option("--out", "-o", help="Output folder")] = Path("tabrecon-demo"),
+    persons: Annotated[int, typer.Option(help="Size of the synthetic county")] = 20_000,
+    seed: Annotated[int, typer.Option(help="Random seed")] = 2010,
+) -> None:
+    """Synthesize a county, publish its tables and attack them; print and save a summary."""
+    from .pipeline import run_demo
+
+    summary = run_demo(out, persons=persons, seed=seed, console=console)
+    (Path(out) / "summary.json").write_text(json.dumps(summary, indent=2))
+    console.print(f"summary written to {Path(out) / 'summary.json'}")
+
+
+@app.command()
+def version() -> None:
+    """Print the version."""
+    console.print(__version__)
+
+
+def main() -> None:
+    """Entry point: run the app, turning input errors into one clear line and exit code 2."""
+    warnings.simplefilter("default")
+    warnings.formatwarning = lambda msg, cat, *a, **k: f"warning: {msg}\n"
+    try:
+        app(standalone_mode=False)
+    except TabreconError as exc:
+        err.print(f"[red]error:[/red] {exc}", highlight=False)
+        sys.exit(2)
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except typer.Abort:
+        err.print("aborted")
+        sys.exit(130)
+    except KeyboardInterrupt:
+        err.print("interrupted; finished units are kept, rerun to resume")
+        sys.exit(130)
+    except Exception as exc:  # click usage errors and the like
+        import click
+
+        if isinstance(exc, click.ClickException):
+            exc.show()
+            sys.exit(exc.exit_code)
+        raise
+
+
+if __name__ == "__main__":
+    main()

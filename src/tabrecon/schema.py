@@ -1,0 +1,353 @@
+"""The person schema: attributes, their encodings, derived fields, and reading/writing person files.
+
+A person is (block, sex, age, six OMB race flags, hispanic). Everything downstream works on a compact
+integer encoding of that record:
+
+* ``race`` is the SF1 race code 1..63 (order of P8's leaves: by number of races, then OMB order);
+* a *type* is ``((sex * 111 + age) * 63 + race - 1) * 2 + hispanic`` -- one of :data:`N_TYPES`
+  = 27,972 cells of the histogram sex x age x race x hispanic that every table cell is a predicate on.
+
+Person files are CSV (plain or gzip) or Parquet in exactly the layout of the Census Bureau's released
+reconstruction ``census2010_rhdf_28tracts.csv.gz``; extra columns (e.g. ``bsab_unique``,
+``household_id``) are carried through untouched.
+"""
+
+from __future__ import annotations
+
+import itertools
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from .errors import InputError
+
+RACES: tuple[str, ...] = ("white", "black", "aian", "asian", "nhpi", "sor")
+RACE_LABELS: dict[str, str] = {
+    "white": "White",
+    "black": "Black or African American",
+    "aian": "American Indian and Alaska Native",
+    "asian": "Asian",
+    "nhpi": "Native Hawaiian and Other Pacific Islander",
+    "sor": "Some Other Race",
+}
+SEXES: tuple[str, ...] = ("male", "female")
+AGE_MAX = 110
+N_AGES = AGE_MAX + 1
+N_RACES = 63
+N_TYPES = 2 * N_AGES * N_RACES * 2
+
+#: The 63 race combinations in SF1 order, each a tuple of race indices (0 = white ... 5 = sor).
+RACE_COMBOS: tuple[tuple[int, ...], ...] = tuple(
+    c for k in range(1, 7) for c in itertools.combinations(range(6), k)
+)
+#: bitmask (bit i = RACES[i]) of each race code, indexed by code - 1.
+RACE_BITS = np.array([sum(1 << i for i in c) for c in RACE_COMBOS], dtype=np.int16)
+#: number of races of each code, indexed by code - 1.
+RACE_COUNT = np.array([len(c) for c in RACE_COMBOS], dtype=np.int8)
+#: race code (1..63) for each bitmask 0..63; 0 for the empty mask (invalid).
+CODE_OF_BITS = np.zeros(64, dtype=np.int8)
+CODE_OF_BITS[RACE_BITS] = np.arange(1, N_RACES + 1, dtype=np.int8)
+
+#: The 38 block-level age bins: single years 0..21, then the P12 bins from 22-24 upward.
+_AGEBIN_EDGES: tuple[tuple[int, int], ...] = tuple((a, a) for a in range(22)) + (
+    (22, 24), (25, 29), (30, 34), (35, 39), (40, 44), (45, 49), (50, 54), (55, 59),
+    (60, 61), (62, 64), (65, 66), (67, 69), (70, 74), (75, 79), (80, 84), (85, AGE_MAX),
+)  # fmt: skip
+AGEBIN38: tuple[tuple[int, int], ...] = _AGEBIN_EDGES
+AGEBIN38_LABELS: tuple[str, ...] = tuple(
+    str(lo) if lo == hi else (f"{lo}+" if hi == AGE_MAX else f"{lo}-{hi}") for lo, hi in AGEBIN38
+)
+#: agebin38 index (0..37) of each single age 0..110.
+AGEBIN_OF_AGE = np.zeros(N_AGES, dtype=np.int8)
+for _i, (_lo, _hi) in enumerate(AGEBIN38):
+    AGEBIN_OF_AGE[_lo : _hi + 1] = _i
+AGEBIN_START = np.array([lo for lo, _ in AGEBIN38], dtype=np.int16)
+
+#: The 23 P12 age bins.
+P12_BINS: tuple[tuple[int, int], ...] = (
+    (0, 4), (5, 9), (10, 14), (15, 17), (18, 19), (20, 20), (21, 21),
+) + _AGEBIN_EDGES[22:]  # fmt: skip
+
+GEOID_LEN = {"state": 2, "county": 5, "tract": 11, "blockgroup": 12, "block": 15}
+LEVELS: tuple[str, ...] = ("state", "county", "tract", "blockgroup", "block")
+BLOCK_SIZE_BINS: tuple[tuple[int, int], ...] = (
+    (1, 9), (10, 49), (50, 99), (100, 249), (250, 499), (500, 999), (1000, 10**9),
+)  # fmt: skip
+BLOCK_SIZE_LABELS = ("1-9", "10-49", "50-99", "100-249", "250-499", "500-999", "1000+")
+
+BASE_COLUMNS = ("block_geoid", "sex", "age", "agebin", *RACES, "hispanic")
+REQUIRED_COLUMNS = ("block_geoid", "sex", "age", *RACES, "hispanic")
+
+
+def encode_types(
+    sex: np.ndarray, age: np.ndarray, race: np.ndarray, hisp: np.ndarray
+) -> np.ndarray:
+    """Type index of each person (see module docstring). ``race`` is the 1..63 code."""
+    return (
+        (sex.astype(np.int64) * N_AGES + age.astype(np.int64)) * N_RACES + race.astype(np.int64) - 1
+    ) * 2 + hisp.astype(np.int64)
+
+
+def decode_types(t: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Inverse of :func:`encode_types`: (sex, age, race code, hispanic)."""
+    t = np.asarray(t, dtype=np.int64)
+    hisp = t % 2
+    rest = t // 2
+    race = rest % N_RACES + 1
+    rest //= N_RACES
+    age = rest % N_AGES
+    sex = rest // N_AGES
+    return sex.astype(np.int8), age.astype(np.int16), race.astype(np.int8), hisp.astype(np.int8)
+
+
+#: Attributes of every type, for building cell predicates as vectorised masks.
+TYPE_SEX, TYPE_AGE, TYPE_RACE, TYPE_HISP = decode_types(np.arange(N_TYPES))
+
+
+def size_bin(pop: np.ndarray) -> np.ndarray:
+    """Index 0..6 of the block-size bin (1-9, ..., 1000+) of each population; -1 for 0."""
+    pop = np.asarray(pop)
+    edges = np.array([lo for lo, _ in BLOCK_SIZE_BINS])
+    out = np.searchsorted(edges, pop, side="right") - 1
+    return np.where(pop <= 0, -1, out)
+
+
+@dataclass
+class Microdata:
+    """Person records in encoded form.
+
+    ``geoids`` holds the distinct block ids (sorted); ``block`` indexes into it. ``extra`` keeps the
+    columns of the input beyond the schema (in input row order) so that they are written back out.
+    ``age_exact`` is False where only the age bin is known (block-only reconstructions).
+    """
+
+    geoids: np.ndarray
+    block: np.ndarray
+    sex: np.ndarray
+    age: np.ndarray
+    race: np.ndarray
+    hisp: np.ndarray
+    extra: pl.DataFrame | None = None
+    age_exact: np.ndarray | None = None
+    source: str = ""
+    meta: dict = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return int(self.block.shape[0])
+
+    @property
+    def types(self) -> np.ndarray:
+        return encode_types(self.sex, self.age, self.race, self.hisp)
+
+    @property
+    def agebin(self) -> np.ndarray:
+        return AGEBIN_OF_AGE[self.age]
+
+    @property
+    def block_geoid(self) -> np.ndarray:
+        return self.geoids[self.block]
+
+    def flags(self) -> np.ndarray:
+        """(n, 6) array of 0/1 race flags in OMB order."""
+        bits = RACE_BITS[self.race - 1]
+        return ((bits[:, None] >> np.arange(6)) & 1).astype(np.int8)
+
+    def geo_at(self, level: str) -> tuple[np.ndarray, np.ndarray]:
+        """(distinct geoids at ``level``, index of each person into them)."""
+        n = GEOID_LEN[level]
+        prefixes = np.array([g[:n] for g in self.geoids]) if n != 15 else self.geoids
+        uniq, inv = np.unique(prefixes, return_inverse=True)
+        return uniq, inv[self.block]
+
+    def take(self, idx: np.ndarray) -> Microdata:
+        """Rows ``idx`` (index array or boolean mask), keeping only the blocks still present."""
+        idx = np.asarray(idx)
+        if idx.dtype == bool:
+            idx = np.flatnonzero(idx)
+        used, newblock = np.unique(self.block[idx], return_inverse=True)
+        return Microdata(
+            geoids=self.geoids[used],
+            block=newblock.astype(np.int32),
+            sex=self.sex[idx],
+            age=self.age[idx],
+            race=self.race[idx],
+            hisp=self.hisp[idx],
+            extra=None if self.extra is None else self.extra[idx.tolist()],
+            age_exact=None if self.age_exact is None else self.age_exact[idx],
+            source=self.source,
+            meta=dict(self.meta),
+        )
+
+    def to_frame(self) -> pl.DataFrame:
+        """The records in the layout of the shared census file, extras appended."""
+        flags = self.flags()
+        cols: dict[str, object] = {
+            "block_geoid": self.block_geoid,
+            "sex": np.array(SEXES)[self.sex],
+            "age": self.age.astype(np.int16),
+            "agebin": np.array(AGEBIN38_LABELS)[self.agebin],
+        }
+        for i, r in enumerate(RACES):
+            cols[r] = flags[:, i]
+        cols["hispanic"] = self.hisp.astype(np.int8)
+        df = pl.DataFrame(cols)
+        if self.age_exact is not None:
+            df = df.with_columns(pl.Series("age_exact", self.age_exact.astype(np.int8)))
+        if self.extra is not None and self.extra.width:
+            df = pl.concat(
+                [df, self.extra.drop([c for c in self.extra.columns if c in df.columns])],
+                how="horizontal",
+            )
+        return df
+
+
+def from_arrays(
+    block_geoid: np.ndarray | list[str],
+    sex: np.ndarray,
+    age: np.ndarray,
+    race: np.ndarray,
+    hisp: np.ndarray,
+    extra: pl.DataFrame | None = None,
+    source: str = "",
+) -> Microdata:
+    """Build :class:`Microdata` from plain arrays (sex 0/1, race code 1..63, hisp 0/1)."""
+    geoids, block = np.unique(np.asarray(block_geoid, dtype=str), return_inverse=True)
+    return Microdata(
+        geoids=geoids,
+        block=block.astype(np.int32),
+        sex=np.asarray(sex, dtype=np.int8),
+        age=np.asarray(age, dtype=np.int16),
+        race=np.asarray(race, dtype=np.int8),
+        hisp=np.asarray(hisp, dtype=np.int8),
+        extra=extra,
+        source=source,
+    )
+
+
+def _fail_rows(
+    path: str, bad: np.ndarray, column: str, message: str, values: pl.Series | None = None
+) -> None:
+    rows = np.flatnonzero(bad)
+    if rows.size:
+        r = int(rows[0])
+        shown = f" (got {values[r]!r})" if values is not None else ""
+        raise InputError(
+            f"{message}{shown}", path=path, line=r + 2, column=column, more=rows.size - 1
+        )
+
+
+def _read_frame(path: str | Path) -> pl.DataFrame:
+    p = str(path)
+    if not Path(p).exists():
+        raise InputError("file not found", path=p)
+    try:
+        if p.endswith(".parquet"):
+            df = pl.read_parquet(p)
+            return df.with_columns([pl.col(c).cast(pl.String) for c in df.columns])
+        return pl.read_csv(p, infer_schema=False)
+    except InputError:
+        raise
+    except Exception as exc:  # polars raises several exception types for malformed files
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise InputError(
+            f"cannot be read as {'Parquet' if p.endswith('.parquet') else 'CSV'}: {first}", path=p
+        ) from None
+
+
+def _int_column(df: pl.DataFrame, col: str, path: str) -> np.ndarray:
+    s = df[col].str.strip_chars()
+    as_int = s.cast(pl.Int64, strict=False)
+    bad = as_int.is_null().to_numpy()
+    _fail_rows(path, bad, col, "not an integer", s)
+    return as_int.to_numpy()
+
+
+def _typed(s: pl.Series) -> pl.Series:
+    """An extra column read as text, given back as integers or floats when every value is one."""
+    for dt in (pl.Int64, pl.Float64):
+        c = s.cast(dt, strict=False)
+        if c.null_count() == s.null_count():
+            return c
+    return s
+
+
+def read_microdata(path: str | Path) -> Microdata:
+    """Read and validate a person file (CSV, CSV.gz or Parquet) in the shared census layout.
+
+    Raises :class:`InputError` naming the file, line and column of the first bad value (and how many
+    more rows share the problem). Ages above 110 are top-coded to 110 with a warning.
+    """
+    p = str(path)
+    df = _read_frame(p)
+    missing = [c for c in REQUIRED_COLUMNS if c not in df.columns]
+    if missing:
+        unknown = [c for c in df.columns if c not in BASE_COLUMNS]
+        hint = f"; columns not in the schema: {unknown}" if unknown else ""
+        raise InputError(f"missing required column(s) {missing}{hint}", path=p)
+    if df.height == 0:
+        raise InputError("no person records", path=p)
+    geo = df["block_geoid"].str.strip_chars()
+    bad = (~geo.str.contains(r"^\d{15}$")).fill_null(True).to_numpy()
+    _fail_rows(
+        path=p,
+        bad=bad,
+        column="block_geoid",
+        message="block_geoid must be 15 digits (state 2, county 3, tract 6, block 4)",
+        values=geo,
+    )
+    sex_s = df["sex"].str.strip_chars().str.to_lowercase()
+    sex = np.full(df.height, -1, dtype=np.int8)
+    sv = sex_s.to_numpy()
+    sex[sv == "male"] = 0
+    sex[sv == "female"] = 1
+    _fail_rows(p, sex < 0, "sex", "sex must be 'male' or 'female'", df["sex"])
+    age = _int_column(df, "age", p)
+    _fail_rows(p, age < 0, "age", "age must be >= 0", df["age"])
+    if (age > AGE_MAX).any():
+        n = int((age > AGE_MAX).sum())
+        warnings.warn(f"{p}: {n} age(s) above {AGE_MAX} top-coded to {AGE_MAX}", stacklevel=2)
+        age = np.minimum(age, AGE_MAX)
+    bits = np.zeros(df.height, dtype=np.int16)
+    for i, r in enumerate(RACES):
+        v = _int_column(df, r, p)
+        _fail_rows(p, (v != 0) & (v != 1), r, "race flag must be 0 or 1", df[r])
+        bits |= v.astype(np.int16) << i
+    _fail_rows(
+        p,
+        bits == 0,
+        "white",
+        "no race flag set (at least one of white, black, aian, asian, nhpi, sor must be 1)",
+    )
+    hisp = _int_column(df, "hispanic", p)
+    _fail_rows(p, (hisp != 0) & (hisp != 1), "hispanic", "hispanic must be 0 or 1", df["hispanic"])
+    if "agebin" in df.columns:
+        ab = df["agebin"].str.strip_chars().to_numpy()
+        expect = np.array(AGEBIN38_LABELS)[AGEBIN_OF_AGE[age]]
+        _fail_rows(p, ab != expect, "agebin", "agebin does not match age", df["agebin"])
+    age_exact = None
+    if "age_exact" in df.columns:
+        age_exact = _int_column(df, "age_exact", p).astype(bool)
+    extra_cols = [c for c in df.columns if c not in BASE_COLUMNS and c != "age_exact"]
+    extra = df.select([_typed(df[c]) for c in extra_cols]) if extra_cols else None
+    md = from_arrays(geo.to_numpy(), sex, age, CODE_OF_BITS[bits], hisp, extra=extra, source=p)
+    md.age_exact = age_exact
+    return md
+
+
+def write_microdata(md: Microdata, path: str | Path) -> None:
+    """Write a person file: ``.parquet`` as Parquet, ``.csv.gz`` gzip CSV, anything else plain CSV."""
+    p = str(path)
+    Path(p).parent.mkdir(parents=True, exist_ok=True)
+    df = md.to_frame()
+    if p.endswith(".parquet"):
+        df.write_parquet(p)
+    elif p.endswith(".gz"):
+        import gzip
+
+        with gzip.open(p, "wb", compresslevel=6) as fh:
+            df.write_csv(fh)
+    else:
+        df.write_csv(p)

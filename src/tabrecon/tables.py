@@ -1,0 +1,813 @@
+"""The published tables: SF1 person tables declared as data, tabulation, table files and consistency.
+
+A table is a :class:`TableSpec`: a universe (a partial predicate on sex, age, race and ethnicity), a
+layout naming how its lines are generated (also data: :data:`LAYOUTS`), and its geographic level. Each
+line becomes a :class:`Cell` -- one predicate over the person schema with a measure (``persons``, or
+``race_tally`` which counts a person once per reported race). Every cell is turned into a weight
+vector over the 27,972 person types (:mod:`tabrecon.schema`), so that
+
+    tables(geounit) = histogram(geounit) @ W
+
+and tabulation is one sparse matrix product, whatever the number of tables.
+
+Tables travel as a long table ``(geoid, cell, value)``; the level of a row follows from the length of
+its geoid (15 block, 12 block group, 11 tract, 5 county, 2 state). In memory they are a
+:class:`TableSet`: per level a dense (geounits x cells) matrix, ``-1`` marking a cell not published.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import scipy.sparse as sp
+
+from .errors import InputError
+from .schema import (
+    AGE_MAX,
+    GEOID_LEN,
+    N_TYPES,
+    P12_BINS,
+    RACE_BITS,
+    RACE_COMBOS,
+    RACE_COUNT,
+    RACE_LABELS,
+    RACES,
+    TYPE_AGE,
+    TYPE_HISP,
+    TYPE_RACE,
+    TYPE_SEX,
+    Microdata,
+)
+
+LEVEL_OF_LEN = {v: k for k, v in GEOID_LEN.items()}
+MISSING = -1
+
+
+# --------------------------------------------------------------------------------------------------
+# Cells and their predicates
+# --------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Cell:
+    """One published statistic: a predicate over the person schema and a measure.
+
+    ``race`` is ``any``, ``includes:x`` (alone or in combination), ``exactly:x+y`` (exactly those
+    races), ``count:k`` or ``count>=2``; ``hispanic`` is ``any``, ``0`` or ``1``.
+    """
+
+    id: str
+    table: str
+    level: str
+    sex: str = "any"
+    age_min: int = 0
+    age_max: int = AGE_MAX
+    race: str = "any"
+    hispanic: str = "any"
+    measure: str = "persons"
+
+    def race_mask(self) -> np.ndarray:
+        """Boolean mask over the 63 race codes (index code - 1)."""
+        return race_predicate_mask(self.race)
+
+    def type_weights(self) -> np.ndarray:
+        """Weight of every person type in this cell (0 where the predicate is false)."""
+        m = self.race_mask()[TYPE_RACE - 1]
+        m &= (TYPE_AGE >= self.age_min) & (TYPE_AGE <= self.age_max)
+        if self.sex != "any":
+            m &= TYPE_SEX == (0 if self.sex == "male" else 1)
+        if self.hispanic != "any":
+            m &= TYPE_HISP == int(self.hispanic)
+        w = m.astype(np.int8)
+        if self.measure == "race_tally":
+            w = w * RACE_COUNT[TYPE_RACE - 1]
+        return w
+
+    def description(self) -> str:
+        parts = [{"any": "both sexes", "male": "male", "female": "female"}[self.sex]]
+        if (self.age_min, self.age_max) != (0, AGE_MAX):
+            if self.age_max == AGE_MAX:
+                parts.append(f"age {self.age_min}+")
+            elif self.age_min == self.age_max:
+                parts.append(f"age {self.age_min}")
+            else:
+                parts.append(f"age {self.age_min}-{self.age_max}")
+        parts.append(describe_race(self.race))
+        if self.hispanic != "any":
+            parts.append("Hispanic" if self.hispanic == "1" else "not Hispanic")
+        text = ", ".join(parts)
+        return f"TALLY of races over: {text}" if self.measure == "race_tally" else text
+
+
+def race_predicate_mask(pred: str) -> np.ndarray:
+    """Mask over race codes 1..63 (index code-1) for a race predicate string."""
+    if pred == "any":
+        return np.ones(63, dtype=bool)
+    kind, _, arg = pred.partition(":")
+    if pred.startswith("count>="):
+        return RACE_COUNT >= int(pred[len("count>=") :])
+    if kind == "count":
+        return RACE_COUNT == int(arg)
+    names = arg.split("+")
+    bits = sum(1 << RACES.index(n) for n in names)
+    if kind == "includes":
+        return (RACE_BITS & bits) != 0
+    if kind == "exactly":
+        return RACE_BITS == bits
+    raise ValueError(f"unknown race predicate {pred!r}")
+
+
+def describe_race(pred: str) -> str:
+    if pred == "any":
+        return "any race"
+    if pred == "count>=2":
+        return "two or more races"
+    kind, _, arg = pred.partition(":")
+    if kind == "count":
+        return f"exactly {arg} races"
+    names = [RACE_LABELS[n] for n in arg.split("+")]
+    if kind == "includes":
+        return f"{names[0]} alone or in combination"
+    return f"{names[0]} alone" if len(names) == 1 else "; ".join(names)
+
+
+# --------------------------------------------------------------------------------------------------
+# Layouts: how a table's lines are generated (rows as partial predicates, in SF1 line order)
+# --------------------------------------------------------------------------------------------------
+Row = dict  # partial predicate: any of sex, age_min, age_max, race, hispanic, measure
+
+
+def _race_detail_rows() -> list[Row]:
+    """P8 lines 001-071: total; one race; six alone; two or more; per k races a subtotal + leaves."""
+    rows: list[Row] = [{}, {"race": "count:1"}]
+    rows += [{"race": f"exactly:{r}"} for r in RACES]
+    rows.append({"race": "count>=2"})
+    for k in range(2, 7):
+        rows.append({"race": f"count:{k}"})
+        rows += [
+            {"race": "exactly:" + "+".join(RACES[i] for i in c)} for c in RACE_COMBOS if len(c) == k
+        ]
+    return rows
+
+
+def _hisp_race_detail_rows() -> list[Row]:
+    """P9 lines 001-073: total; Hispanic; not Hispanic, followed by P8 lines 002-071 for NH."""
+    return [{}, {"hispanic": "1"}, {"hispanic": "0"}] + [
+        {**r, "hispanic": "0"} for r in _race_detail_rows()[1:]
+    ]
+
+
+def _tally_rows() -> list[Row]:
+    """P6: tally of races; each race alone or in combination."""
+    return [{"measure": "race_tally"}] + [{"race": f"includes:{r}"} for r in RACES]
+
+
+def _hisp_tally_rows() -> list[Row]:
+    """P7: tally; NH tally and races; Hispanic tally and races."""
+    rows: list[Row] = [{"measure": "race_tally"}]
+    for h in ("0", "1"):
+        rows.append({"measure": "race_tally", "hispanic": h})
+        rows += [{"race": f"includes:{r}", "hispanic": h} for r in RACES]
+    return rows
+
+
+def _sex_by(ages: Sequence[tuple[int, int]]) -> list[Row]:
+    rows: list[Row] = [{}]
+    for s in ("male", "female"):
+        rows.append({"sex": s})
+        rows += [{"sex": s, "age_min": lo, "age_max": hi} for lo, hi in ages]
+    return rows
+
+
+PCT12_AGES: tuple[tuple[int, int], ...] = tuple((a, a) for a in range(100)) + (
+    (100, 104), (105, 109), (110, 110),
+)  # fmt: skip
+
+LAYOUTS: dict[str, list[Row]] = {
+    "total": [{}],
+    "race_tally": _tally_rows(),
+    "hisp_race_tally": _hisp_tally_rows(),
+    "race_detail": _race_detail_rows(),
+    "hisp_race_detail": _hisp_race_detail_rows(),
+    "sex_by_p12_age": _sex_by(P12_BINS),
+    "sex_by_age_under20": _sex_by([(a, a) for a in range(20)]),
+    "sex_by_single_age": _sex_by(PCT12_AGES),
+}
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    """A published table: name, SF1 number and iteration, level, universe and layout."""
+
+    name: str
+    prefix: str  # "P" or "PCT"
+    number: int
+    level: str
+    layout: str
+    universe: Row = field(default_factory=dict, hash=False, compare=False)
+    iteration: str = ""
+    title: str = ""
+
+    def cell_id(self, line: int) -> str:
+        if self.iteration:
+            return f"{self.prefix}{self.number:03d}{self.iteration}{line:03d}"
+        return f"{self.prefix}{self.number:03d}{line:04d}"
+
+    def cells(self) -> list[Cell]:
+        out = []
+        for i, row in enumerate(LAYOUTS[self.layout], start=1):
+            pred = {**row}
+            for k, v in self.universe.items():
+                if k == "age_min":
+                    pred["age_min"] = max(pred.get("age_min", 0), v)
+                elif k == "age_max":
+                    pred["age_max"] = min(pred.get("age_max", AGE_MAX), v)
+                elif k in pred and pred[k] != v:
+                    raise ValueError(f"{self.name} line {i}: row and universe both restrict {k}")
+                else:
+                    pred[k] = v
+            out.append(Cell(id=self.cell_id(i), table=self.name, level=self.level, **pred))
+        return out
+
+
+#: The race/ethnicity universes of the iteration tables (P12A-I, PCT12A-O).
+ITERATIONS: dict[str, Row] = {
+    **{L: {"race": f"exactly:{r}"} for L, r in zip("ABCDEF", RACES, strict=True)},
+    "G": {"race": "count>=2"},
+    "H": {"hispanic": "1"},
+    "I": {"race": "exactly:white", "hispanic": "0"},
+    **{
+        L: {"race": f"exactly:{r}", "hispanic": "0"}
+        for L, r in zip("JKLMN", RACES[1:], strict=True)
+    },
+    "O": {"race": "count>=2", "hispanic": "0"},
+}
+
+ADULT = {"age_min": 18}
+
+#: The 34 SF1 person tables used by Abowd et al.: 19 block tables and 16 tract tables.
+SF1_TABLES: tuple[TableSpec, ...] = (
+    TableSpec("P1", "P", 1, "block", "total", title="Total population"),
+    TableSpec("P6", "P", 6, "block", "race_tally", title="Race (total races tallied)"),
+    TableSpec("P7", "P", 7, "block", "hisp_race_tally", title="Hispanic or Latino origin by race (total races tallied)"),
+    TableSpec("P8", "P", 8, "block", "race_detail", title="Race"),
+    TableSpec("P9", "P", 9, "block", "hisp_race_detail", title="Hispanic or Latino, and not Hispanic or Latino by race"),
+    TableSpec("P10", "P", 10, "block", "race_detail", ADULT, title="Race for the population 18 years and over"),
+    TableSpec("P11", "P", 11, "block", "hisp_race_detail", ADULT, title="Hispanic or Latino by race, 18 years and over"),
+    TableSpec("P12", "P", 12, "block", "sex_by_p12_age", title="Sex by age"),
+    TableSpec("P14", "P", 14, "block", "sex_by_age_under20", {"age_max": 19}, title="Sex by age for the population under 20 years"),
+    *(TableSpec(f"P12{L}", "P", 12, "block", "sex_by_p12_age", ITERATIONS[L], L, f"Sex by age ({L})") for L in "ABCDEFGHI"),
+    TableSpec("PCT12", "PCT", 12, "tract", "sex_by_single_age", title="Sex by single year of age"),
+    *(TableSpec(f"PCT12{L}", "PCT", 12, "tract", "sex_by_single_age", ITERATIONS[L], L, f"Sex by single year of age ({L})") for L in "ABCDEFGHIJKLMNO"),
+)  # fmt: skip
+
+TABLES_BY_NAME: dict[str, TableSpec] = {t.name: t for t in SF1_TABLES}
+BLOCK_TABLES = tuple(t.name for t in SF1_TABLES if t.level == "block")
+TRACT_TABLES = tuple(t.name for t in SF1_TABLES if t.level == "tract")
+
+
+@functools.lru_cache(maxsize=1)
+def all_cells() -> tuple[Cell, ...]:
+    """Every cell of the 34 tables, in table then line order (844 block + 3,344 tract)."""
+    return tuple(c for t in SF1_TABLES for c in t.cells())
+
+
+@functools.lru_cache(maxsize=1)
+def cell_index() -> dict[str, int]:
+    return {c.id: i for i, c in enumerate(all_cells())}
+
+
+def get_cell(cell_id: str) -> Cell:
+    try:
+        return all_cells()[cell_index()[cell_id]]
+    except KeyError:
+        raise InputError(f"unknown cell id {cell_id!r}") from None
+
+
+@functools.lru_cache(maxsize=1)
+def weight_matrix() -> sp.csc_matrix:
+    """Sparse (N_TYPES x all cells) matrix of cell weights (int32)."""
+    rows, cols, data = [], [], []
+    for j, c in enumerate(all_cells()):
+        w = c.type_weights()
+        nz = np.flatnonzero(w)
+        rows.append(nz)
+        cols.append(np.full(nz.size, j, dtype=np.int32))
+        data.append(w[nz].astype(np.int32))
+    return sp.csc_matrix(
+        (np.concatenate(data), (np.concatenate(rows), np.concatenate(cols))),
+        shape=(N_TYPES, len(all_cells())),
+    )
+
+
+def resolve_tables(tables: Iterable[str] | str | None) -> list[str]:
+    """Table names from a list, a comma list, ``block``, ``tract`` or ``all`` (default)."""
+    if tables is None or tables == "all":
+        return [t.name for t in SF1_TABLES]
+    if isinstance(tables, str):
+        if tables == "block":
+            return list(BLOCK_TABLES)
+        if tables == "tract":
+            return list(TRACT_TABLES)
+        tables = [t.strip() for t in tables.split(",") if t.strip()]
+    out = []
+    for t in tables:
+        name = t.upper()
+        if name not in TABLES_BY_NAME:
+            raise InputError(f"unknown table {t!r}; known tables: {', '.join(TABLES_BY_NAME)}")
+        out.append(name)
+    return out
+
+
+# --------------------------------------------------------------------------------------------------
+# TableSet: published values per level
+# --------------------------------------------------------------------------------------------------
+@dataclass
+class Grid:
+    """Values of some cells for the geounits of one level; ``MISSING`` (-1) where not published."""
+
+    level: str
+    geoids: np.ndarray  # sorted str
+    cells: np.ndarray  # str cell ids
+    values: np.ndarray  # int64 (n_geo, n_cells)
+
+    def col(self, cell_id: str) -> np.ndarray:
+        j = np.flatnonzero(self.cells == cell_id)
+        if not j.size:
+            raise KeyError(cell_id)
+        return self.values[:, j[0]]
+
+    def present(self) -> np.ndarray:
+        return self.values != MISSING
+
+    def take_geo(self, mask: np.ndarray) -> Grid:
+        return Grid(self.level, self.geoids[mask], self.cells, self.values[mask])
+
+
+@dataclass
+class TableSet:
+    """Published tables, one :class:`Grid` per geographic level."""
+
+    grids: dict[str, Grid]
+    source: str = ""
+
+    def __getitem__(self, level: str) -> Grid:
+        return self.grids[level]
+
+    def levels(self) -> list[str]:
+        return list(self.grids)
+
+    def tables_present(self) -> list[str]:
+        names = set()
+        idx = cell_index()
+        cells = all_cells()
+        for g in self.grids.values():
+            have = g.present().any(axis=0)
+            for c in g.cells[have]:
+                names.add(cells[idx[c]].table)
+        return [t.name for t in SF1_TABLES if t.name in names]
+
+    def to_frame(self) -> pl.DataFrame:
+        """Long table (geoid, cell, value) of every published value, zeros included."""
+        frames = []
+        for g in self.grids.values():
+            ng, nc = g.values.shape
+            val = g.values.ravel()
+            keep = np.flatnonzero(val != MISSING)
+            gi, ci = np.divmod(keep, nc)
+            frames.append(
+                pl.DataFrame(
+                    {
+                        "geoid": pl.Series(g.geoids.astype(str)).gather(gi),
+                        "cell": pl.Series(g.cells.astype(str)).gather(ci),
+                        "value": val[keep],
+                    }
+                )
+            )
+        if not frames:
+            return pl.DataFrame(schema={"geoid": pl.String, "cell": pl.String, "value": pl.Int64})
+        return pl.concat(frames)
+
+    def subset(self, tract: str) -> TableSet:
+        """The tables of one tract (its blocks and the tract itself)."""
+        out = {}
+        for lvl, g in self.grids.items():
+            n = GEOID_LEN["tract"]
+            if GEOID_LEN[lvl] < n:
+                continue
+            mask = np.char.startswith(g.geoids.astype(str), tract)
+            out[lvl] = g.take_geo(mask)
+        return TableSet(out, self.source)
+
+    def tracts(self) -> list[str]:
+        ids: set[str] = set()
+        for lvl, g in self.grids.items():
+            if GEOID_LEN[lvl] >= GEOID_LEN["tract"]:
+                ids.update(s[:11] for s in g.geoids)
+        return sorted(ids)
+
+
+# --------------------------------------------------------------------------------------------------
+# Tabulation
+# --------------------------------------------------------------------------------------------------
+def _cells_for(tables: list[str]) -> tuple[np.ndarray, dict[str, list[int]]]:
+    """Global column indices of the tables' cells, grouped by each table's own level."""
+    idx = cell_index()
+    by_level: dict[str, list[int]] = {}
+    for name in tables:
+        spec = TABLES_BY_NAME[name]
+        by_level.setdefault(spec.level, []).extend(idx[c.id] for c in spec.cells())
+    return np.array(sorted(idx.values())), by_level
+
+
+def histogram(md: Microdata, level: str = "block") -> tuple[np.ndarray, sp.csr_matrix]:
+    """(geoids, sparse geounit x type count matrix) at ``level``."""
+    geoids, g = md.geo_at(level)
+    key = g.astype(np.int64) * N_TYPES + md.types
+    uk, counts = np.unique(key, return_counts=True)
+    H = sp.csr_matrix(
+        (counts.astype(np.int64), (uk // N_TYPES, uk % N_TYPES)), shape=(len(geoids), N_TYPES)
+    )
+    return geoids, H
+
+
+def tabulate(
+    md: Microdata,
+    tables: Iterable[str] | str | None = None,
+    level: str | None = None,
+) -> TableSet:
+    """Tabulate person records into published tables, zero cells included.
+
+    Each table is computed at its own level (block or tract) unless ``level`` is given, in which case
+    every requested table is computed at that level (e.g. ``"county"``, ``"state"``,
+    ``"blockgroup"``). One sparse product per level: histogram(geounit x type) @ W(type x cell).
+    """
+    names = resolve_tables(tables)
+    _, by_level = _cells_for(names)
+    if level is not None:
+        if level not in GEOID_LEN:
+            raise InputError(f"unknown level {level!r}; choose from {', '.join(GEOID_LEN)}")
+        by_level = {level: [i for v in by_level.values() for i in v]}
+    W = weight_matrix()
+    ids = np.array([c.id for c in all_cells()])
+    grids = {}
+    for lvl, cols in by_level.items():
+        geoids, H = histogram(md, lvl)
+        vals = (H @ W[:, cols]).toarray().astype(np.int64)
+        grids[lvl] = Grid(lvl, geoids, ids[cols], vals)
+    return TableSet(grids, source=md.source)
+
+
+# --------------------------------------------------------------------------------------------------
+# Reading and writing table files
+# --------------------------------------------------------------------------------------------------
+_GEOID_RE = re.compile(r"^\d+$")
+
+
+def write_tables(ts: TableSet, path: str | Path) -> None:
+    """Write the long table: ``.parquet`` as Parquet, otherwise CSV (gzip if ``.gz``)."""
+    p = str(path)
+    Path(p).parent.mkdir(parents=True, exist_ok=True)
+    df = ts.to_frame()
+    if p.endswith(".parquet"):
+        df.write_parquet(p)
+    elif p.endswith(".gz"):
+        import gzip
+
+        with gzip.open(p, "wb", compresslevel=6) as fh:
+            df.write_csv(fh)
+    else:
+        df.write_csv(p)
+
+
+def read_tables(path: str | Path) -> TableSet:
+    """Read and validate a long table file (geoid, cell, value).
+
+    Every error names the file, the line (header = line 1) and the cell: unknown cell ids, geoids that
+    are not digits or whose length does not fit the cell's level, values that are not non-negative
+    integers, and duplicate (geoid, cell) rows.
+    """
+    from .schema import _read_frame
+
+    p = str(path)
+    df = _read_frame(p)
+    missing = [c for c in ("geoid", "cell", "value") if c not in df.columns]
+    if missing:
+        raise InputError(
+            f"missing column(s) {missing}; a table file has columns geoid, cell, value", path=p
+        )
+    if df.height == 0:
+        raise InputError("no table values", path=p)
+    cells = all_cells()
+    known = pl.DataFrame(
+        {
+            "cell": [c.id for c in cells],
+            "_ci": np.arange(len(cells), dtype=np.int32),
+            "_want": [GEOID_LEN[c.level] for c in cells],
+        }
+    )
+    df = (
+        df.select(
+            pl.col("geoid").str.strip_chars(),
+            pl.col("cell").str.strip_chars(),
+            pl.col("value").str.strip_chars(),
+        )
+        .with_row_index("_line", offset=2)
+        .join(known, on="cell", how="left", maintain_order="left")
+        .with_columns(
+            pl.col("value").cast(pl.Int64, strict=False).alias("_v"),
+            pl.col("value").cast(pl.Float64, strict=False).alias("_f"),
+            pl.col("geoid").str.len_chars().alias("_len"),
+        )
+    )
+
+    def fail(cond: pl.Expr, msg: str) -> None:
+        bad = df.filter(cond)
+        if bad.height:
+            r = bad.row(0, named=True)
+            raise InputError(
+                f"{msg} (geoid {r['geoid']!r}, cell {r['cell']!r}, value {r['value']!r})",
+                path=p,
+                line=int(r["_line"]),
+                more=bad.height - 1,
+            )
+
+    fail(pl.col("_ci").is_null(), "unknown cell id")
+    fail(
+        pl.col("_v").is_null() & pl.col("_f").is_not_null(),
+        "fractional count; table values must be whole numbers",
+    )
+    fail(pl.col("_v").is_null(), "value is not an integer")
+    fail(pl.col("_v") < 0, "negative count")
+    fail(~pl.col("geoid").str.contains(r"^\d+$"), "geoid must be digits")
+    fail(
+        ~pl.col("_len").is_in(list(GEOID_LEN.values())),
+        "geoid length must be 2 (state), 5 (county), 11 (tract), 12 (block group) or 15 (block)",
+    )
+    # a cell may be tabulated at its own level or a coarser one, never at a finer one
+    fail(pl.col("_len") > pl.col("_want"), "geoid is finer than the cell's level")
+    dup = df.filter(pl.struct("geoid", "cell").is_duplicated())
+    if dup.height:
+        r = dup.row(1 if dup.height > 1 else 0, named=True)
+        raise InputError(
+            f"duplicate row for geoid {r['geoid']!r} cell {r['cell']!r}",
+            path=p,
+            line=int(r["_line"]),
+        )
+    grids = {}
+    for L, lvl in sorted(LEVEL_OF_LEN.items(), reverse=True):
+        part = df.filter(pl.col("_len") == L)
+        if not part.height:
+            continue
+        part = part.with_columns(
+            (pl.col("geoid").rank("dense") - 1).alias("_gi"),
+            (pl.col("_ci").rank("dense") - 1).alias("_cj"),
+        )
+        gids = part["geoid"].unique().sort().to_numpy().astype(str)
+        cis = np.sort(part["_ci"].unique().to_numpy())
+        gi = part["_gi"].to_numpy().astype(np.int64)
+        cj = part["_cj"].to_numpy().astype(np.int64)
+        vals = np.full((len(gids), len(cis)), MISSING, dtype=np.int64)
+        vals[gi, cj] = part["_v"].to_numpy()
+        grids[lvl] = Grid(lvl, gids, np.array([cells[i].id for i in cis]), vals)
+    return TableSet(grids, source=p)
+
+
+# --------------------------------------------------------------------------------------------------
+# Consistency: identities derived from the specs
+# --------------------------------------------------------------------------------------------------
+#: Table families whose same-numbered lines partition another table's line.
+FAMILIES: dict[str, tuple[str, ...]] = {
+    "P12A-G": tuple(f"P12{L}" for L in "ABCDEFG"),
+    "PCT12A-G": tuple(f"PCT12{L}" for L in "ABCDEFG"),
+    "PCT12H,I-O": tuple(f"PCT12{L}" for L in "HIJKLMNO"),
+}
+
+
+@dataclass(frozen=True)
+class Identity:
+    """``lhs = sum(rhs)`` at ``level``; at tract level, block cells mean their sum over the tract."""
+
+    level: str
+    lhs: str
+    rhs: tuple[str, ...]
+    rule: str
+
+    def text(self) -> str:
+        agg = "Σblocks " if self.level == "tract" else ""
+
+        def fmt(c: str) -> str:
+            return f"{agg}{c}" if get_cell(c).level == "block" and self.level == "tract" else c
+
+        return f"{fmt(self.lhs)} = " + " + ".join(fmt(c) for c in self.rhs)
+
+
+@functools.lru_cache(maxsize=1)
+def identities() -> tuple[Identity, ...]:
+    """Linear identities between cells that every tabulation satisfies, derived from the specs.
+
+    * equal weights: two cells with the same weight vector (P1 = P8.001 = P12.001 ...);
+    * partitions: a cell equals the sum of the maximal cells of one table (or family) inside it,
+      when those are disjoint and cover it (P12 male = its bins; P12 0-4 = P14 ages 0..4;
+      P12 = P12A + ... + P12G; tract PCT12 male 85-99,100-104,... = Σblocks P12 male 85+);
+    * tallies: a race tally equals the sum of its six alone-or-in-combination lines.
+    Block-level identities use block cells; tract-level ones use tract cells and block cells summed
+    over the tract's blocks, and always involve at least one tract cell.
+    """
+    cells = all_cells()
+    W = weight_matrix()  # types x cells
+    S = (W != 0).astype(np.int32)
+    inter = (S.T @ S).toarray()
+    size = np.asarray(S.sum(axis=0)).ravel()
+    is_block = np.array([c.level == "block" for c in cells])
+    persons = np.array([c.measure == "persons" for c in cells])
+    subset = inter == size[None, :]  # subset[c, g]: g inside c
+    groups: dict[str, np.ndarray] = {}
+    for t in SF1_TABLES:
+        groups[t.name] = np.array([cell_index()[c.id] for c in t.cells()])
+    for fam, members in FAMILIES.items():
+        groups[fam] = np.concatenate([groups[m] for m in members])
+    out: dict[tuple, Identity] = {}
+
+    def add(i: Identity) -> None:
+        out.setdefault((i.level, i.lhs, tuple(sorted(i.rhs))), i)
+
+    strict = subset & (size[None, :] < size[:, None])
+    gnames = list(groups)
+    G = np.zeros((len(cells), len(gnames)), dtype=np.int32)
+    for k, gname in enumerate(gnames):
+        G[groups[gname], k] = 1
+    ncand = (strict & persons[None, :]).astype(np.int32) @ G
+    # equal weight vectors
+    Wd = W.T.tocsr()
+    keys: dict[bytes, list[int]] = {}
+    for i in range(len(cells)):
+        row = Wd.getrow(i)
+        keys.setdefault(row.indices.tobytes() + row.data.tobytes(), []).append(i)
+    for members in keys.values():
+        for j in members[1:]:
+            a, b = cells[members[0]], cells[j]
+            lvl = "block" if a.level == b.level == "block" else "tract"
+            add(Identity(lvl, a.id, (b.id,), "equal"))
+    # partitions
+    for ci, c in enumerate(cells):
+        if not persons[ci]:
+            continue
+        for k in np.flatnonzero(ncand[ci] >= 2):
+            gname = gnames[k]
+            g = groups[gname]
+            g = g[g != ci]
+            g = g[persons[g]]
+            lvl = "block" if (c.level == "block" and is_block[g].all()) else "tract"
+            if lvl == "block" and c.level != "block":
+                continue
+            cand = g[subset[ci, g] & (size[g] < size[ci])]
+            if cand.size < 2:
+                continue
+            sub = subset[np.ix_(cand, cand)] & (size[cand][None, :] < size[cand][:, None])
+            maximal = cand[~sub.any(axis=0)]
+            if maximal.size < 2:
+                continue
+            ii = inter[np.ix_(maximal, maximal)]
+            if (ii - np.diag(np.diag(ii))).any() or size[maximal].sum() != size[ci]:
+                continue
+            if lvl == "tract" and c.level == "block" and is_block[maximal].all():
+                continue
+            add(Identity(lvl, c.id, tuple(cells[m].id for m in maximal), f"partition:{gname}"))
+    # tallies
+    for c in cells:
+        if c.measure != "race_tally":
+            continue
+        parts = [
+            d.id
+            for d in cells
+            if d.table == c.table
+            and d.race.startswith("includes:")
+            and (d.sex, d.age_min, d.age_max, d.hispanic)
+            == (c.sex, c.age_min, c.age_max, c.hispanic)
+        ]
+        if len(parts) == 6:
+            add(Identity("block", c.id, tuple(parts), "tally"))
+    return tuple(sorted(out.values(), key=lambda x: (x.level, cell_index()[x.lhs], x.rhs)))
+
+
+@dataclass
+class Violation:
+    geoid: str
+    identity: Identity
+    lhs_value: int
+    rhs_value: int
+
+    def __str__(self) -> str:
+        return (
+            f"{self.geoid}: {self.identity.text()} fails "
+            f"(left side {self.lhs_value}, right side {self.rhs_value})"
+        )
+
+
+@dataclass
+class ConsistencyReport:
+    checked: int
+    skipped: int
+    violations: list[Violation]
+
+    @property
+    def ok(self) -> bool:
+        return not self.violations
+
+
+def _tract_frame(ts: TableSet) -> tuple[np.ndarray, np.ndarray, dict[str, int]] | None:
+    """Tract-level values with block cells summed over each tract's blocks."""
+    cols: dict[str, int] = {}
+    parts_geo = []
+    block = ts.grids.get("block")
+    tract = ts.grids.get("tract")
+    if tract is None:
+        return None
+    geoids = tract.geoids
+    blocks_v = None
+    if block is not None:
+        tr = np.array([g[:11] for g in block.geoids])
+        pos = np.searchsorted(geoids, tr)
+        ok = (pos < len(geoids)) & (geoids[np.minimum(pos, len(geoids) - 1)] == tr)
+        agg = np.zeros((len(geoids), len(block.cells)), dtype=np.int64)
+        missing = np.zeros((len(geoids), len(block.cells)), dtype=bool)
+        np.add.at(agg, pos[ok], block.values[ok])
+        np.logical_or.at(missing, pos[ok], block.values[ok] == MISSING)
+        agg[missing] = MISSING
+        blocks_v = agg
+        for j, c in enumerate(block.cells):
+            cols["B:" + c] = j
+    parts_geo.append(geoids)
+    nb = 0 if blocks_v is None else blocks_v.shape[1]
+    for j, c in enumerate(tract.cells):
+        cols[c] = nb + j
+    vals = tract.values if blocks_v is None else np.hstack([blocks_v, tract.values])
+    return geoids, vals, cols
+
+
+def check_consistency(ts: TableSet) -> ConsistencyReport:
+    """Evaluate every identity on every geounit; report each violated one (geoid, cells, values).
+
+    Identities with a cell that is not published are skipped (counted in ``skipped``).
+    """
+    ids = identities()
+    viols: list[Violation] = []
+    checked = skipped = 0
+    frames: dict[str, tuple[np.ndarray, np.ndarray, dict[str, int]]] = {}
+    if "block" in ts.grids:
+        g = ts.grids["block"]
+        frames["block"] = (g.geoids, g.values, {c: j for j, c in enumerate(g.cells)})
+    tf = _tract_frame(ts)
+    if tf is not None:
+        frames["tract"] = tf
+    for lvl, (geoids, vals, cols) in frames.items():
+        rel = [i for i in ids if i.level == lvl]
+        if not rel:
+            continue
+
+        def key(c: str, lvl: str = lvl) -> str:
+            return "B:" + c if lvl == "tract" and get_cell(c).level == "block" else c
+
+        usable = [i for i in rel if key(i.lhs) in cols and all(key(r) in cols for r in i.rhs)]
+        skipped += (len(rel) - len(usable)) * len(geoids)
+        if not usable:
+            continue
+        rows, colsi, data = [], [], []
+        for k, i in enumerate(usable):
+            rows.append(k)
+            colsi.append(cols[key(i.lhs)])
+            data.append(1)
+            for r in i.rhs:
+                rows.append(k)
+                colsi.append(cols[key(r)])
+                data.append(-1)
+        D = sp.csr_matrix((data, (rows, colsi)), shape=(len(usable), vals.shape[1]))
+        A = (D != 0).astype(np.int64)
+        miss = (vals == MISSING).astype(np.int64) @ A.T  # identities touching a missing value
+        V = np.where(vals == MISSING, 0, vals)
+        resid = np.asarray(V @ D.T)
+        checked += int((miss == 0).sum())
+        skipped += int((miss != 0).sum())
+        bad = np.argwhere((resid != 0) & (miss == 0))
+        for gi, k in bad:
+            ident = usable[k]
+            lhs = int(V[gi, cols[key(ident.lhs)]])
+            viols.append(Violation(str(geoids[gi]), ident, lhs, lhs - int(resid[gi, k])))
+    return ConsistencyReport(checked, skipped, viols)
+
+
+def drop_cells(ts: TableSet, cells: Iterable[str]) -> TableSet:
+    """A copy with the given cells marked not published (for suppression experiments)."""
+    drop = set(cells)
+    out = {}
+    for lvl, g in ts.grids.items():
+        v = g.values.copy()
+        m = np.isin(g.cells, list(drop))
+        v[:, m] = MISSING
+        out[lvl] = replace(g, values=v)
+    return TableSet(out, ts.source)

@@ -1,0 +1,47 @@
+"""Shared fixtures: the real 2010 sample (skipped when ../shared is absent) and small synthetic data."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared"
+REAL = SHARED / "data" / "census2010_rhdf_28tracts.csv.gz"
+ORACLE = SHARED / "reference" / "sf1_person_cells.csv"
+
+
+@pytest.fixture(scope="session")
+def real_path() -> Path:
+    if not REAL.exists():
+        pytest.skip("real sample ../shared/data/census2010_rhdf_28tracts.csv.gz not present")
+    return REAL
+
+
+@pytest.fixture(scope="session")
+def real_md(real_path):
+    from tabrecon.schema import read_microdata
+
+    return read_microdata(real_path)
+
+
+@pytest.fixture(scope="session")
+def real_tables(real_md):
+    from tabrecon.tables import tabulate
+
+    return tabulate(real_md)
+
+
+@pytest.fixture(scope="session")
+def oracle_path() -> Path:
+    if not ORACLE.exists():
+        pytest.skip("oracle ../shared/reference/sf1_person_cells.csv not present")
+    return ORACLE
+
+
+@pytest.fixture(scope="session")
+def small_md():
+    from tabrecon.synth import SynthConfig, synthesize
+
+    return synthesize(SynthConfig(persons=3000), seed=7)
