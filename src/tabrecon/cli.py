@@ -186,6 +186,136 @@ def check_tables(
     raise typer.Exit(1)
 
 
+def _solver_opts(solver: str, threads: int, time_limit: float, seed: int):
+    from .attacks.solvers import BACKENDS, SolverOptions
+
+    if solver not in BACKENDS:
+        raise TabreconError(f"--solver must be one of {', '.join(BACKENDS)} (got {solver!r})")
+    if threads < 1 or time_limit <= 0:
+        raise TabreconError("--threads must be >= 1 and --time-limit > 0")
+    return SolverOptions(backend=solver, threads=threads, time_limit=time_limit, seed=seed)
+
+
+def _progress(total: int, label: str):
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    prog = Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[last]}"),
+                    TimeElapsedColumn(), TimeRemainingColumn(), console=err, transient=False)  # fmt: skip
+    task = prog.add_task(label, total=total, last="")
+    return prog, task
+
+
+@app.command()
+def reconstruct(
+    tables_file: Annotated[
+        Path, typer.Argument(help="Published tables (long format: geoid, cell, value)")
+    ],
+    out: Annotated[
+        Path, typer.Option("--out", "-o", help="Person file to write (.parquet, .csv, .csv.gz)")
+    ] = Path("recon.parquet"),
+    level: Annotated[
+        str, typer.Option(help="'block' (block tables only) or 'block+tract'")
+    ] = "block+tract",
+    solver: Annotated[str, typer.Option(help="cpsat or highs")] = "cpsat",
+    threads: Annotated[int, typer.Option(help="Solver threads per tract")] = 1,
+    time_limit: Annotated[float, typer.Option(help="Solver time limit per model, seconds")] = 300.0,
+    seed: Annotated[int, typer.Option(help="Solver random seed")] = 0,
+    workers: Annotated[int, typer.Option(help="Tracts solved in parallel (processes)")] = 1,
+    strategy: Annotated[
+        str, typer.Option(help="staged (binned model, then ages) or full (single-age model)")
+    ] = "staged",
+    resume: Annotated[
+        bool, typer.Option(help="Skip tracts already finished in <out>.parts/")
+    ] = True,
+) -> None:
+    """Rebuild person records from published tables, tract by tract (written as each finishes)."""
+    from .attacks.reconstruct import LEVELS
+    from .attacks.reconstruct import reconstruct as _recon
+    from .tables import read_tables
+
+    if level not in LEVELS:
+        raise TabreconError(f"--level must be 'block' or 'block+tract' (got {level!r})")
+    opts = _solver_opts(solver, threads, time_limit, seed)
+    ts = read_tables(tables_file)
+    tracts = ts.tracts()
+    console.print(
+        f"{tables_file}: {len(tracts)} tracts; tables present: {', '.join(ts.tables_present())}"
+    )
+    t0 = time.perf_counter()
+    prog, task = _progress(len(tracts), "reconstruct")
+    with prog:
+        run = _recon(ts, level, opts, workers=workers, out=out, resume=resume, strategy=strategy,
+                     progress=lambda r: prog.update(task, advance=1, last=f"{r.tract} {r.status}"))  # fmt: skip
+    el = time.perf_counter() - t0
+    ok = [r for r in run.results if r.status == "ok"]
+    console.print(f"{len(run.records):,} persons from {len(ok)}/{len(run.results)} tracts ({level}, {solver}) "
+                  f"in {el:.1f} s -> {out}; per-tract status in {out}.parts/status.jsonl")  # fmt: skip
+    console.print(f"tables used: {', '.join(run.tables_used)}")
+    if run.records.age_exact is not None and len(run.records):
+        inexact = int((~run.records.age_exact).sum())
+        if inexact:
+            console.print(
+                f"{inexact:,} records have an age known only to its class (age = class start, age_exact = 0)"
+            )
+    if run.failed:
+        for r in run.failed:
+            err.print(f"[red]tract {r.tract}: {r.status}[/red] -- {r.message}")
+            for c in r.conflicts:
+                err.print(
+                    f"    {c['geoid']} {c['cell']} published {c['published']}, adjust by {c['adjust']:+d}: {c['reason']}"
+                )
+        err.print(f"{len(run.failed)} tract(s) failed; the others were written")
+        raise typer.Exit(1)
+
+
+@app.command()
+def agree(
+    left: Annotated[Path, typer.Argument(help="Reference person file (truth, CEF or HDF)")],
+    right: Annotated[
+        Path, typer.Argument(help="Person file compared with it (e.g. a reconstruction)")
+    ],
+    out: Annotated[
+        Path | None, typer.Option("--out", "-o", help="Write the Table 3-style rows as CSV")
+    ] = None,
+) -> None:
+    """Agreement of two person files within blocks (exact age, then age bin), as in Abowd et al. Table 3."""
+    from .metrics.agreement import agree as _agree
+    from .schema import read_microdata
+
+    a = _agree(read_microdata(left), read_microdata(right))
+    rows = [
+        [r["bin"], r["blocks"], r["persons"], f"{r['exact_pct']:.1f}", f"{r['binned_pct']:.1f}"]
+        for r in a.by_bin.iter_rows(named=True)
+    ]
+    rows.append(
+        [
+            "all",
+            int(a.by_bin["blocks"].sum()),
+            a.population,
+            f"{a.exact_pct:.1f}",
+            f"{a.binned_pct:.1f}",
+        ]
+    )
+    console.print(
+        _table(
+            f"agreement of {right.name} with {left.name} (% of {left.name} persons)",
+            ["bin", "blocks", "persons", "exact %", "binned %"],
+            rows,
+        )
+    )
+    if out is not None:
+        a.table3(f"{right.name}-{left.name}").write_csv(out)
+        a.by_bin.write_csv(Path(str(out).replace(".csv", "") + "_by_bin.csv"))
+        console.print(f"written {out}")
+
+
 @app.command()
 def demo(
     out: Annotated[Path, typer.Option("--out", "-o", help="Output folder")] = Path("tabrecon-demo"),

@@ -64,28 +64,96 @@ class TractModel:
     empty_rows: list[tuple[str, str, int]]  # positive cells left with no possible persons
     tables_used: list[str]
     age_class_start: np.ndarray
+    binned: bool = False
+    tract_complete: bool = True  # binned: every tract cell made it into a bin-level row
+    tract_cells: np.ndarray | None = None
+    tract_values: np.ndarray | None = None
 
     @property
     def n_vars(self) -> int:
         return self.prog.n_vars
 
 
-def age_classes(cells: list[str]) -> np.ndarray:
-    """Start age of the class of every age 0..110: the coarsest partition the cells can tell apart."""
-    cs = all_cells()
-    idx = cell_index()
+def age_classes(ranges: list[tuple[int, int]]) -> np.ndarray:
+    """Start age of the class of every age 0..110: the coarsest partition the age ranges can tell apart."""
     cuts = {0}
-    for c in cells:
-        cell = cs[idx[c]]
-        cuts.add(cell.age_min)
-        if cell.age_max < AGE_MAX:
-            cuts.add(cell.age_max + 1)
+    for lo, hi in ranges:
+        cuts.add(lo)
+        if hi < AGE_MAX:
+            cuts.add(hi + 1)
     starts = np.array(sorted(cuts))
     return starts[np.searchsorted(starts, np.arange(N_AGES), side="right") - 1]
 
 
-def build_tract_model(ts: TableSet, tract: str, level: str = "block+tract") -> TractModel:
-    """Build the count model of one tract from the cells present in ``ts`` (already sliced or not)."""
+def _cell_ranges(cells: np.ndarray) -> list[tuple[int, int]]:
+    cs, idx = all_cells(), cell_index()
+    return [(cs[idx[c]].age_min, cs[idx[c]].age_max) for c in cells]
+
+
+def _tract_rows(
+    cells: np.ndarray, vals: np.ndarray, binned: bool
+) -> tuple[np.ndarray, sp.csc_matrix, np.ndarray, list[tuple[int, int]], bool]:
+    """Tract rows as (names, type x row weights, values, age ranges, complete).
+
+    ``binned``: cells inside one wide age bin are summed per (table, sex, bin) into one row; a group
+    that does not cover its whole bin is left out and ``complete`` is False.
+    """
+    W = weight_matrix()
+    cs, idx = all_cells(), cell_index()
+    col = np.array([idx[c] for c in cells], dtype=np.int64)
+    if not binned or not len(cells):
+        return cells, W[:, col], vals, _cell_ranges(cells), True
+    from ..schema import AGEBIN38, AGEBIN_OF_AGE
+
+    groups: dict[tuple, list[int]] = {}
+    direct: list[int] = []
+    complete = True
+    for j, cid in enumerate(cells):
+        c = cs[idx[cid]]
+        blo, bhi = AGEBIN38[AGEBIN_OF_AGE[c.age_min]]
+        if c.age_min == blo and (
+            c.age_max == AGE_MAX
+            or AGEBIN_OF_AGE[min(c.age_max + 1, AGE_MAX)] != AGEBIN_OF_AGE[c.age_max]
+        ):
+            direct.append(j)  # a union of whole bins
+        else:
+            groups.setdefault((c.table, c.sex, blo, bhi), []).append(j)
+    names, cols, values, ranges = [], [], [], []
+    for j in direct:
+        names.append(cells[j])
+        cols.append(np.array([j]))
+        values.append(vals[j])
+        ranges.append(_cell_ranges(cells[j : j + 1])[0])
+    for (_, _, blo, bhi), members in groups.items():
+        covered = sum(cs[idx[cells[j]]].age_max - cs[idx[cells[j]]].age_min + 1 for j in members)
+        if covered != bhi - blo + 1:
+            complete = False
+            continue
+        names.append("+".join(cells[j] for j in members))
+        cols.append(np.array(members))
+        values.append(int(vals[members].sum()))
+        ranges.append((blo, bhi))
+    G = sp.csc_matrix(
+        (
+            np.ones(sum(len(c) for c in cols)),
+            (np.concatenate(cols), np.repeat(np.arange(len(cols)), [len(c) for c in cols])),
+        ),
+        shape=(len(cells), len(cols)),
+    )
+    Wt = (W[:, col] @ G).astype(np.int32).tocsc()
+    return np.array(names), Wt, np.array(values, dtype=np.int64), ranges, complete
+
+
+def build_tract_model(
+    ts: TableSet, tract: str, level: str = "block+tract", binned: bool = False
+) -> TractModel:
+    """Build the count model of one tract from the cells present in ``ts``.
+
+    ``binned`` builds the model on agebin38 instead of single ages: tract cells are summed to bins
+    (see :func:`_tract_rows`). Its solutions are the binned projections of the full model's when
+    the tract tables are complete (then single ages are a transportation problem, see
+    :func:`spread_ages`).
+    """
     if level not in LEVELS:
         raise TabreconError(f"unknown level {level!r}; choose 'block' or 'block+tract'")
     cs = all_cells()
@@ -97,38 +165,38 @@ def build_tract_model(ts: TableSet, tract: str, level: str = "block+tract") -> T
     bmask = np.char.startswith(bgrid.geoids.astype(str), tract)
     bvals = bgrid.values[bmask]
     geoids = bgrid.geoids[bmask]
+    if not len(geoids):
+        raise TabreconError(f"tract {tract}: no block in the block tables")
     bpresent_cols = (bvals != MISSING).any(axis=0)
     bcells = bgrid.cells[bpresent_cols]
     bvals = bvals[:, bpresent_cols]
     tcells = np.array([], dtype=str)
-    tvals = np.zeros((1, 0), dtype=np.int64)
+    tv0 = np.zeros(0, dtype=np.int64)
     tgrid = ts.grids.get("tract")
     if level == "block+tract" and tgrid is not None:
         tm = tgrid.geoids == tract
         if tm.any():
-            tv = tgrid.values[tm][:1]
-            keep = tv[0] != MISSING
-            tcells, tvals = tgrid.cells[keep], tv[:, keep]
-    all_present = list(bcells) + list(tcells)
-    starts = age_classes(all_present)
+            tv = tgrid.values[tm][0]
+            keep = tv != MISSING
+            tcells, tv0 = tgrid.cells[keep], tv[keep]
+    tnames, Wt_full, tvals, tranges, complete = _tract_rows(tcells, tv0, binned)
+    starts = age_classes(_cell_ranges(bcells) + tranges)
     rep = np.flatnonzero(starts[TYPE_AGE] == TYPE_AGE)  # representative types
     bcol = np.array([idx[c] for c in bcells], dtype=np.int64)
-    tcol = np.array([idx[c] for c in tcells], dtype=np.int64)
-    if tcol.size:
+    if tvals.size:
         # tract zeros first: they rule out most (age, race) combinations for every block at once
-        Wt_bool = (W[rep][:, tcol] != 0).astype(np.int32).tocsr()
-        tz = np.asarray(Wt_bool @ (tvals[0] == 0).astype(np.int32)).ravel() > 0
-        keep_t = ~tz | (np.asarray(Wt_bool.sum(axis=1)).ravel() == 0)
-        rep = rep[keep_t]
+        Wt_bool = (Wt_full[rep] != 0).astype(np.int32).tocsr()
+        tz = np.asarray(Wt_bool @ (tvals == 0).astype(np.int32)).ravel() > 0
+        rep = rep[~tz]
     Wb = W[rep][:, bcol].tocsr()  # rep x block cells
-    Wt = W[rep][:, tcol].tocsr()
+    Wt = Wt_full[rep].tocsr()
     # published zeros forbid every type they cover; a type covered by no cell is not evidenced
     Wb_bool = (Wb != 0).astype(np.int32)
     forbidden = np.asarray((Wb_bool @ sp.csr_matrix((bvals == 0).astype(np.int32)).T).todense()) > 0
     covered = (
         np.asarray((Wb_bool @ sp.csr_matrix((bvals != MISSING).astype(np.int32)).T).todense()) > 0
     )
-    if tcol.size:
+    if tvals.size:
         covered |= (np.asarray((Wt != 0).sum(axis=1)).ravel() > 0)[:, None]
     allowed = covered & ~forbidden
     vb, vr = np.nonzero(allowed.T)  # sorted by block then rep
@@ -141,45 +209,39 @@ def build_tract_model(ts: TableSet, tract: str, level: str = "block+tract") -> T
     val = bvals[var_block[i], c]
     ub = np.full(n, np.iinfo(np.int64).max, dtype=np.int64)
     np.minimum.at(ub, i, val // w)
-    key = var_block[i].astype(np.int64) * len(bcells) + c
+    nbc = max(len(bcells), 1)
+    key = var_block[i].astype(np.int64) * nbc + c
     rkeys, rinv = np.unique(key, return_inverse=True)
-    rows_b = rinv
     rhs_b = bvals.ravel()[rkeys]
-    row_block = (rkeys // max(len(bcells), 1)).astype(np.int32)
-    row_cell = bcells[rkeys % max(len(bcells), 1)] if len(bcells) else np.array([], dtype=str)
+    row_block = (rkeys // nbc).astype(np.int32)
+    row_cell = bcells[rkeys % nbc] if len(bcells) else np.array([], dtype=str)
     positive = np.argwhere(bvals > 0)
-    pkeys = positive[:, 0].astype(np.int64) * len(bcells) + positive[:, 1]
+    pkeys = positive[:, 0].astype(np.int64) * nbc + positive[:, 1]
     lost = pkeys[~np.isin(pkeys, rkeys)]
-    empty = [
-        (str(geoids[k // len(bcells)]), str(bcells[k % len(bcells)]), int(bvals.ravel()[k]))
-        for k in lost
-    ]
-    rows = [rows_b]
-    cols = [i]
-    data = [w]
-    rhs = [rhs_b]
+    empty = [(str(geoids[k // nbc]), str(bcells[k % nbc]), int(bvals.ravel()[k])) for k in lost]
+    rows, cols, data, rhs = [rinv], [i], [w], [rhs_b]
     nrow = len(rkeys)
-    if tcol.size:
+    if tvals.size:
         Wtv = Wt[vr].tocoo()
         ti, tc, tw = Wtv.row, Wtv.col, Wtv.data.astype(np.int64)
-        np.minimum.at(ub, ti, tvals[0, tc] // tw)
+        np.minimum.at(ub, ti, tvals[tc] // tw)
         tk, tinv = np.unique(tc, return_inverse=True)
         rows.append(nrow + tinv)
         cols.append(ti)
         data.append(tw)
-        rhs.append(tvals[0, tk])
+        rhs.append(tvals[tk])
         row_block = np.concatenate([row_block, np.full(len(tk), -1, dtype=np.int32)])
-        row_cell = np.concatenate([row_cell, tcells[tk]])
-        tpos = np.flatnonzero(tvals[0] > 0)
+        row_cell = np.concatenate([row_cell, tnames[tk]])
+        tpos = np.flatnonzero(tvals > 0)
         for k in tpos[~np.isin(tpos, tk)]:
-            empty.append((tract, str(tcells[k]), int(tvals[0, k])))
+            empty.append((tract, str(tnames[k]), int(tvals[k])))
         nrow += len(tk)
     A = sp.csr_matrix(
         (np.concatenate(data), (np.concatenate(rows), np.concatenate(cols))), shape=(nrow, n)
     )
     rhs_all = np.concatenate(rhs).astype(np.int64)
     ub = np.where(ub == np.iinfo(np.int64).max, 0, ub)
-    used = {cs[idx[c]].table for c in all_present}
+    used = {cs[idx[c]].table for c in list(bcells) + list(tcells)}
     tables = [t.name for t in SF1_TABLES if t.name in used]
     return TractModel(
         tract=tract,
@@ -194,6 +256,10 @@ def build_tract_model(ts: TableSet, tract: str, level: str = "block+tract") -> T
         empty_rows=empty,
         tables_used=tables,
         age_class_start=starts,
+        binned=binned,
+        tract_complete=complete,
+        tract_cells=tcells,
+        tract_values=tv0,
     )
 
 
@@ -225,43 +291,8 @@ class TractResult:
         return json.dumps(asdict(self))
 
 
-def _split_blocks(model: TractModel) -> list[tuple[np.ndarray, np.ndarray]]:
-    """(variable indices, row indices) of each block: the independent parts of a block-only model."""
-    vb = model.var_block
-    out = []
-    vstarts = np.searchsorted(vb, np.arange(len(model.block_geoids) + 1))
-    order = np.argsort(model.row_block, kind="stable")
-    rb = model.row_block[order]
-    rstarts = np.searchsorted(rb, np.arange(len(model.block_geoids) + 1))
-    for b in range(len(model.block_geoids)):
-        out.append((np.arange(vstarts[b], vstarts[b + 1]), order[rstarts[b] : rstarts[b + 1]]))
-    return out
-
-
-def sub_program(prog: IntProgram, vars_: np.ndarray, rows: np.ndarray) -> IntProgram:
-    A = prog.A[rows][:, vars_].tocsr()
-    return IntProgram(A=A, lo=prog.lo[rows], hi=prog.hi[rows], ub=prog.ub[vars_])
-
-
 def solve_model(model: TractModel, opts: SolverOptions) -> Solution:
-    """Solve a tract model; block-only models are solved block by block."""
-    if model.level == "block" or not (model.row_block < 0).any():
-        x = np.zeros(model.n_vars, dtype=np.int64)
-        t0 = time.perf_counter()
-        for vars_, rows in _split_blocks(model):
-            if not rows.size:
-                continue
-            s = solve(sub_program(model.prog, vars_, rows), opts)
-            if not s.has_solution:
-                return Solution(
-                    s.status,
-                    None,
-                    seconds=time.perf_counter() - t0,
-                    backend=s.backend,
-                    info={"block": int(model.var_block[vars_[0]]) if vars_.size else -1},
-                )
-            x[vars_] = s.x
-        return Solution("optimal", x, seconds=time.perf_counter() - t0, backend=opts.backend)
+    """Solve a tract model as one program (block-only models are block-diagonal; presolve splits them)."""
     return solve(model.prog, opts)
 
 
@@ -322,59 +353,179 @@ def records_from_solution(model: TractModel, x: np.ndarray) -> Microdata:
     return md
 
 
+def spread_ages(
+    binned: TractModel, y: np.ndarray, opts: SolverOptions
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """Stage 2 of the staged solve: give single ages to a binned solution ``y``.
+
+    Each (sex, wide age bin) is an independent small program: the binned counts of every
+    (block, race, hispanic) are split over the bin's age classes so that every tract cell inside the
+    bin holds. Returns (var_block, var_type, counts) of the full-resolution solution, or None when a
+    slice has no solution (the caller then solves the full model).
+    """
+    from ..schema import AGEBIN38, AGEBIN_OF_AGE
+
+    cs, idx = all_cells(), cell_index()
+    W = weight_matrix()
+    tcells, tvals = binned.tract_cells, binned.tract_values
+    tcol = np.array([idx[c] for c in tcells], dtype=np.int64)
+    starts = age_classes(_cell_ranges(tcells) + [(lo, hi) for lo, hi in AGEBIN38])
+    Wt = W[:, tcol].tocsr()
+    forbidden = np.asarray((Wt != 0).astype(np.int32) @ (tvals == 0).astype(np.int32)).ravel() > 0
+    cell_sex = np.array([cs[idx[c]].sex for c in tcells])
+    cell_lo = np.array([cs[idx[c]].age_min for c in tcells])
+    cell_hi = np.array([cs[idx[c]].age_max for c in tcells])
+    keep = y > 0
+    vb, vt, vy = binned.var_block[keep], binned.var_type[keep], y[keep]
+    sex, age, race, hisp = decode_types(vt)
+    width = np.array([AGEBIN38[k][1] - AGEBIN38[k][0] + 1 for k in range(len(AGEBIN38))])
+    wide = width[AGEBIN_OF_AGE[age]] > 1
+    from ..schema import encode_types
+
+    # all slices go into one block-diagonal program (one solver call per tract)
+    A_parts, b_parts, ub_parts, zb_parts, zt_parts = [], [], [], [], []
+    for k in np.unique(AGEBIN_OF_AGE[age[wide]]):
+        lo, hi = AGEBIN38[k]
+        classes = np.unique(starts[lo : hi + 1])
+        inside = (cell_lo >= lo) & (cell_hi <= hi)
+        if (inside & (cell_sex == "any")).any():
+            return None  # a cell couples the sexes inside the bin: no slice decomposition
+        for s in (0, 1):
+            sel = np.flatnonzero(wide & (AGEBIN_OF_AGE[age] == k) & (sex == s))
+            if not sel.size:
+                continue
+            n_i, n_a = sel.size, classes.size
+            zi = np.repeat(np.arange(n_i), n_a)
+            za = np.tile(classes, n_i)
+            zt = encode_types(np.full(zi.size, s), za, race[sel][zi], hisp[sel][zi])
+            ok = ~forbidden[zt]
+            zi, zt = zi[ok], zt[ok]
+            nz = zi.size
+            rows, cols = [zi], [np.arange(nz)]
+            data, rhs = [np.ones(nz, dtype=np.int64)], [vy[sel]]
+            csel = np.flatnonzero(inside & (cell_sex == ("male" if s == 0 else "female")))
+            if csel.size:
+                Wz = Wt[zt][:, csel].tocoo()
+                rows.append(n_i + Wz.col)
+                cols.append(Wz.row)
+                data.append(Wz.data.astype(np.int64))
+                rhs.append(tvals[csel])
+            A_parts.append(sp.csr_matrix(
+                (np.concatenate(data), (np.concatenate(rows), np.concatenate(cols))),
+                shape=(n_i + csel.size, nz),
+            ))  # fmt: skip
+            b_parts.append(np.concatenate(rhs).astype(np.int64))
+            ub_parts.append(vy[sel][zi])
+            zb_parts.append(vb[sel][zi])
+            zt_parts.append(zt)
+    out_b, out_t, out_x = [vb[~wide]], [vt[~wide]], [vy[~wide]]
+    if A_parts:
+        b = np.concatenate(b_parts)
+        sol = solve(
+            IntProgram(
+                A=sp.block_diag(A_parts, format="csr"),
+                lo=b,
+                hi=b.copy(),
+                ub=np.concatenate(ub_parts),
+            ),
+            opts,
+        )
+        if not sol.has_solution:
+            return None
+        pos = sol.x > 0
+        out_b.append(np.concatenate(zb_parts)[pos])
+        out_t.append(np.concatenate(zt_parts)[pos])
+        out_x.append(sol.x[pos])
+    return np.concatenate(out_b), np.concatenate(out_t), np.concatenate(out_x)
+
+
+def _staged(ts: TableSet, tract: str, opts: SolverOptions) -> tuple[str, Microdata | None, dict]:
+    """Binned model, then single ages per slice. ('ok', records) or ('fallback'|'infeasible', None)."""
+    mb = build_tract_model(ts, tract, "block+tract", binned=True)
+    info = {"n_vars": mb.n_vars, "n_rows": mb.prog.n_rows}
+    if mb.empty_rows or not mb.tract_complete:
+        return "fallback", None, info
+    sol = solve_model(mb, opts)
+    if sol.status == "infeasible":
+        return "infeasible", None, info  # the binned model is a relaxation: full is infeasible too
+    if not sol.has_solution:
+        return "fallback", None, info
+    spread = spread_ages(mb, sol.x, opts)
+    if spread is None:
+        return "fallback", None, info
+    vb, vt, vx = spread
+    k = np.repeat(np.arange(vb.size), vx)
+    sex, age, race, hisp = decode_types(vt[k])
+    from ..schema import AGEBIN38
+
+    starts = age_classes(_cell_ranges(mb.tract_cells) + list(AGEBIN38))
+    md = Microdata(
+        mb.block_geoids, vb[k].astype(np.int32), sex, age, race, hisp, age_exact=_exact(starts, age)
+    )
+    return "ok", md, info
+
+
 def reconstruct_tract(
-    ts: TableSet, tract: str, level: str, opts: SolverOptions
+    ts: TableSet, tract: str, level: str, opts: SolverOptions, strategy: str = "staged"
 ) -> tuple[TractResult, Microdata | None]:
-    """Build, solve and expand one tract; infeasibility and time-outs become a status, never an exception."""
+    """Build, solve and expand one tract; infeasibility and time-outs become a status, never an exception.
+
+    ``strategy="staged"`` (block+tract only) solves the binned model and then spreads single ages
+    slice by slice, falling back to the full model when a stage cannot decide; ``"full"`` solves the
+    single-age model directly.
+    """
     t0 = time.perf_counter()
+    if strategy not in ("staged", "full"):
+        raise TabreconError(f"unknown strategy {strategy!r}; choose 'staged' or 'full'")
+    if level == "block+tract" and strategy == "staged":
+        try:
+            state, md, info = _staged(ts, tract, opts)
+        except TabreconError as exc:
+            return TractResult(
+                tract, level, "error", opts.backend, 0, 0, 0, 0, 0, 0, str(exc)
+            ), None
+        if state == "ok":
+            assert md is not None
+            el = time.perf_counter() - t0
+            return TractResult(
+                tract,
+                level,
+                "ok",
+                opts.backend,
+                0.0,
+                el,
+                info["n_vars"],
+                info["n_rows"],
+                len(md),
+                len(md.geoids),
+                "staged: binned model, then single ages per slice",
+                tables_used=ts.tables_present(),
+            ), md
     try:
         model = build_tract_model(ts, tract, level)
     except TabreconError as exc:
         return TractResult(tract, level, "error", opts.backend, 0, 0, 0, 0, 0, 0, str(exc)), None
     t1 = time.perf_counter()
-    base = dict(
-        tract=tract,
-        level=level,
-        solver=opts.backend,
-        seconds_build=t1 - t0,
-        n_vars=model.n_vars,
-        n_rows=model.prog.n_rows,
-        blocks=len(model.block_geoids),
-        tables_used=model.tables_used,
-    )
+    base = dict(tract=tract, level=level, solver=opts.backend, seconds_build=t1 - t0,
+                n_vars=model.n_vars, n_rows=model.prog.n_rows, blocks=len(model.block_geoids),
+                tables_used=model.tables_used)  # fmt: skip
     if model.empty_rows:
         conf = diagnose(model, opts)
-        return TractResult(
-            **base,
-            status="infeasible",
-            seconds_solve=time.perf_counter() - t1,
-            persons=0,
-            message=f"{len(model.empty_rows)} positive cell(s) contradicted by published zeros",
-            conflicts=conf,
-        ), None
+        return TractResult(**base, status="infeasible", seconds_solve=time.perf_counter() - t1, persons=0,
+                           message=f"{len(model.empty_rows)} positive cell(s) contradicted by published zeros",
+                           conflicts=conf), None  # fmt: skip
     sol = solve_model(model, opts)
     t2 = time.perf_counter()
     if sol.status == "infeasible":
         conf = diagnose(model, opts)
-        return TractResult(
-            **base,
-            status="infeasible",
-            seconds_solve=t2 - t1,
-            persons=0,
-            message="no population satisfies these tables",
-            conflicts=conf,
-        ), None
+        return TractResult(**base, status="infeasible", seconds_solve=t2 - t1, persons=0,
+                           message="no population satisfies these tables", conflicts=conf), None  # fmt: skip
     if not sol.has_solution:
         msg = (
             "solver time limit reached" if sol.status == "timeout" else f"solver status {sol.info}"
         )
-        return TractResult(
-            **base,
-            status="timeout" if sol.status == "timeout" else "error",
-            seconds_solve=t2 - t1,
-            persons=0,
-            message=msg,
-        ), None
+        return TractResult(**base, status="timeout" if sol.status == "timeout" else "error",
+                           seconds_solve=t2 - t1, persons=0, message=msg), None  # fmt: skip
     md = records_from_solution(model, sol.x)
     return TractResult(**base, status="ok", seconds_solve=t2 - t1, persons=len(md)), md
 
@@ -383,8 +534,8 @@ def reconstruct_tract(
 # Running many tracts: parallel, written as they finish, resumable
 # --------------------------------------------------------------------------------------------------
 def _worker(args: tuple) -> tuple[TractResult, pl.DataFrame | None]:
-    ts, tract, level, opts = args
-    res, md = reconstruct_tract(ts, tract, level, opts)
+    ts, tract, level, opts, strategy = args
+    res, md = reconstruct_tract(ts, tract, level, opts, strategy)
     return res, None if md is None else _frame(md, level)
 
 
@@ -424,6 +575,7 @@ def reconstruct(
     resume: bool = True,
     tracts: list[str] | None = None,
     progress: Callable[[TractResult], None] | None = None,
+    strategy: str = "staged",
 ) -> ReconRun:
     """Reconstruct person records from published tables, tract by tract.
 
@@ -455,6 +607,11 @@ def reconstruct(
                     frames[r.tract] = pl.read_parquet(f)
         elif status_file.exists():
             status_file.unlink()
+        if status_file.exists() and status_file.stat().st_size:
+            with open(status_file, "rb+") as fh:  # a killed run may have left a torn last line
+                fh.seek(-1, os.SEEK_END)
+                if fh.read(1) != b"\n":
+                    fh.write(b"\n")
     todo = [t for t in all_tracts if t not in done]
     results: dict[str, TractResult] = dict(done)
 
@@ -472,7 +629,7 @@ def reconstruct(
         if progress is not None:
             progress(res)
 
-    jobs = [(tables.subset(t), t, level, opts) for t in todo]
+    jobs = [(tables.subset(t), t, level, opts, strategy) for t in todo]
     if workers > 1 and len(jobs) > 1:
         with ProcessPoolExecutor(max_workers=workers) as ex:
             futs = {ex.submit(_worker, j): j[1] for j in jobs}

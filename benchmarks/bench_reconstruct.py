@@ -1,0 +1,136 @@
+"""Reconstruction speed: core-seconds per person (model building included) and the speed ratio
+against the Census Bureau's per-slot binary formulation on the same tracts, in one run.
+
+Run: python benchmarks/bench_reconstruct.py [--synthetic 100000] [--peer-tracts 4]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import sys
+import time
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+sys.path.insert(0, os.path.dirname(__file__))
+
+import numpy as np  # noqa: E402
+from common import REAL, children_peak_rss_mib, machine, peak_rss_mib  # noqa: E402
+from peer_slot_model import build_slot_model  # noqa: E402
+
+from tabrecon.attacks.reconstruct import reconstruct, reconstruct_tract  # noqa: E402
+from tabrecon.attacks.solvers import SolverOptions, solve  # noqa: E402
+from tabrecon.metrics.agreement import agree  # noqa: E402
+from tabrecon.schema import read_microdata  # noqa: E402
+from tabrecon.synth import SynthConfig, synthesize  # noqa: E402
+from tabrecon.tables import tabulate  # noqa: E402
+
+BUREAU_RECON = 2.4  # vCPU-seconds per person (methods.md section 10)
+
+
+def cpu() -> float:
+    r, c = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime + c.ru_utime + c.ru_stime
+
+
+def timed_run(ts, level, backend="cpsat", strategy="staged", workers=1):
+    w0, c0 = time.perf_counter(), cpu()
+    run = reconstruct(
+        ts,
+        level,
+        SolverOptions(backend=backend, time_limit=600),
+        workers=workers,
+        strategy=strategy,
+    )
+    return run, time.perf_counter() - w0, cpu() - c0
+
+
+def report(label, run, wall, core, truth=None):
+    n = len(run.records)
+    line = (
+        f"{label:58s} {n:>8,} persons  wall {wall:7.1f} s  core {core:7.1f} s  "
+        f"{core / n:.6f} core-s/person  ({BUREAU_RECON / (core / n):,.0f}x less than the Bureau's 2.4)"
+    )
+    if run.failed:
+        line += f"  FAILED tracts: {len(run.failed)}"
+    if truth is not None:
+        a = agree(truth, run.records)
+        line += f"  agreement exact/binned {a.exact_pct:.1f}/{a.binned_pct:.2f}%"
+    print(line, flush=True)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--synthetic", type=int, default=100_000)
+    ap.add_argument("--peer-tracts", type=int, default=4)
+    args = ap.parse_args()
+    print(f"# reconstruction benchmark -- {machine()}")
+    # warm the process: CP-SAT's first solve in a process costs ~2 s of start-up, counted once here
+    w0 = time.perf_counter()
+    solve_small = synthesize(SynthConfig(persons=50), seed=0)
+    reconstruct(tabulate(solve_small), "block+tract")
+    print(
+        f"process warm-up (imports, weight matrix, CP-SAT start-up): {time.perf_counter() - w0:.1f} s, not counted below"
+    )
+    if REAL.exists():
+        md = read_microdata(REAL)
+        ts = tabulate(md)
+        print(
+            f"\n## real sample: {len(md):,} persons, {len(md.geoids):,} blocks, {len(ts.tracts())} tracts (1 core)"
+        )
+        for level, backend, strategy in [("block+tract", "cpsat", "staged"), ("block+tract", "highs", "staged"),
+                                         ("block+tract", "cpsat", "full"), ("block", "cpsat", "staged"),
+                                         ("block", "highs", "staged")]:  # fmt: skip
+            run, wall, core = timed_run(ts, level, backend, strategy)
+            report(f"real {level} {backend} {strategy} (target <= 0.001)", run, wall, core, md)
+        # the peer formulation on the smallest tracts, both models solved by CP-SAT in this run
+        pops = dict(zip(ts["tract"].geoids, ts["tract"].col("PCT0120001"), strict=True))
+        small = sorted(pops, key=lambda t: pops[t])[: args.peer_tracts]
+        print(
+            f"\n## per-slot binary (Bureau) vs count model, same {len(small)} tracts "
+            f"({sum(int(pops[t]) for t in small):,} persons), CP-SAT, 1 core"
+        )
+        t_peer = t_count = t_full = 0.0
+        for t in small:
+            sub = ts.subset(t)
+            c0 = cpu()
+            prog, _, _ = build_slot_model(sub, t)
+            sol = solve(prog, SolverOptions(time_limit=1200))
+            dp = cpu() - c0
+            c0 = cpu()
+            res, _ = reconstruct_tract(sub, t, "block+tract", SolverOptions())
+            dc = cpu() - c0
+            c0 = cpu()
+            resf, _ = reconstruct_tract(sub, t, "block+tract", SolverOptions(), strategy="full")
+            dfu = cpu() - c0
+            t_peer, t_count, t_full = t_peer + dp, t_count + dc, t_full + dfu
+            print(
+                f"tract {t} ({int(pops[t]):>5} persons): per-slot {prog.n_vars:>9,} binaries {prog.A.nnz:>11,} nonzeros "
+                f"{dp:7.2f} s ({sol.status}) | count model staged {dc:6.3f} s ({res.status}), full {dfu:6.3f} s; "
+                f"ratio {dp / dc:,.0f}x / {dp / dfu:,.0f}x",
+                flush=True,
+            )
+        print(
+            f"per-slot total {t_peer:.2f} core-s, count model staged {t_count:.3f} core-s: {t_peer / t_count:,.0f}x faster "
+            f"(full single-age count model: {t_peer / t_full:,.0f}x) (target >= 20x)"
+        )
+    else:
+        print("real sample not present: skipped")
+    md = synthesize(SynthConfig(persons=args.synthetic), seed=11)
+    ts = tabulate(md)
+    pop = np.bincount(md.block)
+    print(
+        f"\n## synthetic county: {len(md):,} persons, {len(md.geoids):,} blocks (largest {pop.max():,}), "
+        f"{len(ts.tracts())} tracts (2 worker processes)"
+    )
+    for level in ("block", "block+tract"):
+        run, wall, core = timed_run(ts, level, workers=2)
+        report(f"synthetic {level} cpsat staged", run, wall, core, md)
+    print(
+        f"\npeak memory: main process {peak_rss_mib():,.0f} MiB, largest worker {children_peak_rss_mib():,.0f} MiB"
+    )
+
+
+if __name__ == "__main__":
+    main()
