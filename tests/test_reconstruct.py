@@ -139,13 +139,13 @@ def test_results_written_per_tract_and_resumed(tmp_path):
     assert len(tracts) >= 2
     out = tmp_path / "recon.parquet"
     first = reconstruct(ts, "block+tract", out=out, tracts=tracts[:1])  # an "interrupted" run
-    assert (tmp_path / "recon.parquet.parts" / f"{tracts[0]}.block+tract.parquet").exists()
+    assert (tmp_path / "recon.parquet.parts" / f"{tracts[0]}.recon-block+tract.parquet").exists()
     status = tmp_path / "recon.parquet.parts" / "status.jsonl"
     with open(status, "a") as fh:
         fh.write('{"tract": "torn')  # a half-written line from a killed run is ignored
     run = reconstruct(ts, "block+tract", out=out)
     lines = [json.loads(x) for x in status.read_text().splitlines() if x.endswith("}")]
-    assert [x["tract"] for x in lines].count(tracts[0]) == 1  # not solved again
+    assert [x["unit"] for x in lines].count(tracts[0]) == 1  # not solved again
     assert len(run.records) == len(md) and len(first.records) < len(md)
     assert out.exists()
 

@@ -414,14 +414,53 @@ class TableSet:
 # --------------------------------------------------------------------------------------------------
 # Tabulation
 # --------------------------------------------------------------------------------------------------
-def _cells_for(tables: list[str]) -> tuple[np.ndarray, dict[str, list[int]]]:
-    """Global column indices of the tables' cells, grouped by each table's own level."""
+@functools.lru_cache(maxsize=64)
+def _cells_for_cached(tables: tuple[str, ...]) -> dict[str, list[int]]:
     idx = cell_index()
     by_level: dict[str, list[int]] = {}
     for name in tables:
         spec = TABLES_BY_NAME[name]
         by_level.setdefault(spec.level, []).extend(idx[c.id] for c in spec.cells())
-    return np.array(sorted(idx.values())), by_level
+    return by_level
+
+
+def cell_positions(ids: np.ndarray) -> np.ndarray:
+    """Global index of each cell id (vectorised); raises KeyError on an unknown id."""
+    order, sorted_ids = _sorted_ids()
+    ids = np.asarray(ids, dtype=str)
+    pos = np.searchsorted(sorted_ids, ids)
+    pos = np.minimum(pos, len(sorted_ids) - 1)
+    if ids.size and (sorted_ids[pos] != ids).any():
+        raise KeyError(str(ids[sorted_ids[pos] != ids][0]))
+    return order[pos]
+
+
+@functools.lru_cache(maxsize=1)
+def _sorted_ids() -> tuple[np.ndarray, np.ndarray]:
+    ids = np.array([c.id for c in all_cells()])
+    order = np.argsort(ids)
+    return order, ids[order]
+
+
+@functools.lru_cache(maxsize=1)
+def cell_attrs() -> dict[str, np.ndarray]:
+    """Attributes of every cell as arrays indexed like :func:`all_cells` (for vectorised selection)."""
+    cs = all_cells()
+    return {
+        "table": np.array([c.table for c in cs]),
+        "level": np.array([c.level for c in cs]),
+        "sex": np.array([c.sex for c in cs]),
+        "age_min": np.array([c.age_min for c in cs]),
+        "age_max": np.array([c.age_max for c in cs]),
+        "race": np.array([c.race for c in cs]),
+        "hispanic": np.array([c.hispanic for c in cs]),
+        "measure": np.array([c.measure for c in cs]),
+    }
+
+
+def _cells_for(tables: list[str]) -> tuple[np.ndarray, dict[str, list[int]]]:
+    """Global column indices of the tables' cells, grouped by each table's own level."""
+    return np.arange(len(all_cells())), _cells_for_cached(tuple(tables))
 
 
 def histogram(md: Microdata, level: str = "block") -> tuple[np.ndarray, sp.csr_matrix]:

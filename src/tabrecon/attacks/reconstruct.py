@@ -22,10 +22,8 @@ adjustment of published cells (published zeros held) that makes them feasible, n
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -42,7 +40,16 @@ from ..schema import (
     Microdata,
     decode_types,
 )
-from ..tables import MISSING, SF1_TABLES, TableSet, all_cells, cell_index, weight_matrix
+from ..tables import (
+    MISSING,
+    SF1_TABLES,
+    TableSet,
+    all_cells,
+    cell_attrs,
+    cell_index,
+    cell_positions,
+    weight_matrix,
+)
 from .solvers import IntProgram, Solution, SolverOptions, solve
 
 LEVELS = ("block", "block+tract")
@@ -86,8 +93,10 @@ def age_classes(ranges: list[tuple[int, int]]) -> np.ndarray:
 
 
 def _cell_ranges(cells: np.ndarray) -> list[tuple[int, int]]:
-    cs, idx = all_cells(), cell_index()
-    return [(cs[idx[c]].age_min, cs[idx[c]].age_max) for c in cells]
+    if not len(cells):
+        return []
+    a, pos = cell_attrs(), cell_positions(cells)
+    return list(zip(a["age_min"][pos].tolist(), a["age_max"][pos].tolist(), strict=True))
 
 
 def _tract_rows(
@@ -156,8 +165,6 @@ def build_tract_model(
     """
     if level not in LEVELS:
         raise TabreconError(f"unknown level {level!r}; choose 'block' or 'block+tract'")
-    cs = all_cells()
-    idx = cell_index()
     W = weight_matrix()
     bgrid = ts.grids.get("block")
     if bgrid is None:
@@ -182,7 +189,7 @@ def build_tract_model(
     tnames, Wt_full, tvals, tranges, complete = _tract_rows(tcells, tv0, binned)
     starts = age_classes(_cell_ranges(bcells) + tranges)
     rep = np.flatnonzero(starts[TYPE_AGE] == TYPE_AGE)  # representative types
-    bcol = np.array([idx[c] for c in bcells], dtype=np.int64)
+    bcol = cell_positions(bcells).astype(np.int64)
     if tvals.size:
         # tract zeros first: they rule out most (age, race) combinations for every block at once
         Wt_bool = (Wt_full[rep] != 0).astype(np.int32).tocsr()
@@ -190,16 +197,27 @@ def build_tract_model(
         rep = rep[~tz]
     Wb = W[rep][:, bcol].tocsr()  # rep x block cells
     Wt = Wt_full[rep].tocsr()
-    # published zeros forbid every type they cover; a type covered by no cell is not evidenced
-    Wb_bool = (Wb != 0).astype(np.int32)
-    forbidden = np.asarray((Wb_bool @ sp.csr_matrix((bvals == 0).astype(np.int32)).T).todense()) > 0
-    covered = (
-        np.asarray((Wb_bool @ sp.csr_matrix((bvals != MISSING).astype(np.int32)).T).todense()) > 0
-    )
+    # published zeros forbid every type they cover; a type covered by no cell is not evidenced.
+    # Screen (block, type) pairs with the sex x age cells first (few cells, most types), then test
+    # the survivors against every cell.
+    Wb_bool = (Wb != 0).astype(np.int32).tocsr()
+    attrs = cell_attrs()
+    screen = np.flatnonzero((attrs["race"][bcol] == "any") & (attrs["hispanic"][bcol] == "any"))
+    if screen.size:
+        Ws = Wb_bool[:, screen]
+        zs = sp.csr_matrix((bvals[:, screen] == 0).astype(np.int32))
+        pass_screen = ~(np.asarray((zs @ Ws.T).todense()) > 0)  # nb x rep
+    else:
+        pass_screen = np.ones((len(geoids), len(rep)), dtype=bool)
+    cb, cr = np.nonzero(pass_screen)  # sorted by block then rep
+    M = Wb_bool[cr].tocoo()
+    hit = bvals[cb[M.row], M.col]
+    zero_hit = np.bincount(M.row, weights=(hit == 0), minlength=cb.size) > 0
+    covered = np.bincount(M.row, weights=(hit != MISSING), minlength=cb.size) > 0
     if tvals.size:
-        covered |= (np.asarray((Wt != 0).sum(axis=1)).ravel() > 0)[:, None]
-    allowed = covered & ~forbidden
-    vb, vr = np.nonzero(allowed.T)  # sorted by block then rep
+        covered |= (np.asarray((Wt != 0).sum(axis=1)).ravel() > 0)[cr]
+    keep = covered & ~zero_hit
+    vb, vr = cb[keep], cr[keep]
     var_block = vb.astype(np.int32)
     var_type = rep[vr]
     n = var_block.size
@@ -241,7 +259,7 @@ def build_tract_model(
     )
     rhs_all = np.concatenate(rhs).astype(np.int64)
     ub = np.where(ub == np.iinfo(np.int64).max, 0, ub)
-    used = {cs[idx[c]].table for c in list(bcells) + list(tcells)}
+    used = set(attrs["table"][bcol].tolist()) | set(attrs["table"][cell_positions(tcells)].tolist())
     tables = [t.name for t in SF1_TABLES if t.name in used]
     return TractModel(
         tract=tract,
@@ -531,17 +549,15 @@ def reconstruct_tract(
 
 
 # --------------------------------------------------------------------------------------------------
-# Running many tracts: parallel, written as they finish, resumable
+# Running many tracts: parallel, written as they finish, resumable (tabrecon.runner)
 # --------------------------------------------------------------------------------------------------
-def _worker(args: tuple) -> tuple[TractResult, pl.DataFrame | None]:
+def _worker(args: tuple) -> tuple[dict, pl.DataFrame | None]:
     ts, tract, level, opts, strategy = args
     res, md = reconstruct_tract(ts, tract, level, opts, strategy)
-    return res, None if md is None else _frame(md, level)
-
-
-def _frame(md: Microdata, level: str) -> pl.DataFrame:
-    df = md.to_frame()
-    return df.with_columns(pl.lit(level).alias("recon_level"))
+    st = {"unit": tract, **asdict(res)}
+    return st, None if md is None else md.to_frame().with_columns(
+        pl.lit(level).alias("recon_level")
+    )
 
 
 @dataclass
@@ -574,100 +590,55 @@ def reconstruct(
     out: str | Path | None = None,
     resume: bool = True,
     tracts: list[str] | None = None,
-    progress: Callable[[TractResult], None] | None = None,
+    progress: Callable[[dict], None] | None = None,
     strategy: str = "staged",
 ) -> ReconRun:
     """Reconstruct person records from published tables, tract by tract.
 
     ``level`` = ``"block"`` uses the block tables only; ``"block+tract"`` adds the tract tables.
-    With ``out``, each tract is written to ``<out>.parts/<tract>.parquet`` when it finishes (status
-    in ``<out>.parts/status.jsonl``), a rerun skips finished tracts, and all records are gathered
-    into ``out`` at the end. Failed tracts never stop the others; see :attr:`ReconRun.failed`.
+    With ``out``, each tract is written to ``<out>.parts/`` when it finishes (status in
+    ``<out>.parts/status.jsonl``), a rerun skips finished tracts, and all records are gathered into
+    ``out`` at the end. Failed tracts never stop the others; see :attr:`ReconRun.failed`.
     """
+    from ..runner import run_units
+
     if level not in LEVELS:
         raise TabreconError(f"unknown level {level!r}; choose 'block' or 'block+tract'")
+    if strategy not in ("staged", "full"):
+        raise TabreconError(f"unknown strategy {strategy!r}; choose 'staged' or 'full'")
     opts = solver or SolverOptions()
-    all_tracts = tables.tracts() if tracts is None else tracts
-    parts: Path | None = None
-    done: dict[str, TractResult] = {}
-    frames: dict[str, pl.DataFrame] = {}
-    if out is not None:
-        parts = Path(str(out) + ".parts")
-        parts.mkdir(parents=True, exist_ok=True)
-        status_file = parts / "status.jsonl"
-        if resume and status_file.exists():
-            for line in status_file.read_text().splitlines():
-                try:
-                    r = TractResult(**json.loads(line))
-                except (json.JSONDecodeError, TypeError):
-                    continue  # a torn last line from an interrupted run
-                f = parts / f"{r.tract}.{level}.parquet"
-                if r.level == level and r.status == "ok" and f.exists():
-                    done[r.tract] = r
-                    frames[r.tract] = pl.read_parquet(f)
-        elif status_file.exists():
-            status_file.unlink()
-        if status_file.exists() and status_file.stat().st_size:
-            with open(status_file, "rb+") as fh:  # a killed run may have left a torn last line
-                fh.seek(-1, os.SEEK_END)
-                if fh.read(1) != b"\n":
-                    fh.write(b"\n")
-    todo = [t for t in all_tracts if t not in done]
-    results: dict[str, TractResult] = dict(done)
-
-    def finish(res: TractResult, df: pl.DataFrame | None) -> None:
-        results[res.tract] = res
-        if df is not None:
-            frames[res.tract] = df
-        if parts is not None:
-            if df is not None:
-                tmp = parts / f".{res.tract}.{level}.parquet.tmp"
-                df.write_parquet(tmp)
-                os.replace(tmp, parts / f"{res.tract}.{level}.parquet")
-            with open(parts / "status.jsonl", "a") as fh:
-                fh.write(res.to_json() + "\n")
-        if progress is not None:
-            progress(res)
-
-    jobs = [(tables.subset(t), t, level, opts, strategy) for t in todo]
-    if workers > 1 and len(jobs) > 1:
-        with ProcessPoolExecutor(max_workers=workers) as ex:
-            futs = {ex.submit(_worker, j): j[1] for j in jobs}
-            for f in as_completed(futs):
-                try:
-                    res, df = f.result()
-                except Exception as exc:  # a crashed worker: the unit fails, the run goes on
-                    res, df = (
-                        TractResult(
-                            futs[f], level, "error", opts.backend, 0, 0, 0, 0, 0, 0, repr(exc)
-                        ),
-                        None,
-                    )
-                finish(res, df)
-    else:
-        for j in jobs:
-            res, df = _worker(j)
-            finish(res, df)
-    ordered = [results[t] for t in all_tracts if t in results]
-    dfs = [frames[t] for t in all_tracts if t in frames]
+    units = tables.tracts() if tracts is None else tracts
+    parts = Path(str(out) + ".parts") if out is not None else None
+    statuses, frames = run_units(
+        units,
+        lambda t: (tables.subset(t), t, level, opts, strategy),
+        _worker,
+        tag=f"recon-{level}",
+        parts=parts,
+        resume=resume,
+        workers=workers,
+        progress=progress,
+    )
+    fields = set(TractResult.__dataclass_fields__)
+    results = []
+    for st in statuses:
+        if "tract" not in st:  # a unit that raised
+            st = {
+                **asdict(TractResult(st["unit"], level, "error", opts.backend, 0, 0, 0, 0, 0, 0)),
+                **st,
+            }
+        results.append(TractResult(**{k: v for k, v in st.items() if k in fields}))
+    dfs = [frames[t] for t in units if t in frames]
     if dfs:
-        df = pl.concat(dfs)
-        md = _md_from_frame(df, level)
+        md = _md_from_frame(pl.concat(dfs), level)
     else:
-        md = Microdata(
-            np.array([], dtype=str),
-            np.zeros(0, np.int32),
-            np.zeros(0, np.int8),
-            np.zeros(0, np.int16),
-            np.zeros(0, np.int8),
-            np.zeros(0, np.int8),
-        )
-    run = ReconRun(md, ordered, Path(out) if out is not None else None)
+        md = Microdata(np.array([], dtype=str), np.zeros(0, np.int32), np.zeros(0, np.int8),
+                       np.zeros(0, np.int16), np.zeros(0, np.int8), np.zeros(0, np.int8))  # fmt: skip
     if out is not None:
         from ..schema import write_microdata
 
         write_microdata(md, out)
-    return run
+    return ReconRun(md, results, Path(out) if out is not None else None)
 
 
 def _md_from_frame(df: pl.DataFrame, level: str) -> Microdata:

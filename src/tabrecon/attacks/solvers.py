@@ -64,36 +64,83 @@ class Solution:
         return self.x is not None and self.status in ("optimal", "feasible")
 
 
+def _add_vars(proto, lb: np.ndarray, ub: np.ndarray) -> None:
+    for lo_, hi_ in zip(lb.tolist(), ub.tolist(), strict=True):
+        proto.variables.add().domain.extend([lo_, hi_])
+
+
+def _add_rows(proto, A: sp.csr_matrix, lo: np.ndarray, hi: np.ndarray) -> None:
+    indptr, indices, data = A.indptr, A.indices.tolist(), A.data.astype(np.int64).tolist()
+    lo_l, hi_l = lo.astype(np.int64).tolist(), hi.astype(np.int64).tolist()
+    for r in range(A.shape[0]):
+        s, e = indptr[r], indptr[r + 1]
+        lin = proto.constraints.add().linear
+        lin.vars.extend(indices[s:e])
+        lin.coeffs.extend(data[s:e])
+        lin.domain.extend([lo_l[r], hi_l[r]])
+
+
+def _set_objective(proto, c: np.ndarray, maximize: bool) -> None:
+    nz = np.flatnonzero(c)
+    obj = proto.objective
+    obj.vars.extend(nz.tolist())
+    coeffs = c[nz].astype(np.int64)
+    if maximize:
+        obj.coeffs.extend((-coeffs).tolist())
+        obj.scaling_factor = -1.0
+    else:
+        obj.coeffs.extend(coeffs.tolist())
+
+
 def build_cpsat(prog: IntProgram):
     """A CP-SAT model filled straight from the program's arrays (no Python expression objects)."""
     from ortools.sat.python import cp_model
 
     m = cp_model.CpModel()
-    proto = m.proto
     lb = np.zeros(prog.n_vars, dtype=np.int64) if prog.lb is None else prog.lb.astype(np.int64)
-    ub = prog.ub.astype(np.int64)
-    for lo_, hi_ in zip(lb.tolist(), ub.tolist(), strict=True):
-        proto.variables.add().domain.extend([lo_, hi_])
-    A = prog.A.tocsr()
-    indptr, indices, data = A.indptr, A.indices.tolist(), A.data.astype(np.int64).tolist()
-    lo, hi = prog.lo.astype(np.int64).tolist(), prog.hi.astype(np.int64).tolist()
-    for r in range(prog.n_rows):
-        s, e = indptr[r], indptr[r + 1]
-        lin = proto.constraints.add().linear
-        lin.vars.extend(indices[s:e])
-        lin.coeffs.extend(data[s:e])
-        lin.domain.extend([lo[r], hi[r]])
+    _add_vars(m.proto, lb, prog.ub.astype(np.int64))
+    _add_rows(m.proto, prog.A.tocsr(), prog.lo, prog.hi)
     if prog.c is not None:
-        nz = np.flatnonzero(prog.c)
-        obj = proto.objective
-        obj.vars.extend(nz.tolist())
-        coeffs = prog.c[nz].astype(np.int64)
-        if prog.maximize:
-            obj.coeffs.extend((-coeffs).tolist())
-            obj.scaling_factor = -1.0
-        else:
-            obj.coeffs.extend(coeffs.tolist())
+        _set_objective(m.proto, prog.c, prog.maximize)
     return m
+
+
+class Extensible:
+    """A base program solved many times with a few extra variables and rows each time.
+
+    CP-SAT: the base model is built once and cloned (in C++) for every solve, so only the extra rows
+    are filled from Python. HiGHS: the extended program is passed whole (array-based anyway).
+    """
+
+    def __init__(self, prog: IntProgram, opts: SolverOptions) -> None:
+        self.prog, self.opts = prog, opts
+        self._base = build_cpsat(prog) if opts.backend == "cpsat" else None
+
+    def solve(
+        self,
+        n_new: int,
+        new_ub: np.ndarray,
+        rows: sp.csr_matrix,
+        lo: np.ndarray,
+        hi: np.ndarray,
+        c: np.ndarray | None = None,
+        maximize: bool = False,
+    ) -> Solution:
+        p = self.prog
+        if self._base is None:
+            A = sp.vstack(
+                [sp.hstack([p.A, sp.csr_matrix((p.n_rows, n_new), dtype=np.int64)]), rows]
+            ).tocsr()
+            ext = IntProgram(A=A, lo=np.concatenate([p.lo, lo]), hi=np.concatenate([p.hi, hi]),
+                             ub=np.concatenate([p.ub, new_ub]), c=c, maximize=maximize)  # fmt: skip
+            return solve(ext, self.opts)
+        t0 = time.perf_counter()
+        m = self._base.clone()
+        _add_vars(m.proto, np.zeros(n_new, dtype=np.int64), np.asarray(new_ub, dtype=np.int64))
+        _add_rows(m.proto, rows.tocsr(), lo, hi)
+        if c is not None:
+            _set_objective(m.proto, c, maximize)
+        return solve_cpsat_model(m, p.n_vars + n_new, self.opts, t0, maximize)
 
 
 def solve_cpsat_model(

@@ -1,0 +1,373 @@
+"""Certification: what the published tables prove about a reconstruction, block by block.
+
+*Solution variability* (Abowd et al.; methods.md section 3) of block b, for a reconstruction x* and
+the binned key k = (sex, agebin38, race, hispanic): the largest share of the block's records that
+differ in any population satisfying all the tables (tract tables included, so blocks are coupled)::
+
+    solvar_b = 100 * max_x sum_k |x_k - x*_k| / (2 N_b) = 100 * max_x sum_k (x*_k - x_k)^+ / N_b
+
+Zero means the block's binned histogram is the only one possible: the reconstruction is exact there
+and its uniques are population uniques the attacker *knows*.
+
+Design for speed: one proof certifies a whole tract. To the tract's count model add, for every block
+and key with x*_k > 0, a binary z that forces x_k <= x*_k - 1, and require sum z >= 1. Infeasible
+means every block is unique (a proof, not a time-out). A solution names blocks that differ; they are
+set aside and the test repeats on the rest. Only the blocks that can differ get the (costlier)
+maximisation of their distance, which reports a proven value or a (lower, upper) pair on time-out.
+
+For block+tract tables the binned model (tract cells summed to age bins) is used: with complete tract
+tables its solutions are exactly the binned projections of the full model's (single ages are then a
+transportation problem, :func:`tabrecon.attacks.reconstruct.spread_ages`); otherwise the full model.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import scipy.sparse as sp
+
+from ..errors import TabreconError
+from ..schema import (
+    AGEBIN_OF_AGE,
+    AGEBIN_START,
+    BLOCK_SIZE_LABELS,
+    N_TYPES,
+    Microdata,
+    decode_types,
+    encode_types,
+    size_bin,
+)
+from ..tables import MISSING, TableSet, tabulate
+from .reconstruct import LEVELS, build_tract_model, diagnose
+from .solvers import Extensible, SolverOptions
+
+
+def binned_type(t: np.ndarray) -> np.ndarray:
+    """The type with its age replaced by the start of its agebin38 (the certification key)."""
+    sex, age, race, hisp = decode_types(t)
+    return encode_types(sex, AGEBIN_START[AGEBIN_OF_AGE[age]], race, hisp)
+
+
+@dataclass
+class CertResult:
+    """Outcome of one tract."""
+
+    unit: str
+    level: str
+    status: str  # ok | refused | infeasible | error
+    blocks: int
+    unique_blocks: int
+    varying_blocks: int
+    undecided_blocks: int
+    proofs: int  # solver calls of the zero test
+    seconds_zero_test: float
+    seconds_distance: float
+    message: str = ""
+
+
+def _check_recon(ts: TableSet, tract: str, level: str, recon: Microdata) -> list[str]:
+    """The published cells the reconstruction does not reproduce (the first five, named)."""
+    got = tabulate(recon, "all" if level == "block+tract" else "block")
+    mine_ts = ts.subset(tract)
+    bad: list[str] = []
+    for lvl in ("block", "tract") if level == "block+tract" else ("block",):
+        pub = mine_ts.grids.get(lvl)
+        if pub is None or not len(pub.geoids):
+            continue
+        g = got.grids.get(lvl)
+        mine = np.zeros_like(pub.values)
+        if g is not None:
+            ri = np.searchsorted(g.geoids, pub.geoids)
+            ok = (ri < len(g.geoids)) & (g.geoids[np.minimum(ri, len(g.geoids) - 1)] == pub.geoids)
+            col = {c: j for j, c in enumerate(g.cells)}
+            cj = np.array([col[c] for c in pub.cells])
+            mine[ok] = g.values[ri[ok]][:, cj]
+        wrong = np.argwhere((pub.values != MISSING) & (pub.values != mine))
+        for i, j in wrong[: 5 - len(bad)]:
+            bad.append(
+                f"{pub.geoids[i]} {pub.cells[j]}: published {pub.values[i, j]}, reconstruction {mine[i, j]}"
+            )
+    return bad
+
+
+def certify_tract(
+    ts: TableSet,
+    tract: str,
+    level: str,
+    recon: Microdata,
+    opts: SolverOptions,
+    distance: bool = True,
+) -> tuple[CertResult, pl.DataFrame | None]:
+    """Solution variability of every block of one tract (see module docstring)."""
+    if level not in LEVELS:
+        raise TabreconError(f"unknown level {level!r}; choose 'block' or 'block+tract'")
+    model = build_tract_model(ts, tract, level, binned=level == "block+tract")
+    if level == "block+tract" and not model.tract_complete:
+        model = build_tract_model(ts, tract, level)
+    nb = len(model.block_geoids)
+
+    def result(status: str, **kw) -> CertResult:
+        base = dict(unit=tract, level=level, status=status, blocks=nb, unique_blocks=0, varying_blocks=0,
+                    undecided_blocks=0, proofs=0, seconds_zero_test=0.0, seconds_distance=0.0)  # fmt: skip
+        base.update(kw)
+        return CertResult(**base)
+
+    if model.empty_rows:
+        conf = diagnose(model, opts, limit=5)
+        return result(
+            "infeasible",
+            message="tables infeasible: " + "; ".join(f"{c['geoid']} {c['cell']}" for c in conf),
+        ), None
+    bad = _check_recon(ts, tract, level, recon)
+    if bad:
+        return result(
+            "refused", message="reconstruction does not satisfy the tables: " + "; ".join(bad)
+        ), None
+    # keys of the model's variables and of the reconstruction's records
+    vkey = model.var_block.astype(np.int64) * N_TYPES + binned_type(model.var_type)
+    keys, vk = np.unique(vkey, return_inverse=True)
+    rblock = np.searchsorted(model.block_geoids, recon.block_geoid)
+    rkey = rblock.astype(np.int64) * N_TYPES + binned_type(recon.types)
+    rk_u, rk_c = np.unique(rkey, return_counts=True)
+    pos = np.searchsorted(keys, rk_u)
+    if (pos >= len(keys)).any() or (keys[np.minimum(pos, len(keys) - 1)] != rk_u).any():
+        return result(
+            "refused", message="reconstruction has records of a kind the published zeros rule out"
+        ), None
+    c = np.zeros(len(keys), dtype=np.int64)
+    c[pos] = rk_c
+    key_block = (keys // N_TYPES).astype(np.int64)
+    N = np.bincount(rblock, minlength=nb).astype(np.int64)
+    G = sp.csr_matrix(
+        (np.ones(len(vk), dtype=np.int64), (vk, np.arange(len(vk)))),
+        shape=(len(keys), model.n_vars),
+    )
+    state = np.zeros(nb, dtype=np.int8)  # 0 unknown, 1 unique, 2 varies, 3 undecided
+    lower = np.zeros(nb, dtype=np.int64)  # lower bound on sum (x* - x)^+
+    state[N == 0] = 1
+    base = Extensible(model.prog, opts)
+    t0 = time.perf_counter()
+    proofs = 0
+    while (state == 0).any():
+        act = np.flatnonzero((c > 0) & (state[key_block] == 0))
+        M = N[key_block[act]] - c[act] + 1
+        na = act.size
+        rows = sp.hstack(
+            [G[act], sp.csr_matrix((M, (np.arange(na), np.arange(na))), shape=(na, na))]
+        )
+        srow = sp.hstack(
+            [
+                sp.csr_matrix((1, model.n_vars), dtype=np.int64),
+                sp.csr_matrix(np.ones((1, na), dtype=np.int64)),
+            ]
+        )
+        sol = base.solve(na, np.ones(na, dtype=np.int64), sp.vstack([rows, srow]).tocsr(),
+                         np.concatenate([np.zeros(na, dtype=np.int64), [1]]),
+                         np.concatenate([c[act] - 1 + M, [na]]))  # fmt: skip
+        proofs += 1
+        if sol.status == "infeasible":
+            state[state == 0] = 1
+            break
+        if not sol.has_solution:
+            state[state == 0] = 3
+            break
+        y = G @ sol.x[: model.n_vars]
+        deficit = np.maximum(c - y, 0)
+        per_block = np.bincount(key_block, weights=deficit, minlength=nb).astype(np.int64)
+        newly = (state == 0) & (per_block > 0)
+        if (
+            not newly.any()
+        ):  # cannot happen: sum z >= 1 forces a deficit; guard against a solver slip
+            state[state == 0] = 3
+            break
+        state[newly] = 2
+        lower[newly] = per_block[newly]
+    t1 = time.perf_counter()
+    upper = np.where(state == 1, 0, N).astype(np.int64)
+    proven = state == 1
+    value = np.where(state == 1, 0, -1).astype(np.int64)
+    if distance:
+        for b in np.flatnonzero(state == 2):
+            kb = np.flatnonzero((key_block == b) & (c > 0))
+            n = kb.size
+            # d_k <= c_k w_k ;  d_k + y_k + N_b w_k <= c_k + N_b ;  maximise sum d
+            eye = sp.identity(n, format="csr", dtype=np.int64)
+            zero_x = sp.csr_matrix((n, model.n_vars), dtype=np.int64)
+            r1 = sp.hstack([zero_x, eye, -sp.diags(c[kb], dtype=np.int64)])
+            r2 = sp.hstack([G[kb], eye, N[b] * eye])
+            cobj = np.concatenate(
+                [
+                    np.zeros(model.n_vars, dtype=np.int64),
+                    np.ones(n, dtype=np.int64),
+                    np.zeros(n, dtype=np.int64),
+                ]
+            )
+            sol = base.solve(2 * n, np.concatenate([c[kb], np.ones(n, dtype=np.int64)]),
+                             sp.vstack([r1, r2]).tocsr(),
+                             np.concatenate([np.full(n, -int(c[kb].max()), dtype=np.int64), np.zeros(n, dtype=np.int64)]),
+                             np.concatenate([np.zeros(n, dtype=np.int64), c[kb] + N[b]]),
+                             c=cobj, maximize=True)  # fmt: skip
+            if sol.objective is not None:
+                lower[b] = max(lower[b], int(round(sol.objective)))
+            if sol.bound is not None:
+                upper[b] = min(upper[b], int(np.floor(sol.bound + 1e-6)))
+            if sol.status == "optimal":
+                proven[b] = True
+                value[b] = lower[b]
+                upper[b] = lower[b]
+    t2 = time.perf_counter()
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lo_pct = np.where(N > 0, 100.0 * lower / N, 0.0)
+        hi_pct = np.where(N > 0, 100.0 * upper / N, 0.0)
+    status_names = np.array(["unknown", "unique", "varies", "undecided"])
+    df = pl.DataFrame({
+        "block_geoid": model.block_geoids.astype(str),
+        "persons": N,
+        "solvar": np.where(proven, lo_pct, np.nan),
+        "solvar_lo": lo_pct,
+        "solvar_hi": hi_pct,
+        "proven": proven,
+        "status": status_names[state],
+        "level": np.full(nb, level),
+    })  # fmt: skip
+    res = result("ok", unique_blocks=int((state == 1).sum()), varying_blocks=int((state == 2).sum()),
+                 undecided_blocks=int((state == 3).sum()), proofs=proofs, seconds_zero_test=t1 - t0,
+                 seconds_distance=t2 - t1)  # fmt: skip
+    return res, df
+
+
+def _worker(args: tuple) -> tuple[dict, pl.DataFrame | None]:
+    ts, tract, level, recon, opts, distance = args
+    res, df = certify_tract(ts, tract, level, recon, opts, distance)
+    return asdict(res), df
+
+
+@dataclass
+class CertRun:
+    blocks: pl.DataFrame
+    results: list[dict]
+
+    @property
+    def failed(self) -> list[dict]:
+        return [r for r in self.results if r["status"] != "ok"]
+
+
+def certify(
+    tables: TableSet,
+    recon: Microdata,
+    level: str = "block+tract",
+    solver: SolverOptions | None = None,
+    workers: int = 1,
+    out: str | Path | None = None,
+    resume: bool = True,
+    distance: bool = True,
+    progress=None,
+) -> CertRun:
+    """Solution variability of every block, tract by tract (parallel, written as done, resumable)."""
+    from ..runner import run_units
+
+    opts = solver or SolverOptions()
+    tracts = tables.tracts()
+    rtract = np.array([g[:11] for g in recon.geoids])[recon.block]
+    order = np.argsort(rtract, kind="stable")
+    starts = np.searchsorted(rtract[order], tracts)
+    ends = np.searchsorted(rtract[order], tracts, side="right")
+    by_tract = {t: order[s:e] for t, s, e in zip(tracts, starts, ends, strict=True)}
+    parts = Path(str(out) + ".parts") if out is not None else None
+    statuses, frames = run_units(
+        tracts,
+        lambda t: (tables.subset(t), t, level, recon.take(by_tract[t]), opts, distance),
+        _worker,
+        tag=f"solvar-{level}",
+        parts=parts,
+        resume=resume,
+        workers=workers,
+        progress=progress,
+    )
+    dfs = [frames[t] for t in tracts if t in frames]
+    blocks = pl.concat(dfs) if dfs else pl.DataFrame()
+    if out is not None and blocks.height:
+        Path(out).parent.mkdir(parents=True, exist_ok=True)
+        blocks.write_parquet(out) if str(out).endswith(".parquet") else blocks.write_csv(out)
+    return CertRun(blocks, statuses)
+
+
+SOLVAR_THRESHOLDS = (0.0, 1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 50.0, 100.0)
+
+
+def solvar_table(blocks: pl.DataFrame) -> pl.DataFrame:
+    """Cumulative blocks and persons by solution variability (layout of Abowd et al. Table S4).
+
+    A block counts at threshold t when its proven solvar (or, unproven, its upper bound) is <= t;
+    blocks with unproven bounds are counted separately so no figure rests on a time-out.
+    """
+    val = blocks["solvar"].fill_nan(None).fill_null(pl.lit(None)).to_numpy()
+    hi = blocks["solvar_hi"].to_numpy()
+    proven = blocks["proven"].to_numpy()
+    pop = blocks["persons"].to_numpy()
+    inhabited = pop > 0
+    sv = np.where(proven, np.nan_to_num(val.astype(float), nan=0.0), hi)
+    nb, np_ = inhabited.sum(), pop.sum()
+    rows = []
+    for t in SOLVAR_THRESHOLDS:
+        m = inhabited & (sv <= t + 1e-9)
+        rows.append({
+            "solvar_at_most_pct": t,
+            "blocks": int(m.sum()),
+            "persons": int(pop[m].sum()),
+            "cum_blocks_pct": 100.0 * m.sum() / nb if nb else float("nan"),
+            "cum_persons_pct": 100.0 * pop[m].sum() / np_ if np_ else float("nan"),
+            "unproven_blocks": int((m & ~proven).sum()),
+        })  # fmt: skip
+    return pl.DataFrame(rows)
+
+
+def cumulative_solvar(blocks: pl.DataFrame) -> tuple[float, float]:
+    """Cumulative solvar 100 * sum IV / (2 sum N) over inhabited blocks, as (lower, upper) per cent."""
+    pop = blocks["persons"].to_numpy().astype(float)
+    lo = (blocks["solvar_lo"].to_numpy() * pop / 100.0).sum()
+    hi = (blocks["solvar_hi"].to_numpy() * pop / 100.0).sum()
+    tot = pop.sum()
+    return (100.0 * lo / tot, 100.0 * hi / tot) if tot else (float("nan"), float("nan"))
+
+
+def zero_share_by_size(blocks: pl.DataFrame) -> pl.DataFrame:
+    """Share of blocks and persons with proven zero solvar by block-size bin (methods.md section 3)."""
+    pop = blocks["persons"].to_numpy()
+    zero = (blocks["status"] == "unique").to_numpy()
+    sb = size_bin(pop)
+    rows = []
+    for i, lab in enumerate(BLOCK_SIZE_LABELS):
+        m = sb == i
+        rows.append({
+            "bin": lab, "blocks": int(m.sum()), "persons": int(pop[m].sum()),
+            "zero_blocks_pct": 100.0 * (m & zero).sum() / m.sum() if m.any() else float("nan"),
+            "zero_persons_pct": 100.0 * pop[m & zero].sum() / pop[m].sum() if m.any() else float("nan"),
+        })  # fmt: skip
+    return pl.DataFrame(rows)
+
+
+def uniqueness_flags(recon: Microdata, blocks: pl.DataFrame | None = None) -> pl.DataFrame:
+    """Per record: unique in its block on {sex, agebin} and on {sex, agebin, race, hispanic}; certified.
+
+    ``certified`` is True where the block has proven zero solvar: a certified unique is a population
+    unique that the attacker knows about from public tables alone.
+    """
+    ab = recon.agebin.astype(np.int64)
+    k1 = (recon.block.astype(np.int64) * 2 + recon.sex) * 38 + ab
+    k2 = (k1 * 64 + recon.race) * 2 + recon.hisp
+    out = {}
+    for name, k in (("bsab_unique", k1), ("bsaber_unique", k2)):
+        _, inv, cnt = np.unique(k, return_inverse=True, return_counts=True)
+        out[name] = (cnt[inv] == 1).astype(np.int8)
+    df = pl.DataFrame({"block_geoid": recon.block_geoid, **out})
+    if blocks is not None and blocks.height:
+        cert = blocks.select("block_geoid", (pl.col("status") == "unique").alias("certified"))
+        df = df.join(cert, on="block_geoid", how="left", maintain_order="left").with_columns(
+            pl.col("certified").fill_null(False)
+        )
+    return df

@@ -1,0 +1,121 @@
+"""Running units of work (tracts): in parallel, each written as it finishes, resumable, never fatal.
+
+A unit's result is a status dict (with at least ``unit`` and ``status``) and an optional table. With
+a parts folder, the table goes to ``<parts>/<unit>.<tag>.parquet`` (written to a temporary name and
+renamed, so nothing half-written is ever read back) and the status is appended to
+``<parts>/status.jsonl``. A rerun skips units whose status is ``ok`` and whose file exists. A unit
+that raises is recorded as ``error`` and the run goes on.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+Worker = Callable[[Any], tuple[dict, pl.DataFrame | None]]
+
+
+def _load_done(parts: Path, tag: str) -> tuple[dict[str, dict], dict[str, pl.DataFrame]]:
+    status_file = parts / "status.jsonl"
+    done: dict[str, dict] = {}
+    frames: dict[str, pl.DataFrame] = {}
+    if not status_file.exists():
+        return done, frames
+    for line in status_file.read_text().splitlines():
+        try:
+            st = json.loads(line)
+        except json.JSONDecodeError:
+            continue  # a torn line from a killed run
+        if not isinstance(st, dict) or st.get("tag") != tag:
+            continue
+        f = parts / f"{st['unit']}.{tag}.parquet"
+        if st.get("status") == "ok" and f.exists():
+            done[st["unit"]] = st
+            frames[st["unit"]] = pl.read_parquet(f)
+    return done, frames
+
+
+def run_units(
+    units: Sequence[str],
+    job: Callable[[str], Any],
+    worker: Worker,
+    *,
+    tag: str,
+    parts: Path | None = None,
+    resume: bool = True,
+    workers: int = 1,
+    progress: Callable[[dict], None] | None = None,
+    retries: int = 0,
+) -> tuple[list[dict], dict[str, pl.DataFrame]]:
+    """Run ``worker(job(unit))`` for every unit; returns (statuses in unit order, tables by unit)."""
+    done: dict[str, dict] = {}
+    frames: dict[str, pl.DataFrame] = {}
+    if parts is not None:
+        parts.mkdir(parents=True, exist_ok=True)
+        status_file = parts / "status.jsonl"
+        if resume:
+            done, frames = _load_done(parts, tag)
+        if status_file.exists() and status_file.stat().st_size:
+            with open(status_file, "rb+") as fh:  # a killed run may have left a torn last line
+                fh.seek(-1, os.SEEK_END)
+                if fh.read(1) != b"\n":
+                    fh.write(b"\n")
+    results: dict[str, dict] = dict(done)
+    todo = [u for u in units if u not in done]
+
+    def finish(st: dict, df: pl.DataFrame | None) -> None:
+        st = {**st, "tag": tag}
+        results[st["unit"]] = st
+        if df is not None:
+            frames[st["unit"]] = df
+        if parts is not None:
+            if df is not None:
+                tmp = parts / f".{st['unit']}.{tag}.parquet.tmp"
+                df.write_parquet(tmp)
+                os.replace(tmp, parts / f"{st['unit']}.{tag}.parquet")
+            with open(parts / "status.jsonl", "a") as fh:
+                fh.write(json.dumps(st) + "\n")
+        if progress is not None:
+            progress(st)
+
+    def failed(unit: str, exc: BaseException) -> dict:
+        return {"unit": unit, "status": "error", "message": f"{type(exc).__name__}: {exc}"}
+
+    pending = list(todo)
+    for attempt in range(retries + 1):
+        again: list[str] = []
+        if workers > 1 and len(pending) > 1:
+            with ProcessPoolExecutor(max_workers=workers) as ex:
+                futs = {ex.submit(worker, job(u)): u for u in pending}
+                for f in as_completed(futs):
+                    u = futs[f]
+                    try:
+                        st, df = f.result()
+                    except (
+                        Exception
+                    ) as exc:  # a crashed unit (or worker): recorded, the run goes on
+                        if attempt < retries:
+                            again.append(u)
+                            continue
+                        st, df = failed(u, exc), None
+                    finish(st, df)
+        else:
+            for u in pending:
+                try:
+                    st, df = worker(job(u))
+                except Exception as exc:
+                    if attempt < retries:
+                        again.append(u)
+                        continue
+                    st, df = failed(u, exc), None
+                finish(st, df)
+        pending = again
+        if not pending:
+            break
+    return [results[u] for u in units if u in results], frames

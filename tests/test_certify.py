@@ -1,0 +1,130 @@
+"""Certification: solvar zero proofs, distances, uniqueness flags, refusal of a wrong reconstruction."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tabrecon.attacks.certify import certify, cumulative_solvar, solvar_table, uniqueness_flags
+from tabrecon.attacks.reconstruct import reconstruct
+from tabrecon.metrics.agreement import agree
+from tabrecon.schema import CODE_OF_BITS, from_arrays
+from tabrecon.tables import tabulate
+
+W_B = int(CODE_OF_BITS[0b000011])  # White + Black
+W_AIAN = int(CODE_OF_BITS[0b000101])  # White + AIAN
+
+
+@pytest.fixture(scope="module")
+def real_certs(real_tables):
+    out = {}
+    for lvl in ("block+tract", "block"):
+        run = reconstruct(real_tables, lvl)
+        out[lvl] = (run.records, certify(real_tables, run.records, lvl))
+    return out
+
+
+@pytest.mark.realdata
+def test_real_block_tract_every_block_certified(real_certs, real_md):
+    rec, cert = real_certs["block+tract"]
+    assert not cert.failed
+    b = cert.blocks
+    assert b.height == 8530 and (b["status"] == "unique").all() and (b["solvar"] == 0).all()
+    # flags equal the sample's on every record: join on the binned key (the multisets are equal)
+    mine = uniqueness_flags(rec, b)
+    key = ["block_geoid", "sex", "agebin", "race", "hispanic"]
+
+    def keyed(md, flags):
+        return pl.DataFrame({
+            "block_geoid": md.block_geoid, "sex": md.sex, "agebin": md.agebin, "race": md.race, "hispanic": md.hisp,
+        }).with_columns(flags)  # fmt: skip
+
+    truth = keyed(
+        real_md,
+        [real_md.extra["bsab_unique"].alias("t1"), real_md.extra["bsaber_unique"].alias("t2")],
+    ).unique(key)
+    got = keyed(
+        rec, [mine["bsab_unique"].alias("g1"), mine["bsaber_unique"].alias("g2"), mine["certified"]]
+    ).unique(key)
+    j = got.join(truth, on=key, how="inner")
+    assert j.height == got.height == truth.height
+    assert (j["g1"] == j["t1"]).all() and (j["g2"] == j["t2"]).all() and j["certified"].all()
+    assert int(mine["bsab_unique"].sum()) == 41054 and int(mine["bsaber_unique"].sum()) == 41821
+
+
+@pytest.mark.realdata
+def test_real_block_only_distribution(real_certs):
+    _, cert = real_certs["block"]
+    b = cert.blocks
+    assert not cert.failed and b["proven"].all()
+    varying = b.filter(pl.col("status") == "varies")
+    assert varying.height > 0 and (varying["solvar"] > 0).all()
+    s4 = solvar_table(b)
+    assert s4["cum_blocks_pct"][0] < 100.0 and s4["cum_blocks_pct"][-1] == 100.0
+    lo, hi = cumulative_solvar(b)
+    assert 0 < lo == hi < 5
+
+
+def _two_solution_block():
+    # two people whose 2+ race combinations can swap ages: P12G/PCT12G pool all 2+ combinations
+    return from_arrays(
+        ["990010001001001", "990010001001001", "990010001001002"],
+        [0, 0, 1],
+        [30, 40, 50],
+        [W_B, W_AIAN, 1],
+        [0, 0, 0],
+    )
+
+
+@pytest.mark.parametrize("level", ["block", "block+tract"])
+def test_block_with_two_solutions_is_never_certified(level):
+    md = _two_solution_block()
+    ts = tabulate(md)
+    cert = certify(ts, md, level)
+    b = cert.blocks.sort("block_geoid")
+    assert b["status"].to_list() == ["varies", "unique"]
+    assert b["solvar"].to_list() == [100.0, 0.0]  # both records can differ
+
+
+def test_wrong_reconstruction_is_refused_naming_cells():
+    md = _two_solution_block()
+    ts = tabulate(md)
+    wrong = from_arrays(
+        ["990010001001001", "990010001001001", "990010001001002"],
+        [0, 0, 1],
+        [30, 40, 57],
+        [W_B, W_AIAN, 1],
+        [0, 0, 0],
+    )
+    cert = certify(ts, wrong, "block")
+    assert cert.failed and cert.failed[0]["status"] == "refused"
+    assert "990010001001002 P0120" in cert.failed[0]["message"]
+
+
+people = st.lists(
+    st.tuples(
+        st.sampled_from(["990010001001001", "990010001001002", "990010001002001"]),
+        st.integers(0, 1),
+        st.sampled_from([3, 25, 27, 33, 40, 41, 70, 88]),
+        st.sampled_from([1, 2, 7, 8, 9, 22]),
+        st.integers(0, 1),
+    ),
+    min_size=1,
+    max_size=25,
+)
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(people, st.sampled_from(["block", "block+tract"]))
+def test_certified_blocks_are_reconstructed_exactly(rows, level):
+    g, s, a, r, h = (np.array(x) for x in zip(*rows, strict=True))
+    truth = from_arrays(g, s, a, r, h)
+    ts = tabulate(truth)
+    rec = reconstruct(ts, level).records
+    blocks = certify(ts, rec, level).blocks
+    per = agree(truth, rec).per_block.join(blocks.select("block_geoid", "status"), on="block_geoid")
+    unique = per.filter(pl.col("status") == "unique")
+    assert (unique["binned"] == unique["persons"]).all()
