@@ -34,6 +34,19 @@ def real_tables(real_md):
 
 
 @pytest.fixture(scope="session")
+def real_certs(real_tables):
+    """Reconstruction and certification of the real sample at both levels (shared by several tests)."""
+    from tabrecon.attacks.certify import certify
+    from tabrecon.attacks.reconstruct import reconstruct
+
+    out = {}
+    for lvl in ("block+tract", "block"):
+        run = reconstruct(real_tables, lvl)
+        out[lvl] = (run.records, certify(real_tables, run.records, lvl))
+    return out
+
+
+@pytest.fixture(scope="session")
 def oracle_path() -> Path:
     if not ORACLE.exists():
         pytest.skip("oracle ../shared/reference/sf1_person_cells.csv not present")

@@ -18,15 +18,6 @@ W_B = int(CODE_OF_BITS[0b000011])  # White + Black
 W_AIAN = int(CODE_OF_BITS[0b000101])  # White + AIAN
 
 
-@pytest.fixture(scope="module")
-def real_certs(real_tables):
-    out = {}
-    for lvl in ("block+tract", "block"):
-        run = reconstruct(real_tables, lvl)
-        out[lvl] = (run.records, certify(real_tables, run.records, lvl))
-    return out
-
-
 @pytest.mark.realdata
 def test_real_block_tract_every_block_certified(real_certs, real_md):
     rec, cert = real_certs["block+tract"]

@@ -1,0 +1,656 @@
+"""Verified claims (Liu, Xiao, Thaker, Smith, Wu 2025, "Generate-then-Verify") about persons in a block.
+
+A claim R(a, m) says: exactly m records of the block match the partial assignment a over a subset of
+the nine columns (sex, agebin38, hispanic, white, black, aian, asian, nhpi, sor); k = the number of
+columns a sets. It is *verified* when every population consistent with the published tables makes it
+true; a *singleton* claim (m = 1) singles one person out.
+
+* **Certified blocks** (solvar 0, :mod:`tabrecon.attacks.certify`): the block's binned histogram is
+  the same in every consistent population, so every claim read off the reconstruction is verified by
+  that one proof. They are enumerated for all 511 column subsets, vectorised over key counts.
+* **Blocks that can differ**: candidates are the claims whose count is the same in K diverse feasible
+  solutions (the reconstruction plus K-1 solutions of random objectives); each is then verified by
+  proving ``count(a) <= m-1`` and ``count(a) >= m+1`` infeasible under all the tables. Candidates
+  that select the same keys of a block are one linear form and are verified once; all of a tract's
+  candidates go into one program with an indicator per branch and "some indicator holds": infeasible
+  verifies them all, a solution refutes the ones it breaks and the proof repeats on the rest. A
+  time-out leaves the remaining candidates unverified (never claimed).
+
+Claims whose predicate is one published block cell (e.g. "male, age 30-34" = P12) are dropped as
+trivial. Each verified claim gets its baseline probability P(count = m) under Binomial(N_block, p),
+p the share of matching records in the tract (and in the state) of the reconstruction -- the prior of
+Liu et al. With the tract/state histograms known to the attacker only through the tables, the
+reconstruction's shares are what the attacker has.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import scipy.sparse as sp
+
+from ..errors import TabreconError
+from ..schema import AGEBIN38, AGEBIN_OF_AGE, N_TYPES, RACE_BITS, RACES, Microdata, decode_types
+from ..tables import TableSet, all_cells
+from .certify import binned_type
+from .reconstruct import LEVELS, build_tract_model
+from .solvers import Extensible, IntProgram, SolverOptions
+
+COLUMNS: tuple[str, ...] = ("sex", "agebin", "hispanic", *RACES)
+_RADIX = np.array([3, 39, 3, 3, 3, 3, 3, 3, 3], dtype=np.int64)  # value + 1 per column (0 = unset)
+_PLACE = np.concatenate([[1], np.cumprod(_RADIX)[:-1]]).astype(np.int64)
+_SPAN = int(np.prod(_RADIX))
+#: The 511 non-empty column subsets, by size.
+SUBSETS: tuple[tuple[int, ...], ...] = tuple(
+    s for k in range(1, len(COLUMNS) + 1) for s in itertools.combinations(range(len(COLUMNS)), k)
+)
+K_MAX = len(COLUMNS)
+BASELINE_BINS = 100  # histogram resolution of baseline probabilities (medians to 0.01)
+
+
+def type_attrs(t: np.ndarray) -> np.ndarray:
+    """(n, 9) column values of types: sex, agebin38 index, hispanic, six race flags."""
+    sex, age, race, hisp = decode_types(t)
+    flags = (RACE_BITS[race - 1][:, None] >> np.arange(6)) & 1
+    return np.column_stack([sex, AGEBIN_OF_AGE[age], hisp, flags]).astype(np.int64)
+
+
+def claim_codes(attrs: np.ndarray, subset: tuple[int, ...]) -> np.ndarray:
+    """Code of the partial assignment that ``attrs`` rows take on the columns of ``subset``."""
+    cols = np.array(subset)
+    return ((attrs[:, cols] + 1) * _PLACE[cols]).sum(axis=1)
+
+
+def decode_claim(code: int) -> dict[str, int]:
+    """Column -> value of a claim code (only the columns it sets)."""
+    out = {}
+    for i, name in enumerate(COLUMNS):
+        v = (code // _PLACE[i]) % _RADIX[i]
+        if v:
+            out[name] = int(v - 1)
+    return out
+
+
+def describe_claim(code: int, m: int | None = None) -> str:
+    """Plain words for a claim, e.g. ``exactly 1 person: female, age 25-29, black, Hispanic``."""
+    parts = []
+    for k, v in decode_claim(code).items():
+        if k == "sex":
+            parts.append("male" if v == 0 else "female")
+        elif k == "agebin":
+            lo, hi = AGEBIN38[v]
+            parts.append(
+                f"age {lo}" if lo == hi else (f"age {lo}+" if hi == 110 else f"age {lo}-{hi}")
+            )
+        elif k == "hispanic":
+            parts.append("Hispanic" if v else "not Hispanic")
+        else:
+            parts.append(k if v else f"not {k}")
+    text = ", ".join(parts)
+    if m is None:
+        return text
+    return f"exactly {m} person{'s' if m != 1 else ''}: {text}"
+
+
+@functools.lru_cache(maxsize=1)
+def _cell_signatures() -> frozenset[tuple]:
+    return frozenset(
+        (c.sex, c.age_min, c.age_max, c.race, c.hispanic)
+        for c in all_cells()
+        if c.level == "block" and c.measure == "persons"
+    )
+
+
+@functools.cache
+def is_trivial(code: int) -> bool:
+    """True when the claim's predicate is exactly one published block cell's (readable off a table)."""
+    a = decode_claim(code)
+    sex = {None: "any", 0: "male", 1: "female"}[a.get("sex")]
+    lo, hi = AGEBIN38[a["agebin"]] if "agebin" in a else (0, 110)
+    hisp = {None: "any", 0: "0", 1: "1"}[a.get("hispanic")]
+    flags = {r: a[r] for r in RACES if r in a}
+    if not flags:
+        race = "any"
+    elif len(flags) == 6:
+        on = [r for r in RACES if flags[r]]
+        if not on:
+            return False
+        race = "exactly:" + "+".join(on)
+    elif len(flags) == 1 and next(iter(flags.values())) == 1:
+        race = f"includes:{next(iter(flags))}"
+    else:
+        return False
+    return (sex, lo, hi, race, hisp) in _cell_signatures()
+
+
+def _trivial_mask(codes: np.ndarray) -> np.ndarray:
+    u, inv = np.unique(codes, return_inverse=True)
+    return np.array([is_trivial(int(c)) for c in u], dtype=bool)[inv]
+
+
+class Prior:
+    """Shares of every partial assignment in a population, from its histogram of binned types."""
+
+    def __init__(self, types: np.ndarray, counts: np.ndarray) -> None:
+        self.attrs = type_attrs(types)
+        self.counts = counts.astype(np.float64)
+        self.total = float(counts.sum())
+        self._cache: dict[tuple[int, ...], tuple[np.ndarray, np.ndarray]] = {}
+
+    def share(self, subset: tuple[int, ...], codes: np.ndarray) -> np.ndarray:
+        if subset not in self._cache:
+            u, inv = np.unique(claim_codes(self.attrs, subset), return_inverse=True)
+            self._cache[subset] = (u, np.bincount(inv, weights=self.counts, minlength=u.size))
+        u, w = self._cache[subset]
+        if not u.size or not self.total:
+            return np.zeros(codes.size)
+        pos = np.minimum(np.searchsorted(u, codes), u.size - 1)
+        return np.where(u[pos] == codes, w[pos], 0.0) / self.total
+
+
+def _histogram(md: Microdata) -> tuple[np.ndarray, np.ndarray]:
+    return np.unique(binned_type(md.types), return_counts=True)
+
+
+# --------------------------------------------------------------------------------------------------
+# Generate: candidate claims from several solutions over one set of keys
+# --------------------------------------------------------------------------------------------------
+@dataclass
+class _Claims:
+    """Claims stable across solutions over a set of keys (block, binned type): one row per claim."""
+
+    block: np.ndarray  # index of the claim's block
+    k: np.ndarray
+    code: np.ndarray
+    m: np.ndarray
+    subset: np.ndarray  # index into SUBSETS
+    first_key: np.ndarray  # position (in the keys given) of the first key the claim counts
+    keys: sp.csr_matrix | None = None  # claims x keys incidence, when asked for
+
+
+def _stable_claims(
+    key_block: np.ndarray, attrs: np.ndarray, Y: np.ndarray, incidence: bool = False
+) -> _Claims:
+    """Non-trivial claims with m >= 1 whose count is the same in every row of ``Y`` (solutions x keys)."""
+    nk = key_block.size
+    cols: dict[str, list[np.ndarray]] = {
+        n: [] for n in ("block", "k", "code", "m", "subset", "first")
+    }
+    inc = []
+    for si, subset in enumerate(SUBSETS):
+        code = claim_codes(attrs, subset)
+        u, first_key, inv = np.unique(
+            key_block * _SPAN + code, return_index=True, return_inverse=True
+        )
+        first = np.bincount(inv, weights=Y[0], minlength=u.size).astype(np.int64)
+        keep = first >= 1
+        M = None
+        if Y.shape[0] > 1 or incidence:
+            M = sp.csr_matrix((np.ones(nk), (np.arange(nk), inv)), shape=(nk, u.size))
+        if Y.shape[0] > 1:
+            cnt = np.rint(np.asarray((M.T @ Y.T).T)).astype(np.int64)
+            keep &= (cnt == first).all(axis=0)
+        j = np.flatnonzero(keep)
+        j = j[~_trivial_mask(u[j] % _SPAN)]
+        if not j.size:
+            continue
+        cols["block"].append(u[j] // _SPAN)
+        cols["k"].append(np.full(j.size, len(subset)))
+        cols["code"].append(u[j] % _SPAN)
+        cols["m"].append(first[j])
+        cols["subset"].append(np.full(j.size, si))
+        cols["first"].append(first_key[j])
+        if incidence:
+            inc.append(M[:, j].T.tocsr())
+    if not cols["code"]:
+        z = np.zeros(0, dtype=np.int64)
+        return _Claims(z, z, z, z, z, z, sp.csr_matrix((0, nk)) if incidence else None)
+    c = {n: np.concatenate(v) for n, v in cols.items()}
+    return _Claims(c["block"], c["k"], c["code"], c["m"], c["subset"], c["first"],
+                   sp.vstack(inc).tocsr() if incidence else None)  # fmt: skip
+
+
+def _diverse_solutions(
+    prog: IntProgram, n_vars: int, k_solutions: int, opts: SolverOptions, seed: int
+) -> list[np.ndarray]:
+    """Up to K-1 feasible solutions of random integer objectives (diversity by random directions)."""
+    rng = np.random.default_rng(seed)
+    gen = SolverOptions(opts.backend, opts.threads, min(opts.time_limit or 10.0, 10.0), opts.seed)
+    base = Extensible(prog, gen)
+    empty = sp.csr_matrix((0, n_vars), dtype=np.int64)
+    none = np.zeros(0, dtype=np.int64)
+    out = []
+    for _ in range(max(0, k_solutions - 1)):
+        c = rng.integers(-3, 4, size=n_vars).astype(np.int64)
+        s = base.solve(0, none, empty, none, none, c=c, maximize=bool(rng.integers(2)))
+        if s.x is not None:
+            out.append(s.x[:n_vars])
+    return out
+
+
+def _verify(
+    prog: IntProgram,
+    C: sp.csr_matrix,
+    m: np.ndarray,
+    big: np.ndarray,
+    opts: SolverOptions,
+    max_rounds: int,
+) -> tuple[np.ndarray, int]:
+    """Which linear forms ``C x`` equal ``m`` in every solution of ``prog``; returns (verified, proofs).
+
+    Indicator lo_i forces C_i x <= m_i - 1 (``big`` >= any count relaxes it), hi_i forces
+    C_i x >= m_i + 1; at least one indicator must hold. Infeasible: all remaining forms verified.
+    """
+    n_vars, nc = C.shape[1], C.shape[0]
+    verified = np.zeros(nc, dtype=bool)
+    alive = np.ones(nc, dtype=bool)
+    base = Extensible(prog, opts)
+    proofs = 0
+    for _ in range(max_rounds):
+        idx = np.flatnonzero(alive)
+        if not idx.size:
+            break
+        n = idx.size
+        Ci = C[idx]
+        sp.identity(n, format="csr", dtype=np.int64)
+        zero = sp.csr_matrix((n, n), dtype=np.int64)
+        bi, mi = big[idx], m[idx]
+        r_lo = sp.hstack([Ci, sp.diags(bi + 1, dtype=np.int64), zero])  # C x + (B+1) lo <= B + m
+        r_hi = sp.hstack([Ci, zero, -sp.diags(mi + 1, dtype=np.int64)])  # C x - (m+1) hi >= 0
+        r_any = sp.hstack(
+            [sp.csr_matrix((1, n_vars), dtype=np.int64), sp.csr_matrix(np.ones((1, 2 * n), dtype=np.int64))]
+        )  # fmt: skip
+        rows = sp.vstack([r_lo, r_hi, r_any]).tocsr()
+        lo = np.concatenate([np.full(n, -(10**9)), np.zeros(n, dtype=np.int64), [1]]).astype(
+            np.int64
+        )
+        hi = np.concatenate([bi + mi, np.full(n, 10**9), [2 * n]]).astype(np.int64)
+        sol = base.solve(2 * n, np.ones(2 * n, dtype=np.int64), rows, lo, hi)
+        proofs += 1
+        if sol.status == "infeasible":
+            verified[idx] = True
+            break
+        if sol.x is None:
+            break  # time-out: what is left stays unverified
+        broken = (Ci @ sol.x[:n_vars]) != mi
+        if not broken.any():
+            break  # cannot happen (an indicator holds); guard against a solver slip
+        alive[idx[broken]] = False
+    return verified, proofs
+
+
+# --------------------------------------------------------------------------------------------------
+# One tract
+# --------------------------------------------------------------------------------------------------
+@dataclass
+class TractClaims:
+    """Claims of one tract: counts by k, baseline histograms, and per-record coverage."""
+
+    unit: str
+    status: str
+    blocks: int
+    certified_blocks: int
+    varying_blocks: int
+    candidates: int = 0  # candidate claims of varying blocks (after the K-solution intersection)
+    verified_varying: int = 0
+    proofs: int = 0
+    solutions: int = 0
+    # per k (index k-1): verified claims (any m), verified singletons, persons covered, blocks with one
+    claims_k: list[int] = field(default_factory=lambda: [0] * K_MAX)
+    singletons_k: list[int] = field(default_factory=lambda: [0] * K_MAX)
+    persons_k: list[int] = field(default_factory=lambda: [0] * K_MAX)
+    blocks_k: list[int] = field(default_factory=lambda: [0] * K_MAX)
+    # histograms of singleton baselines per k, tract prior then state prior (BASELINE_BINS bins)
+    base_tract: list[list[int]] = field(
+        default_factory=lambda: [[0] * BASELINE_BINS for _ in range(K_MAX)]
+    )
+    base_state: list[list[int]] = field(
+        default_factory=lambda: [[0] * BASELINE_BINS for _ in range(K_MAX)]
+    )
+    any_persons: int = 0  # records singled out by some verified claim
+    any_blocks: int = 0
+    message: str = ""
+
+
+def _binom_one(n: np.ndarray, p: np.ndarray) -> np.ndarray:
+    """P(X = 1) for X ~ Binomial(n, p): n p (1 - p)^(n - 1)."""
+    return n * p * np.power(1.0 - p, n - 1)
+
+
+def _hist(p: np.ndarray) -> np.ndarray:
+    return np.bincount(np.minimum((p * BASELINE_BINS).astype(np.int64), BASELINE_BINS - 1),
+                       minlength=BASELINE_BINS)  # fmt: skip
+
+
+def tract_claims(
+    ts: TableSet,
+    tract: str,
+    level: str,
+    recon: Microdata,
+    status: dict[str, str],
+    opts: SolverOptions,
+    state_prior: Prior,
+    k_solutions: int = 100,
+    seed: int = 0,
+    collect: bool = False,
+) -> tuple[TractClaims, pl.DataFrame, pl.DataFrame | None]:
+    """Verified claims of one tract's blocks.
+
+    ``status`` maps block geoid -> certification status (``unique`` for solvar 0). Returns the
+    summary, one row per record of ``recon`` (smallest k of a verified singleton claim singling it
+    out, that claim and its baselines), and with ``collect`` every verified claim (for checking).
+    """
+    if level not in LEVELS:
+        raise TabreconError(f"unknown level {level!r}; choose 'block' or 'block+tract'")
+    geoids = recon.geoids
+    # keys = distinct (block, binned type) of the reconstruction; y0 their counts
+    rkey = recon.block.astype(np.int64) * N_TYPES + binned_type(recon.types)
+    keys, rinv, y0 = np.unique(rkey, return_inverse=True, return_counts=True)
+    key_block = keys // N_TYPES
+    attrs = type_attrs(keys % N_TYPES)
+    cert = np.array([status.get(str(g)) == "unique" for g in geoids], dtype=bool)
+    pop = np.bincount(recon.block, minlength=len(geoids)).astype(np.int64)
+    res = TractClaims(tract, "ok", len(geoids), int(cert.sum()), int((~cert & (pop > 0)).sum()))
+    ttypes, tcounts = _histogram(recon)
+    tract_prior = Prior(ttypes, tcounts)
+
+    # certified blocks: every claim of the reconstruction is verified
+    ck = np.flatnonzero(cert[key_block])
+    parts: list[tuple[_Claims, np.ndarray]] = []
+    if ck.size:
+        cl = _stable_claims(key_block[ck], attrs[ck], y0[ck][None, :].astype(np.float64))
+        cl.first_key = ck[cl.first_key]  # a singleton's one key (every key here has a record)
+        parts.append((cl, np.ones(cl.code.size, dtype=bool)))
+    # blocks that can differ: generate from K solutions, then verify
+    vblocks = np.flatnonzero(~cert & (pop > 0))
+    if vblocks.size:
+        model = build_tract_model(ts, tract, level, binned=level == "block+tract")
+        if level == "block+tract" and not model.tract_complete:
+            model = build_tract_model(ts, tract, level)
+        mb = np.searchsorted(model.block_geoids, geoids)  # recon block -> model block
+        if (model.block_geoids[np.minimum(mb, len(model.block_geoids) - 1)] != geoids).any():
+            raise TabreconError(f"tract {tract}: the reconstruction has blocks the tables do not")
+        var_block, var_type, bprog = model.var_block, model.var_type, model.prog
+        vmb = mb[vblocks]
+        if level == "block":  # blocks independent: keep only those that can differ
+            vsel = np.flatnonzero(np.isin(var_block, vmb))
+            rsel = np.flatnonzero(np.isin(model.row_block, vmb))
+            var_block, var_type = var_block[vsel], var_type[vsel]
+            bprog = IntProgram(A=bprog.A[rsel][:, vsel].tocsr(), lo=bprog.lo[rsel], hi=bprog.hi[rsel],
+                               ub=bprog.ub[vsel])  # fmt: skip
+        n_vars = var_block.size
+        inv_mb = np.full(len(model.block_geoids), -1, dtype=np.int64)
+        inv_mb[mb] = np.arange(len(geoids))
+        vkey = inv_mb[var_block].astype(np.int64) * N_TYPES + binned_type(var_type)
+        vk = np.searchsorted(keys, vkey)
+        in_keys = (vk < keys.size) & (keys[np.minimum(vk, keys.size - 1)] == vkey)
+        # model keys not in the reconstruction get their own columns after the reconstruction's
+        extra_keys, ek = np.unique(vkey[~in_keys], return_inverse=True)
+        col = np.where(in_keys, vk, 0)
+        col[~in_keys] = keys.size + ek
+        nkeys_all = keys.size + extra_keys.size
+        G = sp.csr_matrix((np.ones(n_vars), (col, np.arange(n_vars))), shape=(nkeys_all, n_vars))
+        all_keys = np.concatenate([keys, extra_keys])
+        # certified blocks are the same in every solution: fixing their key counts loses nothing
+        # (block-only models hold the varying blocks alone: nothing to fix)
+        fixed = (
+            np.flatnonzero(cert[all_keys // N_TYPES]) if level != "block" else np.zeros(0, np.int64)
+        )
+        y_all = np.concatenate([y0, np.zeros(extra_keys.size, dtype=np.int64)])
+        prog = IntProgram(
+            A=sp.vstack([bprog.A, G[fixed]]).tocsr(),
+            lo=np.concatenate([bprog.lo, y_all[fixed]]),
+            hi=np.concatenate([bprog.hi, y_all[fixed]]),
+            ub=bprog.ub,
+        )
+        sols = _diverse_solutions(prog, n_vars, max(k_solutions, 2), opts, seed)
+        if (
+            not sols
+        ):  # the program must have a solution (the reconstruction) or no proof means anything
+            raise TabreconError(
+                f"tract {tract}: no population satisfies the tables together with the certified blocks; "
+                "is the reconstruction from these tables?"
+            )
+        sols = sols[: k_solutions - 1]
+        res.solutions = 1 + len(sols)
+        vkeys = np.flatnonzero(np.isin(all_keys // N_TYPES, vblocks))
+        Y = np.vstack([y_all[vkeys]] + [(G @ s)[vkeys] for s in sols]).astype(np.float64)
+        vattrs = np.vstack([attrs, type_attrs(extra_keys % N_TYPES)]) if extra_keys.size else attrs
+        cl = _stable_claims(all_keys[vkeys] // N_TYPES, vattrs[vkeys], Y, incidence=True)
+        res.candidates = int(cl.code.size)
+        if cl.code.size:
+            # one linear form per distinct (key set); keys are within one block, so is the form
+            inc = sp.csr_matrix(
+                (np.ones(cl.keys.nnz), (np.repeat(np.arange(cl.keys.shape[0]), np.diff(cl.keys.indptr)), vkeys[cl.keys.indices])),
+                shape=(cl.keys.shape[0], nkeys_all),
+            )  # fmt: skip
+            sig = [
+                inc.indices[inc.indptr[i] : inc.indptr[i + 1]].tobytes()
+                for i in range(inc.shape[0])
+            ]
+            _, first, form = np.unique(
+                np.array(sig, dtype=object), return_index=True, return_inverse=True
+            )
+            C = (inc[first] @ G).tocsr().astype(np.int64)
+            big = pop[cl.block[first]]
+            ok, res.proofs = _verify(prog, C, cl.m[first], big, opts, max_rounds=200)
+            good = ok[form]
+            res.verified_varying = int(good.sum())
+            # the record a singleton singles out: its one key that the reconstruction holds
+            rk = inc[:, : keys.size].multiply(y0[None, :]).tocsr()
+            cl.first_key = np.asarray(rk.argmax(axis=1)).ravel()
+            parts.append((cl, good))
+    # tally verified claims by k; coverage and baselines for singletons
+    cov_k = np.zeros((K_MAX, keys.size), dtype=bool)
+    min_k = np.full(keys.size, K_MAX + 1, dtype=np.int64)
+    ex_code = np.zeros(keys.size, dtype=np.int64)
+    ex_bt = np.full(keys.size, np.nan)
+    ex_bs = np.full(keys.size, np.nan)
+    collected = []
+    for cl, ok in parts:
+        for k in range(1, K_MAX + 1):
+            res.claims_k[k - 1] += int((ok & (cl.k == k)).sum())
+        single = ok & (cl.m == 1)
+        for si in np.unique(cl.subset[single]):
+            subset = SUBSETS[si]
+            k = len(subset)
+            s = np.flatnonzero(single & (cl.subset == si))
+            res.singletons_k[k - 1] += s.size
+            key_of = cl.first_key[s]
+            N = pop[cl.block[s]]
+            bt = _binom_one(N, tract_prior.share(subset, cl.code[s]))
+            bs = _binom_one(N, state_prior.share(subset, cl.code[s]))
+            res.base_tract[k - 1] = (np.array(res.base_tract[k - 1]) + _hist(bt)).tolist()
+            res.base_state[k - 1] = (np.array(res.base_state[k - 1]) + _hist(bs)).tolist()
+            cov_k[k - 1, key_of] = True
+            better = k < min_k[key_of]
+            kb = key_of[better]
+            min_k[kb] = k
+            ex_code[kb] = cl.code[s][better]
+            ex_bt[kb] = bt[better]
+            ex_bs[kb] = bs[better]
+        if collect:
+            v = np.flatnonzero(ok)
+            collected.append(pl.DataFrame({
+                "block_geoid": geoids[cl.block[v]].astype(str), "k": cl.k[v], "code": cl.code[v], "m": cl.m[v],
+            }))  # fmt: skip
+    for k in range(1, K_MAX + 1):
+        res.persons_k[k - 1] = int(cov_k[k - 1].sum())  # each key singled out has one record
+        res.blocks_k[k - 1] = int(np.unique(key_block[cov_k[k - 1]]).size)
+    res.any_persons = int((min_k <= K_MAX).sum())
+    res.any_blocks = int(np.unique(key_block[min_k <= K_MAX]).size)
+    rec_k = min_k[rinv]
+    persons = pl.DataFrame({
+        "block_geoid": recon.block_geoid.astype(str),
+        "certified": cert[recon.block],
+        "min_k": pl.Series(np.where(rec_k <= K_MAX, rec_k, 0)).replace(0, None).cast(pl.Int64),
+        "claim": pl.Series([describe_claim(int(c), 1) if kk <= K_MAX else None
+                            for c, kk in zip(ex_code[rinv], rec_k, strict=True)], dtype=pl.String),
+        "baseline_tract": ex_bt[rinv],
+        "baseline_state": ex_bs[rinv],
+    })  # fmt: skip
+    claims_df = pl.concat(collected) if collect and collected else None
+    return res, persons, claims_df
+
+
+# --------------------------------------------------------------------------------------------------
+# All tracts: parallel, written as they finish, resumable
+# --------------------------------------------------------------------------------------------------
+def _worker(args: tuple) -> tuple[dict, pl.DataFrame | None]:
+    ts, tract, level, recon, status, opts, prior, k_solutions, seed = args
+    res, persons, _ = tract_claims(ts, tract, level, recon, status, opts, prior, k_solutions, seed)
+    return asdict(res), persons
+
+
+@dataclass
+class ClaimsRun:
+    """Verified claims of every tract: per-tract summaries and per-record coverage."""
+
+    results: list[dict]
+    persons: pl.DataFrame
+    level: str
+    k_solutions: int
+
+    @property
+    def failed(self) -> list[dict]:
+        return [r for r in self.results if r["status"] != "ok"]
+
+    def by_k(self) -> pl.DataFrame:
+        """Liu et al. Table 2/3 layout: per k, persons covered by verified singletons, claims, baselines."""
+        ok = [r for r in self.results if r["status"] == "ok"]
+        nb = sum(r["blocks"] for r in ok)
+        rows = []
+        for k in range(1, K_MAX + 1):
+            ht = (
+                np.sum([r["base_tract"][k - 1] for r in ok], axis=0)
+                if ok
+                else np.zeros(BASELINE_BINS)
+            )
+            hs = (
+                np.sum([r["base_state"][k - 1] for r in ok], axis=0)
+                if ok
+                else np.zeros(BASELINE_BINS)
+            )
+            persons = sum(r["persons_k"][k - 1] for r in ok)
+            rows.append({
+                "k": k,
+                "persons_covered": persons,
+                "persons_per_block": persons / nb if nb else float("nan"),
+                "blocks_with_singleton": sum(r["blocks_k"][k - 1] for r in ok),
+                "verified_singletons": sum(r["singletons_k"][k - 1] for r in ok),
+                "verified_claims": sum(r["claims_k"][k - 1] for r in ok),
+                "median_baseline_tract": _hist_median(ht),
+                "median_baseline_state": _hist_median(hs),
+                "baseline_tract_below_5pct": _hist_share(ht, 0.05),
+                "baseline_state_above_50pct": 1.0 - _hist_share(hs, 0.5),
+            })  # fmt: skip
+        return pl.DataFrame(rows)
+
+    def summary(self) -> dict:
+        ok = [r for r in self.results if r["status"] == "ok"]
+        return {
+            "level": self.level,
+            "k_solutions": self.k_solutions,
+            "tracts": len(self.results),
+            "failed_tracts": len(self.failed),
+            "blocks": sum(r["blocks"] for r in ok),
+            "certified_blocks": sum(r["certified_blocks"] for r in ok),
+            "varying_blocks": sum(r["varying_blocks"] for r in ok),
+            "persons": self.persons.height,
+            "persons_singled_out": sum(r["any_persons"] for r in ok),
+            "blocks_with_singleton": sum(r["any_blocks"] for r in ok),
+            "candidates_varying": sum(r["candidates"] for r in ok),
+            "verified_varying": sum(r["verified_varying"] for r in ok),
+            "proofs": sum(r["proofs"] for r in ok),
+        }
+
+
+def _hist_median(h: np.ndarray) -> float:
+    """Median from a histogram over [0, 1] (upper edge of the bin holding it)."""
+    tot = h.sum()
+    if not tot:
+        return float("nan")
+    return float((np.searchsorted(np.cumsum(h), tot / 2.0) + 1) / BASELINE_BINS)
+
+
+def _hist_share(h: np.ndarray, t: float) -> float:
+    """Share of values below ``t`` (``t`` a multiple of the bin width)."""
+    tot = h.sum()
+    return float(h[: int(round(t * BASELINE_BINS))].sum() / tot) if tot else float("nan")
+
+
+def claims(
+    tables: TableSet,
+    recon: Microdata,
+    cert_blocks: pl.DataFrame,
+    level: str = "block",
+    solver: SolverOptions | None = None,
+    k_solutions: int = 100,
+    seed: int = 0,
+    workers: int = 1,
+    out: str | Path | None = None,
+    resume: bool = True,
+    progress=None,
+) -> ClaimsRun:
+    """Verified claims for every block, tract by tract (see module docstring).
+
+    ``cert_blocks`` is the per-block output of :func:`tabrecon.attacks.certify.certify` for the same
+    tables and reconstruction (its ``status`` says which blocks are proven unique). With ``out`` (a
+    folder), each tract's per-record table is written to ``<out>/claims.parts/`` as it finishes and a
+    rerun resumes.
+    """
+    from ..runner import run_units
+
+    if level not in LEVELS:
+        raise TabreconError(f"unknown level {level!r}; choose 'block' or 'block+tract'")
+    if k_solutions < 1:
+        raise TabreconError(f"k_solutions must be >= 1 (got {k_solutions})")
+    if "status" not in cert_blocks.columns or "block_geoid" not in cert_blocks.columns:
+        raise TabreconError(
+            "certification results need columns block_geoid and status (tabrecon solvar)"
+        )
+    opts = solver or SolverOptions()
+    status = dict(
+        zip(cert_blocks["block_geoid"].to_list(), cert_blocks["status"].to_list(), strict=True)
+    )
+    missing = [g for g in recon.geoids if g not in status]
+    if missing:
+        raise TabreconError(
+            f"block {missing[0]} of the reconstruction has no certification result "
+            f"({len(missing)} such blocks); run tabrecon solvar on the same reconstruction"
+        )
+    tracts = tables.tracts()
+    rtract = np.array([g[:11] for g in recon.geoids])[recon.block]
+    rstate = np.array([g[:2] for g in recon.geoids])[recon.block]
+    priors = {}
+    for s_ in np.unique(rstate):
+        priors[s_] = Prior(*_histogram(recon.take(rstate == s_)))
+    parts = Path(out) / "claims.parts" if out is not None else None
+    statuses, frames = run_units(
+        tracts,
+        lambda t: (
+            tables.subset(t),
+            t,
+            level,
+            recon.take(rtract == t),
+            {g: v for g, v in status.items() if g.startswith(t)},
+            opts,
+            priors[t[:2]],
+            k_solutions,
+            seed,
+        ),  # fmt: skip
+        _worker,
+        tag=f"claims-{level}-K{k_solutions}",
+        parts=parts,
+        resume=resume,
+        workers=workers,
+        progress=progress,
+    )
+    dfs = [frames[t] for t in tracts if t in frames]
+    persons = pl.concat(dfs) if dfs else pl.DataFrame()
+    return ClaimsRun(statuses, persons, level, k_solutions)
