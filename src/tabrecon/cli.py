@@ -498,6 +498,62 @@ def claims(
 
 
 @app.command()
+def reidentify(
+    recon: Annotated[Path, typer.Option("--recon", "-r", help="Reconstruction (person file): the race source")],
+    truth: Annotated[Path, typer.Option("--truth", "-t", help="Confidential truth (person file) to confirm against")],
+    attacker: Annotated[
+        str, typer.Option(help="'perfect', 'commercial', or an attacker file (pik, block_geoid, sex, age)")
+    ] = "perfect",
+    out: Annotated[Path, typer.Option("--out", "-o", help="Report folder")] = Path("reid"),
+    tables_file: Annotated[
+        Path | None, typer.Option("--tables", help="Published tables for MDG/PRG (default: tabulated from --truth)")
+    ] = None,
+    solvar_file: Annotated[
+        Path | None, typer.Option("--solvar", help="Per-block `tabrecon solvar` output (marks certified blocks)")
+    ] = None,
+    seed: Annotated[int, typer.Option(help="Seed of the attacker simulation, tie-breaking and PRG draws")] = 0,
+    francis_threshold: Annotated[int, typer.Option(help="Francis' minimum majority count")] = 5,
+) -> None:
+    """Link a reconstruction to attacker data; precision beside MDG, PRG, truth and Ruggles-Van Riper."""
+    import polars as pl
+
+    from .attacks.reidentify import reidentify as _reid
+    from .report.reid import write_reid_report
+    from .schema import read_microdata
+    from .tables import read_tables
+
+    if francis_threshold < 1:
+        raise TabreconError(f"--francis-threshold must be >= 1 (got {francis_threshold})")
+    if attacker not in ("perfect", "commercial") and not Path(attacker).exists():
+        raise TabreconError(f"--attacker: {attacker!r} is neither 'perfect', 'commercial' nor an existing file")
+    t0 = time.perf_counter()
+    rec, tru = read_microdata(recon), read_microdata(truth)
+    ts = read_tables(tables_file) if tables_file is not None else None
+    cert = None
+    if solvar_file is not None:
+        if not solvar_file.exists():
+            raise TabreconError(f"{solvar_file}: file not found")
+        cert = pl.read_parquet(solvar_file) if str(solvar_file).endswith(".parquet") else pl.read_csv(solvar_file)
+    res = _reid(rec, tru, attacker, ts, cert, seed=seed, francis_threshold=francis_threshold)
+    how = (f"tabrecon reidentify --recon {recon} --truth {truth} --attacker {attacker} --seed {seed}"
+           f"{' --solvar ' + str(solvar_file) if solvar_file else ''}")  # fmt: skip
+    summ = write_reid_report(res, out, how)
+    for line in res.attacker_report.lines():
+        err.print(f"[yellow]attacker data:[/yellow] {line}")
+    rows = []
+    for g in ("all", "nonmodal", "certified_uniques"):
+        for s in ("attack", "mdg", "prg", "truth"):
+            r = summ[s][g]
+            rows.append([g, s, r["attacker_records"], r["putative"], r["confirmed"],
+                         "n/a" if r["precision_pct"] is None else f"{r['precision_pct']:.1f}"])  # fmt: skip
+    console.print(_table("reidentification (precision = confirmed / putative)",
+                         ["group", "source", "attacker records", "putative", "confirmed", "precision %"], rows))  # fmt: skip
+    if not summ["attack"]["all"]["putative"]:
+        console.print("[yellow]no attacker record could be linked: the attacker data and the release share no block, sex and age[/yellow]")
+    console.print(f"report written to {out}/report.md ({time.perf_counter() - t0:.1f} s)")
+
+
+@app.command()
 def demo(
     out: Annotated[Path, typer.Option("--out", "-o", help="Output folder")] = Path("tabrecon-demo"),
     persons: Annotated[int, typer.Option(help="Size of the synthetic county")] = 20_000,

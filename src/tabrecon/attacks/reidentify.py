@@ -1,0 +1,682 @@
+"""Reidentification: link reconstructed records to what an attacker knows, confirm against the truth,
+and score the attack beside the statistical baselines (Abowd et al. Algorithms 3-4; Francis;
+Ruggles & Van Riper).
+
+* **Attacker data** (:func:`simulate_attacker`, :func:`read_attacker`): one row per record the
+  attacker holds -- ``pik`` (an identifier), ``block_geoid``, ``sex``, ``age``; no race, no ethnicity.
+  ``perfect`` is every person exactly (the Bureau's CEF_atkr); ``commercial`` has partial coverage,
+  ages off by one, persons in the wrong block, duplicates and records of nobody (rates in
+  :class:`CommercialErrors`).
+* **Putative reidentification** (Algorithm 3): within each block, attacker records are matched
+  one-to-one to the race source's records on (sex, exact age), then the residuals on (sex, agebin38);
+  each matched attacker record inherits the source record's race, ethnicity and age. Ties inside a
+  match key are broken by a seeded uniform draw on both sides (the Bureau used stored U(0,1) draws
+  and file order; counts of matches per key are the same either way, only *which* pair is matched
+  depends on the draw).
+* **Confirmation** (Algorithm 4): a putative record is confirmed when the truth person behind its
+  ``pik`` lives in that block and has the same sex, race flags, ethnicity and age (exact, else the
+  same agebin38). Each truth person is confirmed at most once.
+* **Rates**: putative % and confirmed % of attacker records, precision = confirmed / putative.
+
+The baselines replace the race source on the *same putative set* (methods.md section 4): MDG (the
+block's modal race x ethnicity from the published block tables), PRG (a draw proportional to the
+block's counts), the release of the truth itself (upper bound), Ruggles-Van Riper's random
+reconstruction (blocks rebuilt from the national sex x age distribution, race right with the
+probability of the average majority share) and Francis' majority-race inference (precision and
+recall curves per person, scored on the truth).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from ..errors import InputError, TabreconError
+from ..schema import (
+    AGE_MAX,
+    AGEBIN_OF_AGE,
+    BLOCK_SIZE_LABELS,
+    RACE_BITS,
+    Microdata,
+    size_bin,
+)
+from ..tables import TableSet, all_cells, race_predicate_mask
+
+N_COMBOS = 126
+#: the national default mode: White alone, not Hispanic
+WHITE_NH = None  # set below once combo ids are defined
+
+
+# --------------------------------------------------------------------------------------------------
+# Race x ethnicity combinations, ordered like the Bureau's flag strings (W B AIAN Asian NHPI SOR hisp)
+# --------------------------------------------------------------------------------------------------
+def _msb_bits(race: np.ndarray) -> np.ndarray:
+    """Race flags as an integer with White the most significant of six bits (flag-string order)."""
+    bits = RACE_BITS[np.asarray(race, dtype=np.int64) - 1].astype(np.int64)
+    out = np.zeros_like(bits)
+    for i in range(6):
+        out |= ((bits >> i) & 1) << (5 - i)
+    return out
+
+
+def combo_id(race: np.ndarray, hisp: np.ndarray) -> np.ndarray:
+    """Column index 0..127 of (race, hispanic) in the order of the strings 0000000 ... 1111111.
+
+    Only 126 are used (a race flag is always set); ascending id = the Bureau's column order, so "the
+    first maximum" of a count row is its smallest id.
+    """
+    return _msb_bits(race) * 2 + np.asarray(hisp, dtype=np.int64)
+
+
+_CODE_OF_MSB = np.zeros(64, dtype=np.int64)
+_CODE_OF_MSB[_msb_bits(np.arange(1, 64))] = np.arange(1, 64)
+
+
+def combo_race_hisp(c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Inverse of :func:`combo_id`: (race code 1..63, hispanic)."""
+    c = np.asarray(c, dtype=np.int64)
+    return _CODE_OF_MSB[c // 2], c % 2
+
+
+WHITE_NH = int(combo_id(np.array([1]), np.array([0]))[0])
+
+
+def _first_max(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per row: (first argmax, max, tied?)."""
+    mx = counts.max(axis=1)
+    arg = counts.argmax(axis=1)
+    tied = (counts == mx[:, None]).sum(axis=1) > 1
+    return arg, mx, tied
+
+
+def block_counts_from_tables(ts: TableSet) -> tuple[np.ndarray, np.ndarray]:
+    """Block race x ethnicity counts (blocks x 128) from published P8 and P9.
+
+    Not Hispanic by race = the P9 not-Hispanic leaves; Hispanic by race = P8 leaf - P9 leaf.
+    """
+    g = ts.grids.get("block")
+    if g is None:
+        raise TabreconError(
+            "no block tables: MDG and PRG need the published block tables P8 and P9"
+        )
+    cells = {c.id: c for c in all_cells()}
+    col = {c: j for j, c in enumerate(g.cells)}
+    counts = np.zeros((len(g.geoids), 128), dtype=np.int64)
+    found = 0
+    for cid, c in cells.items():
+        if c.table not in ("P8", "P9") or not c.race.startswith("exactly:") or cid not in col:
+            continue
+        code = int(np.flatnonzero(race_predicate_mask(c.race))[0]) + 1
+        v = g.values[:, col[cid]]
+        if (v < 0).any():
+            raise TabreconError(f"cell {cid} is not published for every block: MDG needs P8 and P9")
+        if c.table == "P8":
+            counts[:, combo_id(np.array([code]), np.array([1]))[0]] += v
+        else:
+            counts[:, combo_id(np.array([code]), np.array([0]))[0]] += v
+            counts[:, combo_id(np.array([code]), np.array([1]))[0]] -= v
+        found += 1
+    if found != 126:
+        raise TabreconError(
+            f"the block tables hold {found} of the 126 P8/P9 race leaves: MDG and PRG need P8 and P9"
+        )
+    if (counts < 0).any():
+        i, j = np.argwhere(counts < 0)[0]
+        raise TabreconError(
+            f"block {g.geoids[i]}: a P9 race leaf exceeds its P8 leaf (inconsistent tables)"
+        )
+    return g.geoids, counts
+
+
+def _counts_from_records(md: Microdata, geoids: np.ndarray) -> np.ndarray:
+    b = np.searchsorted(geoids, md.block_geoid)
+    out = np.zeros((len(geoids), 128), dtype=np.int64)
+    np.add.at(out, (b, combo_id(md.race, md.hisp)), 1)
+    return out
+
+
+def _bg_counts(geoids: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    bg = np.array([g[:12] for g in geoids])
+    _, inv = np.unique(bg, return_inverse=True)
+    bgc = np.zeros((inv.max() + 1 if inv.size else 0, 128), dtype=np.int64)
+    np.add.at(bgc, inv, counts)
+    return inv, bgc
+
+
+def mdg_guess(geoids: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Modal guess per block and the rule used (1 block, 2-3 block group, 4 national).
+
+    1. the block mode if untied; 2. if the block's modal count is 1 and the block-group mode is
+    untied with count > 1, the block-group mode; 3. if the block is tied and the block group is not,
+    the block-group mode; 4. otherwise White alone not Hispanic (methods.md section 4).
+    """
+    inv, bgc = _bg_counts(geoids, counts)
+    barg, bmax, btied = _first_max(counts)
+    garg, gmax, gtied = _first_max(bgc)
+    garg, gmax, gtied = garg[inv], gmax[inv], gtied[inv]
+    rule = np.full(len(geoids), 4, dtype=np.int8)
+    guess = np.full(len(geoids), WHITE_NH, dtype=np.int64)
+    r1 = ~btied & (bmax > 0)
+    r2 = ~r1 & (bmax == 1) & ~gtied & (gmax > 1)
+    r3 = ~r1 & ~r2 & btied & ~gtied
+    guess[r1], rule[r1] = barg[r1], 1
+    guess[r2 | r3] = garg[r2 | r3]
+    rule[r2], rule[r3] = 2, 3
+    return guess, rule
+
+
+def modal_combo(geoids: np.ndarray, counts: np.ndarray, national: np.ndarray) -> np.ndarray:
+    """The modal race x ethnicity of each block by the Bureau's six rules (methods.md section 4).
+
+    Block-group counts include the block. Tied choices fall back to the tied block combination with
+    the largest national population.
+    """
+    inv, bgc = _bg_counts(geoids, counts)
+    barg, bmax, btied = _first_max(counts)
+    garg, gmax, gtied = _first_max(bgc)
+    garg, gmax, gtied = garg[inv], gmax[inv], gtied[inv]
+    mode = np.full(len(geoids), -1, dtype=np.int64)
+    use_bg = ((bmax == 1) & (gmax > 1)) | (btied & ~gtied & (bmax > 1))
+    mode[use_bg] = garg[use_bg]
+    block_mode = ~use_bg & ~btied & (bmax > 1)
+    mode[block_mode] = barg[block_mode]
+    rest = np.flatnonzero(mode < 0)
+    if rest.size:  # both maxima 1 or both tied: the tied block combination most common nationally
+        tied = counts[rest] == bmax[rest, None]
+        score = np.where(tied, national[None, :], -1)
+        mode[rest] = score.argmax(axis=1)
+    return mode
+
+
+# --------------------------------------------------------------------------------------------------
+# Attacker data
+# --------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class CommercialErrors:
+    """Error model of commercial attacker data; defaults sized to the Bureau's COMRCL file.
+
+    COMRCL held 289M records for 309M persons, of which 57% were putatively and 41% of those...
+    confirmed (Table 4): coverage well below one, ages and addresses often stale.
+    """
+
+    coverage: float = 0.85  # share of persons the vendor has
+    age_off_by_one: float = 0.20  # share of covered records with age +-1
+    wrong_block: float = 0.15  # share placed in another block of the same tract
+    duplicates: float = 0.03  # share duplicated (same pik, possibly another block)
+    extras: float = 0.05  # records of nobody in the truth, as a share of covered persons
+
+    def __post_init__(self) -> None:
+        for k, v in asdict(self).items():
+            if not 0.0 <= v <= 1.0:
+                raise TabreconError(f"commercial error rate {k} must be in [0, 1] (got {v})")
+
+
+def _person_ids(truth: Microdata) -> np.ndarray:
+    if truth.extra is not None and "pik" in truth.extra.columns:
+        ids = truth.extra["pik"].cast(pl.String).to_numpy()
+        if len(np.unique(ids)) != len(ids):
+            raise InputError("pik column of the truth file has duplicate ids", path=truth.source)
+        return ids.astype(str)
+    return np.char.add("p", np.arange(len(truth)).astype(str))
+
+
+def simulate_attacker(
+    truth: Microdata, preset: str = "perfect", seed: int = 0, errors: CommercialErrors | None = None
+) -> pl.DataFrame:
+    """What an attacker knows of the truth: pik, block_geoid, sex (male/female), age. Seeded."""
+    rng = np.random.default_rng(seed)
+    ids = _person_ids(truth)
+    sex = np.array(["male", "female"])[truth.sex]
+    if preset == "perfect":
+        return pl.DataFrame({"pik": ids, "block_geoid": truth.block_geoid.astype(str), "sex": sex,
+                             "age": truth.age.astype(np.int64)})  # fmt: skip
+    if preset != "commercial":
+        raise TabreconError(f"unknown attacker preset {preset!r}; choose 'perfect' or 'commercial'")
+    e = errors or CommercialErrors()
+    n = len(truth)
+    keep = np.flatnonzero(rng.random(n) < e.coverage)
+    blk = truth.block[keep].copy()
+    age = truth.age[keep].astype(np.int64)
+    off = rng.random(keep.size) < e.age_off_by_one
+    age[off] = np.clip(age[off] + rng.choice([-1, 1], size=off.sum()), 0, AGE_MAX)
+    # wrong block: another block of the same tract (else any block)
+    tract = np.array([g[:11] for g in truth.geoids])
+    move = np.flatnonzero(rng.random(keep.size) < e.wrong_block)
+    order = np.argsort(tract, kind="stable")
+    start = np.searchsorted(tract[order], tract[blk[move]])
+    end = np.searchsorted(tract[order], tract[blk[move]], side="right")
+    blk[move] = order[start + (rng.random(move.size) * (end - start)).astype(np.int64)]
+    rows = {"pik": ids[keep], "block": blk, "sex": truth.sex[keep], "age": age}
+    dup = np.flatnonzero(rng.random(keep.size) < e.duplicates)
+    n_extra = int(round(e.extras * keep.size))
+    xb = rng.integers(0, len(truth.geoids), size=n_extra)
+    cols = {
+        "pik": np.concatenate([rows["pik"], rows["pik"][dup], np.char.add("x", np.arange(n_extra).astype(str))]),
+        "block": np.concatenate([rows["block"], rows["block"][dup], xb]),
+        "sex": np.concatenate([rows["sex"], rows["sex"][dup], rng.integers(0, 2, size=n_extra)]),
+        "age": np.concatenate([rows["age"], np.clip(rows["age"][dup] + rng.integers(-1, 2, size=dup.size), 0, AGE_MAX),
+                               truth.age[rng.integers(0, n, size=n_extra)]]),
+    }  # fmt: skip
+    perm = rng.permutation(cols["pik"].size)
+    return pl.DataFrame({
+        "pik": cols["pik"][perm].astype(str),
+        "block_geoid": truth.geoids[cols["block"][perm]].astype(str),
+        "sex": np.array(["male", "female"])[cols["sex"][perm]],
+        "age": cols["age"][perm].astype(np.int64),
+    })  # fmt: skip
+
+
+@dataclass
+class AttackerReport:
+    """What was wrong with an attacker file: counted and reported, never silently dropped."""
+
+    records: int
+    unknown_block: int = 0
+    duplicate_ids: int = 0
+    bad_age: int = 0
+    bad_sex: int = 0
+    examples: list[str] = field(default_factory=list)
+
+    def lines(self) -> list[str]:
+        out = []
+        for k, what in (("unknown_block", "in blocks the release does not have (cannot be linked)"),
+                        ("duplicate_ids", "share a pik with another record (all kept; a person is confirmed once)"),
+                        ("bad_age", "have an age outside 0-110 or not a whole number (excluded)"),
+                        ("bad_sex", "have a sex other than male/female (excluded)")):  # fmt: skip
+            v = getattr(self, k)
+            if v:
+                out.append(f"{v:,} attacker record(s) {what}")
+        return out + self.examples
+
+
+def read_attacker(path: str | Path) -> pl.DataFrame:
+    """Read an attacker file (CSV/Parquet with pik, block_geoid, sex, age); errors name file and line."""
+    from ..schema import _read_frame
+
+    p = str(path)
+    df = _read_frame(p)
+    missing = [c for c in ("pik", "block_geoid", "sex", "age") if c not in df.columns]
+    if missing:
+        raise InputError(
+            f"missing column(s) {missing}; an attacker file has pik, block_geoid, sex, age", path=p
+        )
+    if df.height == 0:
+        raise InputError("no attacker records", path=p)
+    return df.select(
+        pl.col("pik").str.strip_chars(),
+        pl.col("block_geoid").str.strip_chars(),
+        pl.col("sex").str.strip_chars().str.to_lowercase(),
+        pl.col("age").str.strip_chars(),
+    )
+
+
+def validate_attacker(
+    att: pl.DataFrame, known_blocks: np.ndarray, path: str = "attacker"
+) -> tuple[pl.DataFrame, AttackerReport]:
+    """Clean an attacker frame: bad ages/sexes excluded, unknown blocks and duplicate ids counted."""
+    att = att.with_row_index("_line", offset=2)
+    age = att["age"].cast(pl.String).cast(pl.Float64, strict=False)
+    bad_age = (
+        (age.is_null() | (age < 0) | (age > AGE_MAX) | (age.round() != age))
+        .fill_null(True)
+        .to_numpy()
+    )
+    sex = att["sex"].cast(pl.String).to_numpy()
+    bad_sex = ~np.isin(sex, ["male", "female"])
+    rep = AttackerReport(att.height, bad_age=int(bad_age.sum()), bad_sex=int(bad_sex.sum()))
+    for mask, what, col in (
+        (bad_age, "age outside 0-110", "age"),
+        (bad_sex, "sex not male/female", "sex"),
+    ):
+        if mask.any():
+            r = int(np.flatnonzero(mask)[0])
+            rep.examples.append(
+                f"{path}, line {att['_line'][r]}, column {col!r}: {what} (got {att[col][r]!r})"
+            )
+    ok = ~(bad_age | bad_sex)
+    att = att.filter(pl.Series(ok)).with_columns(pl.col("age").cast(pl.Float64).cast(pl.Int64))
+    unknown = ~np.isin(att["block_geoid"].to_numpy().astype(str), known_blocks)
+    rep.unknown_block = int(unknown.sum())
+    if unknown.any():
+        r = int(np.flatnonzero(unknown)[0])
+        rep.examples.append(
+            f"{path}, line {att['_line'][r]}: block {att['block_geoid'][r]!r} is not in the release"
+        )
+    rep.duplicate_ids = int(att["pik"].is_duplicated().sum())
+    return att.drop("_line"), rep
+
+
+# --------------------------------------------------------------------------------------------------
+# Linkage
+# --------------------------------------------------------------------------------------------------
+def _match_pass(
+    lkey: np.ndarray, rkey: np.ndarray, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
+    """One-to-one matches of equal keys (-1 = not taking part), ties broken by seeded draws.
+
+    Within a key, both sides are put in random order and the i-th left meets the i-th right:
+    exactly min(n_left, n_right) pairs per key. Returns (left index, right index) of the pairs.
+    """
+
+    def ranked(key: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        idx = np.flatnonzero(key >= 0)
+        order = idx[np.lexsort((rng.random(idx.size), key[idx]))]
+        k = key[order]
+        start = np.r_[0, np.flatnonzero(k[1:] != k[:-1]) + 1] if k.size else np.zeros(0, np.int64)
+        rank = np.arange(k.size) - np.repeat(start, np.diff(np.r_[start, k.size]))
+        return order, k, rank
+
+    lo, lk, lr = ranked(lkey)
+    ro, rk, rr = ranked(rkey)
+    span = max(int(lr.max(initial=0)), int(rr.max(initial=0))) + 1
+    lc = lk * span + lr
+    rc = rk * span + rr
+    common, il, ir = np.intersect1d(lc, rc, assume_unique=True, return_indices=True)
+    return lo[il], ro[ir]
+
+
+def link(
+    att_block: np.ndarray, att_sex: np.ndarray, att_age: np.ndarray,
+    src_block: np.ndarray, src_sex: np.ndarray, src_age: np.ndarray, src_exact: np.ndarray,
+    seed: int = 0,
+) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    """Algorithm 3: attacker -> source record index (-1 = none) and pass (1 exact age, 2 agebin)."""
+    rng = np.random.default_rng(seed)
+    na = att_block.size
+    base_a = att_block.astype(np.int64) * 2 + att_sex
+    base_s = src_block.astype(np.int64) * 2 + src_sex
+    ka = base_a * 128 + att_age
+    ks = np.where(src_exact, base_s * 128 + src_age, -1)
+    ka = np.where(att_block >= 0, ka, -1)
+    la, ls = _match_pass(ka, ks, rng)
+    match = np.full(na, -1, dtype=np.int64)
+    how = np.zeros(na, dtype=np.int8)
+    match[la], how[la] = ls, 1
+    used = np.zeros(src_block.size, dtype=bool)
+    used[ls] = True
+    kb_a = np.where(
+        (match < 0) & (att_block >= 0),
+        base_a * 64 + AGEBIN_OF_AGE[np.clip(att_age, 0, AGE_MAX)],
+        -1,
+    )
+    kb_s = np.where(~used, base_s * 64 + AGEBIN_OF_AGE[src_age], -1)
+    la, ls = _match_pass(kb_a, kb_s, rng)
+    match[la], how[la] = ls, 2
+    return match, how
+
+
+# --------------------------------------------------------------------------------------------------
+# The whole comparison
+# --------------------------------------------------------------------------------------------------
+SOURCES = ("attack", "mdg", "prg", "truth", "rvr")
+#: the putative set of each source: the baselines share the attack's (methods.md section 4)
+PUTATIVE = {"attack": "putative", "mdg": "putative", "prg": "putative", "truth": "putative_truth",
+            "rvr": "putative_rvr"}  # fmt: skip
+GROUPS = ("all", "modal", "nonmodal", "uniques", "certified_nonmodal", "certified_uniques")
+
+
+@dataclass
+class ReidResult:
+    """Per attacker record: putative link, inherited attributes per source, confirmations, groups."""
+
+    records: pl.DataFrame
+    attacker_report: AttackerReport
+    francis: pl.DataFrame  # per truth person: precision of the majority inference
+    meta: dict
+
+    def rates(self, by_bin: bool = False) -> pl.DataFrame:
+        """Putative %, confirmed % and precision per source and group (and block-size bin)."""
+        r = self.records
+        rows = []
+        bins = [("all", None)] + (
+            [(lab, i) for i, lab in enumerate(BLOCK_SIZE_LABELS)] if by_bin else []
+        )
+        for g in GROUPS:
+            gm = r[g] if g != "all" else pl.Series(np.ones(r.height, dtype=bool))
+            for lab, bi in bins:
+                m = gm if bi is None else gm & (r["size_bin"] == bi)
+                sub = r.filter(m)
+                n = sub.height
+                for s in SOURCES:
+                    put = int(sub[PUTATIVE[s]].sum()) if n else 0
+                    conf = int(sub[f"confirmed_{s}"].sum()) if n else 0
+                    rows.append({
+                        "group": g, "bin": lab, "source": s, "attacker_records": n, "putative": put,
+                        "confirmed": conf,
+                        "putative_pct": 100.0 * put / n if n else None,
+                        "confirmed_pct": 100.0 * conf / n if n else None,
+                        "precision_pct": 100.0 * conf / put if put else None,
+                    })  # fmt: skip
+        pct = {c: pl.Float64 for c in ("putative_pct", "confirmed_pct", "precision_pct")}
+        return pl.DataFrame(rows, schema_overrides=pct)
+
+    def summary(self) -> dict:
+        rt = self.rates()
+        out: dict = {"meta": self.meta, "attacker": asdict(self.attacker_report)}
+        for s in SOURCES:
+            out[s] = {}
+            for g in GROUPS:
+                row = rt.filter((pl.col("source") == s) & (pl.col("group") == g)).row(0, named=True)
+                out[s][g] = {k: row[k] for k in ("attacker_records", "putative", "confirmed", "putative_pct",
+                                                  "confirmed_pct", "precision_pct")}  # fmt: skip
+        return out
+
+
+def reidentify(
+    recon: Microdata,
+    truth: Microdata,
+    attacker: pl.DataFrame | str = "perfect",
+    tables: TableSet | None = None,
+    cert_blocks: pl.DataFrame | None = None,
+    seed: int = 0,
+    errors: CommercialErrors | None = None,
+    francis_threshold: int = 5,
+    rvr_share: float | None = None,
+) -> ReidResult:
+    """Run the attack and every baseline on the same putative set (see module docstring).
+
+    ``tables`` are the published block tables (MDG, PRG); tabulated from ``truth`` when not given
+    -- the same numbers, since the release is tabulated from it. ``cert_blocks`` (``tabrecon
+    solvar`` output) marks certified blocks. ``rvr_share`` is the Ruggles-Van Riper probability
+    that race is right (default: the measured share of persons in their block's modal group).
+    """
+    from ..tables import tabulate
+
+    rng = np.random.default_rng(seed)
+    if isinstance(attacker, str) and attacker in ("perfect", "commercial"):
+        att = simulate_attacker(truth, attacker, seed, errors)
+        preset = attacker
+    elif isinstance(attacker, str):
+        att, preset = read_attacker(attacker), attacker
+    else:
+        att, preset = attacker, "given"
+    geoids = np.union1d(truth.geoids, recon.geoids)
+    att, rep = validate_attacker(
+        att, geoids, preset if preset not in ("perfect", "commercial", "given") else "attacker"
+    )
+    ablock_g = att["block_geoid"].to_numpy().astype(str)
+    pos = np.searchsorted(geoids, ablock_g)
+    known = (pos < len(geoids)) & (geoids[np.minimum(pos, len(geoids) - 1)] == ablock_g)
+    ablock = np.where(known, pos, -1)
+    asex = (att["sex"].to_numpy() == "female").astype(np.int64)
+    aage = att["age"].to_numpy().astype(np.int64)
+    # race source: the reconstruction
+    rblock = np.searchsorted(geoids, recon.block_geoid)
+    rexact = np.ones(len(recon), bool) if recon.age_exact is None else recon.age_exact.astype(bool)
+    match, how = link(ablock, asex, aage, rblock, recon.sex.astype(np.int64), recon.age.astype(np.int64),
+                      rexact, seed)  # fmt: skip
+    put = match >= 0
+    # truth behind each pik
+    tid = _person_ids(truth)
+    torder = np.argsort(tid)
+    apik = att["pik"].cast(pl.String).to_numpy().astype(str)
+    tp = np.searchsorted(tid[torder], apik)
+    has_truth = (tp < tid.size) & (tid[torder][np.minimum(tp, tid.size - 1)] == apik)
+    tperson = np.where(has_truth, torder[np.minimum(tp, tid.size - 1)], -1)
+    tblock = np.where(
+        has_truth, np.searchsorted(geoids, truth.block_geoid)[np.maximum(tperson, 0)], -2
+    )
+    tcombo = combo_id(truth.race, truth.hisp)
+    # block race x ethnicity counts: published (MDG/PRG) and true (modal groups)
+    pub_ts = tables if tables is not None else tabulate(truth, ["P8", "P9"])
+    pgeo, pcounts = block_counts_from_tables(pub_ts)
+    pidx = np.searchsorted(pgeo, geoids)
+    pin = (pidx < len(pgeo)) & (pgeo[np.minimum(pidx, len(pgeo) - 1)] == geoids)
+    counts = np.zeros((len(geoids), 128), dtype=np.int64)
+    counts[pin] = pcounts[pidx[pin]]
+    mdg, mdg_rule = mdg_guess(geoids, counts)
+    true_counts = _counts_from_records(truth, geoids)
+    national = true_counts.sum(axis=0)
+    mode = modal_combo(geoids, true_counts, national)
+    # sources' (race combo, age) for each putative record
+    src_combo = {}
+    src_age = recon.age.astype(np.int64)[np.maximum(match, 0)]
+    src_combo["attack"] = combo_id(recon.race, recon.hisp)[np.maximum(match, 0)]
+    src_combo["mdg"] = mdg[np.maximum(ablock, 0)]
+    cum = np.cumsum(counts, axis=1)
+    tot = cum[:, -1]
+    u = rng.random(att.height)
+    pb = np.maximum(ablock, 0)
+    draw = (u * tot[pb]).astype(np.int64)
+    src_combo["prg"] = _prg(cum, pb, draw)
+    src_combo["truth"] = np.where(has_truth, tcombo[np.maximum(tperson, 0)], -1)
+    # confirmation: same block, sex, race x ethnicity, age (exact, else agebin) as the truth person
+    tsex = np.where(has_truth, truth.sex[np.maximum(tperson, 0)], -1)
+    tage = truth.age.astype(np.int64)[np.maximum(tperson, 0)]
+    same_person = put & has_truth & (tblock == ablock) & (tsex == recon.sex[np.maximum(match, 0)])
+    age_ok = AGEBIN_OF_AGE[src_age] == AGEBIN_OF_AGE[tage]
+    conf = {}
+    for s in ("attack", "mdg", "prg"):
+        conf[s] = same_person & age_ok & (src_combo[s] == src_combo["truth"])
+    # upper bound: the truth itself released and linked the same way
+    t_bidx = np.searchsorted(geoids, truth.block_geoid)
+    tm, _ = link(ablock, asex, aage, t_bidx, truth.sex.astype(np.int64), truth.age.astype(np.int64),
+                 np.ones(len(truth), dtype=bool), seed + 1)  # fmt: skip
+    put_truth = tm >= 0
+    tmi = np.maximum(tm, 0)
+    conf["truth"] = (
+        put_truth & has_truth & (tblock == ablock) & (tsex == truth.sex[tmi])
+        & (tcombo[tmi] == src_combo["truth"]) & (AGEBIN_OF_AGE[truth.age[tmi]] == AGEBIN_OF_AGE[tage])
+    )  # fmt: skip
+    # Ruggles-Van Riper: a random record of the right sex and age in the block exists with the
+    # chance the national sex x age mix gives; race right with the average majority share
+    share = rvr_share
+    if share is None:
+        in_mode = tcombo == mode[np.searchsorted(geoids, truth.block_geoid)]
+        share = float(in_mode.mean()) if len(truth) else 0.0
+    rvr_put, rvr_conf = _rvr(
+        truth, geoids, ablock, asex, aage, has_truth, tperson, tblock, share, rng
+    )
+    conf["rvr"] = rvr_conf
+    # each truth person is confirmed once
+    for s in conf:
+        conf[s] = _once(conf[s], tperson)
+    # groups, by the truth person behind the record
+    tb = np.maximum(tperson, 0)
+    nonmodal_t = tcombo != mode[t_bidx]
+    sab = (t_bidx.astype(np.int64) * 2 + truth.sex) * 64 + AGEBIN_OF_AGE[truth.age]
+    _, inv, cnt = np.unique(sab, return_inverse=True, return_counts=True)
+    unique_t = cnt[inv] == 1
+    certified_b = np.zeros(len(geoids), dtype=bool)
+    if cert_blocks is not None and cert_blocks.height:
+        cb = cert_blocks.filter(pl.col("status") == "unique")["block_geoid"].to_numpy().astype(str)
+        certified_b = np.isin(geoids, cb)
+    pop = np.bincount(t_bidx, minlength=len(geoids))
+    nonmodal = has_truth & nonmodal_t[tb]
+    uniques = has_truth & unique_t[tb]
+    cert = has_truth & certified_b[t_bidx[tb]]
+    records = pl.DataFrame({
+        "pik": apik,
+        "block_geoid": ablock_g,
+        "putative": put,
+        "pass": how,
+        "in_truth": has_truth,
+        "size_bin": np.where(has_truth, size_bin(pop[t_bidx[tb]]), size_bin(pop[pb])).astype(np.int8),
+        "modal": has_truth & ~nonmodal_t[tb],
+        "nonmodal": nonmodal,
+        "uniques": uniques,
+        "certified_nonmodal": cert & nonmodal,
+        "certified_uniques": cert & nonmodal & uniques,
+        "putative_truth": put_truth,
+        "putative_rvr": rvr_put,
+        **{f"confirmed_{s}": conf[s] for s in SOURCES},
+    })  # fmt: skip
+    francis = francis_majority(geoids, counts, true_counts, truth, francis_threshold)
+    meta = {
+        "attacker": preset, "seed": seed, "francis_threshold": francis_threshold, "rvr_share": share,
+        "mdg_rules": {f"rule{k}": int((mdg_rule[np.unique(pb[put])] == k).sum()) for k in (1, 2, 3, 4)},
+        "tie_breaking": "seeded uniform draws on both sides within each match key",
+        "certified_blocks": int(certified_b.sum()),
+    }  # fmt: skip
+    return ReidResult(records, rep, francis, meta)
+
+
+def _prg(cum: np.ndarray, block: np.ndarray, draw: np.ndarray) -> np.ndarray:
+    """Proportional guess: the combination whose cumulative count passes ``draw`` in its block."""
+    rows = cum[block]
+    return (rows <= draw[:, None]).sum(axis=1)
+
+
+def _once(confirmed: np.ndarray, person: np.ndarray) -> np.ndarray:
+    """Keep the first confirmation of each truth person (duplicates in attacker data)."""
+    idx = np.flatnonzero(confirmed)
+    _, first = np.unique(person[idx], return_index=True)
+    out = np.zeros_like(confirmed)
+    out[idx[first]] = True
+    return out
+
+
+def _rvr(truth, geoids, ablock, asex, aage, has_truth, tperson, tblock, share, rng):
+    """Ruggles-Van Riper null model: each block rebuilt from the national sex x age distribution.
+
+    A block of N persons gets N random (sex, age) records; attacker records are matched to them
+    as in Algorithm 3 and a match is confirmed when it is the right person's block and the race
+    draw (probability ``share``) succeeds.
+    """
+    t_bidx = np.searchsorted(geoids, truth.block_geoid)
+    pop = np.bincount(t_bidx, minlength=len(geoids))
+    n = int(pop.sum())
+    pick = rng.integers(0, len(truth), size=n)  # national sex x age mix = the truth's own
+    sblock = np.repeat(np.arange(len(geoids)), pop)
+    ssex = truth.sex.astype(np.int64)[pick]
+    sage = truth.age.astype(np.int64)[pick]
+    match, _ = link(
+        ablock, asex, aage, sblock, ssex, sage, np.ones(n, dtype=bool), int(rng.integers(1 << 31))
+    )
+    put = match >= 0
+    tage = truth.age.astype(np.int64)[np.maximum(tperson, 0)]
+    tsex = truth.sex.astype(np.int64)[np.maximum(tperson, 0)]
+    ok = put & has_truth & (tblock == ablock) & (tsex == ssex[np.maximum(match, 0)])
+    ok &= AGEBIN_OF_AGE[sage[np.maximum(match, 0)]] == AGEBIN_OF_AGE[tage]
+    return put, ok & (rng.random(ablock.size) < share)
+
+
+def francis_majority(
+    geoids: np.ndarray,
+    published: np.ndarray,
+    true_counts: np.ndarray,
+    truth: Microdata,
+    threshold: int = 5,
+) -> pl.DataFrame:
+    """Francis' majority-race inference scored per person: precision 0 when the true count of the
+    published majority is below ``threshold``, else that count over the block total."""
+    arg, _, _ = _first_max(published)
+    mc = true_counts[np.arange(len(geoids)), arg]
+    n = true_counts.sum(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        prec = np.where((mc >= threshold) & (n > 0), mc / np.maximum(n, 1), 0.0)
+    b = np.searchsorted(geoids, truth.block_geoid)
+    return pl.DataFrame({"block_geoid": truth.block_geoid.astype(str), "precision": prec[b]})
+
+
+def precision_cdf(
+    values: np.ndarray, grid: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Share of persons whose precision is >= p, for p on ``grid`` (Francis Figure 1)."""
+    grid = np.linspace(0, 1, 101) if grid is None else grid
+    v = np.sort(np.asarray(values, dtype=float))
+    share = 1.0 - np.searchsorted(v, grid, side="left") / max(v.size, 1)
+    return grid, share

@@ -1,0 +1,1 @@
+"""Reports: paper-style tables (CSV and markdown), plots and machine-readable summaries."""
