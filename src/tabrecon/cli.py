@@ -28,7 +28,7 @@ tables_app = typer.Typer(
 )
 app.add_typer(tables_app, name="tables")
 console = Console(stderr=False)
-err = Console(stderr=True)
+err = Console(stderr=True, soft_wrap=True)  # an error is one line, never wrapped
 
 
 def _table(title: str, columns: list[str], rows: list[list[object]]) -> Table:
