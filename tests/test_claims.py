@@ -121,3 +121,27 @@ def test_real_block_only_every_verified_claim_is_true(real_md, real_tables, real
     assert n_claims > 1_000_000 and n_single > 100_000
     # uniques on the full binned key are singled out by a 9-column claim in certified blocks
     assert persons_k[8] > 0 and persons_k.max() <= len(rec)
+
+
+def test_claims_run_is_written_per_tract_and_resumes(tmp_path):
+    from tabrecon.errors import TabreconError
+    from tabrecon.synth import SynthConfig, synthesize
+
+    md = synthesize(SynthConfig(persons=600), seed=3)
+    ts = tabulate(md, "block")
+    rec = reconstruct(ts, "block").records
+    cert = certify(ts, rec, "block", distance=False).blocks  # the zero test is all claims need
+    assert (cert["status"] == "varies").any() and (cert["status"] == "unique").any()
+    run = C.claims(ts, rec, cert, "block", k_solutions=5, out=tmp_path)
+    assert not run.failed and run.persons.height == len(rec)
+    by_k = run.by_k()
+    s = run.summary()
+    assert s["persons_singled_out"] == run.persons["min_k"].is_not_null().sum()
+    assert (by_k["persons_covered"] <= s["persons_singled_out"]).all()
+    status = (tmp_path / "claims.parts" / "status.jsonl").read_text().splitlines()
+    assert len(status) == len(ts.tracts())
+    again = C.claims(ts, rec, cert, "block", k_solutions=5, out=tmp_path)  # resumes: nothing recomputed
+    assert len((tmp_path / "claims.parts" / "status.jsonl").read_text().splitlines()) == len(status)
+    assert again.summary() == s
+    with pytest.raises(TabreconError, match="no certification result"):
+        C.claims(ts, rec, cert.filter(pl.col("block_geoid") != cert["block_geoid"][0]), "block")
