@@ -1,0 +1,241 @@
+"""Linear reconstruction (Dinur & Nissim 2003; JASON JSR-19-2F section 4): rebuild an n-bit database
+from m noisy answers to random subset-sum queries.
+
+An :class:`Instance` is the secret bits x, the query matrix Q (each bit in each query with
+probability 1/2) and the answers a = Q x + noise. Decoders are functions from (Q, a) to bits:
+
+* ``lsq`` -- bounded least squares on [0, 1]^n, then rounding (the JASON method). When the
+  unconstrained least-squares solution already lies in the box it *is* the bounded minimiser (the
+  problem is convex), so that solution is used; otherwise bounded-variable least squares (BVLS).
+* ``lp`` -- LP decoding: minimise ||Q x - a||_1 over [0, 1]^n (Dinur-Nissim; Dwork-McSherry-Talwar),
+  HiGHS, then rounding.
+* ``exact`` -- integer decoding for noiseless or bounded noise: find x in {0,1}^n with
+  |Q x - a| <= E (CP-SAT) and try to prove no other such x exists. Only a proof counts as recovery
+  of the whole database; a time-out is reported as such.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import TabreconError
+
+NOISES = ("none", "gaussian", "laplace", "discrete_gaussian", "discrete_laplace", "bounded")
+DECODERS = ("lsq", "lp", "exact")
+MEMORY_FRACTION = 0.5  # of physical memory a dense query matrix may take
+
+
+def jason_sigma(n: int) -> float:
+    """JASON's noise scale for the Gaussian experiments: sqrt(n) ln(n) / 2."""
+    return math.sqrt(n) * math.log(n) / 2
+
+
+def check_size(n: int, m: int, what: str = "query matrix") -> None:
+    """Refuse sizes whose dense float64 matrix would not fit, naming what it needs and what fits."""
+    if n <= 0 or m <= 0:
+        raise TabreconError(f"n and m must be positive (got n={n}, m={m})")
+    import os
+
+    need = 8.0 * n * m
+    have = MEMORY_FRACTION * os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    if need > have:
+        largest = int(have / (8.0 * n))
+        raise TabreconError(
+            f"a {m:,} x {n:,} {what} needs {need / 2**30:.1f} GiB; {have / 2**30:.1f} GiB may be used "
+            f"(half the memory): at n = {n:,} at most m = {largest:,} queries fit"
+        )
+
+
+@dataclass
+class Instance:
+    """Secret bits, queries and (noisy) answers."""
+
+    x: np.ndarray  # (n,) 0/1
+    Q: np.ndarray  # (m, n) 0/1 float64
+    a: np.ndarray  # (m,) answers (float or int)
+
+    @property
+    def n(self) -> int:
+        return int(self.x.size)
+
+    def first(self, m: int) -> Instance:
+        """The same database answered by its first m queries (for sweeps over m)."""
+        return Instance(self.x, self.Q[:m], self.a[:m])
+
+
+def noise(kind: str, m: int, rng: np.random.Generator, *, sigma: float | None = None,
+          epsilon: float | None = None, rho: float | None = None, bound: int | None = None,
+          n: int | None = None) -> np.ndarray:  # fmt: skip
+    """Noise for m answers. Each query has sensitivity 1 (one bit changes a subset sum by at most 1).
+
+    ``gaussian``/``laplace`` are floating-point (experiments only, never a release);
+    ``discrete_gaussian``/``discrete_laplace`` are OpenDP's exact samplers; ``bounded`` is uniform
+    on the integers in [-bound, bound].
+    """
+    from ..defenses.mechanisms import discrete_gaussian, discrete_laplace
+
+    if kind == "none":
+        return np.zeros(m)
+    if kind == "gaussian":
+        s = sigma if sigma is not None else jason_sigma(n or 2)
+        if s < 0:
+            raise TabreconError(f"sigma must be >= 0 (got {s})")
+        return rng.normal(0.0, s, size=m)
+    if kind == "laplace":
+        if epsilon is None or epsilon <= 0:
+            raise TabreconError(f"epsilon must be > 0 (got {epsilon})")
+        return rng.laplace(0.0, 1.0 / epsilon, size=m)
+    if kind == "discrete_laplace":
+        if epsilon is None:
+            raise TabreconError("discrete_laplace noise needs epsilon")
+        return discrete_laplace(epsilon, 1.0).sample(m).astype(float)
+    if kind == "discrete_gaussian":
+        if rho is None:
+            raise TabreconError("discrete_gaussian noise needs rho")
+        return discrete_gaussian(rho, 1.0).sample(m).astype(float)
+    if kind == "bounded":
+        if bound is None or bound < 0:
+            raise TabreconError(f"bounded noise needs bound >= 0 (got {bound})")
+        return rng.integers(-bound, bound + 1, size=m).astype(float)
+    raise TabreconError(f"unknown noise {kind!r}; choose from {', '.join(NOISES)}")
+
+
+def make_instance(
+    n: int, m: int, rng: np.random.Generator, noise_kind: str = "none", **noise_args
+) -> Instance:
+    """A random database of n bits, m random subset queries, and their (noisy) answers."""
+    check_size(n, m)
+    x = rng.integers(0, 2, size=n)
+    Q = (rng.random((m, n)) < 0.5).astype(np.float64)
+    a = Q @ x + noise(noise_kind, m, rng, n=n, **noise_args)
+    return Instance(x, Q, a)
+
+
+def decode_lsq(Q: np.ndarray, a: np.ndarray) -> np.ndarray:
+    """Bounded least squares on [0,1]^n, rounded (see module docstring for the exact shortcut)."""
+    from scipy.optimize import lsq_linear
+
+    m, n = Q.shape
+    if m >= n:
+        z, *_ = np.linalg.lstsq(Q, a, rcond=None)
+        if z.min() >= -1e-9 and z.max() <= 1 + 1e-9:
+            return (z > 0.5).astype(np.int64)
+    z = lsq_linear(Q, a, bounds=(0.0, 1.0), method="bvls").x
+    return (z > 0.5).astype(np.int64)
+
+
+def decode_lp(Q: np.ndarray, a: np.ndarray) -> np.ndarray:
+    """LP decoding: min ||Q x - a||_1 over [0,1]^n (HiGHS), rounded."""
+    import scipy.sparse as sp
+    from scipy.optimize import linprog
+
+    m, n = Q.shape
+    eye = sp.identity(m, format="csr")
+    A = sp.hstack([sp.csr_matrix(Q), eye, -eye], format="csr")  # Q x + e_minus - e_plus = a
+    c = np.concatenate([np.zeros(n), np.ones(2 * m)])
+    bounds = [(0.0, 1.0)] * n + [(0.0, None)] * (2 * m)
+    r = linprog(c, A_eq=A, b_eq=a, bounds=bounds, method="highs")
+    if r.x is None:
+        raise TabreconError(f"LP decoding failed: {r.message}")
+    return (r.x[:n] > 0.5).astype(np.int64)
+
+
+@dataclass
+class ExactResult:
+    x: np.ndarray | None
+    unique: bool  # proven: no other database gives these answers (within the noise bound)
+    status: str  # unique | ambiguous | timeout | infeasible
+    seconds: float
+
+
+def decode_exact(Q: np.ndarray, a: np.ndarray, bound: int = 0, time_limit: float = 10.0,
+                 seed: int = 0, hint: np.ndarray | None = None) -> ExactResult:  # fmt: skip
+    """Integer decoding: x in {0,1}^n with |Q x - a| <= bound, then a proof that it is the only one."""
+    import time
+
+    from ortools.sat.python import cp_model
+
+    t0 = time.perf_counter()
+    m, n = Q.shape
+    Qi = np.rint(Q).astype(np.int64)
+    ai = np.rint(a).astype(np.int64)
+    model = cp_model.CpModel()
+    xs = [model.new_bool_var(f"x{i}") for i in range(n)]
+    for r in range(m):
+        idx = np.flatnonzero(Qi[r])
+        model.add_linear_constraint(sum(xs[i] for i in idx), int(ai[r] - bound), int(ai[r] + bound))
+    if hint is not None:
+        for i in range(n):
+            model.add_hint(xs[i], int(hint[i]))
+    solver = cp_model.CpSolver()
+    solver.parameters.num_workers = 1
+    solver.parameters.random_seed = seed
+    solver.parameters.max_time_in_seconds = float(time_limit)
+    st = solver.solve(model)
+    if st == cp_model.INFEASIBLE:
+        return ExactResult(None, False, "infeasible", time.perf_counter() - t0)
+    if st not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return ExactResult(None, False, "timeout", time.perf_counter() - t0)
+    x = np.array([solver.value(v) for v in xs], dtype=np.int64)
+    model.clear_hints()
+    model.add(
+        sum(xs[i] for i in range(n) if x[i] == 0) + sum(1 - xs[i] for i in range(n) if x[i] == 1)
+        >= 1
+    )
+    left = max(0.1, time_limit - (time.perf_counter() - t0))
+    solver.parameters.max_time_in_seconds = float(left)
+    st2 = solver.solve(model)
+    if st2 == cp_model.INFEASIBLE:
+        return ExactResult(x, True, "unique", time.perf_counter() - t0)
+    if st2 in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return ExactResult(x, False, "ambiguous", time.perf_counter() - t0)
+    return ExactResult(x, False, "timeout", time.perf_counter() - t0)
+
+
+def decode(decoder: str, Q: np.ndarray, a: np.ndarray, **kw) -> np.ndarray | None:
+    """Bits from a decoder; ``exact`` gives bits only when it proved them unique."""
+    if decoder == "lsq":
+        return decode_lsq(Q, a)
+    if decoder == "lp":
+        return decode_lp(Q, a)
+    if decoder == "exact":
+        r = decode_exact(Q, a, **kw)
+        return r.x if r.unique else None
+    raise TabreconError(f"unknown decoder {decoder!r}; choose from {', '.join(DECODERS)}")
+
+
+def fraction_recovered(inst: Instance, decoder: str = "lsq", **kw) -> float:
+    """Share of the database's bits the decoder gets right (exact without a proof: 0 recovered)."""
+    x = decode(decoder, inst.Q, inst.a, **kw)
+    return 0.0 if x is None else float((x == inst.x).mean())
+
+
+def queries_needed(inst: Instance, decoder: str = "lsq", lo: int = 1, **kw) -> int | None:
+    """Smallest m (binary search over the instance's first m queries) at which every bit is recovered.
+
+    Assumes recovery is monotone in m for nested query sets (it is, up to rare exceptions near the
+    threshold); None when even all the instance's queries do not suffice.
+    """
+    hi = inst.Q.shape[0]
+    if fraction_recovered(inst.first(hi), decoder, **kw) < 1.0:
+        return None
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if fraction_recovered(inst.first(mid), decoder, **kw) == 1.0:
+            hi = mid
+        else:
+            lo = mid + 1
+    return hi
+
+
+def info_bound_noiseless(n: np.ndarray | float) -> np.ndarray | float:
+    """About 2n / log2(n) noiseless subset-sum answers are needed to determine n bits (JASON App. A)."""
+    return 2 * np.asarray(n, dtype=float) / np.log2(n)
+
+
+def info_bound_noisy(sigma: float) -> float:
+    """At large noise about 16 sigma^2 / ln 2 queries are needed (JASON section 4.5, as stated in the text)."""
+    return 16 * sigma**2 / math.log(2)

@@ -1,0 +1,1 @@
+"""Reproducible experiments: the JASON Dinur-Nissim experiments and randomized response."""

@@ -1,0 +1,364 @@
+"""The JASON report's linear-reconstruction experiments (JSR-19-2F sections 4-5), each a sweep that
+writes its rows to CSV as they are computed (a rerun skips the rows already there) and a PNG.
+
+(a) :func:`recovery_vs_queries` -- bits recovered vs m at n = 1000 (Fig. 4-1);
+(b) :func:`queries_needed_vs_n` -- queries for full recovery vs n and their ratio to n (Figs. 4-2,
+    4-3), for the least-squares and the exact integer decoder, with the information-theoretic bound;
+(c) :func:`recovery_under_gaussian` -- recovery vs m under Gaussian noise, n = 10, 40, 100 (Fig. 4-4);
+(d) :func:`epsilon_grid` -- recovery over epsilon x query multiple under Laplace noise (Fig. 5-7);
+(e) :func:`laplace_sum_accuracy` -- accuracy 1 - |S~ - S| / S of a noisy sum vs N and epsilon (Fig. 5-6).
+Seeds: trial t of a sweep uses ``default_rng([seed, n, t])``, so a row is the same whatever else runs.
+"""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from ..attacks.linear import (
+    check_size,
+    fraction_recovered,
+    info_bound_noiseless,
+    info_bound_noisy,
+    jason_sigma,
+    make_instance,
+    queries_needed,
+)
+from ..errors import TabreconError
+
+Progress = Callable[[str], None] | None
+
+
+class Sweep:
+    """Rows of a sweep in a CSV file, appended as they come; keys already present are skipped."""
+
+    def __init__(self, path: Path, keys: tuple[str, ...], resume: bool = True) -> None:
+        self.path, self.keys = path, keys
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.done: set[tuple] = set()
+        if resume and path.exists() and path.stat().st_size:
+            df = pl.read_csv(path)
+            self.done = {tuple(str(v) for v in r) for r in df.select(list(keys)).iter_rows()}
+        elif path.exists():
+            path.unlink()
+
+    def has(self, **key) -> bool:
+        return tuple(str(key[k]) for k in self.keys) in self.done
+
+    def add(self, row: dict) -> None:
+        new = not self.path.exists() or not self.path.stat().st_size
+        with open(self.path, "a", newline="") as fh:
+            w = csv.DictWriter(fh, fieldnames=list(row))
+            if new:
+                w.writeheader()
+            w.writerow(row)
+        self.done.add(tuple(str(row[k]) for k in self.keys))
+
+    def frame(self) -> pl.DataFrame:
+        return (
+            pl.read_csv(self.path)
+            if self.path.exists() and self.path.stat().st_size
+            else pl.DataFrame()
+        )
+
+
+def _rng(seed: int, *parts: int) -> np.random.Generator:
+    return np.random.default_rng([seed, *[int(p) for p in parts]])
+
+
+def _plot():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _positive(**vals) -> None:
+    for k, v in vals.items():
+        if isinstance(v, Iterable) and not isinstance(v, str):
+            bad = [x for x in v if not x > 0]
+            if bad or not list(v):
+                raise TabreconError(
+                    f"{k} must be a non-empty list of positive values (got {list(v)})"
+                )
+        elif not v > 0:
+            raise TabreconError(f"{k} must be positive (got {v})")
+
+
+# (a) -------------------------------------------------------------------------------------------------
+def recovery_vs_queries(out: Path, n: int = 1000, ms: list[int] | None = None, trials: int = 10,
+                        decoder: str = "lsq", seed: int = 0, resume: bool = True,
+                        progress: Progress = None) -> pl.DataFrame:  # fmt: skip
+    """Fraction of bits recovered vs m (noiseless): per m the 10/50/90% deciles and mean (Fig. 4-1)."""
+    ms = ms or [int(f * n) for f in (0.1, 0.2, 0.3, 0.4, 0.45, 0.5, 0.55, 0.6, 0.7, 0.8)]
+    _positive(n=n, trials=trials, ms=ms)
+    check_size(n, max(ms))
+    sw = Sweep(out / "recovery_vs_queries.csv", ("n", "m", "trial"), resume)
+    for t in range(trials):
+        inst = None
+        for m in ms:
+            if sw.has(n=n, m=m, trial=t):
+                continue
+            inst = inst or make_instance(n, max(ms), _rng(seed, n, t))
+            sw.add({"n": n, "m": m, "trial": t, "decoder": decoder,
+                    "recovered": fraction_recovered(inst.first(m), decoder)})  # fmt: skip
+            if progress:
+                progress(f"n={n} m={m} trial {t}")
+    df = sw.frame()
+    summ = (
+        df.group_by("m")
+        .agg(
+            pl.col("recovered").quantile(0.1, "linear").alias("p10"),
+            pl.col("recovered").quantile(0.5, "linear").alias("p50"),
+            pl.col("recovered").quantile(0.9, "linear").alias("p90"),
+            pl.col("recovered").mean().alias("mean"),
+            pl.len().alias("trials"),
+        )
+        .sort("m")
+    )
+    summ.write_csv(out / "recovery_vs_queries_summary.csv")
+    plt = _plot()
+    fig, ax = plt.subplots(figsize=(6.5, 4), dpi=110)
+    ax.fill_between(summ["m"], summ["p10"], summ["p90"], alpha=0.25, label="10-90% of trials")
+    ax.plot(summ["m"], summ["p50"], "-o", ms=3, label="median")
+    ax.plot(summ["m"], summ["mean"], "--", label="mean")
+    ax.axvline(
+        float(info_bound_noiseless(n)), color="grey", ls=":", label="2n/log2 n (information bound)"
+    )
+    ax.set(
+        xlabel="queries m",
+        ylabel="fraction of bits recovered",
+        title=f"Bounded least squares, n = {n}, no noise",
+    )
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(out / "recovery_vs_queries.png")
+    plt.close(fig)
+    return summ
+
+
+# (b) + (f) -------------------------------------------------------------------------------------------
+def queries_needed_vs_n(out: Path, ns: list[int] | None = None, trials: int = 3,
+                        decoders: tuple[str, ...] = ("lsq",), seed: int = 0, exact_time_limit: float = 10.0,
+                        resume: bool = True, progress: Progress = None) -> dict[str, float]:  # fmt: skip
+    """Queries for full recovery vs n for each decoder; returns the fitted slope per decoder."""
+    ns = ns or list(range(100, 1001, 100))
+    _positive(ns=ns, trials=trials)
+    sw = Sweep(out / "queries_needed.csv", ("decoder", "n", "trial"), resume)
+    for dec in decoders:
+        for n in ns:
+            check_size(n, n)
+            for t in range(trials):
+                if sw.has(decoder=dec, n=n, trial=t):
+                    continue
+                inst = make_instance(n, n, _rng(seed, n, t))
+                kw = {"time_limit": exact_time_limit} if dec == "exact" else {}
+                m = queries_needed(inst, dec, **kw)
+                sw.add({"decoder": dec, "n": n, "trial": t, "m_needed": -1 if m is None else m,
+                        "ratio": float("nan") if m is None else m / n})  # fmt: skip
+                if progress:
+                    progress(f"{dec} n={n} trial {t}: {m}")
+    df = sw.frame().filter(pl.col("m_needed") > 0)
+    slopes: dict[str, float] = {}
+    plt = _plot()
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, 4), dpi=110)
+    for dec in decoders:
+        d = df.filter(pl.col("decoder") == dec)
+        if d.height < 2:
+            continue
+        nn, mm = d["n"].to_numpy().astype(float), d["m_needed"].to_numpy().astype(float)
+        slope, icpt = np.polyfit(nn, mm, 1)
+        slopes[dec] = float(slope)
+        g = d.group_by("n").agg(pl.col("m_needed").mean(), pl.col("ratio").mean()).sort("n")
+        ax.plot(g["n"], g["m_needed"], "o-", ms=3, label=f"{dec}: slope {slope:.3f}")
+        bx.plot(g["n"], g["ratio"], "o-", ms=3, label=dec)
+    grid = np.linspace(max(min(ns), 4), max(ns), 100)
+    ax.plot(grid, info_bound_noiseless(grid), "k:", label="2n/log2 n (information bound)")
+    bx.plot(grid, info_bound_noiseless(grid) / grid, "k:", label="2/log2 n")
+    ax.set(
+        xlabel="database size n",
+        ylabel="queries for full recovery",
+        title="Queries needed (no noise)",
+    )
+    bx.set(xlabel="database size n", ylabel="queries / n", title="Ratio to n")
+    for a in (ax, bx):
+        a.grid(alpha=0.3)
+        a.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(out / "queries_needed.png")
+    plt.close(fig)
+    pl.DataFrame({"decoder": list(slopes), "slope": list(slopes.values())}).write_csv(
+        out / "queries_needed_slope.csv"
+    )
+    return slopes
+
+
+# (c) -------------------------------------------------------------------------------------------------
+def recovery_under_gaussian(out: Path, ns: tuple[int, ...] = (10, 40, 100), multiples: list[float] | None = None,
+                            trials: int = 20, decoder: str = "lsq", seed: int = 0, resume: bool = True,
+                            progress: Progress = None) -> pl.DataFrame:  # fmt: skip
+    """Mean fraction recovered vs m under Gaussian noise of JASON's scale sqrt(n) ln(n)/2 (Fig. 4-4)."""
+    multiples = multiples or [1, 2, 5, 10, 20, 50, 100, 200]
+    _positive(ns=ns, multiples=multiples, trials=trials)
+    sw = Sweep(out / "recovery_gaussian.csv", ("n", "m", "trial"), resume)
+    for n in ns:
+        sigma = jason_sigma(n)
+        ms = sorted({max(1, int(f * n)) for f in multiples})
+        check_size(n, max(ms))
+        for t in range(trials):
+            inst = None
+            for m in ms:
+                if sw.has(n=n, m=m, trial=t):
+                    continue
+                inst = inst or make_instance(n, max(ms), _rng(seed, n, t), "gaussian", sigma=sigma)
+                sw.add(
+                    {
+                        "n": n,
+                        "m": m,
+                        "trial": t,
+                        "sigma": sigma,
+                        "recovered": fraction_recovered(inst.first(m), decoder),
+                    }
+                )
+            if progress:
+                progress(f"n={n} trial {t}")
+    df = (
+        sw.frame()
+        .group_by("n", "m", "sigma")
+        .agg(pl.col("recovered").mean().alias("mean"), pl.len().alias("trials"))
+        .sort("n", "m")
+    )
+    df.write_csv(out / "recovery_gaussian_summary.csv")
+    plt = _plot()
+    fig, ax = plt.subplots(figsize=(6.5, 4), dpi=110)
+    for n in ns:
+        d = df.filter(pl.col("n") == n)
+        line = ax.plot(
+            d["m"], d["mean"], "o-", ms=3, label=f"n = {n} (sigma = {jason_sigma(n):.1f})"
+        )[0]
+        ax.axvline(info_bound_noisy(jason_sigma(n)), color=line.get_color(), ls=":", lw=0.8)
+    ax.set_xscale("log")
+    ax.set(xlabel="queries m", ylabel="mean fraction recovered",
+           title="Gaussian noise (dotted: 16 sigma^2 / ln 2 information bound)")  # fmt: skip
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(out / "recovery_gaussian.png")
+    plt.close(fig)
+    return df
+
+
+# (d) -------------------------------------------------------------------------------------------------
+def epsilon_grid(out: Path, n: int = 200, epsilons: list[float] | None = None, multiples: list[int] | None = None,
+                 trials: int = 3, decoder: str = "lsq", seed: int = 0, resume: bool = True,
+                 progress: Progress = None) -> pl.DataFrame:  # fmt: skip
+    """Fraction recovered over epsilon x (m / n) with exact discrete Laplace(1/epsilon) noise (Fig. 5-7).
+
+    The report used n = 4000 (``--full``); the default n = 200 finishes in minutes.
+    """
+    epsilons = epsilons or [0.01, 0.03, 0.1, 0.3, 1.0]
+    multiples = multiples or [1, 5, 10, 20]
+    _positive(n=n, epsilons=epsilons, multiples=multiples, trials=trials)
+    check_size(n, max(multiples) * n)
+    sw = Sweep(out / "epsilon_grid.csv", ("n", "epsilon", "multiple", "trial"), resume)
+    for eps in epsilons:
+        for t in range(trials):
+            inst = None
+            for k in multiples:
+                if sw.has(n=n, epsilon=eps, multiple=k, trial=t):
+                    continue
+                inst = inst or make_instance(n, max(multiples) * n, _rng(seed, n, t, int(eps * 1e6)),
+                                             "discrete_laplace", epsilon=eps)  # fmt: skip
+                sw.add({"n": n, "epsilon": eps, "multiple": k, "trial": t,
+                        "recovered": fraction_recovered(inst.first(k * n), decoder)})  # fmt: skip
+            if progress:
+                progress(f"eps={eps} trial {t}")
+    df = (
+        sw.frame()
+        .group_by("epsilon", "multiple")
+        .agg(pl.col("recovered").mean().alias("mean"))
+        .sort("epsilon", "multiple")
+    )
+    df.write_csv(out / "epsilon_grid_summary.csv")
+    piv = df.pivot(on="multiple", index="epsilon", values="mean").sort("epsilon")
+    plt = _plot()
+    fig, ax = plt.subplots(figsize=(6, 4), dpi=110)
+    im = ax.imshow(
+        piv.drop("epsilon").to_numpy(),
+        origin="lower",
+        vmin=0.5,
+        vmax=1.0,
+        aspect="auto",
+        cmap="viridis",
+    )
+    ax.set_xticks(range(len(piv.columns) - 1), piv.columns[1:])
+    ax.set_yticks(range(piv.height), [f"{e:g}" for e in piv["epsilon"]])
+    ax.set(
+        xlabel="queries / n",
+        ylabel="epsilon per query",
+        title=f"Fraction recovered, Laplace noise, n = {n}",
+    )
+    for i in range(piv.height):
+        for j, c in enumerate(piv.columns[1:]):
+            ax.text(j, i, f"{piv[c][i]:.2f}", ha="center", va="center", color="w", fontsize=8)
+    fig.colorbar(im)
+    fig.tight_layout()
+    fig.savefig(out / "epsilon_grid.png")
+    plt.close(fig)
+    return df
+
+
+# (e) -------------------------------------------------------------------------------------------------
+def laplace_sum_accuracy(out: Path, Ns: list[int] | None = None, epsilons: list[float] | None = None,
+                         trials: int = 200, seed: int = 0) -> pl.DataFrame:  # fmt: skip
+    """Accuracy A = 1 - |S~ - S| / S of a sum of N bits released with discrete Laplace(1/eps) noise.
+
+    Measured (mean over trials, exact OpenDP noise) beside the closed form 1 - E|noise| / S.
+    """
+    from ..defenses.mechanisms import discrete_laplace
+
+    Ns = Ns or [10, 100, 1000, 10_000, 100_000]
+    epsilons = epsilons or [0.01, 0.1, 1.0]
+    _positive(Ns=Ns, epsilons=epsilons, trials=trials)
+    rows = []
+    for eps in epsilons:
+        mech = discrete_laplace(eps, 1.0)
+        q = np.exp(-1.0 / mech.scale)
+        mean_abs = 2 * q / ((1 - q) * (1 + q))  # E|K| of the two-sided geometric
+        for N in Ns:
+            rng = _rng(seed, N, int(eps * 1e6))
+            S = rng.binomial(N, 0.5, size=trials).astype(float)
+            S = np.maximum(S, 1.0)
+            noisy = S + mech.sample(trials)
+            acc = 1 - np.abs(noisy - S) / S
+            rows.append({"N": N, "epsilon": eps, "measured": float(acc.mean()),
+                         "closed_form": float(1 - mean_abs / (N / 2)), "trials": trials})  # fmt: skip
+    df = pl.DataFrame(rows)
+    out.mkdir(parents=True, exist_ok=True)
+    df.write_csv(out / "laplace_sum_accuracy.csv")
+    plt = _plot()
+    fig, ax = plt.subplots(figsize=(6.5, 4), dpi=110)
+    for eps in epsilons:
+        d = df.filter(pl.col("epsilon") == eps)
+        line = ax.plot(d["N"], d["measured"], "o", label=f"epsilon = {eps:g} (measured)")[0]
+        ax.plot(d["N"], d["closed_form"], "-", color=line.get_color(), lw=0.8)
+    ax.set_xscale("log")
+    ax.set_ylim(-1, 1.02)
+    ax.set(
+        xlabel="N (records summed)",
+        ylabel="accuracy 1 - |S~ - S| / S",
+        title="Laplace-noised sum (lines: closed form)",
+    )
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(out / "laplace_sum_accuracy.png")
+    plt.close(fig)
+    return df
