@@ -4,9 +4,9 @@ from m noisy answers to random subset-sum queries.
 An :class:`Instance` is the secret bits x, the query matrix Q (each bit in each query with
 probability 1/2) and the answers a = Q x + noise. Decoders are functions from (Q, a) to bits:
 
-* ``lsq`` -- bounded least squares on [0, 1]^n, then rounding (the JASON method). When the
-  unconstrained least-squares solution already lies in the box it *is* the bounded minimiser (the
-  problem is convex), so that solution is used; otherwise bounded-variable least squares (BVLS).
+* ``lsq`` -- bounded least squares on [0, 1]^n, then rounding (the JASON method). With m >= n the
+  minimiser is unique: the unconstrained solution when it lies in the box, else ADMM with a cached
+  Cholesky factor; with m < n, bounded-variable least squares (BVLS).
 * ``lp`` -- LP decoding: minimise ||Q x - a||_1 over [0, 1]^n (Dinur-Nissim; Dwork-McSherry-Talwar),
   HiGHS, then rounding.
 * ``exact`` -- integer decoding for noiseless or bounded noise: find x in {0,1}^n with
@@ -114,14 +114,51 @@ def make_instance(
     return Instance(x, Q, a)
 
 
+def _admm_box_lsq(Q: np.ndarray, a: np.ndarray, tol: float = 1e-8, iters: int = 5000) -> np.ndarray | None:
+    """min ||Q x - a||^2 on [0,1]^n by ADMM with one cached Cholesky factor; None if not converged.
+
+    Used when Q has full column rank (m >= n): the minimiser is then unique and ADMM converges to it.
+    """
+    import scipy.linalg as sl
+
+    n = Q.shape[1]
+    G = Q.T @ Q
+    b = Q.T @ a
+    rho = float(np.trace(G)) / n
+    try:
+        cf = sl.cho_factor(G + rho * np.eye(n))
+    except np.linalg.LinAlgError:
+        return None
+    z = np.full(n, 0.5)
+    u = np.zeros(n)
+    lim = tol * np.sqrt(n)
+    for _ in range(iters):
+        x = sl.cho_solve(cf, b + rho * (z - u))
+        zn = np.clip(x + u, 0.0, 1.0)
+        u += x - zn
+        r, d = np.linalg.norm(x - zn), rho * np.linalg.norm(zn - z)
+        z = zn
+        if r < lim and d < lim:
+            return z
+    return None
+
+
 def decode_lsq(Q: np.ndarray, a: np.ndarray) -> np.ndarray:
-    """Bounded least squares on [0,1]^n, rounded (see module docstring for the exact shortcut)."""
+    """Bounded least squares on [0,1]^n, rounded.
+
+    m >= n: the unconstrained solution when it lies in the box (then it is the bounded minimiser),
+    else ADMM to the unique bounded minimiser; m < n (many minimisers): bounded-variable least
+    squares (BVLS), which is also the fallback.
+    """
     from scipy.optimize import lsq_linear
 
     m, n = Q.shape
     if m >= n:
         z, *_ = np.linalg.lstsq(Q, a, rcond=None)
         if z.min() >= -1e-9 and z.max() <= 1 + 1e-9:
+            return (z > 0.5).astype(np.int64)
+        z = _admm_box_lsq(Q, a)
+        if z is not None:
             return (z > 0.5).astype(np.int64)
     z = lsq_linear(Q, a, bounds=(0.0, 1.0), method="bvls").x
     return (z > 0.5).astype(np.int64)
