@@ -39,7 +39,7 @@ def main() -> None:
     noisy = make_instance(1000, 1000, rng, "gaussian", sigma=2.0)
     t, x = timed(decode_lsq, noisy.Q, noisy.a)
     print(
-        f"bounded least squares, n = m = 1000, Gaussian sigma 2 (BVLS): median {t:.3f} s, recovered {(x == noisy.x).mean():.3f}"
+        f"bounded least squares, n = m = 1000, Gaussian sigma 2 (ADMM): median {t:.3f} s, recovered {(x == noisy.x).mean():.3f}"
     )
     for m in (400, 500, 600):
         t, x = timed(decode_lsq, inst.Q[:m], inst.a[:m], reps=1)

@@ -4,9 +4,8 @@ from m noisy answers to random subset-sum queries.
 An :class:`Instance` is the secret bits x, the query matrix Q (each bit in each query with
 probability 1/2) and the answers a = Q x + noise. Decoders are functions from (Q, a) to bits:
 
-* ``lsq`` -- bounded least squares on [0, 1]^n, then rounding (the JASON method). With m >= n the
-  minimiser is unique: the unconstrained solution when it lies in the box, else ADMM with a cached
-  Cholesky factor; with m < n, bounded-variable least squares (BVLS).
+* ``lsq`` -- bounded least squares on [0, 1]^n, then rounding (the JASON method): the unconstrained
+  solution when it lies in the box, else ADMM with a cached Cholesky factor (BVLS as fallback).
 * ``lp`` -- LP decoding: minimise ||Q x - a||_1 over [0, 1]^n (Dinur-Nissim; Dwork-McSherry-Talwar),
   HiGHS, then rounding.
 * ``exact`` -- integer decoding for noiseless or bounded noise: find x in {0,1}^n with
@@ -132,7 +131,7 @@ def _admm_box_lsq(Q: np.ndarray, a: np.ndarray, tol: float = 1e-8, iters: int = 
     z = np.full(n, 0.5)
     u = np.zeros(n)
     lim = tol * np.sqrt(n)
-    for _ in range(iters):
+    for k in range(iters):
         x = sl.cho_solve(cf, b + rho * (z - u))
         zn = np.clip(x + u, 0.0, 1.0)
         u += x - zn
@@ -140,15 +139,20 @@ def _admm_box_lsq(Q: np.ndarray, a: np.ndarray, tol: float = 1e-8, iters: int = 
         z = zn
         if r < lim and d < lim:
             return z
+        if k % 25 == 24:  # a rounded iterate with zero residual is a global minimiser: stop there
+            xr = np.rint(z)
+            if np.abs(Q @ xr - a).max() < 1e-9:
+                return xr
     return None
 
 
-def decode_lsq(Q: np.ndarray, a: np.ndarray) -> np.ndarray:
+def decode_lsq(Q: np.ndarray, a: np.ndarray, method: str = "auto") -> np.ndarray:
     """Bounded least squares on [0,1]^n, rounded.
 
-    m >= n: the unconstrained solution when it lies in the box (then it is the bounded minimiser),
-    else ADMM to the unique bounded minimiser; m < n (many minimisers): bounded-variable least
-    squares (BVLS), which is also the fallback.
+    m >= n: the unconstrained solution when it lies in the box (then it is the bounded minimiser).
+    Otherwise ADMM (``auto``/``admm``; BVLS when it does not converge) or BVLS (``bvls``: the exact
+    active-set method, up to 100x slower near m = n/2). With m < n the minimisers may form a face;
+    both methods return one of them.
     """
     from scipy.optimize import lsq_linear
 
@@ -157,6 +161,7 @@ def decode_lsq(Q: np.ndarray, a: np.ndarray) -> np.ndarray:
         z, *_ = np.linalg.lstsq(Q, a, rcond=None)
         if z.min() >= -1e-9 and z.max() <= 1 + 1e-9:
             return (z > 0.5).astype(np.int64)
+    if method in ("auto", "admm"):
         z = _admm_box_lsq(Q, a)
         if z is not None:
             return (z > 0.5).astype(np.int64)

@@ -1,0 +1,176 @@
+"""Household swapping as the Census Bureau simulated its 2010 method (methods.md section 5; the
+replication archive's ``reid_swap``).
+
+Per run:
+
+1. **Key**: household size with noise -- with probability ``p_minus`` the key is size - 1, with
+   ``p_plus`` size + 1 (partners must share a key; each keeps its true size).
+2. **Pseudo-tract**: a household keeps its own tract with probability ``p_tract``; with ``p_county``
+   it gets a tract permuted within its county; otherwise one permuted within its state.
+3. **Pairing**: sort by (key descending, pseudo-county, pseudo-tract, random) and pair neighbours
+   within each key.
+4. **Rate**: pairs are drawn at random until ``rate`` x households are swapped.
+5. **Swap**: partners exchange their block (persons follow their household).
+
+All households are eligible (no risk targeting, unlike the 2010 production swap). Without a
+``household_id`` column every person is a household of one (and the run says so). Without size
+noise partners have equal sizes and every block keeps its population; with it, blocks gain or lose
+up to two persons per swap -- :class:`SwapResult` reports which invariants held.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from ..errors import TabreconError
+from ..schema import Microdata
+
+
+@dataclass(frozen=True)
+class SwapConfig:
+    """A swapping run: target rate, size noise, where partners come from."""
+
+    rate: float
+    p_minus: float = 0.0
+    p_plus: float = 0.0
+    p_tract: float = 1.0
+    p_county: float = 0.0
+    name: str = "custom"
+
+    def __post_init__(self) -> None:
+        if not 0 < self.rate <= 1:
+            raise TabreconError(f"swap rate must be in (0, 1] (got {self.rate})")
+        for k in ("p_minus", "p_plus", "p_tract", "p_county"):
+            if not 0 <= getattr(self, k) <= 1:
+                raise TabreconError(f"{k} must be a probability in [0, 1] (got {getattr(self, k)})")
+        if self.p_minus + self.p_plus > 1:
+            raise TabreconError("p_minus + p_plus must not exceed 1")
+        if self.p_tract + self.p_county > 1 + 1e-12:
+            raise TabreconError(
+                f"p_tract + p_county must not exceed 1 (got {self.p_tract} + {self.p_county}); "
+                "the rest is the share of partners drawn from the whole state"
+            )
+
+
+#: The two presets of the Bureau's simulation (methods.md section 5).
+PRESETS: dict[str, SwapConfig] = {
+    "swap-lo": SwapConfig(rate=0.05, name="swap-lo"),
+    "swap-hi": SwapConfig(
+        rate=0.50, p_minus=0.25, p_plus=0.25, p_tract=0.30, p_county=0.40, name="swap-hi"
+    ),
+}
+
+
+@dataclass
+class SwapResult:
+    """The swapped records and what the run did and kept."""
+
+    records: Microdata
+    unit: str  # "households" or "persons (no household_id)"
+    units: int
+    swapped_units: int
+    moved_persons: int
+    invariants: dict[str, bool] = field(default_factory=dict)
+    config: SwapConfig | None = None
+
+    def summary(self) -> dict:
+        return {
+            "preset": self.config.name if self.config else None,
+            "unit": self.unit,
+            "units": self.units,
+            "swapped_units": self.swapped_units,
+            "swapped_share": self.swapped_units / self.units if self.units else 0.0,
+            "moved_persons": self.moved_persons,
+            "invariants_kept": self.invariants,
+        }
+
+
+def _permute_within(groups: np.ndarray, values: np.ndarray, rng: np.random.Generator) -> dict:
+    """A random permutation of the distinct ``values`` within each group: value -> permuted value."""
+    out = {}
+    for g in np.unique(groups):
+        vals = np.unique(values[groups == g])
+        out.update(zip(vals.tolist(), rng.permutation(vals).tolist(), strict=True))
+    return out
+
+
+def swap(md: Microdata, config: SwapConfig | str = "swap-lo", seed: int = 0) -> SwapResult:
+    """Swap households (or persons) between blocks; see the module docstring. Seeded."""
+    cfg = PRESETS[config] if isinstance(config, str) and config in PRESETS else config
+    if isinstance(cfg, str):
+        raise TabreconError(f"unknown swap preset {config!r}; choose from {', '.join(PRESETS)}")
+    rng = np.random.default_rng(seed)
+    if md.extra is not None and "household_id" in md.extra.columns:
+        _, unit_of = np.unique(md.extra["household_id"].to_numpy(), return_inverse=True)
+        unit = "households"
+    else:
+        unit_of = np.arange(len(md))
+        unit = "persons (no household_id)"
+    nu = int(unit_of.max()) + 1 if len(md) else 0
+    size = np.bincount(unit_of, minlength=nu)
+    ublock = np.zeros(nu, dtype=np.int64)
+    ublock[unit_of] = md.block
+    geo = md.geoids[ublock]
+    tract = np.array([g[:11] for g in geo])
+    county = np.array([g[:5] for g in geo])
+    state = np.array([g[:2] for g in geo])
+    # 1. key
+    u = rng.random(nu)
+    key = size + np.where(u < cfg.p_minus, -1, 0) + np.where(u >= 1 - cfg.p_plus, 1, 0)
+    # 2. pseudo-tract
+    r = rng.random(nu)
+    by_county = _permute_within(county, tract, rng)
+    by_state = _permute_within(state, tract, rng)
+    pseudo = np.where(
+        r < cfg.p_tract,
+        tract,
+        np.where(
+            r < cfg.p_tract + cfg.p_county,
+            [by_county[t] for t in tract],
+            [by_state[t] for t in tract],
+        ),
+    )
+    pseudo_county = np.array([t[:5] for t in pseudo])
+    # 3. pairing: neighbours within a key after sorting
+    _, pc = np.unique(pseudo_county, return_inverse=True)
+    _, pt = np.unique(pseudo, return_inverse=True)
+    order = np.lexsort((rng.random(nu), pt, pc, -key))
+    k = key[order]
+    start = np.r_[0, np.flatnonzero(k[1:] != k[:-1]) + 1] if nu else np.zeros(0, dtype=np.int64)
+    rank = np.arange(nu) - np.repeat(start, np.diff(np.r_[start, nu]))
+    first = np.flatnonzero(
+        (rank % 2 == 0) & (np.r_[rank[1:], -1] == rank + 1) if nu else np.zeros(0, bool)
+    )
+    a, b = order[first], order[first + 1]
+    # 4. rate: random pairs until rate x units are swapped
+    want = int(round(cfg.rate * nu / 2))
+    if want > a.size:
+        raise TabreconError(
+            f"rate {cfg.rate} asks for {2 * want:,} swapped units but only {2 * a.size:,} can be paired"
+        )
+    pick = rng.permutation(a.size)[:want]
+    a, b = a[pick], b[pick]
+    # 5. swap blocks
+    new_ublock = ublock.copy()
+    new_ublock[a], new_ublock[b] = ublock[b], ublock[a]
+    new_block = new_ublock[unit_of]
+    moved = int((new_block != md.block).sum())
+    out = replace(
+        md,
+        block=new_block.astype(np.int32),
+        source=f"{md.source} swapped ({cfg.name}, seed {seed})",
+    )
+    inv = {}
+    for lvl, n in (("block", 15), ("tract", 11), ("county", 5), ("state", 2)):
+        before = np.unique(np.array([g[:n] for g in md.geoids])[md.block], return_counts=True)
+        after = np.unique(np.array([g[:n] for g in md.geoids])[new_block], return_counts=True)
+        inv[f"{lvl} populations"] = bool(
+            before[0].size == after[0].size
+            and (before[0] == after[0]).all()
+            and (before[1] == after[1]).all()
+        )
+    # a swap may empty a block: keep only blocks still inhabited
+    out = out.take(np.arange(len(out)))
+    return SwapResult(out, unit, nu, 2 * want, moved, inv, cfg)
