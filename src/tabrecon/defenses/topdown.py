@@ -1,0 +1,435 @@
+"""A faithful simplified TopDown (the 2020 Census disclosure avoidance; methods.md section 6).
+
+Histogram: sex x age (0-110) x hispanic x 63 races (the 27,972 person types of
+:mod:`tabrecon.schema`) on the plain hierarchy (nation >) state > county > tract > block group >
+block.
+
+* **Measurement**: at every level each geounit gets noisy answers to a set of queries, each a
+  partition of the histogram (total, sex x agebin38, hispanic x sex, hispanic x race, detailed);
+  query q of a level gets rho_q = rho x level share x query share, and its answers discrete Gaussian
+  noise with sigma^2 = 1/rho_q (bounded DP: a changed record moves two cells, L2 sensitivity sqrt 2).
+  Answers are drawn only where post-processing reads them -- cells and query groups inside the
+  parent's support (elsewhere the child is forced to zero, so those draws would not change the
+  output's distribution). Noise comes from OpenDP's exact sampler.
+* **Estimation**, parent by parent from the top: all children of a parent jointly, weighted
+  non-negative least squares (weights 1/sigma^2) with the children summing to the parent's
+  integer histogram cell by cell, one auxiliary variable per query answer (never the normal
+  matrix); Clarabel.
+* **Rounding**: floors plus one unit for some cells, chosen by an LP over the two-way table
+  children x cells (integral: a transportation polytope) that keeps every parent cell exact and
+  minimises sum (1 - 2 r) y; state totals are the only invariants.
+
+The output is the privacy-protected microdata (each block cell with count k becomes k records) and
+the noisy measurements.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import polars as pl
+import scipy.sparse as sp
+
+from ..errors import TabreconError
+from ..schema import (
+    AGEBIN_OF_AGE,
+    N_TYPES,
+    TYPE_AGE,
+    TYPE_HISP,
+    TYPE_RACE,
+    TYPE_SEX,
+    Microdata,
+    decode_types,
+)
+from .mechanisms import discrete_gaussian, rho_to_epsilon
+
+LEVELS = ("nation", "state", "county", "tract", "blockgroup", "block")
+_LEN = {"nation": 0, "state": 2, "county": 5, "tract": 11, "blockgroup": 12, "block": 15}
+
+#: Each query: group id of every type (a partition of the histogram).
+QUERIES: dict[str, np.ndarray] = {
+    "total": np.zeros(N_TYPES, dtype=np.int64),
+    "sex_agebin": (TYPE_SEX.astype(np.int64) * 38 + AGEBIN_OF_AGE[TYPE_AGE]),
+    "hispanic_sex": TYPE_HISP.astype(np.int64) * 2 + TYPE_SEX,
+    "hispanic_race": TYPE_HISP.astype(np.int64) * 63 + TYPE_RACE - 1,
+    "detailed": np.arange(N_TYPES, dtype=np.int64),
+}
+DEFAULT_QUERY_SHARES = {
+    "total": 0.1,
+    "sex_agebin": 0.2,
+    "hispanic_sex": 0.1,
+    "hispanic_race": 0.2,
+    "detailed": 0.4,
+}
+
+
+@dataclass(frozen=True)
+class TopDownConfig:
+    """Total zCDP budget, its split over levels and over each level's queries."""
+
+    rho: float
+    level_shares: dict[str, float]
+    query_shares: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_QUERY_SHARES))
+    name: str = "custom"
+
+    def __post_init__(self) -> None:
+        if not self.rho > 0:
+            raise TabreconError(f"the privacy budget rho must be > 0 (got {self.rho})")
+        for what, shares, known in (
+            ("level", self.level_shares, LEVELS),
+            ("query", self.query_shares, QUERIES),
+        ):
+            bad = [k for k in shares if k not in known]
+            if bad:
+                raise TabreconError(f"unknown {what}(s) {bad}; choose from {', '.join(known)}")
+            if any(v <= 0 for v in shares.values()):
+                raise TabreconError(f"{what} shares must be > 0 (got {shares})")
+            if abs(sum(shares.values()) - 1) > 1e-6:
+                raise TabreconError(
+                    f"{what} shares must sum to 1 (they sum to {sum(shares.values()):.6f})"
+                )
+
+    def rho_q(self, level: str, query: str) -> float:
+        return self.rho * self.level_shares[level] * self.query_shares[query]
+
+
+def dhc2023_like(rho: float = 4.9622) -> TopDownConfig:
+    """The 2023 DHC persons level proportions (US 0.0949, state 1.2987, county 0.4960, the intermediate
+    levels 2.6316 merged onto tract, block group 0.4300, block 0.0110 of 4.9622), scaled to ``rho``."""
+    amounts = {"nation": 0.0949, "state": 1.2987, "county": 0.4960, "tract": 0.6214 + 0.6214 + 1.3888,
+               "blockgroup": 0.4300, "block": 0.0110}  # fmt: skip
+    tot = sum(amounts.values())
+    return TopDownConfig(
+        rho, {k: v / tot for k, v in amounts.items()}, name=f"dhc2023-like rho={rho:g}"
+    )
+
+
+def uniform_config(rho: float) -> TopDownConfig:
+    """Equal shares over the six levels (for sweeps)."""
+    return TopDownConfig(rho, {k: 1 / len(LEVELS) for k in LEVELS}, name=f"uniform rho={rho:g}")
+
+
+@dataclass
+class TopDownResult:
+    records: Microdata
+    measurements: pl.DataFrame  # level, geoid, query, group, noisy, variance
+    privacy: dict
+    seconds_by_level: dict[str, float]
+    draws: int
+    fallbacks: list[str]
+
+
+def _geo_hist(md: Microdata, n: int) -> tuple[np.ndarray, np.ndarray, sp.csr_matrix]:
+    """(geoids at prefix length n, index of each person's geounit, geounit x type counts)."""
+    pre = np.array([g[:n] for g in md.geoids]) if n else np.full(len(md.geoids), "")
+    geo, inv = np.unique(pre[md.block], return_inverse=True)
+    H = sp.csr_matrix((np.ones(len(md)), (inv, md.types)), shape=(len(geo), N_TYPES))
+    H.sum_duplicates()
+    return geo, inv, H
+
+
+def _measure(cfg: TopDownConfig, level: str, true: np.ndarray, support: np.ndarray) -> list[tuple]:
+    """Noisy answers of one geounit's queries on the cells of ``support`` (groups touching it)."""
+    out = []
+    for q in cfg.query_shares:
+        g = QUERIES[q][support]
+        groups, inv = np.unique(g, return_inverse=True)
+        truth = np.bincount(inv, weights=true, minlength=groups.size)
+        mech = discrete_gaussian(cfg.rho_q(level, q))
+        noisy = truth + mech.sample(groups.size)
+        out.append((q, groups, inv, noisy, max(mech.variance, 1e-6)))  # weights stay finite at huge rho
+    return out
+
+
+def _fit(
+    children_meas: list[list[tuple]], parent: np.ndarray, totals: np.ndarray | None
+) -> np.ndarray:
+    """Weighted NNLS of all children jointly: sum over children = parent (cell by cell); optional
+    fixed child totals. Variables x (children x cells); auxiliary r = A x - y per answer."""
+    import clarabel
+
+    C, S = len(children_meas), parent.size
+    nx = C * S
+    rows_eq, b_eq = [], []
+    # parent cells: sum_c x[c, k] = parent[k]
+    Apar = sp.hstack([sp.identity(S, format="csr")] * C, format="csr")
+    rows_eq.append(sp.hstack([Apar, sp.csr_matrix((S, 0))]))
+    b_eq.append(parent.astype(float))
+    blocks, weights, ys = [], [], []
+    for c, meas in enumerate(children_meas):
+        for _q, groups, inv, noisy, var in meas:
+            A = sp.csr_matrix((np.ones(S), (inv, np.arange(S))), shape=(groups.size, S))
+            blocks.append((c, A))
+            weights.append(np.full(groups.size, 1.0 / var))
+            ys.append(noisy.astype(float))
+    nr = sum(A.shape[0] for _, A in blocks)
+    # A_q x_c - r = y
+    rows = []
+    off = 0
+    for c, A in blocks:
+        Ax = sp.hstack(
+            [sp.csr_matrix((A.shape[0], c * S)), A, sp.csr_matrix((A.shape[0], (C - c - 1) * S))]
+        )
+        R = sp.csr_matrix(
+            (-np.ones(A.shape[0]), (np.arange(A.shape[0]), off + np.arange(A.shape[0]))),
+            shape=(A.shape[0], nr),
+        )
+        rows.append(sp.hstack([Ax, R]))
+        off += A.shape[0]
+    Aeq = sp.vstack([sp.hstack([Apar, sp.csr_matrix((S, nr))]), *rows], format="csc")
+    beq = np.concatenate([parent.astype(float), *ys])
+    if totals is not None:
+        T = sp.kron(sp.identity(C), np.ones((1, S)), format="csr")
+        Aeq = sp.vstack([Aeq, sp.hstack([T, sp.csr_matrix((C, nr))])], format="csc")
+        beq = np.concatenate([beq, totals.astype(float)])
+    w = np.concatenate(weights) if weights else np.zeros(0)
+    P = sp.block_diag([sp.csc_matrix((nx, nx)), sp.diags(w)], format="csc")
+    q = np.zeros(nx + nr)
+    G = sp.hstack([-sp.identity(nx), sp.csr_matrix((nx, nr))], format="csc")
+    A = sp.vstack([Aeq, G], format="csc")
+    b = np.concatenate([beq, np.zeros(nx)])
+    cones = [clarabel.ZeroConeT(Aeq.shape[0]), clarabel.NonnegativeConeT(nx)]
+    st = clarabel.DefaultSettings()
+    st.verbose = False
+    sol = clarabel.DefaultSolver(P, q, A, b, cones, st).solve()
+    if str(sol.status) not in ("Solved", "AlmostSolved"):
+        raise TabreconError(f"least-squares step failed: {sol.status}")
+    x = np.maximum(np.asarray(sol.x[:nx]), 0.0).reshape(C, S)
+    x[x < 1e-7] = 0.0
+    return x
+
+
+def _round(x: np.ndarray, parent: np.ndarray, totals: np.ndarray | None) -> np.ndarray:
+    """Integer children: floors plus 0/1 per cell, parent cells exact (and fixed totals), min sum (1-2r) y."""
+    from scipy.optimize import linprog
+
+    F = np.floor(x + 1e-9).astype(np.int64)
+    r = np.clip(x - F, 0.0, 1.0)
+    need = parent.astype(np.int64) - F.sum(axis=0)
+    if (need < 0).any():
+        raise TabreconError("rounding: floors exceed a parent cell")
+    cols = np.flatnonzero(need > 0)
+    if not cols.size:
+        return F
+    C = x.shape[0]
+    cand = [(c, k) for k in cols for c in range(C)]
+    ci = np.array([c for c, _ in cand])
+    ki = np.array([k for _, k in cand])
+    kpos = np.searchsorted(cols, ki)
+    A_col = sp.csr_matrix(
+        (np.ones(len(cand)), (kpos, np.arange(len(cand)))), shape=(cols.size, len(cand))
+    )
+    A_eq, b_eq = [A_col], [need[cols]]
+    if totals is not None:
+        A_eq.append(
+            sp.csr_matrix((np.ones(len(cand)), (ci, np.arange(len(cand)))), shape=(C, len(cand)))
+        )
+        b_eq.append(totals - F.sum(axis=1))
+    res = linprog(
+        1 - 2 * r[ci, ki],
+        A_eq=sp.vstack(A_eq),
+        b_eq=np.concatenate(b_eq),
+        bounds=(0, 1),
+        method="highs",
+    )
+    if res.x is None:
+        raise TabreconError(f"rounding failed: {res.message}")
+    y = np.rint(res.x).astype(np.int64)
+    F[ci, ki] += y
+    return F
+
+
+def topdown(
+    md: Microdata, config: TopDownConfig, seed: int | None = None, progress=None
+) -> TopDownResult:
+    """Protect ``md`` with TopDown (see module docstring). ``seed`` is unused for the noise, which comes
+    from OpenDP's cryptographic sampler (a release must not be reproducible from a seed)."""
+    if not len(md):
+        raise TabreconError("no person records to protect")
+    states = np.unique([g[:2] for g in md.geoids])
+    levels = [lv for lv in LEVELS if lv != "nation" or len(states) > 1]
+    missing = [lv for lv in levels if lv not in config.level_shares]
+    if missing:
+        raise TabreconError(f"the budget has no share for level(s) {missing} present in the data")
+    used = {lv: config.level_shares[lv] for lv in levels}
+    scale = 1.0 / sum(used.values())  # levels absent from the data give their share to the rest
+    cfg = TopDownConfig(
+        config.rho, {k: v * scale for k, v in used.items()}, config.query_shares, config.name
+    )
+    meas_rows: list[pl.DataFrame] = []
+    timings: dict[str, float] = {}
+    draws = 0
+    fallbacks: list[str] = []
+    state_geo, _, state_H = _geo_hist(md, 2)
+    state_tot = dict(
+        zip(
+            state_geo.tolist(),
+            np.asarray(state_H.sum(axis=1)).ravel().astype(np.int64).tolist(),
+            strict=True,
+        )
+    )
+    # the root: its own measurements, NNLS with its total (sum of state totals, invariant) held
+    root = levels[0]
+    t0 = time.perf_counter()
+    rgeo, _, rH = _geo_hist(md, _LEN[root])
+    est: dict[str, np.ndarray] = {}  # geoid -> (support, counts)
+    sup_all = np.arange(N_TYPES)
+    for i, g in enumerate(rgeo):
+        true = np.asarray(rH[i].todense()).ravel()
+        meas = _measure(cfg, root, true, sup_all)
+        draws += sum(m[1].size for m in meas)
+        tot = sum(state_tot.values()) if root == "nation" else state_tot[g]
+        x = _fit_root(meas, int(tot))
+        est[g] = (sup_all[x > 0], x[x > 0])
+        meas_rows.append(_meas_frame(root, g, meas))
+    timings[root] = time.perf_counter() - t0
+    for li in range(1, len(levels)):
+        lv, parent_lv = levels[li], levels[li - 1]
+        t0 = time.perf_counter()
+        cgeo, _, cH = _geo_hist(md, _LEN[lv])
+        plen = _LEN[parent_lv]
+        parent_of = np.array([g[:plen] for g in cgeo]) if plen else np.full(len(cgeo), "")
+        new_est: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        for p in np.unique(parent_of):
+            kids = np.flatnonzero(parent_of == p)
+            support, pcounts = est[p]
+            if len(kids) == 1:  # a single child copies its parent (no budget spent)
+                new_est[cgeo[kids[0]]] = (support, pcounts)
+                continue
+            metas = []
+            for c in kids:
+                true = np.asarray(cH[c][:, support].todense()).ravel()
+                meas = _measure(cfg, lv, true, support)
+                draws += sum(m[1].size for m in meas)
+                metas.append(meas)
+                meas_rows.append(_meas_frame(lv, cgeo[c], meas, support))
+            totals = np.array([state_tot[cgeo[c]] for c in kids]) if lv == "state" else None
+            try:
+                x = _fit(metas, pcounts, totals)
+                xi = _round(x, pcounts, totals)
+            except (
+                TabreconError
+            ) as exc:  # fall back: split the parent by the children's noisy totals
+                fallbacks.append(
+                    f"{lv} under {p or 'root'}: {exc}; children got shares of the parent"
+                )
+                w = np.array([max(m[0][3].sum(), 0.0) for m in metas]) + 1e-9
+                x = np.outer(w / w.sum(), pcounts)
+                xi = _round(x, pcounts, None)
+            for j, c in enumerate(kids):
+                nz = xi[j] > 0
+                new_est[cgeo[c]] = (support[nz], xi[j][nz])
+        est = new_est
+        timings[lv] = time.perf_counter() - t0
+        if progress:
+            progress(lv)
+    # block histograms -> records
+    bgeo = sorted(est)
+    blocks, types, counts = [], [], []
+    for bi, g in enumerate(bgeo):
+        s, c = est[g]
+        blocks.append(np.full(s.size, bi))
+        types.append(s)
+        counts.append(c)
+    b = np.concatenate(blocks)
+    t = np.concatenate(types)
+    k = np.concatenate(counts).astype(np.int64)
+    idx = np.repeat(np.arange(b.size), k)
+    sex, age, race, hisp = decode_types(t[idx])
+    out = Microdata(
+        np.array(bgeo),
+        b[idx].astype(np.int32),
+        sex,
+        age,
+        race,
+        hisp,
+        source=f"TopDown ({cfg.name})",
+    )
+    out = out.take(np.arange(len(out)))  # drop blocks left empty
+    rho_total = sum(cfg.rho_q(lv, q) for lv in levels for q in cfg.query_shares)
+    privacy = {"rho": rho_total, "epsilon_cks_delta_1e-10": rho_to_epsilon(rho_total, 1e-10),
+               "levels": {lv: cfg.rho * cfg.level_shares[lv] for lv in levels}, "config": cfg.name}  # fmt: skip
+    meas = pl.concat(meas_rows) if meas_rows else pl.DataFrame()
+    return TopDownResult(out, meas, privacy, timings, draws, fallbacks)
+
+
+def _fit_root(meas: list[tuple], total: int) -> np.ndarray:
+    """The root histogram: NNLS on its own answers with its total held, then rounded."""
+    import clarabel
+
+    S = N_TYPES
+    blocks = [
+        (sp.csr_matrix((np.ones(S), (inv, np.arange(S))), shape=(g.size, S)), noisy, var)
+        for _, g, inv, noisy, var in meas
+    ]
+    nr = sum(A.shape[0] for A, _, _ in blocks)
+    rows, off = [], 0
+    for A, _, _ in blocks:
+        R = sp.csr_matrix(
+            (-np.ones(A.shape[0]), (np.arange(A.shape[0]), off + np.arange(A.shape[0]))),
+            shape=(A.shape[0], nr),
+        )
+        rows.append(sp.hstack([A, R]))
+        off += A.shape[0]
+    tot_row = sp.hstack([sp.csr_matrix(np.ones((1, S))), sp.csr_matrix((1, nr))])
+    Aeq = sp.vstack([tot_row, *rows], format="csc")
+    beq = np.concatenate([[float(total)], *[noisy.astype(float) for _, noisy, _ in blocks]])
+    w = np.concatenate([np.full(A.shape[0], 1.0 / var) for A, _, var in blocks])
+    P = sp.block_diag([sp.csc_matrix((S, S)), sp.diags(w)], format="csc")
+    G = sp.hstack([-sp.identity(S), sp.csr_matrix((S, nr))], format="csc")
+    st = clarabel.DefaultSettings()
+    st.verbose = False
+    sol = clarabel.DefaultSolver(P, np.zeros(S + nr), sp.vstack([Aeq, G], format="csc"),
+                                 np.concatenate([beq, np.zeros(S)]),
+                                 [clarabel.ZeroConeT(Aeq.shape[0]), clarabel.NonnegativeConeT(S)], st).solve()  # fmt: skip
+    if str(sol.status) not in ("Solved", "AlmostSolved"):
+        raise TabreconError(f"least-squares step failed at the root: {sol.status}")
+    x = np.maximum(np.asarray(sol.x[:S]), 0.0)
+    x[x < 1e-7] = 0.0
+    # round keeping the total: floors plus the largest remainders
+    F = np.floor(x + 1e-9).astype(np.int64)
+    left = total - int(F.sum())
+    if left > 0:
+        F[np.argsort(-(x - F))[:left]] += 1
+    return F
+
+
+def _meas_frame(
+    level: str, geoid: str, meas: list[tuple], support: np.ndarray | None = None
+) -> pl.DataFrame:
+    parts = []
+    for q, groups, _inv, noisy, var in meas:
+        parts.append(pl.DataFrame({"level": [level] * groups.size, "geoid": [geoid] * groups.size,
+                                   "query": [q] * groups.size, "group": groups.astype(np.int64),
+                                   "noisy": np.asarray(noisy, dtype=np.int64), "variance": np.full(groups.size, var)}))  # fmt: skip
+    return pl.concat(parts)
+
+
+def tvd_by_level(truth: Microdata, protected: Microdata) -> dict[str, float]:
+    """TVD accuracy 1 - L1 / (2 pop) of the person histogram at every level (JASON section 6.1)."""
+    out = {}
+    for lv in LEVELS[1:]:
+        n = _LEN[lv]
+        p1 = np.array([g[:n] for g in truth.geoids])[truth.block]
+        p2 = np.array([g[:n] for g in protected.geoids])[protected.block]
+        geo = np.union1d(p1, p2)
+        k1 = np.searchsorted(geo, p1).astype(np.int64) * N_TYPES + truth.types
+        k2 = np.searchsorted(geo, p2).astype(np.int64) * N_TYPES + protected.types
+        u, inv = np.unique(np.concatenate([k1, k2]), return_inverse=True)
+        a = np.bincount(inv[: k1.size], minlength=u.size)
+        b = np.bincount(inv[k1.size :], minlength=u.size)
+        out[lv] = 1.0 - float(np.abs(a - b).sum()) / (2.0 * len(truth))
+    return out
+
+
+__all__ = [
+    "QUERIES",
+    "TopDownConfig",
+    "TopDownResult",
+    "dhc2023_like",
+    "topdown",
+    "tvd_by_level",
+    "uniform_config",
+]

@@ -1,0 +1,68 @@
+"""TopDown: converges to the input at a huge budget, keeps state totals, accounts its budget, refuses bad configs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tabrecon.defenses.topdown import (
+    TopDownConfig,
+    dhc2023_like,
+    topdown,
+    tvd_by_level,
+    uniform_config,
+)
+from tabrecon.errors import TabreconError
+from tabrecon.synth import SynthConfig, synthesize
+
+
+@pytest.fixture(scope="module")
+def county():
+    return synthesize(SynthConfig(persons=1200), seed=4)
+
+
+def test_huge_budget_reproduces_the_input(county):
+    r = topdown(county, uniform_config(1e6))
+    tvd = tvd_by_level(county, r.records)
+    assert min(tvd.values()) >= 0.999, tvd
+    assert len(r.records) == len(county) and not r.fallbacks
+
+
+def test_dhc_like_keeps_state_totals_and_accounts_its_budget(county):
+    r = topdown(county, dhc2023_like())
+    assert len(r.records) == len(county)  # one state: its total is the invariant
+    assert r.privacy["rho"] == pytest.approx(4.9622, rel=1e-9)
+    assert r.privacy["epsilon_cks_delta_1e-10"] == pytest.approx(25.42, abs=0.02)
+    tvd = tvd_by_level(county, r.records)
+    assert tvd["block"] < tvd["state"] <= 1.0  # noise shows most where the budget is smallest
+    # measurements are recorded with their variances: sigma^2 = 1 / rho_q
+    m = r.measurements
+    assert {"level", "geoid", "query", "group", "noisy", "variance"} <= set(m.columns)
+    assert r.draws == m.height
+    blk = m.filter(m["level"] == "block")
+    if blk.height:
+        rq = (
+            4.9622 * (0.0110 / (4.9622 - 0.0949)) * 0.4
+        )  # block share (nation absent) x detailed share
+        v = blk.filter(blk["query"] == "detailed")["variance"][0]
+        assert v == pytest.approx(1 / rq, rel=0.01)
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {"rho": 0, "level_shares": {"state": 1.0}},
+        {"rho": 1, "level_shares": {"state": 0.5, "block": 0.4}},
+        {"rho": 1, "level_shares": {"planet": 1.0}},
+        {"rho": 1, "level_shares": {"state": 1.0}, "query_shares": {"total": 0.5, "bogus": 0.5}},
+    ],
+)
+def test_bad_budgets_are_refused(kw):
+    with pytest.raises(TabreconError):
+        TopDownConfig(**kw)
+
+
+def test_missing_level_share_is_refused(county):
+    with pytest.raises(TabreconError, match="no share for level"):
+        topdown(county, TopDownConfig(1.0, {"state": 0.5, "block": 0.5}))
+    assert np.isfinite(dhc2023_like().rho)
