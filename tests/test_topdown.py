@@ -66,3 +66,25 @@ def test_missing_level_share_is_refused(county):
     with pytest.raises(TabreconError, match="no share for level"):
         topdown(county, TopDownConfig(1.0, {"state": 0.5, "block": 0.5}))
     assert np.isfinite(dhc2023_like().rho)
+
+
+def test_tradeoff_one_row_per_defense_and_resume(county, tmp_path):
+    import polars as pl
+    from rich.console import Console
+
+    from tabrecon.pipeline import run_tradeoff
+
+    quiet = Console(file=open("/dev/null", "w"))
+    df = run_tradeoff(county, ["none", "swap-lo", "rho=1e6"], tmp_path, seed=1, console=quiet)
+    assert df["defense"].to_list() == ["none", "swap-lo", "rho=1e6"]
+    none, huge = df.row(0, named=True), df.row(2, named=True)
+    # at a huge budget TopDown returns the input, so the attack does exactly as well as on it
+    assert huge["tvd_block"] >= 0.999
+    assert huge["attack_nonmodal_precision"] == pytest.approx(
+        none["attack_nonmodal_precision"], abs=1e-9
+    )
+    assert (tmp_path / "tradeoff.png").stat().st_size > 0
+    again = run_tradeoff(county, ["none", "swap-lo", "rho=1e6"], tmp_path, seed=1, console=quiet)
+    assert again.height == 3 and pl.read_csv(tmp_path / "tradeoff.csv").height == 3
+    with pytest.raises(TabreconError, match="unknown defense"):
+        run_tradeoff(county, ["shuffle"], tmp_path / "x", console=quiet)

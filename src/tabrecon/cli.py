@@ -628,6 +628,31 @@ def topdown(
         err.print(f"[yellow]fallback:[/yellow] {f}")
 
 
+@app.command()
+def tradeoff(
+    microdata: Annotated[Path, typer.Argument(help="Confidential person file")],
+    defenses: Annotated[
+        str, typer.Option(help="Comma list: none, swap-lo, swap-hi, dhc2023-like, rho=<budget>")
+    ] = "none,swap-lo,swap-hi,rho=0.5,dhc2023-like,rho=50",
+    out: Annotated[Path, typer.Option("--out", "-o")] = Path("tradeoff"),
+    seed: Annotated[int, typer.Option()] = 0,
+    resume: Annotated[bool, typer.Option(help="Keep defenses already in <out>/tradeoff.csv")] = True,
+) -> None:
+    """Risk against accuracy: for each defense, protect, publish, rerun every attack and measure."""
+    from .pipeline import run_tradeoff
+    from .schema import read_microdata
+
+    specs = [d.strip() for d in defenses.split(",") if d.strip()]
+    if not specs:
+        raise TabreconError("--defenses is empty")
+    df = run_tradeoff(read_microdata(microdata), specs, out, seed, resume, console)
+    console.print(_table("risk and accuracy by defense", ["defense", "rho", "attack nonmodal %", "PRG nonmodal %",
+                                                          "MDG nonmodal %", "block TVD"],
+                         [[r["defense"], r["rho"], r["attack_nonmodal_precision"], r["prg_nonmodal_precision"],
+                           r["mdg_nonmodal_precision"], r["tvd_block"]] for r in df.iter_rows(named=True)]))  # fmt: skip
+    console.print(f"written {out}/tradeoff.csv, {out}/tradeoff.png")
+
+
 dn_app = typer.Typer(help="Linear reconstruction lab: Dinur-Nissim attacks under noise (the JASON experiments).",
                      no_args_is_help=True)  # fmt: skip
 app.add_typer(dn_app, name="dn")

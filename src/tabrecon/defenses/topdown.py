@@ -130,16 +130,23 @@ def _geo_hist(md: Microdata, n: int) -> tuple[np.ndarray, np.ndarray, sp.csr_mat
     return geo, inv, H
 
 
-def _measure(cfg: TopDownConfig, level: str, true: np.ndarray, support: np.ndarray) -> list[tuple]:
-    """Noisy answers of one geounit's queries on the cells of ``support`` (groups touching it)."""
-    out = []
+def _measure(
+    cfg: TopDownConfig, level: str, trues: list[np.ndarray], support: np.ndarray
+) -> list[list[tuple]]:
+    """Noisy answers of each geounit's queries on the cells of ``support`` (the groups touching it).
+
+    ``trues`` holds one true histogram (on ``support``) per geounit; each query's noise for all of
+    them comes from one call to the exact sampler.
+    """
+    out: list[list[tuple]] = [[] for _ in trues]
     for q in cfg.query_shares:
-        g = QUERIES[q][support]
-        groups, inv = np.unique(g, return_inverse=True)
-        truth = np.bincount(inv, weights=true, minlength=groups.size)
+        groups, inv = np.unique(QUERIES[q][support], return_inverse=True)
         mech = discrete_gaussian(cfg.rho_q(level, q))
-        noisy = truth + mech.sample(groups.size)
-        out.append((q, groups, inv, noisy, max(mech.variance, 1e-6)))  # weights stay finite at huge rho
+        noise = mech.sample(groups.size * len(trues)).reshape(len(trues), groups.size)
+        var = max(mech.variance, 1e-6)  # weights stay finite at huge rho
+        for i, true in enumerate(trues):
+            truth = np.bincount(inv, weights=true, minlength=groups.size)
+            out[i].append((q, groups, inv, truth + noise[i], var))
     return out
 
 
@@ -278,7 +285,7 @@ def topdown(
     sup_all = np.arange(N_TYPES)
     for i, g in enumerate(rgeo):
         true = np.asarray(rH[i].todense()).ravel()
-        meas = _measure(cfg, root, true, sup_all)
+        meas = _measure(cfg, root, [true], sup_all)[0]
         draws += sum(m[1].size for m in meas)
         tot = sum(state_tot.values()) if root == "nation" else state_tot[g]
         x = _fit_root(meas, int(tot))
@@ -298,13 +305,11 @@ def topdown(
             if len(kids) == 1:  # a single child copies its parent (no budget spent)
                 new_est[cgeo[kids[0]]] = (support, pcounts)
                 continue
-            metas = []
-            for c in kids:
-                true = np.asarray(cH[c][:, support].todense()).ravel()
-                meas = _measure(cfg, lv, true, support)
+            trues = [np.asarray(cH[c][:, support].todense()).ravel() for c in kids]
+            metas = _measure(cfg, lv, trues, support)
+            for c, meas in zip(kids, metas, strict=True):
                 draws += sum(m[1].size for m in meas)
-                metas.append(meas)
-                meas_rows.append(_meas_frame(lv, cgeo[c], meas, support))
+                meas_rows.append(_meas_frame(lv, cgeo[c], meas))
             totals = np.array([state_tot[cgeo[c]] for c in kids]) if lv == "state" else None
             try:
                 x = _fit(metas, pcounts, totals)
