@@ -79,6 +79,17 @@ def _plot():
     return plt
 
 
+def save_figure(fig, axes, path: Path) -> None:
+    """Grid and legend on every axes, tight layout, write the PNG, free the figure."""
+    plt = _plot()
+    for a in axes:
+        a.grid(alpha=0.3)
+        a.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
 def _positive(**vals) -> None:
     for k, v in vals.items():
         if isinstance(v, Iterable) and not isinstance(v, str):
@@ -136,11 +147,7 @@ def recovery_vs_queries(out: Path, n: int = 1000, ms: list[int] | None = None, t
         ylabel="fraction of bits recovered",
         title=f"Bounded least squares, n = {n}, no noise",
     )
-    ax.legend(fontsize=8)
-    ax.grid(alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(out / "recovery_vs_queries.png")
-    plt.close(fig)
+    save_figure(fig, [ax], out / "recovery_vs_queries.png")
     return summ
 
 
@@ -188,12 +195,7 @@ def queries_needed_vs_n(out: Path, ns: list[int] | None = None, trials: int = 3,
         title="Queries needed (no noise)",
     )
     bx.set(xlabel="database size n", ylabel="queries / n", title="Ratio to n")
-    for a in (ax, bx):
-        a.grid(alpha=0.3)
-        a.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(out / "queries_needed.png")
-    plt.close(fig)
+    save_figure(fig, [ax, bx], out / "queries_needed.png")
     pl.DataFrame({"decoder": list(slopes), "slope": list(slopes.values())}).write_csv(
         out / "queries_needed_slope.csv"
     )
@@ -247,11 +249,7 @@ def recovery_under_gaussian(out: Path, ns: tuple[int, ...] = (10, 40, 100), mult
     ax.set_xscale("log")
     ax.set(xlabel="queries m", ylabel="mean fraction recovered",
            title="Gaussian noise (dotted: 16 sigma^2 / ln 2 information bound)")  # fmt: skip
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(out / "recovery_gaussian.png")
-    plt.close(fig)
+    save_figure(fig, [ax], out / "recovery_gaussian.png")
     return df
 
 
@@ -356,9 +354,5 @@ def laplace_sum_accuracy(out: Path, Ns: list[int] | None = None, epsilons: list[
         ylabel="accuracy 1 - |S~ - S| / S",
         title="Laplace-noised sum (lines: closed form)",
     )
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(out / "laplace_sum_accuracy.png")
-    plt.close(fig)
+    save_figure(fig, [ax], out / "laplace_sum_accuracy.png")
     return df

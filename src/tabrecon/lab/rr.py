@@ -8,6 +8,7 @@ import numpy as np
 import polars as pl
 
 from ..defenses import randomized_response as rr
+from .dn import save_figure
 
 
 def rr_experiment(out: Path, pi: float = 0.3, n: int = 1000, reps: int = 2000,
@@ -48,9 +49,5 @@ def rr_experiment(out: Path, pi: float = 0.3, n: int = 1000, reps: int = 2000,
         ylabel="standard error",
         title=f"Randomized response, pi = {pi_exact}, n = {n}, mu = 1/2",
     )
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(out / "randomized_response.png")
-    plt.close(fig)
+    save_figure(fig, [ax], out / "randomized_response.png")
     return df
