@@ -191,8 +191,8 @@ def _tradeoff_plot(df, path: Path) -> None:
     if dp.height:
         for col, lab, st in (("attack_nonmodal_precision", "attack, nonmodal", "o-"),
                              ("attack_certified_uniques_precision", "attack, certified nonmodal uniques", "s-"),
-                             ("prg_nonmodal_precision", "PRG, nonmodal", "--"),
-                             ("mdg_nonmodal_precision", "MDG, nonmodal", ":")):  # fmt: skip
+                             ("prg_nonmodal_precision", "PRG, nonmodal", "^--"),
+                             ("mdg_nonmodal_precision", "MDG, nonmodal", "v:")):  # fmt: skip
             ax.plot(dp["rho"], dp[col], st, ms=4, label=lab)
         bx.plot(dp["rho"], dp["tvd_block"], "o-", label="block")
         bx.plot(dp["rho"], dp["tvd_tract"], "s-", label="tract")
