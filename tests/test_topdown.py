@@ -88,3 +88,15 @@ def test_tradeoff_one_row_per_defense_and_resume(county, tmp_path):
     assert again.height == 3 and pl.read_csv(tmp_path / "tradeoff.csv").height == 3
     with pytest.raises(TabreconError, match="unknown defense"):
         run_tradeoff(county, ["shuffle"], tmp_path / "x", console=quiet)
+
+
+def test_block_accuracy_metrics(county):
+    from tabrecon.defenses.swapping import swap
+    from tabrecon.metrics.accuracy import block_accuracy
+
+    same = block_accuracy(county, county)
+    row = same.row(0, named=True)
+    assert row["mae_block_total"] == 0 and row["mean_l1_race_eth"] == 0 and row["majority_kept_pct"] == 100
+    hi = block_accuracy(county, swap(county, "swap-hi", seed=1).records).row(0, named=True)
+    assert hi["mae_block_total"] > 0 and hi["mean_l1_race_eth"] > 0
+    assert same["bin"].to_list()[0] == "all" and same.height == 8

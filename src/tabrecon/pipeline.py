@@ -133,6 +133,7 @@ def run_tradeoff(truth, defenses: list[str], out: str | Path, seed: int = 0, res
     from .attacks.reconstruct import reconstruct
     from .attacks.reidentify import reidentify
     from .defenses.topdown import tvd_by_level
+    from .metrics.accuracy import block_accuracy
 
     con = console or Console()
     out = Path(out)
@@ -153,9 +154,12 @@ def run_tradeoff(truth, defenses: list[str], out: str | Path, seed: int = 0, res
         res = reidentify(rec, truth, "perfect", ts, cert, seed=seed)
         s = res.summary()
         tvd = tvd_by_level(truth, protected)
+        acc = block_accuracy(truth, protected).row(0, named=True)
         row = {"defense": spec, "rho": info.get("rho", float("nan")),
                "epsilon": info.get("epsilon_cks_delta_1e-10", float("nan")),
                **{f"tvd_{k}": v for k, v in tvd.items()},
+               "mae_block_total": acc["mae_block_total"], "mean_l1_race_eth": acc["mean_l1_race_eth"],
+               "majority_kept_pct": acc["majority_kept_pct"],
                "certified_blocks": int((cert["status"] == "unique").sum()), "blocks": cert.height}  # fmt: skip
         for g in ("all", "modal", "nonmodal", "certified_uniques"):
             for src in ("attack", "mdg", "prg"):
