@@ -162,7 +162,9 @@ def decode_lsq(Q: np.ndarray, a: np.ndarray, method: str = "auto") -> np.ndarray
         if z.min() >= -1e-9 and z.max() <= 1 + 1e-9:
             return (z > 0.5).astype(np.int64)
     if method in ("auto", "admm"):
-        z = _admm_box_lsq(Q, a)
+        # m < n: the minimisers may form a face and ADMM creeps; give it a short run (it stops at once
+        # on a zero-residual rounded iterate, the recovered database) and let BVLS settle the rest
+        z = _admm_box_lsq(Q, a, iters=5000 if m >= n or method == "admm" else 400)
         if z is not None:
             return (z > 0.5).astype(np.int64)
     z = lsq_linear(Q, a, bounds=(0.0, 1.0), method="bvls").x

@@ -46,8 +46,6 @@ from ..schema import (
 from ..tables import TableSet, all_cells, race_predicate_mask
 
 N_COMBOS = 126
-#: the national default mode: White alone, not Hispanic
-WHITE_NH = None  # set below once combo ids are defined
 
 
 # --------------------------------------------------------------------------------------------------
@@ -81,6 +79,7 @@ def combo_race_hisp(c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return _CODE_OF_MSB[c // 2], c % 2
 
 
+#: the national default mode: White alone, not Hispanic
 WHITE_NH = int(combo_id(np.array([1]), np.array([0]))[0])
 
 
