@@ -53,6 +53,21 @@ def oracle_path() -> Path:
     return ORACLE
 
 
+@pytest.fixture
+def two_solution_block():
+    """Two persons whose 2+ race combinations (White+Black, White+AIAN) can swap ages -- P12G and
+    PCT12G pool all 2+ combinations -- in one block, and one person alone in another block."""
+    from tabrecon.schema import CODE_OF_BITS, from_arrays
+
+    return from_arrays(
+        ["990010001001001", "990010001001001", "990010001001002"],
+        [0, 0, 1],
+        [30, 40, 50],
+        [int(CODE_OF_BITS[0b000011]), int(CODE_OF_BITS[0b000101]), 1],
+        [0, 0, 0],
+    )
+
+
 @pytest.fixture(scope="session")
 def small_md():
     from tabrecon.synth import SynthConfig, synthesize

@@ -59,20 +59,9 @@ def test_real_block_only_distribution(real_certs):
     assert 0 < lo == hi < 5
 
 
-def _two_solution_block():
-    # two people whose 2+ race combinations can swap ages: P12G/PCT12G pool all 2+ combinations
-    return from_arrays(
-        ["990010001001001", "990010001001001", "990010001001002"],
-        [0, 0, 1],
-        [30, 40, 50],
-        [W_B, W_AIAN, 1],
-        [0, 0, 0],
-    )
-
-
 @pytest.mark.parametrize("level", ["block", "block+tract"])
-def test_block_with_two_solutions_is_never_certified(level):
-    md = _two_solution_block()
+def test_block_with_two_solutions_is_never_certified(level, two_solution_block):
+    md = two_solution_block
     ts = tabulate(md)
     cert = certify(ts, md, level)
     b = cert.blocks.sort("block_geoid")
@@ -80,8 +69,8 @@ def test_block_with_two_solutions_is_never_certified(level):
     assert b["solvar"].to_list() == [100.0, 0.0]  # both records can differ
 
 
-def test_wrong_reconstruction_is_refused_naming_cells():
-    md = _two_solution_block()
+def test_wrong_reconstruction_is_refused_naming_cells(two_solution_block):
+    md = two_solution_block
     ts = tabulate(md)
     wrong = from_arrays(
         ["990010001001001", "990010001001001", "990010001001002"],

@@ -9,7 +9,7 @@ import pytest
 from tabrecon.attacks import claims as C
 from tabrecon.attacks.certify import binned_type, certify
 from tabrecon.attacks.reconstruct import reconstruct
-from tabrecon.schema import CODE_OF_BITS, Microdata, from_arrays
+from tabrecon.schema import CODE_OF_BITS, Microdata
 from tabrecon.tables import tabulate
 
 W_B = int(CODE_OF_BITS[0b000011])  # White + Black
@@ -61,20 +61,8 @@ def run_claims(truth: Microdata, level: str, k: int = 10, done=None):
     return ts, rec, cert, out
 
 
-def _two_solution_block() -> Microdata:
-    # two people whose 2+ race combinations can swap ages (block tables pool all 2+ combinations
-    # in P12G); a third person alone in another block
-    return from_arrays(
-        ["990010001001001", "990010001001001", "990010001001002"],
-        [0, 0, 1],
-        [30, 40, 50],
-        [W_B, W_AIAN, 1],
-        [0, 0, 0],
-    )
-
-
-def test_varying_block_claims_are_verified_by_proof_and_true():
-    md = _two_solution_block()
+def test_varying_block_claims_are_verified_by_proof_and_true(two_solution_block):
+    md = two_solution_block
     _, _, cert, out = run_claims(md, "block", k=20)
     assert cert.filter(pl.col("status") == "varies").height == 1
     res, persons, claims = out[0]
@@ -94,10 +82,10 @@ def test_varying_block_claims_are_verified_by_proof_and_true():
     assert not any(" black" in t or " aian" in t for t in single["claim"].to_list())
 
 
-def test_unverifiable_candidate_is_refuted_by_the_proof():
+def test_unverifiable_candidate_is_refuted_by_the_proof(two_solution_block):
     # generate from one solution only (K = 1): candidates include claims false in the other
     # solution, and the proof must refute them rather than verify them
-    md = _two_solution_block()
+    md = two_solution_block
     _, _, _, out = run_claims(md, "block", k=1)
     res, _, claims = out[0]
     assert res.candidates > res.verified_varying

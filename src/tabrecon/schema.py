@@ -162,6 +162,14 @@ class Microdata:
         uniq, inv = np.unique(prefixes, return_inverse=True)
         return uniq, inv[self.block]
 
+    def rows_by_prefix(self, units: list[str] | np.ndarray, n: int = 11) -> dict[str, np.ndarray]:
+        """Row indices of each unit (a geoid prefix of length ``n``, e.g. a tract), by one sort."""
+        pre = np.array([g[:n] for g in self.geoids])[self.block]
+        order = np.argsort(pre, kind="stable")
+        starts = np.searchsorted(pre[order], units)
+        ends = np.searchsorted(pre[order], units, side="right")
+        return {u: order[a:b] for u, a, b in zip(units, starts, ends, strict=True)}
+
     def take(self, idx: np.ndarray) -> Microdata:
         """Rows ``idx`` (index array or boolean mask), keeping only the blocks still present."""
         idx = np.asarray(idx)

@@ -272,11 +272,7 @@ def certify(
 
     opts = solver or SolverOptions()
     tracts = tables.tracts()
-    rtract = np.array([g[:11] for g in recon.geoids])[recon.block]
-    order = np.argsort(rtract, kind="stable")
-    starts = np.searchsorted(rtract[order], tracts)
-    ends = np.searchsorted(rtract[order], tracts, side="right")
-    by_tract = {t: order[s:e] for t, s, e in zip(tracts, starts, ends, strict=True)}
+    by_tract = recon.rows_by_prefix(tracts)
     parts = Path(str(out) + ".parts") if out is not None else None
     statuses, frames = run_units(
         tracts,

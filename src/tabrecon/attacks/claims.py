@@ -625,11 +625,12 @@ def claims(
             f"({len(missing)} such blocks); run tabrecon solvar on the same reconstruction"
         )
     tracts = tables.tracts()
-    rtract = np.array([g[:11] for g in recon.geoids])[recon.block]
-    rstate = np.array([g[:2] for g in recon.geoids])[recon.block]
-    priors = {}
-    for s_ in np.unique(rstate):
-        priors[s_] = Prior(*_histogram(recon.take(rstate == s_)))
+    by_tract = recon.rows_by_prefix(tracts)
+    states = sorted({t[:2] for t in tracts})
+    priors = {
+        s_: Prior(*_histogram(recon.take(rows)))
+        for s_, rows in recon.rows_by_prefix(states, 2).items()
+    }
     parts = Path(out) / "claims.parts" if out is not None else None
     statuses, frames = run_units(
         tracts,
@@ -637,8 +638,8 @@ def claims(
             tables.subset(t),
             t,
             level,
-            recon.take(rtract == t),
-            {g: v for g, v in status.items() if g.startswith(t)},
+            recon.take(by_tract[t]),
+            {g: status[g] for g in np.unique(recon.geoids[recon.block[by_tract[t]]])},
             opts,
             priors[t[:2]],
             k_solutions,

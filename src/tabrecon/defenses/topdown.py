@@ -159,11 +159,8 @@ def _fit(
 
     C, S = len(children_meas), parent.size
     nx = C * S
-    rows_eq, b_eq = [], []
     # parent cells: sum_c x[c, k] = parent[k]
     Apar = sp.hstack([sp.identity(S, format="csr")] * C, format="csr")
-    rows_eq.append(sp.hstack([Apar, sp.csr_matrix((S, 0))]))
-    b_eq.append(parent.astype(float))
     blocks, weights, ys = [], [], []
     for c, meas in enumerate(children_meas):
         for _q, groups, inv, noisy, var in meas:
