@@ -9,11 +9,8 @@ import pytest
 from tabrecon.attacks import claims as C
 from tabrecon.attacks.certify import binned_type, certify
 from tabrecon.attacks.reconstruct import reconstruct
-from tabrecon.schema import CODE_OF_BITS, Microdata
+from tabrecon.schema import Microdata
 from tabrecon.tables import tabulate
-
-W_B = int(CODE_OF_BITS[0b000011])  # White + Black
-W_AIAN = int(CODE_OF_BITS[0b000101])  # White + AIAN
 
 
 def truth_counts(truth: Microdata, claims: pl.DataFrame) -> np.ndarray:
