@@ -553,18 +553,92 @@ def reidentify(
     console.print(f"report written to {out}/report.md ({time.perf_counter() - t0:.1f} s)")
 
 
+def _print_audit(res, out: Path) -> None:
+    s = res.summary
+    rows = []
+    for lv in ("block", "block+tract"):
+        a = s.get(f"agreement_{lv}")
+        if a:
+            rows.append([f"agreement, {lv} tables (binned / exact age)", f"{a['binned_pct']:.1f}% / {a['exact_pct']:.1f}%"])
+    c = s.get("certify")
+    if c:
+        rows.append([f"blocks with one solution ({c['level']})",
+                     f"{c['unique_blocks']:,} of {c['inhabited_blocks']:,} ({c['unique_blocks_pct']:.1f}%)"])  # fmt: skip
+    r = s.get("reidentification", {})
+    fmt = lambda v: "n/a" if v is None else f"{v:.1f}%"  # noqa: E731
+    if r:
+        rows.append(["precision, nonmodal: attack / MDG / PRG",
+                     " / ".join(fmt(r[src]["nonmodal"]["precision_pct"]) for src in ("attack", "mdg", "prg"))])  # fmt: skip
+        rows.append(["precision, certified nonmodal uniques", fmt(r["attack"]["certified_uniques"]["precision_pct"])])
+    for d in s.get("defenses", []):
+        rows.append([f"{d['defense']}: nonmodal attack / PRG, block TVD",
+                     f"{fmt(d['attack_nonmodal_precision'])} / {fmt(d['prg_nonmodal_precision'])}, {d.get('tvd_block', float('nan')):.3f}"])  # fmt: skip
+    console.print(_table("audit headline", ["figure", "value"], rows))
+    console.print(f"time per stage (s): {s['timings_s']}")
+    if s.get("failures"):
+        err.print(f"[yellow]{len(s['failures'])} unit(s) failed:[/yellow] " + "; ".join(s["failures"][:5]))
+    console.print(f"report: {res.report}  (numbers: {out / 'results'}, {out / 'summary.json'})")
+
+
+@app.command()
+def audit(
+    microdata: Annotated[Path | None, typer.Argument(help="Confidential person file (CSV, CSV.gz, Parquet)")] = None,
+    tables_path: Annotated[
+        Path | None, typer.Option("--tables", help="Published tables: long table file or SF1 summary-file folder")
+    ] = None,
+    out: Annotated[Path, typer.Option("--out", "-o", help="Output folder (report.html, results/, work/)")] = Path("tabrecon-audit"),
+    config: Annotated[Path | None, typer.Option("--config", "-c", help="TOML configuration (see README)")] = None,
+    resume: Annotated[bool, typer.Option("--resume", help="Keep finished stages and tracts of an earlier run in OUT")] = False,
+    scheduler: Annotated[str | None, typer.Option(help="Dask scheduler address, e.g. tcp://10.0.0.5:8786")] = None,
+    workers: Annotated[int | None, typer.Option(help="Local processes for tracts (default from config: 1)")] = None,
+    seed: Annotated[int | None, typer.Option(help="Seed (default from config: 2010)")] = None,
+    defenses: Annotated[str | None, typer.Option(help="Comma-separated defenses, e.g. 'swap-lo,rho=2' ('' = none)")] = None,
+    chunk_persons: Annotated[int | None, typer.Option(help="Counties are batched up to this many persons")] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", help="No progress bars")] = False,
+) -> None:
+    """Audit a release end to end: publish, reconstruct, certify, link, defend, compare; write a report."""
+    from .audit import audit as _audit
+    from .config import load_config
+
+    dspecs = None if defenses is None else [d.strip() for d in defenses.split(",") if d.strip()]
+    cfg = load_config(config, run={"scheduler": scheduler, "workers": workers, "seed": seed,
+                                   "chunk_persons": chunk_persons},
+                      defenses={"specs": dspecs})  # fmt: skip
+    cmd = "tabrecon audit " + " ".join(sys.argv[2:])
+    res = _audit(microdata, out, cfg, tables=tables_path, resume=resume, console=err, show_progress=not quiet,
+                 command=cmd)  # fmt: skip
+    _print_audit(res, out)
+    if res.summary.get("failures"):
+        raise typer.Exit(1)
+
+
 @app.command()
 def demo(
     out: Annotated[Path, typer.Option("--out", "-o", help="Output folder")] = Path("tabrecon-demo"),
     persons: Annotated[int, typer.Option(help="Size of the synthetic county")] = 20_000,
     seed: Annotated[int, typer.Option(help="Random seed")] = 2010,
+    config: Annotated[Path | None, typer.Option("--config", "-c", help="TOML configuration for the audit")] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", help="No progress bars")] = False,
 ) -> None:
-    """Synthesize a county, publish its tables and attack them; print and save a summary."""
-    from .pipeline import run_demo
+    """Synthesize a county and audit it: the whole pipeline and its HTML report in a few minutes."""
+    from .audit import audit as _audit
+    from .config import load_config
+    from .schema import write_microdata
+    from .synth import SynthConfig, synthesize
 
-    summary = run_demo(out, persons=persons, seed=seed, console=console)
-    (Path(out) / "summary.json").write_text(json.dumps(summary, indent=2))
-    console.print(f"summary written to {Path(out) / 'summary.json'}")
+    if persons <= 0:
+        raise TabreconError(f"--persons must be positive (got {persons})")
+    cfg = load_config(config, run={"seed": seed})
+    out.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    md = synthesize(SynthConfig(persons=persons), seed=seed)
+    src = out / "synthetic_county.parquet"
+    write_microdata(md, src)
+    console.print(f"synthesized {len(md):,} persons in {len(md.geoids):,} blocks ({time.perf_counter() - t0:.1f} s, "
+                  f"seed {seed}) -> {src}")  # fmt: skip
+    res = _audit(src, out, cfg, console=err, show_progress=not quiet,
+                 command=f"tabrecon demo --out {out} --persons {persons} --seed {seed}")  # fmt: skip
+    _print_audit(res, out)
 
 
 @app.command()

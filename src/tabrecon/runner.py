@@ -4,21 +4,65 @@ A unit's result is a status dict (with at least ``unit`` and ``status``) and an 
 a parts folder, the table goes to ``<parts>/<unit>.<tag>.parquet`` (written to a temporary name and
 renamed, so nothing half-written is ever read back) and the status is appended to
 ``<parts>/status.jsonl``. A rerun skips units whose status is ``ok`` and whose file exists. A unit
-that raises is recorded as ``error`` and the run goes on.
+that raises is retried (``retries`` times), then recorded as ``error``, and the run goes on.
+
+Where units run: in this process (``workers=1``), in a local process pool (``workers>1``), or on a
+Dask cluster when a scheduler address is set with :func:`execution` (every run inside the ``with``
+block, whatever step started it, sends its units there; a killed Dask worker's unit is rerun by
+the scheduler).
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
 Worker = Callable[[Any], tuple[dict, pl.DataFrame | None]]
+
+_SCHEDULER: ContextVar[str] = ContextVar("tabrecon_scheduler", default="")
+_RETRIES: ContextVar[int] = ContextVar("tabrecon_retries", default=0)
+_CLIENTS: dict[str, Any] = {}
+
+
+@contextmanager
+def execution(scheduler: str = "", retries: int = 0) -> Iterator[None]:
+    """Within the block, units go to the Dask scheduler at ``scheduler`` (if given) and a failed
+    unit is retried ``retries`` times before it is recorded as an error."""
+    t1, t2 = _SCHEDULER.set(scheduler), _RETRIES.set(retries)
+    try:
+        yield
+    finally:
+        _SCHEDULER.reset(t1)
+        _RETRIES.reset(t2)
+
+
+def dask_client(address: str) -> Any:
+    """A (cached) ``distributed.Client`` connected to ``address``; a clear error when it cannot be."""
+    from .errors import TabreconError
+
+    c = _CLIENTS.get(address)
+    if c is not None and c.status == "running":
+        return c
+    try:
+        from distributed import Client
+    except ImportError:
+        raise TabreconError(
+            "a scheduler was given but dask.distributed is not installed: pip install -e '.[dask]'"
+        ) from None
+    try:
+        c = Client(address, timeout="20s", set_as_default=False)
+    except OSError as exc:
+        raise TabreconError(f"cannot reach the Dask scheduler at {address}: {exc}") from None
+    _CLIENTS[address] = c
+    return c
 
 
 def _load_done(parts: Path, tag: str) -> tuple[dict[str, dict], dict[str, pl.DataFrame]]:
@@ -54,6 +98,8 @@ def run_units(
     retries: int = 0,
 ) -> tuple[list[dict], dict[str, pl.DataFrame]]:
     """Run ``worker(job(unit))`` for every unit; returns (statuses in unit order, tables by unit)."""
+    retries = max(retries, _RETRIES.get())
+    scheduler = _SCHEDULER.get()
     done: dict[str, dict] = {}
     frames: dict[str, pl.DataFrame] = {}
     if parts is not None:
@@ -90,7 +136,22 @@ def run_units(
     pending = list(todo)
     for attempt in range(retries + 1):
         again: list[str] = []
-        if workers > 1 and len(pending) > 1:
+        if scheduler and pending:
+            from distributed import as_completed as dask_completed
+
+            client = dask_client(scheduler)
+            dfuts = {client.submit(worker, job(u), pure=False): u for u in pending}
+            for f in dask_completed(list(dfuts)):
+                u = dfuts[f]
+                try:
+                    st, df = f.result()
+                except Exception as exc:  # a unit that raised, or whose workers kept dying
+                    if attempt < retries:
+                        again.append(u)
+                        continue
+                    st, df = failed(u, exc), None
+                finish(st, df)
+        elif workers > 1 and len(pending) > 1:
             with ProcessPoolExecutor(max_workers=workers) as ex:
                 futs = {ex.submit(worker, job(u)): u for u in pending}
                 for f in as_completed(futs):

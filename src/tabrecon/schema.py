@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import itertools
 import warnings
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -236,22 +237,58 @@ def from_arrays(
 
 
 def _fail_rows(
-    path: str, bad: np.ndarray, column: str, message: str, values: pl.Series | None = None
+    path: str,
+    bad: np.ndarray,
+    column: str,
+    message: str,
+    values: pl.Series | None = None,
+    lines: np.ndarray | None = None,
 ) -> None:
+    """Raise for the first bad row; ``lines`` maps frame rows to file lines when rows were filtered."""
     rows = np.flatnonzero(bad)
     if rows.size:
         r = int(rows[0])
         shown = f" (got {values[r]!r})" if values is not None else ""
+        line = int(lines[r]) if lines is not None else r + 2
         raise InputError(
-            f"{message}{shown}", path=path, line=r + 2, column=column, more=rows.size - 1
+            f"{message}{shown}", path=path, line=line, column=column, more=rows.size - 1
         )
 
 
-def _read_frame(path: str | Path) -> pl.DataFrame:
+def _scan(p: str) -> pl.LazyFrame:
+    if p.endswith(".parquet"):
+        lf = pl.scan_parquet(p)
+        return lf.with_columns(pl.all().cast(pl.String))
+    return pl.scan_csv(p, infer_schema=False)
+
+
+def county_persons(path: str | Path) -> pl.DataFrame:
+    """Persons per county (``county`` = state+county code, ``persons``) read from the geoid column
+    alone, streaming: how the audit plans its chunks without loading the file."""
     p = str(path)
     if not Path(p).exists():
         raise InputError("file not found", path=p)
     try:
+        lf = _scan(p).select(pl.col("block_geoid").str.strip_chars().str.slice(0, 5).alias("county"))
+        df = lf.group_by("county").agg(pl.len().alias("persons")).collect(engine="streaming")
+    except Exception as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise InputError(f"cannot read the block_geoid column: {first}", path=p) from None
+    return df.sort("county")
+
+
+def _read_frame(path: str | Path, counties: Collection[str] | None = None) -> pl.DataFrame:
+    """The person file as text columns; with ``counties`` (5-digit state+county codes) only their
+    rows are read (streamed, so memory follows the selection, not the file) and a ``__line``
+    column keeps each row's line in the file."""
+    p = str(path)
+    if not Path(p).exists():
+        raise InputError("file not found", path=p)
+    try:
+        if counties is not None:
+            lf = _scan(p).with_row_index("__line", offset=2)
+            lf = lf.filter(pl.col("block_geoid").str.strip_chars().str.slice(0, 5).is_in(list(counties)))
+            return lf.collect(engine="streaming")
         if p.endswith(".parquet"):
             df = pl.read_parquet(p)
             return df.with_columns([pl.col(c).cast(pl.String) for c in df.columns])
@@ -265,11 +302,11 @@ def _read_frame(path: str | Path) -> pl.DataFrame:
         ) from None
 
 
-def _int_column(df: pl.DataFrame, col: str, path: str) -> np.ndarray:
+def _int_column(df: pl.DataFrame, col: str, path: str, lines: np.ndarray | None = None) -> np.ndarray:
     s = df[col].str.strip_chars()
     as_int = s.cast(pl.Int64, strict=False)
     bad = as_int.is_null().to_numpy()
-    _fail_rows(path, bad, col, "not an integer", s)
+    _fail_rows(path, bad, col, "not an integer", s, lines)
     return as_int.to_numpy()
 
 
@@ -282,21 +319,27 @@ def _typed(s: pl.Series) -> pl.Series:
     return s
 
 
-def read_microdata(path: str | Path) -> Microdata:
+def read_microdata(path: str | Path, counties: Collection[str] | None = None) -> Microdata:
     """Read and validate a person file (CSV, CSV.gz or Parquet) in the shared census layout.
 
     Raises :class:`InputError` naming the file, line and column of the first bad value (and how many
-    more rows share the problem). Ages above 110 are top-coded to 110 with a warning.
+    more rows share the problem). Ages above 110 are top-coded to 110 with a warning. With
+    ``counties`` (5-digit state+county codes) only those counties' rows are read, streaming.
     """
     p = str(path)
-    df = _read_frame(p)
+    df = _read_frame(p, counties)
+    lines = None
+    if "__line" in df.columns:
+        lines = df["__line"].to_numpy()
+        df = df.drop("__line")
     missing = [c for c in REQUIRED_COLUMNS if c not in df.columns]
     if missing:
         unknown = [c for c in df.columns if c not in BASE_COLUMNS]
         hint = f"; columns not in the schema: {unknown}" if unknown else ""
         raise InputError(f"missing required column(s) {missing}{hint}", path=p)
     if df.height == 0:
-        raise InputError("no person records", path=p)
+        where = f" in counties {', '.join(sorted(counties))}" if counties is not None else ""
+        raise InputError(f"no person records{where}", path=p)
     geo = df["block_geoid"].str.strip_chars()
     bad = (~geo.str.contains(r"^\d{15}$")).fill_null(True).to_numpy()
     _fail_rows(
@@ -305,39 +348,41 @@ def read_microdata(path: str | Path) -> Microdata:
         column="block_geoid",
         message="block_geoid must be 15 digits (state 2, county 3, tract 6, block 4)",
         values=geo,
+        lines=lines,
     )
     sex_s = df["sex"].str.strip_chars().str.to_lowercase()
     sex = np.full(df.height, -1, dtype=np.int8)
     sv = sex_s.to_numpy()
     sex[sv == "male"] = 0
     sex[sv == "female"] = 1
-    _fail_rows(p, sex < 0, "sex", "sex must be 'male' or 'female'", df["sex"])
-    age = _int_column(df, "age", p)
-    _fail_rows(p, age < 0, "age", "age must be >= 0", df["age"])
+    _fail_rows(p, sex < 0, "sex", "sex must be 'male' or 'female'", df["sex"], lines)
+    age = _int_column(df, "age", p, lines)
+    _fail_rows(p, age < 0, "age", "age must be >= 0", df["age"], lines)
     if (age > AGE_MAX).any():
         n = int((age > AGE_MAX).sum())
         warnings.warn(f"{p}: {n} age(s) above {AGE_MAX} top-coded to {AGE_MAX}", stacklevel=2)
         age = np.minimum(age, AGE_MAX)
     bits = np.zeros(df.height, dtype=np.int16)
     for i, r in enumerate(RACES):
-        v = _int_column(df, r, p)
-        _fail_rows(p, (v != 0) & (v != 1), r, "race flag must be 0 or 1", df[r])
+        v = _int_column(df, r, p, lines)
+        _fail_rows(p, (v != 0) & (v != 1), r, "race flag must be 0 or 1", df[r], lines)
         bits |= v.astype(np.int16) << i
     _fail_rows(
         p,
         bits == 0,
         "white",
         "no race flag set (at least one of white, black, aian, asian, nhpi, sor must be 1)",
+        lines=lines,
     )
-    hisp = _int_column(df, "hispanic", p)
-    _fail_rows(p, (hisp != 0) & (hisp != 1), "hispanic", "hispanic must be 0 or 1", df["hispanic"])
+    hisp = _int_column(df, "hispanic", p, lines)
+    _fail_rows(p, (hisp != 0) & (hisp != 1), "hispanic", "hispanic must be 0 or 1", df["hispanic"], lines)
     if "agebin" in df.columns:
         ab = df["agebin"].str.strip_chars().to_numpy()
         expect = np.array(AGEBIN38_LABELS)[AGEBIN_OF_AGE[age]]
-        _fail_rows(p, ab != expect, "agebin", "agebin does not match age", df["agebin"])
+        _fail_rows(p, ab != expect, "agebin", "agebin does not match age", df["agebin"], lines)
     age_exact = None
     if "age_exact" in df.columns:
-        age_exact = _int_column(df, "age_exact", p).astype(bool)
+        age_exact = _int_column(df, "age_exact", p, lines).astype(bool)
     extra_cols = [c for c in df.columns if c not in BASE_COLUMNS and c != "age_exact"]
     extra = df.select([_typed(df[c]) for c in extra_cols]) if extra_cols else None
     md = from_arrays(geo.to_numpy(), sex, age, CODE_OF_BITS[bits], hisp, extra=extra, source=p)

@@ -409,8 +409,8 @@ def _meas_frame(
     return pl.concat(parts)
 
 
-def tvd_by_level(truth: Microdata, protected: Microdata) -> dict[str, float]:
-    """TVD accuracy 1 - L1 / (2 pop) of the person histogram at every level (JASON section 6.1)."""
+def l1_by_level(truth: Microdata, protected: Microdata) -> dict[str, float]:
+    """L1 distance of the person histograms (geounit x type) at every level below the nation."""
     out = {}
     for lv in LEVELS[1:]:
         n = _LEN[lv]
@@ -422,8 +422,13 @@ def tvd_by_level(truth: Microdata, protected: Microdata) -> dict[str, float]:
         u, inv = np.unique(np.concatenate([k1, k2]), return_inverse=True)
         a = np.bincount(inv[: k1.size], minlength=u.size)
         b = np.bincount(inv[k1.size :], minlength=u.size)
-        out[lv] = 1.0 - float(np.abs(a - b).sum()) / (2.0 * len(truth))
+        out[lv] = float(np.abs(a - b).sum())
     return out
+
+
+def tvd_by_level(truth: Microdata, protected: Microdata) -> dict[str, float]:
+    """TVD accuracy 1 - L1 / (2 pop) of the person histogram at every level (JASON section 6.1)."""
+    return {lv: 1.0 - l1 / (2.0 * len(truth)) for lv, l1 in l1_by_level(truth, protected).items()}
 
 
 __all__ = [
@@ -431,6 +436,7 @@ __all__ = [
     "TopDownConfig",
     "TopDownResult",
     "dhc2023_like",
+    "l1_by_level",
     "topdown",
     "tvd_by_level",
     "uniform_config",

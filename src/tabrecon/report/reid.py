@@ -38,7 +38,12 @@ def _md(df: pl.DataFrame) -> str:
 
 def paper_tables(res: ReidResult) -> dict[str, pl.DataFrame]:
     """Table 4 (all persons), Table 5 (nonmodal, with precision by block size), Table 6 (certified)."""
-    rt = res.rates(by_bin=True)
+    return paper_tables_from_rates(res.rates(by_bin=True))
+
+
+def paper_tables_from_rates(rt: pl.DataFrame) -> dict[str, pl.DataFrame]:
+    """The paper tables from a rates frame (``ReidResult.rates(by_bin=True)`` layout, or the sum of
+    several: group, bin, source, attacker_records, putative, confirmed and the three per cents)."""
     allbin = rt.filter(pl.col("bin") == "all")
 
     def table(group: str) -> pl.DataFrame:

@@ -1,0 +1,592 @@
+"""The one-command disclosure audit: publish -> reconstruct -> certify -> link -> defend -> compare.
+
+Input is confidential microdata (a person file), published tables (a long table file or an SF1
+summary-file folder), or both (the tables are then the release and the microdata the truth, and
+their geographies must match). The work is done chunk by chunk: whole counties are batched up to
+``run.chunk_persons`` persons and each chunk is read by itself (streamed from the file), so memory
+follows the chunk, never the whole state or nation. Inside a chunk the units of work are tracts,
+run in this process, a process pool or on a Dask cluster (:func:`tabrecon.runner.execution`).
+
+Every stage of every chunk writes its result under ``OUT/work/chunk-NNN/`` as it completes and then
+a ``<stage>.done.json`` marker (written last, by rename); with ``resume`` a rerun skips finished
+stages, and inside an unfinished reconstruction or certification it skips finished tracts. Only
+aggregates leave a chunk -- counts by group, block-size bin and race source, per-block solution
+variability, precision histograms -- and they are summed exactly across chunks, so the audit of a
+one-chunk input gives the numbers of the individual commands.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import resource
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+from rich.console import Console
+
+from .config import AuditConfig
+from .errors import TabreconError
+
+PRECISION_GRID = np.linspace(0.0, 1.0, 101)
+PREC_SOURCES = ("attack", "mdg", "prg", "truth", "francis")
+
+
+class MismatchError(TabreconError):
+    """Microdata and tables that do not describe the same geography."""
+
+
+# ------------------------------------------------------------------------------------------------
+# Inputs and chunks
+# ------------------------------------------------------------------------------------------------
+@dataclass
+class Chunk:
+    index: int
+    counties: list[str]
+    persons: int  # 0 when unknown (tables-only input)
+
+    @property
+    def name(self) -> str:
+        return f"chunk-{self.index:03d}"
+
+
+def plan_chunks(microdata: Path | None, chunk_persons: int) -> list[Chunk]:
+    """Whole counties, in geoid order, batched up to ``chunk_persons`` persons (a larger county is
+    a chunk of its own). Tables-only input is one chunk."""
+    from .schema import county_persons
+
+    if microdata is None:
+        return [Chunk(0, [], 0)]
+    cp = county_persons(microdata)
+    chunks: list[Chunk] = []
+    cur: list[str] = []
+    n = 0
+    for c, p in cp.iter_rows():
+        if cur and n + p > chunk_persons:
+            chunks.append(Chunk(len(chunks), cur, n))
+            cur, n = [], 0
+        cur.append(c)
+        n += p
+    if cur:
+        chunks.append(Chunk(len(chunks), cur, n))
+    return chunks
+
+
+def read_release(path: Path):
+    """Published tables: a long table file (CSV/Parquet) or an SF1 summary-file folder."""
+    from .tables import read_tables
+
+    if Path(path).is_dir():
+        from .sf1 import read_sf1
+
+        return read_sf1(path)
+    return read_tables(path)
+
+
+def check_same_geography(md, ts, md_path: Path, ts_path: Path) -> None:
+    """Refuse microdata and tables of different geographies, naming the mismatch."""
+    g = ts.grids.get("block")
+    if g is None:
+        raise MismatchError(f"{ts_path}: the tables have no block level; the audit needs block tables")
+    pop = g.col("P0010001") if "P0010001" in set(g.cells.tolist()) else None
+    tb = set(g.geoids[pop > 0].tolist()) if pop is not None else set(g.geoids.tolist())
+    mb = set(np.asarray(md.geoids)[np.unique(md.block)].tolist())
+    only_t, only_m = sorted(tb - mb), sorted(mb - tb)
+    if only_t or only_m:
+        parts = []
+        if only_m:
+            parts.append(f"{len(only_m)} inhabited block(s) of {md_path} are not in the tables (e.g. {only_m[0]})")
+        if only_t:
+            parts.append(f"{len(only_t)} inhabited block(s) of {ts_path} are not in the microdata (e.g. {only_t[0]})")
+        raise MismatchError("microdata and tables describe different geographies: " + "; ".join(parts))
+    if pop is not None:
+        order = np.searchsorted(np.asarray(md.geoids), g.geoids[pop > 0])
+        counts = np.bincount(md.block, minlength=len(md.geoids))[order]
+        bad = np.flatnonzero(counts != pop[pop > 0])
+        if bad.size:
+            b = g.geoids[pop > 0][bad[0]]
+            raise MismatchError(
+                f"microdata and tables disagree on block populations: block {b} has {counts[bad[0]]} persons in "
+                f"{md_path} but P0010001 = {pop[pop > 0][bad[0]]} in {ts_path} ({bad.size} block(s) differ)"
+            )
+
+
+# ------------------------------------------------------------------------------------------------
+# Stages of one chunk
+# ------------------------------------------------------------------------------------------------
+def _atomic_write_json(path: Path, obj: Any) -> None:
+    tmp = path.with_name("." + path.name + ".tmp")
+    tmp.write_text(json.dumps(obj, indent=1, default=str))
+    os.replace(tmp, path)
+
+
+def _atomic_parquet(df: pl.DataFrame, path: Path) -> None:
+    tmp = path.with_name("." + path.name + ".tmp")
+    df.write_parquet(tmp)
+    os.replace(tmp, path)
+
+
+def _hist(values: np.ndarray) -> np.ndarray:
+    """How many values are >= each point of the precision grid (summable across chunks)."""
+    v = np.sort(np.asarray(values, dtype=float))
+    return v.size - np.searchsorted(v, PRECISION_GRID - 1e-12, side="left")
+
+
+@dataclass
+class StageLog:
+    """Timings and peak memory of every stage (summed over chunks)."""
+
+    seconds: dict[str, float] = field(default_factory=dict)
+    resumed: list[str] = field(default_factory=list)
+
+    def add(self, stage: str, sec: float) -> None:
+        key = stage.split(":")[0] if not stage.startswith("defense") else stage
+        self.seconds[key] = round(self.seconds.get(key, 0.0) + sec, 2)
+
+
+class ChunkRunner:
+    """Runs the stages of one chunk, each written as done and skipped on resume."""
+
+    def __init__(self, cfg: AuditConfig, chunk: Chunk, work: Path, resume: bool, log: StageLog,
+                 console: Console, progress: Callable[[str, int], Callable[[dict], None]]) -> None:  # fmt: skip
+        self.cfg, self.chunk, self.dir, self.resume = cfg, chunk, work / chunk.name, resume
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.log, self.con, self.progress = log, console, progress
+        self.seed = cfg.run.seed + 1_000_003 * chunk.index
+
+    def done(self, stage: str) -> dict | None:
+        f = self.dir / f"{stage.replace(':', '_')}.done.json"
+        if self.resume and f.exists():
+            try:
+                return json.loads(f.read_text())
+            except json.JSONDecodeError:
+                return None
+        return None
+
+    def mark(self, stage: str, t0: float, info: dict) -> dict:
+        sec = time.perf_counter() - t0
+        info = {**info, "seconds": round(sec, 2)}
+        _atomic_write_json(self.dir / f"{stage.replace(':', '_')}.done.json", info)
+        if not stage.startswith("def_"):  # a defense's inner stages are timed within defense:<spec>
+            self.log.add(stage, sec)
+        return info
+
+    def opts(self):
+        from .attacks.solvers import SolverOptions
+
+        r = self.cfg.reconstruct
+        return SolverOptions(backend=r.solver, threads=1, time_limit=r.time_limit, seed=self.cfg.run.seed)
+
+    # -- stages -----------------------------------------------------------------------------------
+    def tabulate(self, md, given=None):
+        from .tables import check_consistency, read_tables, tabulate, write_tables
+
+        path = self.dir / "tables.parquet"
+        info = self.done("tabulate")
+        if info is not None and path.exists():
+            self.log.resumed.append(f"{self.chunk.name}/tabulate")
+            return read_tables(path), info
+        t0 = time.perf_counter()
+        ts = given if given is not None else tabulate(md)
+        rep = check_consistency(ts)
+        write_tables(ts, path)
+        info = {"table_values": int(sum(g.values.size for g in ts.grids.values())),
+                "identity_checks": rep.checked, "identity_violations": len(rep.violations),
+                "tracts": len(ts.tracts()),
+                "blocks": int(ts.grids["block"].geoids.size) if "block" in ts.grids else 0}  # fmt: skip
+        return ts, self.mark("tabulate", t0, info)
+
+    def reconstruct(self, ts, level: str, md, prefix: str = ""):
+        from .attacks.reconstruct import reconstruct
+        from .metrics.agreement import agree
+        from .schema import read_microdata
+
+        stage = f"{prefix}reconstruct:{level}"
+        path = self.dir / f"{prefix}recon_{level.replace('+', '_')}.parquet"
+        info = self.done(stage)
+        if info is not None and path.exists():
+            self.log.resumed.append(f"{self.chunk.name}/{stage}")
+            return read_microdata(path), info
+        t0 = time.perf_counter()
+        tick = self.progress(f"{self.chunk.name} {prefix}reconstruct {level}", len(ts.tracts()))
+        run = reconstruct(ts, level, self.opts(), workers=self.cfg.run.workers, out=path, resume=self.resume,
+                          progress=tick)  # fmt: skip
+        info = {"records": len(run.records), "failed_tracts": [r.tract for r in run.failed],
+                "failures": [f"{r.tract}: {r.status} {getattr(r, 'message', '')}".strip() for r in run.failed]}  # fmt: skip
+        if md is not None and not prefix:
+            a = agree(md, run.records)
+            _atomic_parquet(a.by_bin.select("bin", "blocks", "persons", "exact", "binned"),
+                            self.dir / f"agree_{level.replace('+', '_')}.parquet")  # fmt: skip
+        if not path.exists():  # no tract solved: keep an empty file so the stage is complete
+            run.records.to_frame().write_parquet(path)
+        return run.records, self.mark(stage, t0, info)
+
+    def certify(self, ts, recon, level: str, prefix: str = ""):
+        from .attacks.certify import certify
+
+        stage = f"{prefix}certify"
+        path = self.dir / f"{prefix}solvar.parquet"
+        info = self.done(stage)
+        if info is not None and path.exists():
+            self.log.resumed.append(f"{self.chunk.name}/{stage}")
+            return pl.read_parquet(path), info
+        t0 = time.perf_counter()
+        tick = self.progress(f"{self.chunk.name} {prefix}certify", len(ts.tracts()))
+        run = certify(ts, recon, level, self.opts(), workers=self.cfg.run.workers, out=path, resume=self.resume,
+                      distance=self.cfg.certify.distance, progress=tick)  # fmt: skip
+        info = {"blocks": run.blocks.height, "failed_tracts": [f["unit"] for f in run.failed]}
+        return run.blocks, self.mark(stage, t0, info)
+
+    def reidentify(self, recon, md, ts, blocks, prefix: str = ""):
+        from dataclasses import asdict
+
+        from .attacks.certify import uniqueness_flags
+        from .attacks.reidentify import reidentify
+        from .report.reid import _per_person_precision
+
+        stage = f"{prefix}reidentify"
+        path = self.dir / f"{prefix}reid_rates.parquet"
+        info = self.done(stage)
+        if info is not None and path.exists():
+            self.log.resumed.append(f"{self.chunk.name}/{stage}")
+            return pl.read_parquet(path), info
+        t0 = time.perf_counter()
+        r = self.cfg.reidentify
+        res = reidentify(recon, md, r.attacker, ts, blocks, seed=self.seed, francis_threshold=r.francis_threshold)
+        rates = res.rates(by_bin=True).select("group", "bin", "source", "attacker_records", "putative", "confirmed")
+        if not prefix:
+            hist = {s: _hist(_per_person_precision(res, s)) for s in PREC_SOURCES[:-1]}
+            hist["francis"] = _hist(res.francis["precision"].to_numpy())
+            totals = {s: int(h[0]) for s, h in hist.items()}
+            _atomic_parquet(pl.DataFrame({"p": PRECISION_GRID, **{s: hist[s] for s in PREC_SOURCES}}),
+                            self.dir / "precision_hist.parquet")  # fmt: skip
+            flags = uniqueness_flags(recon, blocks)
+            info = {"attacker": asdict(res.attacker_report), "precision_persons": totals,
+                    "mdg_rules": res.meta.get("mdg_rules"), "rvr_share": res.meta.get("rvr_share"),
+                    "recon_records": flags.height, "recon_bsab_unique": int((flags["bsab_unique"] == 1).sum()),
+                    "recon_certified_unique": int((flags["certified"] & (flags["bsab_unique"] == 1)).sum())}  # fmt: skip
+        _atomic_parquet(rates, path)
+        return rates, self.mark(stage, t0, info or {})
+
+    def defense(self, md, spec: str):
+        from .defenses.topdown import l1_by_level
+        from .metrics.accuracy import block_accuracy
+        from .pipeline import _defend
+        from .tables import tabulate
+
+        stage = f"defense:{spec}"
+        prefix = f"def_{spec.replace('=', '').replace('.', 'p')}_"
+        path = self.dir / f"{prefix}row.json"
+        info = self.done(stage)
+        if info is not None and path.exists():
+            self.log.resumed.append(f"{self.chunk.name}/{stage}")
+            return json.loads(path.read_text()), pl.read_parquet(self.dir / f"{prefix}reid_rates.parquet")
+        t0 = time.perf_counter()
+        protected, dinfo = _defend(md, spec, self.seed)
+        ts = tabulate(protected)
+        rec, _ = self.reconstruct(ts, "block+tract", None, prefix)
+        blocks, _ = self.certify(ts, rec, "block+tract", prefix) if self.cfg.certify.enabled else (None, None)
+        rates, _ = self.reidentify(rec, md, ts, blocks, prefix)
+        acc = block_accuracy(md, protected).row(0, named=True)
+        l1 = l1_by_level(md, protected)
+        row = {"defense": spec, "rho": dinfo.get("rho"), "epsilon": dinfo.get("epsilon_cks_delta_1e-10"),
+               "persons": len(md), "blocks": acc["blocks"], "majority_blocks": acc["majority_blocks"],
+               "abs_block_total": acc["mae_block_total"] * acc["blocks"],
+               "l1_race_eth": acc["mean_l1_race_eth"] * acc["blocks"],
+               "majority_kept": (acc["majority_kept_pct"] or 0.0) * acc["majority_blocks"] / 100.0,
+               **{f"l1_{k}": v for k, v in l1.items()},
+               "certified_blocks": int((blocks["status"] == "unique").sum()) if blocks is not None else 0,
+               "info": dinfo}  # fmt: skip
+        _atomic_write_json(path, row)
+        self.mark(stage, t0, {"defense": spec})
+        return row, rates
+
+
+# ------------------------------------------------------------------------------------------------
+# Aggregation across chunks
+# ------------------------------------------------------------------------------------------------
+def pct_rates(rates: pl.DataFrame) -> pl.DataFrame:
+    """Sum count rates over chunks and add putative %, confirmed % and precision %."""
+    s = rates.group_by("group", "bin", "source", maintain_order=True).agg(
+        pl.col("attacker_records").sum(), pl.col("putative").sum(), pl.col("confirmed").sum()
+    )
+    n, put, conf = pl.col("attacker_records"), pl.col("putative"), pl.col("confirmed")
+    return s.with_columns(
+        pl.when(n > 0).then(100.0 * put / n).otherwise(None).alias("putative_pct"),
+        pl.when(n > 0).then(100.0 * conf / n).otherwise(None).alias("confirmed_pct"),
+        pl.when(put > 0).then(100.0 * conf / put).otherwise(None).alias("precision_pct"),
+    )
+
+
+def _agree_table(frames: list[pl.DataFrame]) -> pl.DataFrame:
+    s = pl.concat(frames).group_by("bin", maintain_order=True).sum()
+    tot = s.select(pl.lit("all").alias("bin"), pl.exclude("bin").sum())
+    s = pl.concat([tot, s])
+    return s.with_columns(
+        pl.when(pl.col("persons") > 0).then(100.0 * pl.col("exact") / pl.col("persons")).alias("exact_pct"),
+        pl.when(pl.col("persons") > 0).then(100.0 * pl.col("binned") / pl.col("persons")).alias("binned_pct"),
+    )
+
+
+def _defense_table(rows: list[dict], rates: dict[str, pl.DataFrame]) -> pl.DataFrame:
+    from .defenses.topdown import LEVELS
+
+    out = []
+    by_spec: dict[str, list[dict]] = {}
+    for r in rows:
+        by_spec.setdefault(r["defense"], []).append(r)
+    for spec, rs in by_spec.items():
+        n = sum(r["persons"] for r in rs)
+        b = sum(r["blocks"] for r in rs)
+        mb = sum(r["majority_blocks"] for r in rs)
+        row = {"defense": spec, "rho": rs[0]["rho"] if rs[0]["rho"] is not None else float("nan"),
+               "epsilon": rs[0]["epsilon"] if rs[0]["epsilon"] is not None else float("nan")}  # fmt: skip
+        for lv in LEVELS[1:]:
+            k = f"l1_{lv}"
+            if k in rs[0]:
+                row[f"tvd_{lv}"] = 1.0 - sum(r[k] for r in rs) / (2.0 * n)
+        row["mae_block_total"] = sum(r["abs_block_total"] for r in rs) / b if b else float("nan")
+        row["mean_l1_race_eth"] = sum(r["l1_race_eth"] for r in rs) / b if b else float("nan")
+        row["majority_kept_pct"] = 100.0 * sum(r["majority_kept"] for r in rs) / mb if mb else float("nan")
+        row["certified_blocks"] = sum(r["certified_blocks"] for r in rs)
+        row["blocks"] = b
+        pr = pct_rates(rates[spec]).filter(pl.col("bin") == "all")
+        for g in ("all", "modal", "nonmodal", "certified_uniques"):
+            for src in ("attack", "mdg", "prg"):
+                v = pr.filter((pl.col("group") == g) & (pl.col("source") == src))["precision_pct"]
+                row[f"{src}_{g}_precision"] = float("nan") if v.is_empty() or v[0] is None else float(v[0])
+            put = pr.filter((pl.col("group") == g) & (pl.col("source") == "attack"))["putative"]
+            row[f"attack_{g}_putative"] = int(put[0]) if not put.is_empty() else 0
+        out.append(row)
+    return pl.DataFrame(out)
+
+
+# ------------------------------------------------------------------------------------------------
+# The audit
+# ------------------------------------------------------------------------------------------------
+@dataclass
+class AuditResult:
+    out: Path
+    summary: dict
+    report: Path
+
+
+def _versions() -> dict[str, str]:
+    import importlib.metadata as im
+
+    vs = {"python": platform.python_version(), "platform": platform.platform()}
+    for p in ("tabrecon", "numpy", "polars", "ortools", "highspy", "opendp", "clarabel", "scipy", "dask",
+              "distributed"):  # fmt: skip
+        try:
+            vs[p] = im.version(p)
+        except im.PackageNotFoundError:
+            pass
+    return vs
+
+
+def _peak_mb() -> dict[str, float]:
+    me = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024.0
+    return {"main_process_mb": round(me, 1), "largest_child_process_mb": round(kids, 1)}
+
+
+def audit(
+    microdata: str | Path | None,
+    out: str | Path,
+    cfg: AuditConfig | None = None,
+    tables: str | Path | None = None,
+    resume: bool = False,
+    console: Console | None = None,
+    show_progress: bool = True,
+    command: str = "",
+) -> AuditResult:
+    """Run the whole audit and write ``OUT/report.html``, ``OUT/results/*.csv`` and
+    ``OUT/summary.json``. See the module docstring for chunks, units of work and resuming."""
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+    )
+
+    from .report.html import write_audit_report
+    from .runner import execution
+    from .schema import read_microdata
+
+    cfg = cfg or AuditConfig()
+    con = console or Console(stderr=True)
+    out = Path(out)
+    md_path = Path(microdata) if microdata is not None else None
+    ts_path = Path(tables) if tables is not None else None
+    if md_path is None and ts_path is None:
+        raise TabreconError("give microdata (a person file) or --tables (published tables), or both")
+    for p in (md_path, ts_path):
+        if p is not None and not p.exists():
+            raise TabreconError(f"{p}: file not found")
+    work = out / "work"
+    if work.exists() and not resume:
+        shutil.rmtree(work)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "config.toml").write_text(cfg.to_toml())
+    t_start = time.perf_counter()
+    log = StageLog()
+    given = read_release(ts_path) if ts_path is not None else None
+    if md_path is not None and given is not None:
+        chunks = [Chunk(0, [], 0)]  # the given release is audited as one piece
+    else:
+        chunks = plan_chunks(md_path, cfg.run.chunk_persons)
+    prog = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                    TextColumn("{task.fields[last]}"), console=con, disable=not show_progress, transient=False)  # fmt: skip
+
+    def progress(label: str, total: int) -> Callable[[dict], None]:
+        task = prog.add_task(label, total=total, last="")
+
+        def tick(st: dict) -> None:
+            prog.update(task, advance=1, last=f"{st.get('unit', '')} {st.get('status', '')}")
+
+        return tick
+
+    agree_frames: dict[str, list[pl.DataFrame]] = {lv: [] for lv in cfg.reconstruct.levels}
+    blocks_frames: list[pl.DataFrame] = []
+    rates_frames: list[pl.DataFrame] = []
+    hist = np.zeros((len(PRECISION_GRID), len(PREC_SOURCES)), dtype=np.int64)
+    def_rows: list[dict] = []
+    def_rates: dict[str, list[pl.DataFrame]] = {}
+    facts = {"persons": 0, "blocks": 0, "tracts": 0, "table_values": 0, "identity_checks": 0,
+             "identity_violations": 0, "recon_records": 0, "recon_bsab_unique": 0, "recon_certified_unique": 0}  # fmt: skip
+    failures: list[str] = []
+    attacker_reports: list[dict] = []
+    rich_level = "block+tract" if "block+tract" in cfg.reconstruct.levels else cfg.reconstruct.levels[0]
+    with execution(cfg.run.scheduler, cfg.run.retries), prog:
+        for ch in chunks:
+            cr = ChunkRunner(cfg, ch, work, resume, log, con, progress)
+            t0 = time.perf_counter()
+            md = None
+            if md_path is not None:
+                md = read_microdata(md_path, counties=ch.counties) if ch.counties else read_microdata(md_path)
+                log.add("read", time.perf_counter() - t0)
+                if given is not None:
+                    check_same_geography(md, given, md_path, ts_path)
+                facts["persons"] += len(md)
+            ts, tinfo = cr.tabulate(md, given)
+            for k in ("table_values", "identity_checks", "identity_violations", "tracts", "blocks"):
+                facts[k] += tinfo[k]
+            if md is None:
+                facts["persons"] += int(ts.grids["block"].col("P0010001").sum()) if "block" in ts.grids else 0
+            recons = {}
+            for lv in cfg.reconstruct.levels:
+                recons[lv], rinfo = cr.reconstruct(ts, lv, md)
+                failures += [f"{ch.name} reconstruct {lv}: {f}" for f in rinfo.get("failures", [])]
+                if md is not None:
+                    agree_frames[lv].append(pl.read_parquet(cr.dir / f"agree_{lv.replace('+', '_')}.parquet"))
+            blocks = None
+            if cfg.certify.enabled:
+                blocks, cinfo = cr.certify(ts, recons[rich_level], rich_level)
+                failures += [f"{ch.name} certify: tract {t} failed" for t in cinfo.get("failed_tracts", [])]
+                blocks_frames.append(blocks)
+            if md is None:
+                from .attacks.certify import uniqueness_flags
+
+                if blocks is not None:
+                    fl = uniqueness_flags(recons[rich_level], blocks)
+                    facts["recon_records"] += fl.height
+                    facts["recon_bsab_unique"] += int((fl["bsab_unique"] == 1).sum())
+                    facts["recon_certified_unique"] += int((fl["certified"] & (fl["bsab_unique"] == 1)).sum())
+                continue
+            rates, rinfo = cr.reidentify(recons[rich_level], md, ts, blocks)
+            rates_frames.append(rates)
+            hist += pl.read_parquet(cr.dir / "precision_hist.parquet").select(PREC_SOURCES).to_numpy()
+            for k in ("recon_records", "recon_bsab_unique", "recon_certified_unique"):
+                facts[k] += rinfo.get(k, 0)
+            attacker_reports.append(rinfo.get("attacker", {}))
+            for spec in cfg.defenses.specs:
+                row, drates = cr.defense(md, spec)
+                def_rows.append(row)
+                def_rates.setdefault(spec, []).append(drates)
+            del md, ts, recons
+    # ---- aggregate --------------------------------------------------------------------------------
+    t_agg = time.perf_counter()
+    from .attacks.certify import cumulative_solvar, solvar_table, zero_share_by_size
+
+    res = out / "results"
+    res.mkdir(exist_ok=True)
+    frames: dict[str, pl.DataFrame] = {}
+    for lv, fs in agree_frames.items():
+        if fs:
+            frames[f"agreement_{lv.replace('+', '_')}"] = _agree_table(fs)
+    if blocks_frames:
+        allb = pl.concat(blocks_frames)
+        frames["solvar_cdf"] = solvar_table(allb)
+        frames["solvar_zero_by_block_size"] = zero_share_by_size(allb)
+        cum = cumulative_solvar(allb)
+        allb.write_parquet(res / "solvar_blocks.parquet")
+    if rates_frames:
+        frames["reid_rates"] = pct_rates(pl.concat(rates_frames))
+        frames["precision_cdf"] = pl.DataFrame(
+            {"p_pct": 100 * PRECISION_GRID,
+             **{f"{s}_share_pct": 100.0 * hist[:, i] / hist[0, i] if hist[0, i] else np.full(len(PRECISION_GRID), np.nan)
+                for i, s in enumerate(PREC_SOURCES)}})  # fmt: skip
+    if def_rows:
+        frames["defenses"] = _defense_table(def_rows, {k: pl.concat(v) for k, v in def_rates.items()})
+    for name, df in frames.items():
+        df.write_csv(res / f"{name}.csv")
+    log.add("aggregate", time.perf_counter() - t_agg)
+    summary = _summary(cfg, frames, facts, blocks_frames, cum if blocks_frames else None, chunks, failures,
+                       attacker_reports, md_path, ts_path)  # fmt: skip
+    summary["timings_s"] = {**log.seconds, "total": round(time.perf_counter() - t_start, 2)}
+    summary["resumed_stages"] = log.resumed
+    summary["peak_memory"] = _peak_mb()
+    summary["versions"] = _versions()
+    summary["command"] = command
+    _atomic_write_json(out / "summary.json", summary)
+    report = write_audit_report(out, summary, frames, cfg)
+    return AuditResult(out, summary, report)
+
+
+def _summary(cfg, frames, facts, blocks_frames, cum, chunks, failures, attacker_reports, md_path, ts_path) -> dict:
+    s: dict[str, Any] = {
+        "input": {"microdata": str(md_path) if md_path else None, "tables": str(ts_path) if ts_path else None},
+        "chunks": [{"name": c.name, "counties": len(c.counties), "persons": c.persons} for c in chunks],
+        "config": cfg.to_dict(),
+        **facts,
+        "failures": failures,
+    }
+    for lv in cfg.reconstruct.levels:
+        f = frames.get(f"agreement_{lv.replace('+', '_')}")
+        if f is not None:
+            r = f.row(0, named=True)
+            s[f"agreement_{lv}"] = {"exact_pct": r["exact_pct"], "binned_pct": r["binned_pct"], "persons": r["persons"]}
+    if blocks_frames:
+        allb = pl.concat(blocks_frames)
+        inh = allb.filter(pl.col("persons") > 0)
+        uniq = inh.filter(pl.col("status") == "unique")
+        s["certify"] = {"level": "block+tract" if "block+tract" in cfg.reconstruct.levels else cfg.reconstruct.levels[0],
+                        "inhabited_blocks": inh.height, "unique_blocks": uniq.height,
+                        "unique_blocks_pct": 100.0 * uniq.height / inh.height if inh.height else None,
+                        "unique_persons": int(uniq["persons"].sum()),
+                        "unique_persons_pct": 100.0 * uniq["persons"].sum() / inh["persons"].sum() if inh.height else None,
+                        "unproven_blocks": int((~inh["proven"]).sum()),
+                        "cumulative_solvar_pct": list(cum) if cum else None}  # fmt: skip
+    if "reid_rates" in frames:
+        rt = frames["reid_rates"].filter(pl.col("bin") == "all")
+        s["reidentification"] = {}
+        for src in ("attack", "mdg", "prg", "truth", "rvr"):
+            s["reidentification"][src] = {}
+            for g in ("all", "modal", "nonmodal", "uniques", "certified_nonmodal", "certified_uniques"):
+                r = rt.filter((pl.col("group") == g) & (pl.col("source") == src))
+                if r.height:
+                    s["reidentification"][src][g] = {k: r[k][0] for k in ("attacker_records", "putative", "confirmed",
+                                                                            "putative_pct", "confirmed_pct", "precision_pct")}  # fmt: skip
+        s["attacker"] = attacker_reports[0] if len(attacker_reports) == 1 else {
+            "records": sum(a.get("records", 0) for a in attacker_reports), "chunks": len(attacker_reports)}
+    if "defenses" in frames:
+        s["defenses"] = frames["defenses"].to_dicts()
+    return s

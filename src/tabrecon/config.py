@@ -1,0 +1,220 @@
+"""The audit's configuration: defaults for every step, read from TOML, every key and value checked.
+
+A config file holds any of these sections (all optional; missing keys keep their defaults)::
+
+    [run]        seed, workers, scheduler, chunk_persons, retries
+    [reconstruct] levels, solver, time_limit
+    [certify]    enabled, distance
+    [reidentify] attacker, francis_threshold
+    [defenses]   specs
+    [report]     small_cell_threshold, title
+
+An unknown section or key, or a value of the wrong type or outside its allowed set, is an
+:class:`~tabrecon.errors.ConfigError` naming the file, the key and what is allowed.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import asdict, dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+from .errors import TabreconError
+
+
+class ConfigError(TabreconError):
+    """A configuration key that does not exist or a value it cannot take."""
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    seed: int = 2010
+    workers: int = 1  # processes for tracts (ignored when a scheduler is given)
+    scheduler: str = ""  # tcp://HOST:PORT of a dask.distributed scheduler; "" = local
+    chunk_persons: int = 1_000_000  # whole counties are batched up to this many persons
+    retries: int = 1  # a failed tract is retried this many times before it is reported
+
+
+@dataclass(frozen=True)
+class ReconstructConfig:
+    levels: tuple[str, ...] = ("block", "block+tract")
+    solver: str = "cpsat"
+    time_limit: float = 60.0
+
+
+@dataclass(frozen=True)
+class CertifyConfig:
+    enabled: bool = True
+    distance: bool = True
+
+
+@dataclass(frozen=True)
+class ReidentifyConfig:
+    attacker: str = "perfect"
+    francis_threshold: int = 5
+
+
+@dataclass(frozen=True)
+class DefensesConfig:
+    specs: tuple[str, ...] = ("swap-lo", "dhc2023-like")
+
+
+@dataclass(frozen=True)
+class ReportConfig:
+    small_cell_threshold: int = 10  # counts below this are marked in the report
+    title: str = "tabrecon disclosure audit"
+
+
+@dataclass(frozen=True)
+class AuditConfig:
+    run: RunConfig = field(default_factory=RunConfig)
+    reconstruct: ReconstructConfig = field(default_factory=ReconstructConfig)
+    certify: CertifyConfig = field(default_factory=CertifyConfig)
+    reidentify: ReidentifyConfig = field(default_factory=ReidentifyConfig)
+    defenses: DefensesConfig = field(default_factory=DefensesConfig)
+    report: ReportConfig = field(default_factory=ReportConfig)
+
+    def to_dict(self) -> dict[str, dict[str, Any]]:
+        return {f.name: asdict(getattr(self, f.name)) for f in fields(self)}
+
+    def to_toml(self) -> str:
+        """The configuration as TOML (what ``--config`` reads back)."""
+        lines = []
+        for sec, vals in self.to_dict().items():
+            lines.append(f"[{sec}]")
+            for k, v in vals.items():
+                lines.append(f"{k} = {_toml_value(v)}")
+            lines.append("")
+        return "\n".join(lines)
+
+
+def _toml_value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return repr(v)
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+    return '"' + str(v).replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+LEVELS = ("block", "block+tract")
+SOLVERS = ("cpsat", "highs")
+ATTACKERS = ("perfect", "commercial")
+
+
+def _check_defense(spec: str) -> str | None:
+    from .defenses.swapping import PRESETS
+
+    if spec in ("none", "dhc2023-like") or spec in PRESETS:
+        return None
+    if spec.startswith("rho="):
+        try:
+            if float(spec[4:]) > 0:
+                return None
+        except ValueError:
+            pass
+        return "rho=<budget> needs a positive number, e.g. rho=2.5"
+    return f"use none, {', '.join(PRESETS)}, dhc2023-like or rho=<budget>"
+
+
+def _validate(cfg: AuditConfig, where: str) -> None:
+    def bad(key: str, got: Any, allowed: str) -> ConfigError:
+        return ConfigError(f"{where}: {key} = {got!r} is not allowed; {allowed}")
+
+    r = cfg.run
+    if r.workers < 1:
+        raise bad("run.workers", r.workers, "use a whole number >= 1")
+    if r.chunk_persons < 1:
+        raise bad("run.chunk_persons", r.chunk_persons, "use a whole number >= 1")
+    if r.retries < 0:
+        raise bad("run.retries", r.retries, "use a whole number >= 0")
+    if r.scheduler and not r.scheduler.startswith(("tcp://", "tls://", "inproc://", "ws://")):
+        raise bad("run.scheduler", r.scheduler, "give a scheduler address such as tcp://127.0.0.1:8786, or \"\"")
+    if not cfg.reconstruct.levels or any(lv not in LEVELS for lv in cfg.reconstruct.levels):
+        raise bad("reconstruct.levels", list(cfg.reconstruct.levels), f"allowed values: {', '.join(LEVELS)}")
+    if cfg.reconstruct.solver not in SOLVERS:
+        raise bad("reconstruct.solver", cfg.reconstruct.solver, f"allowed values: {', '.join(SOLVERS)}")
+    if not cfg.reconstruct.time_limit > 0:
+        raise bad("reconstruct.time_limit", cfg.reconstruct.time_limit, "use seconds > 0")
+    if cfg.reidentify.attacker not in ATTACKERS:
+        raise bad("reidentify.attacker", cfg.reidentify.attacker, f"allowed values: {', '.join(ATTACKERS)}")
+    if cfg.reidentify.francis_threshold < 1:
+        raise bad("reidentify.francis_threshold", cfg.reidentify.francis_threshold, "use a whole number >= 1")
+    for s in cfg.defenses.specs:
+        msg = _check_defense(s)
+        if msg:
+            raise bad("defenses.specs", s, msg)
+    if len(set(cfg.defenses.specs)) != len(cfg.defenses.specs):
+        raise bad("defenses.specs", list(cfg.defenses.specs), "list each defense once")
+    if cfg.report.small_cell_threshold < 0:
+        raise bad("report.small_cell_threshold", cfg.report.small_cell_threshold, "use a whole number >= 0")
+
+
+def _coerce(section: str, key: str, value: Any, default: Any, where: str) -> Any:
+    name = f"{section}.{key}"
+    if isinstance(default, bool):
+        if not isinstance(value, bool):
+            raise ConfigError(f"{where}: {name} = {value!r} is not allowed; use true or false")
+        return value
+    if isinstance(default, int):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(f"{where}: {name} = {value!r} is not allowed; use a whole number")
+        return value
+    if isinstance(default, float):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ConfigError(f"{where}: {name} = {value!r} is not allowed; use a number")
+        return float(value)
+    if isinstance(default, tuple):
+        if isinstance(value, str):
+            value = [value]
+        if not isinstance(value, list) or not all(isinstance(x, str) for x in value):
+            raise ConfigError(f"{where}: {name} = {value!r} is not allowed; use a list of strings")
+        return tuple(value)
+    if not isinstance(value, str):
+        raise ConfigError(f"{where}: {name} = {value!r} is not allowed; use a string")
+    return value
+
+
+def config_from_dict(data: dict[str, Any], where: str = "config") -> AuditConfig:
+    """Overlay ``data`` (sections of keys) on the defaults; every key and value checked."""
+    cfg = AuditConfig()
+    sections = {f.name: f for f in fields(AuditConfig)}
+    for sec, vals in data.items():
+        if sec not in sections:
+            raise ConfigError(
+                f"{where}: unknown section [{sec}]; allowed sections: {', '.join(sections)}"
+            )
+        if not isinstance(vals, dict):
+            raise ConfigError(f"{where}: [{sec}] must be a table of keys")
+        current = getattr(cfg, sec)
+        allowed = {f.name for f in fields(current)}
+        changes = {}
+        for k, v in vals.items():
+            if k not in allowed:
+                raise ConfigError(
+                    f"{where}: unknown key {sec}.{k}; allowed keys in [{sec}]: {', '.join(sorted(allowed))}"
+                )
+            changes[k] = _coerce(sec, k, v, getattr(current, k), where)
+        cfg = replace(cfg, **{sec: replace(current, **changes)})
+    _validate(cfg, where)
+    return cfg
+
+
+def load_config(path: str | Path | None = None, **overrides: dict[str, Any]) -> AuditConfig:
+    """Defaults, then the TOML file at ``path`` (if any), then ``overrides`` (section -> keys)."""
+    data: dict[str, Any] = {}
+    where = "config"
+    if path is not None:
+        p = Path(path)
+        where = str(p)
+        if not p.exists():
+            raise ConfigError(f"{p}: file not found")
+        try:
+            data = tomllib.loads(p.read_text())
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"{p}: not valid TOML: {exc}") from None
+    for sec, vals in overrides.items():
+        data.setdefault(sec, {}).update({k: v for k, v in vals.items() if v is not None})
+    return config_from_dict(data, where)
