@@ -181,8 +181,8 @@ class ChunkRunner:
     def opts(self):
         from .attacks.solvers import SolverOptions
 
-        r = self.cfg.reconstruct
-        return SolverOptions(backend=r.solver, threads=1, time_limit=r.time_limit, seed=self.cfg.run.seed)
+        r = self.cfg.reconstruct  # solver seed 0, as the individual commands use by default
+        return SolverOptions(backend=r.solver, threads=1, time_limit=r.time_limit)
 
     # -- stages -----------------------------------------------------------------------------------
     def tabulate(self, md, given=None):

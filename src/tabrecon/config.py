@@ -40,7 +40,7 @@ class RunConfig:
 class ReconstructConfig:
     levels: tuple[str, ...] = ("block", "block+tract")
     solver: str = "cpsat"
-    time_limit: float = 60.0
+    time_limit: float = 300.0  # seconds per solver call, as `tabrecon reconstruct`
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,8 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
@@ -85,6 +86,45 @@ def _load_done(parts: Path, tag: str) -> tuple[dict[str, dict], dict[str, pl.Dat
     return done, frames
 
 
+def _isolated(worker: Worker, arg: Any) -> tuple[dict, pl.DataFrame | None]:
+    with ProcessPoolExecutor(max_workers=1) as ex:
+        return ex.submit(worker, arg).result()
+
+
+def _execute(
+    pending: list[str], job: Callable[[str], Any], worker: Worker, scheduler: str, workers: int, isolate: bool
+) -> Iterator[tuple[str, tuple[dict, pl.DataFrame | None] | None, BaseException | None]]:
+    """Run the pending units where configured; yield (unit, result or None, exception or None)."""
+    if scheduler:
+        from distributed import as_completed as dask_completed
+
+        client = dask_client(scheduler)
+        dfuts = {client.submit(worker, job(u), pure=False): u for u in pending}
+        for f in dask_completed(list(dfuts), loop=client.loop):
+            try:
+                yield dfuts[f], f.result(), None
+            except Exception as exc:  # a unit that raised, or whose workers kept dying
+                yield dfuts[f], None, exc
+    elif isolate or (workers > 1 and len(pending) > 1):
+        ex: Any = ThreadPoolExecutor(max_workers=workers) if isolate else ProcessPoolExecutor(max_workers=workers)
+        with ex:
+            if isolate:
+                futs = {ex.submit(_isolated, worker, job(u)): u for u in pending}
+            else:
+                futs = {ex.submit(worker, job(u)): u for u in pending}
+            for f in as_completed(futs):
+                try:
+                    yield futs[f], f.result(), None
+                except Exception as exc:  # a unit that raised, or a worker process that died
+                    yield futs[f], None, exc
+    else:
+        for u in pending:
+            try:
+                yield u, worker(job(u)), None
+            except Exception as exc:
+                yield u, None, exc
+
+
 def run_units(
     units: Sequence[str],
     job: Callable[[str], Any],
@@ -134,49 +174,24 @@ def run_units(
         return {"unit": unit, "status": "error", "message": f"{type(exc).__name__}: {exc}"}
 
     pending = list(todo)
-    for attempt in range(retries + 1):
+    charged = dict.fromkeys(pending, 0)  # failures each unit is known to have caused
+    isolate = False  # after a process pool broke: run each unit in a process of its own
+    while pending:
         again: list[str] = []
-        if scheduler and pending:
-            from distributed import as_completed as dask_completed
-
-            client = dask_client(scheduler)
-            dfuts = {client.submit(worker, job(u), pure=False): u for u in pending}
-            for f in dask_completed(list(dfuts)):
-                u = dfuts[f]
-                try:
-                    st, df = f.result()
-                except Exception as exc:  # a unit that raised, or whose workers kept dying
-                    if attempt < retries:
-                        again.append(u)
-                        continue
-                    st, df = failed(u, exc), None
-                finish(st, df)
-        elif workers > 1 and len(pending) > 1:
-            with ProcessPoolExecutor(max_workers=workers) as ex:
-                futs = {ex.submit(worker, job(u)): u for u in pending}
-                for f in as_completed(futs):
-                    u = futs[f]
-                    try:
-                        st, df = f.result()
-                    except (
-                        Exception
-                    ) as exc:  # a crashed unit (or worker): recorded, the run goes on
-                        if attempt < retries:
-                            again.append(u)
-                            continue
-                        st, df = failed(u, exc), None
-                    finish(st, df)
-        else:
-            for u in pending:
-                try:
-                    st, df = worker(job(u))
-                except Exception as exc:
-                    if attempt < retries:
-                        again.append(u)
-                        continue
-                    st, df = failed(u, exc), None
-                finish(st, df)
+        broke = False
+        for u, out, exc in _execute(pending, job, worker, scheduler, workers, isolate):
+            if exc is None:
+                finish(*out)
+                continue
+            # a broken shared pool fails every unit in it; only an isolated run says whose fault it was
+            innocent = isinstance(exc, BrokenProcessPool) and not isolate and not scheduler
+            broke = broke or innocent
+            if not innocent:
+                charged[u] += 1
+            if innocent or charged[u] <= retries:
+                again.append(u)
+            else:
+                finish(failed(u, exc), None)
+        isolate = isolate or broke
         pending = again
-        if not pending:
-            break
     return [results[u] for u in units if u in results], frames

@@ -533,7 +533,11 @@ def read_tables(path: str | Path) -> TableSet:
     from .schema import _read_frame
 
     p = str(path)
-    df = _read_frame(p)
+    return tables_from_long(_read_frame(p), p)
+
+
+def tables_from_long(df: pl.DataFrame, p: str = "tables") -> TableSet:
+    """A :class:`TableSet` from a long frame of text columns geoid, cell, value (see :func:`read_tables`)."""
     missing = [c for c in ("geoid", "cell", "value") if c not in df.columns]
     if missing:
         raise InputError(

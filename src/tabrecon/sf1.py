@@ -1,0 +1,189 @@
+"""Reading a state's official 2010 Summary File 1 (SF1) distribution into tabrecon's tables.
+
+The distribution of a state (postal code ``xx``) is a geographic header file ``xxgeo2010.sf1`` and
+data segment files ``xx000NN2010.sf1`` (SF1 technical documentation, chapters 2 and 6):
+
+* the geographic header is fixed width, one record per geographic unit (and component); the fields
+  read here are SUMLEV (columns 9-11), GEOCOMP (12-13), LOGRECNO (19-25), STATE (28-29),
+  COUNTY (30-32), TRACT (55-60) and BLOCK (62-65); blocks are summary level 101, tracts 140, both
+  with geographic component 00;
+* a data segment file is comma-separated: FILEID, STUSAB, CHARITER, CIFSN, LOGRECNO, then the
+  segment's cells in table order; rows join the header on LOGRECNO.
+
+:data:`SEGMENTS` lists, per segment, the tables it holds in order (only those up to the last one
+tabrecon reads); cells of the other tables (P3-P5, P13, P50, P51) are skipped by count. Block tables
+are read from block records and the tract tables (PCT12, PCT12A-O) from tract records. Every error
+names the file, the line and the field or cell.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from .errors import InputError
+from .tables import GEOID_LEN, SF1_TABLES, TABLES_BY_NAME, Grid, TableSet, cell_index
+
+#: tables of each data segment, in order, up to the last table tabrecon reads from it
+SEGMENTS: dict[int, tuple[str, ...]] = {
+    1: ("P1",),
+    3: ("P3", "P4", "P5", "P6", "P7", "P8", "P9"),
+    4: ("P10", "P11", "P12", "P13", "P14"),
+    7: ("P50", "P51", "P12A", "P12B", "P12C", "P12D", "P12E"),
+    8: ("P12F", "P12G", "P12H", "P12I"),
+    17: ("PCT12",),
+    **{20 + i: (f"PCT12{L}",) for i, L in enumerate("ABCDEFGHIJKLMNO")},
+}
+#: cell counts of SF1 tables in those segments that tabrecon does not model
+OTHER_TABLE_CELLS = {"P3": 8, "P4": 3, "P5": 17, "P13": 3, "P50": 3, "P51": 3}
+HEADER_FIELDS = 5  # FILEID, STUSAB, CHARITER, CIFSN, LOGRECNO
+
+#: (first, last) 1-based columns of the geographic header fields read here
+GEO_COLUMNS = {"FILEID": (1, 6), "STUSAB": (7, 8), "SUMLEV": (9, 11), "GEOCOMP": (12, 13), "LOGRECNO": (19, 25),
+               "STATE": (28, 29), "COUNTY": (30, 32), "TRACT": (55, 60), "BLOCK": (62, 65)}  # fmt: skip
+SUMLEV_BLOCK, SUMLEV_TRACT = "101", "140"
+
+
+def _n_cells(table: str) -> int:
+    if table in TABLES_BY_NAME:
+        return len(TABLES_BY_NAME[table].cells())
+    return OTHER_TABLE_CELLS[table]
+
+
+def field_positions() -> dict[str, tuple[int, int]]:
+    """Cell id -> (segment, 1-based field number in the segment's rows) for every cell tabrecon reads."""
+    out: dict[str, tuple[int, int]] = {}
+    for seg, tabs in SEGMENTS.items():
+        pos = HEADER_FIELDS + 1
+        for t in tabs:
+            if t in TABLES_BY_NAME:
+                for k, c in enumerate(TABLES_BY_NAME[t].cells()):
+                    out[c.id] = (seg, pos + k)
+            pos += _n_cells(t)
+    return out
+
+
+def read_geo_header(path: Path) -> pl.DataFrame:
+    """Block and tract records of the geographic header: logrecno, geoid, level."""
+    lines = path.read_bytes().decode("latin-1").splitlines()
+    rows = []
+    for i, ln in enumerate(lines, start=1):
+        if not ln.strip():
+            continue
+        if len(ln) < GEO_COLUMNS["BLOCK"][1]:
+            raise InputError(f"geographic header record is {len(ln)} characters, shorter than the "
+                             f"{GEO_COLUMNS['BLOCK'][1]} the layout needs", path=str(path), line=i)  # fmt: skip
+        f = {k: ln[a - 1 : b] for k, (a, b) in GEO_COLUMNS.items()}
+        if f["GEOCOMP"] != "00" or f["SUMLEV"] not in (SUMLEV_BLOCK, SUMLEV_TRACT):
+            continue
+        if not f["LOGRECNO"].strip().isdigit():
+            raise InputError(f"LOGRECNO {f['LOGRECNO']!r} is not a number", path=str(path), line=i, column="LOGRECNO")
+        block = f["SUMLEV"] == SUMLEV_BLOCK
+        geo = f["STATE"] + f["COUNTY"] + f["TRACT"] + (f["BLOCK"] if block else "")
+        if not re.fullmatch(r"\d+", geo) or len(geo) != (15 if block else 11):
+            raise InputError(f"geographic codes {geo!r} are not {'15' if block else '11'} digits "
+                             "(STATE, COUNTY, TRACT" + (", BLOCK)" if block else ")"), path=str(path), line=i)  # fmt: skip
+        rows.append((int(f["LOGRECNO"]), geo, "block" if block else "tract", f["STUSAB"].lower()))
+    if not rows:
+        raise InputError("no block (summary level 101) or tract (140) records", path=str(path))
+    df = pl.DataFrame(rows, schema=["logrecno", "geoid", "level", "stusab"], orient="row")
+    dup = df.filter(pl.col("logrecno").is_duplicated())
+    if dup.height:
+        raise InputError(f"LOGRECNO {dup['logrecno'][0]} appears on more than one block/tract record", path=str(path))
+    return df
+
+
+def _find(folder: Path, name: str) -> Path | None:
+    for p in folder.iterdir():
+        if p.name.lower() == name.lower():
+            return p
+    return None
+
+
+def read_sf1(folder: str | Path, tables: list[str] | None = None) -> TableSet:
+    """Read the person tables tabrecon models (or ``tables``) from a state's SF1 folder."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise InputError("not a folder (an SF1 distribution is a folder of .sf1 files)", path=str(folder))
+    geos = [p for p in folder.iterdir() if p.name.lower().endswith("geo2010.sf1")]
+    if len(geos) != 1:
+        raise InputError(f"expected one geographic header file xxgeo2010.sf1, found {len(geos)}", path=str(folder))
+    geo_path = geos[0]
+    st = geo_path.name[:2].lower()
+    geo = read_geo_header(geo_path)
+    want = [t.name for t in SF1_TABLES] if tables is None else tables
+    pos = field_positions()
+    idx = cell_index()
+    cells_by_level: dict[str, list[str]] = {"block": [], "tract": []}
+    for t in want:
+        spec = TABLES_BY_NAME[t]
+        cells_by_level[spec.level].extend(c.id for c in spec.cells())
+    grids: dict[str, Grid] = {}
+    for level, cells in cells_by_level.items():
+        if not cells:
+            continue
+        cells = sorted(cells, key=idx.__getitem__)
+        g = geo.filter(pl.col("level") == level).sort("geoid")
+        lrn = g["logrecno"].to_numpy()
+        order = np.argsort(lrn)
+        values = np.full((g.height, len(cells)), -1, dtype=np.int64)
+        col_of = {c: j for j, c in enumerate(cells)}
+        by_seg: dict[int, list[str]] = {}
+        for c in cells:
+            by_seg.setdefault(pos[c][0], []).append(c)
+        for seg, seg_cells in sorted(by_seg.items()):
+            name = f"{st}{seg:05d}2010.sf1"
+            path = _find(folder, name)
+            if path is None:
+                need = [t for t in SEGMENTS[seg] if t in TABLES_BY_NAME]
+                raise InputError(f"data segment file {name} is missing (it holds cells {seg_cells[0]}..{seg_cells[-1]}, "
+                                 f"tables {', '.join(need)})", path=str(folder))  # fmt: skip
+            _read_segment(path, seg_cells, pos, lrn, order, values, col_of)
+        missing = np.flatnonzero((values < 0).all(axis=1))
+        if missing.size:
+            raise InputError(f"{missing.size} {level} record(s) of the geographic header have no data rows "
+                             f"(e.g. LOGRECNO {lrn[missing[0]]}, geoid {g['geoid'][int(missing[0])]})", path=str(folder))  # fmt: skip
+        grids[level] = Grid(level, g["geoid"].to_numpy().astype(str), np.array(cells), values)
+    assert all(len(x) == GEOID_LEN[lv] for lv, gr in grids.items() for x in gr.geoids[:1])
+    return TableSet(grids, source=str(folder))
+
+
+def _read_segment(path: Path, cells: list[str], pos: dict, lrn: np.ndarray, order: np.ndarray,
+                  values: np.ndarray, col_of: dict[str, int]) -> None:  # fmt: skip
+    """Fill ``values`` (rows in header order) with ``cells`` of one segment file."""
+    need = max(pos[c][1] for c in cells)
+    try:
+        df = pl.read_csv(path, has_header=False, infer_schema=False, truncate_ragged_lines=True,
+                         encoding="latin-1")  # fmt: skip
+    except Exception as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise InputError(f"cannot be read as a comma-separated segment file: {first}", path=str(path)) from None
+    if df.width < need:
+        raise InputError(f"rows have {df.width} fields; the SF1 layout puts {cells[-1]} in field {need}",
+                         path=str(path))  # fmt: skip
+    logrec = df[:, 4].str.strip_chars().cast(pl.Int64, strict=False)
+    bad = logrec.is_null().to_numpy()
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise InputError(f"LOGRECNO {df[i, 4]!r} is not a number", path=str(path), line=i + 1, column="LOGRECNO")
+    lr = logrec.to_numpy()
+    k = np.searchsorted(lrn[order], lr)
+    k = np.clip(k, 0, max(lrn.size - 1, 0))
+    hit = lrn.size > 0
+    found = (lrn[order][k] == lr) if hit else np.zeros(lr.size, dtype=bool)
+    rows = order[k[found]]
+    for c in cells:
+        f = pos[c][1]
+        s = df[:, f - 1].str.strip_chars()
+        v = s.cast(pl.Int64, strict=False)
+        sel = s.filter(pl.Series(found))
+        vv = v.filter(pl.Series(found))
+        badv = (vv.is_null() & sel.is_not_null() & (sel != "")).to_numpy() | (vv.fill_null(0) < 0).to_numpy()
+        if badv.any():
+            j = int(np.flatnonzero(found)[np.flatnonzero(badv)[0]])
+            raise InputError(f"cell {c} (field {f}) is {df[j, f - 1]!r}, not a non-negative whole number",
+                             path=str(path), line=j + 1, column=c)  # fmt: skip
+        values[rows, col_of[c]] = vv.fill_null(-1).to_numpy()

@@ -1,0 +1,286 @@
+"""The audit: config validation, the report, numbers equal to the individual steps, chunks that add up,
+tables-only and mixed input, resume after a kill, retries, Dask, and the report in a real browser."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+
+from tabrecon.audit import MismatchError, audit, plan_chunks
+from tabrecon.config import ConfigError, config_from_dict, load_config
+from tabrecon.schema import write_microdata
+
+FAST = {"defenses": {"specs": []}, "reconstruct": {"levels": ["block+tract"]}}
+
+
+def cfg(**sections):
+    data = {k: dict(v) for k, v in FAST.items()}
+    for k, v in sections.items():
+        data.setdefault(k, {}).update(v)
+    return config_from_dict(data)
+
+
+# -- configuration ---------------------------------------------------------------------------------
+def test_unknown_key_names_key_and_allowed(tmp_path):
+    p = tmp_path / "a.toml"
+    p.write_text("[run]\nsead = 3\n")
+    with pytest.raises(ConfigError, match=r"a\.toml: unknown key run\.sead; allowed keys in \[run\]: .*seed"):
+        load_config(p)
+    p.write_text("[runn]\nseed = 3\n")
+    with pytest.raises(ConfigError, match=r"unknown section \[runn\]; allowed sections: run, reconstruct"):
+        load_config(p)
+
+
+@pytest.mark.parametrize(
+    "toml, pattern",
+    [
+        ('[reconstruct]\nlevels = ["tract"]\n', r"reconstruct\.levels = \['tract'\].*allowed values: block, block\+tract"),
+        ('[reidentify]\nattacker = "oracle"\n', r"reidentify\.attacker = 'oracle'.*allowed values: perfect, commercial"),
+        ('[defenses]\nspecs = ["rho=-1"]\n', r"defenses\.specs = 'rho=-1'.*positive number"),
+        ('[defenses]\nspecs = ["noise"]\n', r"defenses\.specs = 'noise'.*swap-lo"),
+        ("[run]\nworkers = 0\n", r"run\.workers = 0.*>= 1"),
+        ('[run]\nworkers = "two"\n', r"run\.workers = 'two'.*whole number"),
+        ('[run]\nscheduler = "localhost"\n', r"run\.scheduler = 'localhost'.*tcp://"),
+        ("[run\n", r"not valid TOML"),
+    ],
+)
+def test_impossible_values_are_named(tmp_path, toml, pattern):
+    p = tmp_path / "c.toml"
+    p.write_text(toml)
+    with pytest.raises(ConfigError, match=pattern):
+        load_config(p)
+
+
+def test_config_roundtrip(tmp_path):
+    c = load_config(None, run={"seed": 5}, defenses={"specs": ["swap-hi", "rho=2"]})
+    p = tmp_path / "c.toml"
+    p.write_text(c.to_toml())
+    assert load_config(p) == c
+
+
+def test_cli_bad_config_is_one_line(tmp_path):
+    p = tmp_path / "c.toml"
+    p.write_text("[report]\ncolour = 1\n")
+    r = subprocess.run([sys.executable, "-m", "tabrecon.cli", "audit", "x.csv", "--config", str(p)],
+                       capture_output=True, text=True)  # fmt: skip
+    assert r.returncode == 2
+    assert "unknown key report.colour" in r.stderr and "Traceback" not in r.stderr
+
+
+# -- the audit on synthetic data -------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def small_file(tmp_path_factory, small_md):
+    p = tmp_path_factory.mktemp("in") / "county.parquet"
+    write_microdata(small_md, p)
+    return p
+
+
+@pytest.fixture(scope="module")
+def small_audit(tmp_path_factory, small_file):
+    out = tmp_path_factory.mktemp("audit")
+    c = cfg(run={"seed": 11}, reconstruct={"levels": ["block", "block+tract"]}, defenses={"specs": ["swap-lo"]})
+    return audit(small_file, out, c, show_progress=False)
+
+
+def test_numbers_equal_the_individual_steps(small_audit, small_md):
+    from tabrecon.attacks.certify import certify
+    from tabrecon.attacks.reconstruct import reconstruct
+    from tabrecon.attacks.reidentify import reidentify
+    from tabrecon.metrics.agreement import agree
+    from tabrecon.tables import tabulate
+
+    ts = tabulate(small_md)
+    rec = reconstruct(ts, "block+tract").records
+    blocks = certify(ts, rec, "block+tract").blocks
+    res = reidentify(rec, small_md, "perfect", ts, blocks, seed=11)
+    s = small_audit.summary
+    a = agree(small_md, rec)
+    assert s["agreement_block+tract"]["binned_pct"] == pytest.approx(a.binned_pct)
+    assert s["agreement_block+tract"]["exact_pct"] == pytest.approx(a.exact_pct)
+    assert s["certify"]["unique_blocks"] == int((blocks["status"] == "unique").sum())
+    direct = res.summary()
+    for src in ("attack", "mdg", "prg", "truth"):
+        for g in ("all", "nonmodal", "certified_uniques"):
+            for k in ("attacker_records", "putative", "confirmed"):
+                assert s["reidentification"][src][g][k] == direct[src][g][k], (src, g, k)
+    assert s["persons"] == len(small_md)
+
+
+def test_report_and_files(small_audit):
+    out = small_audit.out
+    html = (out / "report.html").read_text()
+    for key in ('id="headline"', 'id="tbl-reid-all"', 'id="tbl-solvar"', 'id="tbl-defenses"',
+                'id="fig-precision"', "data:image/png;base64,", "swap-lo", "Configuration", "ortools"):  # fmt: skip
+        assert key in html, key
+    for f in ("agreement_block.csv", "agreement_block_tract.csv", "solvar_cdf.csv", "reid_rates.csv",
+              "precision_cdf.csv", "defenses.csv"):  # fmt: skip
+        assert (out / "results" / f).exists(), f
+    s = json.loads((out / "summary.json").read_text())
+    assert s["timings_s"]["total"] > 0 and set(s["timings_s"]) >= {"tabulate", "reconstruct", "certify", "reidentify"}
+    assert s["peak_memory"]["main_process_mb"] > 0
+    d = pl.read_csv(out / "results" / "defenses.csv")
+    assert d["defense"].to_list() == ["swap-lo"] and 0 < d["tvd_block"][0] <= 1
+
+
+def test_report_never_lists_records(small_audit, small_md):
+    html = (small_audit.out / "report.html").read_text()
+    # no block geoid of the confidential input appears in the report
+    assert not any(g in html for g in small_md.geoids)
+
+
+def test_small_counts_are_marked(tmp_path, small_file):
+    out = audit(small_file, tmp_path, cfg(report={"small_cell_threshold": 1_000_000}), show_progress=False).out
+    html = (out / "report.html").read_text()
+    assert 'class="small"' in html and "&dagger;" in html
+
+
+def two_county_file(tmp_path: Path) -> tuple[Path, list]:
+    from tabrecon.synth import SynthConfig, synthesize
+
+    mds = [synthesize(SynthConfig(persons=1500, county=c), seed=i) for i, c in enumerate(("001", "003"))]
+    frames = []
+    for i, m in enumerate(mds):
+        write_microdata(m, tmp_path / f"c{i}.csv")
+        frames.append(pl.read_csv(tmp_path / f"c{i}.csv", infer_schema=False))
+    p = tmp_path / "two.csv"
+    pl.concat(frames).write_csv(p)
+    return p, mds
+
+
+def test_chunks_stream_counties_and_add_up(tmp_path):
+    from tabrecon.attacks.reconstruct import reconstruct
+    from tabrecon.metrics.agreement import agree
+    from tabrecon.tables import tabulate
+
+    p, mds = two_county_file(tmp_path)
+    chunks = plan_chunks(p, 2000)
+    assert [c.counties for c in chunks] == [["99001"], ["99003"]]
+    res = audit(p, tmp_path / "out", cfg(run={"chunk_persons": 2000}), show_progress=False)
+    exact = sum(agree(m, reconstruct(tabulate(m), "block+tract").records).exact for m in mds)
+    s = res.summary
+    assert len(s["chunks"]) == 2 and s["persons"] == sum(len(m) for m in mds)
+    assert s["agreement_block+tract"]["persons"] == s["persons"]
+    agr = pl.read_csv(tmp_path / "out" / "results" / "agreement_block_tract.csv")
+    assert agr.filter(pl.col("bin") == "all")["exact"][0] == exact
+
+
+def test_tables_only_from_sf1_folder(tmp_path, small_md):
+    from test_sf1 import write_official_layout
+
+    from tabrecon.tables import tabulate
+
+    write_official_layout(tabulate(small_md), tmp_path / "sf1")
+    res = audit(None, tmp_path / "out", cfg(), tables=tmp_path / "sf1", show_progress=False)
+    s = res.summary
+    assert s["persons"] == len(small_md) and s["certify"]["unique_blocks"] > 0
+    assert "reidentification" not in s and s["recon_records"] == len(small_md)
+    assert 'id="tbl-solvar"' in (tmp_path / "out" / "report.html").read_text()
+
+
+def test_mixed_geographies_are_refused(tmp_path, small_file):
+    from tabrecon.synth import SynthConfig, synthesize
+    from tabrecon.tables import tabulate, write_tables
+
+    other = synthesize(SynthConfig(persons=500, county="005"), seed=3)
+    write_tables(tabulate(other), tmp_path / "t.parquet")
+    with pytest.raises(MismatchError, match=r"different geographies: \d+ inhabited block\(s\) of .*county\.parquet are not in the tables \(e\.g\. 99001"):
+        audit(small_file, tmp_path / "out", cfg(), tables=tmp_path / "t.parquet", show_progress=False)
+
+
+# -- resume, retries, Dask -----------------------------------------------------------------------
+def test_killed_run_resumes_without_losing_finished_units(tmp_path):
+    from tabrecon.synth import SynthConfig, synthesize
+
+    src = tmp_path / "county.parquet"
+    write_microdata(synthesize(SynthConfig(persons=16000), seed=5), src)
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-m", "tabrecon.cli", "audit", str(src), "--out", str(out), "--defenses", "", "--quiet"]
+    status = out / "work" / "chunk-000" / "recon_block.parquet.parts" / "status.jsonl"
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    t0 = time.time()
+    while time.time() - t0 < 240 and not (status.exists() and len(status.read_text().splitlines()) >= 2):
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    finished = [json.loads(x)["unit"] for x in status.read_text().splitlines() if x.strip()]
+    assert len(finished) >= 2
+    mtimes = {u: (status.parent / f"{u}.recon-block.parquet").stat().st_mtime_ns for u in finished}
+    r = subprocess.run(cmd + ["--resume"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-2000:]
+    lines = [json.loads(x) for x in status.read_text().splitlines() if x.strip()]
+    units = [x["unit"] for x in lines]
+    assert len(units) == len(set(units)), "a finished tract was solved again"
+    for u, m in mtimes.items():
+        assert (status.parent / f"{u}.recon-block.parquet").stat().st_mtime_ns == m
+    s = json.loads((out / "summary.json").read_text())
+    assert s["persons"] > 15000 and s["recon_records"] == s["persons"]
+
+
+_FLAKY_DIR = None
+
+
+def _flaky_worker(args):
+    """Dies (the whole process) the first time it sees a unit; succeeds the second time."""
+    unit, folder = args
+    mark = Path(folder) / f"{unit}.seen"
+    if not mark.exists():
+        mark.write_text("x")
+        os._exit(3)
+    return {"unit": unit, "status": "ok"}, pl.DataFrame({"u": [unit]})
+
+
+def test_killed_worker_unit_is_redone(tmp_path):
+    from tabrecon.runner import run_units
+
+    sts, frames = run_units(["a", "b", "c"], lambda u: (u, str(tmp_path)), _flaky_worker, tag="t",
+                            parts=tmp_path / "parts", workers=2, retries=1)  # fmt: skip
+    assert [s["status"] for s in sts] == ["ok", "ok", "ok"]
+    assert sorted(frames) == ["a", "b", "c"]
+
+
+def test_dask_local_cluster_gives_the_same_numbers(tmp_path, small_file, small_audit):
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as lc:
+        c = cfg(run={"seed": 11, "scheduler": lc.scheduler_address})
+        res = audit(small_file, tmp_path, c, show_progress=False)
+    a, b = res.summary, small_audit.summary
+    assert a["agreement_block+tract"] == b["agreement_block+tract"]
+    assert a["certify"]["unique_blocks"] == b["certify"]["unique_blocks"]
+    assert a["reidentification"]["attack"]["nonmodal"] == b["reidentification"]["attack"]["nonmodal"]
+
+
+# -- the report in a browser -----------------------------------------------------------------------
+def test_report_renders_in_headless_chromium(small_audit, tmp_path):
+    browser = shutil.which("chromium") or shutil.which("chromium-browser")
+    if browser is None:
+        pytest.skip("chromium not installed (the README's test command installs it)")
+    page = (small_audit.out / "report.html").resolve().as_uri()
+    shot = tmp_path / "report.png"
+    base = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", f"--user-data-dir={tmp_path / 'p'}"]
+    subprocess.run(base + [f"--screenshot={shot}", "--window-size=1200,2400", page], capture_output=True, timeout=120)
+    dom = subprocess.run(base + ["--dump-dom", page], capture_output=True, text=True, timeout=120).stdout
+    for key in ('id="headline"', 'id="tbl-reid-all"', 'id="tbl-solvar"', 'id="fig-precision"', 'id="tbl-defenses"'):
+        assert key in dom, key
+    from PIL import Image
+
+    img = np.asarray(Image.open(shot).convert("L"))
+    assert img.shape[0] >= 2000 and img.shape[1] >= 1100
+    assert (img < 128).mean() > 0.01, "the screenshot is blank"
+    # the plots decoded: the page reports natural sizes for every image
+    js = "Array.from(document.images).map(i => i.naturalWidth).join(',')"
+    probe = tmp_path / "probe.html"
+    probe.write_text((small_audit.out / "report.html").read_text().replace(
+        "</body>", f"<pre id=probe></pre><script>document.getElementById('probe').textContent = {js};</script></body>"))  # fmt: skip
+    dom2 = subprocess.run(base + ["--dump-dom", probe.as_uri()], capture_output=True, text=True, timeout=120).stdout
+    widths = dom2.split('<pre id="probe">')[1].split("</pre>")[0].split(",")
+    assert len(widths) >= 3 and all(int(w) > 100 for w in widths), widths

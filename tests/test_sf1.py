@@ -1,0 +1,134 @@
+"""The SF1 summary-file reader: small files in the official layout, written here, read back exactly."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tabrecon.errors import InputError
+from tabrecon.sf1 import field_positions, read_sf1
+from tabrecon.tables import tabulate
+
+# Absolute positions from the SF1 technical documentation's segment layouts (1-based field numbers,
+# the five header fields FILEID, STUSAB, CHARITER, CIFSN, LOGRECNO first): written out here, not
+# derived from the reader, so a wrong layout in the reader fails this test.
+DOCUMENTED = {
+    "P0010001": (1, 6),
+    "P0060001": (3, 34),
+    "P0070001": (3, 41),
+    "P0080001": (3, 56),
+    "P0090001": (3, 127),
+    "P0100001": (4, 6),
+    "P0110001": (4, 77),
+    "P0120001": (4, 150),
+    "P0140001": (4, 202),
+    "P012A001": (7, 12),
+    "P012E049": (7, 256),
+    "P012F001": (8, 6),
+    "P012I001": (8, 153),
+    "PCT0120001": (17, 6),
+    "PCT012A001": (20, 6),
+    "PCT012O209": (34, 214),
+}
+
+
+def test_documented_positions():
+    pos = field_positions()
+    for cell, where in DOCUMENTED.items():
+        assert pos[cell] == where, cell
+
+
+def _geo_record(sumlev: str, logrecno: int, state: str, county: str, tract: str, block: str) -> str:
+    """One fixed-width geographic header record (2010 SF1 layout; unread columns blank)."""
+    rec = [" "] * 500
+    def put(first: int, text: str) -> None:
+        rec[first - 1 : first - 1 + len(text)] = list(text)
+    put(1, "SF1ST ")
+    put(7, "ZZ")
+    put(9, sumlev)
+    put(12, "00")
+    put(19, f"{logrecno:07d}")
+    put(28, state)
+    put(30, county)
+    put(55, tract)
+    put(62, block)
+    put(227, "Name with accent \xe9")  # latin-1, as the Bureau's files are
+    return "".join(rec).rstrip()
+
+
+def write_official_layout(ts, folder: Path, st: str = "zz") -> None:
+    """Write ``ts`` as an SF1 distribution: header + the segment files, positions from DOCUMENTED's
+    rule (a table's cells follow each other; other tables' cells are filled with 0)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    recs, logrec = [], {}
+    n = 0
+    # a state and a county record first, like the real file (not blocks or tracts: skipped)
+    recs.append(_geo_record("040", 1, "99", "   ", "      ", "    "))
+    recs.append(_geo_record("050", 2, "99", "001", "      ", "    "))
+    n = 2
+    for level in ("tract", "block"):
+        for g in ts.grids[level].geoids:
+            n += 1
+            logrec[(level, g)] = n
+            recs.append(_geo_record("140" if level == "tract" else "101", n, g[:2], g[2:5], g[5:11],
+                                    g[11:15] if level == "block" else "    "))  # fmt: skip
+    (folder / f"{st}geo2010.sf1").write_bytes(("\n".join(recs) + "\n").encode("latin-1"))
+    pos = field_positions()
+    by_seg: dict[int, dict[int, str]] = {}
+    for cell, (seg, f) in pos.items():
+        by_seg.setdefault(seg, {})[f] = cell
+    for seg, fields in by_seg.items():
+        width = max(fields) + (3 if seg == 8 else 0)  # segment 8 goes on with other tables
+        level = "tract" if fields[min(fields)].startswith("PCT") else "block"
+        grid = ts.grids[level]
+        lines = []
+        for i, g in enumerate(grid.geoids):
+            row = ["SF1ST", st.upper(), "000", "01", f"{logrec[(level, g)]:07d}"] + ["0"] * (width - 5)
+            for f, cell in fields.items():
+                row[f - 1] = str(int(grid.col(cell)[i]))
+            lines.append(",".join(row))
+        (folder / f"{st}{seg:05d}2010.sf1").write_text("\n".join(lines) + "\n")
+
+
+@pytest.fixture(scope="module")
+def county_tables(small_md):
+    return tabulate(small_md)
+
+
+def test_roundtrip_equals_tabulate(county_tables, tmp_path):
+    write_official_layout(county_tables, tmp_path / "zz")
+    back = read_sf1(tmp_path / "zz")
+    for level in ("block", "tract"):
+        a, b = county_tables.grids[level], back.grids[level]
+        assert list(a.geoids) == list(b.geoids)
+        for c in a.cells:
+            np.testing.assert_array_equal(a.col(c), b.col(c), err_msg=f"{level} {c}")
+
+
+def test_missing_segment_is_named(county_tables, tmp_path):
+    write_official_layout(county_tables, tmp_path / "zz")
+    (tmp_path / "zz" / "zz000072010.sf1").unlink()
+    with pytest.raises(InputError, match=r"zz000072010\.sf1 is missing.*P12A"):
+        read_sf1(tmp_path / "zz")
+
+
+def test_bad_value_names_file_line_and_cell(county_tables, tmp_path):
+    write_official_layout(county_tables, tmp_path / "zz")
+    seg = tmp_path / "zz" / "zz000042010.sf1"
+    lines = seg.read_text().splitlines()
+    row = lines[2].split(",")
+    row[149] = "x7"  # field 150 = P0120001
+    lines[2] = ",".join(row)
+    seg.write_text("\n".join(lines) + "\n")
+    with pytest.raises(InputError, match=r"zz000042010\.sf1, line 3, column 'P0120001'.*'x7'"):
+        read_sf1(tmp_path / "zz")
+
+
+def test_short_geo_record(tmp_path):
+    d = tmp_path / "zz"
+    d.mkdir()
+    (d / "zzgeo2010.sf1").write_text("SF1ST ZZ101\n")
+    with pytest.raises(InputError, match=r"zzgeo2010\.sf1, line 1: .*shorter"):
+        read_sf1(d)
