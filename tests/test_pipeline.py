@@ -8,17 +8,20 @@ import sys
 
 from rich.console import Console
 
+from tabrecon.config import load_config
 from tabrecon.pipeline import run_demo
 
 
 def test_demo_runs_every_step(tmp_path):
-    summ = run_demo(tmp_path, persons=3000, seed=1, console=Console(file=open("/dev/null", "w")))
-    for f in ("truth.parquet", "tables.parquet", "recon.parquet", "solvar.parquet", "reid/report.md",
-              "reid/precision_cdf.png", "reid/summary.json"):  # fmt: skip
+    cfg = load_config(None, run={"seed": 1}, defenses={"specs": ["swap-lo"]})
+    res = run_demo(tmp_path, persons=3000, seed=1, cfg=cfg, console=Console(file=open("/dev/null", "w")),
+                   show_progress=False)  # fmt: skip
+    for f in ("synthetic_county.parquet", "report.html", "summary.json", "config.toml", "results/reid_rates.csv",
+              "results/agreement_block.csv", "results/defenses.csv", "work/chunk-000/tables.parquet"):  # fmt: skip
         assert (tmp_path / f).stat().st_size > 0, f
-    assert summ["agreement_binned_pct"] > 90 and summ["certified_blocks"] > 0
-    rid = json.loads((tmp_path / "reid" / "summary.json").read_text())
-    assert rid["attack"]["all"]["putative"] == summ["persons"]
+    summ = json.loads((tmp_path / "summary.json").read_text())
+    assert summ["agreement_block+tract"]["binned_pct"] > 90 and summ["certify"]["unique_blocks"] > 0
+    assert summ["reidentification"]["attack"]["all"]["putative"] == summ["persons"] == res.summary["persons"]
 
 
 def test_cli_bad_input_is_one_line_and_exit_2(tmp_path):

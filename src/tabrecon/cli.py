@@ -621,23 +621,12 @@ def demo(
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress bars")] = False,
 ) -> None:
     """Synthesize a county and audit it: the whole pipeline and its HTML report in a few minutes."""
-    from .audit import audit as _audit
     from .config import load_config
-    from .schema import write_microdata
-    from .synth import SynthConfig, synthesize
+    from .pipeline import run_demo
 
     if persons <= 0:
         raise TabreconError(f"--persons must be positive (got {persons})")
-    cfg = load_config(config, run={"seed": seed})
-    out.mkdir(parents=True, exist_ok=True)
-    t0 = time.perf_counter()
-    md = synthesize(SynthConfig(persons=persons), seed=seed)
-    src = out / "synthetic_county.parquet"
-    write_microdata(md, src)
-    console.print(f"synthesized {len(md):,} persons in {len(md.geoids):,} blocks ({time.perf_counter() - t0:.1f} s, "
-                  f"seed {seed}) -> {src}")  # fmt: skip
-    res = _audit(src, out, cfg, console=err, show_progress=not quiet,
-                 command=f"tabrecon demo --out {out} --persons {persons} --seed {seed}")  # fmt: skip
+    res = run_demo(out, persons, seed, load_config(config, run={"seed": seed}), err, show_progress=not quiet)
     _print_audit(res, out)
 
 
