@@ -155,10 +155,11 @@ class ChunkRunner:
     """Runs the stages of one chunk, each written as done and skipped on resume."""
 
     def __init__(self, cfg: AuditConfig, chunk: Chunk, work: Path, resume: bool, log: StageLog,
-                 console: Console, progress: Callable[[str, int], Callable[[dict], None]]) -> None:  # fmt: skip
+                 console: Console, progress: Callable[[str, int], Callable[[dict], None]],
+                 on_stage: Callable[[str], None] = lambda stage: None) -> None:  # fmt: skip
         self.cfg, self.chunk, self.dir, self.resume = cfg, chunk, work / chunk.name, resume
         self.dir.mkdir(parents=True, exist_ok=True)
-        self.log, self.con, self.progress = log, console, progress
+        self.log, self.con, self.progress, self.on_stage = log, console, progress, on_stage
         self.seed = cfg.run.seed + 1_000_003 * chunk.index
 
     def done(self, stage: str) -> dict | None:
@@ -170,12 +171,19 @@ class ChunkRunner:
                 return None
         return None
 
+    def skip(self, stage: str) -> None:
+        """A stage finished by an earlier run: kept, counted as resumed."""
+        self.log.resumed.append(f"{self.chunk.name}/{stage}")
+        if not stage.startswith("def_"):
+            self.on_stage(stage)
+
     def mark(self, stage: str, t0: float, info: dict) -> dict:
         sec = time.perf_counter() - t0
         info = {**info, "seconds": round(sec, 2)}
         _atomic_write_json(self.dir / f"{stage.replace(':', '_')}.done.json", info)
         if not stage.startswith("def_"):  # a defense's inner stages are timed within defense:<spec>
             self.log.add(stage, sec)
+            self.on_stage(stage)
         return info
 
     def opts(self):
@@ -191,7 +199,7 @@ class ChunkRunner:
         path = self.dir / "tables.parquet"
         info = self.done("tabulate")
         if info is not None and path.exists():
-            self.log.resumed.append(f"{self.chunk.name}/tabulate")
+            self.skip("tabulate")
             return read_tables(path), info
         t0 = time.perf_counter()
         ts = given if given is not None else tabulate(md)
@@ -212,7 +220,7 @@ class ChunkRunner:
         path = self.dir / f"{prefix}recon_{level.replace('+', '_')}.parquet"
         info = self.done(stage)
         if info is not None and path.exists():
-            self.log.resumed.append(f"{self.chunk.name}/{stage}")
+            self.skip(stage)
             return read_microdata(path), info
         t0 = time.perf_counter()
         tick = self.progress(f"{self.chunk.name} {prefix}reconstruct {level}", len(ts.tracts()))
@@ -235,7 +243,7 @@ class ChunkRunner:
         path = self.dir / f"{prefix}solvar.parquet"
         info = self.done(stage)
         if info is not None and path.exists():
-            self.log.resumed.append(f"{self.chunk.name}/{stage}")
+            self.skip(stage)
             return pl.read_parquet(path), info
         t0 = time.perf_counter()
         tick = self.progress(f"{self.chunk.name} {prefix}certify", len(ts.tracts()))
@@ -255,7 +263,7 @@ class ChunkRunner:
         path = self.dir / f"{prefix}reid_rates.parquet"
         info = self.done(stage)
         if info is not None and path.exists():
-            self.log.resumed.append(f"{self.chunk.name}/{stage}")
+            self.skip(stage)
             return pl.read_parquet(path), info
         t0 = time.perf_counter()
         r = self.cfg.reidentify
@@ -286,7 +294,7 @@ class ChunkRunner:
         path = self.dir / f"{prefix}row.json"
         info = self.done(stage)
         if info is not None and path.exists():
-            self.log.resumed.append(f"{self.chunk.name}/{stage}")
+            self.skip(stage)
             return json.loads(path.read_text()), pl.read_parquet(self.dir / f"{prefix}reid_rates.parquet")
         t0 = time.perf_counter()
         protected, dinfo = _defend(md, spec, self.seed)
@@ -454,6 +462,13 @@ def audit(
 
         return tick
 
+    per_chunk = 1 + len(cfg.reconstruct.levels) + int(cfg.certify.enabled)
+    per_chunk += (1 + len(cfg.defenses.specs)) if md_path is not None else 0
+    overall = prog.add_task("audit", total=per_chunk * len(chunks), last="")
+
+    def on_stage(stage: str) -> None:
+        prog.update(overall, advance=1, last=f"done: {stage}")
+
     agree_frames: dict[str, list[pl.DataFrame]] = {lv: [] for lv in cfg.reconstruct.levels}
     blocks_frames: list[pl.DataFrame] = []
     rates_frames: list[pl.DataFrame] = []
@@ -467,7 +482,10 @@ def audit(
     rich_level = "block+tract" if "block+tract" in cfg.reconstruct.levels else cfg.reconstruct.levels[0]
     with execution(cfg.run.scheduler, cfg.run.retries), prog:
         for ch in chunks:
-            cr = ChunkRunner(cfg, ch, work, resume, log, con, progress)
+            cr = ChunkRunner(cfg, ch, work, resume, log, con, progress, on_stage)
+            nc = len(ch.counties)
+            where = f"{nc} count{'y' if nc == 1 else 'ies'}, {ch.persons:,} persons" if nc else "all"
+            prog.update(overall, description=f"audit {ch.name} ({where})")
             t0 = time.perf_counter()
             md = None
             if md_path is not None:

@@ -28,7 +28,7 @@ h1{font-size:1.7em;margin-bottom:.2em} h2{border-bottom:2px solid #ddd;padding-b
 table{border-collapse:collapse;margin:.8em 0;font-size:.9em} th,td{border:1px solid #ccc;padding:.25em .6em;text-align:right}
 th{background:#f3f3f3} td.t{text-align:left} td.small{background:#fff3cd}
 .headline li{margin:.4em 0} .muted{color:#666;font-size:.85em} figure{margin:1em 0} figure img{max-width:100%;border:1px solid #eee}
-pre{background:#f7f7f7;padding:.8em;overflow-x:auto;font-size:.85em} .fail{color:#a00}
+div.scroll{overflow-x:auto;max-width:100%} pre{background:#f7f7f7;padding:.8em;overflow-x:auto;font-size:.85em} .fail{color:#a00}
 """
 
 
@@ -69,7 +69,8 @@ def table_html(df: pl.DataFrame, threshold: int, caption: str = "", table_id: st
         rows.append("<tr>" + "".join(cells) + "</tr>")
     cap = f"<caption>{html.escape(caption)}</caption>" if caption else ""
     tid = f' id="{table_id}"' if table_id else ""
-    return f"<table{tid}>{cap}<thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+    return (f'<div class="scroll"><table{tid}>{cap}<thead><tr>{head}</tr></thead>'
+            f"<tbody>{''.join(rows)}</tbody></table></div>")  # fmt: skip
 
 
 def _png(fig) -> str:
@@ -89,7 +90,7 @@ def _figure(b64: str, caption: str, fig_id: str, out: Path | None = None) -> str
             f"<figcaption class=\"muted\">{html.escape(caption)}</figcaption></figure>")  # fmt: skip
 
 
-def _plots(frames: dict[str, pl.DataFrame]) -> dict[str, str]:
+def _plots(frames: dict[str, pl.DataFrame], summary: dict) -> dict[str, str]:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -129,6 +130,11 @@ def _plots(frames: dict[str, pl.DataFrame]) -> dict[str, str]:
             ax.scatter([x], [r["attack_nonmodal_precision"]], s=40)
             ax.annotate(f" {r['defense']}", (x, r["attack_nonmodal_precision"]), fontsize=8)
             ax.scatter([x], [r["prg_nonmodal_precision"]], marker="^", color="grey", s=25)
+        base = summary.get("reidentification", {})
+        if base.get("attack", {}).get("nonmodal", {}).get("precision_pct") is not None:
+            ax.scatter([1.0], [base["attack"]["nonmodal"]["precision_pct"]], s=40, color="black")
+            ax.annotate(" no defense", (1.0, base["attack"]["nonmodal"]["precision_pct"]), fontsize=8)
+            ax.scatter([1.0], [base["prg"]["nonmodal"]["precision_pct"]], marker="^", color="grey", s=25)
         ax.scatter([], [], marker="^", color="grey", label="PRG baseline (same release)")
         ax.set(xlabel="block-level TVD accuracy (1 = unchanged)", ylabel="nonmodal precision (%)",
                title="Risk vs accuracy across defenses")  # fmt: skip
@@ -189,7 +195,7 @@ def _input_text(inp: dict) -> str:
 def write_audit_report(out: Path, summary: dict, frames: dict[str, pl.DataFrame], cfg: AuditConfig) -> Path:
     """Write ``out/report.html`` (and the plots as PNG beside it); return its path."""
     th = cfg.report.small_cell_threshold
-    figs = _plots(frames)
+    figs = _plots(frames, summary)
     parts = [f"<h1>{html.escape(cfg.report.title)}</h1>",
              f'<p class="muted">Input: {_input_text(summary["input"])}. {summary["persons"]:,} persons, '
              f'{summary["blocks"]:,} blocks, {summary["tracts"]:,} tracts, {len(summary["chunks"])} chunk(s). '
