@@ -284,3 +284,22 @@ def test_report_renders_in_headless_chromium(small_audit, tmp_path):
     dom2 = subprocess.run(base + ["--dump-dom", probe.as_uri()], capture_output=True, text=True, timeout=120).stdout
     widths = dom2.split('<pre id="probe">')[1].split("</pre>")[0].split(",")
     assert len(widths) >= 3 and all(int(w) > 100 for w in widths), widths
+
+
+# -- the real sample -------------------------------------------------------------------------------
+@pytest.mark.realdata
+def test_real_sample_audit_equals_the_individual_steps(real_path, real_md, real_tables, real_certs, tmp_path):
+    """Acceptance: the audit of the real sample reports the numbers of the individual steps."""
+    from tabrecon.attacks.reidentify import reidentify
+    from tabrecon.metrics.agreement import agree
+
+    res = audit(real_path, tmp_path, cfg(run={"seed": 2010, "workers": 2}), show_progress=False)
+    s = res.summary
+    rec, cert = real_certs["block+tract"]
+    assert s["agreement_block+tract"]["exact_pct"] == pytest.approx(agree(real_md, rec).exact_pct)
+    assert s["certify"]["unique_blocks"] == int((cert.blocks["status"] == "unique").sum()) == 8530
+    direct = reidentify(rec, real_md, "perfect", real_tables, cert.blocks, seed=2010).summary()
+    for src in ("attack", "mdg", "prg"):
+        for g in ("all", "nonmodal", "certified_uniques"):
+            assert s["reidentification"][src][g]["confirmed"] == direct[src][g]["confirmed"], (src, g)
+    assert s["reidentification"]["attack"]["nonmodal"]["precision_pct"] > 80

@@ -151,10 +151,15 @@ def _measure(
 
 
 def _fit(
-    children_meas: list[list[tuple]], parent: np.ndarray, totals: np.ndarray | None
+    children_meas: list[list[tuple]],
+    parent: np.ndarray,
+    totals: np.ndarray | None,
+    penalty: float | None = None,
 ) -> np.ndarray:
     """Weighted NNLS of all children jointly: sum over children = parent (cell by cell); optional
-    fixed child totals. Variables x (children x cells); auxiliary r = A x - y per answer."""
+    fixed child totals. Variables x (children x cells); auxiliary r = A x - y per answer. With
+    ``penalty`` the parent sums are not equalities but a term ``penalty * ||sum_c x_c - parent||^2``
+    (the fallback when the exact problem fails); the caller then rescales to the parent."""
     import clarabel
 
     C, S = len(children_meas), parent.size
@@ -162,6 +167,10 @@ def _fit(
     # parent cells: sum_c x[c, k] = parent[k]
     Apar = sp.hstack([sp.identity(S, format="csr")] * C, format="csr")
     blocks, weights, ys = [], [], []
+    if penalty is not None:  # the parent as one more (very precise) measurement of all children
+        blocks.append((-1, Apar))
+        weights.append(np.full(S, float(penalty)))
+        ys.append(parent.astype(float))
     for c, meas in enumerate(children_meas):
         for _q, groups, inv, noisy, var in meas:
             A = sp.csr_matrix((np.ones(S), (inv, np.arange(S))), shape=(groups.size, S))
@@ -173,17 +182,21 @@ def _fit(
     rows = []
     off = 0
     for c, A in blocks:
-        Ax = sp.hstack(
-            [sp.csr_matrix((A.shape[0], c * S)), A, sp.csr_matrix((A.shape[0], (C - c - 1) * S))]
-        )
+        if c < 0:  # spans every child
+            Ax = A
+        else:
+            Ax = sp.hstack(
+                [sp.csr_matrix((A.shape[0], c * S)), A, sp.csr_matrix((A.shape[0], (C - c - 1) * S))]
+            )
         R = sp.csr_matrix(
             (-np.ones(A.shape[0]), (np.arange(A.shape[0]), off + np.arange(A.shape[0]))),
             shape=(A.shape[0], nr),
         )
         rows.append(sp.hstack([Ax, R]))
         off += A.shape[0]
-    Aeq = sp.vstack([sp.hstack([Apar, sp.csr_matrix((S, nr))]), *rows], format="csc")
-    beq = np.concatenate([parent.astype(float), *ys])
+    hard = [] if penalty is not None else [sp.hstack([Apar, sp.csr_matrix((S, nr))])]
+    Aeq = sp.vstack([*hard, *rows], format="csc")
+    beq = np.concatenate([*([] if penalty is not None else [parent.astype(float)]), *ys])
     if totals is not None:
         T = sp.kron(sp.identity(C), np.ones((1, S)), format="csr")
         Aeq = sp.vstack([Aeq, sp.hstack([T, sp.csr_matrix((C, nr))])], format="csc")
@@ -243,6 +256,28 @@ def _round(x: np.ndarray, parent: np.ndarray, totals: np.ndarray | None) -> np.n
     y = np.rint(res.x).astype(np.int64)
     F[ci, ki] += y
     return F
+
+
+#: weight of the parent-sum term in the fallback fit, relative to 1/variance of the measurements
+FALLBACK_PENALTY = 1e4
+
+
+def _fallback(metas, pcounts, totals, where: str, exc: Exception, log: list[str]) -> np.ndarray:
+    """The exact fit failed at one parent: relax the parent sums into a penalty, rescale each cell to
+    the parent, round (parent cells exact). If even that fails, split the parent by the children's
+    noisy totals. Every use is reported in ``log``."""
+    try:
+        var = min(m[4] for meas in metas for m in meas)
+        x = _fit(metas, pcounts, totals, penalty=FALLBACK_PENALTY / var)
+        col = x.sum(axis=0)
+        x = np.where(col > 0, x * (pcounts / np.where(col > 0, col, 1.0)), 1.0 / x.shape[0] * pcounts)
+        xi = _round(x, pcounts, totals)
+        log.append(f"{where}: {exc}; refitted with the parent sums as a penalty, then rescaled to the parent")
+        return xi
+    except TabreconError as exc2:
+        w = np.array([max(m[0][3].sum(), 0.0) for m in metas]) + 1e-9
+        log.append(f"{where}: {exc}; the penalised refit failed too ({exc2}); children got shares of the parent")
+        return _round(np.outer(w / w.sum(), pcounts), pcounts, None)
 
 
 def topdown(
@@ -311,15 +346,8 @@ def topdown(
             try:
                 x = _fit(metas, pcounts, totals)
                 xi = _round(x, pcounts, totals)
-            except (
-                TabreconError
-            ) as exc:  # fall back: split the parent by the children's noisy totals
-                fallbacks.append(
-                    f"{lv} under {p or 'root'}: {exc}; children got shares of the parent"
-                )
-                w = np.array([max(m[0][3].sum(), 0.0) for m in metas]) + 1e-9
-                x = np.outer(w / w.sum(), pcounts)
-                xi = _round(x, pcounts, None)
+            except TabreconError as exc:
+                xi = _fallback(metas, pcounts, totals, f"{lv} under {p or 'root'}", exc, fallbacks)
             for j, c in enumerate(kids):
                 nz = xi[j] > 0
                 new_est[cgeo[c]] = (support[nz], xi[j][nz])
