@@ -118,3 +118,27 @@ def test_block_accuracy_metrics(county):
     hi = block_accuracy(county, swap(county, "swap-hi", seed=1).records).row(0, named=True)
     assert hi["mae_block_total"] > 0 and hi["mean_l1_race_eth"] > 0
     assert same["bin"].to_list()[0] == "all" and same.height == 8
+
+
+def test_noisy_measurement_fit(county):
+    """At a huge budget the fit to the noisy measurements rebuilds the input exactly; at the DHC
+    budget it keeps the published block totals; malformed measurements are refused."""
+    import polars as pl
+
+    from tabrecon.attacks.noisy import reconstruct_from_measurements
+    from tabrecon.metrics.agreement import agree
+    from tabrecon.tables import tabulate
+
+    exact = topdown(county, uniform_config(1e6))
+    nr = reconstruct_from_measurements(exact.measurements, county.geoids)
+    assert agree(county, nr.records).exact == len(county) and not nr.failed
+    r = topdown(county, dhc2023_like())
+    g = tabulate(r.records).grids["block"]
+    totals = dict(zip(g.geoids.tolist(), g.col("P0010001").tolist(), strict=True))
+    nr = reconstruct_from_measurements(r.measurements, g.geoids, block_totals=totals)
+    got = np.bincount(nr.records.block, minlength=len(nr.records.geoids))
+    assert dict(zip(nr.records.geoids.tolist(), got.tolist(), strict=True)) == {k: v for k, v in totals.items()}
+    with pytest.raises(TabreconError, match="missing"):
+        reconstruct_from_measurements(r.measurements.drop("variance"), g.geoids)
+    with pytest.raises(TabreconError, match="unknown query"):
+        reconstruct_from_measurements(r.measurements.with_columns(pl.lit("ages").alias("query")), g.geoids)

@@ -283,6 +283,26 @@ class ChunkRunner:
         _atomic_parquet(rates, path)
         return rates, self.mark(stage, t0, info or {})
 
+    def noisy_attack(self, md, ts, meas: pl.DataFrame, prefix: str) -> dict:
+        """Fit records straight to TopDown's noisy measurements (with the published block totals) and
+        link them: counts to add up across chunks."""
+        from .attacks.noisy import reconstruct_from_measurements
+        from .attacks.reidentify import reidentify
+        from .metrics.agreement import agree
+
+        g = ts.grids["block"]
+        totals = dict(zip(g.geoids.tolist(), g.col("P0010001").tolist(), strict=True))
+        nr = reconstruct_from_measurements(meas, g.geoids, block_totals=totals)
+        a = agree(md, nr.records)
+        r = self.cfg.reidentify
+        res = reidentify(nr.records, md, r.attacker, ts, None, seed=self.seed, francis_threshold=r.francis_threshold)
+        rt = res.rates().filter(pl.col("source") == "attack")
+        out = {"nmf_exact": a.exact, "nmf_binned": a.binned, "nmf_failed_blocks": len(nr.failed)}
+        for grp in ("all", "nonmodal"):
+            row = rt.filter(pl.col("group") == grp).row(0, named=True)
+            out[f"nmf_{grp}_putative"], out[f"nmf_{grp}_confirmed"] = row["putative"], row["confirmed"]
+        return out
+
     def defense(self, md, spec: str):
         from .defenses.topdown import l1_by_level
         from .metrics.accuracy import block_accuracy
@@ -297,11 +317,14 @@ class ChunkRunner:
             self.skip(stage)
             return json.loads(path.read_text()), pl.read_parquet(self.dir / f"{prefix}reid_rates.parquet")
         t0 = time.perf_counter()
-        protected, dinfo = _defend(md, spec, self.seed)
+        protected, dinfo, meas = _defend(md, spec, self.seed)
         ts = tabulate(protected)
         rec, _ = self.reconstruct(ts, "block+tract", None, prefix)
         blocks, _ = self.certify(ts, rec, "block+tract", prefix) if self.cfg.certify.enabled else (None, None)
         rates, _ = self.reidentify(rec, md, ts, blocks, prefix)
+        nmf = {}
+        if meas is not None and self.cfg.defenses.noisy_measurement_attack:
+            nmf = self.noisy_attack(md, ts, meas, prefix)
         acc = block_accuracy(md, protected).row(0, named=True)
         l1 = l1_by_level(md, protected)
         row = {"defense": spec, "rho": dinfo.get("rho"), "epsilon": dinfo.get("epsilon_cks_delta_1e-10"),
@@ -311,7 +334,7 @@ class ChunkRunner:
                "majority_kept": (acc["majority_kept_pct"] or 0.0) * acc["majority_blocks"] / 100.0,
                **{f"l1_{k}": v for k, v in l1.items()},
                "certified_blocks": int((blocks["status"] == "unique").sum()) if blocks is not None else 0,
-               "info": dinfo}  # fmt: skip
+               **nmf, "info": dinfo}  # fmt: skip
         _atomic_write_json(path, row)
         self.mark(stage, t0, {"defense": spec})
         return row, rates
@@ -365,6 +388,11 @@ def _defense_table(rows: list[dict], rates: dict[str, pl.DataFrame]) -> pl.DataF
         row["majority_kept_pct"] = 100.0 * sum(r["majority_kept"] for r in rs) / mb if mb else float("nan")
         row["certified_blocks"] = sum(r["certified_blocks"] for r in rs)
         row["blocks"] = b
+        if all("nmf_exact" in r for r in rs):  # the attack on the noisy measurements themselves
+            row["nmf_agreement_binned_pct"] = 100.0 * sum(r["nmf_binned"] for r in rs) / n
+            for g in ("all", "nonmodal"):
+                put = sum(r[f"nmf_{g}_putative"] for r in rs)
+                row[f"nmf_{g}_precision"] = 100.0 * sum(r[f"nmf_{g}_confirmed"] for r in rs) / put if put else float("nan")
         pr = pct_rates(rates[spec]).filter(pl.col("bin") == "all")
         for g in ("all", "modal", "nonmodal", "certified_uniques"):
             for src in ("attack", "mdg", "prg"):

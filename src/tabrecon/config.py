@@ -6,7 +6,7 @@ A config file holds any of these sections (all optional; missing keys keep their
     [reconstruct] levels, solver, time_limit
     [certify]    enabled, distance
     [reidentify] attacker, francis_threshold
-    [defenses]   specs
+    [defenses]   specs, noisy_measurement_attack
     [report]     small_cell_threshold, title
 
 An unknown section or key, or a value of the wrong type or outside its allowed set, is an
@@ -58,6 +58,7 @@ class ReidentifyConfig:
 @dataclass(frozen=True)
 class DefensesConfig:
     specs: tuple[str, ...] = ("swap-lo", "dhc2023-like")
+    noisy_measurement_attack: bool = True  # also fit records to TopDown's noisy measurements
 
 
 @dataclass(frozen=True)

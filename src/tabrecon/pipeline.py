@@ -41,16 +41,17 @@ def run_demo(
 
 
 def _defend(md, spec: str, seed: int):
-    """Apply a defense named by ``spec``: none, swap-lo, swap-hi, dhc2023-like, rho=<x> (dhc shares)."""
+    """Apply a defense named by ``spec``: none, swap-lo, swap-hi, dhc2023-like, rho=<x> (dhc shares).
+    Returns (protected records, info, TopDown's noisy measurements or None)."""
     from .defenses.swapping import PRESETS, swap
     from .defenses.topdown import dhc2023_like, topdown
     from .errors import TabreconError
 
     if spec == "none":
-        return md, {"kind": "none"}
+        return md, {"kind": "none"}, None
     if spec in PRESETS:
         r = swap(md, spec, seed)
-        return r.records, {"kind": "swap", **r.summary()}
+        return r.records, {"kind": "swap", **r.summary()}, None
     if spec == "dhc2023-like" or spec.startswith("rho="):
         try:
             rho = 4.9622 if spec == "dhc2023-like" else float(spec[4:])
@@ -58,7 +59,7 @@ def _defend(md, spec: str, seed: int):
             raise TabreconError(f"defense {spec!r}: rho must be a number, e.g. rho=2.5") from None
         r = topdown(md, dhc2023_like(rho))
         return r.records, {"kind": "topdown", "rho": rho, **{k: v for k, v in r.privacy.items() if k != "levels"},
-                           "seconds_by_level": r.seconds_by_level, "fallbacks": r.fallbacks}  # fmt: skip
+                           "seconds_by_level": r.seconds_by_level, "fallbacks": r.fallbacks}, r.measurements  # fmt: skip
     raise TabreconError(
         f"unknown defense {spec!r}; use none, swap-lo, swap-hi, dhc2023-like or rho=<budget>"
     )
@@ -94,7 +95,7 @@ def run_tradeoff(truth, defenses: list[str], out: str | Path, seed: int = 0, res
             con.print(f"{spec}: done earlier, kept")
             continue
         t0 = time.perf_counter()
-        protected, info = _defend(truth, spec, seed)
+        protected, info, _ = _defend(truth, spec, seed)
         ts = tabulate(protected)
         rec = reconstruct(ts, "block+tract").records
         cert = certify(ts, rec, "block+tract").blocks

@@ -1,0 +1,139 @@
+"""Reconstruction straight from published noisy measurements (the TopDown noisy measurement file).
+
+Agencies now publish the noisy answers TopDown measured before post-processing. An attacker can fit
+person records to them directly instead of attacking the post-processed tables: for every block,
+integer counts x_t >= 0 of the person types the block's measurements cover, minimising the weighted
+least absolute deviation
+
+    sum over measured answers m of |sum_{t in group m} x_t - y_m| / sigma_m
+
+(a mixed-integer program per block, solved with HiGHS through ``scipy.optimize.milp``). A block whose
+parent had only that child was not measured itself (TopDown copies the parent); it is fitted to the
+nearest ancestor's measurements. The fitted counts become records (k of a type -> k records), ready
+for :func:`tabrecon.metrics.agreement.agree` and :func:`tabrecon.attacks.reidentify.reidentify`.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+import scipy.sparse as sp
+
+from ..defenses.topdown import _LEN, QUERIES
+from ..errors import TabreconError
+from ..schema import Microdata, decode_types
+
+_LEVEL_OF_LEN = {v: k for k, v in _LEN.items()}
+
+
+@dataclass
+class NoisyRecon:
+    records: Microdata
+    blocks: int
+    fitted_at: dict[str, int]  # how many blocks were fitted to measurements of each level
+    seconds: float
+    failed: list[str]  # blocks whose program failed (left empty), with the reason
+
+
+def fit_block(meas: pl.DataFrame, time_limit: float = 10.0, total: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Integer least-deviation fit of one geounit's measurements, optionally with its published total
+    held exactly; returns (types, counts)."""
+    from scipy.optimize import Bounds, LinearConstraint, milp
+
+    det = meas.filter(pl.col("query") == "detailed")
+    if det.is_empty():
+        raise TabreconError("no detailed query among the measurements: the support is unknown")
+    types = np.sort(det["group"].to_numpy())
+    rows, cols, ys, w = [], [], [], []
+    r = 0
+    for (q,), part in meas.group_by("query", maintain_order=True):
+        gid = QUERIES[q][types]
+        groups = part["group"].to_numpy()
+        pos = np.searchsorted(groups, gid) if np.all(np.diff(groups) >= 0) else None
+        if pos is None:
+            order = np.argsort(groups)
+            groups = groups[order]
+            part = part[order]
+            pos = np.searchsorted(groups, gid)
+        ok = (pos < groups.size) & (groups[np.minimum(pos, groups.size - 1)] == gid)
+        rows.append(r + pos[ok])
+        cols.append(np.flatnonzero(ok))
+        ys.append(part["noisy"].to_numpy().astype(float))
+        w.append(1.0 / np.sqrt(part["variance"].to_numpy()))
+        r += groups.size
+    A = sp.csr_matrix((np.ones(sum(c.size for c in cols)), (np.concatenate(rows), np.concatenate(cols))),
+                      shape=(r, types.size))  # fmt: skip
+    y, wt = np.concatenate(ys), np.concatenate(w)
+    n = types.size
+    # variables: x (n, integer), d+ (r), d- (r);  A x - d+ + d- = y
+    c = np.concatenate([np.zeros(n), wt, wt])
+    M = sp.hstack([A, -sp.identity(r), sp.identity(r)], format="csr")
+    integrality = np.concatenate([np.ones(n), np.zeros(2 * r)])
+    cons = [LinearConstraint(M, y, y)]
+    if total is not None:
+        cons.append(LinearConstraint(np.concatenate([np.ones(n), np.zeros(2 * r)])[None, :], total, total))
+    res = milp(c, constraints=cons, integrality=integrality,
+               bounds=Bounds(0, np.inf), options={"time_limit": time_limit})  # fmt: skip
+    if res.x is None:
+        raise TabreconError(f"least-deviation fit failed: {res.message}")
+    x = np.rint(res.x[:n]).astype(np.int64)
+    return types[x > 0], x[x > 0]
+
+
+def reconstruct_from_measurements(
+    measurements: pl.DataFrame,
+    blocks: list[str] | np.ndarray,
+    time_limit: float = 10.0,
+    block_totals: dict[str, int] | None = None,
+) -> NoisyRecon:
+    """Fit every block in ``blocks`` (15-digit geoids: the published geography) to its noisy
+    measurements (TopDown's frame: level, geoid, query, group, noisy, variance). With
+    ``block_totals`` (the published, post-processed block populations, P1) each fit keeps its
+    block's total exactly: the attacker holds both the measurements and the tables."""
+    t0 = time.perf_counter()
+    need = {"level", "geoid", "query", "group", "noisy", "variance"}
+    if not need <= set(measurements.columns):
+        raise TabreconError(f"the measurements need columns {sorted(need)}; missing {sorted(need - set(measurements.columns))}")
+    unknown = set(measurements["query"].unique().to_list()) - set(QUERIES)
+    if unknown:
+        raise TabreconError(f"unknown query name(s) in the measurements: {sorted(unknown)}")
+    blocks = np.asarray(sorted(blocks))
+    by_geo = {g: part for (g,), part in measurements.sort("query", "group").group_by("geoid")}
+    geo_out, types_out, counts_out, failed = [], [], [], []
+    fitted_at: dict[str, int] = {}
+    for bi, b in enumerate(blocks):
+        src = None
+        for n in (15, 12, 11, 5, 2, 0):  # the block, else the nearest measured ancestor
+            if b[:n] in by_geo:
+                src = b[:n]
+                break
+        if src is None:
+            failed.append(f"{b}: no measurements for it or any ancestor")
+            continue
+        try:
+            tot = None if block_totals is None else int(block_totals.get(b, 0))
+            if tot == 0:
+                fitted_at["empty (published total 0)"] = fitted_at.get("empty (published total 0)", 0) + 1
+                continue
+            t, k = fit_block(by_geo[src], time_limit, tot)
+        except TabreconError as exc:
+            failed.append(f"{b}: {exc}")
+            continue
+        lv = _LEVEL_OF_LEN[len(src)]
+        fitted_at[lv] = fitted_at.get(lv, 0) + 1
+        geo_out.append(np.full(t.size, bi))
+        types_out.append(t)
+        counts_out.append(k)
+    if not geo_out:
+        raise TabreconError("no block could be fitted: " + "; ".join(failed[:3]))
+    g = np.concatenate(geo_out)
+    t = np.concatenate(types_out)
+    k = np.concatenate(counts_out)
+    idx = np.repeat(np.arange(g.size), k)
+    sex, age, race, hisp = decode_types(t[idx])
+    md = Microdata(blocks, g[idx].astype(np.int32), sex, age, race, hisp, source="noisy-measurement fit")
+    md = md.take(np.arange(len(md)))
+    return NoisyRecon(md, len(blocks), fitted_at, time.perf_counter() - t0, failed)
