@@ -303,3 +303,20 @@ def test_real_sample_audit_equals_the_individual_steps(real_path, real_md, real_
         for g in ("all", "nonmodal", "certified_uniques"):
             assert s["reidentification"][src][g]["confirmed"] == direct[src][g]["confirmed"], (src, g)
     assert s["reidentification"]["attack"]["nonmodal"]["precision_pct"] > 80
+
+
+def test_a_bad_county_is_reported_and_the_others_go_on(tmp_path):
+    p, mds = two_county_file(tmp_path)
+    lines = p.read_text().splitlines()
+    header = lines[0].split(",")
+    j = next(i for i, x in enumerate(lines) if x.startswith("99003"))  # first row of the second county
+    row = lines[j].split(",")
+    row[header.index("age")] = "abc"
+    lines[j] = ",".join(row)
+    p.write_text("\n".join(lines) + "\n")
+    res = audit(p, tmp_path / "out", cfg(run={"chunk_persons": 2000}), show_progress=False)
+    s = res.summary
+    assert s["persons"] == len(mds[0])  # the good county is audited
+    assert len(s["failures"]) == 1 and f"line {j + 1}" in s["failures"][0] and "chunk-001" in s["failures"][0]
+    assert "age" in s["failures"][0] and "abc" in s["failures"][0]
+    assert "chunk-001" in (tmp_path / "out" / "report.html").read_text()

@@ -455,7 +455,6 @@ def audit(
 
     from .report.html import write_audit_report
     from .runner import execution
-    from .schema import read_microdata
 
     cfg = cfg or AuditConfig()
     con = console or Console(stderr=True)
@@ -508,56 +507,39 @@ def audit(
     failures: list[str] = []
     attacker_reports: list[dict] = []
     rich_level = "block+tract" if "block+tract" in cfg.reconstruct.levels else cfg.reconstruct.levels[0]
+    chunk_errors: list[BaseException] = []
     with execution(cfg.run.scheduler, cfg.run.retries), prog:
         for ch in chunks:
             cr = ChunkRunner(cfg, ch, work, resume, log, con, progress, on_stage)
             nc = len(ch.counties)
             where = f"{nc} count{'y' if nc == 1 else 'ies'}, {ch.persons:,} persons" if nc else "all"
             prog.update(overall, description=f"audit {ch.name} ({where})")
-            t0 = time.perf_counter()
-            md = None
-            if md_path is not None:
-                md = read_microdata(md_path, counties=ch.counties) if ch.counties else read_microdata(md_path)
-                log.add("read", time.perf_counter() - t0)
-                if given is not None:
-                    check_same_geography(md, given, md_path, ts_path)
-                facts["persons"] += len(md)
-            ts, tinfo = cr.tabulate(md, given)
-            for k in ("table_values", "identity_checks", "identity_violations", "tracts", "blocks"):
-                facts[k] += tinfo[k]
-            if md is None:
-                facts["persons"] += int(ts.grids["block"].col("P0010001").sum()) if "block" in ts.grids else 0
-            recons = {}
-            for lv in cfg.reconstruct.levels:
-                recons[lv], rinfo = cr.reconstruct(ts, lv, md)
-                failures += [f"{ch.name} reconstruct {lv}: {f}" for f in rinfo.get("failures", [])]
-                if md is not None:
-                    agree_frames[lv].append(pl.read_parquet(cr.dir / f"agree_{lv.replace('+', '_')}.parquet"))
-            blocks = None
-            if cfg.certify.enabled:
-                blocks, cinfo = cr.certify(ts, recons[rich_level], rich_level)
-                failures += [f"{ch.name} certify: tract {t} failed" for t in cinfo.get("failed_tracts", [])]
-                blocks_frames.append(blocks)
-            if md is None:
-                from .attacks.certify import uniqueness_flags
-
-                if blocks is not None:
-                    fl = uniqueness_flags(recons[rich_level], blocks)
-                    facts["recon_records"] += fl.height
-                    facts["recon_bsab_unique"] += int((fl["bsab_unique"] == 1).sum())
-                    facts["recon_certified_unique"] += int((fl["certified"] & (fl["bsab_unique"] == 1)).sum())
+            try:
+                part = _run_chunk(cr, cfg, md_path, ts_path, given, rich_level, log)
+            except MismatchError:
+                raise
+            except Exception as exc:  # this chunk is lost and reported; the others go on
+                chunk_errors.append(exc)
+                failures.append(f"{ch.name} ({where}): {type(exc).__name__}: {exc}")
+                con.print(f"[red]{ch.name} failed:[/red] {exc}")
                 continue
-            rates, rinfo = cr.reidentify(recons[rich_level], md, ts, blocks)
-            rates_frames.append(rates)
-            hist += pl.read_parquet(cr.dir / "precision_hist.parquet").select(PREC_SOURCES).to_numpy()
-            for k in ("recon_records", "recon_bsab_unique", "recon_certified_unique"):
-                facts[k] += rinfo.get(k, 0)
-            attacker_reports.append(rinfo.get("attacker", {}))
-            for spec in cfg.defenses.specs:
-                row, drates = cr.defense(md, spec)
+            for k, v in part["facts"].items():
+                facts[k] += v
+            failures += part["failures"]
+            for lv, f in part["agree"].items():
+                agree_frames[lv].append(f)
+            if part["blocks"] is not None:
+                blocks_frames.append(part["blocks"])
+            if part["rates"] is not None:
+                rates_frames.append(part["rates"])
+                hist += part["hist"]
+                attacker_reports.append(part["attacker"])
+            for row, drates in part["defenses"]:
                 def_rows.append(row)
-                def_rates.setdefault(spec, []).append(drates)
-            del md, ts, recons
+                def_rates.setdefault(row["defense"], []).append(drates)
+    if len(chunk_errors) == len(chunks):  # nothing to report on: the first error is the answer
+        err0 = chunk_errors[0]
+        raise err0 if isinstance(err0, TabreconError) else TabreconError(f"every chunk failed; first: {failures[0]}")
     # ---- aggregate --------------------------------------------------------------------------------
     t_agg = time.perf_counter()
     from .attacks.certify import cumulative_solvar, solvar_table, zero_share_by_size
@@ -595,6 +577,58 @@ def audit(
     _atomic_write_json(out / "summary.json", summary)
     report = write_audit_report(out, summary, frames, cfg)
     return AuditResult(out, summary, report)
+
+
+def _run_chunk(cr: ChunkRunner, cfg: AuditConfig, md_path, ts_path, given, rich_level: str, log: StageLog) -> dict:
+    """Every stage of one chunk; returns its summable aggregates (nothing is merged until it is done)."""
+    from .schema import read_microdata
+
+    ch = cr.chunk
+    facts = dict.fromkeys(("persons", "blocks", "tracts", "table_values", "identity_checks", "identity_violations",
+                           "recon_records", "recon_bsab_unique", "recon_certified_unique"), 0)  # fmt: skip
+    out: dict[str, Any] = {"facts": facts, "failures": [], "agree": {}, "blocks": None, "rates": None,
+                           "hist": None, "attacker": None, "defenses": []}  # fmt: skip
+    t0 = time.perf_counter()
+    md = None
+    if md_path is not None:
+        md = read_microdata(md_path, counties=ch.counties) if ch.counties else read_microdata(md_path)
+        log.add("read", time.perf_counter() - t0)
+        if given is not None:
+            check_same_geography(md, given, md_path, ts_path)
+        facts["persons"] += len(md)
+    ts, tinfo = cr.tabulate(md, given)
+    for k in ("table_values", "identity_checks", "identity_violations", "tracts", "blocks"):
+        facts[k] += tinfo[k]
+    if md is None:
+        facts["persons"] += int(ts.grids["block"].col("P0010001").sum()) if "block" in ts.grids else 0
+    recons = {}
+    for lv in cfg.reconstruct.levels:
+        recons[lv], rinfo = cr.reconstruct(ts, lv, md)
+        out["failures"] += [f"{ch.name} reconstruct {lv}: {f}" for f in rinfo.get("failures", [])]
+        if md is not None:
+            out["agree"][lv] = pl.read_parquet(cr.dir / f"agree_{lv.replace('+', '_')}.parquet")
+    blocks = None
+    if cfg.certify.enabled:
+        blocks, cinfo = cr.certify(ts, recons[rich_level], rich_level)
+        out["failures"] += [f"{ch.name} certify: tract {t} failed" for t in cinfo.get("failed_tracts", [])]
+        out["blocks"] = blocks
+    if md is None:
+        from .attacks.certify import uniqueness_flags
+
+        if blocks is not None:
+            fl = uniqueness_flags(recons[rich_level], blocks)
+            facts["recon_records"] += fl.height
+            facts["recon_bsab_unique"] += int((fl["bsab_unique"] == 1).sum())
+            facts["recon_certified_unique"] += int((fl["certified"] & (fl["bsab_unique"] == 1)).sum())
+        return out
+    out["rates"], rinfo = cr.reidentify(recons[rich_level], md, ts, blocks)
+    out["hist"] = pl.read_parquet(cr.dir / "precision_hist.parquet").select(PREC_SOURCES).to_numpy()
+    for k in ("recon_records", "recon_bsab_unique", "recon_certified_unique"):
+        facts[k] += rinfo.get(k, 0)
+    out["attacker"] = rinfo.get("attacker", {})
+    for spec in cfg.defenses.specs:
+        out["defenses"].append(cr.defense(md, spec))
+    return out
 
 
 def _summary(cfg, frames, facts, blocks_frames, cum, chunks, failures, attacker_reports, md_path, ts_path) -> dict:
