@@ -171,6 +171,14 @@ class ChunkRunner:
                 return None
         return None
 
+    def resumed(self, stage: str, path: Path, load: Callable[[Path], Any]) -> tuple[Any, dict] | None:
+        """(the stage's output, its info) when an earlier run finished it and ``resume`` is on."""
+        info = self.done(stage)
+        if info is None or not path.exists():
+            return None
+        self.skip(stage)
+        return load(path), info
+
     def skip(self, stage: str) -> None:
         """A stage finished by an earlier run: kept, counted as resumed."""
         self.log.resumed.append(f"{self.chunk.name}/{stage}")
@@ -197,10 +205,8 @@ class ChunkRunner:
         from .tables import check_consistency, read_tables, tabulate, write_tables
 
         path = self.dir / "tables.parquet"
-        info = self.done("tabulate")
-        if info is not None and path.exists():
-            self.skip("tabulate")
-            return read_tables(path), info
+        if (hit := self.resumed("tabulate", path, read_tables)) is not None:
+            return hit
         t0 = time.perf_counter()
         ts = given if given is not None else tabulate(md)
         rep = check_consistency(ts)
@@ -218,10 +224,8 @@ class ChunkRunner:
 
         stage = f"{prefix}reconstruct:{level}"
         path = self.dir / f"{prefix}recon_{level.replace('+', '_')}.parquet"
-        info = self.done(stage)
-        if info is not None and path.exists():
-            self.skip(stage)
-            return read_microdata(path), info
+        if (hit := self.resumed(stage, path, read_microdata)) is not None:
+            return hit
         t0 = time.perf_counter()
         tick = self.progress(f"{self.chunk.name} {prefix}reconstruct {level}", len(ts.tracts()))
         run = reconstruct(ts, level, self.opts(), workers=self.cfg.run.workers, out=path, resume=self.resume,
@@ -241,10 +245,8 @@ class ChunkRunner:
 
         stage = f"{prefix}certify"
         path = self.dir / f"{prefix}solvar.parquet"
-        info = self.done(stage)
-        if info is not None and path.exists():
-            self.skip(stage)
-            return pl.read_parquet(path), info
+        if (hit := self.resumed(stage, path, pl.read_parquet)) is not None:
+            return hit
         t0 = time.perf_counter()
         tick = self.progress(f"{self.chunk.name} {prefix}certify", len(ts.tracts()))
         run = certify(ts, recon, level, self.opts(), workers=self.cfg.run.workers, out=path, resume=self.resume,
@@ -261,14 +263,13 @@ class ChunkRunner:
 
         stage = f"{prefix}reidentify"
         path = self.dir / f"{prefix}reid_rates.parquet"
-        info = self.done(stage)
-        if info is not None and path.exists():
-            self.skip(stage)
-            return pl.read_parquet(path), info
+        if (hit := self.resumed(stage, path, pl.read_parquet)) is not None:
+            return hit
         t0 = time.perf_counter()
         r = self.cfg.reidentify
         res = reidentify(recon, md, r.attacker, ts, blocks, seed=self.seed, francis_threshold=r.francis_threshold)
         rates = res.rates(by_bin=True).select("group", "bin", "source", "attacker_records", "putative", "confirmed")
+        info: dict = {}
         if not prefix:
             hist = {s: _hist(_per_person_precision(res, s)) for s in PREC_SOURCES[:-1]}
             hist["francis"] = _hist(res.francis["precision"].to_numpy())
@@ -281,7 +282,7 @@ class ChunkRunner:
                     "recon_records": flags.height, "recon_bsab_unique": int((flags["bsab_unique"] == 1).sum()),
                     "recon_certified_unique": int((flags["certified"] & (flags["bsab_unique"] == 1)).sum())}  # fmt: skip
         _atomic_parquet(rates, path)
-        return rates, self.mark(stage, t0, info or {})
+        return rates, self.mark(stage, t0, info)
 
     def noisy_attack(self, md, ts, meas: pl.DataFrame, prefix: str) -> dict:
         """Fit records straight to TopDown's noisy measurements (with the published block totals) and
