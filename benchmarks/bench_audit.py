@@ -5,7 +5,9 @@ Run: python benchmarks/bench_audit.py [--persons 2000000] [--counties 20] [--chu
 A state of ``--counties`` synthetic counties (``--persons`` in all) is written to one Parquet file and
 audited twice with the same configuration -- block+tract reconstruction, certification and
 reidentification (no defenses: their cost is a rerun of the same attack per defense, measured in
-bench_topdown) -- once with a local process pool of 2 workers and once through a Dask LocalCluster
+bench_topdown; certification proves which blocks are unique, and with ``--distance`` also measures
+each varying block's solution variability, which costs about twelve times as much on synthetic
+data) -- once with a local process pool of 2 workers and once through a Dask LocalCluster
 of 2 single-threaded worker processes started here. Each audit runs as its own `tabrecon audit`
 process; a sampler reads the resident memory of that process, its children and the Dask workers
 every 0.5 s. Printed: time per stage, total, peak memory, and the ratios of the two runs.
@@ -91,6 +93,8 @@ def main() -> None:
     ap.add_argument("--chunk-persons", type=int, default=500_000)
     ap.add_argument("--dir", type=Path, default=Path("bench-audit"))
     ap.add_argument("--only", choices=["local", "dask", "both"], default="both")
+    ap.add_argument("--distance", action="store_true",
+                    help="also measure each varying block's solution variability (about 12x the certification time)")
     a = ap.parse_args()
     a.dir.mkdir(parents=True, exist_ok=True)
     src = a.dir / "state.parquet"
@@ -103,7 +107,9 @@ def main() -> None:
     print(f"synthetic state: {n:,} persons in {a.counties} counties ({time.perf_counter() - t0:.0f} s to make or read)")
     (a.dir / "bench.toml").write_text(
         f'[run]\nworkers = 2\nchunk_persons = {a.chunk_persons}\n[reconstruct]\nlevels = ["block+tract"]\n'
+        f"[certify]\ndistance = {'true' if a.distance else 'false'}\n"
     )
+    print(f"certification: uniqueness proofs{' and solution-variability distances' if a.distance else ' only (no --distance)'}")
     runs = {}
     if a.only in ("local", "both"):
         runs["local pool (2 processes)"] = run_audit(src, a.dir / "local", [], [])
