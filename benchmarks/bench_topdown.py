@@ -1,6 +1,6 @@
 """TopDown end to end: time per level, noise draws and peak memory, on the real sample and a synthetic county.
 
-Run: python benchmarks/bench_topdown.py [--synthetic 100000]
+Run: python benchmarks/bench_topdown.py [--synthetic 100000] [--workers 1 2] [--no-real]
 """
 
 from __future__ import annotations
@@ -12,33 +12,39 @@ import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 
-from common import REAL, machine, peak_rss_mib  # noqa: E402
+from common import REAL, children_peak_rss_mib, machine, peak_rss_mib  # noqa: E402
 
 from tabrecon.defenses.topdown import dhc2023_like, topdown, tvd_by_level  # noqa: E402
 from tabrecon.schema import read_microdata  # noqa: E402
 from tabrecon.synth import SynthConfig, synthesize  # noqa: E402
 
 
-def run(label: str, md) -> None:
+def run(label: str, md, workers: int = 1) -> None:
     t = time.perf_counter()
-    r = topdown(md, dhc2023_like())
+    r = topdown(md, dhc2023_like(), workers=workers)
     el = time.perf_counter() - t
     levels = ", ".join(f"{k} {v:.1f} s" for k, v in r.seconds_by_level.items())
     tvd = ", ".join(f"{k} {v:.3f}" for k, v in tvd_by_level(md, r.records).items())
-    print(f"{label}: {len(md):,} persons, {el:.1f} s ({len(md) / el:,.0f} persons/s), {r.draws:,} exact draws; "
+    print(f"{label} ({workers} worker{'s' if workers > 1 else ''}): {len(md):,} persons, {el:.1f} s ({len(md) / el:,.0f} persons/s), {r.draws:,} exact draws; "
           f"per level: {levels}; TVD: {tvd}; fallbacks {len(r.fallbacks)}", flush=True)  # fmt: skip
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--synthetic", type=int, default=100_000)
+    ap.add_argument("--workers", type=int, nargs="+", default=[1, 2], help="runs with each worker count")
+    ap.add_argument("--no-real", action="store_true")
     args = ap.parse_args()
     print(f"# TopDown benchmark (dhc2023-like, rho 4.9622) -- {machine()}")
-    if REAL.exists():
-        run("real sample", read_microdata(REAL))
+    if REAL.exists() and not args.no_real:
+        real = read_microdata(REAL)
+        for w in args.workers:
+            run("real sample", real, w)
     if args.synthetic:
-        run("synthetic county", synthesize(SynthConfig(persons=args.synthetic), seed=9))
-    print(f"peak memory: {peak_rss_mib():,.0f} MiB")
+        syn = synthesize(SynthConfig(persons=args.synthetic), seed=9)
+        for w in args.workers:
+            run("synthetic county", syn, w)
+    print(f"peak memory: {peak_rss_mib():,.0f} MiB main process, {children_peak_rss_mib():,.0f} MiB largest worker")
 
 
 if __name__ == "__main__":

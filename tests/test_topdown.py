@@ -142,3 +142,10 @@ def test_noisy_measurement_fit(county):
         reconstruct_from_measurements(r.measurements.drop("variance"), g.geoids)
     with pytest.raises(TabreconError, match="unknown query"):
         reconstruct_from_measurements(r.measurements.with_columns(pl.lit("ages").alias("query")), g.geoids)
+
+
+def test_parents_in_parallel_keep_the_invariants(county):
+    """Two worker processes share each level's parents: same invariants, same exactness at a huge budget."""
+    r = topdown(county, uniform_config(1e6), workers=2)
+    assert len(r.records) == len(county) and not r.fallbacks
+    assert min(tvd_by_level(county, r.records).values()) >= 0.999

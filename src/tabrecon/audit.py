@@ -318,7 +318,7 @@ class ChunkRunner:
             self.skip(stage)
             return json.loads(path.read_text()), pl.read_parquet(self.dir / f"{prefix}reid_rates.parquet")
         t0 = time.perf_counter()
-        protected, dinfo, meas = _defend(md, spec, self.seed)
+        protected, dinfo, meas = _defend(md, spec, self.seed, self.cfg.run.workers)
         ts = tabulate(protected)
         rec, _ = self.reconstruct(ts, "block+tract", None, prefix)
         blocks, _ = self.certify(ts, rec, "block+tract", prefix) if self.cfg.certify.enabled else (None, None)

@@ -663,6 +663,7 @@ def topdown(
     out: Annotated[Path, typer.Option("--out", "-o", help="Protected person file (the MDF)")] = Path("protected.parquet"),
     preset: Annotated[str, typer.Option(help="dhc2023-like (level shares of the 2023 DHC) or uniform")] = "dhc2023-like",
     rho: Annotated[float, typer.Option(help="Total zCDP budget")] = 4.9622,
+    workers: Annotated[int, typer.Option(help="Processes sharing the parents of each level")] = 1,
 ) -> None:
     """Protect person records with TopDown (zCDP, exact discrete Gaussian noise, top-down NNLS + rounding)."""
     from .defenses.topdown import dhc2023_like, tvd_by_level, uniform_config
@@ -676,7 +677,9 @@ def topdown(
     md = read_microdata(microdata)
     cfg = dhc2023_like(rho) if preset == "dhc2023-like" else uniform_config(rho)
     t0 = time.perf_counter()
-    res = _topdown(md, cfg, progress=lambda lv: err.print(f"[dim]topdown: {lv} done[/dim]"))
+    if workers < 1:
+        raise TabreconError(f"--workers must be >= 1 (got {workers})")
+    res = _topdown(md, cfg, progress=lambda lv: err.print(f"[dim]topdown: {lv} done[/dim]"), workers=workers)
     write_microdata(res.records, out)
     stem = str(out).rsplit(".", 1)[0]
     res.measurements.write_parquet(f"{stem}_measurements.parquet")

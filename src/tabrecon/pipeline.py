@@ -40,7 +40,7 @@ def run_demo(
                  command=f"tabrecon demo --out {out} --persons {persons} --seed {seed}")  # fmt: skip
 
 
-def _defend(md, spec: str, seed: int):
+def _defend(md, spec: str, seed: int, workers: int = 1):
     """Apply a defense named by ``spec``: none, swap-lo, swap-hi, dhc2023-like, rho=<x> (dhc shares).
     Returns (protected records, info, TopDown's noisy measurements or None)."""
     from .defenses.swapping import PRESETS, swap
@@ -57,7 +57,7 @@ def _defend(md, spec: str, seed: int):
             rho = 4.9622 if spec == "dhc2023-like" else float(spec[4:])
         except ValueError:
             raise TabreconError(f"defense {spec!r}: rho must be a number, e.g. rho=2.5") from None
-        r = topdown(md, dhc2023_like(rho))
+        r = topdown(md, dhc2023_like(rho), workers=workers)
         return r.records, {"kind": "topdown", "rho": rho, **{k: v for k, v in r.privacy.items() if k != "levels"},
                            "seconds_by_level": r.seconds_by_level, "fallbacks": r.fallbacks}, r.measurements  # fmt: skip
     raise TabreconError(

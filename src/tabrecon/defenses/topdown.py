@@ -150,6 +150,10 @@ def _measure(
     return out
 
 
+#: Clarabel's stopping tolerances for the fits: the rounding that follows needs ~1e-4, not 1e-8
+FIT_TOL = 1e-6
+
+
 def _fit(
     children_meas: list[list[tuple]],
     parent: np.ndarray,
@@ -157,9 +161,11 @@ def _fit(
     penalty: float | None = None,
 ) -> np.ndarray:
     """Weighted NNLS of all children jointly: sum over children = parent (cell by cell); optional
-    fixed child totals. Variables x (children x cells); auxiliary r = A x - y per answer. With
-    ``penalty`` the parent sums are not equalities but a term ``penalty * ||sum_c x_c - parent||^2``
-    (the fallback when the exact problem fails); the caller then rescales to the parent."""
+    fixed child totals. Variables x (children x cells). An answer that covers one cell (the detailed
+    query) enters the objective directly, w (x - y)^2; every other answer gets an auxiliary
+    r = A x - y (never the normal matrix). With ``penalty`` the parent sums are not equalities but a
+    term ``penalty * ||sum_c x_c - parent||^2`` (the fallback when the exact problem fails); the
+    caller then rescales to the parent."""
     import clarabel
 
     C, S = len(children_meas), parent.size
@@ -167,12 +173,18 @@ def _fit(
     # parent cells: sum_c x[c, k] = parent[k]
     Apar = sp.hstack([sp.identity(S, format="csr")] * C, format="csr")
     blocks, weights, ys = [], [], []
+    pdiag = np.zeros(nx)  # direct terms: sum w (x_i - y_i)^2 = x' diag(w) x - 2 (w y)' x + const
+    lin = np.zeros(nx)
     if penalty is not None:  # the parent as one more (very precise) measurement of all children
         blocks.append((-1, Apar))
         weights.append(np.full(S, float(penalty)))
         ys.append(parent.astype(float))
     for c, meas in enumerate(children_meas):
         for _q, groups, inv, noisy, var in meas:
+            if groups.size == S and np.array_equal(inv, np.arange(S)):  # one answer per cell
+                pdiag[c * S : (c + 1) * S] += 1.0 / var
+                lin[c * S : (c + 1) * S] -= np.asarray(noisy, dtype=float) / var
+                continue
             A = sp.csr_matrix((np.ones(S), (inv, np.arange(S))), shape=(groups.size, S))
             blocks.append((c, A))
             weights.append(np.full(groups.size, 1.0 / var))
@@ -202,14 +214,16 @@ def _fit(
         Aeq = sp.vstack([Aeq, sp.hstack([T, sp.csr_matrix((C, nr))])], format="csc")
         beq = np.concatenate([beq, totals.astype(float)])
     w = np.concatenate(weights) if weights else np.zeros(0)
-    P = sp.block_diag([sp.csc_matrix((nx, nx)), sp.diags(w)], format="csc")
-    q = np.zeros(nx + nr)
+    P = sp.diags(np.concatenate([pdiag, w]), format="csc")
+    q = np.concatenate([lin, np.zeros(nr)])
     G = sp.hstack([-sp.identity(nx), sp.csr_matrix((nx, nr))], format="csc")
     A = sp.vstack([Aeq, G], format="csc")
     b = np.concatenate([beq, np.zeros(nx)])
     cones = [clarabel.ZeroConeT(Aeq.shape[0]), clarabel.NonnegativeConeT(nx)]
     st = clarabel.DefaultSettings()
     st.verbose = False
+    st.tol_gap_abs = st.tol_gap_rel = st.tol_feas = FIT_TOL
+    st.max_threads = 1
     sol = clarabel.DefaultSolver(P, q, A, b, cones, st).solve()
     if str(sol.status) not in ("Solved", "AlmostSolved"):
         raise TabreconError(f"least-squares step failed: {sol.status}")
@@ -280,11 +294,50 @@ def _fallback(metas, pcounts, totals, where: str, exc: Exception, log: list[str]
         return _round(np.outer(w / w.sum(), pcounts), pcounts, None)
 
 
+def _parents_job(args: tuple) -> list[tuple]:
+    """Measure, fit and round the children of a batch of parents (runs in a worker process)."""
+    cfg, lv, items = args
+    out = []
+    for p, kids, support, pcounts, sub, totals in items:
+        metas = _measure(cfg, lv, list(sub), support)
+        nd = sum(m[1].size for meas in metas for m in meas)
+        fb: list[str] = []
+        try:
+            x = _fit(metas, pcounts, totals)
+            xi = _round(x, pcounts, totals)
+        except TabreconError as exc:
+            xi = _fallback(metas, pcounts, totals, f"{lv} under {p or 'root'}", exc, fb)
+        out.append((p, kids, support, xi, metas, nd, fb))
+    return out
+
+
+def _run_parents(cfg: TopDownConfig, lv: str, jobs: list[tuple], workers: int):
+    """Every parent's job, in this process or spread over ``workers`` processes in batches of
+    similar size (the parents are independent given the level above)."""
+    if workers <= 1 or len(jobs) < 2 * workers:
+        yield from _parents_job((cfg, lv, jobs))
+        return
+    from concurrent.futures import ProcessPoolExecutor
+
+    cost = np.array([j[4].size for j in jobs], dtype=float)
+    nb = min(len(jobs), workers * 8)
+    edges = np.searchsorted(np.cumsum(cost), np.linspace(0, cost.sum(), nb + 1)[1:-1])
+    batches = [b for b in np.split(np.arange(len(jobs)), edges) if b.size]
+    with ProcessPoolExecutor(max_workers=workers) as ex:
+        for res in ex.map(_parents_job, [(cfg, lv, [jobs[i] for i in b]) for b in batches]):
+            yield from res
+
+
 def topdown(
-    md: Microdata, config: TopDownConfig, seed: int | None = None, progress=None
+    md: Microdata,
+    config: TopDownConfig,
+    seed: int | None = None,
+    progress=None,
+    workers: int = 1,
 ) -> TopDownResult:
     """Protect ``md`` with TopDown (see module docstring). ``seed`` is unused for the noise, which comes
-    from OpenDP's cryptographic sampler (a release must not be reproducible from a seed)."""
+    from OpenDP's cryptographic sampler (a release must not be reproducible from a seed). ``workers``
+    processes share the parents of each level."""
     if not len(md):
         raise TabreconError("no person records to protect")
     states = np.unique([g[:2] for g in md.geoids])
@@ -331,24 +384,22 @@ def topdown(
         plen = _LEN[parent_lv]
         parent_of = np.array([g[:plen] for g in cgeo]) if plen else np.full(len(cgeo), "")
         new_est: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-        for p in np.unique(parent_of):
-            kids = np.flatnonzero(parent_of == p)
+        jobs = []
+        pu, start, count = np.unique(parent_of, return_index=True, return_counts=True)  # cgeo is sorted
+        for p, a, n in zip(pu, start, count, strict=True):
+            kids = np.arange(a, a + n)
             support, pcounts = est[p]
-            if len(kids) == 1:  # a single child copies its parent (no budget spent)
-                new_est[cgeo[kids[0]]] = (support, pcounts)
+            if n == 1:  # a single child copies its parent (no budget spent)
+                new_est[cgeo[a]] = (support, pcounts)
                 continue
-            trues = [np.asarray(cH[c][:, support].todense()).ravel() for c in kids]
-            metas = _measure(cfg, lv, trues, support)
-            for c, meas in zip(kids, metas, strict=True):
-                draws += sum(m[1].size for m in meas)
-                meas_rows.append(_meas_frame(lv, cgeo[c], meas))
+            sub = cH[a : a + n][:, support].toarray()
             totals = np.array([state_tot[cgeo[c]] for c in kids]) if lv == "state" else None
-            try:
-                x = _fit(metas, pcounts, totals)
-                xi = _round(x, pcounts, totals)
-            except TabreconError as exc:
-                xi = _fallback(metas, pcounts, totals, f"{lv} under {p or 'root'}", exc, fallbacks)
-            for j, c in enumerate(kids):
+            jobs.append((str(p), kids, support, pcounts, sub, totals))
+        for _p, kids, support, xi, metas, nd, fb in _run_parents(cfg, lv, jobs, workers):
+            draws += nd
+            fallbacks += fb
+            for j, (c, meas) in enumerate(zip(kids, metas, strict=True)):
+                meas_rows.append(_meas_frame(lv, cgeo[c], meas))
                 nz = xi[j] > 0
                 new_est[cgeo[c]] = (support[nz], xi[j][nz])
         est = new_est
@@ -411,6 +462,7 @@ def _fit_root(meas: list[tuple], total: int) -> np.ndarray:
     G = sp.hstack([-sp.identity(S), sp.csr_matrix((S, nr))], format="csc")
     st = clarabel.DefaultSettings()
     st.verbose = False
+    st.max_threads = 1  # no solver threads: a process pool forks after this
     sol = clarabel.DefaultSolver(P, np.zeros(S + nr), sp.vstack([Aeq, G], format="csc"),
                                  np.concatenate([beq, np.zeros(S)]),
                                  [clarabel.ZeroConeT(Aeq.shape[0]), clarabel.NonnegativeConeT(S)], st).solve()  # fmt: skip
