@@ -551,8 +551,8 @@ def audit(
     for lv, fs in agree_frames.items():
         if fs:
             frames[f"agreement_{lv.replace('+', '_')}"] = _agree_table(fs)
-    if blocks_frames:
-        allb = pl.concat(blocks_frames)
+    allb = pl.concat(blocks_frames) if blocks_frames else None
+    if allb is not None:
         frames["solvar_cdf"] = solvar_table(allb)
         frames["solvar_zero_by_block_size"] = zero_share_by_size(allb)
         cum = cumulative_solvar(allb)
@@ -568,7 +568,7 @@ def audit(
     for name, df in frames.items():
         df.write_csv(res / f"{name}.csv")
     log.add("aggregate", time.perf_counter() - t_agg)
-    summary = _summary(cfg, frames, facts, blocks_frames, cum if blocks_frames else None, chunks, failures,
+    summary = _summary(cfg, frames, facts, allb, cum if allb is not None else None, chunks, failures,
                        attacker_reports, md_path, ts_path)  # fmt: skip
     summary["timings_s"] = {**log.seconds, "total": round(time.perf_counter() - t_start, 2)}
     summary["resumed_stages"] = log.resumed
@@ -632,7 +632,7 @@ def _run_chunk(cr: ChunkRunner, cfg: AuditConfig, md_path, ts_path, given, rich_
     return out
 
 
-def _summary(cfg, frames, facts, blocks_frames, cum, chunks, failures, attacker_reports, md_path, ts_path) -> dict:
+def _summary(cfg, frames, facts, allb, cum, chunks, failures, attacker_reports, md_path, ts_path) -> dict:
     s: dict[str, Any] = {
         "input": {"microdata": str(md_path) if md_path else None, "tables": str(ts_path) if ts_path else None},
         "chunks": [{"name": c.name, "counties": len(c.counties), "persons": c.persons} for c in chunks],
@@ -645,8 +645,7 @@ def _summary(cfg, frames, facts, blocks_frames, cum, chunks, failures, attacker_
         if f is not None:
             r = f.row(0, named=True)
             s[f"agreement_{lv}"] = {"exact_pct": r["exact_pct"], "binned_pct": r["binned_pct"], "persons": r["persons"]}
-    if blocks_frames:
-        allb = pl.concat(blocks_frames)
+    if allb is not None:
         inh = allb.filter(pl.col("persons") > 0)
         uniq = inh.filter(pl.col("status") == "unique")
         s["certify"] = {"level": "block+tract" if "block+tract" in cfg.reconstruct.levels else cfg.reconstruct.levels[0],
