@@ -467,6 +467,10 @@ def audit(
     for p in (md_path, ts_path):
         if p is not None and not p.exists():
             raise TabreconError(f"{p}: file not found")
+    if cfg.run.scheduler:  # fail at once, not once per chunk, when the cluster is unreachable
+        from .runner import dask_client
+
+        dask_client(cfg.run.scheduler)
     work = out / "work"
     if work.exists() and not resume:
         shutil.rmtree(work)
