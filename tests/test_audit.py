@@ -226,9 +226,6 @@ def test_killed_run_resumes_without_losing_finished_units(tmp_path):
     assert s["persons"] > 15000 and s["recon_records"] == s["persons"]
 
 
-_FLAKY_DIR = None
-
-
 def _flaky_worker(args):
     """Dies (the whole process) the first time it sees a unit; succeeds the second time."""
     unit, folder = args

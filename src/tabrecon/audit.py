@@ -155,11 +155,11 @@ class ChunkRunner:
     """Runs the stages of one chunk, each written as done and skipped on resume."""
 
     def __init__(self, cfg: AuditConfig, chunk: Chunk, work: Path, resume: bool, log: StageLog,
-                 console: Console, progress: Callable[[str, int], Callable[[dict], None]],
+                 progress: Callable[[str, int], Callable[[dict], None]],
                  on_stage: Callable[[str], None] = lambda stage: None) -> None:  # fmt: skip
         self.cfg, self.chunk, self.dir, self.resume = cfg, chunk, work / chunk.name, resume
         self.dir.mkdir(parents=True, exist_ok=True)
-        self.log, self.con, self.progress, self.on_stage = log, console, progress, on_stage
+        self.log, self.progress, self.on_stage = log, progress, on_stage
         self.seed = cfg.run.seed + 1_000_003 * chunk.index
 
     def done(self, stage: str) -> dict | None:
@@ -515,7 +515,7 @@ def audit(
     chunk_errors: list[BaseException] = []
     with execution(cfg.run.scheduler, cfg.run.retries), prog:
         for ch in chunks:
-            cr = ChunkRunner(cfg, ch, work, resume, log, con, progress, on_stage)
+            cr = ChunkRunner(cfg, ch, work, resume, log, progress, on_stage)
             nc = len(ch.counties)
             where = f"{nc} count{'y' if nc == 1 else 'ies'}, {ch.persons:,} persons" if nc else "all"
             prog.update(overall, description=f"audit {ch.name} ({where})")

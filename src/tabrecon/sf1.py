@@ -25,7 +25,7 @@ import numpy as np
 import polars as pl
 
 from .errors import InputError
-from .tables import GEOID_LEN, SF1_TABLES, TABLES_BY_NAME, Grid, TableSet, cell_index
+from .tables import SF1_TABLES, TABLES_BY_NAME, Grid, TableSet, cell_index
 
 #: tables of each data segment, in order, up to the last table tabrecon reads from it
 SEGMENTS: dict[int, tuple[str, ...]] = {
@@ -127,6 +127,8 @@ def read_sf1(folder: str | Path, tables: list[str] | None = None) -> TableSet:
             continue
         cells = sorted(cells, key=idx.__getitem__)
         g = geo.filter(pl.col("level") == level).sort("geoid")
+        if g.is_empty():
+            continue
         lrn = g["logrecno"].to_numpy()
         order = np.argsort(lrn)
         values = np.full((g.height, len(cells)), -1, dtype=np.int64)
@@ -141,19 +143,19 @@ def read_sf1(folder: str | Path, tables: list[str] | None = None) -> TableSet:
                 need = [t for t in SEGMENTS[seg] if t in TABLES_BY_NAME]
                 raise InputError(f"data segment file {name} is missing (it holds cells {seg_cells[0]}..{seg_cells[-1]}, "
                                  f"tables {', '.join(need)})", path=str(folder))  # fmt: skip
-            _read_segment(path, seg_cells, pos, lrn, order, values, col_of)
+            _read_segment(path, seg_cells, pos, lrn[order], order, values, col_of)
         missing = np.flatnonzero((values < 0).all(axis=1))
         if missing.size:
             raise InputError(f"{missing.size} {level} record(s) of the geographic header have no data rows "
                              f"(e.g. LOGRECNO {lrn[missing[0]]}, geoid {g['geoid'][int(missing[0])]})", path=str(folder))  # fmt: skip
         grids[level] = Grid(level, g["geoid"].to_numpy().astype(str), np.array(cells), values)
-    assert all(len(x) == GEOID_LEN[lv] for lv, gr in grids.items() for x in gr.geoids[:1])
     return TableSet(grids, source=str(folder))
 
 
-def _read_segment(path: Path, cells: list[str], pos: dict, lrn: np.ndarray, order: np.ndarray,
+def _read_segment(path: Path, cells: list[str], pos: dict, sorted_lrn: np.ndarray, order: np.ndarray,
                   values: np.ndarray, col_of: dict[str, int]) -> None:  # fmt: skip
-    """Fill ``values`` (rows in header order) with ``cells`` of one segment file."""
+    """Fill ``values`` (rows in header order; ``order`` sorts them by LOGRECNO into ``sorted_lrn``)
+    with ``cells`` of one segment file; rows of other geographic units are ignored."""
     need = max(pos[c][1] for c in cells)
     try:
         df = pl.read_csv(path, has_header=False, infer_schema=False, truncate_ragged_lines=True,
@@ -170,10 +172,8 @@ def _read_segment(path: Path, cells: list[str], pos: dict, lrn: np.ndarray, orde
         i = int(np.flatnonzero(bad)[0])
         raise InputError(f"LOGRECNO {df[i, 4]!r} is not a number", path=str(path), line=i + 1, column="LOGRECNO")
     lr = logrec.to_numpy()
-    k = np.searchsorted(lrn[order], lr)
-    k = np.clip(k, 0, max(lrn.size - 1, 0))
-    hit = lrn.size > 0
-    found = (lrn[order][k] == lr) if hit else np.zeros(lr.size, dtype=bool)
+    k = np.minimum(np.searchsorted(sorted_lrn, lr), sorted_lrn.size - 1)
+    found = sorted_lrn[k] == lr
     rows = order[k[found]]
     for c in cells:
         f = pos[c][1]

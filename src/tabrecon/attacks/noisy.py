@@ -50,14 +50,10 @@ def fit_block(meas: pl.DataFrame, time_limit: float = 10.0, total: int | None = 
     rows, cols, ys, w = [], [], [], []
     r = 0
     for (q,), part in meas.group_by("query", maintain_order=True):
+        part = part.sort("group")
         gid = QUERIES[q][types]
         groups = part["group"].to_numpy()
-        pos = np.searchsorted(groups, gid) if np.all(np.diff(groups) >= 0) else None
-        if pos is None:
-            order = np.argsort(groups)
-            groups = groups[order]
-            part = part[order]
-            pos = np.searchsorted(groups, gid)
+        pos = np.searchsorted(groups, gid)
         ok = (pos < groups.size) & (groups[np.minimum(pos, groups.size - 1)] == gid)
         rows.append(r + pos[ok])
         cols.append(np.flatnonzero(ok))
@@ -101,7 +97,7 @@ def reconstruct_from_measurements(
     if unknown:
         raise TabreconError(f"unknown query name(s) in the measurements: {sorted(unknown)}")
     blocks = np.asarray(sorted(blocks))
-    by_geo = {g: part for (g,), part in measurements.sort("query", "group").group_by("geoid")}
+    by_geo = {g: part for (g,), part in measurements.group_by("geoid")}
     geo_out, types_out, counts_out, failed = [], [], [], []
     fitted_at: dict[str, int] = {}
     for bi, b in enumerate(blocks):
