@@ -39,7 +39,11 @@ def test_failed_fit_falls_back_to_a_penalised_refit(county, monkeypatch):
             raise TabreconError("least-squares step failed: forced")
         return exact(metas, parent, totals, penalty)
 
+    def admm_failing(metas, parent, *a, **k):
+        raise TabreconError("ADMM fit did not converge: forced")
+
     monkeypatch.setattr(td, "_fit", failing)
+    monkeypatch.setattr(td, "_fit_admm", admm_failing)
     r = topdown(county, uniform_config(1e6))
     assert r.fallbacks and all("penalty" in f and "forced" in f for f in r.fallbacks)
     assert len(r.records) == len(county)  # parents stay exact: the total is kept
@@ -149,3 +153,108 @@ def test_parents_in_parallel_keep_the_invariants(county):
     r = topdown(county, uniform_config(1e6), workers=2)
     assert len(r.records) == len(county) and not r.fallbacks
     assert min(tvd_by_level(county, r.records).values()) >= 0.999
+
+
+# --- the fit and the rounding, piece by piece ------------------------------------------------------
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+def _sorted_projection(v: np.ndarray, total: float) -> np.ndarray:
+    """Projection of one vector onto {z >= 0, sum z = total} by the textbook sort (the oracle)."""
+    if total == 0:
+        return np.zeros_like(v)
+    s = np.sort(v)[::-1]
+    cs = np.cumsum(s) - total
+    j = np.flatnonzero(s - cs / np.arange(1, v.size + 1) > 0)[-1]
+    return np.maximum(v - cs[j] / (j + 1), 0.0)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.integers(1, 9),
+    st.integers(1, 12),
+    st.integers(0, 2**32 - 1),
+)
+def test_column_projection_matches_the_sort_algorithm(C, S, seed):
+    import tabrecon.defenses.topdown as td
+
+    rng = np.random.default_rng(seed)
+    v = rng.normal(0, 3, size=(C, S))
+    total = rng.integers(0, 20, size=S).astype(float)
+    z = td._project_columns(v, total)
+    want = np.stack([_sorted_projection(v[:, k], total[k]) for k in range(S)], axis=1)
+    np.testing.assert_allclose(z, want, atol=1e-9)
+    np.testing.assert_allclose(z.sum(axis=0), total, atol=1e-9)
+
+
+def _parent_problem(md, rho: float = 4.9622):
+    """The measurements of the block groups of the first tract, as TopDown draws them."""
+    import tabrecon.defenses.topdown as td
+
+    geo, _, H = td._geo_hist(md, 12)
+    tract = np.array([g[:11] for g in geo])
+    kids = np.flatnonzero(tract == tract[0])
+    sub = H[kids].toarray()
+    pc = sub.sum(axis=0)
+    support = np.flatnonzero(pc > 0)
+    metas = td._measure(dhc2023_like(rho), "blockgroup", list(sub[:, support]), support)
+    return metas, pc[support].astype(np.int64)
+
+
+def _objective(metas, x):
+    return sum(
+        ((np.bincount(inv, weights=x[c], minlength=g.size) - noisy) ** 2).sum() / var
+        for c, meas in enumerate(metas)
+        for _q, g, inv, noisy, var in meas
+    )
+
+
+def test_admm_fit_matches_the_interior_point_fit():
+    """Same optimum (objective within 1e-5 relative), parent sums exact, nothing negative."""
+    import tabrecon.defenses.topdown as td
+
+    md = synthesize(SynthConfig(persons=6000), seed=11)
+    metas, parent = _parent_problem(md, rho=0.5)
+    assert len(metas) >= 2
+    x_ip = td._fit(metas, parent, None)
+    x_admm, iters = td._fit_admm(metas, parent)
+    assert iters > 1
+    assert x_admm.min() >= 0.0
+    np.testing.assert_allclose(x_admm.sum(axis=0), parent, atol=1e-8)
+    f_ip, f_admm = _objective(metas, x_ip), _objective(metas, x_admm)
+    assert f_admm <= f_ip * (1 + 1e-5), (f_admm, f_ip)
+    assert np.abs(x_admm - x_ip).max() < 0.1
+
+
+def test_admm_that_does_not_converge_says_so():
+    import tabrecon.defenses.topdown as td
+
+    md = synthesize(SynthConfig(persons=3000), seed=12)
+    metas, parent = _parent_problem(md, rho=0.5)
+    with pytest.raises(TabreconError, match="did not reach"):
+        td._fit_admm(metas, parent, max_iter=2)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(2, 8), st.integers(1, 10), st.integers(0, 2**32 - 1))
+def test_rounding_by_largest_remainders_is_the_lp_optimum(C, S, seed):
+    """Without fixed child totals the rounding LP separates by cell; the greedy answer must reach the
+    LP's optimum and keep every parent cell exact."""
+    import scipy.sparse as sp
+    from scipy.optimize import linprog
+
+    import tabrecon.defenses.topdown as td
+
+    rng = np.random.default_rng(seed)
+    parent = rng.integers(0, 15, size=S)
+    x = np.stack([rng.dirichlet(np.ones(C)) * p for p in parent], axis=1)
+    xi = td._round(x, parent, None)
+    assert (xi.sum(axis=0) == parent).all() and (xi >= 0).all()
+    F = np.floor(x + 1e-9)
+    r = x - F
+    need = parent - F.sum(axis=0)
+    A = sp.kron(sp.identity(S), np.ones((1, C)))  # variables ordered cell-major: (k, c)
+    lp = linprog((1 - 2 * r.T).ravel(), A_eq=A, b_eq=need, bounds=(0, 1), method="highs")
+    got = ((1 - 2 * r) * (xi - F)).sum()
+    assert got == pytest.approx(lp.fun, abs=1e-7)

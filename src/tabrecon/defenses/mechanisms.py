@@ -89,7 +89,7 @@ class Mechanism:
             m = dp.m.make_gaussian(dom, dp.l2_distance(T=int), scale=float(self.scale))
         else:
             m = dp.m.make_laplace(dom, dp.l1_distance(T=int), scale=float(self.scale))
-        return np.asarray(m([0] * int(n)), dtype=np.int64)
+        return np.asarray(m(np.zeros(int(n), dtype=np.int32)), dtype=np.int64)  # numpy in: no per-item cast
 
     def opendp_privacy(self) -> float:
         """The cost by OpenDP's own privacy map, scaled to this sensitivity (a cross-check)."""

@@ -13,11 +13,15 @@ block.
   output's distribution). Noise comes from OpenDP's exact sampler.
 * **Estimation**, parent by parent from the top: all children of a parent jointly, weighted
   non-negative least squares (weights 1/sigma^2) with the children summing to the parent's
-  integer histogram cell by cell, one auxiliary variable per query answer (never the normal
-  matrix); Clarabel.
+  integer histogram cell by cell. Solved by ADMM (x = z split: a Woodbury x-step shared by all
+  children, a per-cell simplex projection; linear in children x cells, 7-20x faster than the
+  interior point on measured parents), or by Clarabel with one auxiliary variable per query answer
+  (never the normal matrix) where child totals are fixed (the states) or ADMM does not converge.
 * **Rounding**: floors plus one unit for some cells, chosen by an LP over the two-way table
   children x cells (integral: a transportation polytope) that keeps every parent cell exact and
-  minimises sum (1 - 2 r) y; state totals are the only invariants.
+  minimises sum (1 - 2 r) y; without fixed child totals the LP separates by cell and is solved
+  exactly by giving each cell's missing units to its largest remainders. State totals are the only
+  invariants.
 
 The output is the privacy-protected microdata (each block cell with count k becomes k records) and
 the noisy measurements.
@@ -232,6 +236,117 @@ def _fit(
     return x
 
 
+#: the least-squares solvers for a parent without fixed child totals (``topdown(fit=...)``)
+FITS = ("admm", "clarabel")
+#: ADMM stops when the largest change of any child cell and the largest gap between the split copies
+#: fall below this many persons (the rounding that follows moves cells by whole persons)
+ADMM_TOL = 1e-3
+ADMM_MAX_ITER = 5000
+
+
+def _project_columns(v: np.ndarray, total: np.ndarray) -> np.ndarray:
+    """Euclidean projection of every column of ``v`` (children x cells) onto {z >= 0, sum z = total}.
+
+    Michelot's algorithm, vectorised over the columns: the threshold theta starts at the mean excess
+    (a lower bound of the optimal one) and each pass recomputes it over the entries still above it; it
+    increases monotonically and stops once the active set no longer changes (at most C passes, in
+    practice a handful)."""
+    C = v.shape[0]
+    theta = (v.sum(axis=0) - total) / C
+    active = np.ones(v.shape, dtype=bool)
+    for _ in range(C + 1):
+        act = v > theta
+        if np.array_equal(act, active):
+            break
+        active = act
+        cnt = act.sum(axis=0)
+        theta = np.where(cnt > 0, (np.where(act, v, 0.0).sum(axis=0) - total) / np.maximum(cnt, 1), theta)
+    return np.maximum(v - theta, 0.0)
+
+
+def _fit_admm(
+    children_meas: list[list[tuple]],
+    parent: np.ndarray,
+    tol: float = ADMM_TOL,
+    max_iter: int = ADMM_MAX_ITER,
+) -> tuple[np.ndarray, int]:
+    """The same weighted NNLS as :func:`_fit` (children sum to the parent cell by cell), solved by ADMM
+    so that its cost grows linearly with children x cells: a parent with hundreds of children and a
+    large support (a county's tracts) is one interior-point problem too big to factor quickly.
+
+    Split x (the fit) = z (in the set X = {z >= 0, sum over children = parent}, a scaled simplex per
+    cell). The x-step is one linear solve per child with the same matrix a I + 2 A' W A for every child
+    (A stacks the group indicators of the queries with several cells per answer, a few hundred rows):
+    by the Woodbury identity it costs one small Cholesky factor per parent and two sparse products per
+    iteration for all children at once. The z-step projects every cell's column onto its simplex.
+    Returns z, which meets the parent sums and non-negativity exactly at every iteration, and the
+    number of iterations. Raises TabreconError when it does not reach ``tol`` (the caller falls back).
+    """
+    import scipy.linalg as sl
+
+    C, S = len(children_meas), parent.size
+    d = 0.0  # weight of the one-cell answers (the detailed query)
+    b1 = np.zeros((C, S))
+    A_rows, W_rows, Y_cols = [], [], []
+    for qi, (_q, groups, inv, _noisy, var) in enumerate(children_meas[0]):
+        if groups.size == S and np.array_equal(inv, np.arange(S)):
+            d += 1.0 / var
+            for c, meas in enumerate(children_meas):
+                b1[c] += np.asarray(meas[qi][3], dtype=float) / var
+            continue
+        A_rows.append(sp.csr_matrix((np.ones(S), (inv, np.arange(S))), shape=(groups.size, S)))
+        W_rows.append(np.full(groups.size, 1.0 / var))
+        Y_cols.append(np.stack([np.asarray(meas[qi][3], dtype=float) for meas in children_meas]))
+    if d <= 0:
+        raise TabreconError("the ADMM fit needs a query with one answer per cell (the detailed query)")
+    A = sp.vstack(A_rows, format="csr") if A_rows else sp.csr_matrix((0, S))
+    W = np.concatenate(W_rows) if W_rows else np.zeros(0)
+    Y = np.hstack(Y_cols) if Y_cols else np.zeros((C, 0))
+    AT = A.T.tocsr()
+    AAT = (A @ AT).toarray()
+    base = 2.0 * b1 + 2.0 * (AT @ (Y * W).T).T  # the constant part of every x-step's right-hand side
+    rho = 2.0 * d
+
+    def refactor(r: float):
+        # K is small (one row per group answer) and well conditioned: an explicit inverse makes each
+        # x-step two matrix products (a triangular solve with many right-hand sides is slower here)
+        a = 2.0 * d + r
+        K = (a / 2.0) * np.diag(1.0 / W) + AAT if W.size else np.zeros((0, 0))
+        return a, (sl.cho_solve(sl.cho_factor(K), np.eye(K.shape[0])) if W.size else None)
+
+    alpha, factor = refactor(rho)
+    z = _project_columns(np.maximum(b1 / d, 0.0), parent.astype(float))
+    u = np.zeros((C, S))
+    p = parent.astype(float)
+    for it in range(1, max_iter + 1):
+        rhs = base + rho * (z - u)
+        if W.size:
+            corr = (factor @ (A @ rhs.T)).T  # C x R
+            x = (rhs - (AT @ corr.T).T) / alpha
+        else:
+            x = rhs / alpha
+        z_old = z
+        z = _project_columns(x + u, p)
+        u += x - z
+        r_pri = np.abs(x - z).max()
+        r_dual = rho * np.abs(z - z_old).max()
+        if r_pri < tol and np.abs(z - z_old).max() < tol:
+            return z, it
+        if it % 20 == 0:  # residual balancing: keep the two residuals within a factor of 10
+            if r_pri > 10 * r_dual:
+                rho *= 2.0
+                u /= 2.0
+                alpha, factor = refactor(rho)
+            elif r_dual > 10 * r_pri:
+                rho /= 2.0
+                u *= 2.0
+                alpha, factor = refactor(rho)
+    raise TabreconError(
+        f"ADMM fit did not reach {tol:g} persons in {max_iter} iterations "
+        f"(gap {r_pri:.2g}, step {np.abs(z - z_old).max():.2g})"
+    )
+
+
 def _round(x: np.ndarray, parent: np.ndarray, totals: np.ndarray | None) -> np.ndarray:
     """Integer children: floors plus 0/1 per cell, parent cells exact (and fixed totals), min sum (1-2r) y."""
     from scipy.optimize import linprog
@@ -245,6 +360,13 @@ def _round(x: np.ndarray, parent: np.ndarray, totals: np.ndarray | None) -> np.n
     if not cols.size:
         return F
     C = x.shape[0]
+    if totals is None:  # the LP separates by cell: each takes its need from the largest remainders
+        if need.max() > C:
+            raise TabreconError("rounding: a parent cell needs more units than it has children")
+        order = np.argsort(-r, axis=0, kind="stable")
+        rank = np.empty_like(order)
+        np.put_along_axis(rank, order, np.broadcast_to(np.arange(C)[:, None], order.shape), axis=0)
+        return F + (rank < need[None, :])
     cand = [(c, k) for k in cols for c in range(C)]
     ci = np.array([c for c, _ in cand])
     ki = np.array([k for _, k in cand])
@@ -294,16 +416,29 @@ def _fallback(metas, pcounts, totals, where: str, exc: Exception, log: list[str]
         return _round(np.outer(w / w.sum(), pcounts), pcounts, None)
 
 
+def _fit_auto(
+    metas: list[list[tuple]], pcounts: np.ndarray, totals: np.ndarray | None, fit: str = "admm"
+) -> np.ndarray:
+    """The fit for one parent: ADMM unless the children have fixed totals (the states) or ``fit`` is
+    ``clarabel``; the interior-point fit also when ADMM does not converge."""
+    if totals is None and fit == "admm":
+        try:
+            return _fit_admm(metas, pcounts)[0]
+        except TabreconError:
+            pass
+    return _fit(metas, pcounts, totals)
+
+
 def _parents_job(args: tuple) -> list[tuple]:
     """Measure, fit and round the children of a batch of parents (runs in a worker process)."""
-    cfg, lv, items = args
+    cfg, lv, items, fit = args
     out = []
     for p, kids, support, pcounts, sub, totals in items:
         metas = _measure(cfg, lv, list(sub), support)
         nd = sum(m[1].size for meas in metas for m in meas)
         fb: list[str] = []
         try:
-            x = _fit(metas, pcounts, totals)
+            x = _fit_auto(metas, pcounts, totals, fit)
             xi = _round(x, pcounts, totals)
         except TabreconError as exc:
             xi = _fallback(metas, pcounts, totals, f"{lv} under {p or 'root'}", exc, fb)
@@ -311,11 +446,11 @@ def _parents_job(args: tuple) -> list[tuple]:
     return out
 
 
-def _run_parents(cfg: TopDownConfig, lv: str, jobs: list[tuple], workers: int):
+def _run_parents(cfg: TopDownConfig, lv: str, jobs: list[tuple], workers: int, fit: str = "admm"):
     """Every parent's job, in this process or spread over ``workers`` processes in batches of
     similar size (the parents are independent given the level above)."""
     if workers <= 1 or len(jobs) < 2 * workers:
-        yield from _parents_job((cfg, lv, jobs))
+        yield from _parents_job((cfg, lv, jobs, fit))
         return
     from concurrent.futures import ProcessPoolExecutor
 
@@ -324,7 +459,7 @@ def _run_parents(cfg: TopDownConfig, lv: str, jobs: list[tuple], workers: int):
     edges = np.searchsorted(np.cumsum(cost), np.linspace(0, cost.sum(), nb + 1)[1:-1])
     batches = [b for b in np.split(np.arange(len(jobs)), edges) if b.size]
     with ProcessPoolExecutor(max_workers=workers) as ex:
-        for res in ex.map(_parents_job, [(cfg, lv, [jobs[i] for i in b]) for b in batches]):
+        for res in ex.map(_parents_job, [(cfg, lv, [jobs[i] for i in b], fit) for b in batches]):
             yield from res
 
 
@@ -334,10 +469,15 @@ def topdown(
     seed: int | None = None,
     progress=None,
     workers: int = 1,
+    fit: str = "admm",
 ) -> TopDownResult:
     """Protect ``md`` with TopDown (see module docstring). ``seed`` is unused for the noise, which comes
     from OpenDP's cryptographic sampler (a release must not be reproducible from a seed). ``workers``
-    processes share the parents of each level."""
+    processes share the parents of each level. ``fit`` picks the least-squares solver for parents
+    without fixed child totals: ``admm`` (default; linear in children x cells) or ``clarabel``
+    (interior point; the states, and any parent where ADMM does not converge, always use it)."""
+    if fit not in FITS:
+        raise TabreconError(f"unknown fit {fit!r}; choose from {', '.join(FITS)}")
     if not len(md):
         raise TabreconError("no person records to protect")
     states = np.unique([g[:2] for g in md.geoids])
@@ -350,7 +490,7 @@ def topdown(
     cfg = TopDownConfig(
         config.rho, {k: v * scale for k, v in used.items()}, config.query_shares, config.name
     )
-    meas_rows: list[pl.DataFrame] = []
+    meas_rows = _MeasBuffer()
     timings: dict[str, float] = {}
     draws = 0
     fallbacks: list[str] = []
@@ -375,7 +515,7 @@ def topdown(
         tot = sum(state_tot.values()) if root == "nation" else state_tot[g]
         x = _fit_root(meas, int(tot))
         est[g] = (sup_all[x > 0], x[x > 0])
-        meas_rows.append(_meas_frame(root, g, meas))
+        meas_rows.add(root, g, meas)
     timings[root] = time.perf_counter() - t0
     for li in range(1, len(levels)):
         lv, parent_lv = levels[li], levels[li - 1]
@@ -395,11 +535,11 @@ def topdown(
             sub = cH[a : a + n][:, support].toarray()
             totals = np.array([state_tot[cgeo[c]] for c in kids]) if lv == "state" else None
             jobs.append((str(p), kids, support, pcounts, sub, totals))
-        for _p, kids, support, xi, metas, nd, fb in _run_parents(cfg, lv, jobs, workers):
+        for _p, kids, support, xi, metas, nd, fb in _run_parents(cfg, lv, jobs, workers, fit):
             draws += nd
             fallbacks += fb
             for j, (c, meas) in enumerate(zip(kids, metas, strict=True)):
-                meas_rows.append(_meas_frame(lv, cgeo[c], meas))
+                meas_rows.add(lv, cgeo[c], meas)
                 nz = xi[j] > 0
                 new_est[cgeo[c]] = (support[nz], xi[j][nz])
         est = new_est
@@ -432,7 +572,7 @@ def topdown(
     rho_total = sum(cfg.rho_q(lv, q) for lv in levels for q in cfg.query_shares)
     privacy = {"rho": rho_total, "epsilon_cks_delta_1e-10": rho_to_epsilon(rho_total, 1e-10),
                "levels": {lv: cfg.rho * cfg.level_shares[lv] for lv in levels}, "config": cfg.name}  # fmt: skip
-    meas = pl.concat(meas_rows) if meas_rows else pl.DataFrame()
+    meas = meas_rows.frame()
     return TopDownResult(out, meas, privacy, timings, draws, fallbacks)
 
 
@@ -478,15 +618,32 @@ def _fit_root(meas: list[tuple], total: int) -> np.ndarray:
     return F
 
 
-def _meas_frame(
-    level: str, geoid: str, meas: list[tuple], support: np.ndarray | None = None
-) -> pl.DataFrame:
-    parts = []
-    for q, groups, _inv, noisy, var in meas:
-        parts.append(pl.DataFrame({"level": [level] * groups.size, "geoid": [geoid] * groups.size,
-                                   "query": [q] * groups.size, "group": groups.astype(np.int64),
-                                   "noisy": np.asarray(noisy, dtype=np.int64), "variance": np.full(groups.size, var)}))  # fmt: skip
-    return pl.concat(parts)
+class _MeasBuffer:
+    """The noisy measurements of every geounit, kept as array references and turned into one frame
+    at the end (one small DataFrame per geounit and query cost more than the block level's fits)."""
+
+    def __init__(self) -> None:
+        self.parts: list[tuple[str, str, str, np.ndarray, np.ndarray, float]] = []
+
+    def add(self, level: str, geoid: str, meas: list[tuple]) -> None:
+        for q, groups, _inv, noisy, var in meas:
+            self.parts.append((level, str(geoid), q, groups, noisy, var))
+
+    def frame(self) -> pl.DataFrame:
+        if not self.parts:
+            return pl.DataFrame()
+        lens = np.array([p[3].size for p in self.parts])
+        col = lambda i: np.repeat(np.array([p[i] for p in self.parts]), lens)  # noqa: E731
+        return pl.DataFrame(
+            {
+                "level": col(0),
+                "geoid": col(1),
+                "query": col(2),
+                "group": np.concatenate([p[3] for p in self.parts]).astype(np.int64),
+                "noisy": np.concatenate([np.asarray(p[4]) for p in self.parts]).astype(np.int64),
+                "variance": col(5).astype(float),
+            }
+        )
 
 
 def l1_by_level(truth: Microdata, protected: Microdata) -> dict[str, float]:
