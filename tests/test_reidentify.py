@@ -94,6 +94,16 @@ def test_prg_matches_block_shares_in_distribution():
     assert abs(hits / 300 - 1 / 3) < 0.1
 
 
+def test_expected_prg_is_the_mean_of_the_draws():
+    """The hand example: a, b (White in a 2/3 White block), c (Black, 1/3), d (alone: certain)."""
+    truth = tiny()
+    res = reidentify(truth, truth, "perfect", seed=0)
+    exp = dict(zip(res.records["pik"], res.records["expected_prg"], strict=True))
+    assert exp == pytest.approx({"a": 2 / 3, "b": 2 / 3, "c": 1 / 3, "d": 1.0})
+    assert res.expected_prg_precision("all") == pytest.approx(100 * (2 / 3 + 2 / 3 + 1 / 3 + 1) / 4)
+    assert res.expected_prg_precision("nonmodal") == pytest.approx(100 * (1 / 3 + 1) / 2)
+
+
 def test_mdg_and_modal_rules():
     geo = np.array([B1, B2, "010010001002001"])
     counts = np.zeros((3, 128), dtype=np.int64)

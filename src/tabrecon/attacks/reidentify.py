@@ -453,6 +453,12 @@ class ReidResult:
         pct = {c: pl.Float64 for c in ("putative_pct", "confirmed_pct", "precision_pct")}
         return pl.DataFrame(rows, schema_overrides=pct)
 
+    def expected_prg_precision(self, group: str = "nonmodal") -> float:
+        """PRG's precision in expectation over its draw (the exact mean of what ``rates`` samples once)."""
+        r = self.records if group == "all" else self.records.filter(pl.col(group))
+        put = int(r["putative"].sum())
+        return 100.0 * float(r["expected_prg"].sum()) / put if put else float("nan")
+
     def summary(self) -> dict:
         rt = self.rates()
         out: dict = {"meta": self.meta, "attacker": asdict(self.attacker_report)}
@@ -551,6 +557,10 @@ def reidentify(
     conf = {}
     for s in ("attack", "mdg", "prg"):
         conf[s] = same_person & age_ok & (src_combo[s] == src_combo["truth"])
+    # PRG's chance of confirming each record (the draw's expectation: no sampling noise)
+    tc = np.maximum(src_combo["truth"], 0)
+    p_own = np.where(tot[pb] > 0, counts[pb, tc] / np.maximum(tot[pb], 1), 0.0)
+    expected_prg = np.where(same_person & age_ok & (src_combo["truth"] >= 0), p_own, 0.0)
     # upper bound: the truth itself released and linked the same way
     t_bidx = np.searchsorted(geoids, truth.block_geoid)
     tm, _ = link(ablock, asex, aage, t_bidx, truth.sex.astype(np.int64), truth.age.astype(np.int64),
@@ -603,6 +613,7 @@ def reidentify(
         "putative_truth": put_truth,
         "putative_rvr": rvr_put,
         **{f"confirmed_{s}": conf[s] for s in SOURCES},
+        "expected_prg": expected_prg,
     })  # fmt: skip
     francis = francis_majority(geoids, counts, true_counts, truth, francis_threshold)
     meta = {

@@ -633,15 +633,19 @@ class _MeasBuffer:
         if not self.parts:
             return pl.DataFrame()
         lens = np.array([p[3].size for p in self.parts])
-        col = lambda i: np.repeat(np.array([p[i] for p in self.parts]), lens)  # noqa: E731
+
+        def strings(i: int) -> pl.Series:  # codes repeated, then the strings gathered in polars
+            uniq, codes = np.unique(np.array([p[i] for p in self.parts]), return_inverse=True)
+            return pl.Series(uniq.tolist(), dtype=pl.String).gather(np.repeat(codes, lens))
+
         return pl.DataFrame(
             {
-                "level": col(0),
-                "geoid": col(1),
-                "query": col(2),
+                "level": strings(0),
+                "geoid": strings(1),
+                "query": strings(2),
                 "group": np.concatenate([p[3] for p in self.parts]).astype(np.int64),
                 "noisy": np.concatenate([np.asarray(p[4]) for p in self.parts]).astype(np.int64),
-                "variance": col(5).astype(float),
+                "variance": np.repeat(np.array([p[5] for p in self.parts], dtype=float), lens),
             }
         )
 
