@@ -130,6 +130,10 @@ def test_report_and_files(small_audit):
     assert s["peak_memory"]["main_process_mb"] > 0
     d = pl.read_csv(out / "results" / "defenses.csv")
     assert d["defense"].to_list() == ["swap-lo"] and 0 < d["tvd_block"][0] <= 1
+    # PRG without its draw noise, from the release's tables and from the unprotected ones
+    for c in ("prg_expected_nonmodal_precision", "prg_original_nonmodal_precision"):
+        assert 0 < d[c][0] < 100, c
+    assert "from the unprotected tables" in html
 
 
 def test_report_never_lists_records(small_audit, small_md):

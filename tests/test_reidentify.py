@@ -102,6 +102,17 @@ def test_expected_prg_is_the_mean_of_the_draws():
     assert exp == pytest.approx({"a": 2 / 3, "b": 2 / 3, "c": 1 / 3, "d": 1.0})
     assert res.expected_prg_precision("all") == pytest.approx(100 * (2 / 3 + 2 / 3 + 1 / 3 + 1) / 4)
     assert res.expected_prg_precision("nonmodal") == pytest.approx(100 * (1 / 3 + 1) / 2)
+    # published tables that moved the Black woman to B2: the guess from them is wrong for c, half
+    # right for d; the guess from the unprotected counts is unchanged
+    moved = from_arrays(
+        [B1, B1, B2, B2], [0, 0, 1, 1], [30, 30, 50, 40], [WHITE, WHITE, BLACK, ASIAN], [0, 0, 0, 0]
+    )
+    from tabrecon.tables import tabulate
+
+    res2 = reidentify(truth, truth, "perfect", tabulate(moved, ["P8", "P9"]), seed=0)
+    exp2 = dict(zip(res2.records["pik"], res2.records["expected_prg"], strict=True))
+    assert exp2 == pytest.approx({"a": 1.0, "b": 1.0, "c": 0.0, "d": 0.5})
+    assert res2.expected_prg_precision("nonmodal", original=True) == pytest.approx(100 * (1 / 3 + 1) / 2)
 
 
 def test_mdg_and_modal_rules():

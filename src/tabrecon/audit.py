@@ -269,7 +269,11 @@ class ChunkRunner:
         r = self.cfg.reidentify
         res = reidentify(recon, md, r.attacker, ts, blocks, seed=self.seed, francis_threshold=r.francis_threshold)
         rates = res.rates(by_bin=True).select("group", "bin", "source", "attacker_records", "putative", "confirmed")
-        info: dict = {}
+        from .attacks.reidentify import GROUPS
+
+        # PRG in expectation (no draw noise), from the published and from the unprotected block counts
+        info: dict = {"prg_expected": {g: res.expected_prg(g)[0] for g in GROUPS},
+                      "prg_original": {g: res.expected_prg(g, original=True)[0] for g in GROUPS}}  # fmt: skip
         if not prefix:
             hist = {s: _hist(_per_person_precision(res, s)) for s in PREC_SOURCES[:-1]}
             hist["francis"] = _hist(res.francis["precision"].to_numpy())
@@ -277,7 +281,7 @@ class ChunkRunner:
             _atomic_parquet(pl.DataFrame({"p": PRECISION_GRID, **{s: hist[s] for s in PREC_SOURCES}}),
                             self.dir / "precision_hist.parquet")  # fmt: skip
             flags = uniqueness_flags(recon, blocks)
-            info = {"attacker": asdict(res.attacker_report), "precision_persons": totals,
+            info |= {"attacker": asdict(res.attacker_report), "precision_persons": totals,
                     "mdg_rules": res.meta.get("mdg_rules"), "rvr_share": res.meta.get("rvr_share"),
                     "recon_records": flags.height, "recon_bsab_unique": int((flags["bsab_unique"] == 1).sum()),
                     "recon_certified_unique": int((flags["certified"] & (flags["bsab_unique"] == 1)).sum())}  # fmt: skip
@@ -322,7 +326,7 @@ class ChunkRunner:
         ts = tabulate(protected)
         rec, _ = self.reconstruct(ts, "block+tract", None, prefix)
         blocks, _ = self.certify(ts, rec, "block+tract", prefix) if self.cfg.certify.enabled else (None, None)
-        rates, _ = self.reidentify(rec, md, ts, blocks, prefix)
+        rates, rinfo = self.reidentify(rec, md, ts, blocks, prefix)
         nmf = {}
         if meas is not None and self.cfg.defenses.noisy_measurement_attack:
             nmf = self.noisy_attack(md, ts, meas, prefix)
@@ -335,7 +339,8 @@ class ChunkRunner:
                "majority_kept": (acc["majority_kept_pct"] or 0.0) * acc["majority_blocks"] / 100.0,
                **{f"l1_{k}": v for k, v in l1.items()},
                "certified_blocks": int((blocks["status"] == "unique").sum()) if blocks is not None else 0,
-               **nmf, "info": dinfo}  # fmt: skip
+               **nmf, "prg_expected": rinfo.get("prg_expected"), "prg_original": rinfo.get("prg_original"),
+               "info": dinfo}  # fmt: skip
         _atomic_write_json(path, row)
         self.mark(stage, t0, {"defense": spec})
         return row, rates
@@ -401,6 +406,10 @@ def _defense_table(rows: list[dict], rates: dict[str, pl.DataFrame]) -> pl.DataF
                 row[f"{src}_{g}_precision"] = float("nan") if v.is_empty() or v[0] is None else float(v[0])
             put = pr.filter((pl.col("group") == g) & (pl.col("source") == "attack"))["putative"]
             row[f"attack_{g}_putative"] = int(put[0]) if not put.is_empty() else 0
+            for key in ("prg_expected", "prg_original"):  # PRG without its draw noise
+                n_put = row[f"attack_{g}_putative"]
+                if n_put and all(r.get(key) for r in rs):
+                    row[f"{key}_{g}_precision"] = 100.0 * sum(r[key][g] for r in rs) / n_put
         out.append(row)
     return pl.DataFrame(out)
 

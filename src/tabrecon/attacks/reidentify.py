@@ -453,11 +453,18 @@ class ReidResult:
         pct = {c: pl.Float64 for c in ("putative_pct", "confirmed_pct", "precision_pct")}
         return pl.DataFrame(rows, schema_overrides=pct)
 
-    def expected_prg_precision(self, group: str = "nonmodal") -> float:
-        """PRG's precision in expectation over its draw (the exact mean of what ``rates`` samples once)."""
+    def expected_prg(self, group: str = "nonmodal", original: bool = False) -> tuple[float, int]:
+        """(PRG's expected confirmations, the attack's putative count) in ``group``: the exact mean of
+        what ``rates`` samples once. ``original``: the guess drawn from the unprotected block counts
+        instead of the published tables (they differ only when the release is protected)."""
         r = self.records if group == "all" else self.records.filter(pl.col(group))
-        put = int(r["putative"].sum())
-        return 100.0 * float(r["expected_prg"].sum()) / put if put else float("nan")
+        col = "expected_prg_original" if original else "expected_prg"
+        return float(r[col].sum()), int(r["putative"].sum())
+
+    def expected_prg_precision(self, group: str = "nonmodal", original: bool = False) -> float:
+        """PRG's precision in expectation over its draw (see :meth:`expected_prg`), per cent."""
+        e, put = self.expected_prg(group, original)
+        return 100.0 * e / put if put else float("nan")
 
     def summary(self) -> dict:
         rt = self.rates()
@@ -559,8 +566,11 @@ def reidentify(
         conf[s] = same_person & age_ok & (src_combo[s] == src_combo["truth"])
     # PRG's chance of confirming each record (the draw's expectation: no sampling noise)
     tc = np.maximum(src_combo["truth"], 0)
-    p_own = np.where(tot[pb] > 0, counts[pb, tc] / np.maximum(tot[pb], 1), 0.0)
-    expected_prg = np.where(same_person & age_ok & (src_combo["truth"] >= 0), p_own, 0.0)
+    # ... and the same from the unprotected block counts (the Bureau's Table 6 baseline for a defense)
+    ttot = true_counts.sum(axis=1)
+    can = same_person & age_ok & (src_combo["truth"] >= 0)
+    expected_prg = np.where(can & (tot[pb] > 0), counts[pb, tc] / np.maximum(tot[pb], 1), 0.0)
+    expected_prg_original = np.where(can & (ttot[pb] > 0), true_counts[pb, tc] / np.maximum(ttot[pb], 1), 0.0)
     # upper bound: the truth itself released and linked the same way
     t_bidx = np.searchsorted(geoids, truth.block_geoid)
     tm, _ = link(ablock, asex, aage, t_bidx, truth.sex.astype(np.int64), truth.age.astype(np.int64),
@@ -614,6 +624,7 @@ def reidentify(
         "putative_rvr": rvr_put,
         **{f"confirmed_{s}": conf[s] for s in SOURCES},
         "expected_prg": expected_prg,
+        "expected_prg_original": expected_prg_original,
     })  # fmt: skip
     francis = francis_majority(geoids, counts, true_counts, truth, francis_threshold)
     meta = {

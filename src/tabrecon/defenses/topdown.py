@@ -14,7 +14,7 @@ block.
 * **Estimation**, parent by parent from the top: all children of a parent jointly, weighted
   non-negative least squares (weights 1/sigma^2) with the children summing to the parent's
   integer histogram cell by cell. Solved by ADMM (x = z split: a Woodbury x-step shared by all
-  children, a per-cell simplex projection; linear in children x cells, 7-20x faster than the
+  children, a per-cell simplex projection; linear in children x cells, 3-20x faster than the
   interior point on measured parents), or by Clarabel with one auxiliary variable per query answer
   (never the normal matrix) where child totals are fixed (the states) or ADMM does not converge.
 * **Rounding**: floors plus one unit for some cells, chosen by an LP over the two-way table

@@ -175,7 +175,10 @@ def _headlines(s: dict) -> list[str]:
     for d in s.get("defenses", []):
         out.append(
             f"With <b>{html.escape(d['defense'])}</b>: nonmodal precision {_fmt(d['attack_nonmodal_precision'])}% "
-            f"(proportional guess on the same release {_fmt(d['prg_nonmodal_precision'])}%), block-level TVD accuracy "
+            f"(proportional guess on the same release {_fmt(d['prg_nonmodal_precision'])}%"
+            + (f", {_fmt(d['prg_expected_nonmodal_precision'])}% in expectation, {_fmt(d['prg_original_nonmodal_precision'])}% "
+               f"from the unprotected tables" if d.get("prg_original_nonmodal_precision") is not None else "")
+            + f"), block-level TVD accuracy "
             f"{_fmt(d.get('tvd_block'))}, block totals off by {_fmt(d['mae_block_total'])} persons on average."
             + (f" Fitting records straight to its published noisy measurements gives {_fmt(d['nmf_nonmodal_precision'])}% "
                f"nonmodal precision ({_fmt(d['nmf_agreement_binned_pct'])}% of persons rebuilt, binned)."
@@ -244,14 +247,19 @@ def write_audit_report(out: Path, summary: dict, frames: dict[str, pl.DataFrame]
         d = frames["defenses"]
         keep = [c for c in ("defense", "rho", "epsilon", "tvd_block", "tvd_tract", "tvd_county", "mae_block_total",
                             "mean_l1_race_eth", "majority_kept_pct", "certified_blocks", "attack_nonmodal_precision",
-                            "prg_nonmodal_precision", "mdg_nonmodal_precision", "attack_certified_uniques_precision",
+                            "prg_nonmodal_precision", "prg_expected_nonmodal_precision", "prg_original_nonmodal_precision",
+                            "mdg_nonmodal_precision", "attack_certified_uniques_precision",
                             "nmf_agreement_binned_pct", "nmf_all_precision", "nmf_nonmodal_precision")
                 if c in d.columns]  # fmt: skip
         parts.append('<h2 id="defenses">5. Defenses: risk against accuracy</h2><p>Each defense protects the microdata, '
                      "the tables are published again, and the whole attack is rerun. TopDown noise comes from OpenDP's "
                      "cryptographic sampler, so its rows differ from run to run; swapping is seeded. For TopDown the "
                      "<code>nmf_</code> columns attack the published noisy measurements directly: an integer "
-                     "least-deviation fit per block with the published block total held, then the same linkage.</p>")  # fmt: skip
+                     "least-deviation fit per block with the published block total held, then the same linkage. PRG appears "
+                     "three ways on the attack's linked persons: drawn once from the release's tables (as everywhere in "
+                     "this report), its exact expectation (no draw noise: each person's chance is their own group's "
+                     "share of the block), and that expectation from the unprotected tables (the Bureau's Table 6 "
+                     "baseline for the rMDF experiment).</p>")  # fmt: skip
         parts.append(table_html(d.select(keep), th, "Risk and accuracy per defense", "tbl-defenses"))
         if "fig-tradeoff" in figs:
             parts.append(_figure(figs["fig-tradeoff"], "Nonmodal precision against block-level accuracy", "fig-tradeoff", out))
