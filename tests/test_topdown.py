@@ -105,6 +105,8 @@ def test_tradeoff_one_row_per_defense_and_resume(county, tmp_path):
     assert huge["attack_nonmodal_precision"] == pytest.approx(
         none["attack_nonmodal_precision"], abs=1e-9
     )
+    # without protection the release's tables are the unprotected ones: both PRG expectations agree
+    assert none["prg_expected_nonmodal_precision"] == pytest.approx(none["prg_original_nonmodal_precision"])
     assert (tmp_path / "tradeoff.png").stat().st_size > 0
     again = run_tradeoff(county, ["none", "swap-lo", "rho=1e6"], tmp_path, seed=1, console=quiet)
     assert again.height == 3 and pl.read_csv(tmp_path / "tradeoff.csv").height == 3

@@ -114,6 +114,9 @@ def run_tradeoff(truth, defenses: list[str], out: str | Path, seed: int = 0, res
                 v = s[src][g]["precision_pct"]
                 row[f"{src}_{g}_precision"] = float("nan") if v is None else v
             row[f"attack_{g}_putative"] = s["attack"][g]["putative"]
+            # PRG without its draw noise: from the release's tables, and from the unprotected ones
+            row[f"prg_expected_{g}_precision"] = res.expected_prg_precision(g)
+            row[f"prg_original_{g}_precision"] = res.expected_prg_precision(g, original=True)
         row["seconds"] = round(time.perf_counter() - t0, 1)
         row["info"] = json.dumps(info, default=str)
         df = pl.DataFrame([row])
@@ -144,6 +147,7 @@ def _tradeoff_plot(df, path: Path) -> None:
         for col, lab, st in (("attack_nonmodal_precision", "attack, nonmodal", "o-"),
                              ("attack_certified_uniques_precision", "attack, certified nonmodal uniques", "s-"),
                              ("prg_nonmodal_precision", "PRG, nonmodal", "^--"),
+                             ("prg_original_nonmodal_precision", "PRG from unprotected tables, expected", "x--"),
                              ("mdg_nonmodal_precision", "MDG, nonmodal", "v:")):  # fmt: skip
             ax.plot(dp["rho"], dp[col], st, ms=4, label=lab)
         bx.plot(dp["rho"], dp["tvd_block"], "o-", label="block")
