@@ -664,6 +664,7 @@ def topdown(
     preset: Annotated[str, typer.Option(help="dhc2023-like (level shares of the 2023 DHC) or uniform")] = "dhc2023-like",
     rho: Annotated[float, typer.Option(help="Total zCDP budget")] = 4.9622,
     workers: Annotated[int, typer.Option(help="Processes sharing the parents of each level")] = 1,
+    fit: Annotated[str, typer.Option(help="Least-squares solver: admm (default) or clarabel")] = "admm",
 ) -> None:
     """Protect person records with TopDown (zCDP, exact discrete Gaussian noise, top-down NNLS + rounding)."""
     from .defenses.topdown import dhc2023_like, tvd_by_level, uniform_config
@@ -674,12 +675,16 @@ def topdown(
         raise TabreconError(f"--preset must be dhc2023-like or uniform (got {preset!r})")
     if not rho > 0:
         raise TabreconError(f"--rho must be > 0 (got {rho})")
+    from .defenses.topdown import FITS
+
+    if fit not in FITS:
+        raise TabreconError(f"--fit must be one of {', '.join(FITS)} (got {fit!r})")
     md = read_microdata(microdata)
     cfg = dhc2023_like(rho) if preset == "dhc2023-like" else uniform_config(rho)
     t0 = time.perf_counter()
     if workers < 1:
         raise TabreconError(f"--workers must be >= 1 (got {workers})")
-    res = _topdown(md, cfg, progress=lambda lv: err.print(f"[dim]topdown: {lv} done[/dim]"), workers=workers)
+    res = _topdown(md, cfg, progress=lambda lv: err.print(f"[dim]topdown: {lv} done[/dim]"), workers=workers, fit=fit)
     write_microdata(res.records, out)
     stem = str(out).rsplit(".", 1)[0]
     res.measurements.write_parquet(f"{stem}_measurements.parquet")
