@@ -48,6 +48,8 @@ def test_unknown_key_names_key_and_allowed(tmp_path):
         ('[reidentify]\nattacker = "oracle"\n', r"reidentify\.attacker = 'oracle'.*allowed values: perfect, commercial"),
         ('[defenses]\nspecs = ["rho=-1"]\n', r"defenses\.specs = 'rho=-1'.*positive number"),
         ('[defenses]\nspecs = ["noise"]\n', r"defenses\.specs = 'noise'.*swap-lo"),
+        ('[defenses]\nspecs = ["swap=2"]\n', r"defenses\.specs = 'swap=2'.*rate in \(0, 1\]"),
+        ('[defenses]\nspecs = ["eps=x"]\n', r"defenses\.specs = 'eps=x'.*positive number"),
         ("[run]\nworkers = 0\n", r"run\.workers = 0.*>= 1"),
         ('[run]\nworkers = "two"\n', r"run\.workers = 'two'.*whole number"),
         ('[run]\nscheduler = "localhost"\n', r"run\.scheduler = 'localhost'.*tcp://"),

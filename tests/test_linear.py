@@ -104,6 +104,11 @@ def test_discrete_laplace_variance_matches_its_law(eps):
 
 def test_privacy_accounting_known_values():
     assert rho_to_epsilon(2.5562, 1e-10) == pytest.approx(17.14, abs=0.01)
+    from tabrecon.defenses.mechanisms import epsilon_to_rho
+
+    assert epsilon_to_rho(17.14, 1e-10) == pytest.approx(2.5562, abs=0.002)  # the inverse
+    for rho in (0.01, 1.0, 4.9622, 50.0):
+        assert rho_to_epsilon(epsilon_to_rho(rho_to_epsilon(rho))) == pytest.approx(rho_to_epsilon(rho), rel=1e-6)
     assert rho_to_epsilon(0.0749, 1e-10) == pytest.approx(2.47, abs=0.01)
     assert rho_to_epsilon(4.9622, 1e-10, "bun-steinke") == pytest.approx(26.34, abs=0.01)
     assert compose([discrete_gaussian(0.5), discrete_gaussian(1.5)])["rho"] == pytest.approx(2.0)

@@ -739,7 +739,7 @@ def reconstruct_noisy(
 def tradeoff(
     microdata: Annotated[Path, typer.Argument(help="Confidential person file")],
     defenses: Annotated[
-        str, typer.Option(help="Comma list: none, swap-lo, swap-hi, dhc2023-like, rho=<budget>")
+        str, typer.Option(help="Comma list: none, swap-lo, swap-hi, swap=<rate>, dhc2023-like, rho=<budget>, eps=<budget>")
     ] = "none,swap-lo,swap-hi,rho=0.5,dhc2023-like,rho=50",
     out: Annotated[Path, typer.Option("--out", "-o")] = Path("tradeoff"),
     seed: Annotated[int, typer.Option()] = 0,

@@ -110,14 +110,17 @@ def _check_defense(spec: str) -> str | None:
 
     if spec in ("none", "dhc2023-like") or spec in PRESETS:
         return None
-    if spec.startswith("rho="):
-        try:
-            if float(spec[4:]) > 0:
-                return None
-        except ValueError:
-            pass
-        return "rho=<budget> needs a positive number, e.g. rho=2.5"
-    return f"use none, {', '.join(PRESETS)}, dhc2023-like or rho=<budget>"
+    for pre, ok, example in (("rho=", lambda v: v > 0, "rho=2.5"), ("eps=", lambda v: v > 0, "eps=17.14"),
+                             ("swap=", lambda v: 0 < v <= 1, "swap=0.2")):  # fmt: skip
+        if spec.startswith(pre):
+            try:
+                if ok(float(spec[len(pre):])):
+                    return None
+            except ValueError:
+                pass
+            what = "a rate in (0, 1]" if pre == "swap=" else "a positive number"
+            return f"{pre}<value> needs {what}, e.g. {example}"
+    return f"use none, {', '.join(PRESETS)}, swap=<rate>, dhc2023-like, rho=<budget> or eps=<budget>"
 
 
 def _validate(cfg: AuditConfig, where: str) -> None:

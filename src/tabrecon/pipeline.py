@@ -41,27 +41,39 @@ def run_demo(
 
 
 def _defend(md, spec: str, seed: int, workers: int = 1):
-    """Apply a defense named by ``spec``: none, swap-lo, swap-hi, dhc2023-like, rho=<x> (dhc shares).
-    Returns (protected records, info, TopDown's noisy measurements or None)."""
-    from .defenses.swapping import PRESETS, swap
+    """Apply a defense named by ``spec``: none, swap-lo, swap-hi, swap=<rate> (swap-lo's design at another
+    household rate), dhc2023-like, rho=<x> or eps=<x> (dhc shares; eps converted to rho by CKS at
+    delta 1e-10). Returns (protected records, info, TopDown's noisy measurements or None)."""
+    from .defenses.mechanisms import epsilon_to_rho
+    from .defenses.swapping import PRESETS, SwapConfig, swap
     from .defenses.topdown import dhc2023_like, topdown
     from .errors import TabreconError
 
     if spec == "none":
         return md, {"kind": "none"}, None
-    if spec in PRESETS:
-        r = swap(md, spec, seed)
+    if spec in PRESETS or spec.startswith("swap="):
+        if spec in PRESETS:
+            conf = PRESETS[spec]
+        else:
+            try:
+                conf = SwapConfig(rate=float(spec[5:]), name=spec)
+            except ValueError:
+                raise TabreconError(f"defense {spec!r}: the rate must be a number, e.g. swap=0.2") from None
+        r = swap(md, conf, seed)
         return r.records, {"kind": "swap", **r.summary()}, None
-    if spec == "dhc2023-like" or spec.startswith("rho="):
+    if spec == "dhc2023-like" or spec.startswith(("rho=", "eps=")):
         try:
             rho = 4.9622 if spec == "dhc2023-like" else float(spec[4:])
         except ValueError:
-            raise TabreconError(f"defense {spec!r}: rho must be a number, e.g. rho=2.5") from None
+            raise TabreconError(f"defense {spec!r}: the budget must be a number, e.g. {spec[:4]}2.5") from None
+        if spec.startswith("eps="):
+            rho = epsilon_to_rho(rho)
         r = topdown(md, dhc2023_like(rho), workers=workers)
         return r.records, {"kind": "topdown", "rho": rho, **{k: v for k, v in r.privacy.items() if k != "levels"},
                            "seconds_by_level": r.seconds_by_level, "fallbacks": r.fallbacks}, r.measurements  # fmt: skip
     raise TabreconError(
-        f"unknown defense {spec!r}; use none, swap-lo, swap-hi, dhc2023-like or rho=<budget>"
+        f"unknown defense {spec!r}; use none, swap-lo, swap-hi, swap=<rate>, dhc2023-like, rho=<budget> "
+        "or eps=<budget>"
     )
 
 

@@ -131,12 +131,15 @@ def compose(mechs: list[Mechanism]) -> dict[str, float]:
     return {"rho": rho, "epsilon": eps}
 
 
+_CKS_ALPHAS = np.exp(np.linspace(np.log(1.0001), np.log(1e4), 4000))
+_CKS_CONST = _CKS_ALPHAS * np.log1p(-1 / _CKS_ALPHAS) - np.log(_CKS_ALPHAS - 1)
+
+
 def _cks_delta(rho: float, eps: float) -> float:
-    """CKS Cor. 13: delta(eps) = min over alpha > 1 of exp((a-1)(a rho - eps)) (1-1/a)^a / (a-1)."""
-    best = math.inf
-    for a in np.exp(np.linspace(np.log(1.0001), np.log(1e4), 4000)):
-        log_d = (a - 1) * (a * rho - eps) + a * math.log1p(-1 / a) - math.log(a - 1)
-        best = min(best, log_d)
+    """CKS Cor. 13: delta(eps) = min over alpha > 1 of exp((a-1)(a rho - eps)) (1-1/a)^a / (a-1)
+    (minimised over a fixed log-spaced grid of 4,000 alphas)."""
+    a = _CKS_ALPHAS
+    best = float(np.min((a - 1) * (a * rho - eps) + _CKS_CONST))
     return math.exp(best) if best < 700 else math.inf
 
 
@@ -156,6 +159,21 @@ def rho_to_epsilon(rho: float, delta: float = 1e-10, method: str = "cks") -> flo
         else:
             hi = mid
     return hi
+
+
+def epsilon_to_rho(epsilon: float, delta: float = 1e-10) -> float:
+    """The zCDP budget rho whose Canonne-Kamath-Steinke conversion gives (``epsilon``, ``delta``)-DP: the
+    inverse of :func:`rho_to_epsilon` (bisection; epsilon grows with rho), for sweeps given in epsilon."""
+    if not epsilon > 0 or not 0 < delta < 1:
+        raise TabreconError(f"need epsilon > 0 and 0 < delta < 1 (got epsilon={epsilon}, delta={delta})")
+    lo, hi = 0.0, float(epsilon)  # rho <= epsilon: the conversion only adds to rho
+    for _ in range(100):  # delta(rho, epsilon) grows with rho: the largest rho still within delta
+        mid = (lo + hi) / 2
+        if _cks_delta(mid, epsilon) > delta:
+            hi = mid
+        else:
+            lo = mid
+    return lo
 
 
 def tvd_accuracy(noisy: np.ndarray, true: np.ndarray) -> float:
