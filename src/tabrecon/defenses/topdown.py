@@ -277,8 +277,8 @@ def _fit_admm(
     Split x (the fit) = z (in the set X = {z >= 0, sum over children = parent}, a scaled simplex per
     cell). The x-step is one linear solve per child with the same matrix a I + 2 A' W A for every child
     (A stacks the group indicators of the queries with several cells per answer, a few hundred rows):
-    by the Woodbury identity it costs one small Cholesky factor per parent and two sparse products per
-    iteration for all children at once. The z-step projects every cell's column onto its simplex.
+    by the Woodbury identity it costs one small inverse (of a few hundred rows) per parent and a few
+    sparse and dense products per iteration for all children at once. The z-step projects every cell's column onto its simplex.
     Returns z, which meets the parent sums and non-negativity exactly at every iteration, and the
     number of iterations. Raises TabreconError when it does not reach ``tol`` (the caller falls back).
     """
@@ -432,7 +432,7 @@ def _fit_auto(
 def _parents_job(args: tuple) -> list[tuple]:
     """Measure, fit and round the children of a batch of parents (runs in a worker process). One BLAS
     thread: the pool supplies the parallelism (measured on the real sample with 2 workers: 41 s with
-    the default BLAS threads, 26 s with one)."""
+    the default BLAS threads, 28 s with one)."""
     from threadpoolctl import threadpool_limits
 
     cfg, lv, items, fit = args
