@@ -564,11 +564,12 @@ def reidentify(
     conf = {}
     for s in ("attack", "mdg", "prg"):
         conf[s] = same_person & age_ok & (src_combo[s] == src_combo["truth"])
-    # PRG's chance of confirming each record (the draw's expectation: no sampling noise)
+    # PRG's chance of confirming each record (the draw's expectation: no sampling noise): the share of
+    # the person's own group in the block, from the published tables and from the unprotected counts
+    # (the Bureau's Table 6 baseline for a defense)
     tc = np.maximum(src_combo["truth"], 0)
-    # ... and the same from the unprotected block counts (the Bureau's Table 6 baseline for a defense)
-    ttot = true_counts.sum(axis=1)
     can = same_person & age_ok & (src_combo["truth"] >= 0)
+    ttot = true_counts.sum(axis=1)
     expected_prg = np.where(can & (tot[pb] > 0), counts[pb, tc] / np.maximum(tot[pb], 1), 0.0)
     expected_prg_original = np.where(can & (ttot[pb] > 0), true_counts[pb, tc] / np.maximum(ttot[pb], 1), 0.0)
     # upper bound: the truth itself released and linked the same way
