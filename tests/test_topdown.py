@@ -45,9 +45,23 @@ def test_failed_fit_falls_back_to_a_penalised_refit(county, monkeypatch):
     monkeypatch.setattr(td, "_fit", failing)
     monkeypatch.setattr(td, "_fit_admm", admm_failing)
     r = topdown(county, uniform_config(1e6))
-    assert r.fallbacks and all("penalty" in f and "forced" in f for f in r.fallbacks)
+    # each parent reports ADMM's failure (handed to the interior point) and then the penalised refit
+    assert any("penalty" in f for f in r.fallbacks) and all("forced" in f for f in r.fallbacks)
+    assert all("penalty" in f or "interior-point" in f for f in r.fallbacks)
     assert len(r.records) == len(county)  # parents stay exact: the total is kept
     assert min(tvd_by_level(county, r.records).values()) >= 0.99
+
+
+def test_admm_that_fails_hands_the_parent_to_the_interior_point_fit_and_says_so(county, monkeypatch):
+    import tabrecon.defenses.topdown as td
+
+    def admm_failing(metas, parent, *a, **k):
+        raise TabreconError("ADMM fit did not reach 0.001 persons: forced")
+
+    monkeypatch.setattr(td, "_fit_admm", admm_failing)
+    r = topdown(county, uniform_config(1e6))
+    assert r.fallbacks and all("interior-point" in f and "penalty" not in f for f in r.fallbacks)
+    assert min(tvd_by_level(county, r.records).values()) >= 0.999
 
 
 def test_dhc_like_keeps_state_totals_and_accounts_its_budget(county):

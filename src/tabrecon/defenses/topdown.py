@@ -417,15 +417,21 @@ def _fallback(metas, pcounts, totals, where: str, exc: Exception, log: list[str]
 
 
 def _fit_auto(
-    metas: list[list[tuple]], pcounts: np.ndarray, totals: np.ndarray | None, fit: str = "admm"
+    metas: list[list[tuple]],
+    pcounts: np.ndarray,
+    totals: np.ndarray | None,
+    fit: str = "admm",
+    log: list[str] | None = None,
+    where: str = "",
 ) -> np.ndarray:
     """The fit for one parent: ADMM unless the children have fixed totals (the states) or ``fit`` is
-    ``clarabel``; the interior-point fit also when ADMM does not converge."""
+    ``clarabel``; the interior-point fit also when ADMM does not converge (noted in ``log``)."""
     if totals is None and fit == "admm":
         try:
             return _fit_admm(metas, pcounts)[0]
-        except TabreconError:
-            pass
+        except TabreconError as exc:
+            if log is not None:
+                log.append(f"{where}: {exc}; solved by the interior-point fit instead")
     return _fit(metas, pcounts, totals)
 
 
@@ -446,7 +452,7 @@ def _one_parent(cfg, lv, fit, p, kids, support, pcounts, sub, totals) -> tuple:
     nd = sum(m[1].size for meas in metas for m in meas)
     fb: list[str] = []
     try:
-        x = _fit_auto(metas, pcounts, totals, fit)
+        x = _fit_auto(metas, pcounts, totals, fit, fb, f"{lv} under {p or 'root'}")
         xi = _round(x, pcounts, totals)
     except TabreconError as exc:
         xi = _fallback(metas, pcounts, totals, f"{lv} under {p or 'root'}", exc, fb)
