@@ -131,6 +131,7 @@ def read_sf1(folder: str | Path, tables: list[str] | None = None) -> TableSet:
             continue
         lrn = g["logrecno"].to_numpy()
         order = np.argsort(lrn)
+        sorted_lrn = lrn[order]
         values = np.full((g.height, len(cells)), -1, dtype=np.int64)
         col_of = {c: j for j, c in enumerate(cells)}
         by_seg: dict[int, list[str]] = {}
@@ -143,7 +144,7 @@ def read_sf1(folder: str | Path, tables: list[str] | None = None) -> TableSet:
                 need = [t for t in SEGMENTS[seg] if t in TABLES_BY_NAME]
                 raise InputError(f"data segment file {name} is missing (it holds cells {seg_cells[0]}..{seg_cells[-1]}, "
                                  f"tables {', '.join(need)})", path=str(folder))  # fmt: skip
-            _read_segment(path, seg_cells, pos, lrn[order], order, values, col_of)
+            _read_segment(path, seg_cells, pos, sorted_lrn, order, values, col_of)
         missing = np.flatnonzero((values < 0).all(axis=1))
         if missing.size:
             raise InputError(f"{missing.size} {level} record(s) of the geographic header have no data rows "

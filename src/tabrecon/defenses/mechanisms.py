@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -151,14 +152,20 @@ def rho_to_epsilon(rho: float, delta: float = 1e-10, method: str = "cks") -> flo
         return rho + 2 * math.sqrt(rho * math.log(1 / delta))
     if method != "cks":
         raise TabreconError(f"unknown conversion {method!r}; choose 'cks' or 'bun-steinke'")
-    lo, hi = 0.0, rho + 2 * math.sqrt(rho * math.log(1 / delta)) + 1.0
-    for _ in range(100):
+    # delta(eps) falls as eps grows: the smallest eps within delta (Bun-Steinke bounds it above)
+    _, hi = _bisect(lambda e: _cks_delta(rho, e) > delta, 0.0, rho + 2 * math.sqrt(rho * math.log(1 / delta)) + 1.0)
+    return hi
+
+
+def _bisect(below: Callable[[float], bool], lo: float, hi: float, steps: int = 100) -> tuple[float, float]:
+    """Bracket [lo, hi] around the point where ``below`` turns from True to False."""
+    for _ in range(steps):
         mid = (lo + hi) / 2
-        if _cks_delta(rho, mid) > delta:
+        if below(mid):
             lo = mid
         else:
             hi = mid
-    return hi
+    return lo, hi
 
 
 def epsilon_to_rho(epsilon: float, delta: float = 1e-10) -> float:
@@ -166,13 +173,8 @@ def epsilon_to_rho(epsilon: float, delta: float = 1e-10) -> float:
     inverse of :func:`rho_to_epsilon` (bisection; epsilon grows with rho), for sweeps given in epsilon."""
     if not epsilon > 0 or not 0 < delta < 1:
         raise TabreconError(f"need epsilon > 0 and 0 < delta < 1 (got epsilon={epsilon}, delta={delta})")
-    lo, hi = 0.0, float(epsilon)  # rho <= epsilon: the conversion only adds to rho
-    for _ in range(100):  # delta(rho, epsilon) grows with rho: the largest rho still within delta
-        mid = (lo + hi) / 2
-        if _cks_delta(mid, epsilon) > delta:
-            hi = mid
-        else:
-            lo = mid
+    # delta(rho, epsilon) grows with rho: the largest rho still within delta (rho <= epsilon always)
+    lo, _ = _bisect(lambda r: _cks_delta(r, epsilon) <= delta, 0.0, float(epsilon))
     return lo
 
 
