@@ -14,6 +14,7 @@ from tabrecon.attacks.linear import (
     decode_lsq,
     fraction_recovered,
     make_instance,
+    prove_unique,
     queries_needed,
 )
 from tabrecon.defenses import randomized_response as rr
@@ -131,3 +132,20 @@ def test_randomized_response_simulation_matches_closed_forms():
     assert rr.accuracy_loss(pi, 0.5, n) < rr.accuracy_loss(pi, 0.9, n) <= 0
     with pytest.raises(TabreconError):
         rr.epsilon(0.0)
+
+
+def test_exact_without_proof_says_unproven_and_prove_unique_settles_it():
+    inst = make_instance(40, 30, np.random.default_rng(4))
+    r = decode_exact(inst.Q, inst.a, time_limit=20, prove=False)
+    assert r.status == "unproven" and not r.unique and (r.x == inst.x).all()
+    assert prove_unique(inst.Q, inst.a, r.x, time_limit=20) == "unique"
+    # with 3 answers many databases give the same: CP-SAT finds another
+    assert prove_unique(inst.Q[:3], inst.a[:3], inst.x, time_limit=20) == "ambiguous"
+
+
+def test_exact_sweep_records_whether_the_attacker_could_prove_it(tmp_path):
+    queries_needed_vs_n(tmp_path, [30, 40], trials=1, decoders=("lsq", "exact"), exact_time_limit=10)
+    rows = pl.read_csv(tmp_path / "queries_needed.csv")
+    ex = rows.filter(pl.col("decoder") == "exact")
+    assert ex.height == 2 and set(ex["proof"].to_list()) <= {"unique", "timeout", "ambiguous"}
+    assert (ex["m_needed"] > 0).all() and (rows["seconds"] >= 0).all()

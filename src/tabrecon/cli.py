@@ -809,6 +809,7 @@ def dn_queries_needed(
     ns: Annotated[str, typer.Option(help="Comma list of n (default 100..1000; exact: 20..120)")] = "",
     trials: Annotated[int, typer.Option()] = 3,
     exact_time_limit: Annotated[float, typer.Option(help="Seconds per exact solve (time-out = not recovered)")] = 10.0,
+    exact_finder: Annotated[str, typer.Option(help="How exact decoding looks for the database: auto (CP-SAT, then lattice reduction), cpsat or lattice")] = "auto",
     seed: Annotated[int, typer.Option()] = 0,
     resume: Annotated[bool, typer.Option()] = True,
 ) -> None:
@@ -821,7 +822,8 @@ def dn_queries_needed(
     if bad or not decs:
         raise TabreconError(f"--decoder must be among {', '.join(DECODERS)} (got {decoder!r})")
     n_list = _ints(ns, "--ns") or (list(range(20, 121, 20)) if decs == ("exact",) else None)
-    slopes = queries_needed_vs_n(out, n_list, trials, decs, seed, exact_time_limit, resume, _dn_progress("queries-needed"))
+    slopes = queries_needed_vs_n(out, n_list, trials, decs, seed, exact_time_limit, resume,
+                                 _dn_progress("queries-needed"), exact_finder)  # fmt: skip
     console.print(f"written {out}/queries_needed.csv, queries_needed.png")
     for d, sl in slopes.items():
         console.print(f"{d}: queries needed grow as {sl:.3f} n")

@@ -9,8 +9,10 @@ probability 1/2) and the answers a = Q x + noise. Decoders are functions from (Q
 * ``lp`` -- LP decoding: minimise ||Q x - a||_1 over [0, 1]^n (Dinur-Nissim; Dwork-McSherry-Talwar),
   HiGHS, then rounding.
 * ``exact`` -- integer decoding for noiseless or bounded noise: find x in {0,1}^n with
-  |Q x - a| <= E (CP-SAT) and try to prove no other such x exists. Only a proof counts as recovery
-  of the whole database; a time-out is reported as such.
+  |Q x - a| <= E (CP-SAT, and for noiseless answers lattice reduction from maximum-entropy marginals,
+  :mod:`tabrecon.attacks.lattice`), and try to prove with CP-SAT that no other such x exists. Like
+  every decoder's output, what it finds counts as recovered when it equals the truth; the proof is
+  the stronger claim an attacker can make without the truth, reported on its own.
 """
 
 from __future__ import annotations
@@ -191,68 +193,143 @@ def decode_lp(Q: np.ndarray, a: np.ndarray) -> np.ndarray:
 class ExactResult:
     x: np.ndarray | None
     unique: bool  # proven: no other database gives these answers (within the noise bound)
-    status: str  # unique | ambiguous | timeout | infeasible
+    status: str  # unique | ambiguous | unproven | timeout | infeasible
     seconds: float
+    found_by: str = ""  # cpsat | lattice: which finder produced x
 
 
-def decode_exact(Q: np.ndarray, a: np.ndarray, bound: int = 0, time_limit: float = 10.0,
-                 seed: int = 0, hint: np.ndarray | None = None) -> ExactResult:  # fmt: skip
-    """Integer decoding: x in {0,1}^n with |Q x - a| <= bound, then a proof that it is the only one."""
-    import time
+FINDERS = ("auto", "cpsat", "lattice")
 
+
+def _cpsat_model(Qi: np.ndarray, ai: np.ndarray, bound: int):
     from ortools.sat.python import cp_model
 
-    t0 = time.perf_counter()
-    m, n = Q.shape
-    Qi = np.rint(Q).astype(np.int64)
-    ai = np.rint(a).astype(np.int64)
+    m, n = Qi.shape
     model = cp_model.CpModel()
     xs = [model.new_bool_var(f"x{i}") for i in range(n)]
     for r in range(m):
         idx = np.flatnonzero(Qi[r])
         model.add_linear_constraint(sum(xs[i] for i in idx), int(ai[r] - bound), int(ai[r] + bound))
-    if hint is not None:
-        for i in range(n):
-            model.add_hint(xs[i], int(hint[i]))
+    return model, xs
+
+
+def _cpsat_solve(model, seconds: float, seed: int):
+    from ortools.sat.python import cp_model
+
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = 1
     solver.parameters.random_seed = seed
-    solver.parameters.max_time_in_seconds = float(time_limit)
-    st = solver.solve(model)
-    if st == cp_model.INFEASIBLE:
-        return ExactResult(None, False, "infeasible", time.perf_counter() - t0)
-    if st not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        return ExactResult(None, False, "timeout", time.perf_counter() - t0)
-    x = np.array([solver.value(v) for v in xs], dtype=np.int64)
-    model.clear_hints()
+    solver.parameters.max_time_in_seconds = float(max(0.1, seconds))
+    return solver, solver.solve(model)
+
+
+def prove_unique(Q: np.ndarray, a: np.ndarray, x: np.ndarray, bound: int = 0,
+                 time_limit: float = 10.0, seed: int = 0) -> str:  # fmt: skip
+    """Whether x is the only database in {0,1}^n with |Q x - a| <= bound: CP-SAT looks for another.
+
+    ``unique`` (proven: none exists), ``ambiguous`` (one was found) or ``timeout``.
+    """
+    from ortools.sat.python import cp_model
+
+    n = Q.shape[1]
+    model, xs = _cpsat_model(np.rint(Q).astype(np.int64), np.rint(a).astype(np.int64), bound)
     model.add(
         sum(xs[i] for i in range(n) if x[i] == 0) + sum(1 - xs[i] for i in range(n) if x[i] == 1)
         >= 1
     )
-    left = max(0.1, time_limit - (time.perf_counter() - t0))
-    solver.parameters.max_time_in_seconds = float(left)
-    st2 = solver.solve(model)
-    if st2 == cp_model.INFEASIBLE:
-        return ExactResult(x, True, "unique", time.perf_counter() - t0)
-    if st2 in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        return ExactResult(x, False, "ambiguous", time.perf_counter() - t0)
-    return ExactResult(x, False, "timeout", time.perf_counter() - t0)
+    _, st = _cpsat_solve(model, time_limit, seed)
+    if st == cp_model.INFEASIBLE:
+        return "unique"
+    if st in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return "ambiguous"
+    return "timeout"
+
+
+def decode_exact(Q: np.ndarray, a: np.ndarray, bound: int = 0, time_limit: float = 10.0,
+                 seed: int = 0, hint: np.ndarray | None = None, finder: str = "auto",
+                 prove: bool = True, proof_time_limit: float | None = None) -> ExactResult:  # fmt: skip
+    """Integer decoding: x in {0,1}^n with |Q x - a| <= bound, then (``prove``) a proof that it is the
+    only one.
+
+    ``finder``: ``cpsat`` searches with CP-SAT alone; ``lattice`` uses
+    :func:`tabrecon.attacks.lattice.lattice_find` (noiseless answers, needs fpylll); ``auto``
+    (default) gives CP-SAT a fifth of ``time_limit``, then the lattice half of it when it applies, then
+    CP-SAT the rest. The proof gets ``proof_time_limit`` seconds (default: what finding left of
+    ``time_limit``). Status: ``unique`` (proven), ``ambiguous`` (another database answers the same),
+    ``unproven`` (found; no proof asked for, or it ran out of time), ``timeout`` (nothing found) or
+    ``infeasible`` (no database gives these answers).
+    """
+    import time
+
+    from ortools.sat.python import cp_model
+
+    from . import lattice
+
+    if finder not in FINDERS:
+        raise TabreconError(f"unknown finder {finder!r}; choose from {', '.join(FINDERS)}")
+    t0 = time.perf_counter()
+    n = Q.shape[1]
+    Qi = np.rint(Q).astype(np.int64)
+    ai = np.rint(a).astype(np.int64)
+    use_lattice = finder != "cpsat" and bound == 0 and lattice.available()
+    if finder == "lattice" and not use_lattice:
+        raise TabreconError(
+            "the lattice finder needs noiseless answers (bound 0) and fpylll (pip install 'tabrecon[lattice]')"
+        )
+
+    def left() -> float:
+        return time_limit - (time.perf_counter() - t0)
+
+    model, xs = _cpsat_model(Qi, ai, bound)
+    if hint is not None:
+        for i in range(n):
+            model.add_hint(xs[i], int(hint[i]))
+    x, found_by = None, ""
+    budgets = {"cpsat": [("cpsat", 1.0)], "lattice": [("lattice", 1.0)],
+               "auto": [("cpsat", 0.2), ("lattice", 0.5), ("cpsat", 1.0)]}[finder]  # fmt: skip
+    for how, share in budgets:
+        if how == "lattice":
+            if not use_lattice:
+                continue
+            x = lattice.lattice_find(Qi, ai, time_limit=max(0.0, min(left(), share * time_limit)))
+        else:
+            budget = min(left(), share * time_limit) if share < 1 else left()
+            solver, st = _cpsat_solve(model, budget, seed)
+            if st == cp_model.INFEASIBLE:
+                return ExactResult(None, False, "infeasible", time.perf_counter() - t0, how)
+            if st in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+                x = np.array([solver.value(v) for v in xs], dtype=np.int64)
+        if x is not None:
+            found_by = how
+            break
+        if left() <= 0:
+            break
+    if x is None:
+        return ExactResult(None, False, "timeout", time.perf_counter() - t0)
+    if not prove:
+        return ExactResult(x, False, "unproven", time.perf_counter() - t0, found_by)
+    st2 = prove_unique(Qi, ai, x, bound, left() if proof_time_limit is None else proof_time_limit, seed)
+    status = {"unique": "unique", "ambiguous": "ambiguous", "timeout": "unproven"}[st2]
+    return ExactResult(x, st2 == "unique", status, time.perf_counter() - t0, found_by)
 
 
 def decode(decoder: str, Q: np.ndarray, a: np.ndarray, **kw) -> np.ndarray | None:
-    """Bits from a decoder; ``exact`` gives bits only when it proved them unique."""
+    """Bits from a decoder; ``exact`` gives the database it found (None when it found none).
+
+    Like the other decoders' guesses, its bits count as recovered when they equal the truth; whether
+    they were also proven unique is :func:`decode_exact`'s ``unique``.
+    """
     if decoder == "lsq":
         return decode_lsq(Q, a)
     if decoder == "lp":
         return decode_lp(Q, a)
     if decoder == "exact":
-        r = decode_exact(Q, a, **kw)
-        return r.x if r.unique else None
+        return decode_exact(Q, a, **kw).x
     raise TabreconError(f"unknown decoder {decoder!r}; choose from {', '.join(DECODERS)}")
 
 
 def fraction_recovered(inst: Instance, decoder: str = "lsq", **kw) -> float:
-    """Share of the database's bits the decoder gets right (exact without a proof: 0 recovered)."""
+    """Share of the database's bits the decoder gets right (exact finding nothing: 0 recovered)."""
     x = decode(decoder, inst.Q, inst.a, **kw)
     return 0.0 if x is None else float((x == inst.x).mean())
 

@@ -13,6 +13,7 @@ Seeds: trial t of a sweep uses ``default_rng([seed, n, t])``, so a row is the sa
 from __future__ import annotations
 
 import csv
+import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -20,12 +21,14 @@ import numpy as np
 import polars as pl
 
 from ..attacks.linear import (
+    FINDERS,
     check_size,
     fraction_recovered,
     info_bound_noiseless,
     info_bound_noisy,
     jason_sigma,
     make_instance,
+    prove_unique,
     queries_needed,
 )
 from ..errors import TabreconError
@@ -154,29 +157,45 @@ def recovery_vs_queries(out: Path, n: int = 1000, ms: list[int] | None = None, t
 # (b) + (f) -------------------------------------------------------------------------------------------
 def queries_needed_vs_n(out: Path, ns: list[int] | None = None, trials: int = 3,
                         decoders: tuple[str, ...] = ("lsq",), seed: int = 0, exact_time_limit: float = 10.0,
-                        resume: bool = True, progress: Progress = None) -> dict[str, float]:  # fmt: skip
-    """Queries for full recovery vs n for each decoder; returns the fitted slope per decoder."""
+                        resume: bool = True, progress: Progress = None,
+                        exact_finder: str = "auto") -> dict[str, float]:  # fmt: skip
+    """Queries for full recovery vs n for each decoder; returns the fitted slope per decoder.
+
+    ``exact_finder`` picks how the exact decoder looks for the database (``auto``, ``cpsat`` or
+    ``lattice``, see :func:`~tabrecon.attacks.linear.decode_exact`); other than ``auto`` it is part of
+    the decoder's label (``exact/cpsat``), so finders compared in one directory get their own curves.
+    """
     ns = ns or list(range(100, 1001, 100))
     _positive(ns=ns, trials=trials)
     sw = Sweep(out / "queries_needed.csv", ("decoder", "n", "trial"), resume)
+    if exact_finder not in FINDERS:
+        raise TabreconError(f"unknown exact finder {exact_finder!r}; choose from {', '.join(FINDERS)}")
+    labels = {d: f"exact/{exact_finder}" if d == "exact" and exact_finder != "auto" else d for d in decoders}
     for dec in decoders:
         for n in ns:
             check_size(n, n)
             for t in range(trials):
-                if sw.has(decoder=dec, n=n, trial=t):
+                if sw.has(decoder=labels[dec], n=n, trial=t):
                     continue
                 inst = make_instance(n, n, _rng(seed, n, t))
-                kw = {"time_limit": exact_time_limit} if dec == "exact" else {}
+                kw = ({"time_limit": exact_time_limit, "finder": exact_finder, "prove": False}
+                      if dec == "exact" else {})  # fmt: skip
+                t0 = time.perf_counter()
                 m = queries_needed(inst, dec, **kw)
-                sw.add({"decoder": dec, "n": n, "trial": t, "m_needed": -1 if m is None else m,
-                        "ratio": float("nan") if m is None else m / n})  # fmt: skip
+                secs = time.perf_counter() - t0
+                proven, t1 = "", time.perf_counter()
+                if dec == "exact" and m is not None:  # can the attacker also prove it, at that m?
+                    proven = prove_unique(inst.Q[:m], inst.a[:m], inst.x, time_limit=exact_time_limit)
+                sw.add({"decoder": labels[dec], "n": n, "trial": t, "m_needed": -1 if m is None else m,
+                        "ratio": float("nan") if m is None else m / n, "seconds": round(secs, 2),
+                        "proof": proven, "proof_seconds": round(time.perf_counter() - t1, 2)})  # fmt: skip
                 if progress:
-                    progress(f"{dec} n={n} trial {t}: {m}")
+                    progress(f"{labels[dec]} n={n} trial {t}: {m}")
     df = sw.frame().filter(pl.col("m_needed") > 0)
     slopes: dict[str, float] = {}
     plt = _plot()
     fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, 4), dpi=110)
-    for dec in decoders:
+    for dec in dict.fromkeys(df["decoder"].to_list()) if df.height else ():
         d = df.filter(pl.col("decoder") == dec)
         if d.height < 2:
             continue
@@ -186,7 +205,8 @@ def queries_needed_vs_n(out: Path, ns: list[int] | None = None, trials: int = 3,
         g = d.group_by("n").agg(pl.col("m_needed").mean(), pl.col("ratio").mean()).sort("n")
         ax.plot(g["n"], g["m_needed"], "o-", ms=3, label=f"{dec}: slope {slope:.3f}")
         bx.plot(g["n"], g["ratio"], "o-", ms=3, label=dec)
-    grid = np.linspace(max(min(ns), 4), max(ns), 100)
+    all_n = [*ns, *(df["n"].to_list() if df.height else [])]
+    grid = np.linspace(max(min(all_n), 4), max(all_n), 100)
     ax.plot(grid, info_bound_noiseless(grid), "k:", label="2n/log2 n (information bound)")
     bx.plot(grid, info_bound_noiseless(grid) / grid, "k:", label="2/log2 n")
     ax.set(
@@ -199,7 +219,8 @@ def queries_needed_vs_n(out: Path, ns: list[int] | None = None, trials: int = 3,
     pl.DataFrame({"decoder": list(slopes), "slope": list(slopes.values())}).write_csv(
         out / "queries_needed_slope.csv"
     )
-    return slopes
+    # the plot shows every decoder in the directory; the slopes returned are the ones asked for
+    return {labels[d]: slopes[labels[d]] for d in decoders if labels[d] in slopes}
 
 
 # (c) -------------------------------------------------------------------------------------------------
