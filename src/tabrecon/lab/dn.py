@@ -167,9 +167,9 @@ def queries_needed_vs_n(out: Path, ns: list[int] | None = None, trials: int = 3,
     """
     ns = ns or list(range(100, 1001, 100))
     _positive(ns=ns, trials=trials)
-    sw = Sweep(out / "queries_needed.csv", ("decoder", "n", "trial"), resume)
     if exact_finder not in FINDERS:
         raise TabreconError(f"unknown exact finder {exact_finder!r}; choose from {', '.join(FINDERS)}")
+    sw = Sweep(out / "queries_needed.csv", ("decoder", "n", "trial"), resume)
     labels = {d: f"exact/{exact_finder}" if d == "exact" and exact_finder != "auto" else d for d in decoders}
     for dec in decoders:
         for n in ns:
@@ -197,14 +197,19 @@ def queries_needed_vs_n(out: Path, ns: list[int] | None = None, trials: int = 3,
     fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, 4), dpi=110)
     for dec in dict.fromkeys(df["decoder"].to_list()) if df.height else ():
         d = df.filter(pl.col("decoder") == dec)
-        if d.height < 2:
-            continue
-        nn, mm = d["n"].to_numpy().astype(float), d["m_needed"].to_numpy().astype(float)
-        slope, icpt = np.polyfit(nn, mm, 1)
-        slopes[dec] = float(slope)
         g = d.group_by("n").agg(pl.col("m_needed").mean(), pl.col("ratio").mean()).sort("n")
-        ax.plot(g["n"], g["m_needed"], "o-", ms=3, label=f"{dec}: slope {slope:.3f}")
+        label = dec
+        if g.height >= 2:  # a slope needs two sizes
+            nn, mm = d["n"].to_numpy().astype(float), d["m_needed"].to_numpy().astype(float)
+            slope, _ = np.polyfit(nn, mm, 1)
+            slopes[dec] = float(slope)
+            label = f"{dec}: slope {slope:.3f}"
+        ax.plot(g["n"], g["m_needed"], "o-", ms=3, label=label)
         bx.plot(g["n"], g["ratio"], "o-", ms=3, label=dec)
+    if "proof" in df.columns:  # exact finds the attacker could also prove unique
+        pr = df.filter(pl.col("proof") == "unique")
+        if pr.height:
+            bx.plot(pr["n"], pr["ratio"], "k^", ms=5, mfc="none", label="exact, proven unique")
     all_n = [*ns, *(df["n"].to_list() if df.height else [])]
     grid = np.linspace(max(min(all_n), 4), max(all_n), 100)
     ax.plot(grid, info_bound_noiseless(grid), "k:", label="2n/log2 n (information bound)")
