@@ -107,6 +107,11 @@ def _candidate(rows: np.ndarray, sw: np.ndarray, off: np.ndarray, Q: np.ndarray,
     return None
 
 
+def _rows(A) -> np.ndarray:
+    """An fpylll IntegerMatrix as an int64 array (the short rows looked at fit easily)."""
+    return np.array([list(r) for r in A], dtype=np.int64)
+
+
 def _strategies(bmax: int) -> list:
     """BKZ 2.0 strategies without fpylll's strategy file: linear pruning above block size 20."""
     from fpylll.fplll.bkz_param import Strategy
@@ -149,7 +154,7 @@ def lattice_find(Q: np.ndarray, a: np.ndarray, p: np.ndarray | None = None, time
         B, sw, off = _embedding(Qi, ai, p, clip)
         A = IntegerMatrix.from_matrix(B.tolist())
         LLL.reduction(A)
-        x = _candidate(np.array([list(r) for r in A], dtype=np.int64), sw, off, Qi, ai)
+        x = _candidate(_rows(A), sw, off, Qi, ai)
         if x is not None:
             return x
         runs.append((A, BKZReduction(A), sw, off))
@@ -158,7 +163,7 @@ def lattice_find(Q: np.ndarray, a: np.ndarray, p: np.ndarray | None = None, time
             if time.perf_counter() - t0 > time_limit:
                 return None
             bkz(BKZ.Param(block_size=b, strategies=strat, max_loops=4, flags=flags))
-            x = _candidate(np.array([list(r) for r in A], dtype=np.int64), sw, off, Qi, ai)
+            x = _candidate(_rows(A), sw, off, Qi, ai)
             if x is not None:
                 return x
     return None
