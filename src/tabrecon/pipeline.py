@@ -44,8 +44,10 @@ def _defend(md, spec: str, seed: int, workers: int = 1):
     """Apply a defense named by ``spec``: none, swap-lo, swap-hi, swap=<rate> (swap-lo's design at another
     household rate), dhc2023-like, rho=<x> or eps=<x> (dhc shares; eps converted to rho by CKS at
     delta 1e-10). Returns (protected records, info, TopDown's noisy measurements or None)."""
+    from dataclasses import replace
+
     from .defenses.mechanisms import epsilon_to_rho
-    from .defenses.swapping import PRESETS, SwapConfig, swap
+    from .defenses.swapping import PRESETS, swap
     from .defenses.topdown import dhc2023_like, topdown
     from .errors import TabreconError
 
@@ -56,7 +58,7 @@ def _defend(md, spec: str, seed: int, workers: int = 1):
             conf = PRESETS[spec]
         else:
             try:
-                conf = SwapConfig(rate=float(spec[5:]), name=spec)
+                conf = replace(PRESETS["swap-lo"], rate=float(spec[5:]), name=spec)
             except ValueError:
                 raise TabreconError(f"defense {spec!r}: the rate must be a number, e.g. swap=0.2") from None
         r = swap(md, conf, seed)
