@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 
@@ -62,3 +64,29 @@ def test_exact_decoder_refuses_unknown_finder_and_lattice_with_noise():
         decode_exact(inst.Q, inst.a, finder="magic")
     with pytest.raises(TabreconError, match="noiseless"):
         decode_exact(inst.Q, inst.a, bound=1, finder="lattice")
+
+
+def test_guesses_fix_the_surest_bits_then_flip_the_least_sure_first():
+    rng = np.random.default_rng(5)
+    p = rng.uniform(0.0, 1.0, 120)
+    plan = list(itertools.islice(lattice.guesses(p, m=20), 3 + 15 + 5))
+    order = np.argsort(-np.abs(p - 0.5), kind="stable")
+    # dimensions 80, 85, 90 left of n - m = 100: fix the 20, 15, 10 surest bits at their likelier values
+    for (F, v), k in zip(plan[:3], (20, 15, 10), strict=True):
+        assert np.array_equal(F, order[:k]) and np.array_equal(v, (p[F] > 0.5).astype(int))
+    F = order[:15]
+    flipped = [np.flatnonzero(v != (p[F] > 0.5)) for _, v in plan[3:]]
+    assert [f.size for f in flipped[:1]] == [1] and flipped[0][0] == 14  # the least sure of the 15
+    odds = np.abs(np.log(p[F]) - np.log1p(-p[F]))
+    costs = [odds[f].sum() for f in flipped]
+    assert costs == sorted(costs)  # likeliest alternatives first
+    assert list(lattice.guesses(p[:60], m=20)) == []  # full lattice small: nothing to guess
+
+
+@needs_fpylll
+def test_hybrid_step_alone_finds_the_database_at_0_4_n():
+    # n = 200, m = 80: the full lattice (BKZ <= 30) misses this instance; fixing the 40 surest bits
+    # leaves a lattice BKZ-20 solves. clips=() skips the full step, so the find is the guess's.
+    inst = make_instance(200, 200, np.random.default_rng([0, 200, 3]))
+    x = lattice.lattice_find(inst.Q[:80], inst.a[:80], time_limit=30, clips=())
+    assert x is not None and np.array_equal(x, inst.x)
