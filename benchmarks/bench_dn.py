@@ -54,9 +54,8 @@ def main() -> None:
         e = make_instance(n, m, rng)
         t, r = timed(decode_exact, e.Q, e.a, reps=1, time_limit=60)
         print(f"exact decoding, n = {n}, m = {m} (0.4 n): {t:.2f} s, status {r.status}")
-    for t in range(
-        3
-    ):  # the lattice finder's regime: 0.4 n at n = 200, finding only (proofs time out)
+    # the lattice finder's regime: 0.4 n at n = 200, finding only (proofs time out there)
+    for t in range(3):
         e = make_instance(200, 200, np.random.default_rng([0, 200, t])).first(80)
         t_, r = timed(decode_exact, e.Q, e.a, reps=1, time_limit=60, prove=False)
         got = r.x is not None and bool((r.x == e.x).all())

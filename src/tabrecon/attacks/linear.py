@@ -254,8 +254,8 @@ def decode_exact(Q: np.ndarray, a: np.ndarray, bound: int = 0, time_limit: float
     ``finder``: ``cpsat`` searches with CP-SAT alone; ``lattice`` uses
     :func:`tabrecon.attacks.lattice.lattice_find` (noiseless answers, needs fpylll); ``auto``
     (default) gives CP-SAT a tenth of ``time_limit`` (it either finds the database at once or takes
-    minutes), then the lattice 80% of it when it applies, then CP-SAT the rest. The proof gets ``proof_time_limit`` seconds (default: what finding left of
-    ``time_limit``). Status: ``unique`` (proven), ``ambiguous`` (another database answers the same),
+    minutes), then the lattice 80% of it when it applies, then CP-SAT the rest. The proof gets
+    ``proof_time_limit`` seconds (default: what finding left of ``time_limit``). Status: ``unique`` (proven), ``ambiguous`` (another database answers the same),
     ``unproven`` (found; no proof asked for, or it ran out of time), ``timeout`` (nothing found) or
     ``infeasible`` (no database gives these answers).
     """
