@@ -119,7 +119,8 @@ def _candidate(rows: np.ndarray, sw: np.ndarray, off: np.ndarray, Q: np.ndarray,
 
 
 def _rows(A) -> np.ndarray:
-    """An fpylll IntegerMatrix as an int64 array (entries stay far below 2^63: at most `big` times small integers)."""
+    """An fpylll IntegerMatrix as an int64 array (entries stay far below 2^63: at most `big` times
+    small integers)."""
     return np.array([list(r) for r in A], dtype=np.int64)
 
 

@@ -254,10 +254,11 @@ def decode_exact(Q: np.ndarray, a: np.ndarray, bound: int = 0, time_limit: float
     ``finder``: ``cpsat`` searches with CP-SAT alone; ``lattice`` uses
     :func:`tabrecon.attacks.lattice.lattice_find` (noiseless answers, needs fpylll); ``auto``
     (default) gives CP-SAT a tenth of ``time_limit`` (it either finds the database at once or takes
-    minutes), then the lattice 80% of it when it applies, then CP-SAT the rest. The proof gets
-    ``proof_time_limit`` seconds (default: what finding left of ``time_limit``). Status: ``unique`` (proven), ``ambiguous`` (another database answers the same),
-    ``unproven`` (found; no proof asked for, or it ran out of time), ``timeout`` (nothing found) or
-    ``infeasible`` (no database gives these answers).
+    minutes), then the lattice 80% of it, then CP-SAT the rest; where the lattice does not apply,
+    CP-SAT all of it in one run. The proof gets ``proof_time_limit`` seconds (default: what finding
+    left of ``time_limit``). Status: ``unique`` (proven), ``ambiguous`` (another database answers the
+    same), ``unproven`` (found; no proof asked for, or it ran out of time), ``timeout`` (nothing
+    found) or ``infeasible`` (no database gives these answers).
     """
     import time
 
@@ -285,12 +286,13 @@ def decode_exact(Q: np.ndarray, a: np.ndarray, bound: int = 0, time_limit: float
         for i in range(n):
             model.add_hint(xs[i], int(hint[i]))
     x, found_by = None, ""
-    budgets = {"cpsat": [("cpsat", 1.0)], "lattice": [("lattice", 1.0)],
-               "auto": [("cpsat", 0.1), ("lattice", 0.8), ("cpsat", 1.0)]}[finder]  # fmt: skip
+    if not use_lattice:  # one CP-SAT run: a second would replay the first one's search
+        budgets = [("cpsat", 1.0)]
+    else:
+        budgets = {"lattice": [("lattice", 1.0)],
+                   "auto": [("cpsat", 0.1), ("lattice", 0.8), ("cpsat", 1.0)]}[finder]  # fmt: skip
     for how, share in budgets:
         if how == "lattice":
-            if not use_lattice:
-                continue
             x = lattice.lattice_find(Qi, ai, time_limit=max(0.0, min(left(), share * time_limit)))
         else:
             budget = min(left(), share * time_limit) if share < 1 else left()
@@ -358,5 +360,6 @@ def info_bound_noiseless(n: np.ndarray | float) -> np.ndarray | float:
 
 
 def info_bound_noisy(sigma: float) -> float:
-    """At large noise about 16 sigma^2 / ln 2 queries are needed (JASON section 4.5, as stated in the text)."""
+    """At large noise about 16 sigma^2 / ln 2 queries are needed (JASON section 4.5, as stated in
+    the text)."""
     return 16 * sigma**2 / math.log(2)
