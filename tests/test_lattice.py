@@ -36,7 +36,7 @@ def test_embedding_puts_the_database_on_a_short_vector():
     assert lattice._candidate(v[None, :], sw, off, Qi, ai) is not None
 
 
-needs_fpylll = pytest.mark.skipif(not lattice.available(), reason="fpylll not installed")
+needs_fpylll = pytest.mark.skipif(not lattice.available(), reason=str(lattice.import_error()))
 
 
 @needs_fpylll

@@ -34,6 +34,7 @@ from rich.console import Console
 
 from .config import AuditConfig
 from .errors import TabreconError
+from .provenance import check_or_record, digest_path, fingerprint, unrecorded_output
 
 PRECISION_GRID = np.linspace(0.0, 1.0, 101)
 PREC_SOURCES = ("attack", "mdg", "prg", "truth", "francis")
@@ -483,6 +484,10 @@ def audit(
     work = out / "work"
     if work.exists() and not resume:
         shutil.rmtree(work)
+    fp = _fingerprint(cfg, md_path, ts_path)
+    advice = "run without --resume (resume=False in Python) to start over, or choose another --out"
+    unrecorded_output([work], work / "run.json", str(work), advice)
+    check_or_record(work / "run.json", fp, str(work), advice)
     out.mkdir(parents=True, exist_ok=True)
     (out / "config.toml").write_text(cfg.to_toml())
     t_start = time.perf_counter()
@@ -591,6 +596,16 @@ def audit(
     _atomic_write_json(out / "summary.json", summary)
     report = write_audit_report(out, summary, frames, cfg)
     return AuditResult(out, summary, report)
+
+
+def _fingerprint(cfg: AuditConfig, md_path: Path | None, ts_path: Path | None) -> dict[str, str]:
+    """What the audit's work/ depends on: the inputs' content and every setting that changes a
+    result (not where units run: workers, scheduler, retries; not the report's presentation)."""
+    conf = cfg.to_dict()
+    conf.pop("report", None)
+    conf["run"] = {k: v for k, v in conf["run"].items() if k not in ("workers", "scheduler", "retries")}
+    return fingerprint(microdata=digest_path(md_path) if md_path is not None else "none",
+                       tables=digest_path(ts_path) if ts_path is not None else "none", config=conf)  # fmt: skip
 
 
 def _run_chunk(cr: ChunkRunner, cfg: AuditConfig, md_path, ts_path, given, rich_level: str, log: StageLog) -> dict:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 import warnings
@@ -28,6 +29,8 @@ tables_app = typer.Typer(
 )
 app.add_typer(tables_app, name="tables")
 console = Console(stderr=False)
+FRESH_HELP = ("Start over: discard what an earlier run left in the output. Without it a rerun resumes, "
+              "and refuses (exit 2) when the earlier run had other inputs or options")  # fmt: skip
 err = Console(stderr=True, soft_wrap=True)  # an error is one line, never wrapped
 
 
@@ -231,9 +234,7 @@ def reconstruct(
     strategy: Annotated[
         str, typer.Option(help="staged (binned model, then ages) or full (single-age model)")
     ] = "staged",
-    resume: Annotated[
-        bool, typer.Option(help="Skip tracts already finished in <out>.parts/")
-    ] = True,
+    fresh: Annotated[bool, typer.Option("--fresh", help=FRESH_HELP)] = False,
 ) -> None:
     """Rebuild person records from published tables, tract by tract (written as each finishes)."""
     from .attacks.reconstruct import LEVELS
@@ -251,7 +252,7 @@ def reconstruct(
     t0 = time.perf_counter()
     prog, task = _progress(len(tracts), "reconstruct")
     with prog:
-        run = _recon(ts, level, opts, workers=workers, out=out, resume=resume, strategy=strategy,
+        run = _recon(ts, level, opts, workers=workers, out=out, resume=not fresh, strategy=strategy,
                      progress=lambda r: prog.update(task, advance=1, last=f"{r['unit']} {r['status']}"))  # fmt: skip
     el = time.perf_counter() - t0
     ok = [r for r in run.results if r.status == "ok"]
@@ -342,9 +343,7 @@ def solvar(
     ] = 120.0,
     seed: Annotated[int, typer.Option(help="Solver random seed")] = 0,
     workers: Annotated[int, typer.Option(help="Tracts certified in parallel")] = 1,
-    resume: Annotated[
-        bool, typer.Option(help="Skip tracts already finished in <out>.parts/")
-    ] = True,
+    fresh: Annotated[bool, typer.Option("--fresh", help=FRESH_HELP)] = False,
 ) -> None:
     """Certify a reconstruction: solution variability per block, uniqueness flags, Table S4."""
     from .attacks.certify import (
@@ -366,7 +365,7 @@ def solvar(
     t0 = time.perf_counter()
     prog, task = _progress(len(ts.tracts()), "certify")
     with prog:
-        run = certify(ts, rec, level, opts, workers=workers, out=out, resume=resume, distance=distance,
+        run = certify(ts, rec, level, opts, workers=workers, out=out, resume=not fresh, distance=distance,
                       progress=lambda r: prog.update(task, advance=1, last=f"{r['unit']} {r['status']}"))  # fmt: skip
     el = time.perf_counter() - t0
     for r in run.failed:
@@ -426,7 +425,7 @@ def claims(
     time_limit: Annotated[float, typer.Option(help="Time limit per solver call, seconds")] = 120.0,
     seed: Annotated[int, typer.Option(help="Seed of the random objectives and the solver")] = 0,
     workers: Annotated[int, typer.Option(help="Tracts in parallel")] = 1,
-    resume: Annotated[bool, typer.Option(help="Skip tracts already finished in <out>/claims.parts/")] = True,
+    fresh: Annotated[bool, typer.Option("--fresh", help=FRESH_HELP)] = False,
 ) -> None:
     """Verified claims (generate-then-verify): persons singled out by claims every consistent population makes true."""
     import polars as pl
@@ -449,7 +448,7 @@ def claims(
     t0 = time.perf_counter()
     prog, task = _progress(len(ts.tracts()), "claims")
     with prog:
-        run = _claims(ts, rec, blocks, level, opts, k_solutions, seed, workers=workers, out=out, resume=resume,
+        run = _claims(ts, rec, blocks, level, opts, k_solutions, seed, workers=workers, out=out, resume=not fresh,
                       progress=lambda r: prog.update(task, advance=1, last=f"{r['unit']} {r['status']}"))  # fmt: skip
     el = time.perf_counter() - t0
     for r in run.failed:
@@ -743,7 +742,7 @@ def tradeoff(
     ] = "none,swap-lo,swap-hi,rho=0.5,dhc2023-like,rho=50",
     out: Annotated[Path, typer.Option("--out", "-o")] = Path("tradeoff"),
     seed: Annotated[int, typer.Option()] = 0,
-    resume: Annotated[bool, typer.Option(help="Keep defenses already in <out>/tradeoff.csv")] = True,
+    fresh: Annotated[bool, typer.Option("--fresh", help=FRESH_HELP)] = False,
 ) -> None:
     """Risk against accuracy: for each defense, protect, publish, rerun every attack and measure."""
     from .pipeline import run_tradeoff
@@ -752,7 +751,7 @@ def tradeoff(
     specs = [d.strip() for d in defenses.split(",") if d.strip()]
     if not specs:
         raise TabreconError("--defenses is empty")
-    df = run_tradeoff(read_microdata(microdata), specs, out, seed, resume, console)
+    df = run_tradeoff(read_microdata(microdata), specs, out, seed, not fresh, console)
     console.print(_table("risk and accuracy by defense", ["defense", "rho", "attack nonmodal %", "PRG nonmodal %",
                                                           "MDG nonmodal %", "block TVD"],
                          [[r["defense"], r["rho"], r["attack_nonmodal_precision"], r["prg_nonmodal_precision"],
@@ -791,12 +790,12 @@ def dn_recover(
     trials: Annotated[int, typer.Option()] = 10,
     decoder: Annotated[str, typer.Option(help="lsq, lp or exact")] = "lsq",
     seed: Annotated[int, typer.Option()] = 0,
-    resume: Annotated[bool, typer.Option()] = True,
+    fresh: Annotated[bool, typer.Option("--fresh", help=FRESH_HELP)] = False,
 ) -> None:
     """(a) Fraction of bits recovered vs number of queries, no noise (JASON Fig. 4-1)."""
     from .lab.dn import recovery_vs_queries
 
-    df = recovery_vs_queries(out, n, _ints(ms, "--ms") or None, trials, decoder, seed, resume, _dn_progress("recover"))
+    df = recovery_vs_queries(out, n, _ints(ms, "--ms") or None, trials, decoder, seed, not fresh, _dn_progress("recover"))
     console.print(_table(f"bits recovered, n = {n} ({decoder})", ["m", "p10", "median", "p90", "mean"],
                          [[r["m"], r["p10"], r["p50"], r["p90"], r["mean"]] for r in df.iter_rows(named=True)]))  # fmt: skip
     console.print(f"written {out}/recovery_vs_queries.csv, recovery_vs_queries.png")
@@ -811,7 +810,7 @@ def dn_queries_needed(
     exact_time_limit: Annotated[float, typer.Option(help="Seconds per exact solve (time-out = not recovered)")] = 10.0,
     exact_finder: Annotated[str, typer.Option(help="How exact decoding looks for the database: auto (CP-SAT, then lattice reduction), cpsat or lattice")] = "auto",
     seed: Annotated[int, typer.Option()] = 0,
-    resume: Annotated[bool, typer.Option()] = True,
+    fresh: Annotated[bool, typer.Option("--fresh", help=FRESH_HELP)] = False,
 ) -> None:
     """(b, f) Queries needed for full recovery vs n, their ratio to n, and the information bound."""
     from .attacks.linear import DECODERS
@@ -822,7 +821,7 @@ def dn_queries_needed(
     if bad or not decs:
         raise TabreconError(f"--decoder must be among {', '.join(DECODERS)} (got {decoder!r})")
     n_list = _ints(ns, "--ns") or (list(range(20, 121, 20)) if decs == ("exact",) else None)
-    slopes = queries_needed_vs_n(out, n_list, trials, decs, seed, exact_time_limit, resume,
+    slopes = queries_needed_vs_n(out, n_list, trials, decs, seed, exact_time_limit, not fresh,
                                  _dn_progress("queries-needed"), exact_finder)  # fmt: skip
     console.print(f"written {out}/queries_needed.csv, queries_needed.png")
     for d, sl in slopes.items():
@@ -837,12 +836,12 @@ def dn_noise(
     ns: Annotated[str, typer.Option(help="Comma list of n")] = "10,40,100",
     trials: Annotated[int, typer.Option()] = 20,
     seed: Annotated[int, typer.Option()] = 0,
-    resume: Annotated[bool, typer.Option()] = True,
+    fresh: Annotated[bool, typer.Option("--fresh", help=FRESH_HELP)] = False,
 ) -> None:
     """(c) Recovery vs queries under Gaussian noise of JASON's scale sqrt(n) ln(n) / 2 (Fig. 4-4)."""
     from .lab.dn import recovery_under_gaussian
 
-    df = recovery_under_gaussian(out, tuple(_ints(ns, "--ns")), None, trials, "lsq", seed, resume, _dn_progress("noise"))
+    df = recovery_under_gaussian(out, tuple(_ints(ns, "--ns")), None, trials, "lsq", seed, not fresh, _dn_progress("noise"))
     console.print(_table("mean fraction recovered under Gaussian noise", ["n", "m", "sigma", "mean"],
                          [[r["n"], r["m"], f"{r['sigma']:.1f}", r["mean"]] for r in df.iter_rows(named=True)]))  # fmt: skip
     console.print(f"written {out}/recovery_gaussian.csv, recovery_gaussian.png")
@@ -857,7 +856,7 @@ def dn_grid(
     trials: Annotated[int, typer.Option()] = 3,
     full: Annotated[bool, typer.Option(help="The report's size: n = 4000, 10 trials")] = False,
     seed: Annotated[int, typer.Option()] = 0,
-    resume: Annotated[bool, typer.Option()] = True,
+    fresh: Annotated[bool, typer.Option("--fresh", help=FRESH_HELP)] = False,
 ) -> None:
     """(d) Fraction recovered over epsilon x query multiple, exact Laplace noise (Fig. 5-7)."""
     from .lab.dn import epsilon_grid
@@ -865,7 +864,7 @@ def dn_grid(
     if full:
         n, trials = 4000, 10
     df = epsilon_grid(out, n, _floats(epsilons, "--epsilons"), _ints(multiples, "--multiples"), trials, "lsq", seed,
-                      resume, _dn_progress("grid"))  # fmt: skip
+                      not fresh, _dn_progress("grid"))  # fmt: skip
     console.print(_table(f"mean fraction recovered, n = {n}", ["epsilon", "m / n", "mean"],
                          [[r["epsilon"], r["multiple"], r["mean"]] for r in df.iter_rows(named=True)]))  # fmt: skip
     console.print(f"written {out}/epsilon_grid.csv, epsilon_grid.png")
@@ -912,30 +911,78 @@ def version() -> None:
     console.print(__version__)
 
 
-def main() -> None:
-    """Entry point: run the app, turning input errors into one clear line and exit code 2."""
+EXIT_OK, EXIT_FAILED_UNITS, EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 70, 130
+
+
+def run(argv: list[str] | None = None) -> int:
+    """Run the CLI and return its exit code (the contract in the README):
+
+    0 success; 1 the run finished but some unit failed or a check found violations (the others
+    are written); 2 bad input or usage (one line naming the file, line, column, cell, block or
+    option); 130 interrupted (finished units kept); 70 an internal error (a bug; the traceback is
+    saved and its path printed).
+    """
+    from .interrupts import Interrupted, install
+
+    install()
     warnings.simplefilter("default")
     warnings.formatwarning = lambda msg, cat, *a, **k: f"warning: {msg}\n"
     try:
-        app(standalone_mode=False)
+        # standalone mode: typer prints usage errors (exit 2) and turns typer.Exit(n) into exit n,
+        # whatever click it bundles or depends on
+        app(args=argv, prog_name="tabrecon")
+    except SystemExit as exc:
+        code = exc.code
+        if code is None:
+            return EXIT_OK
+        if not isinstance(code, int):
+            err.print(str(code), highlight=False)
+            return EXIT_FAILED_UNITS
+        if code == EXIT_INTERRUPTED:  # an interrupt outside any unit of work
+            err.print("interrupted; nothing was being kept at that moment", highlight=False)
+        return code
+    except Interrupted as exc:
+        err.print(f"{exc}; {_RESUME_HINT.get(_command(argv), _RESUME_HINT[''])}", highlight=False)
+        return EXIT_INTERRUPTED
     except TabreconError as exc:
         err.print(f"[red]error:[/red] {exc}", highlight=False)
-        sys.exit(2)
-    except typer.Exit as exc:
-        sys.exit(exc.exit_code)
-    except typer.Abort:
-        err.print("aborted")
-        sys.exit(130)
-    except KeyboardInterrupt:
-        err.print("interrupted; finished units are kept, rerun to resume")
-        sys.exit(130)
-    except Exception as exc:  # click usage errors and the like
-        import click
+        return EXIT_BAD_INPUT
+    except OSError as exc:  # an output path that is a directory, under a file, read-only, a full disk
+        where = exc.filename if exc.filename is not None else ""
+        what = exc.strerror or str(exc)
+        err.print(f"[red]error:[/red] {where}{': ' if where else ''}{what}", highlight=False)
+        return EXIT_BAD_INPUT
+    except Exception:  # a bug: say so in one line, keep the traceback for the report
+        import tempfile
+        import traceback
 
-        if isinstance(exc, click.ClickException):
-            exc.show()
-            sys.exit(exc.exit_code)
-        raise
+        fd, path = tempfile.mkstemp(prefix="tabrecon-traceback-", suffix=".txt")
+        with os.fdopen(fd, "w") as fh:
+            fh.write(f"tabrecon {__version__}, argv {sys.argv!r}\n")
+            traceback.print_exc(file=fh)
+        kind, value = sys.exc_info()[:2]
+        name = kind.__name__ if kind is not None else "error"
+        err.print(f"[red]internal error[/red] ({name}: {value}); this is a bug in tabrecon, "
+                  f"please report it with the traceback saved in {path}", highlight=False)  # fmt: skip
+        return EXIT_INTERNAL
+    return EXIT_OK
+
+
+_RESUME_HINT = {
+    "": "rerun the same command to resume, or add --fresh to start over",
+    "audit": "rerun with --resume to go on from there",
+    "demo": "the demo starts afresh when rerun",
+}
+
+
+def _command(argv: list[str] | None) -> str:
+    args = sys.argv[1:] if argv is None else argv
+    return next((a for a in args if not a.startswith("-")), "")
+
+
+def main() -> None:
+    """Entry point of the ``tabrecon`` command: exit with :func:`run`'s code."""
+    sys.exit(run())
 
 
 if __name__ == "__main__":

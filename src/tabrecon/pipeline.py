@@ -8,6 +8,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from .provenance import check_or_record, digest_microdata, fingerprint, unrecorded_output
 from .schema import write_microdata
 from .synth import SynthConfig, synthesize
 from .tables import tabulate
@@ -101,6 +102,12 @@ def run_tradeoff(truth, defenses: list[str], out: str | Path, seed: int = 0, res
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     csv_path = out / "tradeoff.csv"
+    record = out / "tradeoff.run.json"
+    if not resume:
+        csv_path.unlink(missing_ok=True)
+        record.unlink(missing_ok=True)
+    unrecorded_output([csv_path], record, str(csv_path))
+    check_or_record(record, fingerprint(truth=digest_microdata(truth), seed=seed), str(csv_path))
     done = set()
     if resume and csv_path.exists():
         done = set(pl.read_csv(csv_path)["defense"].to_list())

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor, as_completed
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -25,6 +26,10 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
+
+from . import provenance
+from .interrupts import Interrupted, process_pool, terminate_all_pools
+from .provenance import check_or_record, unrecorded_output
 
 Worker = Callable[[Any], tuple[dict, pl.DataFrame | None]]
 
@@ -87,42 +92,69 @@ def _load_done(parts: Path, tag: str) -> tuple[dict[str, dict], dict[str, pl.Dat
 
 
 def _isolated(worker: Worker, arg: Any) -> tuple[dict, pl.DataFrame | None]:
-    with ProcessPoolExecutor(max_workers=1) as ex:
+    with process_pool(1) as ex:
         return ex.submit(worker, arg).result()
 
 
 def _execute(
-    pending: list[str], job: Callable[[str], Any], worker: Worker, scheduler: str, workers: int, isolate: bool
+    pending: list[str],
+    job: Callable[[str], Any],
+    worker: Worker,
+    scheduler: str,
+    workers: int,
+    isolate: bool,
 ) -> Iterator[tuple[str, tuple[dict, pl.DataFrame | None] | None, BaseException | None]]:
-    """Run the pending units where configured; yield (unit, result or None, exception or None)."""
+    """Run the pending units where configured; yield (unit, result or None, exception or None).
+
+    When the consumer stops early (an interrupt), queued units are cancelled and running ones
+    stopped: Dask futures cancelled, worker processes terminated."""
     if scheduler:
         from distributed import as_completed as dask_completed
 
         client = dask_client(scheduler)
         dfuts = {client.submit(worker, job(u), pure=False): u for u in pending}
-        for f in dask_completed(list(dfuts), loop=client.loop):
-            try:
-                yield dfuts[f], f.result(), None
-            except Exception as exc:  # a unit that raised, or whose workers kept dying
-                yield dfuts[f], None, exc
-    elif isolate or (workers > 1 and len(pending) > 1):
-        ex: Any = ThreadPoolExecutor(max_workers=workers) if isolate else ProcessPoolExecutor(max_workers=workers)
-        with ex:
-            if isolate:
-                futs = {ex.submit(_isolated, worker, job(u)): u for u in pending}
-            else:
-                futs = {ex.submit(worker, job(u)): u for u in pending}
-            for f in as_completed(futs):
+        try:
+            for f in dask_completed(list(dfuts), loop=client.loop):
                 try:
-                    yield futs[f], f.result(), None
-                except Exception as exc:  # a unit that raised, or a worker process that died
-                    yield futs[f], None, exc
+                    res = f.result()
+                except Exception as exc:  # a unit that raised, or whose workers kept dying
+                    yield dfuts[f], None, exc
+                else:
+                    yield dfuts[f], res, None
+        except BaseException:
+            client.cancel(list(dfuts), force=True)
+            raise
+    elif isolate:
+        threads = ThreadPoolExecutor(max_workers=workers)
+        try:
+            futs = {threads.submit(_isolated, worker, job(u)): u for u in pending}
+            yield from _completed(futs)
+        except BaseException:
+            threads.shutdown(wait=False, cancel_futures=True)
+            terminate_all_pools()  # the running units' own pools; their threads then end
+            raise
+        threads.shutdown(wait=True)
+    elif workers > 1 and len(pending) > 1:
+        with process_pool(workers) as ex:
+            yield from _completed({ex.submit(worker, job(u)): u for u in pending})
     else:
         for u in pending:
             try:
-                yield u, worker(job(u)), None
+                res = worker(job(u))
             except Exception as exc:
                 yield u, None, exc
+            else:
+                yield u, res, None
+
+
+def _completed(futs: dict) -> Iterator[tuple[str, Any, BaseException | None]]:
+    for f in as_completed(futs):
+        try:
+            res = f.result()
+        except Exception as exc:  # a unit that raised, or a worker process that died
+            yield futs[f], None, exc
+        else:
+            yield futs[f], res, None
 
 
 def run_units(
@@ -136,14 +168,26 @@ def run_units(
     workers: int = 1,
     progress: Callable[[dict], None] | None = None,
     retries: int = 0,
+    fingerprint: dict[str, Any] | None = None,
 ) -> tuple[list[dict], dict[str, pl.DataFrame]]:
-    """Run ``worker(job(unit))`` for every unit; returns (statuses in unit order, tables by unit)."""
+    """Run ``worker(job(unit))`` for every unit; returns (statuses in unit order, tables by unit).
+
+    ``fingerprint`` names what the units' results depend on (input digests, options; see
+    :mod:`tabrecon.provenance`): ``parts`` records it, and resuming from a ``parts`` folder made
+    by a run with another fingerprint raises :class:`~tabrecon.provenance.StaleResumeError`.
+    ``resume=False`` empties ``parts`` first. An interrupt (Ctrl-C, SIGTERM) stops the units that
+    run, keeps the finished ones and raises :class:`~tabrecon.interrupts.Interrupted`.
+    """
     retries = max(retries, _RETRIES.get())
     scheduler = _SCHEDULER.get()
     done: dict[str, dict] = {}
     frames: dict[str, pl.DataFrame] = {}
     if parts is not None:
-        parts.mkdir(parents=True, exist_ok=True)
+        if not resume and parts.exists():
+            shutil.rmtree(parts)
+        record = parts / "run.json"
+        unrecorded_output([parts / "status.jsonl"], record, str(parts))
+        check_or_record(record, provenance.fingerprint(tag=tag, **(fingerprint or {})), str(parts))
         status_file = parts / "status.jsonl"
         if resume:
             done, frames = _load_done(parts, tag)
@@ -176,22 +220,31 @@ def run_units(
     pending = list(todo)
     charged = dict.fromkeys(pending, 0)  # failures each unit is known to have caused
     isolate = False  # after a process pool broke: run each unit in a process of its own
-    while pending:
-        again: list[str] = []
-        broke = False
-        for u, out, exc in _execute(pending, job, worker, scheduler, workers, isolate):
-            if exc is None:
-                finish(*out)
-                continue
-            # a broken shared pool fails every unit in it; only an isolated run says whose fault it was
-            innocent = isinstance(exc, BrokenProcessPool) and not isolate and not scheduler
-            broke = broke or innocent
-            if not innocent:
-                charged[u] += 1
-            if innocent or charged[u] <= retries:
-                again.append(u)
-            else:
-                finish(failed(u, exc), None)
-        isolate = isolate or broke
-        pending = again
+    try:
+        while pending:
+            again: list[str] = []
+            broke = False
+            runs = _execute(pending, job, worker, scheduler, workers, isolate)
+            try:
+                for u, out, exc in runs:
+                    if exc is None:
+                        finish(*out)
+                        continue
+                    # a broken shared pool fails every unit in it; only an isolated run says whose
+                    # fault it was
+                    innocent = isinstance(exc, BrokenProcessPool) and not isolate and not scheduler
+                    broke = broke or innocent
+                    if not innocent:
+                        charged[u] += 1
+                    if innocent or charged[u] <= retries:
+                        again.append(u)
+                    else:
+                        finish(failed(u, exc), None)
+            finally:
+                runs.close()  # on an interrupt: cancel what is queued, stop what runs
+            isolate = isolate or broke
+            pending = again
+    except KeyboardInterrupt:
+        kept = sum(1 for u in units if results.get(u, {}).get("status") == "ok")
+        raise Interrupted(kept, len(units), str(parts) if parts is not None else "") from None
     return [results[u] for u in units if u in results], frames

@@ -31,6 +31,7 @@ import polars as pl
 import scipy.sparse as sp
 
 from ..errors import TabreconError
+from ..provenance import run_fingerprint
 from ..schema import (
     AGEBIN_OF_AGE,
     AGEBIN_START,
@@ -283,6 +284,8 @@ def certify(
         resume=resume,
         workers=workers,
         progress=progress,
+        fingerprint=run_fingerprint(parts, tables, recon=recon, level=level, distance=distance,
+                                 solver=opts),  # fmt: skip
     )
     dfs = [frames[t] for t in tracts if t in frames]
     blocks = pl.concat(dfs) if dfs else pl.DataFrame()

@@ -35,6 +35,7 @@ import polars as pl
 import scipy.sparse as sp
 
 from ..errors import TabreconError
+from ..provenance import run_fingerprint
 from ..schema import AGEBIN38, AGEBIN_OF_AGE, N_TYPES, RACE_BITS, RACES, Microdata, decode_types
 from ..tables import TableSet, all_cells
 from .certify import binned_type
@@ -651,6 +652,8 @@ def claims(
         resume=resume,
         workers=workers,
         progress=progress,
+        fingerprint=run_fingerprint(parts, tables, recon=recon, certification=status,
+                                 level=level, k_solutions=k_solutions, seed=seed, solver=opts),  # fmt: skip
     )
     dfs = [frames[t] for t in tracts if t in frames]
     persons = pl.concat(dfs) if dfs else pl.DataFrame()

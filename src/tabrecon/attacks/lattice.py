@@ -43,13 +43,19 @@ FULL_SHARE = 0.2  # of the time limit for the full lattice before guessing
 PER_GUESS = 1.5  # seconds per guess
 
 
-def available() -> bool:
-    """Whether fpylll (the lattice reduction library) can be imported."""
+def import_error() -> str | None:
+    """Why fpylll (the lattice reduction library) cannot be imported, or None when it can: the
+    real error, e.g. a missing ``cysignals`` under an installed fpylll, not just "not installed"."""
     try:
         import fpylll  # noqa: F401
-    except ImportError:
-        return False
-    return True
+    except ImportError as exc:
+        return f"fpylll cannot be imported ({type(exc).__name__}: {exc}); pip install -e '.[lattice]'"
+    return None
+
+
+def available() -> bool:
+    """Whether fpylll (the lattice reduction library) can be imported."""
+    return import_error() is None
 
 
 def maxent_marginals(Q: np.ndarray, a: np.ndarray, tol: float = 1e-7) -> np.ndarray | None:

@@ -18,11 +18,13 @@ probability 1/2) and the answers a = Q x + noise. Decoders are functions from (Q
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..errors import TabreconError
+from ..interrupts import stoppable
 
 NOISES = ("none", "gaussian", "laplace", "discrete_gaussian", "discrete_laplace", "bounded")
 DECODERS = ("lsq", "lp", "exact")
@@ -220,7 +222,9 @@ def _cpsat_solve(model, seconds: float, seed: int):
     solver.parameters.num_workers = 1
     solver.parameters.random_seed = seed
     solver.parameters.max_time_in_seconds = float(max(0.1, seconds))
-    return solver, solver.solve(model)
+    solver.parameters.catch_sigint_signal = False  # tabrecon.interrupts stops the search instead
+    with stoppable(solver):
+        return solver, solver.solve(model)
 
 
 def prove_unique(Q: np.ndarray, a: np.ndarray, x: np.ndarray, bound: int = 0,
@@ -272,11 +276,12 @@ def decode_exact(Q: np.ndarray, a: np.ndarray, bound: int = 0, time_limit: float
     n = Q.shape[1]
     Qi = np.rint(Q).astype(np.int64)
     ai = np.rint(a).astype(np.int64)
-    use_lattice = finder != "cpsat" and bound == 0 and lattice.available()
+    why_not = lattice.import_error() if finder != "cpsat" and bound == 0 else None
+    use_lattice = finder != "cpsat" and bound == 0 and why_not is None
     if finder == "lattice" and not use_lattice:
-        raise TabreconError(
-            "the lattice finder needs noiseless answers (bound 0) and fpylll (pip install 'tabrecon[lattice]')"
-        )
+        raise TabreconError(f"the lattice finder needs noiseless answers (bound 0) and {why_not or 'fpylll'}")
+    if finder == "auto" and why_not is not None:
+        warnings.warn(f"exact decoding runs CP-SAT alone: {why_not}", stacklevel=2)
 
     def left() -> float:
         return time_limit - (time.perf_counter() - t0)

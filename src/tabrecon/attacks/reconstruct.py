@@ -32,6 +32,7 @@ import polars as pl
 import scipy.sparse as sp
 
 from ..errors import TabreconError
+from ..provenance import run_fingerprint
 from ..schema import (
     AGE_MAX,
     N_AGES,
@@ -618,6 +619,7 @@ def reconstruct(
         resume=resume,
         workers=workers,
         progress=progress,
+        fingerprint=run_fingerprint(parts, tables, level=level, strategy=strategy, solver=opts),
     )
     fields = set(TractResult.__dataclass_fields__)
     results = []

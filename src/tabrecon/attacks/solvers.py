@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
+from ..interrupts import stoppable
+
 BACKENDS = ("cpsat", "highs")
 
 
@@ -153,7 +155,9 @@ def solve_cpsat_model(
     solver.parameters.random_seed = opts.seed
     if opts.time_limit:
         solver.parameters.max_time_in_seconds = float(opts.time_limit)
-    st = solver.solve(m)
+    solver.parameters.catch_sigint_signal = False  # tabrecon.interrupts stops the search instead
+    with stoppable(solver):
+        st = solver.solve(m)
     name = solver.status_name(st)
     x = None
     if st in (cp_model.OPTIMAL, cp_model.FEASIBLE):
@@ -200,7 +204,8 @@ def _solve_highs(prog: IntProgram, opts: SolverOptions) -> Solution:
     lp.a_matrix_.value_ = A.data.astype(float)
     lp.integrality_ = [highspy.HighsVarType.kInteger] * n
     h.passModel(lp)
-    h.run()
+    with stoppable(h, "cancelSolve"):
+        h.run()
     ms = h.modelStatusToString(h.getModelStatus())
     x = None
     status = {

@@ -465,13 +465,13 @@ def _run_parents(cfg: TopDownConfig, lv: str, jobs: list[tuple], workers: int, f
     if workers <= 1 or len(jobs) < 2 * workers:
         yield from _parents_job((cfg, lv, jobs, fit))
         return
-    from concurrent.futures import ProcessPoolExecutor
+    from ..interrupts import process_pool
 
     cost = np.array([j[4].size for j in jobs], dtype=float)
     nb = min(len(jobs), workers * 8)
     edges = np.searchsorted(np.cumsum(cost), np.linspace(0, cost.sum(), nb + 1)[1:-1])
     batches = [b for b in np.split(np.arange(len(jobs)), edges) if b.size]
-    with ProcessPoolExecutor(max_workers=workers) as ex:
+    with process_pool(workers) as ex:
         for res in ex.map(_parents_job, [(cfg, lv, [jobs[i] for i in b], fit) for b in batches]):
             yield from res
 

@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from .. import provenance
 from ..attacks.linear import (
     FINDERS,
     check_size,
@@ -32,17 +33,29 @@ from ..attacks.linear import (
     queries_needed,
 )
 from ..errors import TabreconError
+from ..provenance import check_or_record, unrecorded_output
 
 Progress = Callable[[str], None] | None
 
 
 class Sweep:
-    """Rows of a sweep in a CSV file, appended as they come; keys already present are skipped."""
+    """Rows of a sweep in a CSV file, appended as they come; keys already present are skipped.
 
-    def __init__(self, path: Path, keys: tuple[str, ...], resume: bool = True) -> None:
+    ``fingerprint`` holds the settings every row depends on beyond its keys (seed, decoder, time
+    limits); it is recorded beside the CSV (``<name>.run.json``) and a resumed sweep with other
+    settings is refused rather than mixed (:mod:`tabrecon.provenance`)."""
+
+    def __init__(self, path: Path, keys: tuple[str, ...], resume: bool = True,
+                 fingerprint: dict | None = None) -> None:  # fmt: skip
         self.path, self.keys = path, keys
         path.parent.mkdir(parents=True, exist_ok=True)
         self.done: set[tuple] = set()
+        record = path.with_suffix(".run.json")
+        if not resume:
+            record.unlink(missing_ok=True)
+        else:
+            unrecorded_output([path], record, str(path))
+        check_or_record(record, provenance.fingerprint(**(fingerprint or {})), str(path))
         if resume and path.exists() and path.stat().st_size:
             df = pl.read_csv(path)
             self.done = {tuple(str(v) for v in r) for r in df.select(list(keys)).iter_rows()}
@@ -113,7 +126,8 @@ def recovery_vs_queries(out: Path, n: int = 1000, ms: list[int] | None = None, t
     ms = ms or [int(f * n) for f in (0.1, 0.2, 0.3, 0.4, 0.45, 0.5, 0.55, 0.6, 0.7, 0.8)]
     _positive(n=n, trials=trials, ms=ms)
     check_size(n, max(ms))
-    sw = Sweep(out / "recovery_vs_queries.csv", ("n", "m", "trial"), resume)
+    sw = Sweep(out / "recovery_vs_queries.csv", ("n", "m", "trial"), resume,
+               {"decoder": decoder, "seed": seed})
     for t in range(trials):
         inst = None
         for m in ms:
@@ -169,7 +183,8 @@ def queries_needed_vs_n(out: Path, ns: list[int] | None = None, trials: int = 3,
     _positive(ns=ns, trials=trials)
     if exact_finder not in FINDERS:
         raise TabreconError(f"unknown exact finder {exact_finder!r}; choose from {', '.join(FINDERS)}")
-    sw = Sweep(out / "queries_needed.csv", ("decoder", "n", "trial"), resume)
+    sw = Sweep(out / "queries_needed.csv", ("decoder", "n", "trial"), resume,
+               {"seed": seed, "exact_time_limit": exact_time_limit})
     labels = {d: f"exact/{exact_finder}" if d == "exact" and exact_finder != "auto" else d for d in decoders}
     for dec in decoders:
         for n in ns:
@@ -235,7 +250,8 @@ def recovery_under_gaussian(out: Path, ns: tuple[int, ...] = (10, 40, 100), mult
     """Mean fraction recovered vs m under Gaussian noise of JASON's scale sqrt(n) ln(n)/2 (Fig. 4-4)."""
     multiples = multiples or [1, 2, 5, 10, 20, 50, 100, 200]
     _positive(ns=ns, multiples=multiples, trials=trials)
-    sw = Sweep(out / "recovery_gaussian.csv", ("n", "m", "trial"), resume)
+    sw = Sweep(out / "recovery_gaussian.csv", ("n", "m", "trial"), resume,
+               {"decoder": decoder, "seed": seed})
     for n in ns:
         sigma = jason_sigma(n)
         ms = sorted({max(1, int(f * n)) for f in multiples})
@@ -291,7 +307,8 @@ def epsilon_grid(out: Path, n: int = 200, epsilons: list[float] | None = None, m
     multiples = multiples or [1, 5, 10, 20]
     _positive(n=n, epsilons=epsilons, multiples=multiples, trials=trials)
     check_size(n, max(multiples) * n)
-    sw = Sweep(out / "epsilon_grid.csv", ("n", "epsilon", "multiple", "trial"), resume)
+    sw = Sweep(out / "epsilon_grid.csv", ("n", "epsilon", "multiple", "trial"), resume,
+               {"decoder": decoder, "seed": seed})
     for eps in epsilons:
         for t in range(trials):
             inst = None

@@ -1,0 +1,156 @@
+"""Stopping promptly on Ctrl-C and SIGTERM, wherever tabrecon is waiting.
+
+:func:`install` (called by the CLI) makes SIGINT and SIGTERM raise :class:`KeyboardInterrupt` in the
+main thread. A solver call holds the main thread in C++ until its time limit (minutes), so Python
+would only see the signal afterwards; a watcher thread, woken through :func:`signal.set_wakeup_fd`,
+therefore stops every search registered with :func:`stoppable` at once, the solver returns and the
+interrupt is raised right after it. Solvers never install their own SIGINT handler (CP-SAT's would
+end the search quietly and hand back a truncated result as if it were a time-out).
+
+Worker processes call :func:`worker_init`: they ignore SIGINT (a Ctrl-C in a terminal reaches the
+whole process group; the parent decides) and die on SIGTERM, which is how the parent stops them.
+
+:class:`Interrupted` is what an interrupted run raises once it has kept what finished; its message
+says how much was kept and how to resume. The CLI prints it and exits 130.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
+from typing import Any
+
+
+class Interrupted(BaseException):
+    """A run stopped by Ctrl-C or SIGTERM after keeping its finished units (exit code 130).
+
+    A BaseException, like KeyboardInterrupt, so that code which goes on after a failed unit
+    (``except Exception``) does not go on after an interrupt."""
+
+    def __init__(self, kept: int, total: int, where: str = "") -> None:
+        self.kept, self.total, self.where = kept, total, where
+        text = f"interrupted: {kept} of {total} units finished"
+        text += f" and are kept in {where}" if where and kept else (" (none kept)" if where else "")
+        super().__init__(text)
+
+
+_active: set[Any] = set()
+_pools: set[ProcessPoolExecutor] = set()
+_lock = threading.Lock()
+_installed = False
+
+
+@contextmanager
+def stoppable(search: Any, stop: str = "stop_search") -> Iterator[None]:
+    """While the block runs, an interrupt calls ``search.<stop>()`` from the watcher thread."""
+    entry = (search, stop)
+    with _lock:
+        _active.add(entry)
+    try:
+        yield
+    finally:
+        with _lock:
+            _active.discard(entry)
+
+
+def stop_all() -> None:
+    """Stop every registered search (it then returns as soon as the solver notices)."""
+    with _lock:
+        entries = list(_active)
+    for search, stop in entries:
+        try:
+            getattr(search, stop)()
+        except Exception:  # a search that already ended
+            pass
+
+
+def _raise_interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
+def _watch(fd: int) -> None:
+    wanted = {int(signal.SIGINT), int(signal.SIGTERM)}
+    while True:
+        try:
+            data = os.read(fd, 64)
+        except OSError:
+            return
+        if not data:
+            return
+        if wanted.intersection(data):
+            stop_all()
+
+
+def install() -> None:
+    """SIGINT and SIGTERM raise KeyboardInterrupt; running solver searches are stopped at once.
+
+    Only from the main thread; a second call does nothing."""
+    global _installed
+    if _installed or threading.current_thread() is not threading.main_thread():
+        return
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, _raise_interrupt)
+    r, w = os.pipe()
+    os.set_blocking(w, False)
+    signal.set_wakeup_fd(w, warn_on_full_buffer=False)
+    threading.Thread(target=_watch, args=(r,), daemon=True, name="tabrecon-interrupts").start()
+    _installed = True
+
+
+def worker_init() -> None:
+    """In a worker process: leave interrupts to the parent, which terminates the worker."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    try:
+        signal.set_wakeup_fd(-1)
+    except ValueError:  # not the main thread of the worker
+        pass
+    global _installed
+    _installed = False
+
+
+@contextmanager
+def process_pool(workers: int) -> Iterator[ProcessPoolExecutor]:
+    """A process pool whose workers leave interrupts to this process. Leaving the block normally
+    waits for the workers; leaving it by an exception (an interrupt above all) terminates them at
+    once instead of waiting for the units they are running."""
+    ex = ProcessPoolExecutor(max_workers=workers, initializer=worker_init)
+    with _lock:
+        _pools.add(ex)
+    try:
+        yield ex
+    except BaseException:
+        terminate(ex)
+        raise
+    else:
+        ex.shutdown(wait=True)
+    finally:
+        with _lock:
+            _pools.discard(ex)
+
+
+def terminate(ex: ProcessPoolExecutor) -> None:
+    """Cancel a pool's queued work and end its worker processes now (SIGTERM, then SIGKILL)."""
+    # concurrent.futures has no public handle on the processes before Python 3.14
+    procs = list((getattr(ex, "_processes", None) or {}).values())
+    ex.shutdown(wait=False, cancel_futures=True)
+    for p in procs:
+        if p.is_alive():
+            p.terminate()
+    for p in procs:
+        p.join(timeout=2.0)
+        if p.is_alive():
+            p.kill()
+            p.join(timeout=2.0)
+
+
+def terminate_all_pools() -> None:
+    """End every live pool made by :func:`process_pool` (units isolated in pools of their own)."""
+    with _lock:
+        pools = list(_pools)
+    for ex in pools:
+        terminate(ex)

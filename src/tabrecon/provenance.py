@@ -1,0 +1,148 @@
+"""What produced a resumable output: fingerprints of inputs and options, checked before resuming.
+
+Every resumable output (a ``<out>.parts/`` folder of finished units, the audit's ``work/``, a sweep's
+CSV, the trade-off table) records the fingerprint of the run that made it: a digest of each input's
+content, the options that change results, and the tabrecon version. A rerun compares its own
+fingerprint with the recorded one before it reuses anything; when they differ it stops with
+:class:`StaleResumeError`, which says what differs -- never a silent mix of two runs. Starting
+afresh (``--fresh`` on the command line, ``resume=False`` in Python) removes the old output first.
+
+Example:
+    >>> import numpy as np
+    >>> a = digest_arrays(np.arange(3))
+    >>> a == digest_arrays(np.arange(3)), a == digest_arrays(np.arange(4))
+    (True, False)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .errors import TabreconError
+
+_MB = 1 << 20
+
+
+class StaleResumeError(TabreconError):
+    """A resumable output was made by another run (other inputs, options or version)."""
+
+
+def digest_arrays(*arrays: Any) -> str:
+    """A short content digest of numpy arrays (shape, dtype and bytes of each)."""
+    h = hashlib.blake2b(digest_size=12)
+    for a in arrays:
+        a = np.ascontiguousarray(np.asarray(a))
+        h.update(f"{a.dtype.str}{a.shape};".encode())
+        h.update(a.tobytes())
+    return h.hexdigest()
+
+
+def digest_tables(ts: Any) -> str:
+    """Digest of a :class:`tabrecon.tables.TableSet`: every level's geoids, cells and values."""
+    parts: list[Any] = []
+    for lv in sorted(ts.grids):
+        g = ts.grids[lv]
+        parts += [np.array([lv]), g.geoids.astype(str), g.cells.astype(str), g.values]
+    return digest_arrays(*parts)
+
+
+def digest_microdata(md: Any) -> str:
+    """Digest of :class:`tabrecon.schema.Microdata`: blocks and every attribute of every record."""
+    exact = md.age_exact if md.age_exact is not None else np.zeros(0, bool)
+    return digest_arrays(np.asarray(md.geoids).astype(str), md.block, md.sex, md.age, md.race,
+                         md.hisp, exact)  # fmt: skip
+
+
+def digest_path(path: str | Path) -> str:
+    """Digest of a file (its size and its first and last megabyte) or of a folder (the same for
+    every file in it, with names): fast on large files, and any edit that changes the size or
+    touches either end is seen."""
+    p = Path(path)
+    files = sorted(f for f in p.rglob("*") if f.is_file()) if p.is_dir() else [p]
+    h = hashlib.blake2b(digest_size=12)
+    for f in files:
+        size = f.stat().st_size
+        h.update(f"{f.relative_to(p) if p.is_dir() else f.name}:{size};".encode())
+        with open(f, "rb") as fh:
+            h.update(fh.read(_MB))
+            if size > 2 * _MB:
+                fh.seek(size - _MB)
+                h.update(fh.read(_MB))
+    return h.hexdigest()
+
+
+def fingerprint(**items: Any) -> dict[str, str]:
+    """A fingerprint: every item as text, plus the tabrecon version."""
+    from . import __version__
+
+    return {"tabrecon": __version__, **{k: _text(v) for k, v in items.items()}}
+
+
+def _text(v: Any) -> str:
+    if isinstance(v, float) and v.is_integer():
+        return str(int(v)) if abs(v) < 1e15 else repr(v)
+    return v if isinstance(v, str) else json.dumps(v, sort_keys=True, default=str)
+
+
+def run_fingerprint(
+    parts: Path | None, tables: Any = None, *, recon: Any = None, solver: Any = None, **options: Any
+) -> dict[str, Any] | None:
+    """What a tract-by-tract run's results depend on: the tables' and reconstruction's digests,
+    the solver options and any other option; None (nothing computed) when nothing is written."""
+    if parts is None:
+        return None
+    from dataclasses import asdict
+
+    fp: dict[str, Any] = {}
+    if tables is not None:
+        fp["tables"] = digest_tables(tables)
+    if recon is not None:
+        fp["reconstruction"] = digest_microdata(recon)
+    if solver is not None:
+        fp["solver"] = asdict(solver)
+    for k, v in options.items():
+        fp[k] = digest_arrays(np.array(sorted(v.items()), dtype=str)) if isinstance(v, dict) else v
+    return fp
+
+
+FRESH = "rerun with --fresh (resume=False in Python) to start over, or choose another output"
+
+
+def check_or_record(record: Path, fp: dict[str, str], what: str, advice: str = FRESH) -> None:
+    """Refuse to resume into an output made by another run; record ``fp`` for a new one.
+
+    ``record`` is the JSON file holding the fingerprint; ``what`` names the output in messages.
+    """
+    if record.exists():
+        try:
+            old = json.loads(record.read_text())
+        except (json.JSONDecodeError, OSError):
+            old = {}
+        if old != fp:
+            diffs = [
+                f"{k} {old.get(k, 'unrecorded')!r} before, {fp.get(k, 'unset')!r} now"
+                for k in sorted(set(old) | set(fp))
+                if old.get(k) != fp.get(k)
+            ]
+            raise StaleResumeError(
+                f"{what} holds results of another run ({'; '.join(diffs) or 'unreadable record'}):"
+                f" {advice}"
+            )
+        return
+    record.parent.mkdir(parents=True, exist_ok=True)
+    tmp = record.with_name("." + record.name + ".tmp")
+    tmp.write_text(json.dumps(fp, indent=1, sort_keys=True))
+    os.replace(tmp, record)
+
+
+def unrecorded_output(paths: list[Path], record: Path, what: str, advice: str = FRESH) -> None:
+    """Outputs that exist without a fingerprint record (an older tabrecon, or a copy) cannot be
+    trusted to match this run: refuse with the same advice."""
+    if not record.exists() and any(p.exists() for p in paths):
+        raise StaleResumeError(f"{what} exists but does not record which run made it: {advice}")
