@@ -126,6 +126,16 @@ def test_bad_value_names_file_line_and_cell(county_tables, tmp_path):
         read_sf1(tmp_path / "zz")
 
 
+def test_record_missing_from_one_segment_is_named(county_tables, tmp_path):
+    write_official_layout(county_tables, tmp_path / "zz")
+    seg = tmp_path / "zz" / "zz000072010.sf1"
+    lines = seg.read_text().splitlines()
+    lrn = int(lines[3].split(",")[4])
+    seg.write_text("\n".join(lines[:3] + lines[4:]) + "\n")
+    with pytest.raises(InputError, match=rf"zz000072010\.sf1: 1 block record.*LOGRECNO {lrn}\b"):
+        read_sf1(tmp_path / "zz")
+
+
 def test_short_geo_record(tmp_path):
     d = tmp_path / "zz"
     d.mkdir()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import sys
 import time
@@ -16,6 +17,7 @@ from rich.table import Table
 
 from . import __version__
 from .errors import TabreconError
+from .schema import check_suffix
 
 app = typer.Typer(
     name="tabrecon",
@@ -66,6 +68,7 @@ def synth(
         raise TabreconError(f"--persons must be positive (got {persons})")
     if not (state.isdigit() and len(state) == 2 and county.isdigit() and len(county) == 3):
         raise TabreconError("--state must be 2 digits and --county 3 digits")
+    check_suffix(out)
     t0 = time.perf_counter()
     md = synthesize(SynthConfig(persons=persons, state=state, county=county), seed=seed)
     write_microdata(md, out)
@@ -105,6 +108,7 @@ def tabulate(
     from .tables import write_tables
 
     t0 = time.perf_counter()
+    check_suffix(out)
     md = read_microdata(microdata)
     t1 = time.perf_counter()
     ts = _tab(md, tables, level=level)
@@ -189,13 +193,27 @@ def check_tables(
     raise typer.Exit(1)
 
 
-def _solver_opts(solver: str, threads: int, time_limit: float, seed: int):
+def _at_least(low: int, **options: int) -> None:
+    """Refuse (before any work) a count option below ``low``; keys are option names."""
+    for name, v in options.items():
+        if v < low:
+            raise TabreconError(f"--{name.replace('_', '-')} must be >= {low} (got {v})")
+
+
+def _positive_finite(**options: float) -> None:
+    """Refuse (before any work) a time, budget or rate that is not a finite number > 0."""
+    for name, v in options.items():
+        if not (math.isfinite(v) and v > 0):
+            raise TabreconError(f"--{name.replace('_', '-')} must be a finite number > 0 (got {v})")
+
+
+def _solver_opts(solver: str, threads: int, time_limit: float, seed: int, workers: int = 1):
     from .attacks.solvers import BACKENDS, SolverOptions
 
     if solver not in BACKENDS:
         raise TabreconError(f"--solver must be one of {', '.join(BACKENDS)} (got {solver!r})")
-    if threads < 1 or time_limit <= 0:
-        raise TabreconError("--threads must be >= 1 and --time-limit > 0")
+    _at_least(1, threads=threads, workers=workers)
+    _positive_finite(time_limit=time_limit)
     return SolverOptions(backend=solver, threads=threads, time_limit=time_limit, seed=seed)
 
 
@@ -243,7 +261,10 @@ def reconstruct(
 
     if level not in LEVELS:
         raise TabreconError(f"--level must be 'block' or 'block+tract' (got {level!r})")
-    opts = _solver_opts(solver, threads, time_limit, seed)
+    if strategy not in ("staged", "full"):
+        raise TabreconError(f"--strategy must be 'staged' or 'full' (got {strategy!r})")
+    opts = _solver_opts(solver, threads, time_limit, seed, workers)
+    check_suffix(out)
     ts = read_tables(tables_file)
     tracts = ts.tracts()
     console.print(
@@ -359,7 +380,8 @@ def solvar(
 
     if level not in LEVELS:
         raise TabreconError(f"--level must be 'block' or 'block+tract' (got {level!r})")
-    opts = _solver_opts(solver, threads, time_limit, seed)
+    opts = _solver_opts(solver, threads, time_limit, seed, workers)
+    check_suffix(out, (".parquet", ".csv"))
     ts = read_tables(tables_file)
     rec = read_microdata(recon)
     t0 = time.perf_counter()
@@ -437,9 +459,8 @@ def claims(
 
     if level not in LEVELS:
         raise TabreconError(f"--level must be 'block' or 'block+tract' (got {level!r})")
-    if k_solutions < 1:
-        raise TabreconError(f"--k-solutions must be >= 1 (got {k_solutions})")
-    opts = _solver_opts(solver, threads, time_limit, seed)
+    _at_least(1, k_solutions=k_solutions)
+    opts = _solver_opts(solver, threads, time_limit, seed, workers)
     ts = read_tables(tables_file)
     rec = read_microdata(recon)
     if not solvar_file.exists():
@@ -646,6 +667,9 @@ def swap(
 
     if preset not in PRESETS:
         raise TabreconError(f"--preset must be one of {', '.join(PRESETS)} (got {preset!r})")
+    if rate is not None and not (0 < rate <= 1):
+        raise TabreconError(f"--rate must be a share in (0, 1] (got {rate})")
+    check_suffix(out)
     cfg = PRESETS[preset] if rate is None else _replace(PRESETS[preset], rate=rate, name=f"{preset} rate {rate}")
     res = _swap(read_microdata(microdata), cfg, seed)
     write_microdata(res.records, out)
@@ -672,17 +696,16 @@ def topdown(
 
     if preset not in ("dhc2023-like", "uniform"):
         raise TabreconError(f"--preset must be dhc2023-like or uniform (got {preset!r})")
-    if not rho > 0:
-        raise TabreconError(f"--rho must be > 0 (got {rho})")
+    _positive_finite(rho=rho)
+    _at_least(1, workers=workers)
     from .defenses.topdown import FITS
 
     if fit not in FITS:
         raise TabreconError(f"--fit must be one of {', '.join(FITS)} (got {fit!r})")
+    check_suffix(out)
     md = read_microdata(microdata)
     cfg = dhc2023_like(rho) if preset == "dhc2023-like" else uniform_config(rho)
     t0 = time.perf_counter()
-    if workers < 1:
-        raise TabreconError(f"--workers must be >= 1 (got {workers})")
     res = _topdown(md, cfg, progress=lambda lv: err.print(f"[dim]topdown: {lv} done[/dim]"), workers=workers, fit=fit)
     write_microdata(res.records, out)
     stem = str(out).rsplit(".", 1)[0]
@@ -745,12 +768,16 @@ def tradeoff(
     fresh: Annotated[bool, typer.Option("--fresh", help=FRESH_HELP)] = False,
 ) -> None:
     """Risk against accuracy: for each defense, protect, publish, rerun every attack and measure."""
+    from .config import check_defense
     from .pipeline import run_tradeoff
     from .schema import read_microdata
 
     specs = [d.strip() for d in defenses.split(",") if d.strip()]
     if not specs:
         raise TabreconError("--defenses is empty")
+    for spec in specs:
+        if (problem := check_defense(spec)) is not None:
+            raise TabreconError(f"--defenses: {spec!r}: {problem}")
     df = run_tradeoff(read_microdata(microdata), specs, out, seed, not fresh, console)
     console.print(_table("risk and accuracy by defense", ["defense", "rho", "attack nonmodal %", "PRG nonmodal %",
                                                           "MDG nonmodal %", "block TVD"],
@@ -820,6 +847,7 @@ def dn_queries_needed(
     bad = [d for d in decs if d not in DECODERS]
     if bad or not decs:
         raise TabreconError(f"--decoder must be among {', '.join(DECODERS)} (got {decoder!r})")
+    _positive_finite(exact_time_limit=exact_time_limit)
     n_list = _ints(ns, "--ns") or (list(range(20, 121, 20)) if decs == ("exact",) else None)
     slopes = queries_needed_vs_n(out, n_list, trials, decs, seed, exact_time_limit, not fresh,
                                  _dn_progress("queries-needed"), exact_finder)  # fmt: skip

@@ -105,12 +105,16 @@ SOLVERS = ("cpsat", "highs")
 ATTACKERS = ("perfect", "commercial")
 
 
-def _check_defense(spec: str) -> str | None:
+def check_defense(spec: str) -> str | None:
+    """What is wrong with a defense spec (None when it is valid)."""
+    import math
+
     from .defenses.swapping import PRESETS
 
     if spec in ("none", "dhc2023-like") or spec in PRESETS:
         return None
-    for pre, ok, example in (("rho=", lambda v: v > 0, "rho=2.5"), ("eps=", lambda v: v > 0, "eps=17.14"),
+    for pre, ok, example in (("rho=", lambda v: math.isfinite(v) and v > 0, "rho=2.5"),
+                             ("eps=", lambda v: math.isfinite(v) and v > 0, "eps=17.14"),
                              ("swap=", lambda v: 0 < v <= 1, "swap=0.2")):  # fmt: skip
         if spec.startswith(pre):
             try:
@@ -118,7 +122,7 @@ def _check_defense(spec: str) -> str | None:
                     return None
             except ValueError:
                 pass
-            what = "a rate in (0, 1]" if pre == "swap=" else "a positive number"
+            what = "a rate in (0, 1]" if pre == "swap=" else "a finite positive number"
             return f"{pre}<value> needs {what}, e.g. {example}"
     return f"use none, {', '.join(PRESETS)}, swap=<rate>, dhc2023-like, rho=<budget> or eps=<budget>"
 
@@ -147,7 +151,7 @@ def _validate(cfg: AuditConfig, where: str) -> None:
     if cfg.reidentify.francis_threshold < 1:
         raise bad("reidentify.francis_threshold", cfg.reidentify.francis_threshold, "use a whole number >= 1")
     for s in cfg.defenses.specs:
-        msg = _check_defense(s)
+        msg = check_defense(s)
         if msg:
             raise bad("defenses.specs", s, msg)
     if len(set(cfg.defenses.specs)) != len(cfg.defenses.specs):

@@ -47,10 +47,15 @@ def _defend(md, spec: str, seed: int, workers: int = 1):
     delta 1e-10). Returns (protected records, info, TopDown's noisy measurements or None)."""
     from dataclasses import replace
 
+    from .config import check_defense
     from .defenses.mechanisms import epsilon_to_rho
     from .defenses.swapping import PRESETS, swap
     from .defenses.topdown import dhc2023_like, topdown
     from .errors import TabreconError
+
+    problem = check_defense(spec)
+    if problem is not None:
+        raise TabreconError(f"defense {spec!r}: {problem}")
 
     if spec == "none":
         return md, {"kind": "none"}, None

@@ -37,7 +37,12 @@ def digest_arrays(*arrays: Any) -> str:
     """A short content digest of numpy arrays (shape, dtype and bytes of each)."""
     h = hashlib.blake2b(digest_size=12)
     for a in arrays:
-        a = np.ascontiguousarray(np.asarray(a))
+        a = np.asarray(a)
+        if a.dtype.kind in "USO":  # text: its characters, whatever the array's width or kind
+            h.update(f"text{a.shape};".encode())
+            h.update("\x1f".join(map(str, a.ravel().tolist())).encode())
+            continue
+        a = np.ascontiguousarray(a)
         h.update(f"{a.dtype.str}{a.shape};".encode())
         h.update(a.tobytes())
     return h.hexdigest()
@@ -48,15 +53,15 @@ def digest_tables(ts: Any) -> str:
     parts: list[Any] = []
     for lv in sorted(ts.grids):
         g = ts.grids[lv]
-        parts += [np.array([lv]), g.geoids.astype(str), g.cells.astype(str), g.values]
+        parts += [np.array([lv]), g.geoids, g.cells, g.values.astype(np.int64)]
     return digest_arrays(*parts)
 
 
 def digest_microdata(md: Any) -> str:
     """Digest of :class:`tabrecon.schema.Microdata`: blocks and every attribute of every record."""
-    exact = md.age_exact if md.age_exact is not None else np.zeros(0, bool)
-    return digest_arrays(np.asarray(md.geoids).astype(str), md.block, md.sex, md.age, md.race,
-                         md.hisp, exact)  # fmt: skip
+    exact = md.age_exact if md.age_exact is not None else np.ones(len(md), bool)
+    cols = (md.block, md.sex, md.age, md.race, md.hisp, exact)
+    return digest_arrays(md.geoids, *(np.asarray(c).astype(np.int64) for c in cols))
 
 
 def digest_path(path: str | Path) -> str:

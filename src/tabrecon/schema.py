@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from .errors import InputError
+from .errors import InputError, TabreconError
 
 RACES: tuple[str, ...] = ("white", "black", "aian", "asian", "nhpi", "sor")
 RACE_LABELS: dict[str, str] = {
@@ -359,8 +359,10 @@ def read_microdata(path: str | Path, counties: Collection[str] | None = None) ->
     age = _int_column(df, "age", p, lines)
     _fail_rows(p, age < 0, "age", "age must be >= 0", df["age"], lines)
     if (age > AGE_MAX).any():
-        n = int((age > AGE_MAX).sum())
-        warnings.warn(f"{p}: {n} age(s) above {AGE_MAX} top-coded to {AGE_MAX}", stacklevel=2)
+        over = np.flatnonzero(age > AGE_MAX)
+        first = int(lines[over[0]]) if lines is not None else int(over[0]) + 2
+        warnings.warn(f"{p}, line {first}: {over.size} row(s) with an age above {AGE_MAX} top-coded "
+                      f"to {AGE_MAX}", stacklevel=2)  # fmt: skip
         age = np.minimum(age, AGE_MAX)
     bits = np.zeros(df.height, dtype=np.int16)
     for i, r in enumerate(RACES):
@@ -390,9 +392,23 @@ def read_microdata(path: str | Path, counties: Collection[str] | None = None) ->
     return md
 
 
+DATA_SUFFIXES = (".parquet", ".csv", ".csv.gz")
+
+
+def check_suffix(path: str | Path, allowed: tuple[str, ...] = DATA_SUFFIXES) -> Path:
+    """``path`` when its name ends in an allowed suffix; otherwise an error naming it (an output
+    is never written in a format its name does not say)."""
+    if not str(path).lower().endswith(allowed):
+        raise TabreconError(
+            f"{path}: unknown output format {Path(path).suffix or '(no suffix)'!r}; "
+            f"name it {', '.join(allowed)}"
+        )
+    return Path(path)
+
+
 def write_microdata(md: Microdata, path: str | Path) -> None:
-    """Write a person file: ``.parquet`` as Parquet, ``.csv.gz`` gzip CSV, anything else plain CSV."""
-    p = str(path)
+    """Write a person file: ``.parquet`` as Parquet, ``.csv`` as CSV, ``.csv.gz`` as gzip CSV."""
+    p = str(check_suffix(path))
     Path(p).parent.mkdir(parents=True, exist_ok=True)
     df = md.to_frame()
     if p.endswith(".parquet"):

@@ -135,6 +135,7 @@ def read_sf1(folder: str | Path, tables: list[str] | None = None) -> TableSet:
         values = np.full((g.height, len(cells)), -1, dtype=np.int64)
         col_of = {c: j for j, c in enumerate(cells)}
         by_seg: dict[int, list[str]] = {}
+        rows_in: dict[str, np.ndarray] = {}  # per segment file: which header records it has rows for
         for c in cells:
             by_seg.setdefault(pos[c][0], []).append(c)
         for seg, seg_cells in sorted(by_seg.items()):
@@ -144,19 +145,28 @@ def read_sf1(folder: str | Path, tables: list[str] | None = None) -> TableSet:
                 need = [t for t in SEGMENTS[seg] if t in TABLES_BY_NAME]
                 raise InputError(f"data segment file {name} is missing (it holds cells {seg_cells[0]}..{seg_cells[-1]}, "
                                  f"tables {', '.join(need)})", path=str(folder))  # fmt: skip
-            _read_segment(path, seg_cells, pos, sorted_lrn, order, values, col_of)
-        missing = np.flatnonzero((values < 0).all(axis=1))
+            rows_in[path.name] = _read_segment(path, seg_cells, pos, sorted_lrn, order, values, col_of)
+        anywhere = np.logical_or.reduce(list(rows_in.values()))
+        missing = np.flatnonzero(~anywhere)
         if missing.size:
             raise InputError(f"{missing.size} {level} record(s) of the geographic header have no data rows "
                              f"(e.g. LOGRECNO {lrn[missing[0]]}, geoid {g['geoid'][int(missing[0])]})", path=str(folder))  # fmt: skip
+        for name, got in rows_in.items():  # a record in some segments and not in others
+            gap = np.flatnonzero(anywhere & ~got)
+            if gap.size:
+                i = int(gap[0])
+                raise InputError(f"{gap.size} {level} record(s) with data rows in other segments have none "
+                                 f"here (e.g. LOGRECNO {lrn[i]}, geoid {g['geoid'][i]}); its cells would "
+                                 "silently read as not published", path=str(folder / name))  # fmt: skip
         grids[level] = Grid(level, g["geoid"].to_numpy().astype(str), np.array(cells), values)
     return TableSet(grids, source=str(folder))
 
 
 def _read_segment(path: Path, cells: list[str], pos: dict, sorted_lrn: np.ndarray, order: np.ndarray,
-                  values: np.ndarray, col_of: dict[str, int]) -> None:  # fmt: skip
+                  values: np.ndarray, col_of: dict[str, int]) -> np.ndarray:  # fmt: skip
     """Fill ``values`` (rows in header order; ``order`` sorts them by LOGRECNO into ``sorted_lrn``)
-    with ``cells`` of one segment file; rows of other geographic units are ignored."""
+    with ``cells`` of one segment file; rows of other geographic units are ignored. Returns which
+    header records (in header order) the file has a row for."""
     need = max(pos[c][1] for c in cells)
     try:
         df = pl.read_csv(path, has_header=False, infer_schema=False, truncate_ragged_lines=True,
@@ -188,3 +198,6 @@ def _read_segment(path: Path, cells: list[str], pos: dict, sorted_lrn: np.ndarra
             raise InputError(f"cell {c} (field {f}) is {df[j, f - 1]!r}, not a non-negative whole number",
                              path=str(path), line=j + 1, column=c)  # fmt: skip
         values[rows, col_of[c]] = vv.fill_null(-1).to_numpy()
+    got = np.zeros(values.shape[0], dtype=bool)
+    got[rows] = True
+    return got

@@ -43,6 +43,7 @@ from .schema import (
     TYPE_RACE,
     TYPE_SEX,
     Microdata,
+    check_suffix,
 )
 
 LEVEL_OF_LEN = {v: k for k, v in GEOID_LEN.items()}
@@ -508,8 +509,8 @@ _GEOID_RE = re.compile(r"^\d+$")
 
 
 def write_tables(ts: TableSet, path: str | Path) -> None:
-    """Write the long table: ``.parquet`` as Parquet, otherwise CSV (gzip if ``.gz``)."""
-    p = str(path)
+    """Write the long table: ``.parquet`` as Parquet, ``.csv`` as CSV, ``.csv.gz`` as gzip CSV."""
+    p = str(check_suffix(path))
     Path(p).parent.mkdir(parents=True, exist_ok=True)
     df = ts.to_frame()
     if p.endswith(".parquet"):
@@ -580,6 +581,8 @@ def tables_from_long(df: pl.DataFrame, p: str = "tables") -> TableSet:
             )
 
     fail(pl.col("_ci").is_null(), "unknown cell id")
+    whole = pl.col("value").str.contains(r"^[+-]?\d+$")
+    fail(pl.col("_v").is_null() & whole, "count out of range (above 9,223,372,036,854,775,807)")
     fail(
         pl.col("_v").is_null() & pl.col("_f").is_not_null(),
         "fractional count; table values must be whole numbers",

@@ -583,6 +583,26 @@ class ReconRun:
         return seen
 
 
+def require_block_totals(tables: TableSet) -> None:
+    """Reconstruction works block by block from each block's total (P1): refuse tables without
+    block tables, or with a block that has cells but no P1, naming it."""
+    g = tables.grids.get("block")
+    if g is None:
+        raise TabreconError(
+            f"{tables.source or 'the tables'}: no block-level tables; reconstruction needs at least "
+            "P1 (P0010001) for every block"
+        )
+    has_p1 = g.cells == "P0010001"
+    p1 = g.values[:, has_p1][:, 0] if has_p1.any() else np.full(g.geoids.size, MISSING)
+    lacking = np.flatnonzero((p1 == MISSING) & g.present().any(axis=1))
+    if lacking.size:
+        raise TabreconError(
+            f"{tables.source or 'the tables'}: block {g.geoids[lacking[0]]} has published cells but "
+            f"no total population (P0010001); reconstruction needs it for every block "
+            f"({lacking.size} block(s) lack it)"
+        )
+
+
 def reconstruct(
     tables: TableSet,
     level: str = "block+tract",
@@ -608,6 +628,7 @@ def reconstruct(
     if strategy not in ("staged", "full"):
         raise TabreconError(f"unknown strategy {strategy!r}; choose 'staged' or 'full'")
     opts = solver or SolverOptions()
+    require_block_totals(tables)
     units = tables.tracts() if tracts is None else tracts
     parts = Path(str(out) + ".parts") if out is not None else None
     statuses, frames = run_units(

@@ -11,6 +11,7 @@ Rates are per cent of the LEFT file's population (the reference: truth, CEF or H
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -65,9 +66,28 @@ def _geo_of(k: np.ndarray) -> np.ndarray:
     return k // (_AGE_SPAN * 256)
 
 
+def _warn_if_different(left: Microdata, right: Microdata, geoids: np.ndarray) -> None:
+    nl = np.bincount(np.searchsorted(geoids, left.geoids)[left.block], minlength=geoids.size)
+    nr = np.bincount(np.searchsorted(geoids, right.geoids)[right.block], minlength=geoids.size)
+    only_l, only_r = int(((nl > 0) & (nr == 0)).sum()), int(((nr > 0) & (nl == 0)).sum())
+    differ = int(((nl > 0) & (nr > 0) & (nl != nr)).sum())
+    if only_l or only_r or differ:
+        lname, rname = left.source or "the reference", right.source or "the compared file"
+        warnings.warn(
+            f"the files describe different populations: {only_l:,} inhabited block(s) only in "
+            f"{lname}, {only_r:,} only in {rname}, {differ:,} block(s) with other totals "
+            f"({len(left):,} vs {len(right):,} persons)",
+            stacklevel=3,
+        )
+
+
 def agree(left: Microdata, right: Microdata) -> Agreement:
-    """Match ``right`` against ``left`` (the reference) within blocks; exact then binned age."""
+    """Match ``right`` against ``left`` (the reference) within blocks; exact then binned age.
+
+    Files of different geographies or block totals are compared all the same (the shortfall is
+    disagreement), with a warning that gives the counts."""
     geoids = np.union1d(left.geoids, right.geoids)
+    _warn_if_different(left, right, geoids)
     kl = _exact_keys(left, np.searchsorted(geoids, left.geoids)[left.block])
     kr = _exact_keys(right, np.searchsorted(geoids, right.geoids)[right.block])
     l_ok = np.ones(len(left), bool) if left.age_exact is None else left.age_exact.astype(bool)

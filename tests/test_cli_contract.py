@@ -1,0 +1,325 @@
+"""The command line's contract, run as a user runs it: a subprocess, with click hidden.
+
+Every bad invocation gets one clear message that names the offending thing (file, line, column,
+cell, block, option), never a traceback, and the exit code of the contract: 0 success; 1 the run
+finished but a unit failed or a check found violations; 2 bad input or usage; 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+
+from tabrecon.schema import write_microdata
+from tabrecon.synth import SynthConfig, synthesize
+from tabrecon.tables import Grid, TableSet, tabulate, write_tables
+
+EXE = [sys.executable, "-c", "from tabrecon.cli import main; main()"]
+
+
+def _env(tmp: Path) -> dict[str, str]:
+    """An environment in which ``import click`` fails, as on a fresh machine with typer >= 0.16."""
+    hide = tmp / "no_click"
+    (hide / "click").mkdir(parents=True, exist_ok=True)
+    (hide / "click" / "__init__.py").write_text("raise ImportError('click is hidden by the test')\n")
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(hide), env.get("PYTHONPATH", "")])
+    env["COLUMNS"] = "200"  # usage boxes on one line each, so messages are matched whole
+    return env
+
+
+def _files(d: Path) -> None:
+    """Every kind of bad input file the cases below point at."""
+    md = synthesize(SynthConfig(persons=600), seed=3)
+    write_microdata(md, d / "md.csv")
+    write_microdata(synthesize(SynthConfig(persons=600, county="002"), seed=4), d / "other.csv")
+    ts = tabulate(md)
+    write_tables(ts, d / "tables.parquet")
+    write_tables(tabulate(md, "P1,P8,P9,P12"), d / "few.parquet")
+    long = ts.to_frame()
+    long.write_csv(d / "tables.csv")
+    g = ts["block"]
+    v = g.values.copy()
+    j = int(np.flatnonzero(g.cells == "P0120003")[0])
+    i = int(np.argmax(v[:, j]))
+    v[i, j] += 1  # one more boy under 5 than the block's males allow
+    write_tables(TableSet({"block": Grid("block", g.geoids, g.cells, v), "tract": ts["tract"]}),
+                 d / "infeasible.parquet")  # fmt: skip
+    (d / "infeasible_tract.txt").write_text(str(g.geoids[i])[:11])
+    inhabited = long.filter((pl.col("cell") == "P0010001") & (pl.col("value") > 0))["geoid"][0]
+    (d / "nop1_block.txt").write_text(inhabited)
+    long.filter(~((pl.col("geoid") == inhabited) & (pl.col("cell") == "P0010001"))).write_csv(d / "nop1.csv")
+    head = "geoid,cell,value\n"
+    blk = str(g.geoids[0])
+    (d / "unknown_cell.csv").write_text(f"{head}{blk},P9999999,3\n")
+    (d / "negative.csv").write_text(f"{head}{blk},P0010001,-3\n")
+    (d / "fractional.csv").write_text(f"{head}{blk},P0010001,2.5\n")
+    (d / "huge.csv").write_text(f"{head}{blk},P0010001,99999999999999999999999\n")
+    (d / "nan_count.csv").write_text(f"{head}{blk},P0010001,abc\n")
+    (d / "empty.csv").write_text("")
+    (d / "header_only.csv").write_text("block_geoid,sex,age,agebin,white,black,aian,asian,nhopi,sor,hisp\n")
+    (d / "text.parquet").write_text("this is not parquet\n")
+    raw = gzip.compress((d / "md.csv").read_bytes())
+    (d / "trunc.csv.gz").write_bytes(raw[: len(raw) // 2])
+    (d / "utf16.csv").write_bytes((d / "md.csv").read_text().encode("utf-16"))
+    rows = (d / "md.csv").read_text().splitlines()
+    cols = rows[1].split(",")
+    age_col = rows[0].split(",").index("age")
+    cols[age_col] = "abc"
+    (d / "age_abc.csv").write_text("\n".join([rows[0], rows[1], ",".join(cols)] + rows[2:]) + "\n")
+    cols = rows[1].split(",")
+    cols[age_col] = "117"
+    cols[rows[0].split(",").index("agebin")] = "85+"
+    (d / "age117.csv").write_text("\n".join([rows[0], ",".join(cols)] + rows[2:]) + "\n")
+    (d / "adir").mkdir()
+    (d / "afile.txt").write_text("x")
+    (d / "unknown_key.toml").write_text("[run]\nseeds = 3\n")
+    (d / "bad_value.toml").write_text("[run]\nworkers = -2\n")
+    (d / "malformed.toml").write_text("[run\nseed = \n")
+    (d / "attacker_bad.csv").write_text("pik,block_geoid,sex\n1,2,3\n")
+    # a reconstruction output made from other tables, to be resumed into
+    (d / "stale").mkdir()
+
+
+# (name, arguments, exit code, text the message must contain); {D} is the fixture folder
+CASES: list[tuple[str, str, int, str]] = [
+    # usage
+    ("no-arguments", "", 2, "Usage"),
+    ("unknown-command", "protect", 2, "No such command 'protect'"),
+    ("misspelt-option", "tabulate {D}/md.csv --no-such-option", 2, "--no-such-option"),
+    ("workers-not-a-number", "reconstruct {D}/tables.parquet --workers abc", 2, "--workers"),
+    ("missing-argument", "tabulate", 2, "Missing argument 'microdata'"),
+    ("missing-required-option", "solvar {D}/tables.parquet", 2, "--recon"),
+    ("reidentify-missing-truth", "reidentify --recon {D}/md.csv", 2, "--truth"),
+    ("describe-no-name", "tables describe", 2, "Missing argument 'name'"),
+    ("describe-unknown-cell", "tables describe P9999999", 2, "P9999999"),
+    ("dn-unknown-subcommand", "dn nosuch", 2, "nosuch"),
+    # option values, refused before any work
+    ("workers-zero", "reconstruct {D}/tables.parquet --workers 0", 2, "--workers"),
+    ("threads-zero", "reconstruct {D}/tables.parquet --threads 0", 2, "--threads"),
+    ("time-limit-zero", "reconstruct {D}/tables.parquet --time-limit 0", 2, "--time-limit"),
+    ("time-limit-nan", "reconstruct {D}/tables.parquet --time-limit nan", 2, "--time-limit"),
+    ("time-limit-inf", "solvar {D}/tables.parquet --recon {D}/md.csv --time-limit inf", 2, "--time-limit"),
+    ("level-unknown", "reconstruct {D}/tables.parquet --level tract", 2, "--level"),
+    ("solver-unknown", "reconstruct {D}/tables.parquet --solver gurobi", 2, "--solver"),
+    ("strategy-unknown", "reconstruct {D}/tables.parquet --strategy fast", 2, "--strategy"),
+    ("claims-k-zero", "claims {D}/tables.parquet --recon {D}/md.csv --solvar {D}/md.csv -K 0", 2, "--k-solutions"),
+    ("solvar-workers-negative", "solvar {D}/tables.parquet --recon {D}/md.csv --workers -1", 2, "--workers"),
+    ("synth-persons-zero", "synth --persons 0 --out {D}/x.csv", 2, "--persons"),
+    ("synth-bad-state", "synth --state 1 --out {D}/x.csv", 2, "--state"),
+    ("demo-persons-negative", "demo --persons -5 --out {D}/demo", 2, "--persons"),
+    ("topdown-rho-negative", "topdown {D}/md.csv --rho -1 --out {D}/p.parquet", 2, "--rho"),
+    ("topdown-rho-inf", "topdown {D}/md.csv --rho inf --out {D}/p.parquet", 2, "--rho"),
+    ("topdown-fit-unknown", "topdown {D}/md.csv --fit lsqr --out {D}/p.parquet", 2, "--fit"),
+    ("topdown-preset-unknown", "topdown {D}/md.csv --preset dhc2030 --out {D}/p.parquet", 2, "--preset"),
+    ("topdown-workers-zero", "topdown {D}/md.csv --workers 0 --out {D}/p.parquet", 2, "--workers"),
+    ("swap-rate-above-one", "swap {D}/md.csv --rate 2 --out {D}/s.parquet", 2, "--rate"),
+    ("swap-rate-zero", "swap {D}/md.csv --rate 0 --out {D}/s.parquet", 2, "--rate"),
+    ("swap-preset-unknown", "swap {D}/md.csv --preset swap-mid --out {D}/s.parquet", 2, "--preset"),
+    ("reidentify-francis-zero", "reidentify --recon {D}/md.csv --truth {D}/md.csv --francis-threshold 0", 2, "--francis-threshold"),
+    ("reidentify-attacker-missing", "reidentify --recon {D}/md.csv --truth {D}/md.csv --attacker nofile.csv", 2, "nofile.csv"),
+    ("reidentify-attacker-columns", "reidentify --recon {D}/md.csv --truth {D}/md.csv --attacker {D}/attacker_bad.csv --out {D}/reid", 2, "attacker_bad.csv"),
+    ("dn-trials-zero", "dn recover --trials 0 --out {D}/dn", 2, "trials"),
+    ("dn-ns-zero", "dn queries-needed --ns 0 --out {D}/dn", 2, "ns"),
+    ("dn-ns-text", "dn queries-needed --ns abc --out {D}/dn", 2, "--ns"),
+    ("dn-decoder-unknown", "dn queries-needed --decoder magic --out {D}/dn", 2, "--decoder"),
+    ("dn-finder-unknown", "dn queries-needed --decoder exact --exact-finder magic --ns 20 --out {D}/dn", 2, "magic"),
+    ("dn-epsilons-text", "dn grid --epsilons abc --out {D}/dn", 2, "--epsilons"),
+    ("dn-epsilon-negative", "dn grid --epsilons -1 --out {D}/dn", 2, "epsilons"),
+    ("dn-rr-pi", "dn rr --pi 2 --out {D}/dn", 2, "--pi"),
+    ("dn-exact-time-limit", "dn queries-needed --decoder exact --exact-time-limit 0 --ns 20 --out {D}/dn", 2, "time"),
+    # defense specs
+    ("defense-eps-inf", "audit {D}/md.csv --defenses eps=inf --out {D}/au", 2, "eps=inf"),
+    ("defense-rho-negative", "audit {D}/md.csv --defenses rho=-1 --out {D}/au", 2, "rho=-1"),
+    ("defense-eps-text", "audit {D}/md.csv --defenses eps=abc --out {D}/au", 2, "eps=abc"),
+    ("defense-swap-rate", "tradeoff {D}/md.csv --defenses swap=1.5 --out {D}/to", 2, "swap=1.5"),
+    ("defense-unknown", "tradeoff {D}/md.csv --defenses shuffle --out {D}/to", 2, "shuffle"),
+    ("defenses-empty", "tradeoff {D}/md.csv --defenses , --out {D}/to", 2, "--defenses"),
+    # configs
+    ("config-unknown-key", "audit {D}/md.csv --config {D}/unknown_key.toml --out {D}/au", 2, "seeds"),
+    ("config-bad-value", "audit {D}/md.csv --config {D}/bad_value.toml --out {D}/au", 2, "workers"),
+    ("config-malformed", "audit {D}/md.csv --config {D}/malformed.toml --out {D}/au", 2, "malformed.toml"),
+    ("config-missing", "audit {D}/md.csv --config {D}/nope.toml --out {D}/au", 2, "nope.toml"),
+    ("audit-no-input", "audit --out {D}/au", 2, "microdata"),
+    ("audit-tables-missing", "audit --tables {D}/nope.parquet --out {D}/au", 2, "nope.parquet"),
+    # input files
+    ("file-missing", "tabulate {D}/nope.csv --out {D}/t.parquet", 2, "nope.csv"),
+    ("file-empty", "tabulate {D}/empty.csv --out {D}/t.parquet", 2, "empty.csv"),
+    ("file-header-only", "tabulate {D}/header_only.csv --out {D}/t.parquet", 2, "header_only.csv"),
+    ("file-is-directory", "tabulate {D}/adir --out {D}/t.parquet", 2, "adir"),
+    ("gzip-truncated", "tabulate {D}/trunc.csv.gz --out {D}/t.parquet", 2, "trunc.csv.gz"),
+    ("text-as-parquet", "reconstruct {D}/text.parquet --out {D}/r.parquet", 2, "text.parquet"),
+    ("utf16-csv", "tabulate {D}/utf16.csv --out {D}/t.parquet", 2, "utf16.csv"),
+    ("age-not-a-number", "tabulate {D}/age_abc.csv --out {D}/t.parquet", 2, "line 3"),
+    ("tables-file-missing", "check-tables {D}/nope.parquet", 2, "nope.parquet"),
+    ("tables-unknown-cell", "check-tables {D}/unknown_cell.csv", 2, "P9999999"),
+    ("tables-negative", "check-tables {D}/negative.csv", 2, "negative.csv"),
+    ("tables-fractional", "check-tables {D}/fractional.csv", 2, "fractional"),
+    ("tables-too-large", "check-tables {D}/huge.csv", 2, "count out of range"),
+    ("tables-not-a-number", "check-tables {D}/nan_count.csv", 2, "nan_count.csv"),
+    ("tables-block-without-p1", "reconstruct {D}/nop1.csv --out {D}/nop1.parquet", 2, "<nop1_block>"),
+    ("recon-missing", "solvar {D}/tables.parquet --recon {D}/nope.parquet --out {D}/s.parquet", 2, "nope.parquet"),
+    ("noisy-measurements-missing", "reconstruct-noisy {D}/nope.parquet --tables {D}/tables.parquet", 2, "nope.parquet"),
+    ("noisy-measurements-text", "reconstruct-noisy {D}/text.parquet --tables {D}/tables.parquet", 2, "text.parquet"),
+    ("sf1-folder-empty", "audit --tables {D}/adir --out {D}/au", 2, "adir"),
+    # output paths
+    ("out-is-directory", "tabulate {D}/md.csv --out {D}/adir", 2, "adir"),
+    ("out-under-a-file", "tabulate {D}/md.csv --out {D}/afile.txt/t.parquet", 2, "afile.txt"),
+    ("out-unwritable", "tabulate {D}/md.csv --out /proc/tabrecon-test.parquet", 2, "/proc/tabrecon-test.parquet"),
+    ("out-suffix-unknown", "tabulate {D}/md.csv --out {D}/t.xlsx", 2, ".xlsx"),
+    ("synth-out-suffix-unknown", "synth --persons 100 --out {D}/x.xlsx", 2, ".xlsx"),
+    ("recon-out-suffix-unknown", "reconstruct {D}/tables.parquet --out {D}/r.json", 2, ".json"),
+    # runs that finish with failures, and checks that find violations: exit 1
+    ("reconstruct-infeasible", "reconstruct {D}/infeasible.parquet --out {D}/inf.parquet", 1, "<infeasible_tract>"),
+    ("reconstruct-infeasible-cell", "reconstruct {D}/infeasible.parquet --out {D}/inf2.parquet", 1, "P0120003"),
+    ("check-tables-violations", "check-tables {D}/infeasible.parquet", 1, "violated"),
+    # warnings that succeed
+    ("agree-different-blocks", "agree {D}/md.csv {D}/other.csv", 0, "only in"),
+    ("age-top-coded", "tabulate {D}/age117.csv --out {D}/t117.parquet", 0, "line 2"),
+]
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory):
+    d = tmp_path_factory.mktemp("contract")
+    _files(d)
+    env = _env(d)
+    subst = {"{D}": str(d), "<nop1_block>": (d / "nop1_block.txt").read_text(),
+             "<infeasible_tract>": (d / "infeasible_tract.txt").read_text()}  # fmt: skip
+
+    def run(case):
+        name, args, _, _ = case
+        argv = [a.replace("{D}", str(d)) for a in args.split()]
+        cwd = d / "cwd" / name  # default outputs of one case never meet another's
+        cwd.mkdir(parents=True)
+        p = subprocess.run(EXE + argv, capture_output=True, text=True, env=env, cwd=cwd, timeout=300)
+        return name, p
+
+    with ThreadPoolExecutor(max_workers=4) as ex:
+        out = dict(ex.map(run, CASES))
+    return out, subst
+
+
+@pytest.mark.parametrize("name,args,code,fragment", CASES, ids=[c[0] for c in CASES])
+def test_bad_invocation(results, name, args, code, fragment):
+    out, subst = results
+    p = out[name]
+    text = p.stdout + p.stderr
+    for k, v in subst.items():
+        fragment = fragment.replace(k, v)
+    assert "Traceback" not in text, text
+    assert "internal error" not in text, text
+    assert p.returncode == code, f"exit {p.returncode}, wanted {code}:\n{text}"
+    assert fragment in text, f"{fragment!r} not in:\n{text}"
+
+
+def test_enough_cases():
+    commands = {c[1].split()[0] for c in CASES if c[1]}
+    assert len(CASES) >= 60
+    assert {"synth", "tabulate", "tables", "check-tables", "reconstruct", "agree", "solvar", "claims",
+            "reidentify", "audit", "demo", "swap", "topdown", "reconstruct-noisy", "tradeoff",
+            "dn"} <= commands  # fmt: skip
+
+
+def _cli(args: list[str], cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(EXE + args, capture_output=True, text=True, cwd=cwd, env=env, timeout=600)
+
+
+def test_reusing_an_output_with_other_tables_or_options_is_refused(tmp_path):
+    _files(tmp_path)
+    env = _env(tmp_path)
+    first = _cli(["reconstruct", "few.parquet", "--out", "r.parquet"], tmp_path, env)
+    assert first.returncode == 0, first.stderr
+    other = _cli(["reconstruct", "tables.parquet", "--out", "r.parquet"], tmp_path, env)
+    assert other.returncode == 2 and "Traceback" not in other.stderr
+    assert "holds results of another run" in other.stderr and "tables" in other.stderr
+    assert "--fresh" in other.stderr
+    level = _cli(["reconstruct", "few.parquet", "--out", "r.parquet", "--level", "block"], tmp_path, env)
+    assert level.returncode == 2 and "level 'block+tract' before, 'block' now" in level.stderr
+    same = _cli(["reconstruct", "few.parquet", "--out", "r.parquet"], tmp_path, env)
+    assert same.returncode == 0, same.stderr  # the same run resumes
+    fresh = _cli(["reconstruct", "tables.parquet", "--out", "r.parquet", "--fresh"], tmp_path, env)
+    assert fresh.returncode == 0, fresh.stderr
+    audit = ["audit", "md.csv", "--out", "au", "--defenses", "", "--quiet"]
+    assert _cli(audit, tmp_path, env).returncode == 0
+    again = _cli(["audit", "other.csv", "--out", "au", "--defenses", "", "--resume"], tmp_path, env)
+    assert again.returncode == 2 and "microdata" in again.stderr and "without --resume" in again.stderr
+
+
+@pytest.fixture(scope="module")
+def big_county(tmp_path_factory):
+    """A county large enough that its tracts take several seconds on two workers."""
+    d = tmp_path_factory.mktemp("big")
+    md = synthesize(SynthConfig(persons=120_000), seed=11)
+    write_microdata(md, d / "county.parquet")
+    write_tables(tabulate(md), d / "tables.parquet")
+    return d
+
+
+def _status_lines(path: Path) -> list[str]:
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def _interrupt_when(p: subprocess.Popen, status: Path, at_least: int, sig: int) -> tuple[list[str], float]:
+    """Send ``sig`` once ``status`` has ``at_least`` lines; return the children then and the time
+    the run took to stop."""
+    t0 = time.monotonic()
+    while len(_status_lines(status)) < at_least:
+        assert p.poll() is None, "the run ended before it could be interrupted"
+        assert time.monotonic() - t0 < 300
+        time.sleep(0.05)
+    kids = subprocess.run(["pgrep", "-P", str(p.pid)], capture_output=True, text=True).stdout.split()
+    t1 = time.monotonic()
+    p.send_signal(sig)
+    p.wait(timeout=30)
+    return kids, time.monotonic() - t1
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_interrupted_reconstruct_keeps_finished_tracts_and_resumes(big_county, tmp_path, sig):
+    args = ["reconstruct", str(big_county / "tables.parquet"), "--out", "r.parquet", "--workers", "2"]
+    p = subprocess.Popen(EXE + args, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    status = tmp_path / "r.parquet.parts" / "status.jsonl"
+    kids, took = _interrupt_when(p, status, 2, sig)
+    err = p.stderr.read()
+    assert p.returncode == 130, err
+    assert took <= 5.0
+    assert "Traceback" not in err and "interrupted:" in err and "rerun the same command" in err
+    assert kids and not [k for k in kids if Path(f"/proc/{k}").exists()], "orphan worker processes"
+    kept = {json.loads(x)["unit"] for x in _status_lines(status)}
+    assert f"{len(kept)} of" in err
+    again = _cli(args, tmp_path)
+    assert again.returncode == 0, again.stderr
+    lines = [json.loads(x)["unit"] for x in _status_lines(status)]
+    assert len(lines) == len(set(lines)), "a finished tract was redone"
+    assert kept < set(lines)
+
+
+@pytest.mark.slow
+def test_interrupted_audit_resumes(big_county, tmp_path):
+    args = ["audit", str(big_county / "county.parquet"), "--out", "au", "--workers", "2", "--defenses", "",
+            "--quiet"]  # fmt: skip
+    p = subprocess.Popen(EXE + args, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    status = tmp_path / "au" / "work" / "chunk-000" / "recon_block_tract.parquet.parts" / "status.jsonl"
+    kids, took = _interrupt_when(p, status, 2, signal.SIGINT)
+    err = p.stderr.read()
+    assert p.returncode == 130, err
+    assert took <= 5.0 and "Traceback" not in err and "--resume" in err
+    assert not [k for k in kids if Path(f"/proc/{k}").exists()], "orphan worker processes"
+    kept = {json.loads(x)["unit"] for x in _status_lines(status)}
+    again = _cli(args + ["--resume"], tmp_path)
+    assert again.returncode == 0, again.stderr
+    lines = [json.loads(x)["unit"] for x in _status_lines(status)]
+    assert len(lines) == len(set(lines)) and kept < set(lines)
