@@ -369,4 +369,6 @@ def uniqueness_flags(recon: Microdata, blocks: pl.DataFrame | None = None) -> pl
         df = df.join(cert, on="block_geoid", how="left", maintain_order="left").with_columns(
             pl.col("certified").fill_null(False)
         )
+    else:  # nothing certified (certification off, or no block certified)
+        df = df.with_columns(pl.lit(False).alias("certified"))
     return df
