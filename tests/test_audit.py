@@ -138,6 +138,80 @@ def test_report_and_files(small_audit):
     assert "from the unprotected tables" in html
 
 
+def _html_tables(doc: str) -> dict[str, list[list[str]]]:
+    """Each table of the report by id: header row then body rows, cell texts without markers."""
+    from html.parser import HTMLParser
+
+    class P(HTMLParser):
+        def __init__(self) -> None:
+            super().__init__()
+            self.tables: dict[str, list[list[str]]] = {}
+            self.cur: list[list[str]] | None = None
+            self.cell: list[str] | None = None
+
+        def handle_starttag(self, tag, attrs):
+            if tag == "table":
+                self.cur = self.tables.setdefault(dict(attrs).get("id") or f"t{len(self.tables)}", [])
+            elif tag == "tr" and self.cur is not None:
+                self.cur.append([])
+            elif tag in ("td", "th") and self.cur is not None:
+                self.cell = []
+
+        def handle_endtag(self, tag):
+            if tag in ("td", "th") and self.cell is not None and self.cur is not None:
+                self.cur[-1].append("".join(self.cell).replace("\xa0†", "").strip())
+                self.cell = None
+            elif tag == "table":
+                self.cur = None
+
+        def handle_data(self, data):
+            if self.cell is not None:
+                self.cell.append(data)
+
+    p = P()
+    p.feed(doc)
+    return p.tables
+
+
+def test_report_numbers_equal_results_and_read_as_words(small_audit):
+    """Every figure the report shows is its CSV's value written the one way the report writes
+    numbers; no header is a raw column name; the glossary is there."""
+    import re
+
+    from tabrecon.report.html import COLUMNS, _fmt, header
+
+    out = small_audit.out
+    doc = (out / "report.html").read_text()
+    tables = _html_tables(doc)
+    for tid, rows in tables.items():
+        for h in rows[0]:
+            assert not re.fullmatch(r"[a-z0-9]+(_[a-z0-9]+)+", h), (tid, h)
+    # the defense table, cell by cell against results/defenses.csv
+    d = pl.read_csv(out / "results" / "defenses.csv")
+    head, *body = tables["tbl-defenses"]
+    raw = {header(c): c for c in COLUMNS}
+    for row, csv_row in zip(body, d.iter_rows(named=True), strict=True):
+        for h, text in zip(head, row, strict=True):
+            assert text == _fmt(csv_row[raw[h]], raw[h]), (h, text, csv_row[raw[h]])
+    # Table 5 against results/reid_rates.csv, and the headline against Table 5
+    rates = pl.read_csv(out / "results" / "reid_rates.csv").filter(
+        (pl.col("group") == "nonmodal") & (pl.col("bin") == "all")
+    )
+    head, *body = tables["tbl-reid-nonmodal"]
+    shown = {r[0]: r[head.index("precision %")] for r in body}
+    from tabrecon.report.reid import LABELS
+
+    for r in rates.filter(pl.col("source") != "rvr").iter_rows(named=True):
+        assert shown[LABELS[r["source"]]] == _fmt(r["precision_pct"]), r["source"]
+    assert LABELS["rvr"] not in shown  # the null model is not a precision: shown apart
+    assert 'id="tbl-rvr"' in doc
+    headline = doc[doc.index('id="headline"') : doc.index('id="publish"')]
+    for src in ("attack", "mdg", "prg"):
+        assert f"{shown[LABELS[src]]}%" in headline, src
+    assert 'id="glossary"' in doc and "Solution variability" in doc and "zCDP" in doc
+    assert "methods.md" not in doc
+
+
 def test_report_never_lists_records(small_audit, small_md):
     html = (small_audit.out / "report.html").read_text()
     # no block geoid of the confidential input appears in the report

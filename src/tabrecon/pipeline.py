@@ -134,7 +134,8 @@ def run_tradeoff(truth, defenses: list[str], out: str | Path, seed: int = 0, res
                **{f"tvd_{k}": v for k, v in tvd.items()},
                "mae_block_total": acc["mae_block_total"], "mean_l1_race_eth": acc["mean_l1_race_eth"],
                "majority_kept_pct": acc["majority_kept_pct"],
-               "certified_blocks": int((cert["status"] == "unique").sum()), "blocks": cert.height}  # fmt: skip
+               "certified_blocks": int(((cert["status"] == "unique") & (cert["persons"] > 0)).sum()),
+               "blocks": cert.height}  # fmt: skip
         for g in ("all", "modal", "nonmodal", "certified_uniques"):
             for src in ("attack", "mdg", "prg"):
                 v = s[src][g]["precision_pct"]

@@ -81,13 +81,15 @@ def _warn_if_different(left: Microdata, right: Microdata, geoids: np.ndarray) ->
         )
 
 
-def agree(left: Microdata, right: Microdata) -> Agreement:
+def agree(left: Microdata, right: Microdata, warn: bool = True) -> Agreement:
     """Match ``right`` against ``left`` (the reference) within blocks; exact then binned age.
 
     Files of different geographies or block totals are compared all the same (the shortfall is
-    disagreement), with a warning that gives the counts."""
+    disagreement), with a warning that gives the counts unless ``warn`` is False (a fit to noisy
+    totals differs by design)."""
     geoids = np.union1d(left.geoids, right.geoids)
-    _warn_if_different(left, right, geoids)
+    if warn:
+        _warn_if_different(left, right, geoids)
     kl = _exact_keys(left, np.searchsorted(geoids, left.geoids)[left.block])
     kr = _exact_keys(right, np.searchsorted(geoids, right.geoids)[right.block])
     l_ok = np.ones(len(left), bool) if left.age_exact is None else left.age_exact.astype(bool)

@@ -41,35 +41,70 @@ def paper_tables(res: ReidResult) -> dict[str, pl.DataFrame]:
     return paper_tables_from_rates(res.rates(by_bin=True))
 
 
+# Ruggles-Van Riper scores random records in random blocks: a match rate, not the precision of an
+# inference about the linked persons, so it is kept out of the precision tables (see RVR_NOTE)
+PRECISION_SOURCES = tuple(s for s in SOURCES if s != "rvr")
+RVR_NOTE = (
+    "The Ruggles-Van Riper null model rebuilds each block from random records of the national sex "
+    "and age mix and scores race as right with the average share of persons in their block's "
+    "majority group. It measures how often a random record of the right sex and age exists in a "
+    "block, not how often an inference about a linked person is right: its race is right at the "
+    "average majority share whoever the person is, so for nonmodal persons (by definition not in "
+    "the majority) it overstates what such a guess would achieve, and it is shown apart from the "
+    "precision tables."
+)
+
+
 def paper_tables_from_rates(rt: pl.DataFrame) -> dict[str, pl.DataFrame]:
     """The paper tables from a rates frame (``ReidResult.rates(by_bin=True)`` layout, or the sum of
-    several: group, bin, source, attacker_records, putative, confirmed and the three per cents)."""
+    several: group, bin, source, attacker_records, putative, confirmed and the three per cents).
+
+    Values are not rounded: every report formats them the same way, so a figure reads the same in
+    a table, a headline and the CSV it comes from."""
     allbin = rt.filter(pl.col("bin") == "all")
+    prec = allbin.filter(pl.col("source").is_in(PRECISION_SOURCES))
 
     def table(group: str) -> pl.DataFrame:
-        t = allbin.filter(pl.col("group") == group)
+        t = prec.filter(pl.col("group") == group)
         return t.select(
             pl.col("source").replace_strict(LABELS).alias("race source"),
             pl.col("attacker_records").alias("attacker records"),
             "putative", "confirmed",
-            pl.col("putative_pct").round(1).alias("putative %"),
-            pl.col("confirmed_pct").round(1).alias("confirmed %"),
-            pl.col("precision_pct").round(1).alias("precision %"),
+            pl.col("putative_pct").alias("putative %"),
+            pl.col("confirmed_pct").alias("confirmed %"),
+            pl.col("precision_pct").alias("precision %"),
         )  # fmt: skip
 
     by_bin = (
-        rt.filter((pl.col("group") == "nonmodal") & (pl.col("bin") != "all"))
-        .select("bin", "source", pl.col("precision_pct").round(1))
-        .pivot(on="source", index="bin", values="precision_pct")
+        rt.filter(
+            (pl.col("group") == "nonmodal")
+            & (pl.col("bin") != "all")
+            & pl.col("source").is_in(PRECISION_SOURCES)
+        )
+        .select(
+            pl.col("bin").alias("block size (persons)"),
+            pl.col("source").replace_strict(LABELS).alias("source"),
+            "precision_pct",
+        )
+        .pivot(on="source", index="block size (persons)", values="precision_pct")
+    )
+    rvr = allbin.filter((pl.col("source") == "rvr") & pl.col("group").is_in(["all", "nonmodal"]))
+    rvr_table = rvr.select(
+        pl.col("group").alias("persons"),
+        pl.col("attacker_records").alias("attacker records"),
+        pl.col("putative").alias("random record matched"),
+        pl.col("confirmed").alias("matched, race scored right"),
+        pl.col("putative_pct").alias("matched %"),
+        pl.col("confirmed_pct").alias("matched, race scored right %"),
     )
     t6 = []
-    for s in SOURCES:
+    for s in PRECISION_SOURCES:
         row = {"race source": LABELS[s]}
         for g, lab in (("certified_nonmodal", "certified nonmodal precision %"),
                        ("certified_uniques", "certified nonmodal uniques precision %"),
                        ("uniques", "population uniques precision %")):  # fmt: skip
             r = allbin.filter((pl.col("group") == g) & (pl.col("source") == s)).row(0, named=True)
-            row[lab] = None if r["precision_pct"] is None else round(r["precision_pct"], 1)
+            row[lab] = r["precision_pct"]
             row[lab.replace("precision %", "putative")] = r["putative"]
         t6.append(row)
     return {
@@ -78,6 +113,7 @@ def paper_tables_from_rates(rt: pl.DataFrame) -> dict[str, pl.DataFrame]:
         "table5_nonmodal_by_block_size": by_bin,
         "table6_certified": pl.DataFrame(t6),
         "table4_modal": table("modal"),
+        "rvr_null_model": rvr_table,
     }
 
 
@@ -172,6 +208,12 @@ def write_reid_report(res: ReidResult, out: str | Path, how: str = "") -> dict:
         "## Table 6 layout: certified blocks (solvar 0)",
         "",
         _md(tabs["table6_certified"]),
+        "",
+        "## Ruggles-Van Riper null model (not a precision)",
+        "",
+        _md(tabs["rvr_null_model"]),
+        "",
+        RVR_NOTE,
         "",
         "![per-person precision](precision_cdf.png)",
         "",
