@@ -117,14 +117,14 @@ def check_defense(spec: str) -> str | None:
                              ("eps=", lambda v: math.isfinite(v) and v > 0, "eps=17.14"),
                              ("swap=", lambda v: 0 < v <= 1, "swap=0.2")):  # fmt: skip
         if spec.startswith(pre):
+            what = "a rate in (0, 1]" if pre == "swap=" else "a finite positive number"
             try:
                 if ok(float(spec[len(pre):])):
                     return None
             except ValueError:
-                pass
-            what = "a rate in (0, 1]" if pre == "swap=" else "a finite positive number"
+                return f"the value must be a number, {what}, e.g. {example}"
             return f"{pre}<value> needs {what}, e.g. {example}"
-    return f"use none, {', '.join(PRESETS)}, swap=<rate>, dhc2023-like, rho=<budget> or eps=<budget>"
+    return f"unknown defense; use none, {', '.join(PRESETS)}, swap=<rate>, dhc2023-like, rho=<budget> or eps=<budget>"
 
 
 def _validate(cfg: AuditConfig, where: str) -> None:
