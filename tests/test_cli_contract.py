@@ -271,9 +271,10 @@ def _status_lines(path: Path) -> list[str]:
     return path.read_text().splitlines() if path.exists() else []
 
 
-def _interrupt_when(p: subprocess.Popen, status: Path, at_least: int, sig: int) -> tuple[list[str], float]:
-    """Send ``sig`` once ``status`` has ``at_least`` lines; return the children then and the time
-    the run took to stop."""
+def _interrupt_when(p: subprocess.Popen, status: Path, at_least: int, sig: int,
+                    twice: bool = False) -> tuple[list[str], float]:  # fmt: skip
+    """Send ``sig`` once ``status`` has ``at_least`` lines (``twice``: again 0.1 s later, as an
+    impatient user does); return the children then and the time the run took to stop."""
     t0 = time.monotonic()
     while len(_status_lines(status)) < at_least:
         assert p.poll() is None, "the run ended before it could be interrupted"
@@ -282,17 +283,22 @@ def _interrupt_when(p: subprocess.Popen, status: Path, at_least: int, sig: int) 
     kids = subprocess.run(["pgrep", "-P", str(p.pid)], capture_output=True, text=True).stdout.split()
     t1 = time.monotonic()
     p.send_signal(sig)
+    if twice:
+        time.sleep(0.1)
+        if p.poll() is None:
+            p.send_signal(sig)
     p.wait(timeout=30)
     return kids, time.monotonic() - t1
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
-def test_interrupted_reconstruct_keeps_finished_tracts_and_resumes(big_county, tmp_path, sig):
+@pytest.mark.parametrize("sig,twice", [(signal.SIGINT, False), (signal.SIGTERM, False), (signal.SIGINT, True)],
+                         ids=["SIGINT", "SIGTERM", "SIGINT-twice"])  # fmt: skip
+def test_interrupted_reconstruct_keeps_finished_tracts_and_resumes(big_county, tmp_path, sig, twice):
     args = ["reconstruct", str(big_county / "tables.parquet"), "--out", "r.parquet", "--workers", "2"]
     p = subprocess.Popen(EXE + args, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     status = tmp_path / "r.parquet.parts" / "status.jsonl"
-    kids, took = _interrupt_when(p, status, 2, sig)
+    kids, took = _interrupt_when(p, status, 2, sig, twice)
     err = p.stderr.read()
     assert p.returncode == 130, err
     assert took <= 5.0

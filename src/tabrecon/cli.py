@@ -1010,7 +1010,15 @@ def _command(argv: list[str] | None) -> str:
 
 def main() -> None:
     """Entry point of the ``tabrecon`` command: exit with :func:`run`'s code."""
-    sys.exit(run())
+    import signal
+
+    try:
+        code = run()
+    except KeyboardInterrupt:  # a second Ctrl-C while the first one was being reported
+        code = EXIT_INTERRUPTED
+    for sig in (signal.SIGINT, signal.SIGTERM):  # the outcome is known: exit without interruption
+        signal.signal(sig, signal.SIG_IGN)
+    sys.exit(code)
 
 
 if __name__ == "__main__":

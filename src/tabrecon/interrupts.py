@@ -124,13 +124,29 @@ def process_pool(workers: int) -> Iterator[ProcessPoolExecutor]:
     try:
         yield ex
     except BaseException:
-        terminate(ex)
+        with shielded():  # a second Ctrl-C must not cut the clean-up short and leave workers
+            terminate(ex)
         raise
     else:
         ex.shutdown(wait=True)
     finally:
         with _lock:
             _pools.discard(ex)
+
+
+@contextmanager
+def shielded() -> Iterator[None]:
+    """Within the block (a few seconds of clean-up) SIGINT and SIGTERM are ignored; outside the
+    main thread nothing changes."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
 
 
 def terminate(ex: ProcessPoolExecutor) -> None:

@@ -28,7 +28,7 @@ from typing import Any
 import polars as pl
 
 from . import provenance
-from .interrupts import Interrupted, process_pool, terminate_all_pools
+from .interrupts import Interrupted, process_pool, shielded, terminate_all_pools
 from .provenance import check_or_record, unrecorded_output
 
 Worker = Callable[[Any], tuple[dict, pl.DataFrame | None]]
@@ -131,7 +131,8 @@ def _execute(
             yield from _completed(futs)
         except BaseException:
             threads.shutdown(wait=False, cancel_futures=True)
-            terminate_all_pools()  # the running units' own pools; their threads then end
+            with shielded():
+                terminate_all_pools()  # the running units' own pools; their threads then end
             raise
         threads.shutdown(wait=True)
     elif workers > 1 and len(pending) > 1:
