@@ -180,6 +180,8 @@ CASES: list[tuple[str, str, int, str]] = [
     ("out-suffix-unknown", "tabulate {D}/md.csv --out {D}/t.xlsx", 2, ".xlsx"),
     ("synth-out-suffix-unknown", "synth --persons 100 --out {D}/x.xlsx", 2, ".xlsx"),
     ("recon-out-suffix-unknown", "reconstruct {D}/tables.parquet --out {D}/r.json", 2, ".json"),
+    ("agree-out-suffix-unknown", "agree {D}/md.csv {D}/md.csv --out {D}/a.xlsx", 2, ".xlsx"),
+    ("solvar-out-suffix-unknown", "solvar {D}/tables.parquet --recon {D}/md.csv --out {D}/s.csv.gz", 2, ".gz"),
     # runs that finish with failures, and checks that find violations: exit 1
     ("reconstruct-infeasible", "reconstruct {D}/infeasible.parquet --out {D}/inf.parquet", 1, "<infeasible_tract>"),
     ("reconstruct-infeasible-cell", "reconstruct {D}/infeasible.parquet --out {D}/inf2.parquet", 1, "P0120003"),

@@ -311,6 +311,8 @@ def agree(
     from .metrics.agreement import agree as _agree
     from .schema import read_microdata
 
+    if out is not None:
+        check_suffix(out, (".csv",))
     a = _agree(read_microdata(left), read_microdata(right))
     rows = [
         [r["bin"], r["blocks"], r["persons"], f"{r['exact_pct']:.1f}", f"{r['binned_pct']:.1f}"]
@@ -736,6 +738,7 @@ def reconstruct_noisy(
     from .schema import write_microdata
     from .tables import read_tables
 
+    check_suffix(out)
     if not measurements.exists():
         raise TabreconError(f"{measurements}: file not found")
     try:
