@@ -162,6 +162,12 @@ def terminate(ex: ProcessPoolExecutor) -> None:
         if p.is_alive():
             p.kill()
             p.join(timeout=2.0)
+    # let the pool's manager thread see its dead workers and close its wake-up pipe now: if it is
+    # still closing it when the interpreter exits, concurrent.futures' exit hook can write to the
+    # pipe as it closes and print a traceback (a race in CPython's process pool)
+    manager = getattr(ex, "_executor_manager_thread", None)
+    if manager is not None and manager is not threading.current_thread():
+        manager.join(timeout=5.0)
 
 
 def terminate_all_pools() -> None:
