@@ -32,7 +32,9 @@ def _env(tmp: Path) -> dict[str, str]:
     """An environment in which ``import click`` fails, as on a fresh machine with typer >= 0.16."""
     hide = tmp / "no_click"
     (hide / "click").mkdir(parents=True, exist_ok=True)
-    (hide / "click" / "__init__.py").write_text("raise ImportError('click is hidden by the test')\n")
+    (hide / "click" / "__init__.py").write_text(
+        "raise ImportError('click is hidden by the test')\n"
+    )
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(hide), env.get("PYTHONPATH", "")])
     env["COLUMNS"] = "200"  # usage boxes on one line each, so messages are matched whole
@@ -59,7 +61,9 @@ def _files(d: Path) -> None:
     (d / "infeasible_tract.txt").write_text(str(g.geoids[i])[:11])
     inhabited = long.filter((pl.col("cell") == "P0010001") & (pl.col("value") > 0))["geoid"][0]
     (d / "nop1_block.txt").write_text(inhabited)
-    long.filter(~((pl.col("geoid") == inhabited) & (pl.col("cell") == "P0010001"))).write_csv(d / "nop1.csv")
+    long.filter(~((pl.col("geoid") == inhabited) & (pl.col("cell") == "P0010001"))).write_csv(
+        d / "nop1.csv"
+    )
     head = "geoid,cell,value\n"
     blk = str(g.geoids[0])
     (d / "unknown_cell.csv").write_text(f"{head}{blk},P9999999,3\n")
@@ -68,7 +72,9 @@ def _files(d: Path) -> None:
     (d / "huge.csv").write_text(f"{head}{blk},P0010001,99999999999999999999999\n")
     (d / "nan_count.csv").write_text(f"{head}{blk},P0010001,abc\n")
     (d / "empty.csv").write_text("")
-    (d / "header_only.csv").write_text("block_geoid,sex,age,agebin,white,black,aian,asian,nhopi,sor,hisp\n")
+    (d / "header_only.csv").write_text(
+        "block_geoid,sex,age,agebin,white,black,aian,asian,nhopi,sor,hisp\n"
+    )
     (d / "text.parquet").write_text("this is not parquet\n")
     raw = gzip.compress((d / "md.csv").read_bytes())
     (d / "trunc.csv.gz").write_bytes(raw[: len(raw) // 2])
@@ -110,35 +116,80 @@ CASES: list[tuple[str, str, int, str]] = [
     ("threads-zero", "reconstruct {D}/tables.parquet --threads 0", 2, "--threads"),
     ("time-limit-zero", "reconstruct {D}/tables.parquet --time-limit 0", 2, "--time-limit"),
     ("time-limit-nan", "reconstruct {D}/tables.parquet --time-limit nan", 2, "--time-limit"),
-    ("time-limit-inf", "solvar {D}/tables.parquet --recon {D}/md.csv --time-limit inf", 2, "--time-limit"),
+    (
+        "time-limit-inf",
+        "solvar {D}/tables.parquet --recon {D}/md.csv --time-limit inf",
+        2,
+        "--time-limit",
+    ),
     ("level-unknown", "reconstruct {D}/tables.parquet --level tract", 2, "--level"),
     ("solver-unknown", "reconstruct {D}/tables.parquet --solver gurobi", 2, "--solver"),
     ("strategy-unknown", "reconstruct {D}/tables.parquet --strategy fast", 2, "--strategy"),
-    ("claims-k-zero", "claims {D}/tables.parquet --recon {D}/md.csv --solvar {D}/md.csv -K 0", 2, "--k-solutions"),
-    ("solvar-workers-negative", "solvar {D}/tables.parquet --recon {D}/md.csv --workers -1", 2, "--workers"),
+    (
+        "claims-k-zero",
+        "claims {D}/tables.parquet --recon {D}/md.csv --solvar {D}/md.csv -K 0",
+        2,
+        "--k-solutions",
+    ),
+    (
+        "solvar-workers-negative",
+        "solvar {D}/tables.parquet --recon {D}/md.csv --workers -1",
+        2,
+        "--workers",
+    ),
     ("synth-persons-zero", "synth --persons 0 --out {D}/x.csv", 2, "--persons"),
     ("synth-bad-state", "synth --state 1 --out {D}/x.csv", 2, "--state"),
     ("demo-persons-negative", "demo --persons -5 --out {D}/demo", 2, "--persons"),
     ("topdown-rho-negative", "topdown {D}/md.csv --rho -1 --out {D}/p.parquet", 2, "--rho"),
     ("topdown-rho-inf", "topdown {D}/md.csv --rho inf --out {D}/p.parquet", 2, "--rho"),
     ("topdown-fit-unknown", "topdown {D}/md.csv --fit lsqr --out {D}/p.parquet", 2, "--fit"),
-    ("topdown-preset-unknown", "topdown {D}/md.csv --preset dhc2030 --out {D}/p.parquet", 2, "--preset"),
+    (
+        "topdown-preset-unknown",
+        "topdown {D}/md.csv --preset dhc2030 --out {D}/p.parquet",
+        2,
+        "--preset",
+    ),
     ("topdown-workers-zero", "topdown {D}/md.csv --workers 0 --out {D}/p.parquet", 2, "--workers"),
     ("swap-rate-above-one", "swap {D}/md.csv --rate 2 --out {D}/s.parquet", 2, "--rate"),
     ("swap-rate-zero", "swap {D}/md.csv --rate 0 --out {D}/s.parquet", 2, "--rate"),
     ("swap-preset-unknown", "swap {D}/md.csv --preset swap-mid --out {D}/s.parquet", 2, "--preset"),
-    ("reidentify-francis-zero", "reidentify --recon {D}/md.csv --truth {D}/md.csv --francis-threshold 0", 2, "--francis-threshold"),
-    ("reidentify-attacker-missing", "reidentify --recon {D}/md.csv --truth {D}/md.csv --attacker nofile.csv", 2, "nofile.csv"),
-    ("reidentify-attacker-columns", "reidentify --recon {D}/md.csv --truth {D}/md.csv --attacker {D}/attacker_bad.csv --out {D}/reid", 2, "attacker_bad.csv"),
+    (
+        "reidentify-francis-zero",
+        "reidentify --recon {D}/md.csv --truth {D}/md.csv --francis-threshold 0",
+        2,
+        "--francis-threshold",
+    ),
+    (
+        "reidentify-attacker-missing",
+        "reidentify --recon {D}/md.csv --truth {D}/md.csv --attacker nofile.csv",
+        2,
+        "nofile.csv",
+    ),
+    (
+        "reidentify-attacker-columns",
+        "reidentify --recon {D}/md.csv --truth {D}/md.csv --attacker {D}/attacker_bad.csv --out {D}/reid",
+        2,
+        "attacker_bad.csv",
+    ),
     ("dn-trials-zero", "dn recover --trials 0 --out {D}/dn", 2, "trials"),
     ("dn-ns-zero", "dn queries-needed --ns 0 --out {D}/dn", 2, "ns"),
     ("dn-ns-text", "dn queries-needed --ns abc --out {D}/dn", 2, "--ns"),
     ("dn-decoder-unknown", "dn queries-needed --decoder magic --out {D}/dn", 2, "--decoder"),
-    ("dn-finder-unknown", "dn queries-needed --decoder exact --exact-finder magic --ns 20 --out {D}/dn", 2, "magic"),
+    (
+        "dn-finder-unknown",
+        "dn queries-needed --decoder exact --exact-finder magic --ns 20 --out {D}/dn",
+        2,
+        "magic",
+    ),
     ("dn-epsilons-text", "dn grid --epsilons abc --out {D}/dn", 2, "--epsilons"),
     ("dn-epsilon-negative", "dn grid --epsilons -1 --out {D}/dn", 2, "epsilons"),
     ("dn-rr-pi", "dn rr --pi 2 --out {D}/dn", 2, "--pi"),
-    ("dn-exact-time-limit", "dn queries-needed --decoder exact --exact-time-limit 0 --ns 20 --out {D}/dn", 2, "time"),
+    (
+        "dn-exact-time-limit",
+        "dn queries-needed --decoder exact --exact-time-limit 0 --ns 20 --out {D}/dn",
+        2,
+        "time",
+    ),
     # defense specs
     ("defense-eps-inf", "audit {D}/md.csv --defenses eps=inf --out {D}/au", 2, "eps=inf"),
     ("defense-rho-negative", "audit {D}/md.csv --defenses rho=-1 --out {D}/au", 2, "rho=-1"),
@@ -147,9 +198,19 @@ CASES: list[tuple[str, str, int, str]] = [
     ("defense-unknown", "tradeoff {D}/md.csv --defenses shuffle --out {D}/to", 2, "shuffle"),
     ("defenses-empty", "tradeoff {D}/md.csv --defenses , --out {D}/to", 2, "--defenses"),
     # configs
-    ("config-unknown-key", "audit {D}/md.csv --config {D}/unknown_key.toml --out {D}/au", 2, "seeds"),
+    (
+        "config-unknown-key",
+        "audit {D}/md.csv --config {D}/unknown_key.toml --out {D}/au",
+        2,
+        "seeds",
+    ),
     ("config-bad-value", "audit {D}/md.csv --config {D}/bad_value.toml --out {D}/au", 2, "workers"),
-    ("config-malformed", "audit {D}/md.csv --config {D}/malformed.toml --out {D}/au", 2, "malformed.toml"),
+    (
+        "config-malformed",
+        "audit {D}/md.csv --config {D}/malformed.toml --out {D}/au",
+        2,
+        "malformed.toml",
+    ),
     ("config-missing", "audit {D}/md.csv --config {D}/nope.toml --out {D}/au", 2, "nope.toml"),
     ("audit-no-input", "audit --out {D}/au", 2, "microdata"),
     ("audit-tables-missing", "audit --tables {D}/nope.parquet --out {D}/au", 2, "nope.parquet"),
@@ -168,23 +229,63 @@ CASES: list[tuple[str, str, int, str]] = [
     ("tables-fractional", "check-tables {D}/fractional.csv", 2, "fractional"),
     ("tables-too-large", "check-tables {D}/huge.csv", 2, "count out of range"),
     ("tables-not-a-number", "check-tables {D}/nan_count.csv", 2, "nan_count.csv"),
-    ("tables-block-without-p1", "reconstruct {D}/nop1.csv --out {D}/nop1.parquet", 2, "<nop1_block>"),
-    ("recon-missing", "solvar {D}/tables.parquet --recon {D}/nope.parquet --out {D}/s.parquet", 2, "nope.parquet"),
-    ("noisy-measurements-missing", "reconstruct-noisy {D}/nope.parquet --tables {D}/tables.parquet", 2, "nope.parquet"),
-    ("noisy-measurements-text", "reconstruct-noisy {D}/text.parquet --tables {D}/tables.parquet", 2, "text.parquet"),
+    (
+        "tables-block-without-p1",
+        "reconstruct {D}/nop1.csv --out {D}/nop1.parquet",
+        2,
+        "<nop1_block>",
+    ),
+    (
+        "recon-missing",
+        "solvar {D}/tables.parquet --recon {D}/nope.parquet --out {D}/s.parquet",
+        2,
+        "nope.parquet",
+    ),
+    (
+        "noisy-measurements-missing",
+        "reconstruct-noisy {D}/nope.parquet --tables {D}/tables.parquet",
+        2,
+        "nope.parquet",
+    ),
+    (
+        "noisy-measurements-text",
+        "reconstruct-noisy {D}/text.parquet --tables {D}/tables.parquet",
+        2,
+        "text.parquet",
+    ),
     ("sf1-folder-empty", "audit --tables {D}/adir --out {D}/au", 2, "adir"),
     # output paths
     ("out-is-directory", "tabulate {D}/md.csv --out {D}/adir", 2, "adir"),
     ("out-under-a-file", "tabulate {D}/md.csv --out {D}/afile.txt/t.parquet", 2, "afile.txt"),
-    ("out-unwritable", "tabulate {D}/md.csv --out /proc/tabrecon-test.parquet", 2, "/proc/tabrecon-test.parquet"),
+    (
+        "out-unwritable",
+        "tabulate {D}/md.csv --out /proc/tabrecon-test.parquet",
+        2,
+        "/proc/tabrecon-test.parquet",
+    ),
     ("out-suffix-unknown", "tabulate {D}/md.csv --out {D}/t.xlsx", 2, ".xlsx"),
     ("synth-out-suffix-unknown", "synth --persons 100 --out {D}/x.xlsx", 2, ".xlsx"),
     ("recon-out-suffix-unknown", "reconstruct {D}/tables.parquet --out {D}/r.json", 2, ".json"),
     ("agree-out-suffix-unknown", "agree {D}/md.csv {D}/md.csv --out {D}/a.xlsx", 2, ".xlsx"),
-    ("solvar-out-suffix-unknown", "solvar {D}/tables.parquet --recon {D}/md.csv --out {D}/s.csv.gz", 2, ".gz"),
+    (
+        "solvar-out-suffix-unknown",
+        "solvar {D}/tables.parquet --recon {D}/md.csv --out {D}/s.csv.gz",
+        2,
+        ".gz",
+    ),
     # runs that finish with failures, and checks that find violations: exit 1
-    ("reconstruct-infeasible", "reconstruct {D}/infeasible.parquet --out {D}/inf.parquet", 1, "<infeasible_tract>"),
-    ("reconstruct-infeasible-cell", "reconstruct {D}/infeasible.parquet --out {D}/inf2.parquet", 1, "P0120003"),
+    (
+        "reconstruct-infeasible",
+        "reconstruct {D}/infeasible.parquet --out {D}/inf.parquet",
+        1,
+        "<infeasible_tract>",
+    ),
+    (
+        "reconstruct-infeasible-cell",
+        "reconstruct {D}/infeasible.parquet --out {D}/inf2.parquet",
+        1,
+        "P0120003",
+    ),
     ("check-tables-violations", "check-tables {D}/infeasible.parquet", 1, "violated"),
     # warnings that succeed
     ("agree-different-blocks", "agree {D}/md.csv {D}/other.csv", 0, "only in"),
@@ -205,7 +306,9 @@ def results(tmp_path_factory):
         argv = [a.replace("{D}", str(d)) for a in args.split()]
         cwd = d / "cwd" / name  # default outputs of one case never meet another's
         cwd.mkdir(parents=True)
-        p = subprocess.run(EXE + argv, capture_output=True, text=True, env=env, cwd=cwd, timeout=300)
+        p = subprocess.run(
+            EXE + argv, capture_output=True, text=True, env=env, cwd=cwd, timeout=300
+        )
         return name, p
 
     with ThreadPoolExecutor(max_workers=4) as ex:
@@ -247,7 +350,9 @@ def test_reusing_an_output_with_other_tables_or_options_is_refused(tmp_path):
     assert other.returncode == 2 and "Traceback" not in other.stderr
     assert "holds results of another run" in other.stderr and "tables" in other.stderr
     assert "--fresh" in other.stderr
-    level = _cli(["reconstruct", "few.parquet", "--out", "r.parquet", "--level", "block"], tmp_path, env)
+    level = _cli(
+        ["reconstruct", "few.parquet", "--out", "r.parquet", "--level", "block"], tmp_path, env
+    )
     assert level.returncode == 2 and "level 'block+tract' before, 'block' now" in level.stderr
     same = _cli(["reconstruct", "few.parquet", "--out", "r.parquet"], tmp_path, env)
     assert same.returncode == 0, same.stderr  # the same run resumes
@@ -256,7 +361,9 @@ def test_reusing_an_output_with_other_tables_or_options_is_refused(tmp_path):
     audit = ["audit", "md.csv", "--out", "au", "--defenses", "", "--quiet"]
     assert _cli(audit, tmp_path, env).returncode == 0
     again = _cli(["audit", "other.csv", "--out", "au", "--defenses", "", "--resume"], tmp_path, env)
-    assert again.returncode == 2 and "microdata" in again.stderr and "without --resume" in again.stderr
+    assert (
+        again.returncode == 2 and "microdata" in again.stderr and "without --resume" in again.stderr
+    )
 
 
 @pytest.fixture(scope="module")
@@ -282,7 +389,9 @@ def _interrupt_when(p: subprocess.Popen, status: Path, at_least: int, sig: int,
         assert p.poll() is None, "the run ended before it could be interrupted"
         assert time.monotonic() - t0 < 300
         time.sleep(0.05)
-    kids = subprocess.run(["pgrep", "-P", str(p.pid)], capture_output=True, text=True).stdout.split()
+    kids = subprocess.run(
+        ["pgrep", "-P", str(p.pid)], capture_output=True, text=True
+    ).stdout.split()
     t1 = time.monotonic()
     p.send_signal(sig)
     if twice:
@@ -296,9 +405,20 @@ def _interrupt_when(p: subprocess.Popen, status: Path, at_least: int, sig: int,
 @pytest.mark.slow
 @pytest.mark.parametrize("sig,twice", [(signal.SIGINT, False), (signal.SIGTERM, False), (signal.SIGINT, True)],
                          ids=["SIGINT", "SIGTERM", "SIGINT-twice"])  # fmt: skip
-def test_interrupted_reconstruct_keeps_finished_tracts_and_resumes(big_county, tmp_path, sig, twice):
-    args = ["reconstruct", str(big_county / "tables.parquet"), "--out", "r.parquet", "--workers", "2"]
-    p = subprocess.Popen(EXE + args, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+def test_interrupted_reconstruct_keeps_finished_tracts_and_resumes(
+    big_county, tmp_path, sig, twice
+):
+    args = [
+        "reconstruct",
+        str(big_county / "tables.parquet"),
+        "--out",
+        "r.parquet",
+        "--workers",
+        "2",
+    ]
+    p = subprocess.Popen(
+        EXE + args, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     status = tmp_path / "r.parquet.parts" / "status.jsonl"
     kids, took = _interrupt_when(p, status, 2, sig, twice)
     err = p.stderr.read()
@@ -317,11 +437,17 @@ def test_interrupted_reconstruct_keeps_finished_tracts_and_resumes(big_county, t
 
 @pytest.mark.slow
 def test_interrupted_audit_resumes(big_county, tmp_path):
-    (tmp_path / "fast.toml").write_text("[reconstruct]\nlevels = ['block+tract']\n[certify]\nenabled = false\n")
+    (tmp_path / "fast.toml").write_text(
+        "[reconstruct]\nlevels = ['block+tract']\n[certify]\nenabled = false\n"
+    )
     args = ["audit", str(big_county / "county.parquet"), "--out", "au", "--workers", "2", "--defenses", "",
             "--config", "fast.toml", "--quiet"]  # fmt: skip
-    p = subprocess.Popen(EXE + args, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    status = tmp_path / "au" / "work" / "chunk-000" / "recon_block_tract.parquet.parts" / "status.jsonl"
+    p = subprocess.Popen(
+        EXE + args, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    status = (
+        tmp_path / "au" / "work" / "chunk-000" / "recon_block_tract.parquet.parts" / "status.jsonl"
+    )
     kids, took = _interrupt_when(p, status, 2, signal.SIGINT)
     err = p.stderr.read()
     assert p.returncode == 130, err
