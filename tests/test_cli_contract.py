@@ -122,6 +122,13 @@ CASES: list[tuple[str, str, int, str]] = [
         2,
         "--time-limit",
     ),
+    ("check-tables-limit-negative", "check-tables {D}/tables.parquet --limit -1", 2, "--limit"),
+    (
+        "noisy-time-limit-zero",
+        "reconstruct-noisy {D}/text.parquet --tables {D}/tables.parquet --time-limit 0",
+        2,
+        "--time-limit",
+    ),
     ("level-unknown", "reconstruct {D}/tables.parquet --level tract", 2, "--level"),
     ("solver-unknown", "reconstruct {D}/tables.parquet --solver gurobi", 2, "--solver"),
     ("strategy-unknown", "reconstruct {D}/tables.parquet --strategy fast", 2, "--strategy"),

@@ -178,6 +178,7 @@ def check_tables(
     """Validate a table file and check every identity between its cells; exit 1 on any violation."""
     from .tables import check_consistency, read_tables
 
+    _at_least(0, limit=limit)
     ts = read_tables(tables_file)
     rep = check_consistency(ts)
     console.print(
@@ -738,6 +739,7 @@ def reconstruct_noisy(
     from .schema import write_microdata
     from .tables import read_tables
 
+    _positive_finite(time_limit=time_limit)
     check_suffix(out)
     if not measurements.exists():
         raise TabreconError(f"{measurements}: file not found")
