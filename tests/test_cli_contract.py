@@ -466,3 +466,19 @@ def test_interrupted_audit_resumes(big_county, tmp_path):
     assert again.returncode == 0, again.stderr
     lines = [json.loads(x)["unit"] for x in _status_lines(status)]
     assert len(lines) == len(set(lines)) and kept < set(lines)
+
+
+def test_sweeps_and_tradeoff_refuse_to_mix_runs(tmp_path):
+    _files(tmp_path)
+    env = _env(tmp_path)
+    sweep = ["dn", "recover", "--n", "20", "--ms", "5,10", "--trials", "1", "--out", "dn"]
+    assert _cli(sweep, tmp_path, env).returncode == 0
+    more = _cli(sweep[:-2] + ["--trials", "2", "--out", "dn"], tmp_path, env)
+    assert more.returncode == 0, more.stderr  # more trials extend the same sweep
+    other = _cli(sweep + ["--seed", "1"], tmp_path, env)
+    assert other.returncode == 2 and "seed '0' before, '1' now" in other.stderr, other.stderr
+    assert _cli(sweep + ["--seed", "1", "--fresh"], tmp_path, env).returncode == 0
+    trade = ["tradeoff", "md.csv", "--defenses", "none", "--out", "to"]
+    assert _cli(trade, tmp_path, env).returncode == 0
+    again = _cli(["tradeoff", "other.csv", "--defenses", "none", "--out", "to"], tmp_path, env)
+    assert again.returncode == 2 and "truth" in again.stderr and "--fresh" in again.stderr
