@@ -136,6 +136,7 @@ def test_report_and_files(small_audit):
     for c in ("prg_expected_nonmodal_precision", "prg_original_nonmodal_precision"):
         assert 0 < d[c][0] < 100, c
     assert "from the unprotected tables" in html
+    assert "34 SF1 person tables: P1, P6, P7, P8" in html  # the tables actually published, named
 
 
 def _html_tables(doc: str) -> dict[str, list[list[str]]]:

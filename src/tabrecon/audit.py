@@ -214,7 +214,7 @@ class ChunkRunner:
         write_tables(ts, path)
         info = {"table_values": int(sum(g.values.size for g in ts.grids.values())),
                 "identity_checks": rep.checked, "identity_violations": len(rep.violations),
-                "tracts": len(ts.tracts()),
+                "tracts": len(ts.tracts()), "tables_present": ts.tables_present(),
                 "blocks": int(ts.grids["block"].geoids.size) if "block" in ts.grids else 0}  # fmt: skip
         return ts, self.mark("tabulate", t0, info)
 
@@ -524,6 +524,7 @@ def audit(
     facts = {"persons": 0, "blocks": 0, "tracts": 0, "table_values": 0, "identity_checks": 0,
              "identity_violations": 0, "recon_records": 0, "recon_bsab_unique": 0, "recon_certified_unique": 0}  # fmt: skip
     failures: list[str] = []
+    tables_seen: set[str] = set()
     attacker_reports: list[dict] = []
     rich_level = "block+tract" if "block+tract" in cfg.reconstruct.levels else cfg.reconstruct.levels[0]
     chunk_errors: list[BaseException] = []
@@ -545,6 +546,7 @@ def audit(
             for k, v in part["facts"].items():
                 facts[k] += v
             failures += part["failures"]
+            tables_seen.update(part.get("tables_present", []))
             for lv, f in part["agree"].items():
                 agree_frames[lv].append(f)
             if part["blocks"] is not None:
@@ -588,6 +590,9 @@ def audit(
     log.add("aggregate", time.perf_counter() - t_agg)
     summary = _summary(cfg, frames, facts, allb, cum if allb is not None else None, chunks, failures,
                        attacker_reports, md_path, ts_path)  # fmt: skip
+    from .tables import SF1_TABLES
+
+    summary["tables_present"] = [t.name for t in SF1_TABLES if t.name in tables_seen]
     summary["timings_s"] = {**log.seconds, "total": round(time.perf_counter() - t_start, 2)}
     summary["resumed_stages"] = log.resumed
     summary["peak_memory"] = _peak_mb()
@@ -636,6 +641,7 @@ def _run_chunk(cr: ChunkRunner, cfg: AuditConfig, md_path, ts_path, given, rich_
     ts, tinfo = cr.tabulate(md, given)
     for k in ("table_values", "identity_checks", "identity_violations", "tracts", "blocks"):
         facts[k] += tinfo[k]
+    out["tables_present"] = tinfo.get("tables_present", [])
     if md is None:
         facts["persons"] += int(ts.grids["block"].col("P0010001").sum()) if "block" in ts.grids else 0
     recons = {}

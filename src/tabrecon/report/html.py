@@ -320,9 +320,11 @@ def write_audit_report(out: Path, summary: dict, frames: dict[str, pl.DataFrame]
              f"Counts below {th} are marked &dagger; (and the per cents of their row).</p>",
              '<h2 id="headline">Headline findings</h2><ul class="headline">'
              + "".join(f"<li>{h}</li>" for h in _headlines(summary)) + "</ul>"]  # fmt: skip
+    tp = summary.get("tables_present") or []
+    which = f"{len(tp)} SF1 person tables: {', '.join(tp)}" if tp else "SF1 person tables"
     parts.append(
         '<h2 id="publish">1. What was published</h2>'
-        f"<p>{summary['table_values']:,} table values (34 SF1 person tables); {summary['identity_checks']:,} "
+        f"<p>{summary['table_values']:,} table values ({html.escape(which)}); {summary['identity_checks']:,} "
         f"internal-consistency identities checked, {summary['identity_violations']} violated.</p>"
     )
     agr = [k for k in frames if k.startswith("agreement_")]
