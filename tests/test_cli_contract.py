@@ -61,7 +61,8 @@ def _files(d: Path) -> None:
     (d / "infeasible_tract.txt").write_text(str(g.geoids[i])[:11])
     inhabited = long.filter((pl.col("cell") == "P0010001") & (pl.col("value") > 0))["geoid"][0]
     (d / "nop1_block.txt").write_text(inhabited)
-    long.filter(~((pl.col("geoid") == inhabited) & (pl.col("cell") == "P0010001"))).write_csv(
+    totals = ["P0010001", "P0080001", "P0090001", "P0120001"]  # every whole-population cell
+    long.filter(~((pl.col("geoid") == inhabited) & pl.col("cell").is_in(totals))).write_csv(
         d / "nop1.csv"
     )
     head = "geoid,cell,value\n"

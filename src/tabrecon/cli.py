@@ -285,7 +285,8 @@ def reconstruct(
         inexact = int((~run.records.age_exact).sum())
         if inexact:
             console.print(
-                f"{inexact:,} records have an age known only to its class (age = class start, age_exact = 0)"
+                f"{inexact:,} records have an age the tables determine only to a range "
+                "(age = its first year, age_max = its last, age_exact = 0)"
             )
     if run.failed:
         for r in run.failed:
@@ -328,6 +329,7 @@ def agree(
             f"{a.binned_pct:.1f}",
         ]
     )
+    console.print(f"binned pass compares on: {a.resolution}")
     console.print(
         _table(
             f"agreement of {right.name} with {left.name} (% of {left.name} persons)",

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import itertools
 import warnings
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -58,6 +58,44 @@ _AGEBIN_EDGES: tuple[tuple[int, int], ...] = tuple((a, a) for a in range(22)) + 
     (60, 61), (62, 64), (65, 66), (67, 69), (70, 74), (75, 79), (80, 84), (85, AGE_MAX),
 )  # fmt: skip
 AGEBIN38: tuple[tuple[int, int], ...] = _AGEBIN_EDGES
+
+
+def age_classes(ranges: Iterable[tuple[int, int]]) -> np.ndarray:
+    """Start age of the class of every age 0..110: the coarsest partition the age ranges can tell
+    apart (the ranges of published cells, or of records known only to a range)."""
+    cuts = {0}
+    for lo, hi in ranges:
+        cuts.add(int(lo))
+        if hi < AGE_MAX:
+            cuts.add(int(hi) + 1)
+    starts = np.array(sorted(cuts))
+    return starts[np.searchsorted(starts, np.arange(N_AGES), side="right") - 1]
+
+
+def range_classes(*files: Microdata) -> np.ndarray | None:
+    """Age classes (as from :func:`age_classes`) that files can be compared on when some of their
+    ages are known only to ranges (``age_max``); None when every age is a single year. Combined
+    with agebin38 (``AGEBIN_OF_AGE[starts[age]]``) it is the coarser of the two partitions, since
+    SF1 age classes are unions of agebin38 bins or lie inside one."""
+    ranges = {
+        (int(lo), int(hi))
+        for md in files
+        if md.age_max is not None
+        for lo, hi in np.unique(np.column_stack([md.age, md.age_max]), axis=0)
+        if hi > lo
+    }
+    return age_classes(ranges) if ranges else None
+
+
+def age_label(lo: int, hi: int) -> str:
+    """``10``, ``10-14``, ``85+`` (``hi`` = 110), ``any age`` (0 to 110)."""
+    if lo == hi:
+        return str(lo)
+    if hi == AGE_MAX:
+        return "any age" if lo == 0 else f"{lo}+"
+    return f"{lo}-{hi}"
+
+
 AGEBIN38_LABELS: tuple[str, ...] = tuple(
     str(lo) if lo == hi else (f"{lo}+" if hi == AGE_MAX else f"{lo}-{hi}") for lo, hi in AGEBIN38
 )
@@ -135,6 +173,9 @@ class Microdata:
     age_exact: np.ndarray | None = None
     source: str = ""
     meta: dict = field(default_factory=dict)
+    #: last year of each record's age range where the tables determine only a range (``age`` is
+    #: its first year); None when every age is a single year
+    age_max: np.ndarray | None = None
 
     def __len__(self) -> int:
         return int(self.block.shape[0])
@@ -150,6 +191,20 @@ class Microdata:
     @property
     def block_geoid(self) -> np.ndarray:
         return self.geoids[self.block]
+
+    @property
+    def age_labels(self) -> np.ndarray:
+        """What each record's age is known to be: its agebin38 label, or the range the tables
+        determine (``10-14``, ``18+``) when ``age_max`` says the age is only known to a range."""
+        labels = np.array(AGEBIN38_LABELS)[self.agebin]
+        if self.age_max is None:
+            return labels
+        lo, hi = self.age.astype(np.int64), self.age_max.astype(np.int64)
+        in_bin = AGEBIN_OF_AGE[hi] == AGEBIN_OF_AGE[lo]  # the range lies in one agebin38 bin
+        out = labels.astype(object)
+        for i in np.flatnonzero(~in_bin):
+            out[i] = age_label(int(lo[i]), int(hi[i]))
+        return out.astype(str)
 
     def flags(self) -> np.ndarray:
         """(n, 6) array of 0/1 race flags in OMB order."""
@@ -188,6 +243,7 @@ class Microdata:
             age_exact=None if self.age_exact is None else self.age_exact[idx],
             source=self.source,
             meta=dict(self.meta),
+            age_max=None if self.age_max is None else self.age_max[idx],
         )
 
     def to_frame(self) -> pl.DataFrame:
@@ -197,7 +253,7 @@ class Microdata:
             "block_geoid": self.block_geoid,
             "sex": np.array(SEXES)[self.sex],
             "age": self.age.astype(np.int16),
-            "agebin": np.array(AGEBIN38_LABELS)[self.agebin],
+            "agebin": self.age_labels,
         }
         for i, r in enumerate(RACES):
             cols[r] = flags[:, i]
@@ -205,6 +261,8 @@ class Microdata:
         df = pl.DataFrame(cols)
         if self.age_exact is not None:
             df = df.with_columns(pl.Series("age_exact", self.age_exact.astype(np.int8)))
+        if self.age_max is not None:
+            df = df.with_columns(pl.Series("age_max", self.age_max.astype(np.int16)))
         if self.extra is not None and self.extra.width:
             df = pl.concat(
                 [df, self.extra.drop([c for c in self.extra.columns if c in df.columns])],
@@ -378,17 +436,26 @@ def read_microdata(path: str | Path, counties: Collection[str] | None = None) ->
     )
     hisp = _int_column(df, "hispanic", p, lines)
     _fail_rows(p, (hisp != 0) & (hisp != 1), "hispanic", "hispanic must be 0 or 1", df["hispanic"], lines)
+    age_max = None
+    if "age_max" in df.columns:  # an age known only to a range: age is its first year
+        age_max = _int_column(df, "age_max", p, lines)
+        _fail_rows(p, (age_max < np.minimum(age, AGE_MAX)) | (age_max > AGE_MAX), "age_max",
+                   f"age_max must be between age and {AGE_MAX}", df["age_max"], lines)  # fmt: skip
     if "agebin" in df.columns:
         ab = df["agebin"].str.strip_chars().to_numpy()
-        expect = np.array(AGEBIN38_LABELS)[AGEBIN_OF_AGE[age]]
+        probe = Microdata(np.array(["0" * 15]), np.zeros(len(age), np.int32), np.zeros(len(age), np.int8),
+                          np.minimum(age, AGE_MAX).astype(np.int16), np.ones(len(age), np.int8),
+                          np.zeros(len(age), np.int8), age_max=age_max)  # fmt: skip
+        expect = probe.age_labels
         _fail_rows(p, ab != expect, "agebin", "agebin does not match age", df["agebin"], lines)
     age_exact = None
     if "age_exact" in df.columns:
         age_exact = _int_column(df, "age_exact", p, lines).astype(bool)
-    extra_cols = [c for c in df.columns if c not in BASE_COLUMNS and c != "age_exact"]
+    extra_cols = [c for c in df.columns if c not in BASE_COLUMNS and c not in ("age_exact", "age_max")]
     extra = df.select([_typed(df[c]) for c in extra_cols]) if extra_cols else None
     md = from_arrays(geo.to_numpy(), sex, age, CODE_OF_BITS[bits], hisp, extra=extra, source=p)
     md.age_exact = age_exact
+    md.age_max = None if age_max is None else age_max.astype(np.int16)
     return md
 
 

@@ -36,10 +36,19 @@ import scipy.sparse as sp
 
 from ..errors import TabreconError
 from ..provenance import run_fingerprint
-from ..schema import AGEBIN38, AGEBIN_OF_AGE, N_TYPES, RACE_BITS, RACES, Microdata, decode_types
+from ..schema import (
+    AGEBIN38,
+    AGEBIN_OF_AGE,
+    N_TYPES,
+    RACE_BITS,
+    RACES,
+    Microdata,
+    age_label,
+    decode_types,
+)
 from ..tables import TableSet, all_cells
 from .certify import binned_type
-from .reconstruct import LEVELS, build_tract_model
+from .reconstruct import LEVELS, build_tract_model, class_end, determined_age_classes
 from .solvers import Extensible, IntProgram, SolverOptions
 
 COLUMNS: tuple[str, ...] = ("sex", "agebin", "hispanic", *RACES)
@@ -77,17 +86,26 @@ def decode_claim(code: int) -> dict[str, int]:
     return out
 
 
-def describe_claim(code: int, m: int | None = None) -> str:
-    """Plain words for a claim, e.g. ``exactly 1 person: female, age 25-29, black, Hispanic``."""
+def claim_age_range(v: int, ends: np.ndarray | None = None) -> tuple[int, int]:
+    """The ages a claim's agebin value ``v`` covers. Records of an age class carry its first year,
+    so where the tables determine only a class wider than the agebin38 bin (``ends``, from
+    :func:`~tabrecon.attacks.reconstruct.class_end`: e.g. 10-14 without P14) the claim covers the
+    whole class."""
+    lo, hi = AGEBIN38[v]
+    return (lo, hi) if ends is None else (lo, max(hi, int(ends[lo])))
+
+
+def describe_claim(code: int, m: int | None = None, ends: np.ndarray | None = None) -> str:
+    """Plain words for a claim, e.g. ``exactly 1 person: female, age 25-29, black, Hispanic``.
+
+    ``ends`` (last age of each age's class) makes the age read as what the tables determine."""
     parts = []
     for k, v in decode_claim(code).items():
         if k == "sex":
             parts.append("male" if v == 0 else "female")
         elif k == "agebin":
-            lo, hi = AGEBIN38[v]
-            parts.append(
-                f"age {lo}" if lo == hi else (f"age {lo}+" if hi == 110 else f"age {lo}-{hi}")
-            )
+            lo, hi = claim_age_range(v, ends)
+            parts.append(age_label(lo, hi) if lo == 0 and hi == 110 else f"age {age_label(lo, hi)}")
         elif k == "hispanic":
             parts.append("Hispanic" if v else "not Hispanic")
         else:
@@ -349,6 +367,7 @@ def tract_claims(
     if level not in LEVELS:
         raise TabreconError(f"unknown level {level!r}; choose 'block' or 'block+tract'")
     geoids = recon.geoids
+    ends = class_end(determined_age_classes(ts, tract, level))  # what a claim's age can say
     # keys = distinct (block, binned type) of the reconstruction; y0 their counts
     rkey = recon.block.astype(np.int64) * N_TYPES + binned_type(recon.types)
     keys, rinv, y0 = np.unique(rkey, return_inverse=True, return_counts=True)
@@ -490,7 +509,7 @@ def tract_claims(
         "block_geoid": recon.block_geoid.astype(str),
         "certified": cert[recon.block],
         "min_k": pl.Series(np.where(rec_k <= K_MAX, rec_k, 0)).replace(0, None).cast(pl.Int64),
-        "claim": pl.Series([describe_claim(int(c), 1) if kk <= K_MAX else None
+        "claim": pl.Series([describe_claim(int(c), 1, ends) if kk <= K_MAX else None
                             for c, kk in zip(ex_code[rinv], rec_k, strict=True)], dtype=pl.String),
         "baseline_tract": ex_bt[rinv],
         "baseline_state": ex_bs[rinv],

@@ -39,6 +39,7 @@ from ..schema import (
     N_TYPES,
     TYPE_AGE,
     Microdata,
+    age_classes,
     decode_types,
 )
 from ..tables import (
@@ -76,21 +77,11 @@ class TractModel:
     tract_complete: bool = True  # binned: every tract cell made it into a bin-level row
     tract_cells: np.ndarray | None = None
     tract_values: np.ndarray | None = None
+    block_cells: np.ndarray | None = None  # the block cells published in the tract
 
     @property
     def n_vars(self) -> int:
         return self.prog.n_vars
-
-
-def age_classes(ranges: list[tuple[int, int]]) -> np.ndarray:
-    """Start age of the class of every age 0..110: the coarsest partition the age ranges can tell apart."""
-    cuts = {0}
-    for lo, hi in ranges:
-        cuts.add(lo)
-        if hi < AGE_MAX:
-            cuts.add(hi + 1)
-    starts = np.array(sorted(cuts))
-    return starts[np.searchsorted(starts, np.arange(N_AGES), side="right") - 1]
 
 
 def _cell_ranges(cells: np.ndarray) -> list[tuple[int, int]]:
@@ -279,6 +270,7 @@ def build_tract_model(
         tract_complete=complete,
         tract_cells=tcells,
         tract_values=tv0,
+        block_cells=bcells,
     )
 
 
@@ -286,6 +278,25 @@ def _exact(starts: np.ndarray, ages: np.ndarray) -> np.ndarray:
     """True where the age class starting at ``ages`` is a single year."""
     width = np.bincount(starts, minlength=N_AGES)
     return width[ages] == 1
+
+
+def determined_age_classes(ts: TableSet, tract: str, level: str) -> np.ndarray:
+    """Start of the age class of every age 0..110 that the cells published for ``tract`` tell
+    apart (block cells; with ``block+tract`` also the tract's cells): what a record's age can say."""
+    ranges: list[tuple[int, int]] = []
+    for lv, n in (("block", 15), ("tract", 11)):
+        g = ts.grids.get(lv)
+        if g is None or (lv == "tract" and level != "block+tract"):
+            continue
+        rows = np.char.startswith(g.geoids.astype(str), tract) if n == 15 else g.geoids == tract
+        ranges += _cell_ranges(g.cells[(g.values[rows] != MISSING).any(axis=0)])
+    return age_classes(ranges)
+
+
+def class_end(starts: np.ndarray) -> np.ndarray:
+    """Last age of the class of every age 0..110 (``starts`` from :func:`age_classes`)."""
+    width = np.bincount(starts, minlength=N_AGES)
+    return (starts + width[starts] - 1).astype(np.int16)
 
 
 @dataclass
@@ -368,6 +379,7 @@ def records_from_solution(model: TractModel, x: np.ndarray) -> Microdata:
         race=race,
         hisp=hisp,
         age_exact=model.var_exact[k],
+        age_max=class_end(model.age_class_start)[age],
     )
     return md
 
@@ -475,12 +487,13 @@ def _staged(ts: TableSet, tract: str, opts: SolverOptions) -> tuple[str, Microda
     vb, vt, vx = spread
     k = np.repeat(np.arange(vb.size), vx)
     sex, age, race, hisp = decode_types(vt[k])
-    from ..schema import AGEBIN38
-
-    starts = age_classes(_cell_ranges(mb.tract_cells) + list(AGEBIN38))
-    md = Microdata(
-        mb.block_geoids, vb[k].astype(np.int32), sex, age, race, hisp, age_exact=_exact(starts, age)
-    )
+    # ages say what the published cells determine: the binned model works at agebin38, finer than
+    # the tables when P14 (block) or PCT12 (tract) are missing, so a year inside a class is the
+    # solver's arbitrary pick; it is written as the class (first year, last year, not exact)
+    starts = age_classes(_cell_ranges(mb.block_cells) + _cell_ranges(mb.tract_cells))
+    age = starts[age].astype(age.dtype)
+    md = Microdata(mb.block_geoids, vb[k].astype(np.int32), sex, age, race, hisp,
+                   age_exact=_exact(starts, age), age_max=class_end(starts)[age])  # fmt: skip
     return "ok", md, info
 
 
@@ -584,22 +597,26 @@ class ReconRun:
 
 
 def require_block_totals(tables: TableSet) -> None:
-    """Reconstruction works block by block from each block's total (P1): refuse tables without
-    block tables, or with a block that has cells but no P1, naming it."""
+    """Reconstruction works block by block from each block's total population (P1, or the total
+    line of P8, P9 or P12 -- the PL 94-171 tables have no P1): refuse tables without block tables,
+    or with a block that has cells but no total, naming it."""
     g = tables.grids.get("block")
     if g is None:
         raise TabreconError(
             f"{tables.source or 'the tables'}: no block-level tables; reconstruction needs at least "
             "P1 (P0010001) for every block"
         )
-    has_p1 = g.cells == "P0010001"
-    p1 = g.values[:, has_p1][:, 0] if has_p1.any() else np.full(g.geoids.size, MISSING)
-    lacking = np.flatnonzero((p1 == MISSING) & g.present().any(axis=1))
+    a, pos = cell_attrs(), cell_positions(g.cells)
+    total = ((a["sex"][pos] == "any") & (a["age_min"][pos] == 0) & (a["age_max"][pos] == AGE_MAX)
+             & (a["race"][pos] == "any") & (a["hispanic"][pos] == "any")
+             & (a["measure"][pos] == "persons"))  # fmt: skip
+    has_total = (g.values[:, total] != MISSING).any(axis=1)
+    lacking = np.flatnonzero(~has_total & g.present().any(axis=1))
     if lacking.size:
         raise TabreconError(
             f"{tables.source or 'the tables'}: block {g.geoids[lacking[0]]} has published cells but "
-            f"no total population (P0010001); reconstruction needs it for every block "
-            f"({lacking.size} block(s) lack it)"
+            f"no total population (P0010001, or P0080001, P0090001, P0120001); reconstruction needs "
+            f"it for every block ({lacking.size} block(s) lack it)"
         )
 
 
@@ -680,6 +697,8 @@ def _md_from_frame(df: pl.DataFrame, level: str) -> Microdata:
         source=f"reconstruction ({level})",
     )
     md.age_exact = df["age_exact"].to_numpy().astype(bool)
+    if "age_max" in df.columns:
+        md.age_max = df["age_max"].to_numpy().astype(np.int16)
     return md
 
 

@@ -41,6 +41,7 @@ from ..schema import (
     BLOCK_SIZE_LABELS,
     RACE_BITS,
     Microdata,
+    range_classes,
     size_bin,
 )
 from ..tables import TableSet, all_cells, race_predicate_mask
@@ -381,9 +382,13 @@ def _match_pass(
 def link(
     att_block: np.ndarray, att_sex: np.ndarray, att_age: np.ndarray,
     src_block: np.ndarray, src_sex: np.ndarray, src_age: np.ndarray, src_exact: np.ndarray,
-    seed: int = 0,
+    seed: int = 0, starts: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
-    """Algorithm 3: attacker -> source record index (-1 = none) and pass (1 exact age, 2 agebin)."""
+    """Algorithm 3: attacker -> source record index (-1 = none) and pass (1 exact age, 2 agebin).
+
+    ``starts`` (:func:`~tabrecon.schema.range_classes`): the source's ages are known only to
+    classes coarser than some agebin38 bins, and the second pass links on those."""
+    coarse = (lambda a: a) if starts is None else (lambda a: starts[a])
     rng = np.random.default_rng(seed)
     na = att_block.size
     base_a = att_block.astype(np.int64) * 2 + att_sex
@@ -399,10 +404,10 @@ def link(
     used[ls] = True
     kb_a = np.where(
         (match < 0) & (att_block >= 0),
-        base_a * 64 + AGEBIN_OF_AGE[np.clip(att_age, 0, AGE_MAX)],
+        base_a * 64 + AGEBIN_OF_AGE[coarse(np.clip(att_age, 0, AGE_MAX))],
         -1,
     )
-    kb_s = np.where(~used, base_s * 64 + AGEBIN_OF_AGE[src_age], -1)
+    kb_s = np.where(~used, base_s * 64 + AGEBIN_OF_AGE[coarse(src_age)], -1)
     la, ls = _match_pass(kb_a, kb_s, rng)
     match[la], how[la] = ls, 2
     return match, how
@@ -519,8 +524,9 @@ def reidentify(
     # race source: the reconstruction
     rblock = np.searchsorted(geoids, recon.block_geoid)
     rexact = np.ones(len(recon), bool) if recon.age_exact is None else recon.age_exact.astype(bool)
+    starts = range_classes(recon)  # ages the tables give only as ranges are linked and confirmed so
     match, how = link(ablock, asex, aage, rblock, recon.sex.astype(np.int64), recon.age.astype(np.int64),
-                      rexact, seed)  # fmt: skip
+                      rexact, seed, starts)  # fmt: skip
     put = match >= 0
     # truth behind each pik
     tid = _person_ids(truth)
@@ -560,7 +566,8 @@ def reidentify(
     tsex = np.where(has_truth, truth.sex[np.maximum(tperson, 0)], -1)
     tage = truth.age.astype(np.int64)[np.maximum(tperson, 0)]
     same_person = put & has_truth & (tblock == ablock) & (tsex == recon.sex[np.maximum(match, 0)])
-    age_ok = AGEBIN_OF_AGE[src_age] == AGEBIN_OF_AGE[tage]
+    cls = (lambda a: a) if starts is None else (lambda a: starts[a])
+    age_ok = AGEBIN_OF_AGE[cls(src_age)] == AGEBIN_OF_AGE[cls(tage)]
     conf = {}
     for s in ("attack", "mdg", "prg"):
         conf[s] = same_person & age_ok & (src_combo[s] == src_combo["truth"])

@@ -1,7 +1,9 @@
 """Agreement between two person files (Abowd et al. Algorithms 1-2), in the layout of their Table 3.
 
 Records are matched one-to-one within each block, first on (sex, exact age, race, hispanic), then
-the residuals on (sex, agebin38, race, hispanic). A greedy one-to-one pass on an equality key
+the residuals on (sex, agebin38, race, hispanic) -- coarser where a file's ages are known only to
+wider ranges (no P14 or PCT12: 10-14 and the other P12 bins under 22), see
+:func:`common_resolution`. A greedy one-to-one pass on an equality key
 matches exactly ``sum over keys of min(n_left, n_right)`` records whatever the order, so the counts
 are computed that way, exactly and without ties to break. Records whose age is known only to its
 bin (``age_exact = 0``, block-only reconstructions) take part only in the binned pass.
@@ -17,7 +19,14 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from ..schema import AGEBIN_OF_AGE, BLOCK_SIZE_LABELS, Microdata, size_bin
+from ..schema import (
+    AGEBIN_OF_AGE,
+    BLOCK_SIZE_LABELS,
+    Microdata,
+    age_label,
+    range_classes,
+    size_bin,
+)
 
 
 @dataclass
@@ -29,6 +38,7 @@ class Agreement:
     binned: int
     by_bin: pl.DataFrame  # bin, blocks, persons, exact, binned, exact_pct, binned_pct
     per_block: pl.DataFrame  # block_geoid, persons, exact, binned
+    resolution: str = ""  # what the binned pass compares on (see common_resolution)
 
     @property
     def exact_pct(self) -> float:
@@ -57,9 +67,28 @@ def _exact_keys(md: Microdata, geo: np.ndarray) -> np.ndarray:
     return (geo.astype(np.int64) * 256 + base) * _AGE_SPAN + md.age
 
 
-def _to_binned(k: np.ndarray) -> np.ndarray:
-    """Exact-age key -> binned key (age replaced by its agebin38 index)."""
-    return (k // _AGE_SPAN) * _AGE_SPAN + AGEBIN_OF_AGE[k % _AGE_SPAN]
+def _to_binned(k: np.ndarray, starts: np.ndarray | None = None) -> np.ndarray:
+    """Exact-age key -> binned key: age replaced by its agebin38 index, or with ``starts`` (age
+    classes coarser than some bins) by the index of its class's first year -- the resolution both
+    files have. SF1 age classes are unions of agebin38 bins or lie inside one, so this is the
+    coarser of the two partitions."""
+    a = k % _AGE_SPAN
+    if starts is not None:
+        a = starts[a]
+    return (k // _AGE_SPAN) * _AGE_SPAN + AGEBIN_OF_AGE[a]
+
+
+def common_resolution(left: Microdata, right: Microdata) -> tuple[np.ndarray | None, str]:
+    """Age classes both files can be compared on, and how to say it: agebin38, or coarser where a
+    file's ages are known only to ranges (``age_max``, e.g. P12's 10-14 without P14)."""
+    starts = range_classes(left, right)
+    if starts is None:
+        return None, "sex, age bin (38 bins: single years under 22, then the P12 bins), race, ethnicity"
+    ends = starts + np.bincount(starts, minlength=starts.size)[starts] - 1
+    wide = sorted({(int(s), int(e)) for s, e in zip(starts, ends, strict=True)
+                   if AGEBIN_OF_AGE[s] != AGEBIN_OF_AGE[e]})  # fmt: skip
+    text = ", ".join(age_label(lo, hi) for lo, hi in wide)
+    return starts, f"sex, age bin coarsened to the ranges the tables determine ({text}), race, ethnicity"
 
 
 def _geo_of(k: np.ndarray) -> np.ndarray:
@@ -100,9 +129,10 @@ def agree(left: Microdata, right: Microdata, warn: bool = True) -> Agreement:
     common, il, ir = np.intersect1d(ukl, ukr, assume_unique=True, return_indices=True)
     m1 = np.minimum(cl[il], cr[ir])
     # pass 2: residuals on the binned key
-    ubl, cbl = np.unique(_to_binned(kl), return_counts=True)
-    ubr, cbr = np.unique(_to_binned(kr), return_counts=True)
-    mk = _to_binned(common)
+    starts, resolution = common_resolution(left, right)
+    ubl, cbl = np.unique(_to_binned(kl, starts), return_counts=True)
+    ubr, cbr = np.unique(_to_binned(kr, starts), return_counts=True)
+    mk = _to_binned(common, starts)
     np.subtract.at(cbl, np.searchsorted(ubl, mk), m1)
     np.subtract.at(cbr, np.searchsorted(ubr, mk), m1)
     bcommon, jl, jr = np.intersect1d(ubl, ubr, assume_unique=True, return_indices=True)
@@ -128,5 +158,6 @@ def agree(left: Microdata, right: Microdata, warn: bool = True) -> Agreement:
         {"block_geoid": geoids, "persons": pop_b, "exact": exact_b, "binned": binned_b}
     )
     return Agreement(
-        int(pop_b.sum()), int(exact_b.sum()), int(binned_b.sum()), pl.DataFrame(rows), per_block
+        int(pop_b.sum()), int(exact_b.sum()), int(binned_b.sum()), pl.DataFrame(rows), per_block,
+        resolution,
     )
