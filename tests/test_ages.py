@@ -112,25 +112,32 @@ def _holds_in_every_population(ts: TableSet, block: str, claim: dict) -> bool:
 
 
 @pytest.mark.realdata
-def test_real_sample_without_p14_or_pct12_claims_only_what_the_tables_determine(real_md):
-    ts_all = tabulate(real_md, P12_ONLY)
+@pytest.mark.parametrize("tables", [P12_ONLY, "P8,P9,P10,P11"], ids=["P1-P8-P9-P12A-G", "PL94-171"])
+def test_real_sample_claims_only_what_the_tables_determine(real_md, tables):
     assert N_TYPES == weight_matrix().shape[0]
-    tracts = ts_all.tracts()[:2]
+    tracts = tabulate(real_md, "P1").tracts()[:2]
     rows = real_md.rows_by_prefix(tracts)
     md = real_md.take(np.concatenate([rows[t] for t in tracts]))
-    ts = tabulate(md, P12_ONLY)
+    ts = tabulate(md, tables)
     run = reconstruct(ts, "block")
     rec = run.records
     assert not run.failed and len(rec) == len(md)
-    assert _single_years_below_22(rec.age_labels) <= {"20", "21"}
-    assert not rec.age_exact[rec.age < 20].any()
+    if tables == P12_ONLY:
+        assert _single_years_below_22(rec.age_labels) <= {"20", "21"}
+        assert not rec.age_exact[rec.age < 20].any()
+    else:
+        assert set(rec.age_labels) == {"0-17", "18+"}
     blocks = certify(ts, rec, "block").blocks
     cl = claims(ts, rec, blocks, "block", k_solutions=5, seed=1)
     printed = cl.persons.drop_nulls("claim")
-    assert printed.height > 100
-    ages = [int(a) for c in printed["claim"] for a in re.findall(r"age (\d+)(?![\d+-])", c)]
-    assert {a for a in ages if a < 22} <= {20, 21}, sorted(set(ages))
-    assert any(re.search(r"age 1[05]-1[47]", c) for c in printed["claim"])  # bins are claimed
+    assert printed.height > (100 if tables == P12_ONLY else 20)
+    ages = re.findall(r"age (\S+?)(?:,|$)", " ,".join(printed["claim"]))
+    if tables == P12_ONLY:
+        single = {int(a) for a in ages if a.isdigit()}
+        assert {a for a in single if a < 22} <= {20, 21}, sorted(single)
+        assert {"10-14", "15-17"} & set(ages)  # bins are claimed
+    else:
+        assert set(ages) <= {"0-17", "18+"}, set(ages)
     # every printed claim read literally holds in every consistent population: a sample, proven
     sample = printed.sample(n=min(12, printed.height), seed=3)
     for r in sample.iter_rows(named=True):
@@ -169,3 +176,21 @@ def test_linkage_and_confirmation_use_the_ranges_the_tables_determine(small_md):
     assert res["attack"]["all"]["putative"] > blind["attack"]["all"]["putative"]
     assert res["attack"]["all"]["confirmed"] > blind["attack"]["all"]["confirmed"]
     assert res["attack"]["all"]["putative"] == len(small_md)  # the perfect attacker links everyone
+
+
+def test_audit_report_says_what_ages_are_compared_on(small_md, tmp_path):
+    from tabrecon.audit import audit
+    from tabrecon.config import load_config
+    from tabrecon.tables import write_tables
+
+    write_microdata(small_md, tmp_path / "county.parquet")
+    write_tables(tabulate(small_md, P12_ONLY), tmp_path / "release.parquet")
+    cfg = load_config(None, reconstruct={"levels": ["block"]}, defenses={"specs": []},
+                      certify={"distance": False})  # fmt: skip
+    res = audit(tmp_path / "county.parquet", tmp_path / "au", cfg, tables=tmp_path / "release.parquet",
+                show_progress=False)  # fmt: skip
+    assert "10-14" in res.summary["agreement_resolution"]["block"]
+    doc = (tmp_path / "au" / "report.html").read_text()
+    assert (
+        "Matched on age bin: sex, age bin coarsened to the ranges the tables determine (0-4" in doc
+    )

@@ -235,6 +235,7 @@ class ChunkRunner:
                 "failures": [f"{r.tract}: {r.status} {getattr(r, 'message', '')}".strip() for r in run.failed]}  # fmt: skip
         if md is not None and not prefix:
             a = agree(md, run.records)
+            info["agree_resolution"] = a.resolution
             _atomic_parquet(a.by_bin.select("bin", "blocks", "persons", "exact", "binned"),
                             self.dir / f"agree_{level.replace('+', '_')}.parquet")  # fmt: skip
         if not path.exists():  # no tract solved: keep an empty file so the stage is complete
@@ -525,6 +526,7 @@ def audit(
              "identity_violations": 0, "recon_records": 0, "recon_bsab_unique": 0, "recon_certified_unique": 0}  # fmt: skip
     failures: list[str] = []
     tables_seen: set[str] = set()
+    resolutions: dict[str, set[str]] = {}  # what agreement's binned pass compares on, per level
     attacker_reports: list[dict] = []
     rich_level = "block+tract" if "block+tract" in cfg.reconstruct.levels else cfg.reconstruct.levels[0]
     chunk_errors: list[BaseException] = []
@@ -547,6 +549,8 @@ def audit(
                 facts[k] += v
             failures += part["failures"]
             tables_seen.update(part.get("tables_present", []))
+            for lv, text in part.get("resolution", {}).items():
+                resolutions.setdefault(lv, set()).add(text)
             for lv, f in part["agree"].items():
                 agree_frames[lv].append(f)
             if part["blocks"] is not None:
@@ -593,6 +597,7 @@ def audit(
     from .tables import SF1_TABLES
 
     summary["tables_present"] = [t.name for t in SF1_TABLES if t.name in tables_seen]
+    summary["agreement_resolution"] = {lv: "; ".join(sorted(t for t in v if t)) for lv, v in resolutions.items()}
     summary["timings_s"] = {**log.seconds, "total": round(time.perf_counter() - t_start, 2)}
     summary["resumed_stages"] = log.resumed
     summary["peak_memory"] = _peak_mb()
@@ -650,6 +655,7 @@ def _run_chunk(cr: ChunkRunner, cfg: AuditConfig, md_path, ts_path, given, rich_
         out["failures"] += [f"{ch.name} reconstruct {lv}: {f}" for f in rinfo.get("failures", [])]
         if md is not None:
             out["agree"][lv] = pl.read_parquet(cr.dir / f"agree_{lv.replace('+', '_')}.parquet")
+            out.setdefault("resolution", {})[lv] = rinfo.get("agree_resolution", "")
     blocks = None
     if cfg.certify.enabled:
         blocks, cinfo = cr.certify(ts, recons[rich_level], rich_level)

@@ -1023,8 +1023,13 @@ def main() -> None:
         code = run()
     except KeyboardInterrupt:  # a second Ctrl-C while the first one was being reported
         code = EXIT_INTERRUPTED
-    for sig in (signal.SIGINT, signal.SIGTERM):  # the outcome is known: exit without interruption
-        signal.signal(sig, signal.SIG_IGN)
+    while True:  # the outcome is known: exit without interruption
+        try:
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                signal.signal(sig, signal.SIG_IGN)
+            break
+        except KeyboardInterrupt:  # one more Ctrl-C landed before they were ignored
+            continue
     sys.exit(code)
 
 

@@ -73,18 +73,29 @@ def age_classes(ranges: Iterable[tuple[int, int]]) -> np.ndarray:
 
 
 def range_classes(*files: Microdata) -> np.ndarray | None:
-    """Age classes (as from :func:`age_classes`) that files can be compared on when some of their
-    ages are known only to ranges (``age_max``); None when every age is a single year. Combined
+    """Start of each age's class (0..110) for comparing files some of whose ages are known only
+    to ranges (``age_max``): an age inside such a range gets the range's first year, every other
+    age its own; None when every age is a single year. Combined
     with agebin38 (``AGEBIN_OF_AGE[starts[age]]``) it is the coarser of the two partitions, since
     SF1 age classes are unions of agebin38 bins or lie inside one."""
-    ranges = {
+    ranges = sorted(
         (int(lo), int(hi))
         for md in files
         if md.age_max is not None
         for lo, hi in np.unique(np.column_stack([md.age, md.age_max]), axis=0)
         if hi > lo
-    }
-    return age_classes(ranges) if ranges else None
+    )
+    if not ranges:
+        return None
+    starts = np.arange(N_AGES)  # every other age keeps its own class
+    cur_lo, cur_hi = ranges[0]
+    for lo, hi in [*ranges[1:], (N_AGES, N_AGES)]:  # merge overlapping ranges, then assign
+        if lo <= cur_hi:
+            cur_hi = max(cur_hi, hi)
+            continue
+        starts[cur_lo : cur_hi + 1] = cur_lo
+        cur_lo, cur_hi = lo, hi
+    return starts
 
 
 def age_label(lo: int, hi: int) -> str:

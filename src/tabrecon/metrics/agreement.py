@@ -81,12 +81,15 @@ def _to_binned(k: np.ndarray, starts: np.ndarray | None = None) -> np.ndarray:
 def common_resolution(left: Microdata, right: Microdata) -> tuple[np.ndarray | None, str]:
     """Age classes both files can be compared on, and how to say it: agebin38, or coarser where a
     file's ages are known only to ranges (``age_max``, e.g. P12's 10-14 without P14)."""
+    plain = "sex, age bin (38 bins: single years under 22, then the P12 bins), race, ethnicity"
     starts = range_classes(left, right)
     if starts is None:
-        return None, "sex, age bin (38 bins: single years under 22, then the P12 bins), race, ethnicity"
+        return None, plain
     ends = starts + np.bincount(starts, minlength=starts.size)[starts] - 1
     wide = sorted({(int(s), int(e)) for s, e in zip(starts, ends, strict=True)
                    if AGEBIN_OF_AGE[s] != AGEBIN_OF_AGE[e]})  # fmt: skip
+    if not wide:  # every range lies inside one bin: the bins are the common resolution
+        return None, plain
     text = ", ".join(age_label(lo, hi) for lo, hi in wide)
     return starts, f"sex, age bin coarsened to the ranges the tables determine ({text}), race, ethnicity"
 

@@ -334,6 +334,9 @@ def write_audit_report(out: Path, summary: dict, frames: dict[str, pl.DataFrame]
         for k in agr:
             lv = k.removeprefix("agreement_").replace("_", "+")
             parts.append(table_html(frames[k], th, f"Agreement, {lv} tables", f"tbl-{k}"))
+            res = summary.get("agreement_resolution", {}).get(lv)
+            if res:
+                parts.append(f'<p class="muted">Matched on age bin: {html.escape(res)}.</p>')
     if "solvar_cdf" in frames:
         c = summary["certify"]
         lo, hi = c["cumulative_solvar_pct"]
