@@ -91,7 +91,10 @@ def common_resolution(left: Microdata, right: Microdata) -> tuple[np.ndarray | N
     if not wide:  # every range lies inside one bin: the bins are the common resolution
         return None, plain
     text = ", ".join(age_label(lo, hi) for lo, hi in wide)
-    return starts, f"sex, age bin coarsened to the ranges the tables determine ({text}), race, ethnicity"
+    return (
+        starts,
+        f"sex, age bin coarsened to the ranges the tables determine ({text}), race, ethnicity",
+    )
 
 
 def _geo_of(k: np.ndarray) -> np.ndarray:
@@ -161,6 +164,10 @@ def agree(left: Microdata, right: Microdata, warn: bool = True) -> Agreement:
         {"block_geoid": geoids, "persons": pop_b, "exact": exact_b, "binned": binned_b}
     )
     return Agreement(
-        int(pop_b.sum()), int(exact_b.sum()), int(binned_b.sum()), pl.DataFrame(rows), per_block,
+        int(pop_b.sum()),
+        int(exact_b.sum()),
+        int(binned_b.sum()),
+        pl.DataFrame(rows),
+        per_block,
         resolution,
     )
