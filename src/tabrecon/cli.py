@@ -753,6 +753,8 @@ def reconstruct_noisy(
     if "block" not in ts.grids:
         raise TabreconError(f"{tables_file}: no block-level tables (the fit is per block)")
     g = ts.grids["block"]
+    if use_totals and "P0010001" not in set(g.cells.tolist()):
+        raise TabreconError(f"{tables_file}: no P1 (P0010001) to hold block totals; add --no-use-totals")
     totals = dict(zip(g.geoids.tolist(), g.col("P0010001").tolist(), strict=True)) if use_totals else None
     nr = reconstruct_from_measurements(meas, g.geoids, time_limit, totals)
     write_microdata(nr.records, out)

@@ -284,11 +284,11 @@ def determined_age_classes(ts: TableSet, tract: str, level: str) -> np.ndarray:
     """Start of the age class of every age 0..110 that the cells published for ``tract`` tell
     apart (block cells; with ``block+tract`` also the tract's cells): what a record's age can say."""
     ranges: list[tuple[int, int]] = []
-    for lv, n in (("block", 15), ("tract", 11)):
+    for lv in ("block", "tract"):
         g = ts.grids.get(lv)
         if g is None or (lv == "tract" and level != "block+tract"):
             continue
-        rows = np.char.startswith(g.geoids.astype(str), tract) if n == 15 else g.geoids == tract
+        rows = g.geoids == tract if lv == "tract" else np.char.startswith(g.geoids.astype(str), tract)
         ranges += _cell_ranges(g.cells[(g.values[rows] != MISSING).any(axis=0)])
     return age_classes(ranges)
 
@@ -604,7 +604,7 @@ def require_block_totals(tables: TableSet) -> None:
     if g is None:
         raise TabreconError(
             f"{tables.source or 'the tables'}: no block-level tables; reconstruction needs at least "
-            "P1 (P0010001) for every block"
+            "every block's total population (P1, or the total line of P8, P9 or P12)"
         )
     a, pos = cell_attrs(), cell_positions(g.cells)
     total = ((a["sex"][pos] == "any") & (a["age_min"][pos] == 0) & (a["age_max"][pos] == AGE_MAX)
