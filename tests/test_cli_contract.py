@@ -384,6 +384,24 @@ def big_county(tmp_path_factory):
     return d
 
 
+def _alive_after(pids: list[str], grace: float = 3.0) -> list[str]:
+    """The processes still alive ``grace`` seconds on (helper processes such as multiprocessing's
+    fork server end when they see their parent gone, within a moment)."""
+    t0 = time.monotonic()
+    while True:
+        alive = [k for k in pids if Path(f"/proc/{k}").exists() and _state(k) != "Z"]
+        if not alive or time.monotonic() - t0 > grace:
+            return alive
+        time.sleep(0.1)
+
+
+def _state(pid: str) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0]
+    except (OSError, IndexError):
+        return "Z"
+
+
 def _status_lines(path: Path) -> list[str]:
     return path.read_text().splitlines() if path.exists() else []
 
@@ -433,7 +451,7 @@ def test_interrupted_reconstruct_keeps_finished_tracts_and_resumes(
     assert p.returncode == 130, err
     assert took <= 5.0
     assert "Traceback" not in err and "interrupted:" in err and "rerun the same command" in err
-    assert kids and not [k for k in kids if Path(f"/proc/{k}").exists()], "orphan worker processes"
+    assert kids and not _alive_after(kids), "orphan worker processes"
     kept = {json.loads(x)["unit"] for x in _status_lines(status)}
     assert f"{len(kept)} of" in err
     again = _cli(args, tmp_path)
@@ -461,7 +479,7 @@ def test_interrupted_audit_resumes(big_county, tmp_path):
     assert p.returncode == 130, err
     assert took <= 5.0, took
     assert "Traceback" not in err and "--resume" in err, err
-    assert not [k for k in kids if Path(f"/proc/{k}").exists()], "orphan worker processes"
+    assert not _alive_after(kids), "orphan worker processes"
     kept = {json.loads(x)["unit"] for x in _status_lines(status)}
     again = _cli(args + ["--resume"], tmp_path)
     assert again.returncode == 0, again.stderr

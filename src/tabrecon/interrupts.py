@@ -16,6 +16,8 @@ says how much was kept and how to resume. The CLI prints it and exits 130.
 
 from __future__ import annotations
 
+import multiprocessing
+import multiprocessing.context
 import os
 import signal
 import threading
@@ -113,12 +115,24 @@ def worker_init() -> None:
     _installed = False
 
 
+def _context() -> multiprocessing.context.BaseContext:
+    """Workers start from a clean process, never a fork of this one: a fork copies polars' (and
+    OpenBLAS') thread pools with their locks held by threads that do not exist in the child, and
+    the worker can hang for ever in its first query (seen: a claims worker stuck in a polars
+    ``select`` after the parent had read and tabulated the real sample). forkserver forks each
+    worker from a small server process that never ran any of that; spawn where it is missing.
+    As with any non-fork start, a script that starts workers needs the usual
+    ``if __name__ == "__main__":`` guard (the CLI has it)."""
+    methods = multiprocessing.get_all_start_methods()
+    return multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
+
+
 @contextmanager
 def process_pool(workers: int) -> Iterator[ProcessPoolExecutor]:
     """A process pool whose workers leave interrupts to this process. Leaving the block normally
     waits for the workers; leaving it by an exception (an interrupt above all) terminates them at
     once instead of waiting for the units they are running."""
-    ex = ProcessPoolExecutor(max_workers=workers, initializer=worker_init)
+    ex = ProcessPoolExecutor(max_workers=workers, initializer=worker_init, mp_context=_context())
     with _lock:
         _pools.add(ex)
     try:
