@@ -288,7 +288,9 @@ def determined_age_classes(ts: TableSet, tract: str, level: str) -> np.ndarray:
         g = ts.grids.get(lv)
         if g is None or (lv == "tract" and level != "block+tract"):
             continue
-        rows = g.geoids == tract if lv == "tract" else np.char.startswith(g.geoids.astype(str), tract)
+        rows = (
+            g.geoids == tract if lv == "tract" else np.char.startswith(g.geoids.astype(str), tract)
+        )
         ranges += _cell_ranges(g.cells[(g.values[rows] != MISSING).any(axis=0)])
     return age_classes(ranges)
 
