@@ -34,7 +34,7 @@ from rich.console import Console
 
 from .config import AuditConfig
 from .errors import TabreconError
-from .provenance import check_or_record, digest_path, fingerprint, unrecorded_output
+from .provenance import check_or_record, digest_path, fingerprint
 
 PRECISION_GRID = np.linspace(0.0, 1.0, 101)
 PREC_SOURCES = ("attack", "mdg", "prg", "truth", "francis")
@@ -487,8 +487,7 @@ def audit(
         shutil.rmtree(work)
     fp = _fingerprint(cfg, md_path, ts_path)
     advice = "run without --resume (resume=False in Python) to start over, or choose another --out"
-    unrecorded_output([work], work / "run.json", str(work), advice)
-    check_or_record(work / "run.json", fp, str(work), advice)
+    check_or_record(work / "run.json", fp, str(work), advice, outputs=(work,))
     out.mkdir(parents=True, exist_ok=True)
     (out / "config.toml").write_text(cfg.to_toml())
     t_start = time.perf_counter()

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from .provenance import check_or_record, digest_microdata, fingerprint, unrecorded_output
+from .provenance import check_or_record, digest_microdata, fingerprint
 from .schema import write_microdata
 from .synth import SynthConfig, synthesize
 from .tables import tabulate
@@ -111,8 +111,8 @@ def run_tradeoff(truth, defenses: list[str], out: str | Path, seed: int = 0, res
     if not resume:
         csv_path.unlink(missing_ok=True)
         record.unlink(missing_ok=True)
-    unrecorded_output([csv_path], record, str(csv_path))
-    check_or_record(record, fingerprint(truth=digest_microdata(truth), seed=seed), str(csv_path))
+    fp = fingerprint(truth=digest_microdata(truth), seed=seed)
+    check_or_record(record, fp, str(csv_path), outputs=(csv_path,))
     done = set()
     if resume and csv_path.exists():
         done = set(pl.read_csv(csv_path)["defense"].to_list())

@@ -119,11 +119,17 @@ def run_fingerprint(
 FRESH = "rerun with --fresh (resume=False in Python) to start over, or choose another output"
 
 
-def check_or_record(record: Path, fp: dict[str, str], what: str, advice: str = FRESH) -> None:
+def check_or_record(
+    record: Path, fp: dict[str, str], what: str, advice: str = FRESH, outputs: tuple[Path, ...] = ()
+) -> None:
     """Refuse to resume into an output made by another run; record ``fp`` for a new one.
 
     ``record`` is the JSON file holding the fingerprint; ``what`` names the output in messages.
+    ``outputs`` existing without a record (an older tabrecon, or a copy) cannot be trusted to
+    match this run either and are refused the same way.
     """
+    if not record.exists() and any(p.exists() for p in outputs):
+        raise StaleResumeError(f"{what} exists but does not record which run made it: {advice}")
     if record.exists():
         try:
             old = json.loads(record.read_text())
@@ -144,10 +150,3 @@ def check_or_record(record: Path, fp: dict[str, str], what: str, advice: str = F
     tmp = record.with_name("." + record.name + ".tmp")
     tmp.write_text(json.dumps(fp, indent=1, sort_keys=True))
     os.replace(tmp, record)
-
-
-def unrecorded_output(paths: list[Path], record: Path, what: str, advice: str = FRESH) -> None:
-    """Outputs that exist without a fingerprint record (an older tabrecon, or a copy) cannot be
-    trusted to match this run: refuse with the same advice."""
-    if not record.exists() and any(p.exists() for p in paths):
-        raise StaleResumeError(f"{what} exists but does not record which run made it: {advice}")

@@ -29,7 +29,7 @@ import polars as pl
 
 from . import provenance
 from .interrupts import Interrupted, process_pool, shielded, terminate_all_pools
-from .provenance import check_or_record, unrecorded_output
+from .provenance import check_or_record
 
 Worker = Callable[[Any], tuple[dict, pl.DataFrame | None]]
 
@@ -187,8 +187,8 @@ def run_units(
         if not resume and parts.exists():
             shutil.rmtree(parts)
         record = parts / "run.json"
-        unrecorded_output([parts / "status.jsonl"], record, str(parts))
-        check_or_record(record, provenance.fingerprint(tag=tag, **(fingerprint or {})), str(parts))
+        fp = provenance.fingerprint(tag=tag, **(fingerprint or {}))
+        check_or_record(record, fp, str(parts), outputs=(parts / "status.jsonl",))
         status_file = parts / "status.jsonl"
         if resume:
             done, frames = _load_done(parts, tag)

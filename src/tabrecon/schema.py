@@ -98,6 +98,19 @@ def range_classes(*files: Microdata) -> np.ndarray | None:
     return starts
 
 
+def age_labels(age: np.ndarray, age_max: np.ndarray | None = None) -> np.ndarray:
+    """Each age's agebin38 label, or the label of its range (``age`` to ``age_max``) where the
+    range crosses a bin (``10-14``, ``18+``)."""
+    labels = np.array(AGEBIN38_LABELS)[AGEBIN_OF_AGE[age]]
+    if age_max is None:
+        return labels
+    lo, hi = np.asarray(age, np.int64), np.asarray(age_max, np.int64)
+    out = labels.astype(object)
+    for i in np.flatnonzero(AGEBIN_OF_AGE[hi] != AGEBIN_OF_AGE[lo]):  # ranges across bins
+        out[i] = age_label(int(lo[i]), int(hi[i]))
+    return out.astype(str)
+
+
 def age_label(lo: int, hi: int) -> str:
     """``10``, ``10-14``, ``85+`` (``hi`` = 110), ``any age`` (0 to 110)."""
     if lo == hi:
@@ -207,15 +220,7 @@ class Microdata:
     def age_labels(self) -> np.ndarray:
         """What each record's age is known to be: its agebin38 label, or the range the tables
         determine (``10-14``, ``18+``) when ``age_max`` says the age is only known to a range."""
-        labels = np.array(AGEBIN38_LABELS)[self.agebin]
-        if self.age_max is None:
-            return labels
-        lo, hi = self.age.astype(np.int64), self.age_max.astype(np.int64)
-        in_bin = AGEBIN_OF_AGE[hi] == AGEBIN_OF_AGE[lo]  # the range lies in one agebin38 bin
-        out = labels.astype(object)
-        for i in np.flatnonzero(~in_bin):
-            out[i] = age_label(int(lo[i]), int(hi[i]))
-        return out.astype(str)
+        return age_labels(self.age, self.age_max)
 
     def flags(self) -> np.ndarray:
         """(n, 6) array of 0/1 race flags in OMB order."""
@@ -454,10 +459,7 @@ def read_microdata(path: str | Path, counties: Collection[str] | None = None) ->
                    f"age_max must be between age and {AGE_MAX}", df["age_max"], lines)  # fmt: skip
     if "agebin" in df.columns:
         ab = df["agebin"].str.strip_chars().to_numpy()
-        probe = Microdata(np.array(["0" * 15]), np.zeros(len(age), np.int32), np.zeros(len(age), np.int8),
-                          np.minimum(age, AGE_MAX).astype(np.int16), np.ones(len(age), np.int8),
-                          np.zeros(len(age), np.int8), age_max=age_max)  # fmt: skip
-        expect = probe.age_labels
+        expect = age_labels(np.minimum(age, AGE_MAX), age_max)
         _fail_rows(p, ab != expect, "agebin", "agebin does not match age", df["agebin"], lines)
     age_exact = None
     if "age_exact" in df.columns:

@@ -33,7 +33,7 @@ from ..attacks.linear import (
     queries_needed,
 )
 from ..errors import TabreconError
-from ..provenance import check_or_record, unrecorded_output
+from ..provenance import check_or_record
 
 Progress = Callable[[str], None] | None
 
@@ -53,9 +53,8 @@ class Sweep:
         record = path.with_suffix(".run.json")
         if not resume:
             record.unlink(missing_ok=True)
-        else:
-            unrecorded_output([path], record, str(path))
-        check_or_record(record, provenance.fingerprint(**(fingerprint or {})), str(path))
+        fp = provenance.fingerprint(**(fingerprint or {}))
+        check_or_record(record, fp, str(path), outputs=(path,) if resume else ())
         if resume and path.exists() and path.stat().st_size:
             df = pl.read_csv(path)
             self.done = {tuple(str(v) for v in r) for r in df.select(list(keys)).iter_rows()}
