@@ -2,8 +2,8 @@
 
 Run: python benchmarks/bench_audit.py [--persons 2000000] [--counties 20] [--chunk-persons 500000]
 
-A state of ``--counties`` synthetic counties (``--persons`` in all) is written to one Parquet file and
-audited twice with the same configuration -- block+tract reconstruction, certification and
+A state of ``--counties`` synthetic counties (``--persons`` in all) is written to one Parquet file
+and audited twice with the same configuration -- block+tract reconstruction, certification and
 reidentification (no defenses: their cost is a rerun of the same attack per defense, measured in
 bench_topdown; certification proves which blocks are unique, and with ``--distance`` also measures
 each varying block's solution variability, which costs about twelve times as much on synthetic
@@ -37,7 +37,10 @@ from tabrecon.synth import SynthConfig, synthesize  # noqa: E402
 def make_state(path: Path, persons: int, counties: int, seed: int = 0) -> int:
     parts = []
     for i in range(counties):
-        md = synthesize(SynthConfig(persons=persons // counties, state="98", county=f"{2 * i + 1:03d}"), seed=seed + i)
+        md = synthesize(
+            SynthConfig(persons=persons // counties, state="98", county=f"{2 * i + 1:03d}"),
+            seed=seed + i,
+        )
         p = path.parent / f".county{i}.parquet"
         write_microdata(md, p)
         parts.append(p)
@@ -52,7 +55,13 @@ class Sampler(threading.Thread):
 
     def __init__(self, pid: int, extra: list[int]) -> None:
         super().__init__(daemon=True)
-        self.pid, self.extra, self.peak_total, self.peak_main, self.stop = pid, extra, 0.0, 0.0, False
+        self.pid, self.extra, self.peak_total, self.peak_main, self.stop = (
+            pid,
+            extra,
+            0.0,
+            0.0,
+            False,
+        )
 
     def run(self) -> None:
         while not self.stop:
@@ -71,8 +80,21 @@ class Sampler(threading.Thread):
 
 
 def run_audit(src: Path, out: Path, extra_args: list[str], extra_pids: list[int]) -> dict:
-    cmd = [sys.executable, "-m", "tabrecon.cli", "audit", str(src), "--out", str(out), "--defenses", "", "--quiet",
-           "--config", str(out.parent / "bench.toml"), *extra_args]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "tabrecon.cli",
+        "audit",
+        str(src),
+        "--out",
+        str(out),
+        "--defenses",
+        "",
+        "--quiet",
+        "--config",
+        str(out.parent / "bench.toml"),
+        *extra_args,
+    ]
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     s = Sampler(proc.pid, extra_pids)
@@ -83,7 +105,12 @@ def run_audit(src: Path, out: Path, extra_args: list[str], extra_pids: list[int]
     if proc.returncode != 0:
         raise SystemExit(f"audit failed ({proc.returncode}): {err[-2000:]}")
     summ = json.loads((out / "summary.json").read_text())
-    return {"wall_s": wall, "peak_total_mib": s.peak_total, "peak_main_mib": s.peak_main, "summary": summ}
+    return {
+        "wall_s": wall,
+        "peak_total_mib": s.peak_total,
+        "peak_main_mib": s.peak_main,
+        "summary": summ,
+    }
 
 
 def main() -> None:
@@ -93,8 +120,12 @@ def main() -> None:
     ap.add_argument("--chunk-persons", type=int, default=500_000)
     ap.add_argument("--dir", type=Path, default=Path("bench-audit"))
     ap.add_argument("--only", choices=["local", "dask", "both"], default="both")
-    ap.add_argument("--distance", action="store_true",
-                    help="also measure each varying block's solution variability (about 12x the certification time)")
+    ap.add_argument(
+        "--distance",
+        action="store_true",
+        help="also measure each varying block's solution variability (about 12x the certification "
+        "time)",
+    )
     a = ap.parse_args()
     a.dir.mkdir(parents=True, exist_ok=True)
     src = a.dir / "state.parquet"
@@ -104,41 +135,70 @@ def main() -> None:
     else:
         n = pl.scan_parquet(src).select(pl.len()).collect().item()
     print(f"machine: {machine()}")
-    print(f"synthetic state: {n:,} persons in {a.counties} counties ({time.perf_counter() - t0:.0f} s to make or read)")
+    print(
+        f"synthetic state: {n:,} persons in {a.counties} counties ({time.perf_counter() - t0:.0f} "
+        "s to make or read)"
+    )
     (a.dir / "bench.toml").write_text(
-        f'[run]\nworkers = 2\nchunk_persons = {a.chunk_persons}\n[reconstruct]\nlevels = ["block+tract"]\n'
+        f"[run]\nworkers = 2\nchunk_persons = {a.chunk_persons}\n[reconstruct]\nlevels = "
+        '["block+tract"]\n'
         f"[certify]\ndistance = {'true' if a.distance else 'false'}\n"
     )
-    print(f"certification: uniqueness proofs{' and solution-variability distances' if a.distance else ' only (no --distance)'}")
+    print(
+        "certification: uniqueness "
+        f"proofs{' and solution-variability distances' if a.distance else ' only (no --distance)'}"
+    )
     runs = {}
     if a.only in ("local", "both"):
         runs["local pool (2 processes)"] = run_audit(src, a.dir / "local", [], [])
     if a.only in ("dask", "both"):
         from distributed import LocalCluster
 
-        with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as lc:
+        with LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+        ) as lc:
             pids = [w.process.pid for w in lc.workers.values()]
-            runs["Dask LocalCluster (2 workers)"] = run_audit(src, a.dir / "dask", ["--scheduler", lc.scheduler_address], pids)
+            runs["Dask LocalCluster (2 workers)"] = run_audit(
+                src, a.dir / "dask", ["--scheduler", lc.scheduler_address], pids
+            )
     stages = ["read", "tabulate", "reconstruct", "certify", "reidentify", "aggregate", "total"]
     names = list(runs)
     print(f"\n{'stage (s)':<22}" + "".join(f"{nm:>32}" for nm in names))
     for st in stages:
-        print(f"{st:<22}" + "".join(f"{runs[nm]['summary']['timings_s'].get(st, float('nan')):>32.1f}" for nm in names))
+        print(
+            f"{st:<22}"
+            + "".join(
+                f"{runs[nm]['summary']['timings_s'].get(st, float('nan')):>32.1f}" for nm in names
+            )
+        )
     print(f"{'wall incl. start-up':<22}" + "".join(f"{runs[nm]['wall_s']:>32.1f}" for nm in names))
-    print(f"{'peak RSS tree (MiB)':<22}" + "".join(f"{runs[nm]['peak_total_mib']:>32.0f}" for nm in names))
-    print(f"{'peak RSS main (MiB)':<22}" + "".join(f"{runs[nm]['peak_main_mib']:>32.0f}" for nm in names))
+    print(
+        f"{'peak RSS tree (MiB)':<22}"
+        + "".join(f"{runs[nm]['peak_total_mib']:>32.0f}" for nm in names)
+    )
+    print(
+        f"{'peak RSS main (MiB)':<22}"
+        + "".join(f"{runs[nm]['peak_main_mib']:>32.0f}" for nm in names)
+    )
     for nm in names:
         s = runs[nm]["summary"]
         r = s["reidentification"]["attack"]
-        print(f"{nm}: {len(s['chunks'])} chunks, {s['persons']:,} persons, {s['tracts']} tracts; agreement "
-              f"{s['agreement_block+tract']['binned_pct']:.2f}%; unique blocks {s['certify']['unique_blocks_pct']:.1f}%; "
-              f"nonmodal precision {r['nonmodal']['precision_pct']:.1f}%; "
-              f"{n / s['timings_s']['total']:.0f} persons/s; failures {len(s['failures'])}")  # fmt: skip
+        print(
+            f"{nm}: {len(s['chunks'])} chunks, {s['persons']:,} persons, {s['tracts']} tracts; "
+            "agreement "
+            f"{s['agreement_block+tract']['binned_pct']:.2f}%; unique blocks "
+            f"{s['certify']['unique_blocks_pct']:.1f}%; "
+            f"nonmodal precision {r['nonmodal']['precision_pct']:.1f}%; "
+            f"{n / s['timings_s']['total']:.0f} persons/s; failures {len(s['failures'])}"
+        )
     if len(names) == 2:
         a0, a1 = (runs[nm]["summary"]["timings_s"]["total"] for nm in names)
         print(f"ratio Dask / local total time: {a1 / a0:.2f}")
-        same = all(runs[names[0]]["summary"]["reidentification"]["attack"][g] == runs[names[1]]["summary"]["reidentification"]["attack"][g]
-                   for g in ("all", "nonmodal"))  # fmt: skip
+        same = all(
+            runs[names[0]]["summary"]["reidentification"]["attack"][g]
+            == runs[names[1]]["summary"]["reidentification"]["attack"][g]
+            for g in ("all", "nonmodal")
+        )
         print(f"same reidentification counts in both runs: {same}")
 
 

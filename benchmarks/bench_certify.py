@@ -1,5 +1,5 @@
-"""Certification speed and magnitudes: solvar of the real sample (core-seconds per person, against the
-Bureau's 9.4), solvar distribution on a synthetic county whose blocks are not all unique, and
+"""Certification speed and magnitudes: solvar of the real sample (core-seconds per person, against
+the Bureau's 9.4), solvar distribution on a synthetic county whose blocks are not all unique, and
 verified-claims throughput, measured in one run.
 
 Run: python benchmarks/bench_certify.py [--synthetic 20000]
@@ -43,8 +43,10 @@ def certify_line(label: str, ts, level: str, n: int) -> tuple:
     uniq = int((b["status"] == "unique").sum())
     lo, hi = cumulative_solvar(b)
     print(
-        f"{label:44s} {n:>8,} persons {b.height:>6,} blocks: wall {wall:6.1f} s core {core:6.1f} s = "
-        f"{core / n:.6f} core-s/person ({BUREAU_SOLVAR / (core / n):,.0f}x less than the Bureau's 9.4); "
+        f"{label:44s} {n:>8,} persons {b.height:>6,} blocks: wall {wall:6.1f} s core {core:6.1f} s "
+        "= "
+        f"{core / n:.6f} core-s/person ({BUREAU_SOLVAR / (core / n):,.0f}x less than the Bureau's "
+        "9.4); "
         f"proven unique {uniq:,} ({100 * uniq / b.height:.1f}%), cumulative solvar {lo:.2f}%"
         + (f"-{hi:.2f}%" if hi > lo + 1e-9 else "")
         + f", failed tracts {len(cert.failed)}",
@@ -70,17 +72,27 @@ def main() -> None:
         certify_line("real block+tract (target <= 0.002)", ts, "block+tract", len(md))
         rec, cert = certify_line("real block only", ts, "block", len(md))
         print(solvar_table(cert.blocks))
-        run, wall, core = timed(claims, ts, rec, cert.blocks, "block", SolverOptions(time_limit=120),
-                                args.k_solutions)  # fmt: skip
+        run, wall, core = timed(
+            claims, ts, rec, cert.blocks, "block", SolverOptions(time_limit=120), args.k_solutions
+        )
         s = run.summary()
         print(
-            f"claims, block-only tables, K = {args.k_solutions}: wall {wall:.1f} s, core {core:.1f} s "
-            f"= {len(md) / core:,.0f} persons/core-s; {s['persons_singled_out']:,} persons singled out; "
+            f"claims, block-only tables, K = {args.k_solutions}: wall {wall:.1f} s, core "
+            f"{core:.1f} s "
+            f"= {len(md) / core:,.0f} persons/core-s; {s['persons_singled_out']:,} persons singled "
+            "out; "
             f"varying blocks {s['varying_blocks']}: {s['candidates_varying']:,} candidates, "
             f"{s['verified_varying']:,} verified in {s['proofs']} proofs"
         )
-        print(run.by_k().select("k", "persons_covered", "blocks_with_singleton", "verified_singletons",
-                                "median_baseline_tract"))  # fmt: skip
+        print(
+            run.by_k().select(
+                "k",
+                "persons_covered",
+                "blocks_with_singleton",
+                "verified_singletons",
+                "median_baseline_tract",
+            )
+        )
     else:
         print("real sample not present: skipped")
     md = synthesize(SynthConfig(persons=args.synthetic), seed=5)

@@ -1,7 +1,8 @@
 """Does TopDown bring the attack down to statistical guessing? The real sample, several independent
-TopDown draws, the unchanged attack on each, and PRG beside it -- drawn once (as in every report) and
-in expectation (no draw noise), from the protected tables (what this release publishes) and from the
-original tables (the Bureau's Table 6 baseline). No defense and swap-lo are the reference rows.
+TopDown draws, the unchanged attack on each, and PRG beside it -- drawn once (as in every report)
+and in expectation (no draw noise), from the protected tables (what this release publishes) and
+from the original tables (the Bureau's Table 6 baseline). No defense and swap-lo are the reference
+rows.
 
 Run: python benchmarks/bench_defense_gap.py [--runs 5] [--workers 2]
 Prints one line per run as it ends, then the mean and spread of the gaps (attack - PRG, points).
@@ -47,9 +48,13 @@ def one(md, orig_tables, spec: str, seed: int, workers: int) -> dict:
 
 
 def show(r: dict) -> None:
-    print(f"{r['spec']} seed {r['seed']}: nonmodal precision attack {r['attack']:.1f}% on {r['putative']:,} linked; "
-          f"PRG drawn {r['prg_drawn']:.1f}%, expected {r['prg_expected']:.1f}% (protected tables), "
-          f"{r['prg_expected_original']:.1f}% (original tables); {r['seconds']:.0f} s", flush=True)  # fmt: skip
+    print(
+        f"{r['spec']} seed {r['seed']}: nonmodal precision attack {r['attack']:.1f}% on "
+        f"{r['putative']:,} linked; "
+        f"PRG drawn {r['prg_drawn']:.1f}%, expected {r['prg_expected']:.1f}% (protected tables), "
+        f"{r['prg_expected_original']:.1f}% (original tables); {r['seconds']:.0f} s",
+        flush=True,
+    )
 
 
 def main() -> None:
@@ -69,13 +74,18 @@ def main() -> None:
     for s in range(args.runs):
         runs.append(one(md, orig, "dhc2023-like", s, args.workers))
         show(runs[-1])
-    for key, what in (("prg_drawn", "PRG drawn, protected tables"),
-                      ("prg_expected", "PRG expected, protected tables"),
-                      ("prg_expected_original", "PRG expected, original tables")):  # fmt: skip
+    for key, what in (
+        ("prg_drawn", "PRG drawn, protected tables"),
+        ("prg_expected", "PRG expected, protected tables"),
+        ("prg_expected_original", "PRG expected, original tables"),
+    ):
         gaps = [r["attack"] - r[key] for r in runs]
         sd = statistics.stdev(gaps) if len(gaps) > 1 else float("nan")
-        print(f"dhc2023-like, attack - {what}: mean {statistics.mean(gaps):+.1f} points (sd {sd:.1f}; "
-              f"runs {', '.join(f'{g:+.1f}' for g in gaps)})")  # fmt: skip
+        print(
+            f"dhc2023-like, attack - {what}: mean {statistics.mean(gaps):+.1f} points (sd "
+            f"{sd:.1f}; "
+            f"runs {', '.join(f'{g:+.1f}' for g in gaps)})"
+        )
 
 
 if __name__ == "__main__":

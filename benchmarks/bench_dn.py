@@ -1,6 +1,6 @@
-"""Linear reconstruction lab speed: one bounded least-squares decode at n = m = 1000 (target <= 0.5 s),
-its cost near the n/2 threshold, LP and exact decoding (and exact finding at n = 200, m = 0.4 n),
-measured in one run.
+"""Linear reconstruction lab speed: one bounded least-squares decode at n = m = 1000 (target <= 0.5
+s), its cost near the n/2 threshold, LP and exact decoding (and exact finding at n = 200, m = 0.4
+n), measured in one run.
 
 Run: python benchmarks/bench_dn.py
 The default Fig. 4-2 sweep is timed by its own command: `time tabrecon dn queries-needed`.
@@ -35,17 +35,21 @@ def main() -> None:
     rng = np.random.default_rng(0)
     inst = make_instance(1000, 1000, rng)
     t, x = timed(decode_lsq, inst.Q, inst.a)
-    print(f"bounded least squares, n = m = 1000, no noise: median {t:.3f} s (target <= 0.5 s), "
-          f"recovered {(x == inst.x).mean():.3f}")  # fmt: skip
+    print(
+        f"bounded least squares, n = m = 1000, no noise: median {t:.3f} s (target <= 0.5 s), "
+        f"recovered {(x == inst.x).mean():.3f}"
+    )
     noisy = make_instance(1000, 1000, rng, "gaussian", sigma=2.0)
     t, x = timed(decode_lsq, noisy.Q, noisy.a)
     print(
-        f"bounded least squares, n = m = 1000, Gaussian sigma 2 (ADMM): median {t:.3f} s, recovered {(x == noisy.x).mean():.3f}"
+        f"bounded least squares, n = m = 1000, Gaussian sigma 2 (ADMM): median {t:.3f} s, "
+        f"recovered {(x == noisy.x).mean():.3f}"
     )
     for m in (400, 500, 600):
         t, x = timed(decode_lsq, inst.Q[:m], inst.a[:m], reps=1)
         print(
-            f"bounded least squares, n = 1000, m = {m}: {t:.2f} s, recovered {(x == inst.x).mean():.3f}"
+            f"bounded least squares, n = 1000, m = {m}: {t:.2f} s, recovered "
+            f"{(x == inst.x).mean():.3f}"
         )
     small = make_instance(300, 300, rng)
     t, x = timed(decode_lp, small.Q, small.a, reps=1)
@@ -59,8 +63,10 @@ def main() -> None:
         e = make_instance(200, 200, np.random.default_rng([0, 200, t])).first(80)
         t_, r = timed(decode_exact, e.Q, e.a, reps=1, time_limit=60, prove=False)
         got = r.x is not None and bool((r.x == e.x).all())
-        print(f"exact finding, n = 200, m = 80 (0.4 n), instance {t}: {t_:.1f} s, "
-              f"{'found by ' + r.found_by if got else 'not found in 60 s'}")  # fmt: skip
+        print(
+            f"exact finding, n = 200, m = 80 (0.4 n), instance {t}: {t_:.1f} s, "
+            f"{'found by ' + r.found_by if got else 'not found in 60 s'}"
+        )
     print(f"peak memory: {peak_rss_mib():,.0f} MiB")
 
 

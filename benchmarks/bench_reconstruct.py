@@ -50,7 +50,8 @@ def report(label, run, wall, core, truth=None):
     n = len(run.records)
     line = (
         f"{label:58s} {n:>8,} persons  wall {wall:7.1f} s  core {core:7.1f} s  "
-        f"{core / n:.6f} core-s/person  ({BUREAU_RECON / (core / n):,.0f}x less than the Bureau's 2.4)"
+        f"{core / n:.6f} core-s/person  ({BUREAU_RECON / (core / n):,.0f}x less than the Bureau's "
+        "2.4)"
     )
     if run.failed:
         line += f"  FAILED tracts: {len(run.failed)}"
@@ -71,17 +72,23 @@ def main() -> None:
     solve_small = synthesize(SynthConfig(persons=50), seed=0)
     reconstruct(tabulate(solve_small), "block+tract")
     print(
-        f"process warm-up (imports, weight matrix, CP-SAT start-up): {time.perf_counter() - w0:.1f} s, not counted below"
+        "process warm-up (imports, weight matrix, CP-SAT start-up): "
+        f"{time.perf_counter() - w0:.1f} s, not counted below"
     )
     if REAL.exists():
         md = read_microdata(REAL)
         ts = tabulate(md)
         print(
-            f"\n## real sample: {len(md):,} persons, {len(md.geoids):,} blocks, {len(ts.tracts())} tracts (1 core)"
+            f"\n## real sample: {len(md):,} persons, {len(md.geoids):,} blocks, {len(ts.tracts())} "
+            "tracts (1 core)"
         )
-        for level, backend, strategy in [("block+tract", "cpsat", "staged"), ("block+tract", "highs", "staged"),
-                                         ("block+tract", "cpsat", "full"), ("block", "cpsat", "staged"),
-                                         ("block", "highs", "staged")]:  # fmt: skip
+        for level, backend, strategy in [
+            ("block+tract", "cpsat", "staged"),
+            ("block+tract", "highs", "staged"),
+            ("block+tract", "cpsat", "full"),
+            ("block", "cpsat", "staged"),
+            ("block", "highs", "staged"),
+        ]:
             run, wall, core = timed_run(ts, level, backend, strategy)
             report(f"real {level} {backend} {strategy} (target <= 0.001)", run, wall, core, md)
         # the peer formulation on the smallest tracts, both models solved by CP-SAT in this run
@@ -106,13 +113,16 @@ def main() -> None:
             dfu = cpu() - c0
             t_peer, t_count, t_full = t_peer + dp, t_count + dc, t_full + dfu
             print(
-                f"tract {t} ({int(pops[t]):>5} persons): per-slot {prog.n_vars:>9,} binaries {prog.A.nnz:>11,} nonzeros "
-                f"{dp:7.2f} s ({sol.status}) | count model staged {dc:6.3f} s ({res.status}), full {dfu:6.3f} s; "
+                f"tract {t} ({int(pops[t]):>5} persons): per-slot {prog.n_vars:>9,} binaries "
+                f"{prog.A.nnz:>11,} nonzeros "
+                f"{dp:7.2f} s ({sol.status}) | count model staged {dc:6.3f} s ({res.status}), full "
+                f"{dfu:6.3f} s; "
                 f"ratio {dp / dc:,.0f}x / {dp / dfu:,.0f}x",
                 flush=True,
             )
         print(
-            f"per-slot total {t_peer:.2f} core-s, count model staged {t_count:.3f} core-s: {t_peer / t_count:,.0f}x faster "
+            f"per-slot total {t_peer:.2f} core-s, count model staged {t_count:.3f} core-s: "
+            f"{t_peer / t_count:,.0f}x faster "
             f"(full single-age count model: {t_peer / t_full:,.0f}x) (target >= 20x)"
         )
     else:
@@ -121,14 +131,16 @@ def main() -> None:
     ts = tabulate(md)
     pop = np.bincount(md.block)
     print(
-        f"\n## synthetic county: {len(md):,} persons, {len(md.geoids):,} blocks (largest {pop.max():,}), "
+        f"\n## synthetic county: {len(md):,} persons, {len(md.geoids):,} blocks (largest "
+        f"{pop.max():,}), "
         f"{len(ts.tracts())} tracts (2 worker processes)"
     )
     for level in ("block", "block+tract"):
         run, wall, core = timed_run(ts, level, workers=2)
         report(f"synthetic {level} cpsat staged", run, wall, core, md)
     print(
-        f"\npeak memory: main process {peak_rss_mib():,.0f} MiB, largest worker {children_peak_rss_mib():,.0f} MiB"
+        f"\npeak memory: main process {peak_rss_mib():,.0f} MiB, largest worker "
+        f"{children_peak_rss_mib():,.0f} MiB"
     )
 
 

@@ -57,8 +57,11 @@ def main() -> None:
         w, c = time.perf_counter(), cpu()
         res = reidentify(md, md, preset, ts, seed=1)
         wall, core = time.perf_counter() - w, cpu() - c
-        print(f"synthetic {len(md):,} persons, {preset} attacker ({res.records.height:,} records): linkage + all "
-              f"baselines wall {wall:.1f} s, core {core:.1f} s (target <= 60 s)")  # fmt: skip
+        print(
+            f"synthetic {len(md):,} persons, {preset} attacker ({res.records.height:,} records): "
+            "linkage + all "
+            f"baselines wall {wall:.1f} s, core {core:.1f} s (target <= 60 s)"
+        )
     if REAL.exists():
         real = read_microdata(REAL)
         rts = tabulate(real)
@@ -74,8 +77,10 @@ def main() -> None:
     srec = reconstruct(sts, "block+tract").records
     scert = certify(sts, srec, "block+tract").blocks
     for preset in ("perfect", "commercial"):
-        line(f"synthetic county 20,000, block+tract reconstruction, {preset} attacker",
-             reidentify(srec, small, preset, sts, scert, seed=1))  # fmt: skip
+        line(
+            f"synthetic county 20,000, block+tract reconstruction, {preset} attacker",
+            reidentify(srec, small, preset, sts, scert, seed=1),
+        )
     print(f"peak memory: {peak_rss_mib():,.0f} MiB")
 
 

@@ -36,7 +36,8 @@ def main() -> None:
     el = time.perf_counter() - t
     nvals = sum(g.values.size for g in ts.grids.values())
     print(
-        f"tabulate {len(md):,} persons ({len(md.geoids):,} blocks, {len(ts['tract'].geoids)} tracts) into 34 tables: "
+        f"tabulate {len(md):,} persons ({len(md.geoids):,} blocks, {len(ts['tract'].geoids)} "
+        "tracts) into 34 tables: "
         f"{el:.2f} s = {len(md) / el:,.0f} persons/s, {nvals:,} values (target <= 10 s)"
     )
     if REAL.exists():
@@ -45,7 +46,8 @@ def main() -> None:
         tabulate(real)
         el = time.perf_counter() - t
         print(
-            f"tabulate real sample ({len(real):,} persons): {el:.3f} s = {len(real) / el:,.0f} persons/s"
+            f"tabulate real sample ({len(real):,} persons): {el:.3f} s = {len(real) / el:,.0f} "
+            "persons/s"
         )
     print(f"peak memory: {peak_rss_mib():,.0f} MiB")
 

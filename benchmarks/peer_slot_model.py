@@ -27,8 +27,13 @@ def build_slot_model(ts: TableSet, tract: str) -> tuple[IntProgram, np.ndarray, 
     bvals, bcells = bg.values[bm], bg.cells
     var_block, var_type = [], []
     # the P12 sex x age-bin cells (lines 003-025 and 027-049)
-    p12 = [j for j, c in enumerate(bcells)
-           if cs[idx[c]].table == "P12" and cs[idx[c]].sex != "any" and (cs[idx[c]].age_min, cs[idx[c]].age_max) != (0, 110)]  # fmt: skip
+    p12 = [
+        j
+        for j, c in enumerate(bcells)
+        if cs[idx[c]].table == "P12"
+        and cs[idx[c]].sex != "any"
+        and (cs[idx[c]].age_min, cs[idx[c]].age_max) != (0, 110)
+    ]
     for b in range(bvals.shape[0]):
         for j in p12:
             n = int(bvals[b, j])

@@ -1,4 +1,5 @@
-"""Shared fixtures: the real 2010 sample (skipped when ../shared is absent) and small synthetic data."""
+"""Shared fixtures: the real 2010 sample (skipped when ../shared is absent) and small synthetic
+data."""
 
 from __future__ import annotations
 
@@ -35,7 +36,8 @@ def real_tables(real_md):
 
 @pytest.fixture(scope="session")
 def real_certs(real_tables):
-    """Reconstruction and certification of the real sample at both levels (shared by several tests)."""
+    """Reconstruction and certification of the real sample at both levels (shared by several
+    tests)."""
     from tabrecon.attacks.certify import certify
     from tabrecon.attacks.reconstruct import reconstruct
 

@@ -104,8 +104,9 @@ def _holds_in_every_population(ts: TableSet, block: str, claim: dict) -> bool:
         if lo > hi:
             continue
         row = sp.csr_matrix(match.astype(np.int64)[None, :])
-        prog = IntProgram(A=sp.vstack([A, row]).tocsr(), lo=np.append(vals, lo),
-                          hi=np.append(vals, hi), ub=ub)  # fmt: skip
+        prog = IntProgram(
+            A=sp.vstack([A, row]).tocsr(), lo=np.append(vals, lo), hi=np.append(vals, hi), ub=ub
+        )
         if solve(prog, opts).status != "infeasible":
             return False
     return True
@@ -185,10 +186,16 @@ def test_audit_report_says_what_ages_are_compared_on(small_md, tmp_path):
 
     write_microdata(small_md, tmp_path / "county.parquet")
     write_tables(tabulate(small_md, P12_ONLY), tmp_path / "release.parquet")
-    cfg = load_config(None, reconstruct={"levels": ["block"]}, defenses={"specs": []},
-                      certify={"distance": False})  # fmt: skip
-    res = audit(tmp_path / "county.parquet", tmp_path / "au", cfg, tables=tmp_path / "release.parquet",
-                show_progress=False)  # fmt: skip
+    cfg = load_config(
+        None, reconstruct={"levels": ["block"]}, defenses={"specs": []}, certify={"distance": False}
+    )
+    res = audit(
+        tmp_path / "county.parquet",
+        tmp_path / "au",
+        cfg,
+        tables=tmp_path / "release.parquet",
+        show_progress=False,
+    )
     assert "10-14" in res.summary["agreement_resolution"]["block"]
     doc = (tmp_path / "au" / "report.html").read_text()
     assert (

@@ -1,5 +1,6 @@
-"""The audit: config validation, the report, numbers equal to the individual steps, chunks that add up,
-tables-only and mixed input, resume after a kill, retries, Dask, and the report in a real browser."""
+"""The audit: config validation, the report, numbers equal to the individual steps, chunks that add
+up, tables-only and mixed input, resume after a kill, retries, Dask, and the report in a real
+browser."""
 
 from __future__ import annotations
 
@@ -34,18 +35,28 @@ def cfg(**sections):
 def test_unknown_key_names_key_and_allowed(tmp_path):
     p = tmp_path / "a.toml"
     p.write_text("[run]\nsead = 3\n")
-    with pytest.raises(ConfigError, match=r"a\.toml: unknown key run\.sead; allowed keys in \[run\]: .*seed"):
+    with pytest.raises(
+        ConfigError, match=r"a\.toml: unknown key run\.sead; allowed keys in \[run\]: .*seed"
+    ):
         load_config(p)
     p.write_text("[runn]\nseed = 3\n")
-    with pytest.raises(ConfigError, match=r"unknown section \[runn\]; allowed sections: run, reconstruct"):
+    with pytest.raises(
+        ConfigError, match=r"unknown section \[runn\]; allowed sections: run, reconstruct"
+    ):
         load_config(p)
 
 
 @pytest.mark.parametrize(
     "toml, pattern",
     [
-        ('[reconstruct]\nlevels = ["tract"]\n', r"reconstruct\.levels = \['tract'\].*allowed values: block, block\+tract"),
-        ('[reidentify]\nattacker = "oracle"\n', r"reidentify\.attacker = 'oracle'.*allowed values: perfect, commercial"),
+        (
+            '[reconstruct]\nlevels = ["tract"]\n',
+            r"reconstruct\.levels = \['tract'\].*allowed values: block, block\+tract",
+        ),
+        (
+            '[reidentify]\nattacker = "oracle"\n',
+            r"reidentify\.attacker = 'oracle'.*allowed values: perfect, commercial",
+        ),
         ('[defenses]\nspecs = ["rho=-1"]\n', r"defenses\.specs = 'rho=-1'.*positive number"),
         ('[defenses]\nspecs = ["noise"]\n', r"defenses\.specs = 'noise'.*swap-lo"),
         ('[defenses]\nspecs = ["swap=2"]\n', r"defenses\.specs = 'swap=2'.*rate in \(0, 1\]"),
@@ -73,8 +84,11 @@ def test_config_roundtrip(tmp_path):
 def test_cli_bad_config_is_one_line(tmp_path):
     p = tmp_path / "c.toml"
     p.write_text("[report]\ncolour = 1\n")
-    r = subprocess.run([sys.executable, "-m", "tabrecon.cli", "audit", "x.csv", "--config", str(p)],
-                       capture_output=True, text=True)  # fmt: skip
+    r = subprocess.run(
+        [sys.executable, "-m", "tabrecon.cli", "audit", "x.csv", "--config", str(p)],
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode == 2
     assert "unknown key report.colour" in r.stderr and "Traceback" not in r.stderr
 
@@ -90,7 +104,11 @@ def small_file(tmp_path_factory, small_md):
 @pytest.fixture(scope="module")
 def small_audit(tmp_path_factory, small_file):
     out = tmp_path_factory.mktemp("audit")
-    c = cfg(run={"seed": 11}, reconstruct={"levels": ["block", "block+tract"]}, defenses={"specs": ["swap-lo"]})
+    c = cfg(
+        run={"seed": 11},
+        reconstruct={"levels": ["block", "block+tract"]},
+        defenses={"specs": ["swap-lo"]},
+    )
     return audit(small_file, out, c, show_progress=False)
 
 
@@ -121,14 +139,34 @@ def test_numbers_equal_the_individual_steps(small_audit, small_md):
 def test_report_and_files(small_audit):
     out = small_audit.out
     html = (out / "report.html").read_text()
-    for key in ('id="headline"', 'id="tbl-reid-all"', 'id="tbl-solvar"', 'id="tbl-defenses"',
-                'id="fig-precision"', "data:image/png;base64,", "swap-lo", "Configuration", "ortools"):  # fmt: skip
+    for key in (
+        'id="headline"',
+        'id="tbl-reid-all"',
+        'id="tbl-solvar"',
+        'id="tbl-defenses"',
+        'id="fig-precision"',
+        "data:image/png;base64,",
+        "swap-lo",
+        "Configuration",
+        "ortools",
+    ):
         assert key in html, key
-    for f in ("agreement_block.csv", "agreement_block_tract.csv", "solvar_cdf.csv", "reid_rates.csv",
-              "precision_cdf.csv", "defenses.csv"):  # fmt: skip
+    for f in (
+        "agreement_block.csv",
+        "agreement_block_tract.csv",
+        "solvar_cdf.csv",
+        "reid_rates.csv",
+        "precision_cdf.csv",
+        "defenses.csv",
+    ):
         assert (out / "results" / f).exists(), f
     s = json.loads((out / "summary.json").read_text())
-    assert s["timings_s"]["total"] > 0 and set(s["timings_s"]) >= {"tabulate", "reconstruct", "certify", "reidentify"}
+    assert s["timings_s"]["total"] > 0 and set(s["timings_s"]) >= {
+        "tabulate",
+        "reconstruct",
+        "certify",
+        "reidentify",
+    }
     assert s["peak_memory"]["main_process_mb"] > 0
     d = pl.read_csv(out / "results" / "defenses.csv")
     assert d["defense"].to_list() == ["swap-lo"] and 0 < d["tvd_block"][0] <= 1
@@ -152,7 +190,9 @@ def _html_tables(doc: str) -> dict[str, list[list[str]]]:
 
         def handle_starttag(self, tag, attrs):
             if tag == "table":
-                self.cur = self.tables.setdefault(dict(attrs).get("id") or f"t{len(self.tables)}", [])
+                self.cur = self.tables.setdefault(
+                    dict(attrs).get("id") or f"t{len(self.tables)}", []
+                )
             elif tag == "tr" and self.cur is not None:
                 self.cur.append([])
             elif tag in ("td", "th") and self.cur is not None:
@@ -220,7 +260,9 @@ def test_report_never_lists_records(small_audit, small_md):
 
 
 def test_small_counts_are_marked(tmp_path, small_file):
-    out = audit(small_file, tmp_path, cfg(report={"small_cell_threshold": 1_000_000}), show_progress=False).out
+    out = audit(
+        small_file, tmp_path, cfg(report={"small_cell_threshold": 1_000_000}), show_progress=False
+    ).out
     html = (out / "report.html").read_text()
     assert 'class="small"' in html and "&dagger;" in html
 
@@ -228,7 +270,10 @@ def test_small_counts_are_marked(tmp_path, small_file):
 def two_county_file(tmp_path: Path) -> tuple[Path, list]:
     from tabrecon.synth import SynthConfig, synthesize
 
-    mds = [synthesize(SynthConfig(persons=1500, county=c), seed=i) for i, c in enumerate(("001", "003"))]
+    mds = [
+        synthesize(SynthConfig(persons=1500, county=c), seed=i)
+        for i, c in enumerate(("001", "003"))
+    ]
     frames = []
     for i, m in enumerate(mds):
         write_microdata(m, tmp_path / f"c{i}.csv")
@@ -274,8 +319,14 @@ def test_mixed_geographies_are_refused(tmp_path, small_file):
 
     other = synthesize(SynthConfig(persons=500, county="005"), seed=3)
     write_tables(tabulate(other), tmp_path / "t.parquet")
-    with pytest.raises(MismatchError, match=r"different geographies: \d+ inhabited block\(s\) of .*county\.parquet are not in the tables \(e\.g\. 99001"):
-        audit(small_file, tmp_path / "out", cfg(), tables=tmp_path / "t.parquet", show_progress=False)
+    with pytest.raises(
+        MismatchError,
+        match=r"different geographies: \d+ inhabited block\(s\) of .*county\.parquet are not in "
+        r"the tables \(e\.g\. 99001",
+    ):
+        audit(
+            small_file, tmp_path / "out", cfg(), tables=tmp_path / "t.parquet", show_progress=False
+        )
 
 
 # -- resume, retries, Dask -----------------------------------------------------------------------
@@ -285,11 +336,26 @@ def test_killed_run_resumes_without_losing_finished_units(tmp_path):
     src = tmp_path / "county.parquet"
     write_microdata(synthesize(SynthConfig(persons=16000), seed=5), src)
     out = tmp_path / "out"
-    cmd = [sys.executable, "-m", "tabrecon.cli", "audit", str(src), "--out", str(out), "--defenses", "", "--quiet"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "tabrecon.cli",
+        "audit",
+        str(src),
+        "--out",
+        str(out),
+        "--defenses",
+        "",
+        "--quiet",
+    ]
     status = out / "work" / "chunk-000" / "recon_block.parquet.parts" / "status.jsonl"
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
     t0 = time.time()
-    while time.time() - t0 < 240 and not (status.exists() and len(status.read_text().splitlines()) >= 2):
+    while time.time() - t0 < 240 and not (
+        status.exists() and len(status.read_text().splitlines()) >= 2
+    ):
         time.sleep(0.05)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
@@ -320,21 +386,32 @@ def _flaky_worker(args):
 def test_killed_worker_unit_is_redone(tmp_path):
     from tabrecon.runner import run_units
 
-    sts, frames = run_units(["a", "b", "c"], lambda u: (u, str(tmp_path)), _flaky_worker, tag="t",
-                            parts=tmp_path / "parts", workers=2, retries=1)  # fmt: skip
+    sts, frames = run_units(
+        ["a", "b", "c"],
+        lambda u: (u, str(tmp_path)),
+        _flaky_worker,
+        tag="t",
+        parts=tmp_path / "parts",
+        workers=2,
+        retries=1,
+    )
     assert [s["status"] for s in sts] == ["ok", "ok", "ok"]
     assert sorted(frames) == ["a", "b", "c"]
 
 
 def test_dask_local_cluster_gives_the_same_numbers(tmp_path, small_file, small_audit):
     distributed = pytest.importorskip("distributed")
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as lc:
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+    ) as lc:
         c = cfg(run={"seed": 11, "scheduler": lc.scheduler_address})
         res = audit(small_file, tmp_path, c, show_progress=False)
     a, b = res.summary, small_audit.summary
     assert a["agreement_block+tract"] == b["agreement_block+tract"]
     assert a["certify"]["unique_blocks"] == b["certify"]["unique_blocks"]
-    assert a["reidentification"]["attack"]["nonmodal"] == b["reidentification"]["attack"]["nonmodal"]
+    assert (
+        a["reidentification"]["attack"]["nonmodal"] == b["reidentification"]["attack"]["nonmodal"]
+    )
 
 
 # -- the report in a browser -----------------------------------------------------------------------
@@ -344,10 +421,29 @@ def test_report_renders_in_headless_chromium(small_audit, tmp_path):
         pytest.skip("chromium not installed (the README's test command installs it)")
     page = (small_audit.out / "report.html").resolve().as_uri()
     shot = tmp_path / "report.png"
-    base = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", f"--user-data-dir={tmp_path / 'p'}"]
-    subprocess.run(base + [f"--screenshot={shot}", "--window-size=1200,2400", page], capture_output=True, timeout=120)
-    dom = subprocess.run(base + ["--dump-dom", page], capture_output=True, text=True, timeout=120).stdout
-    for key in ('id="headline"', 'id="tbl-reid-all"', 'id="tbl-solvar"', 'id="fig-precision"', 'id="tbl-defenses"'):
+    base = [
+        browser,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--hide-scrollbars",
+        f"--user-data-dir={tmp_path / 'p'}",
+    ]
+    subprocess.run(
+        base + [f"--screenshot={shot}", "--window-size=1200,2400", page],
+        capture_output=True,
+        timeout=120,
+    )
+    dom = subprocess.run(
+        base + ["--dump-dom", page], capture_output=True, text=True, timeout=120
+    ).stdout
+    for key in (
+        'id="headline"',
+        'id="tbl-reid-all"',
+        'id="tbl-solvar"',
+        'id="fig-precision"',
+        'id="tbl-defenses"',
+    ):
         assert key in dom, key
     from PIL import Image
 
@@ -357,16 +453,27 @@ def test_report_renders_in_headless_chromium(small_audit, tmp_path):
     # the plots decoded: the page reports natural sizes for every image
     js = "Array.from(document.images).map(i => i.naturalWidth).join(',')"
     probe = tmp_path / "probe.html"
-    probe.write_text((small_audit.out / "report.html").read_text().replace(
-        "</body>", f"<pre id=probe></pre><script>document.getElementById('probe').textContent = {js};</script></body>"))  # fmt: skip
-    dom2 = subprocess.run(base + ["--dump-dom", probe.as_uri()], capture_output=True, text=True, timeout=120).stdout
+    probe.write_text(
+        (small_audit.out / "report.html")
+        .read_text()
+        .replace(
+            "</body>",
+            "<pre id=probe></pre><script>document.getElementById('probe').textContent = "
+            f"{js};</script></body>",
+        )
+    )
+    dom2 = subprocess.run(
+        base + ["--dump-dom", probe.as_uri()], capture_output=True, text=True, timeout=120
+    ).stdout
     widths = dom2.split('<pre id="probe">')[1].split("</pre>")[0].split(",")
     assert len(widths) >= 3 and all(int(w) > 100 for w in widths), widths
 
 
 # -- the real sample -------------------------------------------------------------------------------
 @pytest.mark.realdata
-def test_real_sample_audit_equals_the_individual_steps(real_path, real_md, real_tables, real_certs, tmp_path):
+def test_real_sample_audit_equals_the_individual_steps(
+    real_path, real_md, real_tables, real_certs, tmp_path
+):
     """Acceptance: the audit of the real sample reports the numbers of the individual steps."""
     from tabrecon.attacks.reidentify import reidentify
     from tabrecon.metrics.agreement import agree
@@ -379,7 +486,10 @@ def test_real_sample_audit_equals_the_individual_steps(real_path, real_md, real_
     direct = reidentify(rec, real_md, "perfect", real_tables, cert.blocks, seed=2010).summary()
     for src in ("attack", "mdg", "prg"):
         for g in ("all", "nonmodal", "certified_uniques"):
-            assert s["reidentification"][src][g]["confirmed"] == direct[src][g]["confirmed"], (src, g)
+            assert s["reidentification"][src][g]["confirmed"] == direct[src][g]["confirmed"], (
+                src,
+                g,
+            )
     assert s["reidentification"]["attack"]["nonmodal"]["precision_pct"] > 80
 
 
@@ -387,7 +497,9 @@ def test_a_bad_county_is_reported_and_the_others_go_on(tmp_path):
     p, mds = two_county_file(tmp_path)
     lines = p.read_text().splitlines()
     header = lines[0].split(",")
-    j = next(i for i, x in enumerate(lines) if x.startswith("99003"))  # first row of the second county
+    j = next(
+        i for i, x in enumerate(lines) if x.startswith("99003")
+    )  # first row of the second county
     row = lines[j].split(",")
     row[header.index("age")] = "abc"
     lines[j] = ",".join(row)
@@ -395,6 +507,10 @@ def test_a_bad_county_is_reported_and_the_others_go_on(tmp_path):
     res = audit(p, tmp_path / "out", cfg(run={"chunk_persons": 2000}), show_progress=False)
     s = res.summary
     assert s["persons"] == len(mds[0])  # the good county is audited
-    assert len(s["failures"]) == 1 and f"line {j + 1}" in s["failures"][0] and "chunk-001" in s["failures"][0]
+    assert (
+        len(s["failures"]) == 1
+        and f"line {j + 1}" in s["failures"][0]
+        and "chunk-001" in s["failures"][0]
+    )
     assert "age" in s["failures"][0] and "abc" in s["failures"][0]
     assert "chunk-001" in (tmp_path / "out" / "report.html").read_text()

@@ -1,4 +1,5 @@
-"""Certification: solvar zero proofs, distances, uniqueness flags, refusal of a wrong reconstruction."""
+"""Certification: solvar zero proofs, distances, uniqueness flags, refusal of a wrong
+reconstruction."""
 
 from __future__ import annotations
 
@@ -29,9 +30,15 @@ def test_real_block_tract_every_block_certified(real_certs, real_md):
     key = ["block_geoid", "sex", "agebin", "race", "hispanic"]
 
     def keyed(md, flags):
-        return pl.DataFrame({
-            "block_geoid": md.block_geoid, "sex": md.sex, "agebin": md.agebin, "race": md.race, "hispanic": md.hisp,
-        }).with_columns(flags)  # fmt: skip
+        return pl.DataFrame(
+            {
+                "block_geoid": md.block_geoid,
+                "sex": md.sex,
+                "agebin": md.agebin,
+                "race": md.race,
+                "hispanic": md.hisp,
+            }
+        ).with_columns(flags)
 
     truth = keyed(
         real_md,

@@ -1,4 +1,5 @@
-"""Verified claims (generate-then-verify): every verified claim holds in the truth; varying blocks are checked by proof."""
+"""Verified claims (generate-then-verify): every verified claim holds in the truth; varying blocks
+are checked by proof."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ from tabrecon.tables import tabulate
 
 
 def truth_counts(truth: Microdata, claims: pl.DataFrame) -> np.ndarray:
-    """The number of truth records of each claim's block that match its assignment (vectorised by subset)."""
+    """The number of truth records of each claim's block that match its assignment (vectorised by
+    subset)."""
     attrs = C.type_attrs(binned_type(truth.types))
     digits = np.stack(
         [(claims["code"].to_numpy() // C._PLACE[i]) % C._RADIX[i] for i in range(9)], axis=1
@@ -53,8 +55,19 @@ def run_claims(truth: Microdata, level: str, k: int = 10, done=None):
     rt = np.array([g[:11] for g in rec.geoids])[rec.block]
     out = []
     for t in ts.tracts():
-        out.append(C.tract_claims(ts.subset(t), t, level, rec.take(rt == t), status, C.SolverOptions(), prior,
-                                  k_solutions=k, collect=True))  # fmt: skip
+        out.append(
+            C.tract_claims(
+                ts.subset(t),
+                t,
+                level,
+                rec.take(rt == t),
+                status,
+                C.SolverOptions(),
+                prior,
+                k_solutions=k,
+                collect=True,
+            )
+        )
     return ts, rec, cert, out
 
 
@@ -68,7 +81,8 @@ def test_varying_block_claims_are_verified_by_proof_and_true(two_solution_block)
     assert (truth_counts(md, claims) == claims["m"].to_numpy()).all()
     v = claims.filter(pl.col("block_geoid") == "990010001001001")
     texts = {C.describe_claim(int(c), int(m)) for c, m in zip(v["code"], v["m"], strict=True)}
-    # "exactly 1 person: male, age 30-34, white" is false in the other solution (white+aian aged 30-34)
+    # "exactly 1 person: male, age 30-34, white" is false in the other solution (white+aian aged
+    # 30-34)
     # but "exactly 2 persons: male, white, not hispanic" holds in both
     assert "exactly 2 persons: male, not Hispanic, white" in texts
     assert not any("age 30-34" in t and "black" in t and "not black" not in t for t in texts)
@@ -125,7 +139,9 @@ def test_claims_run_is_written_per_tract_and_resumes(tmp_path):
     assert (by_k["persons_covered"] <= s["persons_singled_out"]).all()
     status = (tmp_path / "claims.parts" / "status.jsonl").read_text().splitlines()
     assert len(status) == len(ts.tracts())
-    again = C.claims(ts, rec, cert, "block", k_solutions=5, out=tmp_path)  # resumes: nothing recomputed
+    again = C.claims(
+        ts, rec, cert, "block", k_solutions=5, out=tmp_path
+    )  # resumes: nothing recomputed
     assert len((tmp_path / "claims.parts" / "status.jsonl").read_text().splitlines()) == len(status)
     assert again.summary() == s
     with pytest.raises(TabreconError, match="no certification result"):

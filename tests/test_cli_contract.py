@@ -56,8 +56,10 @@ def _files(d: Path) -> None:
     j = int(np.flatnonzero(g.cells == "P0120003")[0])
     i = int(np.argmax(v[:, j]))
     v[i, j] += 1  # one more boy under 5 than the block's males allow
-    write_tables(TableSet({"block": Grid("block", g.geoids, g.cells, v), "tract": ts["tract"]}),
-                 d / "infeasible.parquet")  # fmt: skip
+    write_tables(
+        TableSet({"block": Grid("block", g.geoids, g.cells, v), "tract": ts["tract"]}),
+        d / "infeasible.parquet",
+    )
     (d / "infeasible_tract.txt").write_text(str(g.geoids[i])[:11])
     inhabited = long.filter((pl.col("cell") == "P0010001") & (pl.col("value") > 0))["geoid"][0]
     (d / "nop1_block.txt").write_text(inhabited)
@@ -175,7 +177,8 @@ CASES: list[tuple[str, str, int, str]] = [
     ),
     (
         "reidentify-attacker-columns",
-        "reidentify --recon {D}/md.csv --truth {D}/md.csv --attacker {D}/attacker_bad.csv --out {D}/reid",
+        "reidentify --recon {D}/md.csv --truth {D}/md.csv --attacker {D}/attacker_bad.csv --out "
+        "{D}/reid",
         2,
         "attacker_bad.csv",
     ),
@@ -306,8 +309,11 @@ def results(tmp_path_factory):
     d = tmp_path_factory.mktemp("contract")
     _files(d)
     env = _env(d)
-    subst = {"{D}": str(d), "<nop1_block>": (d / "nop1_block.txt").read_text(),
-             "<infeasible_tract>": (d / "infeasible_tract.txt").read_text()}  # fmt: skip
+    subst = {
+        "{D}": str(d),
+        "<nop1_block>": (d / "nop1_block.txt").read_text(),
+        "<infeasible_tract>": (d / "infeasible_tract.txt").read_text(),
+    }
 
     def run(case):
         name, args, _, _ = case
@@ -340,9 +346,24 @@ def test_bad_invocation(results, name, args, code, fragment):
 def test_enough_cases():
     commands = {c[1].split()[0] for c in CASES if c[1]}
     assert len(CASES) >= 60
-    assert {"synth", "tabulate", "tables", "check-tables", "reconstruct", "agree", "solvar", "claims",
-            "reidentify", "audit", "demo", "swap", "topdown", "reconstruct-noisy", "tradeoff",
-            "dn"} <= commands  # fmt: skip
+    assert {
+        "synth",
+        "tabulate",
+        "tables",
+        "check-tables",
+        "reconstruct",
+        "agree",
+        "solvar",
+        "claims",
+        "reidentify",
+        "audit",
+        "demo",
+        "swap",
+        "topdown",
+        "reconstruct-noisy",
+        "tradeoff",
+        "dn",
+    } <= commands
 
 
 def _cli(args: list[str], cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
@@ -406,8 +427,9 @@ def _status_lines(path: Path) -> list[str]:
     return path.read_text().splitlines() if path.exists() else []
 
 
-def _interrupt_when(p: subprocess.Popen, status: Path, at_least: int, sig: int,
-                    twice: bool = False) -> tuple[list[str], float]:  # fmt: skip
+def _interrupt_when(
+    p: subprocess.Popen, status: Path, at_least: int, sig: int, twice: bool = False
+) -> tuple[list[str], float]:
     """Send ``sig`` once ``status`` has ``at_least`` lines (``twice``: again 0.1 s later, as an
     impatient user does); return the children then and the time the run took to stop."""
     t0 = time.monotonic()
@@ -429,8 +451,11 @@ def _interrupt_when(p: subprocess.Popen, status: Path, at_least: int, sig: int,
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("sig,twice", [(signal.SIGINT, False), (signal.SIGTERM, False), (signal.SIGINT, True)],
-                         ids=["SIGINT", "SIGTERM", "SIGINT-twice"])  # fmt: skip
+@pytest.mark.parametrize(
+    "sig,twice",
+    [(signal.SIGINT, False), (signal.SIGTERM, False), (signal.SIGINT, True)],
+    ids=["SIGINT", "SIGTERM", "SIGINT-twice"],
+)
 def test_interrupted_reconstruct_keeps_finished_tracts_and_resumes(
     big_county, tmp_path, sig, twice
 ):
@@ -466,8 +491,19 @@ def test_interrupted_audit_resumes(big_county, tmp_path):
     (tmp_path / "fast.toml").write_text(
         "[reconstruct]\nlevels = ['block+tract']\n[certify]\nenabled = false\n"
     )
-    args = ["audit", str(big_county / "county.parquet"), "--out", "au", "--workers", "2", "--defenses", "",
-            "--config", "fast.toml", "--quiet"]  # fmt: skip
+    args = [
+        "audit",
+        str(big_county / "county.parquet"),
+        "--out",
+        "au",
+        "--workers",
+        "2",
+        "--defenses",
+        "",
+        "--config",
+        "fast.toml",
+        "--quiet",
+    ]
     p = subprocess.Popen(
         EXE + args, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )

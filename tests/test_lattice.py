@@ -1,4 +1,5 @@
-"""Lattice finder for exact linear decoding: maximum-entropy marginals and bounded-distance decoding."""
+"""Lattice finder for exact linear decoding: maximum-entropy marginals and bounded-distance
+decoding."""
 
 from __future__ import annotations
 
@@ -71,7 +72,8 @@ def test_guesses_fix_the_surest_bits_then_flip_the_least_sure_first():
     p = rng.uniform(0.0, 1.0, 120)
     plan = list(itertools.islice(lattice.guesses(p, m=20), 3 + 15 + 5))
     order = np.argsort(-np.abs(p - 0.5), kind="stable")
-    # dimensions 80, 85, 90 left of n - m = 100: fix the 20, 15, 10 surest bits at their likelier values
+    # dimensions 80, 85, 90 left of n - m = 100: fix the 20, 15, 10 surest bits at their likelier
+    # values
     for (F, v), k in zip(plan[:3], (20, 15, 10), strict=True):
         assert np.array_equal(F, order[:k]) and np.array_equal(v, (p[F] > 0.5).astype(int))
     F = order[:15]

@@ -1,4 +1,5 @@
-"""Linear reconstruction lab: decoders, the JASON experiments' machinery, randomized response, mechanisms."""
+"""Linear reconstruction lab: decoders, the JASON experiments' machinery, randomized response,
+mechanisms."""
 
 from __future__ import annotations
 
@@ -85,7 +86,8 @@ def test_discrete_gaussian_variance_is_one_over_rho(rho):
     n = 20_000
     v = np.var(m.sample(n), ddof=1)
     target = 1 / rho
-    # sd of a sample variance ~ sigma^2 sqrt(2/(n-1)); exact discrete variance differs from 1/rho by < 1e-3 here
+    # sd of a sample variance ~ sigma^2 sqrt(2/(n-1)); exact discrete variance differs from 1/rho by
+    # < 1e-3 here
     assert abs(v - target) < 5 * target * math.sqrt(2 / (n - 1)) + abs(m.variance - target)
 
 
@@ -109,7 +111,9 @@ def test_privacy_accounting_known_values():
 
     assert epsilon_to_rho(17.14, 1e-10) == pytest.approx(2.5562, abs=0.002)  # the inverse
     for rho in (0.01, 1.0, 4.9622, 50.0):
-        assert rho_to_epsilon(epsilon_to_rho(rho_to_epsilon(rho))) == pytest.approx(rho_to_epsilon(rho), rel=1e-6)
+        assert rho_to_epsilon(epsilon_to_rho(rho_to_epsilon(rho))) == pytest.approx(
+            rho_to_epsilon(rho), rel=1e-6
+        )
     assert rho_to_epsilon(0.0749, 1e-10) == pytest.approx(2.47, abs=0.01)
     assert rho_to_epsilon(4.9622, 1e-10, "bun-steinke") == pytest.approx(26.34, abs=0.01)
     assert compose([discrete_gaussian(0.5), discrete_gaussian(1.5)])["rho"] == pytest.approx(2.0)
@@ -126,7 +130,8 @@ def test_randomized_response_simulation_matches_closed_forms():
         assert rr.epsilon(rho) == pytest.approx(eps)
         est = rr.simulate(pi, rho, n, reps, rng)
         var = rr.variance(pi, rho, n)
-        # the mean of reps estimates has sd sqrt(var/reps); a sample variance has relative sd sqrt(2/(reps-1))
+        # the mean of reps estimates has sd sqrt(var/reps); a sample variance has relative sd
+        # sqrt(2/(reps-1))
         assert abs(est.mean() - pi) < 4 * math.sqrt(var / reps)
         assert abs(est.var(ddof=1) / var - 1) < 4 * math.sqrt(2 / (reps - 1)) + 0.01
     assert rr.accuracy_loss(pi, 0.5, n) < rr.accuracy_loss(pi, 0.9, n) <= 0
@@ -144,7 +149,9 @@ def test_exact_without_proof_says_unproven_and_prove_unique_settles_it():
 
 
 def test_exact_sweep_records_whether_the_attacker_could_prove_it(tmp_path):
-    queries_needed_vs_n(tmp_path, [30, 40], trials=1, decoders=("lsq", "exact"), exact_time_limit=10)
+    queries_needed_vs_n(
+        tmp_path, [30, 40], trials=1, decoders=("lsq", "exact"), exact_time_limit=10
+    )
     rows = pl.read_csv(tmp_path / "queries_needed.csv")
     ex = rows.filter(pl.col("decoder") == "exact")
     assert ex.height == 2 and set(ex["proof"].to_list()) <= {"unique", "timeout", "ambiguous"}

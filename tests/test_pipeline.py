@@ -1,4 +1,5 @@
-"""The demo chains every step and writes what it says; the CLI turns bad input into one line, exit 2."""
+"""The demo chains every step and writes what it says; the CLI turns bad input into one line, exit
+2."""
 
 from __future__ import annotations
 
@@ -14,14 +15,32 @@ from tabrecon.pipeline import run_demo
 
 def test_demo_runs_every_step(tmp_path):
     cfg = load_config(None, run={"seed": 1}, defenses={"specs": ["swap-lo"]})
-    res = run_demo(tmp_path, persons=3000, seed=1, cfg=cfg, console=Console(file=open("/dev/null", "w")),
-                   show_progress=False)  # fmt: skip
-    for f in ("synthetic_county.parquet", "report.html", "summary.json", "config.toml", "results/reid_rates.csv",
-              "results/agreement_block.csv", "results/defenses.csv", "work/chunk-000/tables.parquet"):  # fmt: skip
+    res = run_demo(
+        tmp_path,
+        persons=3000,
+        seed=1,
+        cfg=cfg,
+        console=Console(file=open("/dev/null", "w")),
+        show_progress=False,
+    )
+    for f in (
+        "synthetic_county.parquet",
+        "report.html",
+        "summary.json",
+        "config.toml",
+        "results/reid_rates.csv",
+        "results/agreement_block.csv",
+        "results/defenses.csv",
+        "work/chunk-000/tables.parquet",
+    ):
         assert (tmp_path / f).stat().st_size > 0, f
     summ = json.loads((tmp_path / "summary.json").read_text())
     assert summ["agreement_block+tract"]["binned_pct"] > 90 and summ["certify"]["unique_blocks"] > 0
-    assert summ["reidentification"]["attack"]["all"]["putative"] == summ["persons"] == res.summary["persons"]
+    assert (
+        summ["reidentification"]["attack"]["all"]["putative"]
+        == summ["persons"]
+        == res.summary["persons"]
+    )
 
 
 def test_cli_bad_input_is_one_line_and_exit_2(tmp_path):
@@ -29,10 +48,35 @@ def test_cli_bad_input_is_one_line_and_exit_2(tmp_path):
     bad.write_text(
         "block_geoid,sex,age,white,black,aian,asian,nhpi,sor,hispanic\n990010001001001,male,abc,1,0,0,0,0,0,0\n"
     )
-    r = subprocess.run([sys.executable, "-m", "tabrecon.cli", "tabulate", str(bad), "--out", str(tmp_path / "t.parquet")],
-                       capture_output=True, text=True)  # fmt: skip
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tabrecon.cli",
+            "tabulate",
+            str(bad),
+            "--out",
+            str(tmp_path / "t.parquet"),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert "line 2" in r.stderr and "age" in r.stderr
-    r = subprocess.run([sys.executable, "-m", "tabrecon.cli", "reidentify", "--recon", str(bad), "--truth", str(bad),
-                        "--attacker", "nosuchfile.csv"], capture_output=True, text=True)  # fmt: skip
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tabrecon.cli",
+            "reidentify",
+            "--recon",
+            str(bad),
+            "--truth",
+            str(bad),
+            "--attacker",
+            "nosuchfile.csv",
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode == 2 and "nosuchfile.csv" in r.stderr and "Traceback" not in r.stderr

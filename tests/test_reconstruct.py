@@ -151,18 +151,22 @@ def test_results_written_per_tract_and_resumed(tmp_path):
 
 
 def test_agreement_hand_example():
-    left = _pop([
-        ("990010001001001", 0, 30, 1, 0),
-        ("990010001001001", 0, 31, 1, 0),
-        ("990010001001001", 1, 50, 2, 1),
-        ("990010001001002", 1, 5, 1, 0),
-    ])  # fmt: skip
-    right = _pop([
-        ("990010001001001", 0, 30, 1, 0),  # exact
-        ("990010001001001", 0, 33, 1, 0),  # same bin 30-34: binned
-        ("990010001001001", 1, 50, 1, 1),  # race differs: no match
-        ("990010001001002", 1, 6, 1, 0),  # bin 6 != 5: no match
-    ])  # fmt: skip
+    left = _pop(
+        [
+            ("990010001001001", 0, 30, 1, 0),
+            ("990010001001001", 0, 31, 1, 0),
+            ("990010001001001", 1, 50, 2, 1),
+            ("990010001001002", 1, 5, 1, 0),
+        ]
+    )
+    right = _pop(
+        [
+            ("990010001001001", 0, 30, 1, 0),  # exact
+            ("990010001001001", 0, 33, 1, 0),  # same bin 30-34: binned
+            ("990010001001001", 1, 50, 1, 1),  # race differs: no match
+            ("990010001001002", 1, 6, 1, 0),  # bin 6 != 5: no match
+        ]
+    )
     a = agree(left, right)
     assert (a.population, a.exact, a.binned) == (4, 1, 2)
     assert a.exact_pct == 25.0 and a.binned_pct == 50.0

@@ -1,4 +1,5 @@
-"""Reidentification: linkage, confirmation and baselines worked out by hand on a tiny example; bad attacker data."""
+"""Reidentification: linkage, confirmation and baselines worked out by hand on a tiny example; bad
+attacker data."""
 
 from __future__ import annotations
 
@@ -56,7 +57,8 @@ def test_hand_checked_tiny_example():
     # c (Black, B1) and d (Asian, B2) are nonmodal
     nm = rate(res, "attack", "nonmodal")
     assert (nm["attacker_records"], nm["confirmed"]) == (2, 2)
-    # MDG: B1 -> White (rule 1); B2 -> its only person's race (rule 1): right for a, b, d; wrong for c
+    # MDG: B1 -> White (rule 1); B2 -> its only person's race (rule 1): right for a, b, d; wrong for
+    # c
     m = rate(res, "mdg", "all")
     assert (m["putative"], m["confirmed"]) == (4, 3)
     assert rate(res, "mdg", "nonmodal")["confirmed"] == 1
@@ -112,7 +114,9 @@ def test_expected_prg_is_the_mean_of_the_draws():
     res2 = reidentify(truth, truth, "perfect", tabulate(moved, ["P8", "P9"]), seed=0)
     exp2 = dict(zip(res2.records["pik"], res2.records["expected_prg"], strict=True))
     assert exp2 == pytest.approx({"a": 1.0, "b": 1.0, "c": 0.0, "d": 0.5})
-    assert res2.expected_prg_precision("nonmodal", original=True) == pytest.approx(100 * (1 / 3 + 1) / 2)
+    assert res2.expected_prg_precision("nonmodal", original=True) == pytest.approx(
+        100 * (1 / 3 + 1) / 2
+    )
 
 
 def test_mdg_and_modal_rules():
@@ -178,7 +182,8 @@ def test_commercial_attacker_on_synthetic_county(small_md, tmp_path):
     res = reidentify(rec, small_md, "commercial", ts, seed=1)
     s = write_reid_report(res, tmp_path, "test")
     a = s["attack"]["all"]
-    # the paper's COMRCL: putative 57%, precision 41%; ours: putative well below 100, precision below perfect
+    # the paper's COMRCL: putative 57%, precision 41%; ours: putative well below 100, precision
+    # below perfect
     assert 40 < a["putative_pct"] < 95 and 20 < a["precision_pct"] < 95
     assert s["attack"]["nonmodal"]["precision_pct"] > s["mdg"]["nonmodal"]["precision_pct"]
     for name in (

@@ -1,4 +1,5 @@
-"""The SF1 summary-file reader: small files in the official layout, written here, read back exactly."""
+"""The SF1 summary-file reader: small files in the official layout, written here, read back
+exactly."""
 
 from __future__ import annotations
 
@@ -43,8 +44,10 @@ def test_documented_positions():
 def _geo_record(sumlev: str, logrecno: int, state: str, county: str, tract: str, block: str) -> str:
     """One fixed-width geographic header record (2010 SF1 layout; unread columns blank)."""
     rec = [" "] * 500
+
     def put(first: int, text: str) -> None:
         rec[first - 1 : first - 1 + len(text)] = list(text)
+
     put(1, "SF1ST ")
     put(7, "ZZ")
     put(9, sumlev)
@@ -72,8 +75,16 @@ def write_official_layout(ts, folder: Path, st: str = "zz") -> None:
         for g in ts.grids[level].geoids:
             n += 1
             logrec[(level, g)] = n
-            recs.append(_geo_record("140" if level == "tract" else "101", n, g[:2], g[2:5], g[5:11],
-                                    g[11:15] if level == "block" else "    "))  # fmt: skip
+            recs.append(
+                _geo_record(
+                    "140" if level == "tract" else "101",
+                    n,
+                    g[:2],
+                    g[2:5],
+                    g[5:11],
+                    g[11:15] if level == "block" else "    ",
+                )
+            )
     (folder / f"{st}geo2010.sf1").write_bytes(("\n".join(recs) + "\n").encode("latin-1"))
     pos = field_positions()
     by_seg: dict[int, dict[int, str]] = {}
@@ -85,7 +96,9 @@ def write_official_layout(ts, folder: Path, st: str = "zz") -> None:
         grid = ts.grids[level]
         lines = []
         for i, g in enumerate(grid.geoids):
-            row = ["SF1ST", st.upper(), "000", "01", f"{logrec[(level, g)]:07d}"] + ["0"] * (width - 5)
+            row = ["SF1ST", st.upper(), "000", "01", f"{logrec[(level, g)]:07d}"] + ["0"] * (
+                width - 5
+            )
             for f, cell in fields.items():
                 row[f - 1] = str(int(grid.col(cell)[i]))
             lines.append(",".join(row))

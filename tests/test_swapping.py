@@ -1,4 +1,5 @@
-"""Household swapping: rates, invariants, determinism, bad configurations; the attack sees through it."""
+"""Household swapping: rates, invariants, determinism, bad configurations; the attack sees through
+it."""
 
 from __future__ import annotations
 

@@ -35,10 +35,16 @@ def test_specs_equal_oracle(oracle_path):
     for cid, c in cells.items():
         r = rows[cid]
         mine = {
-            "table": c.table, "level": c.level, "sex": c.sex, "age_min": str(c.age_min),
-            "age_max": str(c.age_max), "race": c.race, "hispanic": c.hispanic,
-            "measure": c.measure, "description": c.description(),
-        }  # fmt: skip
+            "table": c.table,
+            "level": c.level,
+            "sex": c.sex,
+            "age_min": str(c.age_min),
+            "age_max": str(c.age_max),
+            "race": c.race,
+            "hispanic": c.hispanic,
+            "measure": c.measure,
+            "description": c.description(),
+        }
         assert mine == {k: r[k] for k in mine}, cid
 
 
@@ -49,7 +55,8 @@ def test_cell_counts():
 
 
 def _oracle_value_matrix(md, rows, level):
-    """Tabulate straight from the oracle's text definitions, one cell at a time (independent of specs)."""
+    """Tabulate straight from the oracle's text definitions, one cell at a time (independent of
+    specs)."""
     n = 15 if level == "block" else 11
     geo = np.array([g[:n] for g in md.block_geoid])
     ug, gi = np.unique(geo, return_inverse=True)

@@ -1,4 +1,5 @@
-"""TopDown: converges to the input at a huge budget, keeps state totals, accounts its budget, refuses bad configs."""
+"""TopDown: converges to the input at a huge budget, keeps state totals, accounts its budget,
+refuses bad configs."""
 
 from __future__ import annotations
 
@@ -52,7 +53,9 @@ def test_failed_fit_falls_back_to_a_penalised_refit(county, monkeypatch):
     assert min(tvd_by_level(county, r.records).values()) >= 0.99
 
 
-def test_admm_that_fails_hands_the_parent_to_the_interior_point_fit_and_says_so(county, monkeypatch):
+def test_admm_that_fails_hands_the_parent_to_the_interior_point_fit_and_says_so(
+    county, monkeypatch
+):
     import tabrecon.defenses.topdown as td
 
     def admm_failing(metas, parent, *a, **k):
@@ -120,7 +123,9 @@ def test_tradeoff_one_row_per_defense_and_resume(county, tmp_path):
         none["attack_nonmodal_precision"], abs=1e-9
     )
     # without protection the release's tables are the unprotected ones: both PRG expectations agree
-    assert none["prg_expected_nonmodal_precision"] == pytest.approx(none["prg_original_nonmodal_precision"])
+    assert none["prg_expected_nonmodal_precision"] == pytest.approx(
+        none["prg_original_nonmodal_precision"]
+    )
     assert (tmp_path / "tradeoff.png").stat().st_size > 0
     again = run_tradeoff(county, ["none", "swap-lo", "rho=1e6"], tmp_path, seed=1, console=quiet)
     assert again.height == 3 and pl.read_csv(tmp_path / "tradeoff.csv").height == 3
@@ -147,7 +152,11 @@ def test_block_accuracy_metrics(county):
 
     same = block_accuracy(county, county)
     row = same.row(0, named=True)
-    assert row["mae_block_total"] == 0 and row["mean_l1_race_eth"] == 0 and row["majority_kept_pct"] == 100
+    assert (
+        row["mae_block_total"] == 0
+        and row["mean_l1_race_eth"] == 0
+        and row["majority_kept_pct"] == 100
+    )
     hi = block_accuracy(county, swap(county, "swap-hi", seed=1).records).row(0, named=True)
     assert hi["mae_block_total"] > 0 and hi["mean_l1_race_eth"] > 0
     assert same["bin"].to_list()[0] == "all" and same.height == 8
@@ -170,21 +179,27 @@ def test_noisy_measurement_fit(county):
     totals = dict(zip(g.geoids.tolist(), g.col("P0010001").tolist(), strict=True))
     nr = reconstruct_from_measurements(r.measurements, g.geoids, block_totals=totals)
     got = np.bincount(nr.records.block, minlength=len(nr.records.geoids))
-    assert dict(zip(nr.records.geoids.tolist(), got.tolist(), strict=True)) == {k: v for k, v in totals.items()}
+    assert dict(zip(nr.records.geoids.tolist(), got.tolist(), strict=True)) == {
+        k: v for k, v in totals.items()
+    }
     with pytest.raises(TabreconError, match="missing"):
         reconstruct_from_measurements(r.measurements.drop("variance"), g.geoids)
     with pytest.raises(TabreconError, match="unknown query"):
-        reconstruct_from_measurements(r.measurements.with_columns(pl.lit("ages").alias("query")), g.geoids)
+        reconstruct_from_measurements(
+            r.measurements.with_columns(pl.lit("ages").alias("query")), g.geoids
+        )
 
 
 def test_parents_in_parallel_keep_the_invariants(county):
-    """Two worker processes share each level's parents: same invariants, same exactness at a huge budget."""
+    """Two worker processes share each level's parents: same invariants, same exactness at a huge
+    budget."""
     r = topdown(county, uniform_config(1e6), workers=2)
     assert len(r.records) == len(county) and not r.fallbacks
     assert min(tvd_by_level(county, r.records).values()) >= 0.999
 
 
-# --- the fit and the rounding, piece by piece ------------------------------------------------------
+# --- the fit and the rounding, piece by piece
+# ------------------------------------------------------
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
@@ -268,8 +283,8 @@ def test_admm_that_does_not_converge_says_so():
 @settings(max_examples=40, deadline=None)
 @given(st.integers(2, 8), st.integers(1, 10), st.integers(0, 2**32 - 1))
 def test_rounding_by_largest_remainders_is_the_lp_optimum(C, S, seed):
-    """Without fixed child totals the rounding LP separates by cell; the greedy answer must reach the
-    LP's optimum and keep every parent cell exact."""
+    """Without fixed child totals the rounding LP separates by cell; the greedy answer must reach
+    the LP's optimum and keep every parent cell exact."""
     import scipy.sparse as sp
     from scipy.optimize import linprog
 

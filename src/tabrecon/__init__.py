@@ -1,4 +1,5 @@
-"""tabrecon: publish tables from microdata, attack them, certify what they prove, defend, and measure.
+"""tabrecon: publish tables from microdata, attack them, certify what they prove, defend, and
+measure.
 
 The pipeline, one module per step: :mod:`~tabrecon.schema` (person records) ->
 :mod:`~tabrecon.tables` (published tables) -> :mod:`~tabrecon.attacks` (reconstruction,

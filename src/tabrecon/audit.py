@@ -95,7 +95,9 @@ def check_same_geography(md, ts, md_path: Path, ts_path: Path) -> None:
     """Refuse microdata and tables of different geographies, naming the mismatch."""
     g = ts.grids.get("block")
     if g is None:
-        raise MismatchError(f"{ts_path}: the tables have no block level; the audit needs block tables")
+        raise MismatchError(
+            f"{ts_path}: the tables have no block level; the audit needs block tables"
+        )
     pop = g.col("P0010001") if "P0010001" in set(g.cells.tolist()) else None
     tb = set(g.geoids[pop > 0].tolist()) if pop is not None else set(g.geoids.tolist())
     mb = set(np.asarray(md.geoids)[np.unique(md.block)].tolist())
@@ -103,10 +105,18 @@ def check_same_geography(md, ts, md_path: Path, ts_path: Path) -> None:
     if only_t or only_m:
         parts = []
         if only_m:
-            parts.append(f"{len(only_m)} inhabited block(s) of {md_path} are not in the tables (e.g. {only_m[0]})")
+            parts.append(
+                f"{len(only_m)} inhabited block(s) of {md_path} are not in the tables (e.g. "
+                f"{only_m[0]})"
+            )
         if only_t:
-            parts.append(f"{len(only_t)} inhabited block(s) of {ts_path} are not in the microdata (e.g. {only_t[0]})")
-        raise MismatchError("microdata and tables describe different geographies: " + "; ".join(parts))
+            parts.append(
+                f"{len(only_t)} inhabited block(s) of {ts_path} are not in the microdata (e.g. "
+                f"{only_t[0]})"
+            )
+        raise MismatchError(
+            "microdata and tables describe different geographies: " + "; ".join(parts)
+        )
     if pop is not None:
         order = np.searchsorted(np.asarray(md.geoids), g.geoids[pop > 0])
         counts = np.bincount(md.block, minlength=len(md.geoids))[order]
@@ -114,8 +124,10 @@ def check_same_geography(md, ts, md_path: Path, ts_path: Path) -> None:
         if bad.size:
             b = g.geoids[pop > 0][bad[0]]
             raise MismatchError(
-                f"microdata and tables disagree on block populations: block {b} has {counts[bad[0]]} persons in "
-                f"{md_path} but P0010001 = {pop[pop > 0][bad[0]]} in {ts_path} ({bad.size} block(s) differ)"
+                f"microdata and tables disagree on block populations: block {b} has "
+                f"{counts[bad[0]]} persons in "
+                f"{md_path} but P0010001 = {pop[pop > 0][bad[0]]} in {ts_path} ({bad.size} "
+                "block(s) differ)"
             )
 
 
@@ -155,9 +167,16 @@ class StageLog:
 class ChunkRunner:
     """Runs the stages of one chunk, each written as done and skipped on resume."""
 
-    def __init__(self, cfg: AuditConfig, chunk: Chunk, work: Path, resume: bool, log: StageLog,
-                 progress: Callable[[str, int], Callable[[dict], None]],
-                 on_stage: Callable[[str], None] = lambda stage: None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        cfg: AuditConfig,
+        chunk: Chunk,
+        work: Path,
+        resume: bool,
+        log: StageLog,
+        progress: Callable[[str, int], Callable[[dict], None]],
+        on_stage: Callable[[str], None] = lambda stage: None,
+    ) -> None:
         self.cfg, self.chunk, self.dir, self.resume = cfg, chunk, work / chunk.name, resume
         self.dir.mkdir(parents=True, exist_ok=True)
         self.log, self.progress, self.on_stage = log, progress, on_stage
@@ -172,7 +191,9 @@ class ChunkRunner:
                 return None
         return None
 
-    def resumed(self, stage: str, path: Path, load: Callable[[Path], Any]) -> tuple[Any, dict] | None:
+    def resumed(
+        self, stage: str, path: Path, load: Callable[[Path], Any]
+    ) -> tuple[Any, dict] | None:
         """(the stage's output, its info) when an earlier run finished it and ``resume`` is on."""
         info = self.done(stage)
         if info is None or not path.exists():
@@ -212,10 +233,14 @@ class ChunkRunner:
         ts = given if given is not None else tabulate(md)
         rep = check_consistency(ts)
         write_tables(ts, path)
-        info = {"table_values": int(sum(g.values.size for g in ts.grids.values())),
-                "identity_checks": rep.checked, "identity_violations": len(rep.violations),
-                "tracts": len(ts.tracts()), "tables_present": ts.tables_present(),
-                "blocks": int(ts.grids["block"].geoids.size) if "block" in ts.grids else 0}  # fmt: skip
+        info = {
+            "table_values": int(sum(g.values.size for g in ts.grids.values())),
+            "identity_checks": rep.checked,
+            "identity_violations": len(rep.violations),
+            "tracts": len(ts.tracts()),
+            "tables_present": ts.tables_present(),
+            "blocks": int(ts.grids["block"].geoids.size) if "block" in ts.grids else 0,
+        }
         return ts, self.mark("tabulate", t0, info)
 
     def reconstruct(self, ts, level: str, md, prefix: str = ""):
@@ -229,15 +254,29 @@ class ChunkRunner:
             return hit
         t0 = time.perf_counter()
         tick = self.progress(f"{self.chunk.name} {prefix}reconstruct {level}", len(ts.tracts()))
-        run = reconstruct(ts, level, self.opts(), workers=self.cfg.run.workers, out=path, resume=self.resume,
-                          progress=tick)  # fmt: skip
-        info = {"records": len(run.records), "failed_tracts": [r.tract for r in run.failed],
-                "failures": [f"{r.tract}: {r.status} {getattr(r, 'message', '')}".strip() for r in run.failed]}  # fmt: skip
+        run = reconstruct(
+            ts,
+            level,
+            self.opts(),
+            workers=self.cfg.run.workers,
+            out=path,
+            resume=self.resume,
+            progress=tick,
+        )
+        info = {
+            "records": len(run.records),
+            "failed_tracts": [r.tract for r in run.failed],
+            "failures": [
+                f"{r.tract}: {r.status} {getattr(r, 'message', '')}".strip() for r in run.failed
+            ],
+        }
         if md is not None and not prefix:
             a = agree(md, run.records)
             info["agree_resolution"] = a.resolution
-            _atomic_parquet(a.by_bin.select("bin", "blocks", "persons", "exact", "binned"),
-                            self.dir / f"agree_{level.replace('+', '_')}.parquet")  # fmt: skip
+            _atomic_parquet(
+                a.by_bin.select("bin", "blocks", "persons", "exact", "binned"),
+                self.dir / f"agree_{level.replace('+', '_')}.parquet",
+            )
         if not path.exists():  # no tract solved: keep an empty file so the stage is complete
             run.records.to_frame().write_parquet(path)
         return run.records, self.mark(stage, t0, info)
@@ -251,8 +290,17 @@ class ChunkRunner:
             return hit
         t0 = time.perf_counter()
         tick = self.progress(f"{self.chunk.name} {prefix}certify", len(ts.tracts()))
-        run = certify(ts, recon, level, self.opts(), workers=self.cfg.run.workers, out=path, resume=self.resume,
-                      distance=self.cfg.certify.distance, progress=tick)  # fmt: skip
+        run = certify(
+            ts,
+            recon,
+            level,
+            self.opts(),
+            workers=self.cfg.run.workers,
+            out=path,
+            resume=self.resume,
+            distance=self.cfg.certify.distance,
+            progress=tick,
+        )
         info = {"blocks": run.blocks.height, "failed_tracts": [f["unit"] for f in run.failed]}
         return run.blocks, self.mark(stage, t0, info)
 
@@ -269,30 +317,46 @@ class ChunkRunner:
             return hit
         t0 = time.perf_counter()
         r = self.cfg.reidentify
-        res = reidentify(recon, md, r.attacker, ts, blocks, seed=self.seed, francis_threshold=r.francis_threshold)
-        rates = res.rates(by_bin=True).select("group", "bin", "source", "attacker_records", "putative", "confirmed")
+        res = reidentify(
+            recon, md, r.attacker, ts, blocks, seed=self.seed, francis_threshold=r.francis_threshold
+        )
+        rates = res.rates(by_bin=True).select(
+            "group", "bin", "source", "attacker_records", "putative", "confirmed"
+        )
         from .attacks.reidentify import GROUPS
 
-        # PRG in expectation (no draw noise), from the published and from the unprotected block counts
-        info: dict = {"prg_expected": {g: res.expected_prg(g)[0] for g in GROUPS},
-                      "prg_original": {g: res.expected_prg(g, original=True)[0] for g in GROUPS}}  # fmt: skip
+        # PRG in expectation (no draw noise), from the published and from the unprotected block
+        # counts
+        info: dict = {
+            "prg_expected": {g: res.expected_prg(g)[0] for g in GROUPS},
+            "prg_original": {g: res.expected_prg(g, original=True)[0] for g in GROUPS},
+        }
         if not prefix:
             hist = {s: _hist(_per_person_precision(res, s)) for s in PREC_SOURCES[:-1]}
             hist["francis"] = _hist(res.francis["precision"].to_numpy())
             totals = {s: int(h[0]) for s, h in hist.items()}
-            _atomic_parquet(pl.DataFrame({"p": PRECISION_GRID, **{s: hist[s] for s in PREC_SOURCES}}),
-                            self.dir / "precision_hist.parquet")  # fmt: skip
+            _atomic_parquet(
+                pl.DataFrame({"p": PRECISION_GRID, **{s: hist[s] for s in PREC_SOURCES}}),
+                self.dir / "precision_hist.parquet",
+            )
             flags = uniqueness_flags(recon, blocks)
-            info |= {"attacker": asdict(res.attacker_report), "precision_persons": totals,
-                    "mdg_rules": res.meta.get("mdg_rules"), "rvr_share": res.meta.get("rvr_share"),
-                    "recon_records": flags.height, "recon_bsab_unique": int((flags["bsab_unique"] == 1).sum()),
-                    "recon_certified_unique": int((flags["certified"] & (flags["bsab_unique"] == 1)).sum())}  # fmt: skip
+            info |= {
+                "attacker": asdict(res.attacker_report),
+                "precision_persons": totals,
+                "mdg_rules": res.meta.get("mdg_rules"),
+                "rvr_share": res.meta.get("rvr_share"),
+                "recon_records": flags.height,
+                "recon_bsab_unique": int((flags["bsab_unique"] == 1).sum()),
+                "recon_certified_unique": int(
+                    (flags["certified"] & (flags["bsab_unique"] == 1)).sum()
+                ),
+            }
         _atomic_parquet(rates, path)
         return rates, self.mark(stage, t0, info)
 
     def noisy_attack(self, md, ts, meas: pl.DataFrame, prefix: str) -> dict:
-        """Fit records straight to TopDown's noisy measurements (with the published block totals) and
-        link them: counts to add up across chunks."""
+        """Fit records straight to TopDown's noisy measurements (with the published block totals)
+        and link them: counts to add up across chunks."""
         from .attacks.noisy import reconstruct_from_measurements
         from .attacks.reidentify import reidentify
         from .metrics.agreement import agree
@@ -302,12 +366,23 @@ class ChunkRunner:
         nr = reconstruct_from_measurements(meas, g.geoids, block_totals=totals)
         a = agree(md, nr.records, warn=False)  # fitted to noisy totals: other totals by design
         r = self.cfg.reidentify
-        res = reidentify(nr.records, md, r.attacker, ts, None, seed=self.seed, francis_threshold=r.francis_threshold)
+        res = reidentify(
+            nr.records,
+            md,
+            r.attacker,
+            ts,
+            None,
+            seed=self.seed,
+            francis_threshold=r.francis_threshold,
+        )
         rt = res.rates().filter(pl.col("source") == "attack")
         out = {"nmf_exact": a.exact, "nmf_binned": a.binned, "nmf_failed_blocks": len(nr.failed)}
         for grp in ("all", "nonmodal"):
             row = rt.filter(pl.col("group") == grp).row(0, named=True)
-            out[f"nmf_{grp}_putative"], out[f"nmf_{grp}_confirmed"] = row["putative"], row["confirmed"]
+            out[f"nmf_{grp}_putative"], out[f"nmf_{grp}_confirmed"] = (
+                row["putative"],
+                row["confirmed"],
+            )
         return out
 
     def defense(self, md, spec: str):
@@ -322,27 +397,41 @@ class ChunkRunner:
         info = self.done(stage)
         if info is not None and path.exists():
             self.skip(stage)
-            return json.loads(path.read_text()), pl.read_parquet(self.dir / f"{prefix}reid_rates.parquet")
+            return json.loads(path.read_text()), pl.read_parquet(
+                self.dir / f"{prefix}reid_rates.parquet"
+            )
         t0 = time.perf_counter()
         protected, dinfo, meas = _defend(md, spec, self.seed, self.cfg.run.workers)
         ts = tabulate(protected)
         rec, _ = self.reconstruct(ts, "block+tract", None, prefix)
-        blocks, _ = self.certify(ts, rec, "block+tract", prefix) if self.cfg.certify.enabled else (None, None)
+        blocks, _ = (
+            self.certify(ts, rec, "block+tract", prefix)
+            if self.cfg.certify.enabled
+            else (None, None)
+        )
         rates, rinfo = self.reidentify(rec, md, ts, blocks, prefix)
         nmf = {}
         if meas is not None and self.cfg.defenses.noisy_measurement_attack:
             nmf = self.noisy_attack(md, ts, meas, prefix)
         acc = block_accuracy(md, protected).row(0, named=True)
         l1 = l1_by_level(md, protected)
-        row = {"defense": spec, "rho": dinfo.get("rho"), "epsilon": dinfo.get("epsilon_cks_delta_1e-10"),
-               "persons": len(md), "blocks": acc["blocks"], "majority_blocks": acc["majority_blocks"],
-               "abs_block_total": acc["mae_block_total"] * acc["blocks"],
-               "l1_race_eth": acc["mean_l1_race_eth"] * acc["blocks"],
-               "majority_kept": (acc["majority_kept_pct"] or 0.0) * acc["majority_blocks"] / 100.0,
-               **{f"l1_{k}": v for k, v in l1.items()},
-               "certified_blocks": _certified_inhabited(blocks),
-               **nmf, "prg_expected": rinfo.get("prg_expected"), "prg_original": rinfo.get("prg_original"),
-               "info": dinfo}  # fmt: skip
+        row = {
+            "defense": spec,
+            "rho": dinfo.get("rho"),
+            "epsilon": dinfo.get("epsilon_cks_delta_1e-10"),
+            "persons": len(md),
+            "blocks": acc["blocks"],
+            "majority_blocks": acc["majority_blocks"],
+            "abs_block_total": acc["mae_block_total"] * acc["blocks"],
+            "l1_race_eth": acc["mean_l1_race_eth"] * acc["blocks"],
+            "majority_kept": (acc["majority_kept_pct"] or 0.0) * acc["majority_blocks"] / 100.0,
+            **{f"l1_{k}": v for k, v in l1.items()},
+            "certified_blocks": _certified_inhabited(blocks),
+            **nmf,
+            "prg_expected": rinfo.get("prg_expected"),
+            "prg_original": rinfo.get("prg_original"),
+            "info": dinfo,
+        }
         _atomic_write_json(path, row)
         self.mark(stage, t0, {"defense": spec})
         return row, rates
@@ -369,8 +458,12 @@ def _agree_table(frames: list[pl.DataFrame]) -> pl.DataFrame:
     tot = s.select(pl.lit("all").alias("bin"), pl.exclude("bin").sum())
     s = pl.concat([tot, s])
     return s.with_columns(
-        pl.when(pl.col("persons") > 0).then(100.0 * pl.col("exact") / pl.col("persons")).alias("exact_pct"),
-        pl.when(pl.col("persons") > 0).then(100.0 * pl.col("binned") / pl.col("persons")).alias("binned_pct"),
+        pl.when(pl.col("persons") > 0)
+        .then(100.0 * pl.col("exact") / pl.col("persons"))
+        .alias("exact_pct"),
+        pl.when(pl.col("persons") > 0)
+        .then(100.0 * pl.col("binned") / pl.col("persons"))
+        .alias("binned_pct"),
     )
 
 
@@ -385,27 +478,36 @@ def _defense_table(rows: list[dict], rates: dict[str, pl.DataFrame]) -> pl.DataF
         n = sum(r["persons"] for r in rs)
         b = sum(r["blocks"] for r in rs)
         mb = sum(r["majority_blocks"] for r in rs)
-        row = {"defense": spec, "rho": rs[0]["rho"] if rs[0]["rho"] is not None else float("nan"),
-               "epsilon": rs[0]["epsilon"] if rs[0]["epsilon"] is not None else float("nan")}  # fmt: skip
+        row = {
+            "defense": spec,
+            "rho": rs[0]["rho"] if rs[0]["rho"] is not None else float("nan"),
+            "epsilon": rs[0]["epsilon"] if rs[0]["epsilon"] is not None else float("nan"),
+        }
         for lv in LEVELS[1:]:
             k = f"l1_{lv}"
             if k in rs[0]:
                 row[f"tvd_{lv}"] = 1.0 - sum(r[k] for r in rs) / (2.0 * n)
         row["mae_block_total"] = sum(r["abs_block_total"] for r in rs) / b if b else float("nan")
         row["mean_l1_race_eth"] = sum(r["l1_race_eth"] for r in rs) / b if b else float("nan")
-        row["majority_kept_pct"] = 100.0 * sum(r["majority_kept"] for r in rs) / mb if mb else float("nan")
+        row["majority_kept_pct"] = (
+            100.0 * sum(r["majority_kept"] for r in rs) / mb if mb else float("nan")
+        )
         row["certified_blocks"] = sum(r["certified_blocks"] for r in rs)
         row["blocks"] = b
         if all("nmf_exact" in r for r in rs):  # the attack on the noisy measurements themselves
             row["nmf_agreement_binned_pct"] = 100.0 * sum(r["nmf_binned"] for r in rs) / n
             for g in ("all", "nonmodal"):
                 put = sum(r[f"nmf_{g}_putative"] for r in rs)
-                row[f"nmf_{g}_precision"] = 100.0 * sum(r[f"nmf_{g}_confirmed"] for r in rs) / put if put else float("nan")
+                row[f"nmf_{g}_precision"] = (
+                    100.0 * sum(r[f"nmf_{g}_confirmed"] for r in rs) / put if put else float("nan")
+                )
         pr = pct_rates(rates[spec]).filter(pl.col("bin") == "all")
         for g in ("all", "modal", "nonmodal", "certified_uniques"):
             for src in ("attack", "mdg", "prg"):
                 v = pr.filter((pl.col("group") == g) & (pl.col("source") == src))["precision_pct"]
-                row[f"{src}_{g}_precision"] = float("nan") if v.is_empty() or v[0] is None else float(v[0])
+                row[f"{src}_{g}_precision"] = (
+                    float("nan") if v.is_empty() or v[0] is None else float(v[0])
+                )
             put = pr.filter((pl.col("group") == g) & (pl.col("source") == "attack"))["putative"]
             row[f"attack_{g}_putative"] = int(put[0]) if not put.is_empty() else 0
             for key in ("prg_expected", "prg_original"):  # PRG without its draw noise
@@ -430,8 +532,18 @@ def _versions() -> dict[str, str]:
     import importlib.metadata as im
 
     vs = {"python": platform.python_version(), "platform": platform.platform()}
-    for p in ("tabrecon", "numpy", "polars", "ortools", "highspy", "opendp", "clarabel", "scipy", "dask",
-              "distributed"):  # fmt: skip
+    for p in (
+        "tabrecon",
+        "numpy",
+        "polars",
+        "ortools",
+        "highspy",
+        "opendp",
+        "clarabel",
+        "scipy",
+        "dask",
+        "distributed",
+    ):
         try:
             vs[p] = im.version(p)
         except im.PackageNotFoundError:
@@ -474,7 +586,9 @@ def audit(
     md_path = Path(microdata) if microdata is not None else None
     ts_path = Path(tables) if tables is not None else None
     if md_path is None and ts_path is None:
-        raise TabreconError("give microdata (a person file) or --tables (published tables), or both")
+        raise TabreconError(
+            "give microdata (a person file) or --tables (published tables), or both"
+        )
     for p in (md_path, ts_path):
         if p is not None and not p.exists():
             raise TabreconError(f"{p}: file not found")
@@ -497,8 +611,16 @@ def audit(
         chunks = [Chunk(0, [], 0)]  # the given release is audited as one piece
     else:
         chunks = plan_chunks(md_path, cfg.run.chunk_persons)
-    prog = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                    TextColumn("{task.fields[last]}"), console=con, disable=not show_progress, transient=False)  # fmt: skip
+    prog = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        TextColumn("{task.fields[last]}"),
+        console=con,
+        disable=not show_progress,
+        transient=False,
+    )
 
     def progress(label: str, total: int) -> Callable[[dict], None]:
         task = prog.add_task(label, total=total, last="")
@@ -521,19 +643,32 @@ def audit(
     hist = np.zeros((len(PRECISION_GRID), len(PREC_SOURCES)), dtype=np.int64)
     def_rows: list[dict] = []
     def_rates: dict[str, list[pl.DataFrame]] = {}
-    facts = {"persons": 0, "blocks": 0, "tracts": 0, "table_values": 0, "identity_checks": 0,
-             "identity_violations": 0, "recon_records": 0, "recon_bsab_unique": 0, "recon_certified_unique": 0}  # fmt: skip
+    facts = {
+        "persons": 0,
+        "blocks": 0,
+        "tracts": 0,
+        "table_values": 0,
+        "identity_checks": 0,
+        "identity_violations": 0,
+        "recon_records": 0,
+        "recon_bsab_unique": 0,
+        "recon_certified_unique": 0,
+    }
     failures: list[str] = []
     tables_seen: set[str] = set()
     resolutions: dict[str, set[str]] = {}  # what agreement's binned pass compares on, per level
     attacker_reports: list[dict] = []
-    rich_level = "block+tract" if "block+tract" in cfg.reconstruct.levels else cfg.reconstruct.levels[0]
+    rich_level = (
+        "block+tract" if "block+tract" in cfg.reconstruct.levels else cfg.reconstruct.levels[0]
+    )
     chunk_errors: list[BaseException] = []
     with execution(cfg.run.scheduler, cfg.run.retries), prog:
         for ch in chunks:
             cr = ChunkRunner(cfg, ch, work, resume, log, progress, on_stage)
             nc = len(ch.counties)
-            where = f"{nc} count{'y' if nc == 1 else 'ies'}, {ch.persons:,} persons" if nc else "all"
+            where = (
+                f"{nc} count{'y' if nc == 1 else 'ies'}, {ch.persons:,} persons" if nc else "all"
+            )
             prog.update(overall, description=f"audit {ch.name} ({where})")
             try:
                 part = _run_chunk(cr, cfg, md_path, ts_path, given, rich_level, log)
@@ -563,8 +698,13 @@ def audit(
                 def_rates.setdefault(row["defense"], []).append(drates)
     if len(chunk_errors) == len(chunks):  # nothing to report on: the first error is the answer
         err0 = chunk_errors[0]
-        raise err0 if isinstance(err0, TabreconError) else TabreconError(f"every chunk failed; first: {failures[0]}")
-    # ---- aggregate --------------------------------------------------------------------------------
+        raise (
+            err0
+            if isinstance(err0, TabreconError)
+            else TabreconError(f"every chunk failed; first: {failures[0]}")
+        )
+    # ---- aggregate
+    # --------------------------------------------------------------------------------
     t_agg = time.perf_counter()
     from .attacks.certify import cumulative_solvar, solvar_table, zero_share_by_size
 
@@ -583,20 +723,41 @@ def audit(
     if rates_frames:
         frames["reid_rates"] = pct_rates(pl.concat(rates_frames))
         frames["precision_cdf"] = pl.DataFrame(
-            {"p_pct": 100 * PRECISION_GRID,
-             **{f"{s}_share_pct": 100.0 * hist[:, i] / hist[0, i] if hist[0, i] else np.full(len(PRECISION_GRID), np.nan)
-                for i, s in enumerate(PREC_SOURCES)}})  # fmt: skip
+            {
+                "p_pct": 100 * PRECISION_GRID,
+                **{
+                    f"{s}_share_pct": 100.0 * hist[:, i] / hist[0, i]
+                    if hist[0, i]
+                    else np.full(len(PRECISION_GRID), np.nan)
+                    for i, s in enumerate(PREC_SOURCES)
+                },
+            }
+        )
     if def_rows:
-        frames["defenses"] = _defense_table(def_rows, {k: pl.concat(v) for k, v in def_rates.items()})
+        frames["defenses"] = _defense_table(
+            def_rows, {k: pl.concat(v) for k, v in def_rates.items()}
+        )
     for name, df in frames.items():
         df.write_csv(res / f"{name}.csv")
     log.add("aggregate", time.perf_counter() - t_agg)
-    summary = _summary(cfg, frames, facts, allb, cum if allb is not None else None, chunks, failures,
-                       attacker_reports, md_path, ts_path)  # fmt: skip
+    summary = _summary(
+        cfg,
+        frames,
+        facts,
+        allb,
+        cum if allb is not None else None,
+        chunks,
+        failures,
+        attacker_reports,
+        md_path,
+        ts_path,
+    )
     from .tables import SF1_TABLES
 
     summary["tables_present"] = [t.name for t in SF1_TABLES if t.name in tables_seen]
-    summary["agreement_resolution"] = {lv: "; ".join(sorted(t for t in v if t)) for lv, v in resolutions.items()}
+    summary["agreement_resolution"] = {
+        lv: "; ".join(sorted(t for t in v if t)) for lv, v in resolutions.items()
+    }
     summary["timings_s"] = {**log.seconds, "total": round(time.perf_counter() - t_start, 2)}
     summary["resumed_stages"] = log.resumed
     summary["peak_memory"] = _peak_mb()
@@ -620,24 +781,56 @@ def _fingerprint(cfg: AuditConfig, md_path: Path | None, ts_path: Path | None) -
     result (not where units run: workers, scheduler, retries; not the report's presentation)."""
     conf = cfg.to_dict()
     conf.pop("report", None)
-    conf["run"] = {k: v for k, v in conf["run"].items() if k not in ("workers", "scheduler", "retries")}
-    return fingerprint(microdata=digest_path(md_path) if md_path is not None else "none",
-                       tables=digest_path(ts_path) if ts_path is not None else "none", config=conf)  # fmt: skip
+    conf["run"] = {
+        k: v for k, v in conf["run"].items() if k not in ("workers", "scheduler", "retries")
+    }
+    return fingerprint(
+        microdata=digest_path(md_path) if md_path is not None else "none",
+        tables=digest_path(ts_path) if ts_path is not None else "none",
+        config=conf,
+    )
 
 
-def _run_chunk(cr: ChunkRunner, cfg: AuditConfig, md_path, ts_path, given, rich_level: str, log: StageLog) -> dict:
-    """Every stage of one chunk; returns its summable aggregates (nothing is merged until it is done)."""
+def _run_chunk(
+    cr: ChunkRunner, cfg: AuditConfig, md_path, ts_path, given, rich_level: str, log: StageLog
+) -> dict:
+    """Every stage of one chunk; returns its summable aggregates (nothing is merged until it is
+    done)."""
     from .schema import read_microdata
 
     ch = cr.chunk
-    facts = dict.fromkeys(("persons", "blocks", "tracts", "table_values", "identity_checks", "identity_violations",
-                           "recon_records", "recon_bsab_unique", "recon_certified_unique"), 0)  # fmt: skip
-    out: dict[str, Any] = {"facts": facts, "failures": [], "agree": {}, "blocks": None, "rates": None,
-                           "hist": None, "attacker": None, "defenses": []}  # fmt: skip
+    facts = dict.fromkeys(
+        (
+            "persons",
+            "blocks",
+            "tracts",
+            "table_values",
+            "identity_checks",
+            "identity_violations",
+            "recon_records",
+            "recon_bsab_unique",
+            "recon_certified_unique",
+        ),
+        0,
+    )
+    out: dict[str, Any] = {
+        "facts": facts,
+        "failures": [],
+        "agree": {},
+        "blocks": None,
+        "rates": None,
+        "hist": None,
+        "attacker": None,
+        "defenses": [],
+    }
     t0 = time.perf_counter()
     md = None
     if md_path is not None:
-        md = read_microdata(md_path, counties=ch.counties) if ch.counties else read_microdata(md_path)
+        md = (
+            read_microdata(md_path, counties=ch.counties)
+            if ch.counties
+            else read_microdata(md_path)
+        )
         log.add("read", time.perf_counter() - t0)
         if given is not None:
             check_same_geography(md, given, md_path, ts_path)
@@ -647,7 +840,9 @@ def _run_chunk(cr: ChunkRunner, cfg: AuditConfig, md_path, ts_path, given, rich_
         facts[k] += tinfo[k]
     out["tables_present"] = tinfo.get("tables_present", [])
     if md is None:
-        facts["persons"] += int(ts.grids["block"].col("P0010001").sum()) if "block" in ts.grids else 0
+        facts["persons"] += (
+            int(ts.grids["block"].col("P0010001").sum()) if "block" in ts.grids else 0
+        )
     recons = {}
     for lv in cfg.reconstruct.levels:
         recons[lv], rinfo = cr.reconstruct(ts, lv, md)
@@ -658,7 +853,9 @@ def _run_chunk(cr: ChunkRunner, cfg: AuditConfig, md_path, ts_path, given, rich_
     blocks = None
     if cfg.certify.enabled:
         blocks, cinfo = cr.certify(ts, recons[rich_level], rich_level)
-        out["failures"] += [f"{ch.name} certify: tract {t} failed" for t in cinfo.get("failed_tracts", [])]
+        out["failures"] += [
+            f"{ch.name} certify: tract {t} failed" for t in cinfo.get("failed_tracts", [])
+        ]
         out["blocks"] = blocks
     if md is None:
         from .attacks.certify import uniqueness_flags
@@ -667,7 +864,9 @@ def _run_chunk(cr: ChunkRunner, cfg: AuditConfig, md_path, ts_path, given, rich_
             fl = uniqueness_flags(recons[rich_level], blocks)
             facts["recon_records"] += fl.height
             facts["recon_bsab_unique"] += int((fl["bsab_unique"] == 1).sum())
-            facts["recon_certified_unique"] += int((fl["certified"] & (fl["bsab_unique"] == 1)).sum())
+            facts["recon_certified_unique"] += int(
+                (fl["certified"] & (fl["bsab_unique"] == 1)).sum()
+            )
         return out
     out["rates"], rinfo = cr.reidentify(recons[rich_level], md, ts, blocks)
     out["hist"] = pl.read_parquet(cr.dir / "precision_hist.parquet").select(PREC_SOURCES).to_numpy()
@@ -679,10 +878,17 @@ def _run_chunk(cr: ChunkRunner, cfg: AuditConfig, md_path, ts_path, given, rich_
     return out
 
 
-def _summary(cfg, frames, facts, allb, cum, chunks, failures, attacker_reports, md_path, ts_path) -> dict:
+def _summary(
+    cfg, frames, facts, allb, cum, chunks, failures, attacker_reports, md_path, ts_path
+) -> dict:
     s: dict[str, Any] = {
-        "input": {"microdata": str(md_path) if md_path else None, "tables": str(ts_path) if ts_path else None},
-        "chunks": [{"name": c.name, "counties": len(c.counties), "persons": c.persons} for c in chunks],
+        "input": {
+            "microdata": str(md_path) if md_path else None,
+            "tables": str(ts_path) if ts_path else None,
+        },
+        "chunks": [
+            {"name": c.name, "counties": len(c.counties), "persons": c.persons} for c in chunks
+        ],
         "config": cfg.to_dict(),
         **facts,
         "failures": failures,
@@ -691,29 +897,62 @@ def _summary(cfg, frames, facts, allb, cum, chunks, failures, attacker_reports, 
         f = frames.get(f"agreement_{lv.replace('+', '_')}")
         if f is not None:
             r = f.row(0, named=True)
-            s[f"agreement_{lv}"] = {"exact_pct": r["exact_pct"], "binned_pct": r["binned_pct"], "persons": r["persons"]}
+            s[f"agreement_{lv}"] = {
+                "exact_pct": r["exact_pct"],
+                "binned_pct": r["binned_pct"],
+                "persons": r["persons"],
+            }
     if allb is not None:
         inh = allb.filter(pl.col("persons") > 0)
         uniq = inh.filter(pl.col("status") == "unique")
-        s["certify"] = {"level": "block+tract" if "block+tract" in cfg.reconstruct.levels else cfg.reconstruct.levels[0],
-                        "inhabited_blocks": inh.height, "unique_blocks": uniq.height,
-                        "unique_blocks_pct": 100.0 * uniq.height / inh.height if inh.height else None,
-                        "unique_persons": int(uniq["persons"].sum()),
-                        "unique_persons_pct": 100.0 * uniq["persons"].sum() / inh["persons"].sum() if inh.height else None,
-                        "unproven_blocks": int((~inh["proven"]).sum()),
-                        "cumulative_solvar_pct": list(cum) if cum else None}  # fmt: skip
+        s["certify"] = {
+            "level": "block+tract"
+            if "block+tract" in cfg.reconstruct.levels
+            else cfg.reconstruct.levels[0],
+            "inhabited_blocks": inh.height,
+            "unique_blocks": uniq.height,
+            "unique_blocks_pct": 100.0 * uniq.height / inh.height if inh.height else None,
+            "unique_persons": int(uniq["persons"].sum()),
+            "unique_persons_pct": 100.0 * uniq["persons"].sum() / inh["persons"].sum()
+            if inh.height
+            else None,
+            "unproven_blocks": int((~inh["proven"]).sum()),
+            "cumulative_solvar_pct": list(cum) if cum else None,
+        }
     if "reid_rates" in frames:
         rt = frames["reid_rates"].filter(pl.col("bin") == "all")
         s["reidentification"] = {}
         for src in ("attack", "mdg", "prg", "truth", "rvr"):
             s["reidentification"][src] = {}
-            for g in ("all", "modal", "nonmodal", "uniques", "certified_nonmodal", "certified_uniques"):
+            for g in (
+                "all",
+                "modal",
+                "nonmodal",
+                "uniques",
+                "certified_nonmodal",
+                "certified_uniques",
+            ):
                 r = rt.filter((pl.col("group") == g) & (pl.col("source") == src))
                 if r.height:
-                    s["reidentification"][src][g] = {k: r[k][0] for k in ("attacker_records", "putative", "confirmed",
-                                                                            "putative_pct", "confirmed_pct", "precision_pct")}  # fmt: skip
-        s["attacker"] = attacker_reports[0] if len(attacker_reports) == 1 else {
-            "records": sum(a.get("records", 0) for a in attacker_reports), "chunks": len(attacker_reports)}
+                    s["reidentification"][src][g] = {
+                        k: r[k][0]
+                        for k in (
+                            "attacker_records",
+                            "putative",
+                            "confirmed",
+                            "putative_pct",
+                            "confirmed_pct",
+                            "precision_pct",
+                        )
+                    }
+        s["attacker"] = (
+            attacker_reports[0]
+            if len(attacker_reports) == 1
+            else {
+                "records": sum(a.get("records", 0) for a in attacker_reports),
+                "chunks": len(attacker_reports),
+            }
+        )
     if "defenses" in frames:
         s["defenses"] = frames["defenses"].to_dicts()
     return s

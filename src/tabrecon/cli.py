@@ -1,4 +1,5 @@
-"""Command-line interface: a thin layer over the Python API. Input errors print one line and exit 2."""
+"""Command-line interface: a thin layer over the Python API. Input errors print one line and exit
+2."""
 
 from __future__ import annotations
 
@@ -31,8 +32,10 @@ tables_app = typer.Typer(
 )
 app.add_typer(tables_app, name="tables")
 console = Console(stderr=False)
-FRESH_HELP = ("Start over: discard what an earlier run left in the output. Without it a rerun resumes, "
-              "and refuses (exit 2) when the earlier run had other inputs or options")  # fmt: skip
+FRESH_HELP = (
+    "Start over: discard what an earlier run left in the output. Without it a rerun resumes, "
+    "and refuses (exit 2) when the earlier run had other inputs or options"
+)
 err = Console(stderr=True, soft_wrap=True)  # an error is one line, never wrapped
 
 
@@ -182,7 +185,8 @@ def check_tables(
     ts = read_tables(tables_file)
     rep = check_consistency(ts)
     console.print(
-        f"{tables_file}: {rep.checked:,} identity checks, {rep.skipped:,} skipped (cells not published)"
+        f"{tables_file}: {rep.checked:,} identity checks, {rep.skipped:,} skipped (cells not "
+        "published)"
     )
     if rep.ok:
         console.print("[green]consistent[/green]: every identity holds")
@@ -228,8 +232,16 @@ def _progress(total: int, label: str):
         TimeRemainingColumn,
     )
 
-    prog = Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[last]}"),
-                    TimeElapsedColumn(), TimeRemainingColumn(), console=err, transient=False)  # fmt: skip
+    prog = Progress(
+        TextColumn(label),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[last]}"),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        console=err,
+        transient=False,
+    )
     task = prog.add_task(label, total=total, last="")
     return prog, task
 
@@ -274,12 +286,23 @@ def reconstruct(
     t0 = time.perf_counter()
     prog, task = _progress(len(tracts), "reconstruct")
     with prog:
-        run = _recon(ts, level, opts, workers=workers, out=out, resume=not fresh, strategy=strategy,
-                     progress=lambda r: prog.update(task, advance=1, last=f"{r['unit']} {r['status']}"))  # fmt: skip
+        run = _recon(
+            ts,
+            level,
+            opts,
+            workers=workers,
+            out=out,
+            resume=not fresh,
+            strategy=strategy,
+            progress=lambda r: prog.update(task, advance=1, last=f"{r['unit']} {r['status']}"),
+        )
     el = time.perf_counter() - t0
     ok = [r for r in run.results if r.status == "ok"]
-    console.print(f"{len(run.records):,} persons from {len(ok)}/{len(run.results)} tracts ({level}, {solver}) "
-                  f"in {el:.1f} s -> {out}; per-tract status in {out}.parts/status.jsonl")  # fmt: skip
+    console.print(
+        f"{len(run.records):,} persons from {len(ok)}/{len(run.results)} tracts ({level}, "
+        f"{solver}) "
+        f"in {el:.1f} s -> {out}; per-tract status in {out}.parts/status.jsonl"
+    )
     console.print(f"tables used: {', '.join(run.tables_used)}")
     if run.records.age_exact is not None and len(run.records):
         inexact = int((~run.records.age_exact).sum())
@@ -293,7 +316,8 @@ def reconstruct(
             err.print(f"[red]tract {r.tract}: {r.status}[/red] -- {r.message}")
             for c in r.conflicts:
                 err.print(
-                    f"    {c['geoid']} {c['cell']} published {c['published']}, adjust by {c['adjust']:+d}: {c['reason']}"
+                    f"    {c['geoid']} {c['cell']} published {c['published']}, adjust by "
+                    f"{c['adjust']:+d}: {c['reason']}"
                 )
         err.print(f"{len(run.failed)} tract(s) failed; the others were written")
         raise typer.Exit(1)
@@ -309,7 +333,8 @@ def agree(
         Path | None, typer.Option("--out", "-o", help="Write the Table 3-style rows as CSV")
     ] = None,
 ) -> None:
-    """Agreement of two person files within blocks (exact age, then age bin), as in Abowd et al. Table 3."""
+    """Agreement of two person files within blocks (exact age, then age bin), as in Abowd et al.
+    Table 3."""
     from .metrics.agreement import agree as _agree
     from .schema import read_microdata
 
@@ -392,8 +417,17 @@ def solvar(
     t0 = time.perf_counter()
     prog, task = _progress(len(ts.tracts()), "certify")
     with prog:
-        run = certify(ts, rec, level, opts, workers=workers, out=out, resume=not fresh, distance=distance,
-                      progress=lambda r: prog.update(task, advance=1, last=f"{r['unit']} {r['status']}"))  # fmt: skip
+        run = certify(
+            ts,
+            rec,
+            level,
+            opts,
+            workers=workers,
+            out=out,
+            resume=not fresh,
+            distance=distance,
+            progress=lambda r: prog.update(task, advance=1, last=f"{r['unit']} {r['status']}"),
+        )
     el = time.perf_counter() - t0
     for r in run.failed:
         err.print(f"[red]tract {r['unit']}: {r['status']}[/red] -- {r.get('message', '')}")
@@ -413,23 +447,46 @@ def solvar(
     lines = [
         f"# Solution variability ({level} tables)",
         "",
-        f"- blocks: {b.height:,}; proven unique (solvar 0): {n_unique:,} ({100 * n_unique / b.height:.1f}%), "
-        f"holding {int(b.filter(b['status'] == 'unique')['persons'].sum()):,} of {int(b['persons'].sum()):,} persons",
-        f"- blocks that can differ: {int((b['status'] == 'varies').sum()):,}; undecided (time-out): {int((b['status'] == 'undecided').sum()):,}",
-        f"- cumulative solvar: {lo:.2f}%" + (f" to {hi:.2f}% (unproven blocks)" if hi > lo + 1e-9 else ""),
-        f"- records unique in their block on (sex, agebin): {int(flags['bsab_unique'].sum()):,}; on (sex, agebin, race, ethnicity): "
-        f"{int(flags['bsaber_unique'].sum()):,}; of those in certified blocks (known population uniques): {cert_uniques:,}",
+        f"- blocks: {b.height:,}; proven unique (solvar 0): {n_unique:,} "
+        f"({100 * n_unique / b.height:.1f}%), "
+        f"holding {int(b.filter(b['status'] == 'unique')['persons'].sum()):,} of "
+        f"{int(b['persons'].sum()):,} persons",
+        f"- blocks that can differ: {int((b['status'] == 'varies').sum()):,}; undecided "
+        f"(time-out): {int((b['status'] == 'undecided').sum()):,}",
+        f"- cumulative solvar: {lo:.2f}%"
+        + (f" to {hi:.2f}% (unproven blocks)" if hi > lo + 1e-9 else ""),
+        f"- records unique in their block on (sex, agebin): {int(flags['bsab_unique'].sum()):,}; "
+        "on (sex, agebin, race, ethnicity): "
+        f"{int(flags['bsaber_unique'].sum()):,}; of those in certified blocks (known population "
+        f"uniques): {cert_uniques:,}",
         f"- {len(run.failed)} tract(s) failed; time {el:.1f} s",
         "",
-        "Measured by `tabrecon solvar` (zero test: one infeasibility proof per tract; distance: maximum of"
+        "Measured by `tabrecon solvar` (zero test: one infeasibility proof per tract; distance: "
+        "maximum of"
         " sum (x* - x)^+ per block over all tables).",
-    ]  # fmt: skip
+    ]
     Path(f"{stem}_summary.md").write_text("\n".join(lines) + "\n")
-    console.print(_table("cumulative solvar (Table S4 layout)", ["<= %", "blocks", "persons", "cum blocks %", "cum persons %", "unproven"],
-                         [[r["solvar_at_most_pct"], r["blocks"], r["persons"], f"{r['cum_blocks_pct']:.2f}", f"{r['cum_persons_pct']:.2f}", r["unproven_blocks"]] for r in s4.iter_rows(named=True)]))  # fmt: skip
+    console.print(
+        _table(
+            "cumulative solvar (Table S4 layout)",
+            ["<= %", "blocks", "persons", "cum blocks %", "cum persons %", "unproven"],
+            [
+                [
+                    r["solvar_at_most_pct"],
+                    r["blocks"],
+                    r["persons"],
+                    f"{r['cum_blocks_pct']:.2f}",
+                    f"{r['cum_persons_pct']:.2f}",
+                    r["unproven_blocks"],
+                ]
+                for r in s4.iter_rows(named=True)
+            ],
+        )
+    )
     console.print("\n".join(lines[2:7]))
     console.print(
-        f"written {out}, {stem}_table_s4.csv, {stem}_zero_by_size.csv, {stem}_flags.parquet, {stem}_summary.md"
+        f"written {out}, {stem}_table_s4.csv, {stem}_zero_by_size.csv, {stem}_flags.parquet, "
+        f"{stem}_summary.md"
     )
     if run.failed:
         raise typer.Exit(1)
@@ -440,12 +497,20 @@ def claims(
     tables_file: Annotated[Path, typer.Argument(help="Published tables (long format)")],
     recon: Annotated[Path, typer.Option("--recon", "-r", help="Reconstruction (person file)")],
     solvar_file: Annotated[
-        Path, typer.Option("--solvar", "-s", help="Per-block output of `tabrecon solvar` for this reconstruction")
+        Path,
+        typer.Option(
+            "--solvar", "-s", help="Per-block output of `tabrecon solvar` for this reconstruction"
+        ),
     ],
     out: Annotated[Path, typer.Option("--out", "-o", help="Output folder")] = Path("claims"),
-    level: Annotated[str, typer.Option(help="Tables the attacker uses: 'block' or 'block+tract'")] = "block",
+    level: Annotated[
+        str, typer.Option(help="Tables the attacker uses: 'block' or 'block+tract'")
+    ] = "block",
     k_solutions: Annotated[
-        int, typer.Option("--k-solutions", "-K", help="Diverse solutions whose common claims are candidates")
+        int,
+        typer.Option(
+            "--k-solutions", "-K", help="Diverse solutions whose common claims are candidates"
+        ),
     ] = 100,
     solver: Annotated[str, typer.Option(help="cpsat or highs")] = "cpsat",
     threads: Annotated[int, typer.Option(help="Solver threads")] = 1,
@@ -454,7 +519,8 @@ def claims(
     workers: Annotated[int, typer.Option(help="Tracts in parallel")] = 1,
     fresh: Annotated[bool, typer.Option("--fresh", help=FRESH_HELP)] = False,
 ) -> None:
-    """Verified claims (generate-then-verify): persons singled out by claims every consistent population makes true."""
+    """Verified claims (generate-then-verify): persons singled out by claims every consistent
+    population makes true."""
     import polars as pl
 
     from .attacks.claims import claims as _claims
@@ -470,12 +536,27 @@ def claims(
     rec = read_microdata(recon)
     if not solvar_file.exists():
         raise TabreconError(f"{solvar_file}: file not found (run `tabrecon solvar` first)")
-    blocks = pl.read_parquet(solvar_file) if str(solvar_file).endswith(".parquet") else pl.read_csv(solvar_file)
+    blocks = (
+        pl.read_parquet(solvar_file)
+        if str(solvar_file).endswith(".parquet")
+        else pl.read_csv(solvar_file)
+    )
     t0 = time.perf_counter()
     prog, task = _progress(len(ts.tracts()), "claims")
     with prog:
-        run = _claims(ts, rec, blocks, level, opts, k_solutions, seed, workers=workers, out=out, resume=not fresh,
-                      progress=lambda r: prog.update(task, advance=1, last=f"{r['unit']} {r['status']}"))  # fmt: skip
+        run = _claims(
+            ts,
+            rec,
+            blocks,
+            level,
+            opts,
+            k_solutions,
+            seed,
+            workers=workers,
+            out=out,
+            resume=not fresh,
+            progress=lambda r: prog.update(task, advance=1, last=f"{r['unit']} {r['status']}"),
+        )
     el = time.perf_counter() - t0
     for r in run.failed:
         err.print(f"[red]tract {r['unit']}: {r['status']}[/red] -- {r.get('message', '')}")
@@ -490,56 +571,106 @@ def claims(
     lines = [
         f"# Verified claims ({level} tables, K = {k_solutions})",
         "",
-        f"- blocks: {summ['blocks']:,} ({summ['certified_blocks']:,} certified unique, {summ['varying_blocks']:,} that can differ)",
-        f"- persons singled out by a verified singleton claim: {summ['persons_singled_out']:,} of {summ['persons']:,} "
-        f"({100 * summ['persons_singled_out'] / n:.1f}%), in {summ['blocks_with_singleton']:,} blocks",
-        f"- blocks that can differ: {summ['candidates_varying']:,} candidate claims, {summ['verified_varying']:,} verified "
+        f"- blocks: {summ['blocks']:,} ({summ['certified_blocks']:,} certified unique, "
+        f"{summ['varying_blocks']:,} that can differ)",
+        f"- persons singled out by a verified singleton claim: {summ['persons_singled_out']:,} of "
+        f"{summ['persons']:,} "
+        f"({100 * summ['persons_singled_out'] / n:.1f}%), in {summ['blocks_with_singleton']:,} "
+        "blocks",
+        f"- blocks that can differ: {summ['candidates_varying']:,} candidate claims, "
+        f"{summ['verified_varying']:,} verified "
         f"by {summ['proofs']} infeasibility proofs",
         f"- {summ['failed_tracts']} tract(s) failed; time {el:.1f} s",
         "",
-        "Persons covered by k = number of columns of the claim (Liu et al. Table 2 layout); baselines are P(count = 1)"
-        " under Binomial(block size, share of matching records in the tract / state), medians to 0.01.",
+        "Persons covered by k = number of columns of the claim (Liu et al. Table 2 layout); "
+        "baselines are P(count = 1)"
+        " under Binomial(block size, share of matching records in the tract / state), medians to "
+        "0.01.",
         "",
-        "| k | persons covered | per block | blocks | verified singletons | verified claims | median baseline (tract) | median baseline (state) |",
+        "| k | persons covered | per block | blocks | verified singletons | verified claims | "
+        "median baseline (tract) | median baseline (state) |",
         "|---|---|---|---|---|---|---|---|",
-    ]  # fmt: skip
+    ]
     for r in by_k.iter_rows(named=True):
         lines.append(
-            f"| {r['k']} | {r['persons_covered']:,} | {r['persons_per_block']:.2f} | {r['blocks_with_singleton']:,} | "
-            f"{r['verified_singletons']:,} | {r['verified_claims']:,} | {r['median_baseline_tract']:.2f} | "
+            f"| {r['k']} | {r['persons_covered']:,} | {r['persons_per_block']:.2f} | "
+            f"{r['blocks_with_singleton']:,} | "
+            f"{r['verified_singletons']:,} | {r['verified_claims']:,} | "
+            f"{r['median_baseline_tract']:.2f} | "
             f"{r['median_baseline_state']:.2f} |"
         )
     (out / "summary.md").write_text("\n".join(lines) + "\n")
-    console.print(_table("verified singleton claims by number of columns k",
-                         ["k", "persons covered", "per block", "blocks", "verified singletons", "verified claims",
-                          "median base (tract)", "median base (state)"],
-                         [[r["k"], r["persons_covered"], f"{r['persons_per_block']:.2f}", r["blocks_with_singleton"],
-                           r["verified_singletons"], r["verified_claims"], f"{r['median_baseline_tract']:.2f}",
-                           f"{r['median_baseline_state']:.2f}"] for r in by_k.iter_rows(named=True)]))  # fmt: skip
+    console.print(
+        _table(
+            "verified singleton claims by number of columns k",
+            [
+                "k",
+                "persons covered",
+                "per block",
+                "blocks",
+                "verified singletons",
+                "verified claims",
+                "median base (tract)",
+                "median base (state)",
+            ],
+            [
+                [
+                    r["k"],
+                    r["persons_covered"],
+                    f"{r['persons_per_block']:.2f}",
+                    r["blocks_with_singleton"],
+                    r["verified_singletons"],
+                    r["verified_claims"],
+                    f"{r['median_baseline_tract']:.2f}",
+                    f"{r['median_baseline_state']:.2f}",
+                ]
+                for r in by_k.iter_rows(named=True)
+            ],
+        )
+    )
     console.print("\n".join(lines[2:6]))
-    console.print(f"written {out}/claims_by_k.csv, claims_persons.parquet, summary.md, summary.json")
+    console.print(
+        f"written {out}/claims_by_k.csv, claims_persons.parquet, summary.md, summary.json"
+    )
     if run.failed:
         raise typer.Exit(1)
 
 
 @app.command()
 def reidentify(
-    recon: Annotated[Path, typer.Option("--recon", "-r", help="Reconstruction (person file): the race source")],
-    truth: Annotated[Path, typer.Option("--truth", "-t", help="Confidential truth (person file) to confirm against")],
+    recon: Annotated[
+        Path, typer.Option("--recon", "-r", help="Reconstruction (person file): the race source")
+    ],
+    truth: Annotated[
+        Path,
+        typer.Option("--truth", "-t", help="Confidential truth (person file) to confirm against"),
+    ],
     attacker: Annotated[
-        str, typer.Option(help="'perfect', 'commercial', or an attacker file (pik, block_geoid, sex, age)")
+        str,
+        typer.Option(
+            help="'perfect', 'commercial', or an attacker file (pik, block_geoid, sex, age)"
+        ),
     ] = "perfect",
     out: Annotated[Path, typer.Option("--out", "-o", help="Report folder")] = Path("reid"),
     tables_file: Annotated[
-        Path | None, typer.Option("--tables", help="Published tables for MDG/PRG (default: tabulated from --truth)")
+        Path | None,
+        typer.Option(
+            "--tables", help="Published tables for MDG/PRG (default: tabulated from --truth)"
+        ),
     ] = None,
     solvar_file: Annotated[
-        Path | None, typer.Option("--solvar", help="Per-block `tabrecon solvar` output (marks certified blocks)")
+        Path | None,
+        typer.Option(
+            "--solvar", help="Per-block `tabrecon solvar` output (marks certified blocks)"
+        ),
     ] = None,
-    seed: Annotated[int, typer.Option(help="Seed of the attacker simulation, tie-breaking and PRG draws")] = 0,
+    seed: Annotated[
+        int, typer.Option(help="Seed of the attacker simulation, tie-breaking and PRG draws")
+    ] = 0,
     francis_threshold: Annotated[int, typer.Option(help="Francis' minimum majority count")] = 5,
 ) -> None:
-    """Link a reconstruction to attacker data; precision beside MDG, PRG, truth and Ruggles-Van Riper."""
+    """Link a reconstruction to attacker data; precision beside MDG, PRG, truth and Ruggles-Van
+    Riper."""
     import polars as pl
 
     from .attacks.reidentify import reidentify as _reid
@@ -550,7 +681,9 @@ def reidentify(
     if francis_threshold < 1:
         raise TabreconError(f"--francis-threshold must be >= 1 (got {francis_threshold})")
     if attacker not in ("perfect", "commercial") and not Path(attacker).exists():
-        raise TabreconError(f"--attacker: {attacker!r} is neither 'perfect', 'commercial' nor an existing file")
+        raise TabreconError(
+            f"--attacker: {attacker!r} is neither 'perfect', 'commercial' nor an existing file"
+        )
     t0 = time.perf_counter()
     rec, tru = read_microdata(recon), read_microdata(truth)
     ts = read_tables(tables_file) if tables_file is not None else None
@@ -558,10 +691,16 @@ def reidentify(
     if solvar_file is not None:
         if not solvar_file.exists():
             raise TabreconError(f"{solvar_file}: file not found")
-        cert = pl.read_parquet(solvar_file) if str(solvar_file).endswith(".parquet") else pl.read_csv(solvar_file)
+        cert = (
+            pl.read_parquet(solvar_file)
+            if str(solvar_file).endswith(".parquet")
+            else pl.read_csv(solvar_file)
+        )
     res = _reid(rec, tru, attacker, ts, cert, seed=seed, francis_threshold=francis_threshold)
-    how = (f"tabrecon reidentify --recon {recon} --truth {truth} --attacker {attacker} --seed {seed}"
-           f"{' --solvar ' + str(solvar_file) if solvar_file else ''}")  # fmt: skip
+    how = (
+        f"tabrecon reidentify --recon {recon} --truth {truth} --attacker {attacker} --seed {seed}"
+        f"{' --solvar ' + str(solvar_file) if solvar_file else ''}"
+    )
     summ = write_reid_report(res, out, how)
     for line in res.attacker_report.lines():
         err.print(f"[yellow]attacker data:[/yellow] {line}")
@@ -569,12 +708,28 @@ def reidentify(
     for g in ("all", "nonmodal", "certified_uniques"):
         for s in ("attack", "mdg", "prg", "truth"):
             r = summ[s][g]
-            rows.append([g, s, r["attacker_records"], r["putative"], r["confirmed"],
-                         "n/a" if r["precision_pct"] is None else f"{r['precision_pct']:.1f}"])  # fmt: skip
-    console.print(_table("reidentification (precision = confirmed / putative)",
-                         ["group", "source", "attacker records", "putative", "confirmed", "precision %"], rows))  # fmt: skip
+            rows.append(
+                [
+                    g,
+                    s,
+                    r["attacker_records"],
+                    r["putative"],
+                    r["confirmed"],
+                    "n/a" if r["precision_pct"] is None else f"{r['precision_pct']:.1f}",
+                ]
+            )
+    console.print(
+        _table(
+            "reidentification (precision = confirmed / putative)",
+            ["group", "source", "attacker records", "putative", "confirmed", "precision %"],
+            rows,
+        )
+    )
     if not summ["attack"]["all"]["putative"]:
-        console.print("[yellow]no attacker record could be linked: the attacker data and the release share no block, sex and age[/yellow]")
+        console.print(
+            "[yellow]no attacker record could be linked: the attacker data and the release share "
+            "no block, sex and age[/yellow]"
+        )
     console.print(f"report written to {out}/report.md ({time.perf_counter() - t0:.1f} s)")
 
 
@@ -584,54 +739,118 @@ def _print_audit(res, out: Path) -> None:
     for lv in ("block", "block+tract"):
         a = s.get(f"agreement_{lv}")
         if a:
-            rows.append([f"agreement, {lv} tables (binned / exact age)", f"{a['binned_pct']:.1f}% / {a['exact_pct']:.1f}%"])
+            rows.append(
+                [
+                    f"agreement, {lv} tables (binned / exact age)",
+                    f"{a['binned_pct']:.1f}% / {a['exact_pct']:.1f}%",
+                ]
+            )
     c = s.get("certify")
     if c:
-        rows.append([f"blocks with one solution ({c['level']})",
-                     f"{c['unique_blocks']:,} of {c['inhabited_blocks']:,} ({c['unique_blocks_pct']:.1f}%)"])  # fmt: skip
+        rows.append(
+            [
+                f"blocks with one solution ({c['level']})",
+                f"{c['unique_blocks']:,} of {c['inhabited_blocks']:,} "
+                f"({c['unique_blocks_pct']:.1f}%)",
+            ]
+        )
     r = s.get("reidentification", {})
     fmt = lambda v: "n/a" if v is None else f"{v:.1f}%"  # noqa: E731
     if r:
-        rows.append(["precision, nonmodal: attack / MDG / PRG",
-                     " / ".join(fmt(r[src]["nonmodal"]["precision_pct"]) for src in ("attack", "mdg", "prg"))])  # fmt: skip
-        rows.append(["precision, certified nonmodal uniques", fmt(r["attack"]["certified_uniques"]["precision_pct"])])
+        rows.append(
+            [
+                "precision, nonmodal: attack / MDG / PRG",
+                " / ".join(
+                    fmt(r[src]["nonmodal"]["precision_pct"]) for src in ("attack", "mdg", "prg")
+                ),
+            ]
+        )
+        rows.append(
+            [
+                "precision, certified nonmodal uniques",
+                fmt(r["attack"]["certified_uniques"]["precision_pct"]),
+            ]
+        )
     for d in s.get("defenses", []):
-        rows.append([f"{d['defense']}: nonmodal attack / PRG, block TVD",
-                     f"{fmt(d['attack_nonmodal_precision'])} / {fmt(d['prg_nonmodal_precision'])}, {d.get('tvd_block', float('nan')):.3f}"])  # fmt: skip
+        rows.append(
+            [
+                f"{d['defense']}: nonmodal attack / PRG, block TVD",
+                f"{fmt(d['attack_nonmodal_precision'])} / {fmt(d['prg_nonmodal_precision'])}, "
+                f"{d.get('tvd_block', float('nan')):.3f}",
+            ]
+        )
     console.print(_table("audit headline", ["figure", "value"], rows))
     console.print(f"time per stage (s): {s['timings_s']}")
     if s.get("failures"):
-        err.print(f"[yellow]{len(s['failures'])} unit(s) failed:[/yellow] " + "; ".join(s["failures"][:5]))
+        err.print(
+            f"[yellow]{len(s['failures'])} unit(s) failed:[/yellow] " + "; ".join(s["failures"][:5])
+        )
     console.print(f"report: {res.report}  (numbers: {out / 'results'}, {out / 'summary.json'})")
 
 
 @app.command()
 def audit(
-    microdata: Annotated[Path | None, typer.Argument(help="Confidential person file (CSV, CSV.gz, Parquet)")] = None,
-    tables_path: Annotated[
-        Path | None, typer.Option("--tables", help="Published tables: long table file or SF1 summary-file folder")
+    microdata: Annotated[
+        Path | None, typer.Argument(help="Confidential person file (CSV, CSV.gz, Parquet)")
     ] = None,
-    out: Annotated[Path, typer.Option("--out", "-o", help="Output folder (report.html, results/, work/)")] = Path("tabrecon-audit"),
-    config: Annotated[Path | None, typer.Option("--config", "-c", help="TOML configuration (see README)")] = None,
-    resume: Annotated[bool, typer.Option("--resume", help="Keep finished stages and tracts of an earlier run in OUT")] = False,
-    scheduler: Annotated[str | None, typer.Option(help="Dask scheduler address, e.g. tcp://10.0.0.5:8786")] = None,
-    workers: Annotated[int | None, typer.Option(help="Local processes for tracts (default from config: 1)")] = None,
+    tables_path: Annotated[
+        Path | None,
+        typer.Option(
+            "--tables", help="Published tables: long table file or SF1 summary-file folder"
+        ),
+    ] = None,
+    out: Annotated[
+        Path, typer.Option("--out", "-o", help="Output folder (report.html, results/, work/)")
+    ] = Path("tabrecon-audit"),
+    config: Annotated[
+        Path | None, typer.Option("--config", "-c", help="TOML configuration (see README)")
+    ] = None,
+    resume: Annotated[
+        bool,
+        typer.Option("--resume", help="Keep finished stages and tracts of an earlier run in OUT"),
+    ] = False,
+    scheduler: Annotated[
+        str | None, typer.Option(help="Dask scheduler address, e.g. tcp://10.0.0.5:8786")
+    ] = None,
+    workers: Annotated[
+        int | None, typer.Option(help="Local processes for tracts (default from config: 1)")
+    ] = None,
     seed: Annotated[int | None, typer.Option(help="Seed (default from config: 2010)")] = None,
-    defenses: Annotated[str | None, typer.Option(help="Comma-separated defenses, e.g. 'swap-lo,rho=2' ('' = none)")] = None,
-    chunk_persons: Annotated[int | None, typer.Option(help="Counties are batched up to this many persons")] = None,
+    defenses: Annotated[
+        str | None, typer.Option(help="Comma-separated defenses, e.g. 'swap-lo,rho=2' ('' = none)")
+    ] = None,
+    chunk_persons: Annotated[
+        int | None, typer.Option(help="Counties are batched up to this many persons")
+    ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress bars")] = False,
 ) -> None:
-    """Audit a release end to end: publish, reconstruct, certify, link, defend, compare; write a report."""
+    """Audit a release end to end: publish, reconstruct, certify, link, defend, compare; write a
+    report."""
     from .audit import audit as _audit
     from .config import load_config
 
     dspecs = None if defenses is None else [d.strip() for d in defenses.split(",") if d.strip()]
-    cfg = load_config(config, run={"scheduler": scheduler, "workers": workers, "seed": seed,
-                                   "chunk_persons": chunk_persons},
-                      defenses={"specs": dspecs})  # fmt: skip
+    cfg = load_config(
+        config,
+        run={
+            "scheduler": scheduler,
+            "workers": workers,
+            "seed": seed,
+            "chunk_persons": chunk_persons,
+        },
+        defenses={"specs": dspecs},
+    )
     cmd = "tabrecon audit " + " ".join(sys.argv[2:])
-    res = _audit(microdata, out, cfg, tables=tables_path, resume=resume, console=err, show_progress=not quiet,
-                 command=cmd)  # fmt: skip
+    res = _audit(
+        microdata,
+        out,
+        cfg,
+        tables=tables_path,
+        resume=resume,
+        console=err,
+        show_progress=not quiet,
+        command=cmd,
+    )
     _print_audit(res, out)
     if res.summary.get("failures"):
         raise typer.Exit(1)
@@ -642,7 +861,9 @@ def demo(
     out: Annotated[Path, typer.Option("--out", "-o", help="Output folder")] = Path("tabrecon-demo"),
     persons: Annotated[int, typer.Option(help="Size of the synthetic county")] = 20_000,
     seed: Annotated[int, typer.Option(help="Random seed")] = 2010,
-    config: Annotated[Path | None, typer.Option("--config", "-c", help="TOML configuration for the audit")] = None,
+    config: Annotated[
+        Path | None, typer.Option("--config", "-c", help="TOML configuration for the audit")
+    ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress bars")] = False,
 ) -> None:
     """Synthesize a county and audit it: the whole pipeline and its HTML report in a few minutes."""
@@ -651,16 +872,26 @@ def demo(
 
     if persons <= 0:
         raise TabreconError(f"--persons must be positive (got {persons})")
-    res = run_demo(out, persons, seed, load_config(config, run={"seed": seed}), err, show_progress=not quiet)
+    res = run_demo(
+        out, persons, seed, load_config(config, run={"seed": seed}), err, show_progress=not quiet
+    )
     _print_audit(res, out)
 
 
 @app.command()
 def swap(
-    microdata: Annotated[Path, typer.Argument(help="Person file to protect (a household_id column swaps households)")],
-    out: Annotated[Path, typer.Option("--out", "-o", help="Swapped person file")] = Path("swapped.parquet"),
-    preset: Annotated[str, typer.Option(help="swap-lo (5%, within tract) or swap-hi (50%, size noise, 30/40/30)")] = "swap-lo",
-    rate: Annotated[float | None, typer.Option(help="Override the preset's target swap rate")] = None,
+    microdata: Annotated[
+        Path, typer.Argument(help="Person file to protect (a household_id column swaps households)")
+    ],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Swapped person file")] = Path(
+        "swapped.parquet"
+    ),
+    preset: Annotated[
+        str, typer.Option(help="swap-lo (5%, within tract) or swap-hi (50%, size noise, 30/40/30)")
+    ] = "swap-lo",
+    rate: Annotated[
+        float | None, typer.Option(help="Override the preset's target swap rate")
+    ] = None,
     seed: Annotated[int, typer.Option(help="Random seed")] = 0,
 ) -> None:
     """Swap households between blocks as the 2010 simulation did; report the invariants kept."""
@@ -675,26 +906,42 @@ def swap(
     if rate is not None and not (0 < rate <= 1):
         raise TabreconError(f"--rate must be a share in (0, 1] (got {rate})")
     check_suffix(out)
-    cfg = PRESETS[preset] if rate is None else _replace(PRESETS[preset], rate=rate, name=f"{preset} rate {rate}")
+    cfg = (
+        PRESETS[preset]
+        if rate is None
+        else _replace(PRESETS[preset], rate=rate, name=f"{preset} rate {rate}")
+    )
     res = _swap(read_microdata(microdata), cfg, seed)
     write_microdata(res.records, out)
     s = res.summary()
-    console.print(f"{s['preset']}: swapped {s['swapped_units']:,} of {s['units']:,} {s['unit']} "
-                  f"({100 * s['swapped_share']:.1f}%), {s['moved_persons']:,} persons changed block -> {out}")  # fmt: skip
-    console.print("invariants kept: " + ", ".join(f"{k} {'yes' if v else 'NO'}" for k, v in s["invariants_kept"].items()))
+    console.print(
+        f"{s['preset']}: swapped {s['swapped_units']:,} of {s['units']:,} {s['unit']} "
+        f"({100 * s['swapped_share']:.1f}%), {s['moved_persons']:,} persons changed block -> {out}"
+    )
+    console.print(
+        "invariants kept: "
+        + ", ".join(f"{k} {'yes' if v else 'NO'}" for k, v in s["invariants_kept"].items())
+    )
     (Path(str(out).rsplit(".", 1)[0] + "_swap.json")).write_text(json.dumps(s, indent=2))
 
 
 @app.command()
 def topdown(
     microdata: Annotated[Path, typer.Argument(help="Person file to protect")],
-    out: Annotated[Path, typer.Option("--out", "-o", help="Protected person file (the MDF)")] = Path("protected.parquet"),
-    preset: Annotated[str, typer.Option(help="dhc2023-like (level shares of the 2023 DHC) or uniform")] = "dhc2023-like",
+    out: Annotated[
+        Path, typer.Option("--out", "-o", help="Protected person file (the MDF)")
+    ] = Path("protected.parquet"),
+    preset: Annotated[
+        str, typer.Option(help="dhc2023-like (level shares of the 2023 DHC) or uniform")
+    ] = "dhc2023-like",
     rho: Annotated[float, typer.Option(help="Total zCDP budget")] = 4.9622,
     workers: Annotated[int, typer.Option(help="Processes sharing the parents of each level")] = 1,
-    fit: Annotated[str, typer.Option(help="Least-squares solver: admm (default) or clarabel")] = "admm",
+    fit: Annotated[
+        str, typer.Option(help="Least-squares solver: admm (default) or clarabel")
+    ] = "admm",
 ) -> None:
-    """Protect person records with TopDown (zCDP, exact discrete Gaussian noise, top-down NNLS + rounding)."""
+    """Protect person records with TopDown (zCDP, exact discrete Gaussian noise, top-down NNLS +
+    rounding)."""
     from .defenses.topdown import dhc2023_like, tvd_by_level, uniform_config
     from .defenses.topdown import topdown as _topdown
     from .schema import read_microdata, write_microdata
@@ -711,16 +958,32 @@ def topdown(
     md = read_microdata(microdata)
     cfg = dhc2023_like(rho) if preset == "dhc2023-like" else uniform_config(rho)
     t0 = time.perf_counter()
-    res = _topdown(md, cfg, progress=lambda lv: err.print(f"[dim]topdown: {lv} done[/dim]"), workers=workers, fit=fit)
+    res = _topdown(
+        md,
+        cfg,
+        progress=lambda lv: err.print(f"[dim]topdown: {lv} done[/dim]"),
+        workers=workers,
+        fit=fit,
+    )
     write_microdata(res.records, out)
     stem = str(out).rsplit(".", 1)[0]
     res.measurements.write_parquet(f"{stem}_measurements.parquet")
     tvd = tvd_by_level(md, res.records)
-    info = {"privacy": res.privacy, "seconds_by_level": res.seconds_by_level, "noise_draws": res.draws,
-            "tvd_accuracy": tvd, "fallbacks": res.fallbacks, "seconds": time.perf_counter() - t0}  # fmt: skip
+    info = {
+        "privacy": res.privacy,
+        "seconds_by_level": res.seconds_by_level,
+        "noise_draws": res.draws,
+        "tvd_accuracy": tvd,
+        "fallbacks": res.fallbacks,
+        "seconds": time.perf_counter() - t0,
+    }
     Path(f"{stem}_topdown.json").write_text(json.dumps(info, indent=2))
-    console.print(f"{cfg.name}: rho {res.privacy['rho']:.4f} (epsilon {res.privacy['epsilon_cks_delta_1e-10']:.2f} at "
-                  f"delta 1e-10), {res.draws:,} exact noise draws, {len(res.records):,} protected records -> {out}")  # fmt: skip
+    console.print(
+        f"{cfg.name}: rho {res.privacy['rho']:.4f} (epsilon "
+        f"{res.privacy['epsilon_cks_delta_1e-10']:.2f} at "
+        f"delta 1e-10), {res.draws:,} exact noise draws, {len(res.records):,} protected records -> "
+        f"{out}"
+    )
     console.print("TVD accuracy: " + ", ".join(f"{k} {v:.4f}" for k, v in tvd.items()))
     for f in res.fallbacks:
         err.print(f"[yellow]fallback:[/yellow] {f}")
@@ -728,13 +991,23 @@ def topdown(
 
 @app.command("reconstruct-noisy")
 def reconstruct_noisy(
-    measurements: Annotated[Path, typer.Argument(help="TopDown's noisy measurements (<stem>_measurements.parquet)")],
-    tables_file: Annotated[Path, typer.Option("--tables", help="The published (post-processed) tables: geography and P1")],
-    out: Annotated[Path, typer.Option("--out", "-o", help="Person file of the fitted records")] = Path("recon_noisy.parquet"),
-    use_totals: Annotated[bool, typer.Option(help="Hold each block's published total (P1) exactly")] = True,
+    measurements: Annotated[
+        Path, typer.Argument(help="TopDown's noisy measurements (<stem>_measurements.parquet)")
+    ],
+    tables_file: Annotated[
+        Path,
+        typer.Option("--tables", help="The published (post-processed) tables: geography and P1"),
+    ],
+    out: Annotated[
+        Path, typer.Option("--out", "-o", help="Person file of the fitted records")
+    ] = Path("recon_noisy.parquet"),
+    use_totals: Annotated[
+        bool, typer.Option(help="Hold each block's published total (P1) exactly")
+    ] = True,
     time_limit: Annotated[float, typer.Option(help="Seconds per block's integer program")] = 10.0,
 ) -> None:
-    """Fit person records straight to published noisy measurements (integer least-deviation per block)."""
+    """Fit person records straight to published noisy measurements (integer least-deviation per
+    block)."""
     import polars as pl
 
     from .attacks.noisy import reconstruct_from_measurements
@@ -748,18 +1021,29 @@ def reconstruct_noisy(
     try:
         meas = pl.read_parquet(measurements)
     except Exception as exc:
-        raise TabreconError(f"{measurements}: cannot be read as Parquet: {str(exc).splitlines()[0]}") from None
+        raise TabreconError(
+            f"{measurements}: cannot be read as Parquet: {str(exc).splitlines()[0]}"
+        ) from None
     ts = read_tables(tables_file)
     if "block" not in ts.grids:
         raise TabreconError(f"{tables_file}: no block-level tables (the fit is per block)")
     g = ts.grids["block"]
     if use_totals and "P0010001" not in set(g.cells.tolist()):
-        raise TabreconError(f"{tables_file}: no P1 (P0010001) to hold block totals; add --no-use-totals")
-    totals = dict(zip(g.geoids.tolist(), g.col("P0010001").tolist(), strict=True)) if use_totals else None
+        raise TabreconError(
+            f"{tables_file}: no P1 (P0010001) to hold block totals; add --no-use-totals"
+        )
+    totals = (
+        dict(zip(g.geoids.tolist(), g.col("P0010001").tolist(), strict=True))
+        if use_totals
+        else None
+    )
     nr = reconstruct_from_measurements(meas, g.geoids, time_limit, totals)
     write_microdata(nr.records, out)
-    console.print(f"fitted {len(nr.records):,} records in {nr.blocks:,} blocks ({nr.seconds:.1f} s); fitted at: "
-                  f"{nr.fitted_at} -> {out}")  # fmt: skip
+    console.print(
+        f"fitted {len(nr.records):,} records in {nr.blocks:,} blocks ({nr.seconds:.1f} s); fitted "
+        "at: "
+        f"{nr.fitted_at} -> {out}"
+    )
     for f in nr.failed[:10]:
         err.print(f"[yellow]block failed:[/yellow] {f}")
     if nr.failed:
@@ -770,7 +1054,11 @@ def reconstruct_noisy(
 def tradeoff(
     microdata: Annotated[Path, typer.Argument(help="Confidential person file")],
     defenses: Annotated[
-        str, typer.Option(help="Comma list: none, swap-lo, swap-hi, swap=<rate>, dhc2023-like, rho=<budget>, eps=<budget>")
+        str,
+        typer.Option(
+            help="Comma list: none, swap-lo, swap-hi, swap=<rate>, dhc2023-like, rho=<budget>, "
+            "eps=<budget>"
+        ),
     ] = "none,swap-lo,swap-hi,rho=0.5,dhc2023-like,rho=50",
     out: Annotated[Path, typer.Option("--out", "-o")] = Path("tradeoff"),
     seed: Annotated[int, typer.Option()] = 0,
@@ -788,15 +1076,37 @@ def tradeoff(
         if (problem := check_defense(spec)) is not None:
             raise TabreconError(f"--defenses: {spec!r}: {problem}")
     df = run_tradeoff(read_microdata(microdata), specs, out, seed, not fresh, console)
-    console.print(_table("risk and accuracy by defense", ["defense", "rho", "attack nonmodal %", "PRG nonmodal %",
-                                                          "MDG nonmodal %", "block TVD"],
-                         [[r["defense"], r["rho"], r["attack_nonmodal_precision"], r["prg_nonmodal_precision"],
-                           r["mdg_nonmodal_precision"], r["tvd_block"]] for r in df.iter_rows(named=True)]))  # fmt: skip
+    console.print(
+        _table(
+            "risk and accuracy by defense",
+            [
+                "defense",
+                "rho",
+                "attack nonmodal %",
+                "PRG nonmodal %",
+                "MDG nonmodal %",
+                "block TVD",
+            ],
+            [
+                [
+                    r["defense"],
+                    r["rho"],
+                    r["attack_nonmodal_precision"],
+                    r["prg_nonmodal_precision"],
+                    r["mdg_nonmodal_precision"],
+                    r["tvd_block"],
+                ]
+                for r in df.iter_rows(named=True)
+            ],
+        )
+    )
     console.print(f"written {out}/tradeoff.csv, {out}/tradeoff.png")
 
 
-dn_app = typer.Typer(help="Linear reconstruction lab: Dinur-Nissim attacks under noise (the JASON experiments).",
-                     no_args_is_help=True)  # fmt: skip
+dn_app = typer.Typer(
+    help="Linear reconstruction lab: Dinur-Nissim attacks under noise (the JASON experiments).",
+    no_args_is_help=True,
+)
 app.add_typer(dn_app, name="dn")
 
 
@@ -804,7 +1114,9 @@ def _ints(text: str, what: str) -> list[int]:
     try:
         return [int(v) for v in text.split(",") if v.strip()]
     except ValueError:
-        raise TabreconError(f"{what} must be a comma list of whole numbers (got {text!r})") from None
+        raise TabreconError(
+            f"{what} must be a comma list of whole numbers (got {text!r})"
+        ) from None
 
 
 def _floats(text: str, what: str) -> list[float]:
@@ -822,7 +1134,9 @@ def _dn_progress(label: str):
 def dn_recover(
     out: Annotated[Path, typer.Option("--out", "-o")] = Path("dn"),
     n: Annotated[int, typer.Option(help="Database size (bits)")] = 1000,
-    ms: Annotated[str, typer.Option(help="Comma list of query counts (default 0.1n ... 0.8n)")] = "",
+    ms: Annotated[
+        str, typer.Option(help="Comma list of query counts (default 0.1n ... 0.8n)")
+    ] = "",
     trials: Annotated[int, typer.Option()] = 10,
     decoder: Annotated[str, typer.Option(help="lsq, lp or exact")] = "lsq",
     seed: Annotated[int, typer.Option()] = 0,
@@ -831,9 +1145,16 @@ def dn_recover(
     """(a) Fraction of bits recovered vs number of queries, no noise (JASON Fig. 4-1)."""
     from .lab.dn import recovery_vs_queries
 
-    df = recovery_vs_queries(out, n, _ints(ms, "--ms") or None, trials, decoder, seed, not fresh, _dn_progress("recover"))
-    console.print(_table(f"bits recovered, n = {n} ({decoder})", ["m", "p10", "median", "p90", "mean"],
-                         [[r["m"], r["p10"], r["p50"], r["p90"], r["mean"]] for r in df.iter_rows(named=True)]))  # fmt: skip
+    df = recovery_vs_queries(
+        out, n, _ints(ms, "--ms") or None, trials, decoder, seed, not fresh, _dn_progress("recover")
+    )
+    console.print(
+        _table(
+            f"bits recovered, n = {n} ({decoder})",
+            ["m", "p10", "median", "p90", "mean"],
+            [[r["m"], r["p10"], r["p50"], r["p90"], r["mean"]] for r in df.iter_rows(named=True)],
+        )
+    )
     console.print(f"written {out}/recovery_vs_queries.csv, recovery_vs_queries.png")
 
 
@@ -841,10 +1162,20 @@ def dn_recover(
 def dn_queries_needed(
     out: Annotated[Path, typer.Option("--out", "-o")] = Path("dn"),
     decoder: Annotated[str, typer.Option(help="lsq, lp, exact, or a comma list")] = "lsq",
-    ns: Annotated[str, typer.Option(help="Comma list of n (default 100..1000; exact: 20..120)")] = "",
+    ns: Annotated[
+        str, typer.Option(help="Comma list of n (default 100..1000; exact: 20..120)")
+    ] = "",
     trials: Annotated[int, typer.Option()] = 3,
-    exact_time_limit: Annotated[float, typer.Option(help="Seconds per exact solve (time-out = not recovered)")] = 10.0,
-    exact_finder: Annotated[str, typer.Option(help="How exact decoding looks for the database: auto (CP-SAT, then lattice reduction), cpsat or lattice")] = "auto",
+    exact_time_limit: Annotated[
+        float, typer.Option(help="Seconds per exact solve (time-out = not recovered)")
+    ] = 10.0,
+    exact_finder: Annotated[
+        str,
+        typer.Option(
+            help="How exact decoding looks for the database: auto (CP-SAT, then lattice "
+            "reduction), cpsat or lattice"
+        ),
+    ] = "auto",
     seed: Annotated[int, typer.Option()] = 0,
     fresh: Annotated[bool, typer.Option("--fresh", help=FRESH_HELP)] = False,
 ) -> None:
@@ -858,8 +1189,17 @@ def dn_queries_needed(
         raise TabreconError(f"--decoder must be among {', '.join(DECODERS)} (got {decoder!r})")
     _positive_finite(exact_time_limit=exact_time_limit)
     n_list = _ints(ns, "--ns") or (list(range(20, 121, 20)) if decs == ("exact",) else None)
-    slopes = queries_needed_vs_n(out, n_list, trials, decs, seed, exact_time_limit, not fresh,
-                                 _dn_progress("queries-needed"), exact_finder)  # fmt: skip
+    slopes = queries_needed_vs_n(
+        out,
+        n_list,
+        trials,
+        decs,
+        seed,
+        exact_time_limit,
+        not fresh,
+        _dn_progress("queries-needed"),
+        exact_finder,
+    )
     console.print(f"written {out}/queries_needed.csv, queries_needed.png")
     for d, sl in slopes.items():
         console.print(f"{d}: queries needed grow as {sl:.3f} n")
@@ -875,12 +1215,20 @@ def dn_noise(
     seed: Annotated[int, typer.Option()] = 0,
     fresh: Annotated[bool, typer.Option("--fresh", help=FRESH_HELP)] = False,
 ) -> None:
-    """(c) Recovery vs queries under Gaussian noise of JASON's scale sqrt(n) ln(n) / 2 (Fig. 4-4)."""
+    """(c) Recovery vs queries under Gaussian noise of JASON's scale sqrt(n) ln(n) / 2 (Fig.
+    4-4)."""
     from .lab.dn import recovery_under_gaussian
 
-    df = recovery_under_gaussian(out, tuple(_ints(ns, "--ns")), None, trials, "lsq", seed, not fresh, _dn_progress("noise"))
-    console.print(_table("mean fraction recovered under Gaussian noise", ["n", "m", "sigma", "mean"],
-                         [[r["n"], r["m"], f"{r['sigma']:.1f}", r["mean"]] for r in df.iter_rows(named=True)]))  # fmt: skip
+    df = recovery_under_gaussian(
+        out, tuple(_ints(ns, "--ns")), None, trials, "lsq", seed, not fresh, _dn_progress("noise")
+    )
+    console.print(
+        _table(
+            "mean fraction recovered under Gaussian noise",
+            ["n", "m", "sigma", "mean"],
+            [[r["n"], r["m"], f"{r['sigma']:.1f}", r["mean"]] for r in df.iter_rows(named=True)],
+        )
+    )
     console.print(f"written {out}/recovery_gaussian.csv, recovery_gaussian.png")
 
 
@@ -900,10 +1248,24 @@ def dn_grid(
 
     if full:
         n, trials = 4000, 10
-    df = epsilon_grid(out, n, _floats(epsilons, "--epsilons"), _ints(multiples, "--multiples"), trials, "lsq", seed,
-                      not fresh, _dn_progress("grid"))  # fmt: skip
-    console.print(_table(f"mean fraction recovered, n = {n}", ["epsilon", "m / n", "mean"],
-                         [[r["epsilon"], r["multiple"], r["mean"]] for r in df.iter_rows(named=True)]))  # fmt: skip
+    df = epsilon_grid(
+        out,
+        n,
+        _floats(epsilons, "--epsilons"),
+        _ints(multiples, "--multiples"),
+        trials,
+        "lsq",
+        seed,
+        not fresh,
+        _dn_progress("grid"),
+    )
+    console.print(
+        _table(
+            f"mean fraction recovered, n = {n}",
+            ["epsilon", "m / n", "mean"],
+            [[r["epsilon"], r["multiple"], r["mean"]] for r in df.iter_rows(named=True)],
+        )
+    )
     console.print(f"written {out}/epsilon_grid.csv, epsilon_grid.png")
 
 
@@ -913,12 +1275,21 @@ def dn_laplace_sum(
     trials: Annotated[int, typer.Option()] = 200,
     seed: Annotated[int, typer.Option()] = 0,
 ) -> None:
-    """(e) Accuracy of a Laplace-noised sum vs N and epsilon, measured beside the closed form (Fig. 5-6)."""
+    """(e) Accuracy of a Laplace-noised sum vs N and epsilon, measured beside the closed form (Fig.
+    5-6)."""
     from .lab.dn import laplace_sum_accuracy
 
     df = laplace_sum_accuracy(out, trials=trials, seed=seed)
-    console.print(_table("accuracy 1 - |S~ - S| / S", ["N", "epsilon", "measured", "closed form"],
-                         [[r["N"], r["epsilon"], r["measured"], r["closed_form"]] for r in df.iter_rows(named=True)]))  # fmt: skip
+    console.print(
+        _table(
+            "accuracy 1 - |S~ - S| / S",
+            ["N", "epsilon", "measured", "closed form"],
+            [
+                [r["N"], r["epsilon"], r["measured"], r["closed_form"]]
+                for r in df.iter_rows(named=True)
+            ],
+        )
+    )
     console.print(f"written {out}/laplace_sum_accuracy.csv, laplace_sum_accuracy.png")
 
 
@@ -936,9 +1307,22 @@ def dn_rr(
     if not 0 <= pi <= 1:
         raise TabreconError(f"--pi must be in [0, 1] (got {pi})")
     df = rr_experiment(out, pi, n, reps, seed=seed)
-    console.print(_table("randomized response (mu = 1/2)", ["epsilon", "rho", "mean (sim)", "var (sim)", "var (closed)"],
-                         [[r["epsilon"], r["rho"], r["mean_sim"], f"{r['var_sim']:.3g}", f"{r['var_closed']:.3g}"]
-                          for r in df.iter_rows(named=True)]))  # fmt: skip
+    console.print(
+        _table(
+            "randomized response (mu = 1/2)",
+            ["epsilon", "rho", "mean (sim)", "var (sim)", "var (closed)"],
+            [
+                [
+                    r["epsilon"],
+                    r["rho"],
+                    r["mean_sim"],
+                    f"{r['var_sim']:.3g}",
+                    f"{r['var_closed']:.3g}",
+                ]
+                for r in df.iter_rows(named=True)
+            ],
+        )
+    )
     console.print(f"written {out}/randomized_response.csv, randomized_response.png")
 
 
@@ -984,7 +1368,9 @@ def run(argv: list[str] | None = None) -> int:
     except TabreconError as exc:
         err.print(f"[red]error:[/red] {exc}", highlight=False)
         return EXIT_BAD_INPUT
-    except OSError as exc:  # an output path that is a directory, under a file, read-only, a full disk
+    except (
+        OSError
+    ) as exc:  # an output path that is a directory, under a file, read-only, a full disk
         where = exc.filename if exc.filename is not None else ""
         what = exc.strerror or str(exc)
         err.print(f"[red]error:[/red] {where}{': ' if where else ''}{what}", highlight=False)
@@ -999,8 +1385,11 @@ def run(argv: list[str] | None = None) -> int:
             traceback.print_exc(file=fh)
         kind, value = sys.exc_info()[:2]
         name = kind.__name__ if kind is not None else "error"
-        err.print(f"[red]internal error[/red] ({name}: {value}); this is a bug in tabrecon, "
-                  f"please report it with the traceback saved in {path}", highlight=False)  # fmt: skip
+        err.print(
+            f"[red]internal error[/red] ({name}: {value}); this is a bug in tabrecon, "
+            f"please report it with the traceback saved in {path}",
+            highlight=False,
+        )
         return EXIT_INTERNAL
     return EXIT_OK
 

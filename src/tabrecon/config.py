@@ -113,18 +113,23 @@ def check_defense(spec: str) -> str | None:
 
     if spec in ("none", "dhc2023-like") or spec in PRESETS:
         return None
-    for pre, ok, example in (("rho=", lambda v: math.isfinite(v) and v > 0, "rho=2.5"),
-                             ("eps=", lambda v: math.isfinite(v) and v > 0, "eps=17.14"),
-                             ("swap=", lambda v: 0 < v <= 1, "swap=0.2")):  # fmt: skip
+    for pre, ok, example in (
+        ("rho=", lambda v: math.isfinite(v) and v > 0, "rho=2.5"),
+        ("eps=", lambda v: math.isfinite(v) and v > 0, "eps=17.14"),
+        ("swap=", lambda v: 0 < v <= 1, "swap=0.2"),
+    ):
         if spec.startswith(pre):
             what = "a rate in (0, 1]" if pre == "swap=" else "a finite positive number"
             try:
-                if ok(float(spec[len(pre):])):
+                if ok(float(spec[len(pre) :])):
                     return None
             except ValueError:
                 return f"the value must be a number, {what}, e.g. {example}"
             return f"{pre}<value> needs {what}, e.g. {example}"
-    return f"unknown defense; use none, {', '.join(PRESETS)}, swap=<rate>, dhc2023-like, rho=<budget> or eps=<budget>"
+    return (
+        f"unknown defense; use none, {', '.join(PRESETS)}, swap=<rate>, dhc2023-like, "
+        "rho=<budget> or eps=<budget>"
+    )
 
 
 def _validate(cfg: AuditConfig, where: str) -> None:
@@ -139,17 +144,35 @@ def _validate(cfg: AuditConfig, where: str) -> None:
     if r.retries < 0:
         raise bad("run.retries", r.retries, "use a whole number >= 0")
     if r.scheduler and not r.scheduler.startswith(("tcp://", "tls://", "inproc://", "ws://")):
-        raise bad("run.scheduler", r.scheduler, "give a scheduler address such as tcp://127.0.0.1:8786, or \"\"")
+        raise bad(
+            "run.scheduler",
+            r.scheduler,
+            'give a scheduler address such as tcp://127.0.0.1:8786, or ""',
+        )
     if not cfg.reconstruct.levels or any(lv not in LEVELS for lv in cfg.reconstruct.levels):
-        raise bad("reconstruct.levels", list(cfg.reconstruct.levels), f"allowed values: {', '.join(LEVELS)}")
+        raise bad(
+            "reconstruct.levels",
+            list(cfg.reconstruct.levels),
+            f"allowed values: {', '.join(LEVELS)}",
+        )
     if cfg.reconstruct.solver not in SOLVERS:
-        raise bad("reconstruct.solver", cfg.reconstruct.solver, f"allowed values: {', '.join(SOLVERS)}")
+        raise bad(
+            "reconstruct.solver", cfg.reconstruct.solver, f"allowed values: {', '.join(SOLVERS)}"
+        )
     if not cfg.reconstruct.time_limit > 0:
         raise bad("reconstruct.time_limit", cfg.reconstruct.time_limit, "use seconds > 0")
     if cfg.reidentify.attacker not in ATTACKERS:
-        raise bad("reidentify.attacker", cfg.reidentify.attacker, f"allowed values: {', '.join(ATTACKERS)}")
+        raise bad(
+            "reidentify.attacker",
+            cfg.reidentify.attacker,
+            f"allowed values: {', '.join(ATTACKERS)}",
+        )
     if cfg.reidentify.francis_threshold < 1:
-        raise bad("reidentify.francis_threshold", cfg.reidentify.francis_threshold, "use a whole number >= 1")
+        raise bad(
+            "reidentify.francis_threshold",
+            cfg.reidentify.francis_threshold,
+            "use a whole number >= 1",
+        )
     for s in cfg.defenses.specs:
         msg = check_defense(s)
         if msg:
@@ -157,7 +180,11 @@ def _validate(cfg: AuditConfig, where: str) -> None:
     if len(set(cfg.defenses.specs)) != len(cfg.defenses.specs):
         raise bad("defenses.specs", list(cfg.defenses.specs), "list each defense once")
     if cfg.report.small_cell_threshold < 0:
-        raise bad("report.small_cell_threshold", cfg.report.small_cell_threshold, "use a whole number >= 0")
+        raise bad(
+            "report.small_cell_threshold",
+            cfg.report.small_cell_threshold,
+            "use a whole number >= 0",
+        )
 
 
 def _coerce(section: str, key: str, value: Any, default: Any, where: str) -> Any:
@@ -202,7 +229,8 @@ def config_from_dict(data: dict[str, Any], where: str = "config") -> AuditConfig
         for k, v in vals.items():
             if k not in allowed:
                 raise ConfigError(
-                    f"{where}: unknown key {sec}.{k}; allowed keys in [{sec}]: {', '.join(sorted(allowed))}"
+                    f"{where}: unknown key {sec}.{k}; allowed keys in [{sec}]: "
+                    f"{', '.join(sorted(allowed))}"
                 )
             changes[k] = _coerce(sec, k, v, getattr(current, k), where)
         cfg = replace(cfg, **{sec: replace(current, **changes)})

@@ -1,4 +1,5 @@
-"""Errors tabrecon reports to people: every message names the file, row, column, cell or block at fault.
+"""Errors tabrecon reports to people: every message names the file, row, column, cell or block at
+fault.
 
 The CLI turns a :class:`TabreconError` into one clear line and a non-zero exit, never a traceback.
 """

@@ -1,5 +1,5 @@
-"""End-to-end runs that chain the pipeline steps: the demo (a synthetic county audited end to end) and
-the risk-against-accuracy sweep over defenses."""
+"""End-to-end runs that chain the pipeline steps: the demo (a synthetic county audited end to end)
+and the risk-against-accuracy sweep over defenses."""
 
 from __future__ import annotations
 
@@ -22,8 +22,8 @@ def run_demo(
     console: Console | None = None,
     show_progress: bool = True,
 ):
-    """Synthesize a county (``out/synthetic_county.parquet``) and audit it: the whole pipeline and its
-    HTML report (``out/report.html``). Returns the :class:`~tabrecon.audit.AuditResult`."""
+    """Synthesize a county (``out/synthetic_county.parquet``) and audit it: the whole pipeline and
+    its HTML report (``out/report.html``). Returns the :class:`~tabrecon.audit.AuditResult`."""
     from .audit import audit
     from .config import load_config
 
@@ -35,16 +35,25 @@ def run_demo(
     md = synthesize(SynthConfig(persons=persons), seed=seed)
     src = out / "synthetic_county.parquet"
     write_microdata(md, src)
-    con.print(f"synthesized {len(md):,} persons in {len(md.geoids):,} blocks ({time.perf_counter() - t0:.1f} s, "
-              f"seed {seed}) -> {src}")  # fmt: skip
-    return audit(src, out, cfg, console=con, show_progress=show_progress,
-                 command=f"tabrecon demo --out {out} --persons {persons} --seed {seed}")  # fmt: skip
+    con.print(
+        f"synthesized {len(md):,} persons in {len(md.geoids):,} blocks "
+        f"({time.perf_counter() - t0:.1f} s, "
+        f"seed {seed}) -> {src}"
+    )
+    return audit(
+        src,
+        out,
+        cfg,
+        console=con,
+        show_progress=show_progress,
+        command=f"tabrecon demo --out {out} --persons {persons} --seed {seed}",
+    )
 
 
 def _defend(md, spec: str, seed: int, workers: int = 1):
-    """Apply a defense named by ``spec``: none, swap-lo, swap-hi, swap=<rate> (swap-lo's design at another
-    household rate), dhc2023-like, rho=<x> or eps=<x> (dhc shares; eps converted to rho by CKS at
-    delta 1e-10). Returns (protected records, info, TopDown's noisy measurements or None)."""
+    """Apply a defense named by ``spec``: none, swap-lo, swap-hi, swap=<rate> (swap-lo's design at
+    another household rate), dhc2023-like, rho=<x> or eps=<x> (dhc shares; eps converted to rho by
+    CKS at delta 1e-10). Returns (protected records, info, TopDown's noisy measurements or None)."""
     from dataclasses import replace
 
     from .config import check_defense
@@ -66,27 +75,47 @@ def _defend(md, spec: str, seed: int, workers: int = 1):
             try:
                 conf = replace(PRESETS["swap-lo"], rate=float(spec[5:]), name=spec)
             except ValueError:
-                raise TabreconError(f"defense {spec!r}: the rate must be a number, e.g. swap=0.2") from None
+                raise TabreconError(
+                    f"defense {spec!r}: the rate must be a number, e.g. swap=0.2"
+                ) from None
         r = swap(md, conf, seed)
         return r.records, {"kind": "swap", **r.summary()}, None
     if spec == "dhc2023-like" or spec.startswith(("rho=", "eps=")):
         try:
             rho = 4.9622 if spec == "dhc2023-like" else float(spec[4:])
         except ValueError:
-            raise TabreconError(f"defense {spec!r}: the budget must be a number, e.g. {spec[:4]}2.5") from None
+            raise TabreconError(
+                f"defense {spec!r}: the budget must be a number, e.g. {spec[:4]}2.5"
+            ) from None
         if spec.startswith("eps="):
             rho = epsilon_to_rho(rho)
         r = topdown(md, dhc2023_like(rho), workers=workers)
-        return r.records, {"kind": "topdown", "rho": rho, **{k: v for k, v in r.privacy.items() if k != "levels"},
-                           "seconds_by_level": r.seconds_by_level, "fallbacks": r.fallbacks}, r.measurements  # fmt: skip
+        return (
+            r.records,
+            {
+                "kind": "topdown",
+                "rho": rho,
+                **{k: v for k, v in r.privacy.items() if k != "levels"},
+                "seconds_by_level": r.seconds_by_level,
+                "fallbacks": r.fallbacks,
+            },
+            r.measurements,
+        )
     raise TabreconError(
-        f"unknown defense {spec!r}; use none, swap-lo, swap-hi, swap=<rate>, dhc2023-like, rho=<budget> "
+        f"unknown defense {spec!r}; use none, swap-lo, swap-hi, swap=<rate>, dhc2023-like, "
+        "rho=<budget> "
         "or eps=<budget>"
     )
 
 
-def run_tradeoff(truth, defenses: list[str], out: str | Path, seed: int = 0, resume: bool = True,
-                 console: Console | None = None) -> pl.DataFrame:  # noqa: F821  # fmt: skip
+def run_tradeoff(
+    truth,
+    defenses: list[str],
+    out: str | Path,
+    seed: int = 0,
+    resume: bool = True,
+    console: Console | None = None,
+) -> pl.DataFrame:  # noqa: F821
     """For each defense: protect, publish, rerun the whole attack, measure risk and accuracy.
 
     One row per defense is appended to ``tradeoff.csv`` as it finishes (a rerun skips finished
@@ -129,13 +158,17 @@ def run_tradeoff(truth, defenses: list[str], out: str | Path, seed: int = 0, res
         s = res.summary()
         tvd = tvd_by_level(truth, protected)
         acc = block_accuracy(truth, protected).row(0, named=True)
-        row = {"defense": spec, "rho": info.get("rho", float("nan")),
-               "epsilon": info.get("epsilon_cks_delta_1e-10", float("nan")),
-               **{f"tvd_{k}": v for k, v in tvd.items()},
-               "mae_block_total": acc["mae_block_total"], "mean_l1_race_eth": acc["mean_l1_race_eth"],
-               "majority_kept_pct": acc["majority_kept_pct"],
-               "certified_blocks": int(((cert["status"] == "unique") & (cert["persons"] > 0)).sum()),
-               "blocks": cert.height}  # fmt: skip
+        row = {
+            "defense": spec,
+            "rho": info.get("rho", float("nan")),
+            "epsilon": info.get("epsilon_cks_delta_1e-10", float("nan")),
+            **{f"tvd_{k}": v for k, v in tvd.items()},
+            "mae_block_total": acc["mae_block_total"],
+            "mean_l1_race_eth": acc["mean_l1_race_eth"],
+            "majority_kept_pct": acc["majority_kept_pct"],
+            "certified_blocks": int(((cert["status"] == "unique") & (cert["persons"] > 0)).sum()),
+            "blocks": cert.height,
+        }
         for g in ("all", "modal", "nonmodal", "certified_uniques"):
             for src in ("attack", "mdg", "prg"):
                 v = s[src][g]["precision_pct"]
@@ -152,9 +185,12 @@ def run_tradeoff(truth, defenses: list[str], out: str | Path, seed: int = 0, res
                 fh.write(df.write_csv(include_header=False))
         else:
             df.write_csv(csv_path)
-        con.print(f"{spec}: nonmodal precision attack {row['attack_nonmodal_precision']:.1f}% vs PRG "
-                  f"{row['prg_nonmodal_precision']:.1f}% / MDG {row['mdg_nonmodal_precision']:.1f}%; block TVD "
-                  f"{tvd['block']:.3f} ({row['seconds']} s)")  # fmt: skip
+        con.print(
+            f"{spec}: nonmodal precision attack {row['attack_nonmodal_precision']:.1f}% vs PRG "
+            f"{row['prg_nonmodal_precision']:.1f}% / MDG {row['mdg_nonmodal_precision']:.1f}%; "
+            "block TVD "
+            f"{tvd['block']:.3f} ({row['seconds']} s)"
+        )
     df = pl.read_csv(csv_path)
     _tradeoff_plot(df, out / "tradeoff.png")
     return df
@@ -171,11 +207,13 @@ def _tradeoff_plot(df, path: Path) -> None:
     ref = df.filter(pl.col("rho").is_nan())
     fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, 4), dpi=110)
     if dp.height:
-        for col, lab, st in (("attack_nonmodal_precision", "attack, nonmodal", "o-"),
-                             ("attack_certified_uniques_precision", "attack, certified nonmodal uniques", "s-"),
-                             ("prg_nonmodal_precision", "PRG, nonmodal", "^--"),
-                             ("prg_original_nonmodal_precision", "PRG from unprotected tables, expected", "x--"),
-                             ("mdg_nonmodal_precision", "MDG, nonmodal", "v:")):  # fmt: skip
+        for col, lab, st in (
+            ("attack_nonmodal_precision", "attack, nonmodal", "o-"),
+            ("attack_certified_uniques_precision", "attack, certified nonmodal uniques", "s-"),
+            ("prg_nonmodal_precision", "PRG, nonmodal", "^--"),
+            ("prg_original_nonmodal_precision", "PRG from unprotected tables, expected", "x--"),
+            ("mdg_nonmodal_precision", "MDG, nonmodal", "v:"),
+        ):
             ax.plot(dp["rho"], dp[col], st, ms=4, label=lab)
         bx.plot(dp["rho"], dp["tvd_block"], "o-", label="block")
         bx.plot(dp["rho"], dp["tvd_tract"], "s-", label="tract")
@@ -183,9 +221,17 @@ def _tradeoff_plot(df, path: Path) -> None:
         bx.set_xscale("log")
     for r in ref.iter_rows(named=True):
         ax.axhline(r["attack_nonmodal_precision"], color="grey", lw=0.8, ls="-.")
-        ax.annotate(f"{r['defense']}: attack {r['attack_nonmodal_precision']:.0f}%",
-                    (ax.get_xlim()[0], r["attack_nonmodal_precision"]), fontsize=7, va="bottom")  # fmt: skip
-    ax.set(xlabel="total rho (zCDP)", ylabel="precision %", title="Reidentification precision vs budget")
+        ax.annotate(
+            f"{r['defense']}: attack {r['attack_nonmodal_precision']:.0f}%",
+            (ax.get_xlim()[0], r["attack_nonmodal_precision"]),
+            fontsize=7,
+            va="bottom",
+        )
+    ax.set(
+        xlabel="total rho (zCDP)",
+        ylabel="precision %",
+        title="Reidentification precision vs budget",
+    )
     bx.set(xlabel="total rho (zCDP)", ylabel="TVD accuracy", title="Accuracy vs budget")
     for a in (ax, bx):
         a.grid(alpha=0.3)

@@ -1,8 +1,8 @@
 """What produced a resumable output: fingerprints of inputs and options, checked before resuming.
 
-Every resumable output (a ``<out>.parts/`` folder of finished units, the audit's ``work/``, a sweep's
-CSV, the trade-off table) records the fingerprint of the run that made it: a digest of each input's
-content, the options that change results, and the tabrecon version. A rerun compares its own
+Every resumable output (a ``<out>.parts/`` folder of finished units, the audit's ``work/``, a
+sweep's CSV, the trade-off table) records the fingerprint of the run that made it: a digest of each
+input's content, the options that change results, and the tabrecon version. A rerun compares its own
 fingerprint with the recorded one before it reuses anything; when they differ it stops with
 :class:`StaleResumeError`, which says what differs -- never a silent mix of two runs. Starting
 afresh (``--fresh`` on the command line, ``resume=False`` in Python) removes the old output first.

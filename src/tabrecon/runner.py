@@ -51,7 +51,8 @@ def execution(scheduler: str = "", retries: int = 0) -> Iterator[None]:
 
 
 def dask_client(address: str) -> Any:
-    """A (cached) ``distributed.Client`` connected to ``address``; a clear error when it cannot be."""
+    """A (cached) ``distributed.Client`` connected to ``address``; a clear error when it cannot
+    be."""
     from .errors import TabreconError
 
     c = _CLIENTS.get(address)

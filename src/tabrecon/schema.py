@@ -1,14 +1,15 @@
 """The person schema: attributes, their encodings, derived fields, and reading/writing person files.
 
-A person is (block, sex, age, six OMB race flags, hispanic). Everything downstream works on a compact
-integer encoding of that record:
+A person is (block, sex, age, six OMB race flags, hispanic). Everything downstream works on a
+compact integer encoding of that record:
 
 * ``race`` is the SF1 race code 1..63 (order of P8's leaves: by number of races, then OMB order);
 * a *type* is ``((sex * 111 + age) * 63 + race - 1) * 2 + hispanic`` -- one of :data:`N_TYPES`
-  = 27,972 cells of the histogram sex x age x race x hispanic that every table cell is a predicate on.
+  = 27,972 cells of the histogram sex x age x race x hispanic that every table cell is a predicate
+  on.
 
-Person files are CSV (plain or gzip) or Parquet in exactly the layout of the Census Bureau's released
-reconstruction ``census2010_rhdf_28tracts.csv.gz``; extra columns (e.g. ``bsab_unique``,
+Person files are CSV (plain or gzip) or Parquet in exactly the layout of the Census Bureau's
+released reconstruction ``census2010_rhdf_28tracts.csv.gz``; extra columns (e.g. ``bsab_unique``,
 ``household_id``) are carried through untouched.
 """
 
@@ -54,9 +55,23 @@ CODE_OF_BITS[RACE_BITS] = np.arange(1, N_RACES + 1, dtype=np.int8)
 
 #: The 38 block-level age bins: single years 0..21, then the P12 bins from 22-24 upward.
 _AGEBIN_EDGES: tuple[tuple[int, int], ...] = tuple((a, a) for a in range(22)) + (
-    (22, 24), (25, 29), (30, 34), (35, 39), (40, 44), (45, 49), (50, 54), (55, 59),
-    (60, 61), (62, 64), (65, 66), (67, 69), (70, 74), (75, 79), (80, 84), (85, AGE_MAX),
-)  # fmt: skip
+    (22, 24),
+    (25, 29),
+    (30, 34),
+    (35, 39),
+    (40, 44),
+    (45, 49),
+    (50, 54),
+    (55, 59),
+    (60, 61),
+    (62, 64),
+    (65, 66),
+    (67, 69),
+    (70, 74),
+    (75, 79),
+    (80, 84),
+    (85, AGE_MAX),
+)
 AGEBIN38: tuple[tuple[int, int], ...] = _AGEBIN_EDGES
 
 
@@ -131,14 +146,26 @@ AGEBIN_START = np.array([lo for lo, _ in AGEBIN38], dtype=np.int16)
 
 #: The 23 P12 age bins.
 P12_BINS: tuple[tuple[int, int], ...] = (
-    (0, 4), (5, 9), (10, 14), (15, 17), (18, 19), (20, 20), (21, 21),
-) + _AGEBIN_EDGES[22:]  # fmt: skip
+    (0, 4),
+    (5, 9),
+    (10, 14),
+    (15, 17),
+    (18, 19),
+    (20, 20),
+    (21, 21),
+) + _AGEBIN_EDGES[22:]
 
 GEOID_LEN = {"state": 2, "county": 5, "tract": 11, "blockgroup": 12, "block": 15}
 LEVELS: tuple[str, ...] = ("state", "county", "tract", "blockgroup", "block")
 BLOCK_SIZE_BINS: tuple[tuple[int, int], ...] = (
-    (1, 9), (10, 49), (50, 99), (100, 249), (250, 499), (500, 999), (1000, 10**9),
-)  # fmt: skip
+    (1, 9),
+    (10, 49),
+    (50, 99),
+    (100, 249),
+    (250, 499),
+    (500, 999),
+    (1000, 10**9),
+)
 BLOCK_SIZE_LABELS = ("1-9", "10-49", "50-99", "100-249", "250-499", "500-999", "1000+")
 
 BASE_COLUMNS = ("block_geoid", "sex", "age", "agebin", *RACES, "hispanic")
@@ -318,7 +345,8 @@ def _fail_rows(
     values: pl.Series | None = None,
     lines: np.ndarray | None = None,
 ) -> None:
-    """Raise for the first bad row; ``lines`` maps frame rows to file lines when rows were filtered."""
+    """Raise for the first bad row; ``lines`` maps frame rows to file lines when rows were
+    filtered."""
     rows = np.flatnonzero(bad)
     if rows.size:
         r = int(rows[0])
@@ -343,7 +371,9 @@ def county_persons(path: str | Path) -> pl.DataFrame:
     if not Path(p).exists():
         raise InputError("file not found", path=p)
     try:
-        lf = _scan(p).select(pl.col("block_geoid").str.strip_chars().str.slice(0, 5).alias("county"))
+        lf = _scan(p).select(
+            pl.col("block_geoid").str.strip_chars().str.slice(0, 5).alias("county")
+        )
         df = lf.group_by("county").agg(pl.len().alias("persons")).collect(engine="streaming")
     except Exception as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
@@ -361,7 +391,9 @@ def _read_frame(path: str | Path, counties: Collection[str] | None = None) -> pl
     try:
         if counties is not None:
             lf = _scan(p).with_row_index("__line", offset=2)
-            lf = lf.filter(pl.col("block_geoid").str.strip_chars().str.slice(0, 5).is_in(list(counties)))
+            lf = lf.filter(
+                pl.col("block_geoid").str.strip_chars().str.slice(0, 5).is_in(list(counties))
+            )
             return lf.collect(engine="streaming")
         if p.endswith(".parquet"):
             df = pl.read_parquet(p)
@@ -376,7 +408,9 @@ def _read_frame(path: str | Path, counties: Collection[str] | None = None) -> pl
         ) from None
 
 
-def _int_column(df: pl.DataFrame, col: str, path: str, lines: np.ndarray | None = None) -> np.ndarray:
+def _int_column(
+    df: pl.DataFrame, col: str, path: str, lines: np.ndarray | None = None
+) -> np.ndarray:
     s = df[col].str.strip_chars()
     as_int = s.cast(pl.Int64, strict=False)
     bad = as_int.is_null().to_numpy()
@@ -435,8 +469,11 @@ def read_microdata(path: str | Path, counties: Collection[str] | None = None) ->
     if (age > AGE_MAX).any():
         over = np.flatnonzero(age > AGE_MAX)
         first = int(lines[over[0]]) if lines is not None else int(over[0]) + 2
-        warnings.warn(f"{p}, line {first}: {over.size} row(s) with an age above {AGE_MAX} top-coded "
-                      f"to {AGE_MAX}", stacklevel=2)  # fmt: skip
+        warnings.warn(
+            f"{p}, line {first}: {over.size} row(s) with an age above {AGE_MAX} top-coded "
+            f"to {AGE_MAX}",
+            stacklevel=2,
+        )
         age = np.minimum(age, AGE_MAX)
     bits = np.zeros(df.height, dtype=np.int16)
     for i, r in enumerate(RACES):
@@ -451,12 +488,20 @@ def read_microdata(path: str | Path, counties: Collection[str] | None = None) ->
         lines=lines,
     )
     hisp = _int_column(df, "hispanic", p, lines)
-    _fail_rows(p, (hisp != 0) & (hisp != 1), "hispanic", "hispanic must be 0 or 1", df["hispanic"], lines)
+    _fail_rows(
+        p, (hisp != 0) & (hisp != 1), "hispanic", "hispanic must be 0 or 1", df["hispanic"], lines
+    )
     age_max = None
     if "age_max" in df.columns:  # an age known only to a range: age is its first year
         age_max = _int_column(df, "age_max", p, lines)
-        _fail_rows(p, (age_max < np.minimum(age, AGE_MAX)) | (age_max > AGE_MAX), "age_max",
-                   f"age_max must be between age and {AGE_MAX}", df["age_max"], lines)  # fmt: skip
+        _fail_rows(
+            p,
+            (age_max < np.minimum(age, AGE_MAX)) | (age_max > AGE_MAX),
+            "age_max",
+            f"age_max must be between age and {AGE_MAX}",
+            df["age_max"],
+            lines,
+        )
     if "agebin" in df.columns:
         ab = df["agebin"].str.strip_chars().to_numpy()
         expect = age_labels(np.minimum(age, AGE_MAX), age_max)
@@ -464,7 +509,9 @@ def read_microdata(path: str | Path, counties: Collection[str] | None = None) ->
     age_exact = None
     if "age_exact" in df.columns:
         age_exact = _int_column(df, "age_exact", p, lines).astype(bool)
-    extra_cols = [c for c in df.columns if c not in BASE_COLUMNS and c not in ("age_exact", "age_max")]
+    extra_cols = [
+        c for c in df.columns if c not in BASE_COLUMNS and c not in ("age_exact", "age_max")
+    ]
     extra = df.select([_typed(df[c]) for c in extra_cols]) if extra_cols else None
     md = from_arrays(geo.to_numpy(), sex, age, CODE_OF_BITS[bits], hisp, extra=extra, source=p)
     md.age_exact = age_exact

@@ -42,8 +42,17 @@ OTHER_TABLE_CELLS = {"P3": 8, "P4": 3, "P5": 17, "P13": 3, "P50": 3, "P51": 3}
 HEADER_FIELDS = 5  # FILEID, STUSAB, CHARITER, CIFSN, LOGRECNO
 
 #: (first, last) 1-based columns of the geographic header fields read here
-GEO_COLUMNS = {"FILEID": (1, 6), "STUSAB": (7, 8), "SUMLEV": (9, 11), "GEOCOMP": (12, 13), "LOGRECNO": (19, 25),
-               "STATE": (28, 29), "COUNTY": (30, 32), "TRACT": (55, 60), "BLOCK": (62, 65)}  # fmt: skip
+GEO_COLUMNS = {
+    "FILEID": (1, 6),
+    "STUSAB": (7, 8),
+    "SUMLEV": (9, 11),
+    "GEOCOMP": (12, 13),
+    "LOGRECNO": (19, 25),
+    "STATE": (28, 29),
+    "COUNTY": (30, 32),
+    "TRACT": (55, 60),
+    "BLOCK": (62, 65),
+}
 SUMLEV_BLOCK, SUMLEV_TRACT = "101", "140"
 
 
@@ -54,7 +63,8 @@ def _n_cells(table: str) -> int:
 
 
 def field_positions() -> dict[str, tuple[int, int]]:
-    """Cell id -> (segment, 1-based field number in the segment's rows) for every cell tabrecon reads."""
+    """Cell id -> (segment, 1-based field number in the segment's rows) for every cell tabrecon
+    reads."""
     out: dict[str, tuple[int, int]] = {}
     for seg, tabs in SEGMENTS.items():
         pos = HEADER_FIELDS + 1
@@ -74,25 +84,41 @@ def read_geo_header(path: Path) -> pl.DataFrame:
         if not ln.strip():
             continue
         if len(ln) < GEO_COLUMNS["BLOCK"][1]:
-            raise InputError(f"geographic header record is {len(ln)} characters, shorter than the "
-                             f"{GEO_COLUMNS['BLOCK'][1]} the layout needs", path=str(path), line=i)  # fmt: skip
+            raise InputError(
+                f"geographic header record is {len(ln)} characters, shorter than the "
+                f"{GEO_COLUMNS['BLOCK'][1]} the layout needs",
+                path=str(path),
+                line=i,
+            )
         f = {k: ln[a - 1 : b] for k, (a, b) in GEO_COLUMNS.items()}
         if f["GEOCOMP"] != "00" or f["SUMLEV"] not in (SUMLEV_BLOCK, SUMLEV_TRACT):
             continue
         if not f["LOGRECNO"].strip().isdigit():
-            raise InputError(f"LOGRECNO {f['LOGRECNO']!r} is not a number", path=str(path), line=i, column="LOGRECNO")
+            raise InputError(
+                f"LOGRECNO {f['LOGRECNO']!r} is not a number",
+                path=str(path),
+                line=i,
+                column="LOGRECNO",
+            )
         block = f["SUMLEV"] == SUMLEV_BLOCK
         geo = f["STATE"] + f["COUNTY"] + f["TRACT"] + (f["BLOCK"] if block else "")
         if not re.fullmatch(r"\d+", geo) or len(geo) != (15 if block else 11):
-            raise InputError(f"geographic codes {geo!r} are not {'15' if block else '11'} digits "
-                             "(STATE, COUNTY, TRACT" + (", BLOCK)" if block else ")"), path=str(path), line=i)  # fmt: skip
+            raise InputError(
+                f"geographic codes {geo!r} are not {'15' if block else '11'} digits "
+                "(STATE, COUNTY, TRACT" + (", BLOCK)" if block else ")"),
+                path=str(path),
+                line=i,
+            )
         rows.append((int(f["LOGRECNO"]), geo, "block" if block else "tract", f["STUSAB"].lower()))
     if not rows:
         raise InputError("no block (summary level 101) or tract (140) records", path=str(path))
     df = pl.DataFrame(rows, schema=["logrecno", "geoid", "level", "stusab"], orient="row")
     dup = df.filter(pl.col("logrecno").is_duplicated())
     if dup.height:
-        raise InputError(f"LOGRECNO {dup['logrecno'][0]} appears on more than one block/tract record", path=str(path))
+        raise InputError(
+            f"LOGRECNO {dup['logrecno'][0]} appears on more than one block/tract record",
+            path=str(path),
+        )
     return df
 
 
@@ -107,10 +133,15 @@ def read_sf1(folder: str | Path, tables: list[str] | None = None) -> TableSet:
     """Read the person tables tabrecon models (or ``tables``) from a state's SF1 folder."""
     folder = Path(folder)
     if not folder.is_dir():
-        raise InputError("not a folder (an SF1 distribution is a folder of .sf1 files)", path=str(folder))
+        raise InputError(
+            "not a folder (an SF1 distribution is a folder of .sf1 files)", path=str(folder)
+        )
     geos = [p for p in folder.iterdir() if p.name.lower().endswith("geo2010.sf1")]
     if len(geos) != 1:
-        raise InputError(f"expected one geographic header file xxgeo2010.sf1, found {len(geos)}", path=str(folder))
+        raise InputError(
+            f"expected one geographic header file xxgeo2010.sf1, found {len(geos)}",
+            path=str(folder),
+        )
     geo_path = geos[0]
     st = geo_path.name[:2].lower()
     geo = read_geo_header(geo_path)
@@ -135,7 +166,9 @@ def read_sf1(folder: str | Path, tables: list[str] | None = None) -> TableSet:
         values = np.full((g.height, len(cells)), -1, dtype=np.int64)
         col_of = {c: j for j, c in enumerate(cells)}
         by_seg: dict[int, list[str]] = {}
-        rows_in: dict[str, np.ndarray] = {}  # per segment file: which header records it has rows for
+        rows_in: dict[
+            str, np.ndarray
+        ] = {}  # per segment file: which header records it has rows for
         for c in cells:
             by_seg.setdefault(pos[c][0], []).append(c)
         for seg, seg_cells in sorted(by_seg.items()):
@@ -143,45 +176,75 @@ def read_sf1(folder: str | Path, tables: list[str] | None = None) -> TableSet:
             path = _find(folder, name)
             if path is None:
                 need = [t for t in SEGMENTS[seg] if t in TABLES_BY_NAME]
-                raise InputError(f"data segment file {name} is missing (it holds cells {seg_cells[0]}..{seg_cells[-1]}, "
-                                 f"tables {', '.join(need)})", path=str(folder))  # fmt: skip
-            rows_in[path.name] = _read_segment(path, seg_cells, pos, sorted_lrn, order, values, col_of)
+                raise InputError(
+                    f"data segment file {name} is missing (it holds cells "
+                    f"{seg_cells[0]}..{seg_cells[-1]}, "
+                    f"tables {', '.join(need)})",
+                    path=str(folder),
+                )
+            rows_in[path.name] = _read_segment(
+                path, seg_cells, pos, sorted_lrn, order, values, col_of
+            )
         anywhere = np.logical_or.reduce(list(rows_in.values()))
         missing = np.flatnonzero(~anywhere)
         if missing.size:
-            raise InputError(f"{missing.size} {level} record(s) of the geographic header have no data rows "
-                             f"(e.g. LOGRECNO {lrn[missing[0]]}, geoid {g['geoid'][int(missing[0])]})", path=str(folder))  # fmt: skip
+            raise InputError(
+                f"{missing.size} {level} record(s) of the geographic header have no data rows "
+                f"(e.g. LOGRECNO {lrn[missing[0]]}, geoid {g['geoid'][int(missing[0])]})",
+                path=str(folder),
+            )
         for name, got in rows_in.items():  # a record in some segments and not in others
             gap = np.flatnonzero(anywhere & ~got)
             if gap.size:
                 i = int(gap[0])
-                raise InputError(f"{gap.size} {level} record(s) with data rows in other segments have none "
-                                 f"here (e.g. LOGRECNO {lrn[i]}, geoid {g['geoid'][i]}); its cells would "
-                                 "silently read as not published", path=str(folder / name))  # fmt: skip
+                raise InputError(
+                    f"{gap.size} {level} record(s) with data rows in other segments have none "
+                    f"here (e.g. LOGRECNO {lrn[i]}, geoid {g['geoid'][i]}); its cells would "
+                    "silently read as not published",
+                    path=str(folder / name),
+                )
         grids[level] = Grid(level, g["geoid"].to_numpy().astype(str), np.array(cells), values)
     return TableSet(grids, source=str(folder))
 
 
-def _read_segment(path: Path, cells: list[str], pos: dict, sorted_lrn: np.ndarray, order: np.ndarray,
-                  values: np.ndarray, col_of: dict[str, int]) -> np.ndarray:  # fmt: skip
+def _read_segment(
+    path: Path,
+    cells: list[str],
+    pos: dict,
+    sorted_lrn: np.ndarray,
+    order: np.ndarray,
+    values: np.ndarray,
+    col_of: dict[str, int],
+) -> np.ndarray:
     """Fill ``values`` (rows in header order; ``order`` sorts them by LOGRECNO into ``sorted_lrn``)
     with ``cells`` of one segment file; rows of other geographic units are ignored. Returns which
     header records (in header order) the file has a row for."""
     need = max(pos[c][1] for c in cells)
     try:
-        df = pl.read_csv(path, has_header=False, infer_schema=False, truncate_ragged_lines=True,
-                         encoding="latin-1")  # fmt: skip
+        df = pl.read_csv(
+            path,
+            has_header=False,
+            infer_schema=False,
+            truncate_ragged_lines=True,
+            encoding="latin-1",
+        )
     except Exception as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise InputError(f"cannot be read as a comma-separated segment file: {first}", path=str(path)) from None
+        raise InputError(
+            f"cannot be read as a comma-separated segment file: {first}", path=str(path)
+        ) from None
     if df.width < need:
-        raise InputError(f"rows have {df.width} fields; the SF1 layout puts {cells[-1]} in field {need}",
-                         path=str(path))  # fmt: skip
+        raise InputError(
+            f"rows have {df.width} fields; the SF1 layout puts {cells[-1]} in field {need}",
+            path=str(path),
+        )
     logrec = df[:, 4].str.strip_chars().cast(pl.Int64, strict=False)
     bad = logrec.is_null().to_numpy()
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
-        raise InputError(f"LOGRECNO {df[i, 4]!r} is not a number", path=str(path), line=i + 1, column="LOGRECNO")
+        raise InputError(
+            f"LOGRECNO {df[i, 4]!r} is not a number", path=str(path), line=i + 1, column="LOGRECNO"
+        )
     lr = logrec.to_numpy()
     k = np.minimum(np.searchsorted(sorted_lrn, lr), sorted_lrn.size - 1)
     found = sorted_lrn[k] == lr
@@ -192,11 +255,17 @@ def _read_segment(path: Path, cells: list[str], pos: dict, sorted_lrn: np.ndarra
         v = s.cast(pl.Int64, strict=False)
         sel = s.filter(pl.Series(found))
         vv = v.filter(pl.Series(found))
-        badv = (vv.is_null() & sel.is_not_null() & (sel != "")).to_numpy() | (vv.fill_null(0) < 0).to_numpy()
+        badv = (vv.is_null() & sel.is_not_null() & (sel != "")).to_numpy() | (
+            vv.fill_null(0) < 0
+        ).to_numpy()
         if badv.any():
             j = int(np.flatnonzero(found)[np.flatnonzero(badv)[0]])
-            raise InputError(f"cell {c} (field {f}) is {df[j, f - 1]!r}, not a non-negative whole number",
-                             path=str(path), line=j + 1, column=c)  # fmt: skip
+            raise InputError(
+                f"cell {c} (field {f}) is {df[j, f - 1]!r}, not a non-negative whole number",
+                path=str(path),
+                line=j + 1,
+                column=c,
+            )
         values[rows, col_of[c]] = vv.fill_null(-1).to_numpy()
     got = np.zeros(values.shape[0], dtype=bool)
     got[rows] = True

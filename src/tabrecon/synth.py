@@ -1,4 +1,5 @@
-"""Synthetic populations: a realistic county (tracts > block groups > blocks > households > persons).
+"""Synthetic populations: a realistic county (tracts > block groups > blocks > households >
+persons).
 
 Calibrated to published 2010 Census figures (targets in :data:`TARGETS`): block sizes follow the
 national distribution of persons by block size, race and ethnicity are clustered by block and
@@ -25,17 +26,29 @@ from .schema import (
 
 #: 2010 Census figures the generator is calibrated to (and reports itself against).
 TARGETS = {
-    "block_size_person_share": dict(zip(
-        ("1-9", "10-49", "50-99", "100-249", "250-499", "500-999", "1000+"),
-        (0.026, 0.219, 0.224, 0.259, 0.139, 0.088, 0.045), strict=True)),
-    "race_alone_share": {"white": 0.724, "black": 0.126, "aian": 0.009, "asian": 0.048, "nhpi": 0.002, "sor": 0.062, "two_or_more": 0.029},
+    "block_size_person_share": dict(
+        zip(
+            ("1-9", "10-49", "50-99", "100-249", "250-499", "500-999", "1000+"),
+            (0.026, 0.219, 0.224, 0.259, 0.139, 0.088, 0.045),
+            strict=True,
+        )
+    ),
+    "race_alone_share": {
+        "white": 0.724,
+        "black": 0.126,
+        "aian": 0.009,
+        "asian": 0.048,
+        "nhpi": 0.002,
+        "sor": 0.062,
+        "two_or_more": 0.029,
+    },
     "hispanic_share": 0.163,
     "median_age": 37.2,
     "under18_share": 0.24,
     "over65_share": 0.13,
     "modal_share": 0.78,
     "mean_household_size": 2.58,
-}  # fmt: skip
+}
 
 # 2010 population by 5-year age group (per cent), 0-4 ... 95-99, 100+.
 _AGE5 = np.array(
@@ -82,14 +95,21 @@ def _race_groups() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(race code, hispanic, probability) of the race x ethnicity groups drawn nationally."""
     bit = {r: 1 << i for i, r in enumerate(RACES)}
     multi = [  # two-or-more combinations and their shares of the 2.9%
-        (bit["white"] | bit["black"], 0.26), (bit["white"] | bit["sor"], 0.19),
-        (bit["white"] | bit["asian"], 0.18), (bit["white"] | bit["aian"], 0.16),
-        (bit["black"] | bit["sor"], 0.04), (bit["black"] | bit["aian"], 0.03),
-        (bit["white"] | bit["black"] | bit["aian"], 0.03), (bit["white"] | bit["nhpi"], 0.02),
-        (bit["asian"] | bit["nhpi"], 0.02), (bit["white"] | bit["asian"] | bit["nhpi"], 0.01),
-        (bit["black"] | bit["asian"], 0.02), (bit["aian"] | bit["sor"], 0.01),
-        (bit["white"] | bit["black"] | bit["sor"], 0.01), (bit["white"] | bit["black"] | bit["aian"] | bit["asian"], 0.01),
-    ]  # fmt: skip
+        (bit["white"] | bit["black"], 0.26),
+        (bit["white"] | bit["sor"], 0.19),
+        (bit["white"] | bit["asian"], 0.18),
+        (bit["white"] | bit["aian"], 0.16),
+        (bit["black"] | bit["sor"], 0.04),
+        (bit["black"] | bit["aian"], 0.03),
+        (bit["white"] | bit["black"] | bit["aian"], 0.03),
+        (bit["white"] | bit["nhpi"], 0.02),
+        (bit["asian"] | bit["nhpi"], 0.02),
+        (bit["white"] | bit["asian"] | bit["nhpi"], 0.01),
+        (bit["black"] | bit["asian"], 0.02),
+        (bit["aian"] | bit["sor"], 0.01),
+        (bit["white"] | bit["black"] | bit["sor"], 0.01),
+        (bit["white"] | bit["black"] | bit["aian"] | bit["asian"], 0.01),
+    ]
     total = {
         "white": 0.724,
         "black": 0.126,

@@ -1,17 +1,18 @@
-"""The published tables: SF1 person tables declared as data, tabulation, table files and consistency.
+"""The published tables: SF1 person tables declared as data, tabulation, table files and
+consistency.
 
 A table is a :class:`TableSpec`: a universe (a partial predicate on sex, age, race and ethnicity), a
-layout naming how its lines are generated (also data: :data:`LAYOUTS`), and its geographic level. Each
-line becomes a :class:`Cell` -- one predicate over the person schema with a measure (``persons``, or
-``race_tally`` which counts a person once per reported race). Every cell is turned into a weight
-vector over the 27,972 person types (:mod:`tabrecon.schema`), so that
+layout naming how its lines are generated (also data: :data:`LAYOUTS`), and its geographic level.
+Each line becomes a :class:`Cell` -- one predicate over the person schema with a measure
+(``persons``, or ``race_tally`` which counts a person once per reported race). Every cell is turned
+into a weight vector over the 27,972 person types (:mod:`tabrecon.schema`), so that
 
     tables(geounit) = histogram(geounit) @ W
 
 and tabulation is one sparse matrix product, whatever the number of tables.
 
-Tables travel as a long table ``(geoid, cell, value)``; the level of a row follows from the length of
-its geoid (15 block, 12 block group, 11 tract, 5 county, 2 state). In memory they are a
+Tables travel as a long table ``(geoid, cell, value)``; the level of a row follows from the length
+of its geoid (15 block, 12 block group, 11 tract, 5 county, 2 state). In memory they are a
 :class:`TableSet`: per level a dense (geounits x cells) matrix, ``-1`` marking a cell not published.
 """
 
@@ -143,7 +144,8 @@ Row = dict  # partial predicate: any of sex, age_min, age_max, race, hispanic, m
 
 
 def _race_detail_rows() -> list[Row]:
-    """P8 lines 001-071: total; one race; six alone; two or more; per k races a subtotal + leaves."""
+    """P8 lines 001-071: total; one race; six alone; two or more; per k races a subtotal +
+    leaves."""
     rows: list[Row] = [{}, {"race": "count:1"}]
     rows += [{"race": f"exactly:{r}"} for r in RACES]
     rows.append({"race": "count>=2"})
@@ -185,8 +187,10 @@ def _sex_by(ages: Sequence[tuple[int, int]]) -> list[Row]:
 
 
 PCT12_AGES: tuple[tuple[int, int], ...] = tuple((a, a) for a in range(100)) + (
-    (100, 104), (105, 109), (110, 110),
-)  # fmt: skip
+    (100, 104),
+    (105, 109),
+    (110, 110),
+)
 
 LAYOUTS: dict[str, list[Row]] = {
     "total": [{}],
@@ -254,17 +258,72 @@ ADULT = {"age_min": 18}
 SF1_TABLES: tuple[TableSpec, ...] = (
     TableSpec("P1", "P", 1, "block", "total", title="Total population"),
     TableSpec("P6", "P", 6, "block", "race_tally", title="Race (total races tallied)"),
-    TableSpec("P7", "P", 7, "block", "hisp_race_tally", title="Hispanic or Latino origin by race (total races tallied)"),
+    TableSpec(
+        "P7",
+        "P",
+        7,
+        "block",
+        "hisp_race_tally",
+        title="Hispanic or Latino origin by race (total races tallied)",
+    ),
     TableSpec("P8", "P", 8, "block", "race_detail", title="Race"),
-    TableSpec("P9", "P", 9, "block", "hisp_race_detail", title="Hispanic or Latino, and not Hispanic or Latino by race"),
-    TableSpec("P10", "P", 10, "block", "race_detail", ADULT, title="Race for the population 18 years and over"),
-    TableSpec("P11", "P", 11, "block", "hisp_race_detail", ADULT, title="Hispanic or Latino by race, 18 years and over"),
+    TableSpec(
+        "P9",
+        "P",
+        9,
+        "block",
+        "hisp_race_detail",
+        title="Hispanic or Latino, and not Hispanic or Latino by race",
+    ),
+    TableSpec(
+        "P10",
+        "P",
+        10,
+        "block",
+        "race_detail",
+        ADULT,
+        title="Race for the population 18 years and over",
+    ),
+    TableSpec(
+        "P11",
+        "P",
+        11,
+        "block",
+        "hisp_race_detail",
+        ADULT,
+        title="Hispanic or Latino by race, 18 years and over",
+    ),
     TableSpec("P12", "P", 12, "block", "sex_by_p12_age", title="Sex by age"),
-    TableSpec("P14", "P", 14, "block", "sex_by_age_under20", {"age_max": 19}, title="Sex by age for the population under 20 years"),
-    *(TableSpec(f"P12{L}", "P", 12, "block", "sex_by_p12_age", ITERATIONS[L], L, f"Sex by age ({L})") for L in "ABCDEFGHI"),
+    TableSpec(
+        "P14",
+        "P",
+        14,
+        "block",
+        "sex_by_age_under20",
+        {"age_max": 19},
+        title="Sex by age for the population under 20 years",
+    ),
+    *(
+        TableSpec(
+            f"P12{L}", "P", 12, "block", "sex_by_p12_age", ITERATIONS[L], L, f"Sex by age ({L})"
+        )
+        for L in "ABCDEFGHI"
+    ),
     TableSpec("PCT12", "PCT", 12, "tract", "sex_by_single_age", title="Sex by single year of age"),
-    *(TableSpec(f"PCT12{L}", "PCT", 12, "tract", "sex_by_single_age", ITERATIONS[L], L, f"Sex by single year of age ({L})") for L in "ABCDEFGHIJKLMNO"),
-)  # fmt: skip
+    *(
+        TableSpec(
+            f"PCT12{L}",
+            "PCT",
+            12,
+            "tract",
+            "sex_by_single_age",
+            ITERATIONS[L],
+            L,
+            f"Sex by single year of age ({L})",
+        )
+        for L in "ABCDEFGHIJKLMNO"
+    ),
+)
 
 TABLES_BY_NAME: dict[str, TableSpec] = {t.name: t for t in SF1_TABLES}
 BLOCK_TABLES = tuple(t.name for t in SF1_TABLES if t.level == "block")
@@ -445,7 +504,8 @@ def _sorted_ids() -> tuple[np.ndarray, np.ndarray]:
 
 @functools.lru_cache(maxsize=1)
 def cell_attrs() -> dict[str, np.ndarray]:
-    """Attributes of every cell as arrays indexed like :func:`all_cells` (for vectorised selection)."""
+    """Attributes of every cell as arrays indexed like :func:`all_cells` (for vectorised
+    selection)."""
     cs = all_cells()
     return {
         "table": np.array([c.table for c in cs]),
@@ -482,8 +542,8 @@ def tabulate(
 ) -> TableSet:
     """Tabulate person records into published tables, zero cells included.
 
-    Each table is computed at its own level (block or tract) unless ``level`` is given, in which case
-    every requested table is computed at that level (e.g. ``"county"``, ``"state"``,
+    Each table is computed at its own level (block or tract) unless ``level`` is given, in which
+    case every requested table is computed at that level (e.g. ``"county"``, ``"state"``,
     ``"blockgroup"``). One sparse product per level: histogram(geounit x type) @ W(type x cell).
     """
     names = resolve_tables(tables)
@@ -527,9 +587,9 @@ def write_tables(ts: TableSet, path: str | Path) -> None:
 def read_tables(path: str | Path) -> TableSet:
     """Read and validate a long table file (geoid, cell, value).
 
-    Every error names the file, the line (header = line 1) and the cell: unknown cell ids, geoids that
-    are not digits or whose length does not fit the cell's level, values that are not non-negative
-    integers, and duplicate (geoid, cell) rows.
+    Every error names the file, the line (header = line 1) and the cell: unknown cell ids, geoids
+    that are not digits or whose length does not fit the cell's level, values that are not
+    non-negative integers, and duplicate (geoid, cell) rows.
     """
     from .schema import _read_frame
 
@@ -538,7 +598,8 @@ def read_tables(path: str | Path) -> TableSet:
 
 
 def tables_from_long(df: pl.DataFrame, p: str = "tables") -> TableSet:
-    """A :class:`TableSet` from a long frame of text columns geoid, cell, value (see :func:`read_tables`)."""
+    """A :class:`TableSet` from a long frame of text columns geoid, cell, value (see
+    :func:`read_tables`)."""
     missing = [c for c in ("geoid", "cell", "value") if c not in df.columns]
     if missing:
         raise InputError(
@@ -636,7 +697,8 @@ FAMILIES: dict[str, tuple[str, ...]] = {
 
 @dataclass(frozen=True)
 class Identity:
-    """``lhs = sum(rhs)`` at ``level``; at tract level, block cells mean their sum over the tract."""
+    """``lhs = sum(rhs)`` at ``level``; at tract level, block cells mean their sum over the
+    tract."""
 
     level: str
     lhs: str

@@ -15,9 +15,10 @@ means every block is unique (a proof, not a time-out). A solution names blocks t
 set aside and the test repeats on the rest. Only the blocks that can differ get the (costlier)
 maximisation of their distance, which reports a proven value or a (lower, upper) pair on time-out.
 
-For block+tract tables the binned model (tract cells summed to age bins) is used: with complete tract
-tables its solutions are exactly the binned projections of the full model's (single ages are then a
-transportation problem, :func:`tabrecon.attacks.reconstruct.spread_ages`); otherwise the full model.
+For block+tract tables the binned model (tract cells summed to age bins) is used: with complete
+tract tables its solutions are exactly the binned projections of the full model's (single ages are
+then a transportation problem, :func:`tabrecon.attacks.reconstruct.spread_ages`); otherwise the
+full model.
 """
 
 from __future__ import annotations
@@ -90,7 +91,8 @@ def _check_recon(ts: TableSet, tract: str, level: str, recon: Microdata) -> list
         wrong = np.argwhere((pub.values != MISSING) & (pub.values != mine))
         for i, j in wrong[: 5 - len(bad)]:
             bad.append(
-                f"{pub.geoids[i]} {pub.cells[j]}: published {pub.values[i, j]}, reconstruction {mine[i, j]}"
+                f"{pub.geoids[i]} {pub.cells[j]}: published {pub.values[i, j]}, reconstruction "
+                f"{mine[i, j]}"
             )
     return bad
 
@@ -112,8 +114,18 @@ def certify_tract(
     nb = len(model.block_geoids)
 
     def result(status: str, **kw) -> CertResult:
-        base = dict(unit=tract, level=level, status=status, blocks=nb, unique_blocks=0, varying_blocks=0,
-                    undecided_blocks=0, proofs=0, seconds_zero_test=0.0, seconds_distance=0.0)  # fmt: skip
+        base = dict(
+            unit=tract,
+            level=level,
+            status=status,
+            blocks=nb,
+            unique_blocks=0,
+            varying_blocks=0,
+            undecided_blocks=0,
+            proofs=0,
+            seconds_zero_test=0.0,
+            seconds_distance=0.0,
+        )
         base.update(kw)
         return CertResult(**base)
 
@@ -166,9 +178,13 @@ def certify_tract(
                 sp.csr_matrix(np.ones((1, na), dtype=np.int64)),
             ]
         )
-        sol = base.solve(na, np.ones(na, dtype=np.int64), sp.vstack([rows, srow]).tocsr(),
-                         np.concatenate([np.zeros(na, dtype=np.int64), [1]]),
-                         np.concatenate([c[act] - 1 + M, [na]]))  # fmt: skip
+        sol = base.solve(
+            na,
+            np.ones(na, dtype=np.int64),
+            sp.vstack([rows, srow]).tocsr(),
+            np.concatenate([np.zeros(na, dtype=np.int64), [1]]),
+            np.concatenate([c[act] - 1 + M, [na]]),
+        )
         proofs += 1
         if sol.status == "infeasible":
             state[state == 0] = 1
@@ -207,11 +223,17 @@ def certify_tract(
                     np.zeros(n, dtype=np.int64),
                 ]
             )
-            sol = base.solve(2 * n, np.concatenate([c[kb], np.ones(n, dtype=np.int64)]),
-                             sp.vstack([r1, r2]).tocsr(),
-                             np.concatenate([np.full(n, -int(c[kb].max()), dtype=np.int64), np.zeros(n, dtype=np.int64)]),
-                             np.concatenate([np.zeros(n, dtype=np.int64), c[kb] + N[b]]),
-                             c=cobj, maximize=True)  # fmt: skip
+            sol = base.solve(
+                2 * n,
+                np.concatenate([c[kb], np.ones(n, dtype=np.int64)]),
+                sp.vstack([r1, r2]).tocsr(),
+                np.concatenate(
+                    [np.full(n, -int(c[kb].max()), dtype=np.int64), np.zeros(n, dtype=np.int64)]
+                ),
+                np.concatenate([np.zeros(n, dtype=np.int64), c[kb] + N[b]]),
+                c=cobj,
+                maximize=True,
+            )
             if sol.objective is not None:
                 lower[b] = max(lower[b], int(round(sol.objective)))
             if sol.bound is not None:
@@ -225,19 +247,27 @@ def certify_tract(
         lo_pct = np.where(N > 0, 100.0 * lower / N, 0.0)
         hi_pct = np.where(N > 0, 100.0 * upper / N, 0.0)
     status_names = np.array(["unknown", "unique", "varies", "undecided"])
-    df = pl.DataFrame({
-        "block_geoid": model.block_geoids.astype(str),
-        "persons": N,
-        "solvar": np.where(proven, lo_pct, np.nan),
-        "solvar_lo": lo_pct,
-        "solvar_hi": hi_pct,
-        "proven": proven,
-        "status": status_names[state],
-        "level": np.full(nb, level),
-    })  # fmt: skip
-    res = result("ok", unique_blocks=int((state == 1).sum()), varying_blocks=int((state == 2).sum()),
-                 undecided_blocks=int((state == 3).sum()), proofs=proofs, seconds_zero_test=t1 - t0,
-                 seconds_distance=t2 - t1)  # fmt: skip
+    df = pl.DataFrame(
+        {
+            "block_geoid": model.block_geoids.astype(str),
+            "persons": N,
+            "solvar": np.where(proven, lo_pct, np.nan),
+            "solvar_lo": lo_pct,
+            "solvar_hi": hi_pct,
+            "proven": proven,
+            "status": status_names[state],
+            "level": np.full(nb, level),
+        }
+    )
+    res = result(
+        "ok",
+        unique_blocks=int((state == 1).sum()),
+        varying_blocks=int((state == 2).sum()),
+        undecided_blocks=int((state == 3).sum()),
+        proofs=proofs,
+        seconds_zero_test=t1 - t0,
+        seconds_distance=t2 - t1,
+    )
     return res, df
 
 
@@ -268,7 +298,8 @@ def certify(
     distance: bool = True,
     progress=None,
 ) -> CertRun:
-    """Solution variability of every block, tract by tract (parallel, written as done, resumable)."""
+    """Solution variability of every block, tract by tract (parallel, written as done,
+    resumable)."""
     from ..runner import run_units
 
     opts = solver or SolverOptions()
@@ -284,8 +315,9 @@ def certify(
         resume=resume,
         workers=workers,
         progress=progress,
-        fingerprint=run_fingerprint(parts, tables, recon=recon, level=level, distance=distance,
-                                 solver=opts),  # fmt: skip
+        fingerprint=run_fingerprint(
+            parts, tables, recon=recon, level=level, distance=distance, solver=opts
+        ),
     )
     dfs = [frames[t] for t in tracts if t in frames]
     blocks = pl.concat(dfs) if dfs else pl.DataFrame()
@@ -314,19 +346,22 @@ def solvar_table(blocks: pl.DataFrame) -> pl.DataFrame:
     rows = []
     for t in SOLVAR_THRESHOLDS:
         m = inhabited & (sv <= t + 1e-9)
-        rows.append({
-            "solvar_at_most_pct": t,
-            "blocks": int(m.sum()),
-            "persons": int(pop[m].sum()),
-            "cum_blocks_pct": 100.0 * m.sum() / nb if nb else float("nan"),
-            "cum_persons_pct": 100.0 * pop[m].sum() / np_ if np_ else float("nan"),
-            "unproven_blocks": int((m & ~proven).sum()),
-        })  # fmt: skip
+        rows.append(
+            {
+                "solvar_at_most_pct": t,
+                "blocks": int(m.sum()),
+                "persons": int(pop[m].sum()),
+                "cum_blocks_pct": 100.0 * m.sum() / nb if nb else float("nan"),
+                "cum_persons_pct": 100.0 * pop[m].sum() / np_ if np_ else float("nan"),
+                "unproven_blocks": int((m & ~proven).sum()),
+            }
+        )
     return pl.DataFrame(rows)
 
 
 def cumulative_solvar(blocks: pl.DataFrame) -> tuple[float, float]:
-    """Cumulative solvar 100 * sum IV / (2 sum N) over inhabited blocks, as (lower, upper) per cent."""
+    """Cumulative solvar 100 * sum IV / (2 sum N) over inhabited blocks, as (lower, upper) per
+    cent."""
     pop = blocks["persons"].to_numpy().astype(float)
     lo = (blocks["solvar_lo"].to_numpy() * pop / 100.0).sum()
     hi = (blocks["solvar_hi"].to_numpy() * pop / 100.0).sum()
@@ -335,23 +370,31 @@ def cumulative_solvar(blocks: pl.DataFrame) -> tuple[float, float]:
 
 
 def zero_share_by_size(blocks: pl.DataFrame) -> pl.DataFrame:
-    """Share of blocks and persons with proven zero solvar by block-size bin (methods.md section 3)."""
+    """Share of blocks and persons with proven zero solvar by block-size bin (methods.md section
+    3)."""
     pop = blocks["persons"].to_numpy()
     zero = (blocks["status"] == "unique").to_numpy()
     sb = size_bin(pop)
     rows = []
     for i, lab in enumerate(BLOCK_SIZE_LABELS):
         m = sb == i
-        rows.append({
-            "bin": lab, "blocks": int(m.sum()), "persons": int(pop[m].sum()),
-            "zero_blocks_pct": 100.0 * (m & zero).sum() / m.sum() if m.any() else float("nan"),
-            "zero_persons_pct": 100.0 * pop[m & zero].sum() / pop[m].sum() if m.any() else float("nan"),
-        })  # fmt: skip
+        rows.append(
+            {
+                "bin": lab,
+                "blocks": int(m.sum()),
+                "persons": int(pop[m].sum()),
+                "zero_blocks_pct": 100.0 * (m & zero).sum() / m.sum() if m.any() else float("nan"),
+                "zero_persons_pct": 100.0 * pop[m & zero].sum() / pop[m].sum()
+                if m.any()
+                else float("nan"),
+            }
+        )
     return pl.DataFrame(rows)
 
 
 def uniqueness_flags(recon: Microdata, blocks: pl.DataFrame | None = None) -> pl.DataFrame:
-    """Per record: unique in its block on {sex, agebin} and on {sex, agebin, race, hispanic}; certified.
+    """Per record: unique in its block on {sex, agebin} and on {sex, agebin, race, hispanic};
+    certified.
 
     ``certified`` is True where the block has proven zero solvar: a certified unique is a population
     unique that the attacker knows about from public tables alone.

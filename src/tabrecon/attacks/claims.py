@@ -1,4 +1,5 @@
-"""Verified claims (Liu, Xiao, Thaker, Smith, Wu 2025, "Generate-then-Verify") about persons in a block.
+"""Verified claims (Liu, Xiao, Thaker, Smith, Wu 2025, "Generate-then-Verify") about persons in a
+block.
 
 A claim R(a, m) says: exactly m records of the block match the partial assignment a over a subset of
 the nine columns (sex, agebin38, hispanic, white, black, aian, asian, nhpi, sor); k = the number of
@@ -8,18 +9,18 @@ true; a *singleton* claim (m = 1) singles one person out.
 * **Certified blocks** (solvar 0, :mod:`tabrecon.attacks.certify`): the block's binned histogram is
   the same in every consistent population, so every claim read off the reconstruction is verified by
   that one proof. They are enumerated for all 511 column subsets, vectorised over key counts.
-* **Blocks that can differ**: candidates are the claims whose count is the same in K diverse feasible
-  solutions (the reconstruction plus K-1 solutions of random objectives); each is then verified by
-  proving ``count(a) <= m-1`` and ``count(a) >= m+1`` infeasible under all the tables. Candidates
-  that select the same keys of a block are one linear form and are verified once; all of a tract's
-  candidates go into one program with an indicator per branch and "some indicator holds": infeasible
-  verifies them all, a solution refutes the ones it breaks and the proof repeats on the rest. A
-  time-out leaves the remaining candidates unverified (never claimed).
+* **Blocks that can differ**: candidates are the claims whose count is the same in K diverse
+  feasible solutions (the reconstruction plus K-1 solutions of random objectives); each is then
+  verified by proving ``count(a) <= m-1`` and ``count(a) >= m+1`` infeasible under all the tables.
+  Candidates that select the same keys of a block are one linear form and are verified once; all of
+  a tract's candidates go into one program with an indicator per branch and "some indicator holds":
+  infeasible verifies them all, a solution refutes the ones it breaks and the proof repeats on the
+  rest. A time-out leaves the remaining candidates unverified (never claimed).
 
 Claims whose predicate is one published block cell (e.g. "male, age 30-34" = P12) are dropped as
 trivial. Each verified claim gets its baseline probability P(count = m) under Binomial(N_block, p),
-p the share of matching records in the tract (and in the state) of the reconstruction -- the prior of
-Liu et al. With the tract/state histograms known to the attacker only through the tables, the
+p the share of matching records in the tract (and in the state) of the reconstruction -- the prior
+of Liu et al. With the tract/state histograms known to the attacker only through the tables, the
 reconstruction's shares are what the attacker has.
 """
 
@@ -127,7 +128,8 @@ def _cell_signatures() -> frozenset[tuple]:
 
 @functools.cache
 def is_trivial(code: int) -> bool:
-    """True when the claim's predicate is exactly one published block cell's (readable off a table)."""
+    """True when the claim's predicate is exactly one published block cell's (readable off a
+    table)."""
     a = decode_claim(code)
     sex = {None: "any", 0: "male", 1: "female"}[a.get("sex")]
     lo, hi = AGEBIN38[a["agebin"]] if "agebin" in a else (0, 110)
@@ -195,7 +197,8 @@ class _Claims:
 def _stable_claims(
     key_block: np.ndarray, attrs: np.ndarray, Y: np.ndarray, incidence: bool = False
 ) -> _Claims:
-    """Non-trivial claims with m >= 1 whose count is the same in every row of ``Y`` (solutions x keys)."""
+    """Non-trivial claims with m >= 1 whose count is the same in every row of ``Y`` (solutions x
+    keys)."""
     nk = key_block.size
     cols: dict[str, list[np.ndarray]] = {
         n: [] for n in ("block", "k", "code", "m", "subset", "first")
@@ -230,14 +233,22 @@ def _stable_claims(
         z = np.zeros(0, dtype=np.int64)
         return _Claims(z, z, z, z, z, z, sp.csr_matrix((0, nk)) if incidence else None)
     c = {n: np.concatenate(v) for n, v in cols.items()}
-    return _Claims(c["block"], c["k"], c["code"], c["m"], c["subset"], c["first"],
-                   sp.vstack(inc).tocsr() if incidence else None)  # fmt: skip
+    return _Claims(
+        c["block"],
+        c["k"],
+        c["code"],
+        c["m"],
+        c["subset"],
+        c["first"],
+        sp.vstack(inc).tocsr() if incidence else None,
+    )
 
 
 def _diverse_solutions(
     prog: IntProgram, n_vars: int, k_solutions: int, opts: SolverOptions, seed: int
 ) -> list[np.ndarray]:
-    """Up to K-1 feasible solutions of random integer objectives (diversity by random directions)."""
+    """Up to K-1 feasible solutions of random integer objectives (diversity by random
+    directions)."""
     rng = np.random.default_rng(seed)
     gen = SolverOptions(opts.backend, opts.threads, min(opts.time_limit or 10.0, 10.0), opts.seed)
     base = Extensible(prog, gen)
@@ -260,7 +271,8 @@ def _verify(
     opts: SolverOptions,
     max_rounds: int,
 ) -> tuple[np.ndarray, int]:
-    """Which linear forms ``C x`` equal ``m`` in every solution of ``prog``; returns (verified, proofs).
+    """Which linear forms ``C x`` equal ``m`` in every solution of ``prog``; returns (verified,
+    proofs).
 
     Indicator lo_i forces C_i x <= m_i - 1 (``big`` >= any count relaxes it), hi_i forces
     C_i x >= m_i + 1; at least one indicator must hold. Infeasible: all remaining forms verified.
@@ -282,8 +294,11 @@ def _verify(
         r_lo = sp.hstack([Ci, sp.diags(bi + 1, dtype=np.int64), zero])  # C x + (B+1) lo <= B + m
         r_hi = sp.hstack([Ci, zero, -sp.diags(mi + 1, dtype=np.int64)])  # C x - (m+1) hi >= 0
         r_any = sp.hstack(
-            [sp.csr_matrix((1, n_vars), dtype=np.int64), sp.csr_matrix(np.ones((1, 2 * n), dtype=np.int64))]
-        )  # fmt: skip
+            [
+                sp.csr_matrix((1, n_vars), dtype=np.int64),
+                sp.csr_matrix(np.ones((1, 2 * n), dtype=np.int64)),
+            ]
+        )
         rows = sp.vstack([r_lo, r_hi, r_any]).tocsr()
         lo = np.concatenate([np.full(n, -(10**9)), np.zeros(n, dtype=np.int64), [1]]).astype(
             np.int64
@@ -319,7 +334,8 @@ class TractClaims:
     verified_varying: int = 0
     proofs: int = 0
     solutions: int = 0
-    # per k (index k-1): verified claims (any m), verified singletons, persons covered, blocks with one
+    # per k (index k-1): verified claims (any m), verified singletons, persons covered, blocks with
+    # one
     claims_k: list[int] = field(default_factory=lambda: [0] * K_MAX)
     singletons_k: list[int] = field(default_factory=lambda: [0] * K_MAX)
     persons_k: list[int] = field(default_factory=lambda: [0] * K_MAX)
@@ -342,8 +358,9 @@ def _binom_one(n: np.ndarray, p: np.ndarray) -> np.ndarray:
 
 
 def _hist(p: np.ndarray) -> np.ndarray:
-    return np.bincount(np.minimum((p * BASELINE_BINS).astype(np.int64), BASELINE_BINS - 1),
-                       minlength=BASELINE_BINS)  # fmt: skip
+    return np.bincount(
+        np.minimum((p * BASELINE_BINS).astype(np.int64), BASELINE_BINS - 1), minlength=BASELINE_BINS
+    )
 
 
 def tract_claims(
@@ -401,8 +418,12 @@ def tract_claims(
             vsel = np.flatnonzero(np.isin(var_block, vmb))
             rsel = np.flatnonzero(np.isin(model.row_block, vmb))
             var_block, var_type = var_block[vsel], var_type[vsel]
-            bprog = IntProgram(A=bprog.A[rsel][:, vsel].tocsr(), lo=bprog.lo[rsel], hi=bprog.hi[rsel],
-                               ub=bprog.ub[vsel])  # fmt: skip
+            bprog = IntProgram(
+                A=bprog.A[rsel][:, vsel].tocsr(),
+                lo=bprog.lo[rsel],
+                hi=bprog.hi[rsel],
+                ub=bprog.ub[vsel],
+            )
         n_vars = var_block.size
         inv_mb = np.full(len(model.block_geoids), -1, dtype=np.int64)
         inv_mb[mb] = np.arange(len(geoids))
@@ -433,7 +454,8 @@ def tract_claims(
             not sols
         ):  # the program must have a solution (the reconstruction) or no proof means anything
             raise TabreconError(
-                f"tract {tract}: no population satisfies the tables together with the certified blocks; "
+                f"tract {tract}: no population satisfies the tables together with the certified "
+                "blocks; "
                 "is the reconstruction from these tables?"
             )
         sols = sols[: k_solutions - 1]
@@ -446,9 +468,15 @@ def tract_claims(
         if cl.code.size:
             # one linear form per distinct (key set); keys are within one block, so is the form
             inc = sp.csr_matrix(
-                (np.ones(cl.keys.nnz), (np.repeat(np.arange(cl.keys.shape[0]), np.diff(cl.keys.indptr)), vkeys[cl.keys.indices])),
+                (
+                    np.ones(cl.keys.nnz),
+                    (
+                        np.repeat(np.arange(cl.keys.shape[0]), np.diff(cl.keys.indptr)),
+                        vkeys[cl.keys.indices],
+                    ),
+                ),
                 shape=(cl.keys.shape[0], nkeys_all),
-            )  # fmt: skip
+            )
             sig = [
                 inc.indices[inc.indptr[i] : inc.indptr[i + 1]].tobytes()
                 for i in range(inc.shape[0])
@@ -496,24 +524,38 @@ def tract_claims(
             ex_bs[kb] = bs[better]
         if collect:
             v = np.flatnonzero(ok)
-            collected.append(pl.DataFrame({
-                "block_geoid": geoids[cl.block[v]].astype(str), "k": cl.k[v], "code": cl.code[v], "m": cl.m[v],
-            }))  # fmt: skip
+            collected.append(
+                pl.DataFrame(
+                    {
+                        "block_geoid": geoids[cl.block[v]].astype(str),
+                        "k": cl.k[v],
+                        "code": cl.code[v],
+                        "m": cl.m[v],
+                    }
+                )
+            )
     for k in range(1, K_MAX + 1):
         res.persons_k[k - 1] = int(cov_k[k - 1].sum())  # each key singled out has one record
         res.blocks_k[k - 1] = int(np.unique(key_block[cov_k[k - 1]]).size)
     res.any_persons = int((min_k <= K_MAX).sum())
     res.any_blocks = int(np.unique(key_block[min_k <= K_MAX]).size)
     rec_k = min_k[rinv]
-    persons = pl.DataFrame({
-        "block_geoid": recon.block_geoid.astype(str),
-        "certified": cert[recon.block],
-        "min_k": pl.Series(np.where(rec_k <= K_MAX, rec_k, 0)).replace(0, None).cast(pl.Int64),
-        "claim": pl.Series([describe_claim(int(c), 1, ends) if kk <= K_MAX else None
-                            for c, kk in zip(ex_code[rinv], rec_k, strict=True)], dtype=pl.String),
-        "baseline_tract": ex_bt[rinv],
-        "baseline_state": ex_bs[rinv],
-    })  # fmt: skip
+    persons = pl.DataFrame(
+        {
+            "block_geoid": recon.block_geoid.astype(str),
+            "certified": cert[recon.block],
+            "min_k": pl.Series(np.where(rec_k <= K_MAX, rec_k, 0)).replace(0, None).cast(pl.Int64),
+            "claim": pl.Series(
+                [
+                    describe_claim(int(c), 1, ends) if kk <= K_MAX else None
+                    for c, kk in zip(ex_code[rinv], rec_k, strict=True)
+                ],
+                dtype=pl.String,
+            ),
+            "baseline_tract": ex_bt[rinv],
+            "baseline_state": ex_bs[rinv],
+        }
+    )
     claims_df = pl.concat(collected) if collect and collected else None
     return res, persons, claims_df
 
@@ -541,7 +583,8 @@ class ClaimsRun:
         return [r for r in self.results if r["status"] != "ok"]
 
     def by_k(self) -> pl.DataFrame:
-        """Liu et al. Table 2/3 layout: per k, persons covered by verified singletons, claims, baselines."""
+        """Liu et al. Table 2/3 layout: per k, persons covered by verified singletons, claims,
+        baselines."""
         ok = [r for r in self.results if r["status"] == "ok"]
         nb = sum(r["blocks"] for r in ok)
         rows = []
@@ -557,18 +600,20 @@ class ClaimsRun:
                 else np.zeros(BASELINE_BINS)
             )
             persons = sum(r["persons_k"][k - 1] for r in ok)
-            rows.append({
-                "k": k,
-                "persons_covered": persons,
-                "persons_per_block": persons / nb if nb else float("nan"),
-                "blocks_with_singleton": sum(r["blocks_k"][k - 1] for r in ok),
-                "verified_singletons": sum(r["singletons_k"][k - 1] for r in ok),
-                "verified_claims": sum(r["claims_k"][k - 1] for r in ok),
-                "median_baseline_tract": _hist_median(ht),
-                "median_baseline_state": _hist_median(hs),
-                "baseline_tract_below_5pct": _hist_share(ht, 0.05),
-                "baseline_state_above_50pct": 1.0 - _hist_share(hs, 0.5),
-            })  # fmt: skip
+            rows.append(
+                {
+                    "k": k,
+                    "persons_covered": persons,
+                    "persons_per_block": persons / nb if nb else float("nan"),
+                    "blocks_with_singleton": sum(r["blocks_k"][k - 1] for r in ok),
+                    "verified_singletons": sum(r["singletons_k"][k - 1] for r in ok),
+                    "verified_claims": sum(r["claims_k"][k - 1] for r in ok),
+                    "median_baseline_tract": _hist_median(ht),
+                    "median_baseline_state": _hist_median(hs),
+                    "baseline_tract_below_5pct": _hist_share(ht, 0.05),
+                    "baseline_state_above_50pct": 1.0 - _hist_share(hs, 0.5),
+                }
+            )
         return pl.DataFrame(rows)
 
     def summary(self) -> dict:
@@ -621,8 +666,8 @@ def claims(
 
     ``cert_blocks`` is the per-block output of :func:`tabrecon.attacks.certify.certify` for the same
     tables and reconstruction (its ``status`` says which blocks are proven unique). With ``out`` (a
-    folder), each tract's per-record table is written to ``<out>/claims.parts/`` as it finishes and a
-    rerun resumes.
+    folder), each tract's per-record table is written to ``<out>/claims.parts/`` as it finishes and
+    a rerun resumes.
     """
     from ..runner import run_units
 
@@ -664,15 +709,23 @@ def claims(
             priors[t[:2]],
             k_solutions,
             seed,
-        ),  # fmt: skip
+        ),
         _worker,
         tag=f"claims-{level}-K{k_solutions}",
         parts=parts,
         resume=resume,
         workers=workers,
         progress=progress,
-        fingerprint=run_fingerprint(parts, tables, recon=recon, certification=status,
-                                 level=level, k_solutions=k_solutions, seed=seed, solver=opts),  # fmt: skip
+        fingerprint=run_fingerprint(
+            parts,
+            tables,
+            recon=recon,
+            certification=status,
+            level=level,
+            k_solutions=k_solutions,
+            seed=seed,
+            solver=opts,
+        ),
     )
     dfs = [frames[t] for t in tracts if t in frames]
     persons = pl.concat(dfs) if dfs else pl.DataFrame()

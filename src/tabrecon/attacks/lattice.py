@@ -1,20 +1,21 @@
 """Lattice finder for exact linear decoding: which n-bit database x in {0,1}^n answers Q x = a?
 
 Below about m = 0.5 n random subset-sum answers, least squares and LP decoding stop recovering the
-database and CP-SAT's search for it becomes heavy-tailed (at n = 200, m = 80 it finds it in a second on
-some instances and not in minutes on others), although the answers still determine it (the information
-bound is about 2n / log2 n). This module finds it by bounded-distance decoding:
+database and CP-SAT's search for it becomes heavy-tailed (at n = 200, m = 80 it finds it in a
+second on some instances and not in minutes on others), although the answers still determine it
+(the information bound is about 2n / log2 n). This module finds it by bounded-distance decoding:
 
 1. :func:`maxent_marginals` -- the maximum-entropy point p of the polytope {x in [0,1]^n : Q x = a}.
-   Its coordinates are calibrated guesses of the bits (at n = 200, m = 80: 80% right, and a bit given
-   probability 0.9 is 1 about 90% of the time). p = sigmoid(Q^T lambda), lambda minimising the convex
-   dual  sum_j softplus(q_j . lambda) - a . lambda  (Newton with trust region, m x m Hessian).
-2. :func:`lattice_find` -- the solutions of Q x = a in Z^n form a shifted lattice; the database is the
-   point of it closest to p in the metric weighted by 1 / sqrt(p (1 - p)) (a confident guess costs more
-   to contradict). That distance is well below the lattice's Gaussian heuristic (0.2-0.6 of it at
-   n = 200, m = 80, against 0.75 for the unweighted distance to the cube's centre), so Kannan's
-   embedding puts the database on a short vector that LLL or BKZ (fpylll) exposes. Several weight
-   clips are tried, each with block sizes growing up to a time budget.
+   Its coordinates are calibrated guesses of the bits (at n = 200, m = 80: 80% right, and a bit
+   given probability 0.9 is 1 about 90% of the time). p = sigmoid(Q^T lambda), lambda minimising
+   the convex dual  sum_j softplus(q_j . lambda) - a . lambda  (Newton with trust region, m x m
+   Hessian).
+2. :func:`lattice_find` -- the solutions of Q x = a in Z^n form a shifted lattice; the database is
+   the point of it closest to p in the metric weighted by 1 / sqrt(p (1 - p)) (a confident guess
+   costs more to contradict). That distance is well below the lattice's Gaussian heuristic (0.2-0.6
+   of it at n = 200, m = 80, against 0.75 for the unweighted distance to the cube's centre), so
+   Kannan's embedding puts the database on a short vector that LLL or BKZ (fpylll) exposes. Several
+   weight clips are tried, each with block sizes growing up to a time budget.
 3. The hybrid step (:func:`guesses`): where the gap is too small for BKZ <= 30 in the full dimension
    n - m + 1, fixing the k surest bits of p shrinks the lattice to n - k - m + 1; at n = 200, m = 80
    with the 40 surest bits fixed correctly, BKZ-20 finds the database in 1-2 s on every instance
@@ -22,8 +23,8 @@ bound is about 2n / log2 n). This module finds it by bounded-distance decoding:
    likeliest first: the argmax for a few k, then one or two of the least sure bits flipped.
 
 What this finds answers every query (it is checked); whether it is the only database that does is
-for ``tabrecon.attacks.linear.prove_unique`` to show. fpylll is optional (extra ``lattice``); without
-it :func:`available` is False and the exact decoder uses CP-SAT alone.
+for ``tabrecon.attacks.linear.prove_unique`` to show. fpylll is optional (extra ``lattice``);
+without it :func:`available` is False and the exact decoder uses CP-SAT alone.
 """
 
 from __future__ import annotations
@@ -49,7 +50,9 @@ def import_error() -> str | None:
     try:
         import fpylll  # noqa: F401
     except ImportError as exc:
-        return f"fpylll cannot be imported ({type(exc).__name__}: {exc}); pip install -e '.[lattice]'"
+        return (
+            f"fpylll cannot be imported ({type(exc).__name__}: {exc}); pip install -e '.[lattice]'"
+        )
     return None
 
 
@@ -59,10 +62,12 @@ def available() -> bool:
 
 
 def maxent_marginals(Q: np.ndarray, a: np.ndarray, tol: float = 1e-7) -> np.ndarray | None:
-    """The maximum-entropy point of {x in [0,1]^n : Q x = a}; None when no point of the box answers a.
+    """The maximum-entropy point of {x in [0,1]^n : Q x = a}; None when no point of the box answers
+    a.
 
-    Each coordinate is the chance the bit is 1 under the most spread-out distribution on the box that
-    reproduces the answers in expectation (a product of Bernoullis, the mean-field approximation).
+    Each coordinate is the chance the bit is 1 under the most spread-out distribution on the box
+    that reproduces the answers in expectation (a product of Bernoullis, the mean-field
+    approximation).
     """
     from scipy.optimize import minimize
     from scipy.special import expit
@@ -78,8 +83,14 @@ def maxent_marginals(Q: np.ndarray, a: np.ndarray, tol: float = 1e-7) -> np.ndar
         p = expit(Q.T @ lam)
         return (Q * (p * (1.0 - p))) @ Q.T
 
-    r = minimize(fun, np.zeros(Q.shape[0]), jac=True, hess=hess, method="trust-exact",
-                 options={"gtol": tol, "maxiter": 500})  # fmt: skip
+    r = minimize(
+        fun,
+        np.zeros(Q.shape[0]),
+        jac=True,
+        hess=hess,
+        method="trust-exact",
+        options={"gtol": tol, "maxiter": 500},
+    )
     p = expit(Q.T @ r.x)
     # the dual is unbounded when a lies outside Q [0,1]^n: the iterate runs off and p misses a
     if not np.all(np.isfinite(p)) or np.abs(Q @ p - a).max() > 1e-4 * max(1.0, np.abs(a).max()):
@@ -91,8 +102,8 @@ def _embedding(Q: np.ndarray, a: np.ndarray, p: np.ndarray, clip: float) -> tupl
     """Kannan's embedding of the weighted closest-point problem as integer basis rows.
 
     Row j < n is (S w_j e_j, 0, N q_j) and row n is (-S w p, S, -N a): the combination with
-    coefficients (x, 1) is (S w (x - p), S, N (Q x - a)), short exactly when Q x = a and x is near p.
-    N is large enough that no short vector has a nonzero last block.
+    coefficients (x, 1) is (S w (x - p), S, N (Q x - a)), short exactly when Q x = a and x is near
+    p. N is large enough that no short vector has a nonzero last block.
     """
     m, n = Q.shape
     w = 1.0 / np.sqrt(np.clip(p * (1.0 - p), clip, None))
@@ -108,9 +119,11 @@ def _embedding(Q: np.ndarray, a: np.ndarray, p: np.ndarray, clip: float) -> tupl
     return B, sw, off
 
 
-def _candidate(rows: np.ndarray, sw: np.ndarray, off: np.ndarray, Q: np.ndarray,
-               a: np.ndarray) -> np.ndarray | None:  # fmt: skip
-    """A database among the reduced basis rows (embedding coordinate +-S, last block zero), if any."""
+def _candidate(
+    rows: np.ndarray, sw: np.ndarray, off: np.ndarray, Q: np.ndarray, a: np.ndarray
+) -> np.ndarray | None:
+    """A database among the reduced basis rows (embedding coordinate +-S, last block zero), if
+    any."""
     n = sw.size
     ok = (np.abs(rows[:, n]) == _SCALE) & ~np.any(rows[:, n + 1 :], axis=1)
     for r in rows[ok]:
@@ -140,16 +153,27 @@ def _strategies(bmax: int) -> list:
         if b <= 20:
             out.append(Strategy(b))
         else:
-            out.append(Strategy(b, preprocessing_block_sizes=[min(20, b - 10)],
-                                pruning_parameters=[PruningParams.LinearPruningParams(b, b // 2)]))  # fmt: skip
+            out.append(
+                Strategy(
+                    b,
+                    preprocessing_block_sizes=[min(20, b - 10)],
+                    pruning_parameters=[PruningParams.LinearPruningParams(b, b // 2)],
+                )
+            )
     return out
 
 
-def _reduce(Qi: np.ndarray, ai: np.ndarray, p: np.ndarray, deadline: float, clips: tuple[float, ...],
-            block_sizes: tuple[int, ...]) -> np.ndarray | None:  # fmt: skip
-    """Search one embedding per weight clip: all LLL-reduced, then all BKZ-reduced at each block size
-    in turn (cheap steps on every clip before dear ones), checking the bases after every step; None at
-    ``deadline`` (checked between steps, so one step may overrun it)."""
+def _reduce(
+    Qi: np.ndarray,
+    ai: np.ndarray,
+    p: np.ndarray,
+    deadline: float,
+    clips: tuple[float, ...],
+    block_sizes: tuple[int, ...],
+) -> np.ndarray | None:
+    """Search one embedding per weight clip: all LLL-reduced, then all BKZ-reduced at each block
+    size in turn (cheap steps on every clip before dear ones), checking the bases after every step;
+    None at ``deadline`` (checked between steps, so one step may overrun it)."""
     from fpylll import BKZ, LLL, IntegerMatrix
     from fpylll.algorithms.bkz2 import BKZReduction
 
@@ -182,11 +206,11 @@ def guesses(
 ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
     """Guesses of the surest bits, most likely first: (indices, values) pairs.
 
-    Fixing k bits leaves a lattice of dimension about n - k - m, and BKZ-20 finds the database in one
-    of dimension 80-90 in a second or two where it fails in the full one (n = 200, m = 80: 121). For
-    each dimension in ``dims`` the k surest bits of p are fixed to their likelier values; then the
-    middle k again with one bit flipped, then with two, cheapest flips (least sure bits) first. Nothing
-    when the full lattice is already small (k < ``MIN_FIX``).
+    Fixing k bits leaves a lattice of dimension about n - k - m, and BKZ-20 finds the database in
+    one of dimension 80-90 in a second or two where it fails in the full one (n = 200, m = 80:
+    121). For each dimension in ``dims`` the k surest bits of p are fixed to their likelier values;
+    then the middle k again with one bit flipped, then with two, cheapest flips (least sure bits)
+    first. Nothing when the full lattice is already small (k < ``MIN_FIX``).
     """
     n = p.size
     order = np.argsort(-np.abs(p - 0.5), kind="stable")
@@ -209,16 +233,22 @@ def guesses(
         yield F, v
 
 
-def lattice_find(Q: np.ndarray, a: np.ndarray, p: np.ndarray | None = None, time_limit: float = 30.0,
-                 clips: tuple[float, ...] = CLIPS, block_sizes: tuple[int, ...] = BLOCK_SIZES,
-                 guess: bool = True) -> np.ndarray | None:  # fmt: skip
+def lattice_find(
+    Q: np.ndarray,
+    a: np.ndarray,
+    p: np.ndarray | None = None,
+    time_limit: float = 30.0,
+    clips: tuple[float, ...] = CLIPS,
+    block_sizes: tuple[int, ...] = BLOCK_SIZES,
+    guess: bool = True,
+) -> np.ndarray | None:
     """A database x in {0,1}^n with Q x = a found by lattice reduction, or None.
 
     First the full lattice (:func:`_reduce`: every clip, block sizes up to 30), for a fifth of
     ``time_limit`` when guessing applies and all of it otherwise; then (``guess``) the hybrid step:
-    for each guess of the surest bits from :func:`guesses`, the smaller lattice left after fixing them
-    gets ``PER_GUESS`` seconds (one clip, BKZ-10 and 20, maxent recomputed given the guess). A wrong
-    guess costs its time and no more: whatever is found is checked against every answer.
+    for each guess of the surest bits from :func:`guesses`, the smaller lattice left after fixing
+    them gets ``PER_GUESS`` seconds (one clip, BKZ-10 and 20, maxent recomputed given the guess). A
+    wrong guess costs its time and no more: whatever is found is checked against every answer.
     """
     t0 = time.perf_counter()
     Qi = np.rint(Q).astype(np.int64)

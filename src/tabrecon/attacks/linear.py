@@ -9,7 +9,8 @@ probability 1/2) and the answers a = Q x + noise. Decoders are functions from (Q
 * ``lp`` -- LP decoding: minimise ||Q x - a||_1 over [0, 1]^n (Dinur-Nissim; Dwork-McSherry-Talwar),
   HiGHS, then rounding.
 * ``exact`` -- integer decoding for noiseless or bounded noise: find x in {0,1}^n with
-  |Q x - a| <= E (CP-SAT, and for noiseless answers lattice reduction from maximum-entropy marginals,
+  |Q x - a| <= E (CP-SAT, and for noiseless answers lattice reduction from maximum-entropy
+  marginals,
   :mod:`tabrecon.attacks.lattice`), and try to prove with CP-SAT that no other such x exists. Like
   every decoder's output, what it finds counts as recovered when it equals the truth; the proof is
   the stronger claim an attacker can make without the truth, reported on its own.
@@ -47,7 +48,8 @@ def check_size(n: int, m: int, what: str = "query matrix") -> None:
     if need > have:
         largest = int(have / (8.0 * n))
         raise TabreconError(
-            f"a {m:,} x {n:,} {what} needs {need / 2**30:.1f} GiB; {have / 2**30:.1f} GiB may be used "
+            f"a {m:,} x {n:,} {what} needs {need / 2**30:.1f} GiB; {have / 2**30:.1f} GiB may be "
+            "used "
             f"(half the memory): at n = {n:,} at most m = {largest:,} queries fit"
         )
 
@@ -69,10 +71,19 @@ class Instance:
         return Instance(self.x, self.Q[:m], self.a[:m])
 
 
-def noise(kind: str, m: int, rng: np.random.Generator, *, sigma: float | None = None,
-          epsilon: float | None = None, rho: float | None = None, bound: int | None = None,
-          n: int | None = None) -> np.ndarray:  # fmt: skip
-    """Noise for m answers. Each query has sensitivity 1 (one bit changes a subset sum by at most 1).
+def noise(
+    kind: str,
+    m: int,
+    rng: np.random.Generator,
+    *,
+    sigma: float | None = None,
+    epsilon: float | None = None,
+    rho: float | None = None,
+    bound: int | None = None,
+    n: int | None = None,
+) -> np.ndarray:
+    """Noise for m answers. Each query has sensitivity 1 (one bit changes a subset sum by at most
+    1).
 
     ``gaussian``/``laplace`` are floating-point (experiments only, never a release);
     ``discrete_gaussian``/``discrete_laplace`` are OpenDP's exact samplers; ``bounded`` is uniform
@@ -117,10 +128,13 @@ def make_instance(
     return Instance(x, Q, a)
 
 
-def _admm_box_lsq(Q: np.ndarray, a: np.ndarray, tol: float = 1e-8, iters: int = 5000) -> np.ndarray | None:
+def _admm_box_lsq(
+    Q: np.ndarray, a: np.ndarray, tol: float = 1e-8, iters: int = 5000
+) -> np.ndarray | None:
     """min ||Q x - a||^2 on [0,1]^n by ADMM with one cached Cholesky factor; None if not converged.
 
-    Used when Q has full column rank (m >= n): the minimiser is then unique and ADMM converges to it.
+    Used when Q has full column rank (m >= n): the minimiser is then unique and ADMM converges to
+    it.
     """
     import scipy.linalg as sl
 
@@ -166,7 +180,8 @@ def decode_lsq(Q: np.ndarray, a: np.ndarray, method: str = "auto") -> np.ndarray
         if z.min() >= -1e-9 and z.max() <= 1 + 1e-9:
             return (z > 0.5).astype(np.int64)
     if method in ("auto", "admm"):
-        # m < n: the minimisers may form a face and ADMM creeps; give it a short run (it stops at once
+        # m < n: the minimisers may form a face and ADMM creeps; give it a short run (it stops at
+        # once
         # on a zero-residual rounded iterate, the recovered database) and let BVLS settle the rest
         z = _admm_box_lsq(Q, a, iters=5000 if m >= n or method == "admm" else 400)
         if z is not None:
@@ -227,8 +242,14 @@ def _cpsat_solve(model, seconds: float, seed: int):
         return solver, solver.solve(model)
 
 
-def prove_unique(Q: np.ndarray, a: np.ndarray, x: np.ndarray, bound: int = 0,
-                 time_limit: float = 10.0, seed: int = 0) -> str:  # fmt: skip
+def prove_unique(
+    Q: np.ndarray,
+    a: np.ndarray,
+    x: np.ndarray,
+    bound: int = 0,
+    time_limit: float = 10.0,
+    seed: int = 0,
+) -> str:
     """Whether x is the only database in {0,1}^n with |Q x - a| <= bound: CP-SAT looks for another.
 
     ``unique`` (proven: none exists), ``ambiguous`` (one was found) or ``timeout``.
@@ -249,19 +270,27 @@ def prove_unique(Q: np.ndarray, a: np.ndarray, x: np.ndarray, bound: int = 0,
     return "timeout"
 
 
-def decode_exact(Q: np.ndarray, a: np.ndarray, bound: int = 0, time_limit: float = 10.0,
-                 seed: int = 0, hint: np.ndarray | None = None, finder: str = "auto",
-                 prove: bool = True, proof_time_limit: float | None = None) -> ExactResult:  # fmt: skip
-    """Integer decoding: x in {0,1}^n with |Q x - a| <= bound, then (``prove``) a proof that it is the
-    only one.
+def decode_exact(
+    Q: np.ndarray,
+    a: np.ndarray,
+    bound: int = 0,
+    time_limit: float = 10.0,
+    seed: int = 0,
+    hint: np.ndarray | None = None,
+    finder: str = "auto",
+    prove: bool = True,
+    proof_time_limit: float | None = None,
+) -> ExactResult:
+    """Integer decoding: x in {0,1}^n with |Q x - a| <= bound, then (``prove``) a proof that it is
+    the only one.
 
     ``finder``: ``cpsat`` searches with CP-SAT alone; ``lattice`` uses
     :func:`tabrecon.attacks.lattice.lattice_find` (noiseless answers, needs fpylll); ``auto``
     (default) gives CP-SAT a tenth of ``time_limit`` (it either finds the database at once or takes
     minutes), then the lattice 80% of it, then CP-SAT the rest; where the lattice does not apply,
     CP-SAT all of it in one run. The proof gets ``proof_time_limit`` seconds (default: what finding
-    left of ``time_limit``). Status: ``unique`` (proven), ``ambiguous`` (another database answers the
-    same), ``unproven`` (found; no proof asked for, or it ran out of time), ``timeout`` (nothing
+    left of ``time_limit``). Status: ``unique`` (proven), ``ambiguous`` (another database answers
+    the same), ``unproven`` (found; no proof asked for, or it ran out of time), ``timeout`` (nothing
     found) or ``infeasible`` (no database gives these answers).
     """
     import time
@@ -279,7 +308,9 @@ def decode_exact(Q: np.ndarray, a: np.ndarray, bound: int = 0, time_limit: float
     why_not = lattice.import_error() if finder != "cpsat" and bound == 0 else None
     use_lattice = finder != "cpsat" and bound == 0 and why_not is None
     if finder == "lattice" and not use_lattice:
-        raise TabreconError(f"the lattice finder needs noiseless answers (bound 0) and {why_not or 'fpylll'}")
+        raise TabreconError(
+            f"the lattice finder needs noiseless answers (bound 0) and {why_not or 'fpylll'}"
+        )
     if finder == "auto" and why_not is not None:
         warnings.warn(f"exact decoding runs CP-SAT alone: {why_not}", stacklevel=2)
 
@@ -294,8 +325,10 @@ def decode_exact(Q: np.ndarray, a: np.ndarray, bound: int = 0, time_limit: float
     if not use_lattice:  # one CP-SAT run: a second would replay the first one's search
         budgets = [("cpsat", 1.0)]
     else:
-        budgets = {"lattice": [("lattice", 1.0)],
-                   "auto": [("cpsat", 0.1), ("lattice", 0.8), ("cpsat", 1.0)]}[finder]  # fmt: skip
+        budgets = {
+            "lattice": [("lattice", 1.0)],
+            "auto": [("cpsat", 0.1), ("lattice", 0.8), ("cpsat", 1.0)],
+        }[finder]
     for how, share in budgets:
         if how == "lattice":
             x = lattice.lattice_find(Qi, ai, time_limit=max(0.0, min(left(), share * time_limit)))
@@ -315,7 +348,9 @@ def decode_exact(Q: np.ndarray, a: np.ndarray, bound: int = 0, time_limit: float
         return ExactResult(None, False, "timeout", time.perf_counter() - t0)
     if not prove:
         return ExactResult(x, False, "unproven", time.perf_counter() - t0, found_by)
-    st2 = prove_unique(Qi, ai, x, bound, left() if proof_time_limit is None else proof_time_limit, seed)
+    st2 = prove_unique(
+        Qi, ai, x, bound, left() if proof_time_limit is None else proof_time_limit, seed
+    )
     status = {"unique": "unique", "ambiguous": "ambiguous", "timeout": "unproven"}[st2]
     return ExactResult(x, st2 == "unique", status, time.perf_counter() - t0, found_by)
 
@@ -342,7 +377,8 @@ def fraction_recovered(inst: Instance, decoder: str = "lsq", **kw) -> float:
 
 
 def queries_needed(inst: Instance, decoder: str = "lsq", lo: int = 1, **kw) -> int | None:
-    """Smallest m (binary search over the instance's first m queries) at which every bit is recovered.
+    """Smallest m (binary search over the instance's first m queries) at which every bit is
+    recovered.
 
     Assumes recovery is monotone in m for nested query sets (it is, up to rare exceptions near the
     threshold); None when even all the instance's queries do not suffice.
@@ -360,7 +396,8 @@ def queries_needed(inst: Instance, decoder: str = "lsq", lo: int = 1, **kw) -> i
 
 
 def info_bound_noiseless(n: np.ndarray | float) -> np.ndarray | float:
-    """About 2n / log2(n) noiseless subset-sum answers are needed to determine n bits (JASON App. A)."""
+    """About 2n / log2(n) noiseless subset-sum answers are needed to determine n bits (JASON App.
+    A)."""
     return 2 * np.asarray(n, dtype=float) / np.log2(n)
 
 

@@ -7,10 +7,11 @@ least absolute deviation
 
     sum over measured answers m of |sum_{t in group m} x_t - y_m| / sigma_m
 
-(a mixed-integer program per block, solved with HiGHS through ``scipy.optimize.milp``). A block whose
-parent had only that child was not measured itself (TopDown copies the parent); it is fitted to the
-nearest ancestor's measurements. The fitted counts become records (k of a type -> k records), ready
-for :func:`tabrecon.metrics.agreement.agree` and :func:`tabrecon.attacks.reidentify.reidentify`.
+(a mixed-integer program per block, solved with HiGHS through ``scipy.optimize.milp``). A block
+whose parent had only that child was not measured itself (TopDown copies the parent); it is fitted
+to the nearest ancestor's measurements. The fitted counts become records (k of a type -> k
+records), ready for :func:`tabrecon.metrics.agreement.agree` and
+:func:`tabrecon.attacks.reidentify.reidentify`.
 """
 
 from __future__ import annotations
@@ -38,9 +39,11 @@ class NoisyRecon:
     failed: list[str]  # blocks whose program failed (left empty), with the reason
 
 
-def fit_block(meas: pl.DataFrame, time_limit: float = 10.0, total: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Integer least-deviation fit of one geounit's measurements, optionally with its published total
-    held exactly; returns (types, counts)."""
+def fit_block(
+    meas: pl.DataFrame, time_limit: float = 10.0, total: int | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Integer least-deviation fit of one geounit's measurements, optionally with its published
+    total held exactly; returns (types, counts)."""
     from scipy.optimize import Bounds, LinearConstraint, milp
 
     det = meas.filter(pl.col("query") == "detailed")
@@ -60,8 +63,10 @@ def fit_block(meas: pl.DataFrame, time_limit: float = 10.0, total: int | None = 
         ys.append(part["noisy"].to_numpy().astype(float))
         w.append(1.0 / np.sqrt(part["variance"].to_numpy()))
         r += groups.size
-    A = sp.csr_matrix((np.ones(sum(c.size for c in cols)), (np.concatenate(rows), np.concatenate(cols))),
-                      shape=(r, types.size))  # fmt: skip
+    A = sp.csr_matrix(
+        (np.ones(sum(c.size for c in cols)), (np.concatenate(rows), np.concatenate(cols))),
+        shape=(r, types.size),
+    )
     y, wt = np.concatenate(ys), np.concatenate(w)
     n = types.size
     # variables: x (n, integer), d+ (r), d- (r);  A x - d+ + d- = y
@@ -70,9 +75,16 @@ def fit_block(meas: pl.DataFrame, time_limit: float = 10.0, total: int | None = 
     integrality = np.concatenate([np.ones(n), np.zeros(2 * r)])
     cons = [LinearConstraint(M, y, y)]
     if total is not None:
-        cons.append(LinearConstraint(np.concatenate([np.ones(n), np.zeros(2 * r)])[None, :], total, total))
-    res = milp(c, constraints=cons, integrality=integrality,
-               bounds=Bounds(0, np.inf), options={"time_limit": time_limit})  # fmt: skip
+        cons.append(
+            LinearConstraint(np.concatenate([np.ones(n), np.zeros(2 * r)])[None, :], total, total)
+        )
+    res = milp(
+        c,
+        constraints=cons,
+        integrality=integrality,
+        bounds=Bounds(0, np.inf),
+        options={"time_limit": time_limit},
+    )
     if res.x is None:
         raise TabreconError(f"least-deviation fit failed: {res.message}")
     x = np.rint(res.x[:n]).astype(np.int64)
@@ -92,7 +104,10 @@ def reconstruct_from_measurements(
     t0 = time.perf_counter()
     need = {"level", "geoid", "query", "group", "noisy", "variance"}
     if not need <= set(measurements.columns):
-        raise TabreconError(f"the measurements need columns {sorted(need)}; missing {sorted(need - set(measurements.columns))}")
+        raise TabreconError(
+            f"the measurements need columns {sorted(need)}; missing "
+            f"{sorted(need - set(measurements.columns))}"
+        )
     unknown = set(measurements["query"].unique().to_list()) - set(QUERIES)
     if unknown:
         raise TabreconError(f"unknown query name(s) in the measurements: {sorted(unknown)}")
@@ -112,7 +127,9 @@ def reconstruct_from_measurements(
         try:
             tot = None if block_totals is None else int(block_totals.get(b, 0))
             if tot == 0:
-                fitted_at["empty (published total 0)"] = fitted_at.get("empty (published total 0)", 0) + 1
+                fitted_at["empty (published total 0)"] = (
+                    fitted_at.get("empty (published total 0)", 0) + 1
+                )
                 continue
             t, k = fit_block(by_geo[src], time_limit, tot)
         except TabreconError as exc:
@@ -130,6 +147,8 @@ def reconstruct_from_measurements(
     k = np.concatenate(counts_out)
     idx = np.repeat(np.arange(g.size), k)
     sex, age, race, hisp = decode_types(t[idx])
-    md = Microdata(blocks, g[idx].astype(np.int32), sex, age, race, hisp, source="noisy-measurement fit")
+    md = Microdata(
+        blocks, g[idx].astype(np.int32), sex, age, race, hisp, source="noisy-measurement fit"
+    )
     md = md.take(np.arange(len(md)))
     return NoisyRecon(md, len(blocks), fitted_at, time.perf_counter() - t0, failed)

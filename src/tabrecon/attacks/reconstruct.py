@@ -282,7 +282,8 @@ def _exact(starts: np.ndarray, ages: np.ndarray) -> np.ndarray:
 
 def determined_age_classes(ts: TableSet, tract: str, level: str) -> np.ndarray:
     """Start of the age class of every age 0..110 that the cells published for ``tract`` tell
-    apart (block cells; with ``block+tract`` also the tract's cells): what a record's age can say."""
+    apart (block cells; with ``block+tract`` also the tract's cells): what a record's age can
+    say."""
     ranges: list[tuple[int, int]] = []
     for lv in ("block", "tract"):
         g = ts.grids.get(lv)
@@ -324,7 +325,8 @@ class TractResult:
 
 
 def solve_model(model: TractModel, opts: SolverOptions) -> Solution:
-    """Solve a tract model as one program (block-only models are block-diagonal; presolve splits them)."""
+    """Solve a tract model as one program (block-only models are block-diagonal; presolve splits
+    them)."""
     return solve(model.prog, opts)
 
 
@@ -363,7 +365,8 @@ def diagnose(model: TractModel, opts: SolverOptions, limit: int = 10) -> list[di
                 "cell": str(model.row_cell[r]),
                 "published": int(prog.lo[r]),
                 "adjust": int(-adj[r]),
-                "reason": "changing this value by 'adjust' is part of the smallest total change that restores feasibility",
+                "reason": "changing this value by 'adjust' is part of the smallest total change "
+                "that restores feasibility",
             }
         )
     return out
@@ -443,10 +446,12 @@ def spread_ages(
                 cols.append(Wz.row)
                 data.append(Wz.data.astype(np.int64))
                 rhs.append(tvals[csel])
-            A_parts.append(sp.csr_matrix(
-                (np.concatenate(data), (np.concatenate(rows), np.concatenate(cols))),
-                shape=(n_i + csel.size, nz),
-            ))  # fmt: skip
+            A_parts.append(
+                sp.csr_matrix(
+                    (np.concatenate(data), (np.concatenate(rows), np.concatenate(cols))),
+                    shape=(n_i + csel.size, nz),
+                )
+            )
             b_parts.append(np.concatenate(rhs).astype(np.int64))
             ub_parts.append(vy[sel][zi])
             zb_parts.append(vb[sel][zi])
@@ -473,7 +478,8 @@ def spread_ages(
 
 
 def _staged(ts: TableSet, tract: str, opts: SolverOptions) -> tuple[str, Microdata | None, dict]:
-    """Binned model, then single ages per slice. ('ok', records) or ('fallback'|'infeasible', None)."""
+    """Binned model, then single ages per slice. ('ok', records) or ('fallback'|'infeasible',
+    None)."""
     mb = build_tract_model(ts, tract, "block+tract", binned=True)
     info = {"n_vars": mb.n_vars, "n_rows": mb.prog.n_rows}
     if mb.empty_rows or not mb.tract_complete:
@@ -494,15 +500,24 @@ def _staged(ts: TableSet, tract: str, opts: SolverOptions) -> tuple[str, Microda
     # solver's arbitrary pick; it is written as the class (first year, last year, not exact)
     starts = age_classes(_cell_ranges(mb.block_cells) + _cell_ranges(mb.tract_cells))
     age = starts[age].astype(age.dtype)
-    md = Microdata(mb.block_geoids, vb[k].astype(np.int32), sex, age, race, hisp,
-                   age_exact=_exact(starts, age), age_max=class_end(starts)[age])  # fmt: skip
+    md = Microdata(
+        mb.block_geoids,
+        vb[k].astype(np.int32),
+        sex,
+        age,
+        race,
+        hisp,
+        age_exact=_exact(starts, age),
+        age_max=class_end(starts)[age],
+    )
     return "ok", md, info
 
 
 def reconstruct_tract(
     ts: TableSet, tract: str, level: str, opts: SolverOptions, strategy: str = "staged"
 ) -> tuple[TractResult, Microdata | None]:
-    """Build, solve and expand one tract; infeasibility and time-outs become a status, never an exception.
+    """Build, solve and expand one tract; infeasibility and time-outs become a status, never an
+    exception.
 
     ``strategy="staged"`` (block+tract only) solves the binned model and then spreads single ages
     slice by slice, falling back to the full model when a stage cannot decide; ``"full"`` solves the
@@ -540,26 +555,49 @@ def reconstruct_tract(
     except TabreconError as exc:
         return TractResult(tract, level, "error", opts.backend, 0, 0, 0, 0, 0, 0, str(exc)), None
     t1 = time.perf_counter()
-    base = dict(tract=tract, level=level, solver=opts.backend, seconds_build=t1 - t0,
-                n_vars=model.n_vars, n_rows=model.prog.n_rows, blocks=len(model.block_geoids),
-                tables_used=model.tables_used)  # fmt: skip
+    base = dict(
+        tract=tract,
+        level=level,
+        solver=opts.backend,
+        seconds_build=t1 - t0,
+        n_vars=model.n_vars,
+        n_rows=model.prog.n_rows,
+        blocks=len(model.block_geoids),
+        tables_used=model.tables_used,
+    )
     if model.empty_rows:
         conf = diagnose(model, opts)
-        return TractResult(**base, status="infeasible", seconds_solve=time.perf_counter() - t1, persons=0,
-                           message=f"{len(model.empty_rows)} positive cell(s) contradicted by published zeros",
-                           conflicts=conf), None  # fmt: skip
+        return TractResult(
+            **base,
+            status="infeasible",
+            seconds_solve=time.perf_counter() - t1,
+            persons=0,
+            message=f"{len(model.empty_rows)} positive cell(s) contradicted by published zeros",
+            conflicts=conf,
+        ), None
     sol = solve_model(model, opts)
     t2 = time.perf_counter()
     if sol.status == "infeasible":
         conf = diagnose(model, opts)
-        return TractResult(**base, status="infeasible", seconds_solve=t2 - t1, persons=0,
-                           message="no population satisfies these tables", conflicts=conf), None  # fmt: skip
+        return TractResult(
+            **base,
+            status="infeasible",
+            seconds_solve=t2 - t1,
+            persons=0,
+            message="no population satisfies these tables",
+            conflicts=conf,
+        ), None
     if not sol.has_solution:
         msg = (
             "solver time limit reached" if sol.status == "timeout" else f"solver status {sol.info}"
         )
-        return TractResult(**base, status="timeout" if sol.status == "timeout" else "error",
-                           seconds_solve=t2 - t1, persons=0, message=msg), None  # fmt: skip
+        return TractResult(
+            **base,
+            status="timeout" if sol.status == "timeout" else "error",
+            seconds_solve=t2 - t1,
+            persons=0,
+            message=msg,
+        ), None
     md = records_from_solution(model, sol.x)
     return TractResult(**base, status="ok", seconds_solve=t2 - t1, persons=len(md)), md
 
@@ -605,19 +643,27 @@ def require_block_totals(tables: TableSet) -> None:
     g = tables.grids.get("block")
     if g is None:
         raise TabreconError(
-            f"{tables.source or 'the tables'}: no block-level tables; reconstruction needs at least "
+            f"{tables.source or 'the tables'}: no block-level tables; reconstruction needs at "
+            "least "
             "every block's total population (P1, or the total line of P8, P9 or P12)"
         )
     a, pos = cell_attrs(), cell_positions(g.cells)
-    total = ((a["sex"][pos] == "any") & (a["age_min"][pos] == 0) & (a["age_max"][pos] == AGE_MAX)
-             & (a["race"][pos] == "any") & (a["hispanic"][pos] == "any")
-             & (a["measure"][pos] == "persons"))  # fmt: skip
+    total = (
+        (a["sex"][pos] == "any")
+        & (a["age_min"][pos] == 0)
+        & (a["age_max"][pos] == AGE_MAX)
+        & (a["race"][pos] == "any")
+        & (a["hispanic"][pos] == "any")
+        & (a["measure"][pos] == "persons")
+    )
     has_total = (g.values[:, total] != MISSING).any(axis=1)
     lacking = np.flatnonzero(~has_total & g.present().any(axis=1))
     if lacking.size:
         raise TabreconError(
-            f"{tables.source or 'the tables'}: block {g.geoids[lacking[0]]} has published cells but "
-            f"no total population (P0010001, or P0080001, P0090001, P0120001); reconstruction needs "
+            f"{tables.source or 'the tables'}: block {g.geoids[lacking[0]]} has published cells "
+            "but "
+            "no total population (P0010001, or P0080001, P0090001, P0120001); reconstruction "
+            "needs "
             f"it for every block ({lacking.size} block(s) lack it)"
         )
 
@@ -674,8 +720,14 @@ def reconstruct(
     if dfs:
         md = _md_from_frame(pl.concat(dfs), level)
     else:
-        md = Microdata(np.array([], dtype=str), np.zeros(0, np.int32), np.zeros(0, np.int8),
-                       np.zeros(0, np.int16), np.zeros(0, np.int8), np.zeros(0, np.int8))  # fmt: skip
+        md = Microdata(
+            np.array([], dtype=str),
+            np.zeros(0, np.int32),
+            np.zeros(0, np.int8),
+            np.zeros(0, np.int16),
+            np.zeros(0, np.int8),
+            np.zeros(0, np.int8),
+        )
     if out is not None:
         from ..schema import write_microdata
 

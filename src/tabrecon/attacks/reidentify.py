@@ -1,18 +1,19 @@
-"""Reidentification: link reconstructed records to what an attacker knows, confirm against the truth,
-and score the attack beside the statistical baselines (Abowd et al. Algorithms 3-4; Francis;
+"""Reidentification: link reconstructed records to what an attacker knows, confirm against the
+truth, and score the attack beside the statistical baselines (Abowd et al. Algorithms 3-4; Francis;
 Ruggles & Van Riper).
 
 * **Attacker data** (:func:`simulate_attacker`, :func:`read_attacker`): one row per record the
-  attacker holds -- ``pik`` (an identifier), ``block_geoid``, ``sex``, ``age``; no race, no ethnicity.
-  ``perfect`` is every person exactly (the Bureau's CEF_atkr); ``commercial`` has partial coverage,
-  ages off by one, persons in the wrong block, duplicates and records of nobody (rates in
+  attacker holds -- ``pik`` (an identifier), ``block_geoid``, ``sex``, ``age``; no race, no
+  ethnicity. ``perfect`` is every person exactly (the Bureau's CEF_atkr); ``commercial`` has
+  partial coverage, ages off by one, persons in the wrong block, duplicates and records of nobody
+  (rates in
   :class:`CommercialErrors`).
 * **Putative reidentification** (Algorithm 3): within each block, attacker records are matched
-  one-to-one to the race source's records on (sex, exact age), then the residuals on (sex, agebin38);
-  each matched attacker record inherits the source record's race, ethnicity and age. Ties inside a
-  match key are broken by a seeded uniform draw on both sides (the Bureau used stored U(0,1) draws
-  and file order; counts of matches per key are the same either way, only *which* pair is matched
-  depends on the draw).
+  one-to-one to the race source's records on (sex, exact age), then the residuals on (sex,
+  agebin38); each matched attacker record inherits the source record's race, ethnicity and age.
+  Ties inside a match key are broken by a seeded uniform draw on both sides (the Bureau used stored
+  U(0,1) draws and file order; counts of matches per key are the same either way, only *which* pair
+  is matched depends on the draw).
 * **Confirmation** (Algorithm 4): a putative record is confirmed when the truth person behind its
   ``pik`` lives in that block and has the same sex, race flags, ethnicity and age (exact, else the
   same agebin38). Each truth person is confirmed at most once.
@@ -50,7 +51,8 @@ N_COMBOS = 126
 
 
 # --------------------------------------------------------------------------------------------------
-# Race x ethnicity combinations, ordered like the Bureau's flag strings (W B AIAN Asian NHPI SOR hisp)
+# Race x ethnicity combinations, ordered like the Bureau's flag strings (W B AIAN Asian NHPI SOR
+# hisp)
 # --------------------------------------------------------------------------------------------------
 def _msb_bits(race: np.ndarray) -> np.ndarray:
     """Race flags as an integer with White the most significant of six bits (flag-string order)."""
@@ -121,7 +123,8 @@ def block_counts_from_tables(ts: TableSet) -> tuple[np.ndarray, np.ndarray]:
         found += 1
     if found != 126:
         raise TabreconError(
-            f"the block tables hold {found} of the 126 P8/P9 race leaves: MDG and PRG need P8 and P9"
+            f"the block tables hold {found} of the 126 P8/P9 race leaves: MDG and PRG need P8 and "
+            "P9"
         )
     if (counts < 0).any():
         i, j = np.argwhere(counts < 0)[0]
@@ -232,8 +235,14 @@ def simulate_attacker(
     ids = _person_ids(truth)
     sex = np.array(["male", "female"])[truth.sex]
     if preset == "perfect":
-        return pl.DataFrame({"pik": ids, "block_geoid": truth.block_geoid.astype(str), "sex": sex,
-                             "age": truth.age.astype(np.int64)})  # fmt: skip
+        return pl.DataFrame(
+            {
+                "pik": ids,
+                "block_geoid": truth.block_geoid.astype(str),
+                "sex": sex,
+                "age": truth.age.astype(np.int64),
+            }
+        )
     if preset != "commercial":
         raise TabreconError(f"unknown attacker preset {preset!r}; choose 'perfect' or 'commercial'")
     e = errors or CommercialErrors()
@@ -255,19 +264,28 @@ def simulate_attacker(
     n_extra = int(round(e.extras * keep.size))
     xb = rng.integers(0, len(truth.geoids), size=n_extra)
     cols = {
-        "pik": np.concatenate([rows["pik"], rows["pik"][dup], np.char.add("x", np.arange(n_extra).astype(str))]),
+        "pik": np.concatenate(
+            [rows["pik"], rows["pik"][dup], np.char.add("x", np.arange(n_extra).astype(str))]
+        ),
         "block": np.concatenate([rows["block"], rows["block"][dup], xb]),
         "sex": np.concatenate([rows["sex"], rows["sex"][dup], rng.integers(0, 2, size=n_extra)]),
-        "age": np.concatenate([rows["age"], np.clip(rows["age"][dup] + rng.integers(-1, 2, size=dup.size), 0, AGE_MAX),
-                               truth.age[rng.integers(0, n, size=n_extra)]]),
-    }  # fmt: skip
+        "age": np.concatenate(
+            [
+                rows["age"],
+                np.clip(rows["age"][dup] + rng.integers(-1, 2, size=dup.size), 0, AGE_MAX),
+                truth.age[rng.integers(0, n, size=n_extra)],
+            ]
+        ),
+    }
     perm = rng.permutation(cols["pik"].size)
-    return pl.DataFrame({
-        "pik": cols["pik"][perm].astype(str),
-        "block_geoid": truth.geoids[cols["block"][perm]].astype(str),
-        "sex": np.array(["male", "female"])[cols["sex"][perm]],
-        "age": cols["age"][perm].astype(np.int64),
-    })  # fmt: skip
+    return pl.DataFrame(
+        {
+            "pik": cols["pik"][perm].astype(str),
+            "block_geoid": truth.geoids[cols["block"][perm]].astype(str),
+            "sex": np.array(["male", "female"])[cols["sex"][perm]],
+            "age": cols["age"][perm].astype(np.int64),
+        }
+    )
 
 
 @dataclass
@@ -283,10 +301,15 @@ class AttackerReport:
 
     def lines(self) -> list[str]:
         out = []
-        for k, what in (("unknown_block", "in blocks the release does not have (cannot be linked)"),
-                        ("duplicate_ids", "share a pik with another record (all kept; a person is confirmed once)"),
-                        ("bad_age", "have an age outside 0-110 or not a whole number (excluded)"),
-                        ("bad_sex", "have a sex other than male/female (excluded)")):  # fmt: skip
+        for k, what in (
+            ("unknown_block", "in blocks the release does not have (cannot be linked)"),
+            (
+                "duplicate_ids",
+                "share a pik with another record (all kept; a person is confirmed once)",
+            ),
+            ("bad_age", "have an age outside 0-110 or not a whole number (excluded)"),
+            ("bad_sex", "have a sex other than male/female (excluded)"),
+        ):
             v = getattr(self, k)
             if v:
                 out.append(f"{v:,} attacker record(s) {what}")
@@ -294,7 +317,8 @@ class AttackerReport:
 
 
 def read_attacker(path: str | Path) -> pl.DataFrame:
-    """Read an attacker file (CSV/Parquet with pik, block_geoid, sex, age); errors name file and line."""
+    """Read an attacker file (CSV/Parquet with pik, block_geoid, sex, age); errors name file and
+    line."""
     from ..schema import _read_frame
 
     p = str(path)
@@ -317,7 +341,8 @@ def read_attacker(path: str | Path) -> pl.DataFrame:
 def validate_attacker(
     att: pl.DataFrame, known_blocks: np.ndarray, path: str = "attacker"
 ) -> tuple[pl.DataFrame, AttackerReport]:
-    """Clean an attacker frame: bad ages/sexes excluded, unknown blocks and duplicate ids counted."""
+    """Clean an attacker frame: bad ages/sexes excluded, unknown blocks and duplicate ids
+    counted."""
     att = att.with_row_index("_line", offset=2)
     age = att["age"].cast(pl.String).cast(pl.Float64, strict=False)
     bad_age = (
@@ -380,10 +405,16 @@ def _match_pass(
 
 
 def link(
-    att_block: np.ndarray, att_sex: np.ndarray, att_age: np.ndarray,
-    src_block: np.ndarray, src_sex: np.ndarray, src_age: np.ndarray, src_exact: np.ndarray,
-    seed: int = 0, starts: np.ndarray | None = None,
-) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    att_block: np.ndarray,
+    att_sex: np.ndarray,
+    att_age: np.ndarray,
+    src_block: np.ndarray,
+    src_sex: np.ndarray,
+    src_age: np.ndarray,
+    src_exact: np.ndarray,
+    seed: int = 0,
+    starts: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
     """Algorithm 3: attacker -> source record index (-1 = none) and pass (1 exact age, 2 agebin).
 
     ``starts`` (:func:`~tabrecon.schema.range_classes`): the source's ages are known only to
@@ -418,14 +449,20 @@ def link(
 # --------------------------------------------------------------------------------------------------
 SOURCES = ("attack", "mdg", "prg", "truth", "rvr")
 #: the putative set of each source: the baselines share the attack's (methods.md section 4)
-PUTATIVE = {"attack": "putative", "mdg": "putative", "prg": "putative", "truth": "putative_truth",
-            "rvr": "putative_rvr"}  # fmt: skip
+PUTATIVE = {
+    "attack": "putative",
+    "mdg": "putative",
+    "prg": "putative",
+    "truth": "putative_truth",
+    "rvr": "putative_rvr",
+}
 GROUPS = ("all", "modal", "nonmodal", "uniques", "certified_nonmodal", "certified_uniques")
 
 
 @dataclass
 class ReidResult:
-    """Per attacker record: putative link, inherited attributes per source, confirmations, groups."""
+    """Per attacker record: putative link, inherited attributes per source, confirmations,
+    groups."""
 
     records: pl.DataFrame
     attacker_report: AttackerReport
@@ -448,20 +485,26 @@ class ReidResult:
                 for s in SOURCES:
                     put = int(sub[PUTATIVE[s]].sum()) if n else 0
                     conf = int(sub[f"confirmed_{s}"].sum()) if n else 0
-                    rows.append({
-                        "group": g, "bin": lab, "source": s, "attacker_records": n, "putative": put,
-                        "confirmed": conf,
-                        "putative_pct": 100.0 * put / n if n else None,
-                        "confirmed_pct": 100.0 * conf / n if n else None,
-                        "precision_pct": 100.0 * conf / put if put else None,
-                    })  # fmt: skip
+                    rows.append(
+                        {
+                            "group": g,
+                            "bin": lab,
+                            "source": s,
+                            "attacker_records": n,
+                            "putative": put,
+                            "confirmed": conf,
+                            "putative_pct": 100.0 * put / n if n else None,
+                            "confirmed_pct": 100.0 * conf / n if n else None,
+                            "precision_pct": 100.0 * conf / put if put else None,
+                        }
+                    )
         pct = {c: pl.Float64 for c in ("putative_pct", "confirmed_pct", "precision_pct")}
         return pl.DataFrame(rows, schema_overrides=pct)
 
     def expected_prg(self, group: str = "nonmodal", original: bool = False) -> tuple[float, int]:
-        """(PRG's expected confirmations, the attack's putative count) in ``group``: the exact mean of
-        what ``rates`` samples once. ``original``: the guess drawn from the unprotected block counts
-        instead of the published tables (they differ only when the release is protected)."""
+        """(PRG's expected confirmations, the attack's putative count) in ``group``: the exact mean
+        of what ``rates`` samples once. ``original``: the guess drawn from the unprotected block
+        counts instead of the published tables (they differ only when the release is protected)."""
         r = self.records if group == "all" else self.records.filter(pl.col(group))
         col = "expected_prg_original" if original else "expected_prg"
         return float(r[col].sum()), int(r["putative"].sum())
@@ -478,8 +521,17 @@ class ReidResult:
             out[s] = {}
             for g in GROUPS:
                 row = rt.filter((pl.col("source") == s) & (pl.col("group") == g)).row(0, named=True)
-                out[s][g] = {k: row[k] for k in ("attacker_records", "putative", "confirmed", "putative_pct",
-                                                  "confirmed_pct", "precision_pct")}  # fmt: skip
+                out[s][g] = {
+                    k: row[k]
+                    for k in (
+                        "attacker_records",
+                        "putative",
+                        "confirmed",
+                        "putative_pct",
+                        "confirmed_pct",
+                        "precision_pct",
+                    )
+                }
         return out
 
 
@@ -525,8 +577,17 @@ def reidentify(
     rblock = np.searchsorted(geoids, recon.block_geoid)
     rexact = np.ones(len(recon), bool) if recon.age_exact is None else recon.age_exact.astype(bool)
     starts = range_classes(recon)  # ages the tables give only as ranges are linked and confirmed so
-    match, how = link(ablock, asex, aage, rblock, recon.sex.astype(np.int64), recon.age.astype(np.int64),
-                      rexact, seed, starts)  # fmt: skip
+    match, how = link(
+        ablock,
+        asex,
+        aage,
+        rblock,
+        recon.sex.astype(np.int64),
+        recon.age.astype(np.int64),
+        rexact,
+        seed,
+        starts,
+    )
     put = match >= 0
     # truth behind each pik
     tid = _person_ids(truth)
@@ -571,24 +632,39 @@ def reidentify(
     conf = {}
     for s in ("attack", "mdg", "prg"):
         conf[s] = same_person & age_ok & (src_combo[s] == src_combo["truth"])
-    # PRG's chance of confirming each record (the draw's expectation: no sampling noise): the share of
+    # PRG's chance of confirming each record (the draw's expectation: no sampling noise): the share
+    # of
     # the person's own group in the block, from the published tables and from the unprotected counts
     # (the Bureau's Table 6 baseline for a defense)
     tc = np.maximum(src_combo["truth"], 0)
     can = same_person & age_ok & (src_combo["truth"] >= 0)
     ttot = true_counts.sum(axis=1)
     expected_prg = np.where(can & (tot[pb] > 0), counts[pb, tc] / np.maximum(tot[pb], 1), 0.0)
-    expected_prg_original = np.where(can & (ttot[pb] > 0), true_counts[pb, tc] / np.maximum(ttot[pb], 1), 0.0)
+    expected_prg_original = np.where(
+        can & (ttot[pb] > 0), true_counts[pb, tc] / np.maximum(ttot[pb], 1), 0.0
+    )
     # upper bound: the truth itself released and linked the same way
     t_bidx = np.searchsorted(geoids, truth.block_geoid)
-    tm, _ = link(ablock, asex, aage, t_bidx, truth.sex.astype(np.int64), truth.age.astype(np.int64),
-                 np.ones(len(truth), dtype=bool), seed + 1)  # fmt: skip
+    tm, _ = link(
+        ablock,
+        asex,
+        aage,
+        t_bidx,
+        truth.sex.astype(np.int64),
+        truth.age.astype(np.int64),
+        np.ones(len(truth), dtype=bool),
+        seed + 1,
+    )
     put_truth = tm >= 0
     tmi = np.maximum(tm, 0)
     conf["truth"] = (
-        put_truth & has_truth & (tblock == ablock) & (tsex == truth.sex[tmi])
-        & (tcombo[tmi] == src_combo["truth"]) & (AGEBIN_OF_AGE[truth.age[tmi]] == AGEBIN_OF_AGE[tage])
-    )  # fmt: skip
+        put_truth
+        & has_truth
+        & (tblock == ablock)
+        & (tsex == truth.sex[tmi])
+        & (tcombo[tmi] == src_combo["truth"])
+        & (AGEBIN_OF_AGE[truth.age[tmi]] == AGEBIN_OF_AGE[tage])
+    )
     # Ruggles-Van Riper: a random record of the right sex and age in the block exists with the
     # chance the national sex x age mix gives; race right with the average majority share
     share = rvr_share
@@ -616,31 +692,40 @@ def reidentify(
     nonmodal = has_truth & nonmodal_t[tb]
     uniques = has_truth & unique_t[tb]
     cert = has_truth & certified_b[t_bidx[tb]]
-    records = pl.DataFrame({
-        "pik": apik,
-        "block_geoid": ablock_g,
-        "putative": put,
-        "pass": how,
-        "in_truth": has_truth,
-        "size_bin": np.where(has_truth, size_bin(pop[t_bidx[tb]]), size_bin(pop[pb])).astype(np.int8),
-        "modal": has_truth & ~nonmodal_t[tb],
-        "nonmodal": nonmodal,
-        "uniques": uniques,
-        "certified_nonmodal": cert & nonmodal,
-        "certified_uniques": cert & nonmodal & uniques,
-        "putative_truth": put_truth,
-        "putative_rvr": rvr_put,
-        **{f"confirmed_{s}": conf[s] for s in SOURCES},
-        "expected_prg": expected_prg,
-        "expected_prg_original": expected_prg_original,
-    })  # fmt: skip
+    records = pl.DataFrame(
+        {
+            "pik": apik,
+            "block_geoid": ablock_g,
+            "putative": put,
+            "pass": how,
+            "in_truth": has_truth,
+            "size_bin": np.where(has_truth, size_bin(pop[t_bidx[tb]]), size_bin(pop[pb])).astype(
+                np.int8
+            ),
+            "modal": has_truth & ~nonmodal_t[tb],
+            "nonmodal": nonmodal,
+            "uniques": uniques,
+            "certified_nonmodal": cert & nonmodal,
+            "certified_uniques": cert & nonmodal & uniques,
+            "putative_truth": put_truth,
+            "putative_rvr": rvr_put,
+            **{f"confirmed_{s}": conf[s] for s in SOURCES},
+            "expected_prg": expected_prg,
+            "expected_prg_original": expected_prg_original,
+        }
+    )
     francis = francis_majority(geoids, counts, true_counts, truth, francis_threshold)
     meta = {
-        "attacker": preset, "seed": seed, "francis_threshold": francis_threshold, "rvr_share": share,
-        "mdg_rules": {f"rule{k}": int((mdg_rule[np.unique(pb[put])] == k).sum()) for k in (1, 2, 3, 4)},
+        "attacker": preset,
+        "seed": seed,
+        "francis_threshold": francis_threshold,
+        "rvr_share": share,
+        "mdg_rules": {
+            f"rule{k}": int((mdg_rule[np.unique(pb[put])] == k).sum()) for k in (1, 2, 3, 4)
+        },
         "tie_breaking": "seeded uniform draws on both sides within each match key",
         "certified_blocks": int(certified_b.sum()),
-    }  # fmt: skip
+    }
     return ReidResult(records, rep, francis, meta)
 
 

@@ -133,8 +133,14 @@ class Extensible:
             A = sp.vstack(
                 [sp.hstack([p.A, sp.csr_matrix((p.n_rows, n_new), dtype=np.int64)]), rows]
             ).tocsr()
-            ext = IntProgram(A=A, lo=np.concatenate([p.lo, lo]), hi=np.concatenate([p.hi, hi]),
-                             ub=np.concatenate([p.ub, new_ub]), c=c, maximize=maximize)  # fmt: skip
+            ext = IntProgram(
+                A=A,
+                lo=np.concatenate([p.lo, lo]),
+                hi=np.concatenate([p.hi, hi]),
+                ub=np.concatenate([p.ub, new_ub]),
+                c=c,
+                maximize=maximize,
+            )
             return solve(ext, self.opts)
         t0 = time.perf_counter()
         m = self._base.clone()

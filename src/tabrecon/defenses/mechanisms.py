@@ -3,8 +3,8 @@ an exact sampler (OpenDP), plus zCDP accounting and the accuracy helpers used ac
 
 * :func:`discrete_gaussian` -- zCDP: rho = Delta_2^2 / (2 sigma^2). For counts of a histogram under
   bounded DP (a changed record moves two cells by one) Delta_2 = sqrt(2), so sigma^2 = 1/rho.
-* :func:`discrete_laplace` (two-sided geometric) -- pure DP: epsilon = Delta_1 / scale; bounded DP on
-  a histogram has Delta_1 = 2.
+* :func:`discrete_laplace` (two-sided geometric) -- pure DP: epsilon = Delta_1 / scale; bounded DP
+  on a histogram has Delta_1 = 2.
 
 Samples come from OpenDP's exact samplers (no floating-point noise in a release). Compositions add
 up (:func:`compose`); zCDP converts to (epsilon, delta) by Canonne-Kamath-Steinke Cor. 13 (the
@@ -35,6 +35,45 @@ def _opendp():
 
 
 @dataclass(frozen=True)
+class PrivacyCost:
+    """What a release spends, one type for every mechanism and for TopDown (OpenDP's habit: a
+    measurement carries its privacy map's value).
+
+    ``rho`` is the zCDP cost; ``epsilon`` the (epsilon, ``delta``)-DP reading of it (Canonne-
+    Kamath-Steinke, the Bureau's conversion), or a pure-DP cost when ``delta`` is 0.
+
+    >>> c = PrivacyCost.zcdp(2.0)
+    >>> round(c.epsilon, 2), c.delta
+    (14.87, 1e-10)
+    >>> (c + PrivacyCost.zcdp(1.0)).rho
+    3.0
+    """
+
+    rho: float
+    epsilon: float
+    delta: float
+
+    @classmethod
+    def zcdp(cls, rho: float, delta: float = 1e-10) -> PrivacyCost:
+        """A rho-zCDP cost, read as (epsilon, ``delta``)-DP by CKS."""
+        return cls(float(rho), rho_to_epsilon(rho, delta), delta)
+
+    @classmethod
+    def pure(cls, epsilon: float) -> PrivacyCost:
+        """A pure epsilon-DP cost (which is also epsilon^2 / 2 zCDP)."""
+        return cls(epsilon**2 / 2.0, float(epsilon), 0.0)
+
+    def __add__(self, other: PrivacyCost) -> PrivacyCost:
+        """Sequential composition: zCDP costs add; pure costs add when both are pure."""
+        if self.delta == 0 and other.delta == 0:
+            return PrivacyCost.pure(self.epsilon + other.epsilon)
+        return PrivacyCost.zcdp(self.rho + other.rho, max(self.delta, other.delta) or 1e-10)
+
+    def to_dict(self) -> dict[str, float]:
+        return {"rho": self.rho, "epsilon": self.epsilon, "delta": self.delta}
+
+
+@dataclass(frozen=True)
 class Mechanism:
     """An additive integer-noise mechanism: its law, scale, sensitivity and privacy cost."""
 
@@ -56,6 +95,13 @@ class Mechanism:
 
     def privacy(self) -> dict[str, float]:
         return {"rho": self.rho} if self.rho is not None else {"epsilon": float(self.epsilon)}
+
+    @property
+    def cost(self) -> PrivacyCost:
+        """The privacy cost as a :class:`PrivacyCost`."""
+        if self.rho is not None:
+            return PrivacyCost.zcdp(self.rho)
+        return PrivacyCost.pure(float(self.epsilon or 0.0))
 
     @property
     def variance(self) -> float:
@@ -90,7 +136,9 @@ class Mechanism:
             m = dp.m.make_gaussian(dom, dp.l2_distance(T=int), scale=float(self.scale))
         else:
             m = dp.m.make_laplace(dom, dp.l1_distance(T=int), scale=float(self.scale))
-        return np.asarray(m(np.zeros(int(n), dtype=np.int32)), dtype=np.int64)  # numpy in: no per-item cast
+        return np.asarray(
+            m(np.zeros(int(n), dtype=np.int32)), dtype=np.int64
+        )  # numpy in: no per-item cast
 
     def opendp_privacy(self) -> float:
         """The cost by OpenDP's own privacy map, scaled to this sensitivity (a cross-check)."""
@@ -111,14 +159,16 @@ def discrete_gaussian(rho: float, l2_sensitivity: float = BOUNDED_L2) -> Mechani
 
 
 def discrete_laplace(epsilon: float, l1_sensitivity: float = 1.0) -> Mechanism:
-    """Discrete Laplace (two-sided geometric) with pure-DP cost ``epsilon``: scale = Delta_1 / epsilon."""
+    """Discrete Laplace (two-sided geometric) with pure-DP cost ``epsilon``: scale = Delta_1 /
+    epsilon."""
     if not epsilon > 0:
         raise TabreconError(f"epsilon must be > 0 (got {epsilon})")
     return Mechanism("discrete_laplace", l1_sensitivity / epsilon, l1_sensitivity)
 
 
 def discrete_gaussian_variance(sigma: float) -> float:
-    """Exact variance of the discrete Gaussian N_Z(0, sigma^2) (slightly below sigma^2 for small sigma)."""
+    """Exact variance of the discrete Gaussian N_Z(0, sigma^2) (slightly below sigma^2 for small
+    sigma)."""
     t = int(math.ceil(40 * max(sigma, 1.0)))
     k = np.arange(-t, t + 1, dtype=float)
     w = np.exp(-(k**2) / (2 * sigma**2))
@@ -153,11 +203,17 @@ def rho_to_epsilon(rho: float, delta: float = 1e-10, method: str = "cks") -> flo
     if method != "cks":
         raise TabreconError(f"unknown conversion {method!r}; choose 'cks' or 'bun-steinke'")
     # delta(eps) falls as eps grows: the smallest eps within delta (Bun-Steinke bounds it above)
-    _, hi = _bisect(lambda e: _cks_delta(rho, e) > delta, 0.0, rho + 2 * math.sqrt(rho * math.log(1 / delta)) + 1.0)
+    _, hi = _bisect(
+        lambda e: _cks_delta(rho, e) > delta,
+        0.0,
+        rho + 2 * math.sqrt(rho * math.log(1 / delta)) + 1.0,
+    )
     return hi
 
 
-def _bisect(below: Callable[[float], bool], lo: float, hi: float, steps: int = 100) -> tuple[float, float]:
+def _bisect(
+    below: Callable[[float], bool], lo: float, hi: float, steps: int = 100
+) -> tuple[float, float]:
     """Bracket [lo, hi] around the point where ``below`` turns from True to False."""
     for _ in range(steps):
         mid = (lo + hi) / 2
@@ -169,10 +225,13 @@ def _bisect(below: Callable[[float], bool], lo: float, hi: float, steps: int = 1
 
 
 def epsilon_to_rho(epsilon: float, delta: float = 1e-10) -> float:
-    """The zCDP budget rho whose Canonne-Kamath-Steinke conversion gives (``epsilon``, ``delta``)-DP: the
-    inverse of :func:`rho_to_epsilon` (bisection; epsilon grows with rho), for sweeps given in epsilon."""
+    """The zCDP budget rho whose Canonne-Kamath-Steinke conversion gives (``epsilon``,
+    ``delta``)-DP: the inverse of :func:`rho_to_epsilon` (bisection; epsilon grows with rho), for
+    sweeps given in epsilon."""
     if not epsilon > 0 or not 0 < delta < 1:
-        raise TabreconError(f"need epsilon > 0 and 0 < delta < 1 (got epsilon={epsilon}, delta={delta})")
+        raise TabreconError(
+            f"need epsilon > 0 and 0 < delta < 1 (got epsilon={epsilon}, delta={delta})"
+        )
     # delta(rho, epsilon) grows with rho: the largest rho still within delta (rho <= epsilon always)
     lo, _ = _bisect(lambda r: _cks_delta(r, epsilon) <= delta, 0.0, float(epsilon))
     return lo

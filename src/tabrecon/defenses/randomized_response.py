@@ -68,7 +68,9 @@ def accuracy_loss(pi: float, rho: float, n: int, mu: float = 0.5) -> float:
     return variance(pi, 1.0, n, mu) - variance(pi, rho, n, mu)
 
 
-def simulate(pi: float, rho: float, n: int, reps: int, rng: np.random.Generator, mu: float = 0.5) -> np.ndarray:
+def simulate(
+    pi: float, rho: float, n: int, reps: int, rng: np.random.Generator, mu: float = 0.5
+) -> np.ndarray:
     """``reps`` independent surveys of n respondents drawn from a population with share ``pi``.
 
     Each respondent's trait is Bernoulli(pi), as in the model behind the closed-form variance

@@ -88,7 +88,8 @@ class SwapResult:
 
 
 def _permute_within(groups: np.ndarray, values: np.ndarray, rng: np.random.Generator) -> dict:
-    """A random permutation of the distinct ``values`` within each group: value -> permuted value."""
+    """A random permutation of the distinct ``values`` within each group: value -> permuted
+    value."""
     out = {}
     for g in np.unique(groups):
         vals = np.unique(values[groups == g])
@@ -148,7 +149,8 @@ def swap(md: Microdata, config: SwapConfig | str = "swap-lo", seed: int = 0) -> 
     want = int(round(cfg.rate * nu / 2))
     if want > a.size:
         raise TabreconError(
-            f"rate {cfg.rate} asks for {2 * want:,} swapped units but only {2 * a.size:,} can be paired"
+            f"rate {cfg.rate} asks for {2 * want:,} swapped units but only {2 * a.size:,} can be "
+            "paired"
         )
     pick = rng.permutation(a.size)[:want]
     a, b = a[pick], b[pick]

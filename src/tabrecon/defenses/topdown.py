@@ -7,8 +7,8 @@ block.
 * **Measurement**: at every level each geounit gets noisy answers to a set of queries, each a
   partition of the histogram (total, sex x agebin38, hispanic x sex, hispanic x race, detailed);
   query q of a level gets rho_q = rho x level share x query share, and its answers discrete Gaussian
-  noise with sigma^2 = 1/rho_q (bounded DP: a changed record moves two cells, L2 sensitivity sqrt 2).
-  Answers are drawn only where post-processing reads them -- cells and query groups inside the
+  noise with sigma^2 = 1/rho_q (bounded DP: a changed record moves two cells, L2 sensitivity sqrt
+  2). Answers are drawn only where post-processing reads them -- cells and query groups inside the
   parent's support (elsewhere the child is forced to zero, so those draws would not change the
   output's distribution). Noise comes from OpenDP's exact sampler.
 * **Estimation**, parent by parent from the top: all children of a parent jointly, weighted
@@ -47,7 +47,7 @@ from ..schema import (
     Microdata,
     decode_types,
 )
-from .mechanisms import discrete_gaussian, rho_to_epsilon
+from .mechanisms import PrivacyCost, discrete_gaussian, rho_to_epsilon
 
 LEVELS = ("nation", "state", "county", "tract", "blockgroup", "block")
 _LEN = {"nation": 0, "state": 2, "county": 5, "tract": 11, "blockgroup": 12, "block": 15}
@@ -100,10 +100,17 @@ class TopDownConfig:
 
 
 def dhc2023_like(rho: float = 4.9622) -> TopDownConfig:
-    """The 2023 DHC persons level proportions (US 0.0949, state 1.2987, county 0.4960, the intermediate
-    levels 2.6316 merged onto tract, block group 0.4300, block 0.0110 of 4.9622), scaled to ``rho``."""
-    amounts = {"nation": 0.0949, "state": 1.2987, "county": 0.4960, "tract": 0.6214 + 0.6214 + 1.3888,
-               "blockgroup": 0.4300, "block": 0.0110}  # fmt: skip
+    """The 2023 DHC persons level proportions (US 0.0949, state 1.2987, county 0.4960, the
+    intermediate levels 2.6316 merged onto tract, block group 0.4300, block 0.0110 of 4.9622),
+    scaled to ``rho``."""
+    amounts = {
+        "nation": 0.0949,
+        "state": 1.2987,
+        "county": 0.4960,
+        "tract": 0.6214 + 0.6214 + 1.3888,
+        "blockgroup": 0.4300,
+        "block": 0.0110,
+    }
     tot = sum(amounts.values())
     return TopDownConfig(
         rho, {k: v / tot for k, v in amounts.items()}, name=f"dhc2023-like rho={rho:g}"
@@ -123,6 +130,11 @@ class TopDownResult:
     seconds_by_level: dict[str, float]
     draws: int
     fallbacks: list[str]
+
+    @property
+    def cost(self) -> PrivacyCost:
+        """The whole release's zCDP cost (every level's queries composed)."""
+        return PrivacyCost.zcdp(self.privacy["rho"])
 
 
 def _geo_hist(md: Microdata, n: int) -> tuple[np.ndarray, np.ndarray, sp.csr_matrix]:
@@ -202,7 +214,11 @@ def _fit(
             Ax = A
         else:
             Ax = sp.hstack(
-                [sp.csr_matrix((A.shape[0], c * S)), A, sp.csr_matrix((A.shape[0], (C - c - 1) * S))]
+                [
+                    sp.csr_matrix((A.shape[0], c * S)),
+                    A,
+                    sp.csr_matrix((A.shape[0], (C - c - 1) * S)),
+                ]
             )
         R = sp.csr_matrix(
             (-np.ones(A.shape[0]), (np.arange(A.shape[0]), off + np.arange(A.shape[0]))),
@@ -245,11 +261,12 @@ ADMM_MAX_ITER = 5000
 
 
 def _project_columns(v: np.ndarray, total: np.ndarray) -> np.ndarray:
-    """Euclidean projection of every column of ``v`` (children x cells) onto {z >= 0, sum z = total}.
+    """Euclidean projection of every column of ``v`` (children x cells) onto {z >= 0, sum z =
+    total}.
 
     Michelot's algorithm, vectorised over the columns: the threshold theta starts at the mean excess
-    (a lower bound of the optimal one) and each pass recomputes it over the entries still above it; it
-    increases monotonically and stops once the active set no longer changes (at most C passes, in
+    (a lower bound of the optimal one) and each pass recomputes it over the entries still above it;
+    it increases monotonically and stops once the active set no longer changes (at most C passes, in
     practice a handful)."""
     C = v.shape[0]
     theta = (v.sum(axis=0) - total) / C
@@ -260,7 +277,9 @@ def _project_columns(v: np.ndarray, total: np.ndarray) -> np.ndarray:
             break
         active = act
         cnt = act.sum(axis=0)
-        theta = np.where(cnt > 0, (np.where(act, v, 0.0).sum(axis=0) - total) / np.maximum(cnt, 1), theta)
+        theta = np.where(
+            cnt > 0, (np.where(act, v, 0.0).sum(axis=0) - total) / np.maximum(cnt, 1), theta
+        )
     return np.maximum(v - theta, 0.0)
 
 
@@ -270,17 +289,18 @@ def _fit_admm(
     tol: float = ADMM_TOL,
     max_iter: int = ADMM_MAX_ITER,
 ) -> tuple[np.ndarray, int]:
-    """The same weighted NNLS as :func:`_fit` (children sum to the parent cell by cell), solved by ADMM
-    so that its cost grows linearly with children x cells: a parent with hundreds of children and a
-    large support (a county's tracts) is one interior-point problem too big to factor quickly.
+    """The same weighted NNLS as :func:`_fit` (children sum to the parent cell by cell), solved by
+    ADMM so that its cost grows linearly with children x cells: a parent with hundreds of children
+    and a large support (a county's tracts) is one interior-point problem too big to factor quickly.
 
     Split x (the fit) = z (in the set X = {z >= 0, sum over children = parent}, a scaled simplex per
-    cell). The x-step is one linear solve per child with the same matrix a I + 2 A' W A for every child
-    (A stacks the group indicators of the queries with several cells per answer, a few hundred rows):
-    by the Woodbury identity it costs one small inverse (of a few hundred rows) per parent and a few
-    sparse and dense products per iteration for all children at once. The z-step projects every cell's column onto its simplex.
-    Returns z, which meets the parent sums and non-negativity exactly at every iteration, and the
-    number of iterations. Raises TabreconError when it does not reach ``tol`` (the caller falls back).
+    cell). The x-step is one linear solve per child with the same matrix a I + 2 A' W A for every
+    child (A stacks the group indicators of the queries with several cells per answer, a few
+    hundred rows): by the Woodbury identity it costs one small inverse (of a few hundred rows) per
+    parent and a few sparse and dense products per iteration for all children at once. The z-step
+    projects every cell's column onto its simplex. Returns z, which meets the parent sums and
+    non-negativity exactly at every iteration, and the number of iterations. Raises TabreconError
+    when it does not reach ``tol`` (the caller falls back).
     """
     import scipy.linalg as sl
 
@@ -298,13 +318,17 @@ def _fit_admm(
         W_rows.append(np.full(groups.size, 1.0 / var))
         Y_cols.append(np.stack([np.asarray(meas[qi][3], dtype=float) for meas in children_meas]))
     if d <= 0:
-        raise TabreconError("the ADMM fit needs a query with one answer per cell (the detailed query)")
+        raise TabreconError(
+            "the ADMM fit needs a query with one answer per cell (the detailed query)"
+        )
     A = sp.vstack(A_rows, format="csr") if A_rows else sp.csr_matrix((0, S))
     W = np.concatenate(W_rows) if W_rows else np.zeros(0)
     Y = np.hstack(Y_cols) if Y_cols else np.zeros((C, 0))
     AT = A.T.tocsr()
     AAT = (A @ AT).toarray()
-    base = 2.0 * b1 + 2.0 * (AT @ (Y * W).T).T  # the constant part of every x-step's right-hand side
+    base = (
+        2.0 * b1 + 2.0 * (AT @ (Y * W).T).T
+    )  # the constant part of every x-step's right-hand side
     rho = 2.0 * d
 
     def refactor(r: float):
@@ -348,7 +372,8 @@ def _fit_admm(
 
 
 def _round(x: np.ndarray, parent: np.ndarray, totals: np.ndarray | None) -> np.ndarray:
-    """Integer children: floors plus 0/1 per cell, parent cells exact (and fixed totals), min sum (1-2r) y."""
+    """Integer children: floors plus 0/1 per cell, parent cells exact (and fixed totals), min sum
+    (1-2r) y."""
     from scipy.optimize import linprog
 
     F = np.floor(x + 1e-9).astype(np.int64)
@@ -399,20 +424,28 @@ FALLBACK_PENALTY = 1e4
 
 
 def _fallback(metas, pcounts, totals, where: str, exc: Exception, log: list[str]) -> np.ndarray:
-    """The exact fit failed at one parent: relax the parent sums into a penalty, rescale each cell to
-    the parent, round (parent cells exact). If even that fails, split the parent by the children's
-    noisy totals. Every use is reported in ``log``."""
+    """The exact fit failed at one parent: relax the parent sums into a penalty, rescale each cell
+    to the parent, round (parent cells exact). If even that fails, split the parent by the
+    children's noisy totals. Every use is reported in ``log``."""
     try:
         var = min(m[4] for meas in metas for m in meas)
         x = _fit(metas, pcounts, totals, penalty=FALLBACK_PENALTY / var)
         col = x.sum(axis=0)
-        x = np.where(col > 0, x * (pcounts / np.where(col > 0, col, 1.0)), 1.0 / x.shape[0] * pcounts)
+        x = np.where(
+            col > 0, x * (pcounts / np.where(col > 0, col, 1.0)), 1.0 / x.shape[0] * pcounts
+        )
         xi = _round(x, pcounts, totals)
-        log.append(f"{where}: {exc}; refitted with the parent sums as a penalty, then rescaled to the parent")
+        log.append(
+            f"{where}: {exc}; refitted with the parent sums as a penalty, then rescaled to the "
+            "parent"
+        )
         return xi
     except TabreconError as exc2:
         w = np.array([max(m[0][3].sum(), 0.0) for m in metas]) + 1e-9
-        log.append(f"{where}: {exc}; the penalised refit failed too ({exc2}); children got shares of the parent")
+        log.append(
+            f"{where}: {exc}; the penalised refit failed too ({exc2}); children got shares of the "
+            "parent"
+        )
         return _round(np.outer(w / w.sum(), pcounts), pcounts, None)
 
 
@@ -436,9 +469,9 @@ def _fit_auto(
 
 
 def _parents_job(args: tuple) -> list[tuple]:
-    """Measure, fit and round the children of a batch of parents (runs in a worker process). One BLAS
-    thread: the pool supplies the parallelism (measured on the real sample with 2 workers: 41 s with
-    the default BLAS threads, 28 s with one)."""
+    """Measure, fit and round the children of a batch of parents (runs in a worker process). One
+    BLAS thread: the pool supplies the parallelism (measured on the real sample with 2 workers: 41
+    s with the default BLAS threads, 28 s with one)."""
     from threadpoolctl import threadpool_limits
 
     cfg, lv, items, fit = args
@@ -484,11 +517,12 @@ def topdown(
     workers: int = 1,
     fit: str = "admm",
 ) -> TopDownResult:
-    """Protect ``md`` with TopDown (see module docstring). ``seed`` is unused for the noise, which comes
-    from OpenDP's cryptographic sampler (a release must not be reproducible from a seed). ``workers``
-    processes share the parents of each level. ``fit`` picks the least-squares solver for parents
-    without fixed child totals: ``admm`` (default; linear in children x cells) or ``clarabel``
-    (interior point; the states, and any parent where ADMM does not converge, always use it)."""
+    """Protect ``md`` with TopDown (see module docstring). ``seed`` is unused for the noise, which
+    comes from OpenDP's cryptographic sampler (a release must not be reproducible from a seed).
+    ``workers`` processes share the parents of each level. ``fit`` picks the least-squares solver
+    for parents without fixed child totals: ``admm`` (default; linear in children x cells) or
+    ``clarabel`` (interior point; the states, and any parent where ADMM does not converge, always
+    use it)."""
     if fit not in FITS:
         raise TabreconError(f"unknown fit {fit!r}; choose from {', '.join(FITS)}")
     if not len(md):
@@ -538,7 +572,9 @@ def topdown(
         parent_of = np.array([g[:plen] for g in cgeo]) if plen else np.full(len(cgeo), "")
         new_est: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         jobs = []
-        pu, start, count = np.unique(parent_of, return_index=True, return_counts=True)  # cgeo is sorted
+        pu, start, count = np.unique(
+            parent_of, return_index=True, return_counts=True
+        )  # cgeo is sorted
         for p, a, n in zip(pu, start, count, strict=True):
             kids = np.arange(a, a + n)
             support, pcounts = est[p]
@@ -583,8 +619,12 @@ def topdown(
     )
     out = out.take(np.arange(len(out)))  # drop blocks left empty
     rho_total = sum(cfg.rho_q(lv, q) for lv in levels for q in cfg.query_shares)
-    privacy = {"rho": rho_total, "epsilon_cks_delta_1e-10": rho_to_epsilon(rho_total, 1e-10),
-               "levels": {lv: cfg.rho * cfg.level_shares[lv] for lv in levels}, "config": cfg.name}  # fmt: skip
+    privacy = {
+        "rho": rho_total,
+        "epsilon_cks_delta_1e-10": rho_to_epsilon(rho_total, 1e-10),
+        "levels": {lv: cfg.rho * cfg.level_shares[lv] for lv in levels},
+        "config": cfg.name,
+    }
     meas = meas_rows.frame()
     return TopDownResult(out, meas, privacy, timings, draws, fallbacks)
 
@@ -616,9 +656,14 @@ def _fit_root(meas: list[tuple], total: int) -> np.ndarray:
     st = clarabel.DefaultSettings()
     st.verbose = False
     st.max_threads = 1  # no solver threads: a process pool forks after this
-    sol = clarabel.DefaultSolver(P, np.zeros(S + nr), sp.vstack([Aeq, G], format="csc"),
-                                 np.concatenate([beq, np.zeros(S)]),
-                                 [clarabel.ZeroConeT(Aeq.shape[0]), clarabel.NonnegativeConeT(S)], st).solve()  # fmt: skip
+    sol = clarabel.DefaultSolver(
+        P,
+        np.zeros(S + nr),
+        sp.vstack([Aeq, G], format="csc"),
+        np.concatenate([beq, np.zeros(S)]),
+        [clarabel.ZeroConeT(Aeq.shape[0]), clarabel.NonnegativeConeT(S)],
+        st,
+    ).solve()
     if str(sol.status) not in ("Solved", "AlmostSolved"):
         raise TabreconError(f"least-squares step failed at the root: {sol.status}")
     x = np.maximum(np.asarray(sol.x[:S]), 0.0)

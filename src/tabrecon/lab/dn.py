@@ -4,10 +4,11 @@ writes its rows to CSV as they are computed (a rerun skips the rows already ther
 (a) :func:`recovery_vs_queries` -- bits recovered vs m at n = 1000 (Fig. 4-1);
 (b) :func:`queries_needed_vs_n` -- queries for full recovery vs n and their ratio to n (Figs. 4-2,
     4-3), for the least-squares and the exact integer decoder, with the information-theoretic bound;
-(c) :func:`recovery_under_gaussian` -- recovery vs m under Gaussian noise, n = 10, 40, 100 (Fig. 4-4);
-(d) :func:`epsilon_grid` -- recovery over epsilon x query multiple under Laplace noise (Fig. 5-7);
-(e) :func:`laplace_sum_accuracy` -- accuracy 1 - |S~ - S| / S of a noisy sum vs N and epsilon (Fig. 5-6).
-Seeds: trial t of a sweep uses ``default_rng([seed, n, t])``, so a row is the same whatever else runs.
+(c) :func:`recovery_under_gaussian` -- recovery vs m under Gaussian noise, n = 10, 40, 100 (Fig.
+4-4); (d) :func:`epsilon_grid` -- recovery over epsilon x query multiple under Laplace noise (Fig.
+5-7); (e) :func:`laplace_sum_accuracy` -- accuracy 1 - |S~ - S| / S of a noisy sum vs N and epsilon
+(Fig. 5-6). Seeds: trial t of a sweep uses ``default_rng([seed, n, t])``, so a row is the same
+whatever else runs.
 """
 
 from __future__ import annotations
@@ -45,8 +46,13 @@ class Sweep:
     limits); it is recorded beside the CSV (``<name>.run.json``) and a resumed sweep with other
     settings is refused rather than mixed (:mod:`tabrecon.provenance`)."""
 
-    def __init__(self, path: Path, keys: tuple[str, ...], resume: bool = True,
-                 fingerprint: dict | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        path: Path,
+        keys: tuple[str, ...],
+        resume: bool = True,
+        fingerprint: dict | None = None,
+    ) -> None:
         self.path, self.keys = path, keys
         path.parent.mkdir(parents=True, exist_ok=True)
         self.done: set[tuple] = set()
@@ -117,24 +123,44 @@ def _positive(**vals) -> None:
             raise TabreconError(f"{k} must be positive (got {v})")
 
 
-# (a) -------------------------------------------------------------------------------------------------
-def recovery_vs_queries(out: Path, n: int = 1000, ms: list[int] | None = None, trials: int = 10,
-                        decoder: str = "lsq", seed: int = 0, resume: bool = True,
-                        progress: Progress = None) -> pl.DataFrame:  # fmt: skip
-    """Fraction of bits recovered vs m (noiseless): per m the 10/50/90% deciles and mean (Fig. 4-1)."""
+# (a)
+# -------------------------------------------------------------------------------------------------
+def recovery_vs_queries(
+    out: Path,
+    n: int = 1000,
+    ms: list[int] | None = None,
+    trials: int = 10,
+    decoder: str = "lsq",
+    seed: int = 0,
+    resume: bool = True,
+    progress: Progress = None,
+) -> pl.DataFrame:
+    """Fraction of bits recovered vs m (noiseless): per m the 10/50/90% deciles and mean (Fig.
+    4-1)."""
     ms = ms or [int(f * n) for f in (0.1, 0.2, 0.3, 0.4, 0.45, 0.5, 0.55, 0.6, 0.7, 0.8)]
     _positive(n=n, trials=trials, ms=ms)
     check_size(n, max(ms))
-    sw = Sweep(out / "recovery_vs_queries.csv", ("n", "m", "trial"), resume,
-               {"decoder": decoder, "seed": seed})
+    sw = Sweep(
+        out / "recovery_vs_queries.csv",
+        ("n", "m", "trial"),
+        resume,
+        {"decoder": decoder, "seed": seed},
+    )
     for t in range(trials):
         inst = None
         for m in ms:
             if sw.has(n=n, m=m, trial=t):
                 continue
             inst = inst or make_instance(n, max(ms), _rng(seed, n, t))
-            sw.add({"n": n, "m": m, "trial": t, "decoder": decoder,
-                    "recovered": fraction_recovered(inst.first(m), decoder)})  # fmt: skip
+            sw.add(
+                {
+                    "n": n,
+                    "m": m,
+                    "trial": t,
+                    "decoder": decoder,
+                    "recovered": fraction_recovered(inst.first(m), decoder),
+                }
+            )
             if progress:
                 progress(f"n={n} m={m} trial {t}")
     df = sw.frame()
@@ -167,24 +193,42 @@ def recovery_vs_queries(out: Path, n: int = 1000, ms: list[int] | None = None, t
     return summ
 
 
-# (b) + (f) -------------------------------------------------------------------------------------------
-def queries_needed_vs_n(out: Path, ns: list[int] | None = None, trials: int = 3,
-                        decoders: tuple[str, ...] = ("lsq",), seed: int = 0, exact_time_limit: float = 10.0,
-                        resume: bool = True, progress: Progress = None,
-                        exact_finder: str = "auto") -> dict[str, float]:  # fmt: skip
+# (b) + (f)
+# -------------------------------------------------------------------------------------------
+def queries_needed_vs_n(
+    out: Path,
+    ns: list[int] | None = None,
+    trials: int = 3,
+    decoders: tuple[str, ...] = ("lsq",),
+    seed: int = 0,
+    exact_time_limit: float = 10.0,
+    resume: bool = True,
+    progress: Progress = None,
+    exact_finder: str = "auto",
+) -> dict[str, float]:
     """Queries for full recovery vs n for each decoder; returns the fitted slope per decoder.
 
     ``exact_finder`` picks how the exact decoder looks for the database (``auto``, ``cpsat`` or
-    ``lattice``, see :func:`~tabrecon.attacks.linear.decode_exact`); other than ``auto`` it is part of
-    the decoder's label (``exact/cpsat``), so finders compared in one directory get their own curves.
+    ``lattice``, see :func:`~tabrecon.attacks.linear.decode_exact`); other than ``auto`` it is part
+    of the decoder's label (``exact/cpsat``), so finders compared in one directory get their own
+    curves.
     """
     ns = ns or list(range(100, 1001, 100))
     _positive(ns=ns, trials=trials)
     if exact_finder not in FINDERS:
-        raise TabreconError(f"unknown exact finder {exact_finder!r}; choose from {', '.join(FINDERS)}")
-    sw = Sweep(out / "queries_needed.csv", ("decoder", "n", "trial"), resume,
-               {"seed": seed, "exact_time_limit": exact_time_limit})
-    labels = {d: f"exact/{exact_finder}" if d == "exact" and exact_finder != "auto" else d for d in decoders}
+        raise TabreconError(
+            f"unknown exact finder {exact_finder!r}; choose from {', '.join(FINDERS)}"
+        )
+    sw = Sweep(
+        out / "queries_needed.csv",
+        ("decoder", "n", "trial"),
+        resume,
+        {"seed": seed, "exact_time_limit": exact_time_limit},
+    )
+    labels = {
+        d: f"exact/{exact_finder}" if d == "exact" and exact_finder != "auto" else d
+        for d in decoders
+    }
     for dec in decoders:
         for n in ns:
             check_size(n, n)
@@ -192,17 +236,31 @@ def queries_needed_vs_n(out: Path, ns: list[int] | None = None, trials: int = 3,
                 if sw.has(decoder=labels[dec], n=n, trial=t):
                     continue
                 inst = make_instance(n, n, _rng(seed, n, t))
-                kw = ({"time_limit": exact_time_limit, "finder": exact_finder, "prove": False}
-                      if dec == "exact" else {})  # fmt: skip
+                kw = (
+                    {"time_limit": exact_time_limit, "finder": exact_finder, "prove": False}
+                    if dec == "exact"
+                    else {}
+                )
                 t0 = time.perf_counter()
                 m = queries_needed(inst, dec, **kw)
                 secs = time.perf_counter() - t0
                 proven, t1 = "", time.perf_counter()
                 if dec == "exact" and m is not None:  # can the attacker also prove it, at that m?
-                    proven = prove_unique(inst.Q[:m], inst.a[:m], inst.x, time_limit=exact_time_limit)
-                sw.add({"decoder": labels[dec], "n": n, "trial": t, "m_needed": -1 if m is None else m,
-                        "ratio": float("nan") if m is None else m / n, "seconds": round(secs, 2),
-                        "proof": proven, "proof_seconds": round(time.perf_counter() - t1, 2)})  # fmt: skip
+                    proven = prove_unique(
+                        inst.Q[:m], inst.a[:m], inst.x, time_limit=exact_time_limit
+                    )
+                sw.add(
+                    {
+                        "decoder": labels[dec],
+                        "n": n,
+                        "trial": t,
+                        "m_needed": -1 if m is None else m,
+                        "ratio": float("nan") if m is None else m / n,
+                        "seconds": round(secs, 2),
+                        "proof": proven,
+                        "proof_seconds": round(time.perf_counter() - t1, 2),
+                    }
+                )
                 if progress:
                     progress(f"{labels[dec]} n={n} trial {t}: {m}")
     df = sw.frame().filter(pl.col("m_needed") > 0)
@@ -242,15 +300,28 @@ def queries_needed_vs_n(out: Path, ns: list[int] | None = None, trials: int = 3,
     return {labels[d]: slopes[labels[d]] for d in decoders if labels[d] in slopes}
 
 
-# (c) -------------------------------------------------------------------------------------------------
-def recovery_under_gaussian(out: Path, ns: tuple[int, ...] = (10, 40, 100), multiples: list[float] | None = None,
-                            trials: int = 20, decoder: str = "lsq", seed: int = 0, resume: bool = True,
-                            progress: Progress = None) -> pl.DataFrame:  # fmt: skip
-    """Mean fraction recovered vs m under Gaussian noise of JASON's scale sqrt(n) ln(n)/2 (Fig. 4-4)."""
+# (c)
+# -------------------------------------------------------------------------------------------------
+def recovery_under_gaussian(
+    out: Path,
+    ns: tuple[int, ...] = (10, 40, 100),
+    multiples: list[float] | None = None,
+    trials: int = 20,
+    decoder: str = "lsq",
+    seed: int = 0,
+    resume: bool = True,
+    progress: Progress = None,
+) -> pl.DataFrame:
+    """Mean fraction recovered vs m under Gaussian noise of JASON's scale sqrt(n) ln(n)/2 (Fig.
+    4-4)."""
     multiples = multiples or [1, 2, 5, 10, 20, 50, 100, 200]
     _positive(ns=ns, multiples=multiples, trials=trials)
-    sw = Sweep(out / "recovery_gaussian.csv", ("n", "m", "trial"), resume,
-               {"decoder": decoder, "seed": seed})
+    sw = Sweep(
+        out / "recovery_gaussian.csv",
+        ("n", "m", "trial"),
+        resume,
+        {"decoder": decoder, "seed": seed},
+    )
     for n in ns:
         sigma = jason_sigma(n)
         ms = sorted({max(1, int(f * n)) for f in multiples})
@@ -288,17 +359,30 @@ def recovery_under_gaussian(out: Path, ns: tuple[int, ...] = (10, 40, 100), mult
         )[0]
         ax.axvline(info_bound_noisy(jason_sigma(n)), color=line.get_color(), ls=":", lw=0.8)
     ax.set_xscale("log")
-    ax.set(xlabel="queries m", ylabel="mean fraction recovered",
-           title="Gaussian noise (dotted: 16 sigma^2 / ln 2 information bound)")  # fmt: skip
+    ax.set(
+        xlabel="queries m",
+        ylabel="mean fraction recovered",
+        title="Gaussian noise (dotted: 16 sigma^2 / ln 2 information bound)",
+    )
     save_figure(fig, [ax], out / "recovery_gaussian.png")
     return df
 
 
-# (d) -------------------------------------------------------------------------------------------------
-def epsilon_grid(out: Path, n: int = 200, epsilons: list[float] | None = None, multiples: list[int] | None = None,
-                 trials: int = 3, decoder: str = "lsq", seed: int = 0, resume: bool = True,
-                 progress: Progress = None) -> pl.DataFrame:  # fmt: skip
-    """Fraction recovered over epsilon x (m / n) with exact discrete Laplace(1/epsilon) noise (Fig. 5-7).
+# (d)
+# -------------------------------------------------------------------------------------------------
+def epsilon_grid(
+    out: Path,
+    n: int = 200,
+    epsilons: list[float] | None = None,
+    multiples: list[int] | None = None,
+    trials: int = 3,
+    decoder: str = "lsq",
+    seed: int = 0,
+    resume: bool = True,
+    progress: Progress = None,
+) -> pl.DataFrame:
+    """Fraction recovered over epsilon x (m / n) with exact discrete Laplace(1/epsilon) noise (Fig.
+    5-7).
 
     The report used n = 4000 (``--full``); the default n = 200 finishes in minutes.
     """
@@ -306,18 +390,34 @@ def epsilon_grid(out: Path, n: int = 200, epsilons: list[float] | None = None, m
     multiples = multiples or [1, 5, 10, 20]
     _positive(n=n, epsilons=epsilons, multiples=multiples, trials=trials)
     check_size(n, max(multiples) * n)
-    sw = Sweep(out / "epsilon_grid.csv", ("n", "epsilon", "multiple", "trial"), resume,
-               {"decoder": decoder, "seed": seed})
+    sw = Sweep(
+        out / "epsilon_grid.csv",
+        ("n", "epsilon", "multiple", "trial"),
+        resume,
+        {"decoder": decoder, "seed": seed},
+    )
     for eps in epsilons:
         for t in range(trials):
             inst = None
             for k in multiples:
                 if sw.has(n=n, epsilon=eps, multiple=k, trial=t):
                     continue
-                inst = inst or make_instance(n, max(multiples) * n, _rng(seed, n, t, int(eps * 1e6)),
-                                             "discrete_laplace", epsilon=eps)  # fmt: skip
-                sw.add({"n": n, "epsilon": eps, "multiple": k, "trial": t,
-                        "recovered": fraction_recovered(inst.first(k * n), decoder)})  # fmt: skip
+                inst = inst or make_instance(
+                    n,
+                    max(multiples) * n,
+                    _rng(seed, n, t, int(eps * 1e6)),
+                    "discrete_laplace",
+                    epsilon=eps,
+                )
+                sw.add(
+                    {
+                        "n": n,
+                        "epsilon": eps,
+                        "multiple": k,
+                        "trial": t,
+                        "recovered": fraction_recovered(inst.first(k * n), decoder),
+                    }
+                )
             if progress:
                 progress(f"eps={eps} trial {t}")
     df = (
@@ -355,9 +455,15 @@ def epsilon_grid(out: Path, n: int = 200, epsilons: list[float] | None = None, m
     return df
 
 
-# (e) -------------------------------------------------------------------------------------------------
-def laplace_sum_accuracy(out: Path, Ns: list[int] | None = None, epsilons: list[float] | None = None,
-                         trials: int = 200, seed: int = 0) -> pl.DataFrame:  # fmt: skip
+# (e)
+# -------------------------------------------------------------------------------------------------
+def laplace_sum_accuracy(
+    out: Path,
+    Ns: list[int] | None = None,
+    epsilons: list[float] | None = None,
+    trials: int = 200,
+    seed: int = 0,
+) -> pl.DataFrame:
     """Accuracy A = 1 - |S~ - S| / S of a sum of N bits released with discrete Laplace(1/eps) noise.
 
     Measured (mean over trials, exact OpenDP noise) beside the closed form 1 - E|noise| / S.
@@ -378,8 +484,15 @@ def laplace_sum_accuracy(out: Path, Ns: list[int] | None = None, epsilons: list[
             S = np.maximum(S, 1.0)
             noisy = S + mech.sample(trials)
             acc = 1 - np.abs(noisy - S) / S
-            rows.append({"N": N, "epsilon": eps, "measured": float(acc.mean()),
-                         "closed_form": float(1 - mean_abs / (N / 2)), "trials": trials})  # fmt: skip
+            rows.append(
+                {
+                    "N": N,
+                    "epsilon": eps,
+                    "measured": float(acc.mean()),
+                    "closed_form": float(1 - mean_abs / (N / 2)),
+                    "trials": trials,
+                }
+            )
     df = pl.DataFrame(rows)
     out.mkdir(parents=True, exist_ok=True)
     df.write_csv(out / "laplace_sum_accuracy.csv")

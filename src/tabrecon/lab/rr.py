@@ -11,8 +11,14 @@ from ..defenses import randomized_response as rr
 from .dn import save_figure
 
 
-def rr_experiment(out: Path, pi: float = 0.3, n: int = 1000, reps: int = 2000,
-                  epsilons: list[float] | None = None, seed: int = 0) -> pl.DataFrame:  # fmt: skip
+def rr_experiment(
+    out: Path,
+    pi: float = 0.3,
+    n: int = 1000,
+    reps: int = 2000,
+    epsilons: list[float] | None = None,
+    seed: int = 0,
+) -> pl.DataFrame:
     """For each epsilon (mu = 1/2): simulated mean and variance of pi-hat beside the closed forms,
     and a plot of the standard error and accuracy loss against epsilon."""
     epsilons = epsilons or [0.1, 0.25, 0.5, 1.0, 2.0, 3.0, 5.0]
@@ -22,11 +28,19 @@ def rr_experiment(out: Path, pi: float = 0.3, n: int = 1000, reps: int = 2000,
     for eps in epsilons:
         rho = rr.rho_for_epsilon(eps)
         est = rr.simulate(pi_exact, rho, n, reps, rng)
-        rows.append({
-            "epsilon": eps, "rho": rho, "pi": pi_exact, "n": n, "reps": reps,
-            "mean_sim": float(est.mean()), "var_sim": float(est.var(ddof=1)),
-            "var_closed": rr.variance(pi_exact, rho, n), "accuracy_loss": rr.accuracy_loss(pi_exact, rho, n),
-        })  # fmt: skip
+        rows.append(
+            {
+                "epsilon": eps,
+                "rho": rho,
+                "pi": pi_exact,
+                "n": n,
+                "reps": reps,
+                "mean_sim": float(est.mean()),
+                "var_sim": float(est.var(ddof=1)),
+                "var_closed": rr.variance(pi_exact, rho, n),
+                "accuracy_loss": rr.accuracy_loss(pi_exact, rho, n),
+            }
+        )
     df = pl.DataFrame(rows)
     out.mkdir(parents=True, exist_ok=True)
     df.write_csv(out / "randomized_response.csv")

@@ -86,8 +86,13 @@ def common_resolution(left: Microdata, right: Microdata) -> tuple[np.ndarray | N
     if starts is None:
         return None, plain
     ends = starts + np.bincount(starts, minlength=starts.size)[starts] - 1
-    wide = sorted({(int(s), int(e)) for s, e in zip(starts, ends, strict=True)
-                   if AGEBIN_OF_AGE[s] != AGEBIN_OF_AGE[e]})  # fmt: skip
+    wide = sorted(
+        {
+            (int(s), int(e))
+            for s, e in zip(starts, ends, strict=True)
+            if AGEBIN_OF_AGE[s] != AGEBIN_OF_AGE[e]
+        }
+    )
     if not wide:  # every range lies inside one bin: the bins are the common resolution
         return None, plain
     text = ", ".join(age_label(lo, hi) for lo, hi in wide)
@@ -155,11 +160,17 @@ def agree(left: Microdata, right: Microdata, warn: bool = True) -> Agreement:
         m = sb == i
         p = int(pop_b[m].sum())
         e, b = int(exact_b[m].sum()), int(binned_b[m].sum())
-        rows.append({
-            "bin": lab, "blocks": int(m.sum()), "persons": p, "exact": e, "binned": b,
-            "exact_pct": 100.0 * e / p if p else float("nan"),
-            "binned_pct": 100.0 * b / p if p else float("nan"),
-        })  # fmt: skip
+        rows.append(
+            {
+                "bin": lab,
+                "blocks": int(m.sum()),
+                "persons": p,
+                "exact": e,
+                "binned": b,
+                "exact_pct": 100.0 * e / p if p else float("nan"),
+                "binned_pct": 100.0 * b / p if p else float("nan"),
+            }
+        )
     per_block = pl.DataFrame(
         {"block_geoid": geoids, "persons": pop_b, "exact": exact_b, "binned": binned_b}
     )

@@ -18,10 +18,20 @@ from ..config import AuditConfig
 from .reid import LABELS, RVR_NOTE, paper_tables_from_rates
 
 COUNT_COLUMNS = {
-    "blocks", "persons", "exact", "binned", "attacker records", "putative", "confirmed", "unproven_blocks",
-    "certified_blocks", "attacker_records", "inhabited blocks", "random record matched",
+    "blocks",
+    "persons",
+    "exact",
+    "binned",
+    "attacker records",
+    "putative",
+    "confirmed",
+    "unproven_blocks",
+    "certified_blocks",
+    "attacker_records",
+    "inhabited blocks",
+    "random record matched",
     "matched, race scored right",
-}  # fmt: skip
+}
 
 # Every column the report shows, as a reader sees it: (header with its unit, what it means). Tables
 # keep the CSV's names inside; only the display changes, so a figure is found in results/*.csv
@@ -30,68 +40,188 @@ COLUMNS: dict[str, tuple[str, str]] = {
     "bin": ("block size (persons)", "true block population"),
     "blocks": ("blocks", "number of blocks"),
     "persons": ("persons", "number of persons"),
-    "exact": ("matched, exact age", "persons matched one-to-one on block, sex, single year of age, race and ethnicity"),
+    "exact": (
+        "matched, exact age",
+        "persons matched one-to-one on block, sex, single year of age, race and ethnicity",
+    ),
     "binned": ("matched, age bin", "persons matched on block, sex, age bin, race and ethnicity"),
     "exact_pct": ("matched, exact age (%)", "share of the block size class's persons"),
     "binned_pct": ("matched, age bin (%)", "share of the block size class's persons"),
     "solvar_at_most_pct": ("solution variability at most (%)", "threshold of the cumulative count"),
-    "cum_blocks_pct": ("blocks, cumulative (%)", "share of inhabited blocks with solution variability at most the threshold"),
+    "cum_blocks_pct": (
+        "blocks, cumulative (%)",
+        "share of inhabited blocks with solution variability at most the threshold",
+    ),
     "cum_persons_pct": ("persons, cumulative (%)", "share of persons living in those blocks"),
     "unproven_blocks": ("blocks not proven (time-outs)", "blocks counted by their bounds"),
     "zero_blocks_pct": ("blocks with one solution (%)", "solution variability 0, proven"),
     "zero_persons_pct": ("persons in them (%)", "share of the class's persons"),
     "defense": ("defense", "how the microdata were protected before publication"),
     "rho": ("budget ρ (zCDP)", "total privacy-loss budget of TopDown; n/a for swapping"),
-    "epsilon": ("ε at δ = 10⁻¹⁰", "the same budget as (ε, δ)-DP (Canonne-Kamath-Steinke conversion)"),
-    "tvd_state": ("accuracy, state (1 − TVD)", "1 minus the total variation distance of the state's histogram; 1 = unchanged"),
+    "epsilon": (
+        "ε at δ = 10⁻¹⁰",
+        "the same budget as (ε, δ)-DP (Canonne-Kamath-Steinke conversion)",
+    ),
+    "tvd_state": (
+        "accuracy, state (1 − TVD)",
+        "1 minus the total variation distance of the state's histogram; 1 = unchanged",
+    ),
     "tvd_county": ("accuracy, county (1 − TVD)", "the same per county, weighted by persons"),
     "tvd_tract": ("accuracy, tract (1 − TVD)", "the same per tract, weighted by persons"),
-    "tvd_blockgroup": ("accuracy, block group (1 − TVD)", "the same per block group, weighted by persons"),
+    "tvd_blockgroup": (
+        "accuracy, block group (1 − TVD)",
+        "the same per block group, weighted by persons",
+    ),
     "tvd_block": ("accuracy, block (1 − TVD)", "the same per block, weighted by persons"),
-    "mae_block_total": ("block total error (persons)", "mean absolute difference of the published and true block populations"),
-    "mean_l1_race_eth": ("race × ethnicity error (persons per block)", "mean over blocks of the summed absolute errors of the race × ethnicity counts"),
-    "majority_kept_pct": ("majority group kept (%)", "share of blocks whose published majority race × ethnicity group is the true one"),
-    "certified_blocks": ("inhabited blocks with one solution", "blocks of the release proven to have exactly one consistent population"),
-    "attack_nonmodal_precision": ("attack precision, nonmodal (%)", "confirmed / putative for persons not of their block's modal group"),
-    "prg_nonmodal_precision": ("PRG, drawn (%)", "proportional guess drawn once from the release's tables, on the attack's linked nonmodal persons"),
-    "prg_expected_nonmodal_precision": ("PRG, expected (%)", "the proportional guess's exact expectation from the release's tables"),
-    "prg_original_nonmodal_precision": ("PRG from unprotected tables, expected (%)", "the same from the undefended tables (the Bureau's rMDF baseline)"),
+    "mae_block_total": (
+        "block total error (persons)",
+        "mean absolute difference of the published and true block populations",
+    ),
+    "mean_l1_race_eth": (
+        "race × ethnicity error (persons per block)",
+        "mean over blocks of the summed absolute errors of the race × ethnicity counts",
+    ),
+    "majority_kept_pct": (
+        "majority group kept (%)",
+        "share of blocks whose published majority race × ethnicity group is the true one",
+    ),
+    "certified_blocks": (
+        "inhabited blocks with one solution",
+        "blocks of the release proven to have exactly one consistent population",
+    ),
+    "attack_nonmodal_precision": (
+        "attack precision, nonmodal (%)",
+        "confirmed / putative for persons not of their block's modal group",
+    ),
+    "prg_nonmodal_precision": (
+        "PRG, drawn (%)",
+        "proportional guess drawn once from the release's tables, on the attack's linked nonmodal "
+        "persons",
+    ),
+    "prg_expected_nonmodal_precision": (
+        "PRG, expected (%)",
+        "the proportional guess's exact expectation from the release's tables",
+    ),
+    "prg_original_nonmodal_precision": (
+        "PRG from unprotected tables, expected (%)",
+        "the same from the undefended tables (the Bureau's rMDF baseline)",
+    ),
     "mdg_nonmodal_precision": ("MDG (%)", "block modal guess, nonmodal persons"),
-    "attack_certified_uniques_precision": ("attack precision, certified nonmodal uniques (%)", "nonmodal population uniques in blocks the release pins down"),
-    "nmf_agreement_binned_pct": ("noisy-measurement fit: persons rebuilt (%)", "persons matched (age bin) by records fitted to TopDown's noisy measurements"),
-    "nmf_all_precision": ("noisy-measurement fit: precision, all (%)", "the linkage precision of those records, all persons"),
-    "nmf_nonmodal_precision": ("noisy-measurement fit: precision, nonmodal (%)", "the same, nonmodal persons"),
+    "attack_certified_uniques_precision": (
+        "attack precision, certified nonmodal uniques (%)",
+        "nonmodal population uniques in blocks the release pins down",
+    ),
+    "nmf_agreement_binned_pct": (
+        "noisy-measurement fit: persons rebuilt (%)",
+        "persons matched (age bin) by records fitted to TopDown's noisy measurements",
+    ),
+    "nmf_all_precision": (
+        "noisy-measurement fit: precision, all (%)",
+        "the linkage precision of those records, all persons",
+    ),
+    "nmf_nonmodal_precision": (
+        "noisy-measurement fit: precision, nonmodal (%)",
+        "the same, nonmodal persons",
+    ),
     "stage": ("stage", "a step of the audit"),
     "seconds": ("seconds", "wall-clock time"),
-}  # fmt: skip
+}
 
 # columns that need more or fewer decimals than the default (one for per cents and sizes)
-DECIMALS = {"rho": 4, "epsilon": 2, "mae_block_total": 2, "mean_l1_race_eth": 2, "seconds": 2,
-            **{f"tvd_{lv}": 3 for lv in ("state", "county", "tract", "blockgroup", "block")}}  # fmt: skip
+DECIMALS = {
+    "rho": 4,
+    "epsilon": 2,
+    "mae_block_total": 2,
+    "mean_l1_race_eth": 2,
+    "seconds": 2,
+    **{f"tvd_{lv}": 3 for lv in ("state", "county", "tract", "blockgroup", "block")},
+}
 
 GLOSSARY = [
-    ("Solution variability (solvar)", "How much the person records of a block can differ between populations that all satisfy the published tables: the largest share of the block's records that must change from one consistent population to another. 0 means the tables determine the block's records exactly; the solver proves it."),
-    ("Certified block", "A block whose solution variability is proven to be 0: its rebuilt records are exactly the ones any consistent population has. A fact about the release, provable without the confidential data."),
-    ("Nonmodal person", "A person whose race × ethnicity is not the most common one in their block: the people statistical guessing gets wrong, and the ones a reconstruction puts at most risk."),
-    ("Putative, confirmed, precision", "An attacker record is putatively reidentified when it links to a reconstructed record on block, sex and age; confirmed when the race and ethnicity learned are the true person's. Precision = confirmed / putative."),
-    ("MDG", "Modal guess: assign every linked person their block's most common race × ethnicity. A baseline that needs no reconstruction."),
-    ("PRG", "Proportional guess: draw each linked person's race × ethnicity from the block's published shares. Shown drawn once (as the attack is), in expectation, and from the unprotected tables."),
-    ("Francis majority inference", "Francis' measure: the share of a block in its published majority group, counted when that group has at least the threshold number of persons."),
-    ("Ruggles-Van Riper null model", "Random records of the national sex and age mix in every block, race scored right at the average majority share: a match rate of random records, not the precision of an inference (shown apart)."),
-    ("TVD accuracy", "1 minus the total variation distance between the protected and the true histograms of persons by type at a geographic level, weighted by persons; 1 means unchanged."),
-    ("zCDP budget ρ", "Zero-concentrated differential privacy: the privacy loss TopDown's Gaussian noise spends, split over geographic levels and queries. Smaller ρ, more noise."),
-    ("ε and δ", "The same guarantee as (ε, δ)-differential privacy: with probability at least 1 − δ, any one person changes the chance of any output by at most a factor e^ε. Converted from ρ at δ = 10⁻¹⁰."),
-    ("Noisy measurements", "The noisy counts TopDown computes before it makes them consistent and integral. The 2020 Census published them; the report also attacks them directly."),
-    ("Swapping", "The 2010 method: a share of households trade places with households of the same size in another block; block totals of households are kept."),
-]  # fmt: skip
+    (
+        "Solution variability (solvar)",
+        "How much the person records of a block can differ between populations that all satisfy "
+        "the published tables: the largest share of the block's records that must change from one "
+        "consistent population to another. 0 means the tables determine the block's records "
+        "exactly; the solver proves it.",
+    ),
+    (
+        "Certified block",
+        "A block whose solution variability is proven to be 0: its rebuilt records are exactly the "
+        "ones any consistent population has. A fact about the release, provable without the "
+        "confidential data.",
+    ),
+    (
+        "Nonmodal person",
+        "A person whose race × ethnicity is not the most common one in their block: the people "
+        "statistical guessing gets wrong, and the ones a reconstruction puts at most risk.",
+    ),
+    (
+        "Putative, confirmed, precision",
+        "An attacker record is putatively reidentified when it links to a reconstructed record on "
+        "block, sex and age; confirmed when the race and ethnicity learned are the true person's. "
+        "Precision = confirmed / putative.",
+    ),
+    (
+        "MDG",
+        "Modal guess: assign every linked person their block's most common race × ethnicity. A "
+        "baseline that needs no reconstruction.",
+    ),
+    (
+        "PRG",
+        "Proportional guess: draw each linked person's race × ethnicity from the block's published "
+        "shares. Shown drawn once (as the attack is), in expectation, and from the unprotected "
+        "tables.",
+    ),
+    (
+        "Francis majority inference",
+        "Francis' measure: the share of a block in its published majority group, counted when that "
+        "group has at least the threshold number of persons.",
+    ),
+    (
+        "Ruggles-Van Riper null model",
+        "Random records of the national sex and age mix in every block, race scored right at the "
+        "average majority share: a match rate of random records, not the precision of an inference "
+        "(shown apart).",
+    ),
+    (
+        "TVD accuracy",
+        "1 minus the total variation distance between the protected and the true histograms of "
+        "persons by type at a geographic level, weighted by persons; 1 means unchanged.",
+    ),
+    (
+        "zCDP budget ρ",
+        "Zero-concentrated differential privacy: the privacy loss TopDown's Gaussian noise spends, "
+        "split over geographic levels and queries. Smaller ρ, more noise.",
+    ),
+    (
+        "ε and δ",
+        "The same guarantee as (ε, δ)-differential privacy: with probability at least 1 − δ, any "
+        "one person changes the chance of any output by at most a factor e^ε. Converted from ρ at "
+        "δ = 10⁻¹⁰.",
+    ),
+    (
+        "Noisy measurements",
+        "The noisy counts TopDown computes before it makes them consistent and integral. The 2020 "
+        "Census published them; the report also attacks them directly.",
+    ),
+    (
+        "Swapping",
+        "The 2010 method: a share of households trade places with households of the same size in "
+        "another block; block totals of households are kept.",
+    ),
+]
 
 CSS = """
-body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222;line-height:1.45}
-h1{font-size:1.7em;margin-bottom:.2em} h2{border-bottom:2px solid #ddd;padding-bottom:.2em;margin-top:2em}
-table{border-collapse:collapse;margin:.8em 0;font-size:.9em} th,td{border:1px solid #ccc;padding:.25em .6em;text-align:right}
-th{background:#f3f3f3} td.t{text-align:left} td.small{background:#fff3cd}
-.headline li{margin:.4em 0} .legend{padding-left:1.2em} dd{margin:0 0 .5em 1.5em} .muted{color:#666;font-size:.85em} figure{margin:1em 0} figure img{max-width:100%;border:1px solid #eee}
-div.scroll{overflow-x:auto;max-width:100%} pre{background:#f7f7f7;padding:.8em;overflow-x:auto;font-size:.85em} .fail{color:#a00}
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;max-width:1100px;margin:2em
+auto;padding:0 1em;color:#222;line-height:1.45} h1{font-size:1.7em;margin-bottom:.2em}
+h2{border-bottom:2px solid #ddd;padding-bottom:.2em;margin-top:2em}
+table{border-collapse:collapse;margin:.8em 0;font-size:.9em} th,td{border:1px solid
+#ccc;padding:.25em .6em;text-align:right} th{background:#f3f3f3} td.t{text-align:left}
+td.small{background:#fff3cd} .headline li{margin:.4em 0} .legend{padding-left:1.2em} dd{margin:0 0
+.5em 1.5em} .muted{color:#666;font-size:.85em} figure{margin:1em 0} figure
+img{max-width:100%;border:1px solid #eee} div.scroll{overflow-x:auto;max-width:100%}
+pre{background:#f7f7f7;padding:.8em;overflow-x:auto;font-size:.85em} .fail{color:#a00}
 """
 
 
@@ -118,8 +248,12 @@ def header(column: str) -> str:
 
 def legend_html(columns: list[str]) -> str:
     """What each column of a table means (and its name in results/*.csv)."""
-    items = [f"<li><b>{html.escape(COLUMNS[c][0])}</b> [<code>{html.escape(c)}</code>]: "
-             f"{html.escape(COLUMNS[c][1])}</li>" for c in columns if c in COLUMNS]  # fmt: skip
+    items = [
+        f"<li><b>{html.escape(COLUMNS[c][0])}</b> [<code>{html.escape(c)}</code>]: "
+        f"{html.escape(COLUMNS[c][1])}</li>"
+        for c in columns
+        if c in COLUMNS
+    ]
     return f'<ul class="legend muted">{"".join(items)}</ul>' if items else ""
 
 
@@ -144,12 +278,14 @@ def table_html(df: pl.DataFrame, threshold: int, caption: str = "", table_id: st
             if is_small:
                 cls.append("small")
             mark = "&nbsp;&dagger;" if is_small else ""
-            cells.append(f"<td class=\"{' '.join(cls)}\">{_fmt(v, c)}{mark}</td>")
+            cells.append(f'<td class="{" ".join(cls)}">{_fmt(v, c)}{mark}</td>')
         rows.append("<tr>" + "".join(cells) + "</tr>")
     cap = f"<caption>{html.escape(caption)}</caption>" if caption else ""
     tid = f' id="{table_id}"' if table_id else ""
-    return (f'<div class="scroll"><table{tid}>{cap}<thead><tr>{head}</tr></thead>'
-            f"<tbody>{''.join(rows)}</tbody></table></div>")  # fmt: skip
+    return (
+        f'<div class="scroll"><table{tid}>{cap}<thead><tr>{head}</tr></thead>'
+        f"<tbody>{''.join(rows)}</tbody></table></div>"
+    )
 
 
 def _png(fig) -> str:
@@ -165,8 +301,11 @@ def _png(fig) -> str:
 def _figure(b64: str, caption: str, fig_id: str, out: Path | None = None) -> str:
     if out is not None:
         (out / f"{fig_id}.png").write_bytes(base64.b64decode(b64))
-    return (f'<figure id="{fig_id}"><img alt="{html.escape(caption)}" src="data:image/png;base64,{b64}">'
-            f"<figcaption class=\"muted\">{html.escape(caption)}</figcaption></figure>")  # fmt: skip
+    return (
+        f'<figure id="{fig_id}"><img alt="{html.escape(caption)}" '
+        f'src="data:image/png;base64,{b64}">'
+        f'<figcaption class="muted">{html.escape(caption)}</figcaption></figure>'
+    )
 
 
 def _plots(frames: dict[str, pl.DataFrame], summary: dict) -> dict[str, str]:
@@ -179,13 +318,22 @@ def _plots(frames: dict[str, pl.DataFrame], summary: dict) -> dict[str, str]:
     if "precision_cdf" in frames:
         f = frames["precision_cdf"]
         fig, ax = plt.subplots(figsize=(7, 4.2), dpi=100)
-        for s, st in (("attack", "-"), ("mdg", "--"), ("prg", ":"), ("truth", "-."), ("francis", "-")):
+        for s, st in (
+            ("attack", "-"),
+            ("mdg", "--"),
+            ("prg", ":"),
+            ("truth", "-."),
+            ("francis", "-"),
+        ):
             col = f"{s}_share_pct"
             if col in f.columns and f[col].is_not_nan().any():
                 lab = LABELS.get(s, "Francis majority inference")
                 ax.plot(f["p_pct"], f[col], st, label=lab, color="grey" if s == "francis" else None)
-        ax.set(xlabel="precision p (%)", ylabel="persons with precision >= p (%)",
-               title="Per-person precision (block confirmed / putative)")  # fmt: skip
+        ax.set(
+            xlabel="precision p (%)",
+            ylabel="persons with precision >= p (%)",
+            title="Per-person precision (block confirmed / putative)",
+        )
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
         figs["fig-precision"] = _png(fig)
@@ -199,8 +347,12 @@ def _plots(frames: dict[str, pl.DataFrame], summary: dict) -> dict[str, str]:
         ax.step(x, f["cum_persons_pct"], "s-", where="post", label="persons")
         ax.set_xscale("symlog", linthresh=1.0)
         ax.set_xticks(x, [f"{v:g}" for v in x])
-        ax.set(xlabel="solution variability at most (%)", ylabel="cumulative share (%)",
-               title="How much of the release is pinned down (solution variability CDF)", ylim=(0, 101))  # fmt: skip
+        ax.set(
+            xlabel="solution variability at most (%)",
+            ylabel="cumulative share (%)",
+            title="How much of the release is pinned down (solution variability CDF)",
+            ylim=(0, 101),
+        )
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
         figs["fig-solvar"] = _png(fig)
@@ -208,22 +360,48 @@ def _plots(frames: dict[str, pl.DataFrame], summary: dict) -> dict[str, str]:
         f = frames["defenses"]
         fig, ax = plt.subplots(figsize=(7.5, 4.6), dpi=100)
         acc = "tvd_block" if "tvd_block" in f.columns else None
-        points = [(r["defense"], r[acc] if acc else float("nan"), r["attack_nonmodal_precision"],
-                   r["prg_nonmodal_precision"]) for r in f.iter_rows(named=True)]  # fmt: skip
+        points = [
+            (
+                r["defense"],
+                r[acc] if acc else float("nan"),
+                r["attack_nonmodal_precision"],
+                r["prg_nonmodal_precision"],
+            )
+            for r in f.iter_rows(named=True)
+        ]
         base = summary.get("reidentification", {})
         if base.get("attack", {}).get("nonmodal", {}).get("precision_pct") is not None:
-            points.insert(0, ("no defense", 1.0, base["attack"]["nonmodal"]["precision_pct"],
-                              base["prg"]["nonmodal"]["precision_pct"]))  # fmt: skip
+            points.insert(
+                0,
+                (
+                    "no defense",
+                    1.0,
+                    base["attack"]["nonmodal"]["precision_pct"],
+                    base["prg"]["nonmodal"]["precision_pct"],
+                ),
+            )
         colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
         for i, (name, x, att, prg) in enumerate(points):
             # each defense one colour: its attack (circle) and its PRG baseline (triangle), joined
             col = colors[i % len(colors)]
             ax.plot([x, x], [prg, att], color=col, lw=1, alpha=0.5)
             ax.scatter([x], [att], s=45, color=col, label=f"{name}: attack")
-            ax.scatter([x], [prg], s=35, marker="^", color=col, edgecolor="black", linewidth=0.5,
-                       label=f"{name}: PRG (same release)")  # fmt: skip
-        ax.set(xlabel="block-level accuracy, 1 − TVD (1 = unchanged)", ylabel="nonmodal precision (%)",
-               title="Risk vs accuracy across defenses", ylim=(0, 105))  # fmt: skip
+            ax.scatter(
+                [x],
+                [prg],
+                s=35,
+                marker="^",
+                color=col,
+                edgecolor="black",
+                linewidth=0.5,
+                label=f"{name}: PRG (same release)",
+            )
+        ax.set(
+            xlabel="block-level accuracy, 1 − TVD (1 = unchanged)",
+            ylabel="nonmodal precision (%)",
+            title="Risk vs accuracy across defenses",
+            ylim=(0, 105),
+        )
         ax.grid(alpha=0.3)
         # legend outside the axes: no label can cover or be cut by a point
         ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
@@ -236,44 +414,77 @@ def _headlines(s: dict) -> list[str]:
     c = s.get("certify")
     if c and c.get("inhabited_blocks"):
         out.append(
-            f"<b>{c['unique_blocks']:,} of {c['inhabited_blocks']:,} inhabited blocks ({_fmt(c['unique_blocks_pct'])}%)</b> "
-            f"have exactly one set of person records consistent with the published {c['level']} tables: "
-            f"{c['unique_persons']:,} persons ({_fmt(c['unique_persons_pct'])}%) are rebuilt exactly, and provably so."
-            + (f" {c['unproven_blocks']:,} block(s) hit the solver time limit and are counted by their bounds." if c["unproven_blocks"] else "")
-        )  # fmt: skip
+            f"<b>{c['unique_blocks']:,} of {c['inhabited_blocks']:,} inhabited blocks "
+            f"({_fmt(c['unique_blocks_pct'])}%)</b> "
+            f"have exactly one set of person records consistent with the published {c['level']} "
+            "tables: "
+            f"{c['unique_persons']:,} persons ({_fmt(c['unique_persons_pct'])}%) are rebuilt "
+            "exactly, and provably so."
+            + (
+                f" {c['unproven_blocks']:,} block(s) hit the solver time limit and are counted by "
+                "their bounds."
+                if c["unproven_blocks"]
+                else ""
+            )
+        )
     for lv in ("block", "block+tract"):
         a = s.get(f"agreement_{lv}")
         if a:
-            out.append(f"Reconstruction from the {lv} tables matches <b>{_fmt(a['binned_pct'])}%</b> of persons on block, sex, "
-                       f"age bin, race and ethnicity ({_fmt(a['exact_pct'])}% with exact age).")  # fmt: skip
+            out.append(
+                f"Reconstruction from the {lv} tables matches <b>{_fmt(a['binned_pct'])}%</b> of "
+                "persons on block, sex, "
+                f"age bin, race and ethnicity ({_fmt(a['exact_pct'])}% with exact age)."
+            )
     r = s.get("reidentification")
     if r and r.get("attack", {}).get("nonmodal"):
         p = lambda src, g: _fmt(r[src][g]["precision_pct"])  # noqa: E731
         out.append(
-            f"An attacker who knows block, sex and age ({html.escape(str(s['config']['reidentify']['attacker']))} attacker) and links them "
-            f"to the reconstruction learns race and ethnicity correctly for <b>{p('attack', 'all')}%</b> of linked persons. "
-            f"For persons unlike their neighbours (nonmodal) it is <b>{p('attack', 'nonmodal')}%</b>, against "
-            f"{p('mdg', 'nonmodal')}% for the block's modal guess and {p('prg', 'nonmodal')}% for a proportional guess."
-        )  # fmt: skip
+            "An attacker who knows block, sex and age "
+            f"({html.escape(str(s['config']['reidentify']['attacker']))} attacker) and links them "
+            "to the reconstruction learns race and ethnicity correctly for "
+            f"<b>{p('attack', 'all')}%</b> of linked persons. "
+            "For persons unlike their neighbours (nonmodal) it is "
+            f"<b>{p('attack', 'nonmodal')}%</b>, against "
+            f"{p('mdg', 'nonmodal')}% for the block's modal guess and {p('prg', 'nonmodal')}% for "
+            "a proportional guess."
+        )
         cu = r["attack"].get("certified_uniques")
         if cu and cu["putative"]:
-            out.append(f"Nonmodal population uniques in certified blocks -- records the attacker knows are exact -- are "
-                       f"right {p('attack', 'certified_uniques')}% of the time ({cu['putative']:,} persons linked).")  # fmt: skip
+            out.append(
+                "Nonmodal population uniques in certified blocks -- records the attacker knows "
+                "are exact -- are "
+                f"right {p('attack', 'certified_uniques')}% of the time ({cu['putative']:,} "
+                "persons linked)."
+            )
     for d in s.get("defenses", []):
         out.append(
-            f"With <b>{html.escape(d['defense'])}</b>: nonmodal precision {_fmt(d['attack_nonmodal_precision'])}% "
+            f"With <b>{html.escape(d['defense'])}</b>: nonmodal precision "
+            f"{_fmt(d['attack_nonmodal_precision'])}% "
             f"(proportional guess on the same release {_fmt(d['prg_nonmodal_precision'])}%"
-            + (f", {_fmt(d['prg_expected_nonmodal_precision'])}% in expectation, {_fmt(d['prg_original_nonmodal_precision'])}% "
-               f"from the unprotected tables" if d.get("prg_original_nonmodal_precision") is not None else "")
+            + (
+                f", {_fmt(d['prg_expected_nonmodal_precision'])}% in expectation, "
+                f"{_fmt(d['prg_original_nonmodal_precision'])}% "
+                f"from the unprotected tables"
+                if d.get("prg_original_nonmodal_precision") is not None
+                else ""
+            )
             + f"), block-level accuracy (1 − TVD) "
             f"{_fmt(d.get('tvd_block'), 'tvd_block')}, block totals off by "
             f"{_fmt(d['mae_block_total'], 'mae_block_total')} persons on average."
-            + (f" Fitting records straight to its published noisy measurements gives {_fmt(d['nmf_nonmodal_precision'])}% "
-               f"nonmodal precision ({_fmt(d['nmf_agreement_binned_pct'])}% of persons rebuilt, binned)."
-               if d.get("nmf_nonmodal_precision") is not None else "")
-        )  # fmt: skip
+            + (
+                " Fitting records straight to its published noisy measurements gives "
+                f"{_fmt(d['nmf_nonmodal_precision'])}% "
+                f"nonmodal precision ({_fmt(d['nmf_agreement_binned_pct'])}% of persons rebuilt, "
+                "binned)."
+                if d.get("nmf_nonmodal_precision") is not None
+                else ""
+            )
+        )
     if s.get("failures"):
-        out.append(f'<span class="fail">{len(s["failures"])} unit(s) failed and are left out of the figures (listed under Run).</span>')
+        out.append(
+            f'<span class="fail">{len(s["failures"])} unit(s) failed and are left out of the '
+            "figures (listed under Run).</span>"
+        )
     return out
 
 
@@ -285,17 +496,29 @@ def _surprises(s: dict) -> list[str]:
         cb = d.get("certified_blocks")
         if base is not None and cb is not None and cb > base:
             out.append(
-                f"<b>{html.escape(d['defense'])}</b> publishes tables that pin down more inhabited blocks "
-                f"({cb:,}) than the undefended release ({base:,}). Certification is a fact about the "
-                "published tables, not the truth: noise that empties cells or shrinks blocks leaves fewer "
-                "populations consistent with them, but the one it pins down is the noisy population, so "
+                f"<b>{html.escape(d['defense'])}</b> publishes tables that pin down more inhabited "
+                "blocks "
+                f"({cb:,}) than the undefended release ({base:,}). Certification is a fact about "
+                "the "
+                "published tables, not the truth: noise that empties cells or shrinks blocks "
+                "leaves fewer "
+                "populations consistent with them, but the one it pins down is the noisy "
+                "population, so "
                 "the attack's precision still falls."
             )
         att, prg = d.get("attack_nonmodal_precision"), d.get("prg_nonmodal_precision")
-        if att is not None and prg is not None and not math.isnan(att) and not math.isnan(prg) and att < prg:
+        if (
+            att is not None
+            and prg is not None
+            and not math.isnan(att)
+            and not math.isnan(prg)
+            and att < prg
+        ):
             out.append(
-                f"With <b>{html.escape(d['defense'])}</b> the attack does worse than the proportional "
-                "guess on the same release: what it rebuilds is the protected population, and the guess "
+                f"With <b>{html.escape(d['defense'])}</b> the attack does worse than the "
+                "proportional "
+                "guess on the same release: what it rebuilds is the protected population, and the "
+                "guess "
                 "uses only shares, which noise disturbs less than individual records."
             )
     return out
@@ -310,27 +533,37 @@ def _input_text(inp: dict) -> str:
     return " and ".join(parts)
 
 
-def write_audit_report(out: Path, summary: dict, frames: dict[str, pl.DataFrame], cfg: AuditConfig) -> Path:
+def write_audit_report(
+    out: Path, summary: dict, frames: dict[str, pl.DataFrame], cfg: AuditConfig
+) -> Path:
     """Write ``out/report.html`` (and the plots as PNG beside it); return its path."""
     th = cfg.report.small_cell_threshold
     figs = _plots(frames, summary)
-    parts = [f"<h1>{html.escape(cfg.report.title)}</h1>",
-             f'<p class="muted">Input: {_input_text(summary["input"])}. {summary["persons"]:,} persons, '
-             f'{summary["blocks"]:,} blocks, {summary["tracts"]:,} tracts, {len(summary["chunks"])} chunk(s). '
-             f"Counts below {th} are marked &dagger; (and the per cents of their row).</p>",
-             '<h2 id="headline">Headline findings</h2><ul class="headline">'
-             + "".join(f"<li>{h}</li>" for h in _headlines(summary)) + "</ul>"]  # fmt: skip
+    parts = [
+        f"<h1>{html.escape(cfg.report.title)}</h1>",
+        f'<p class="muted">Input: {_input_text(summary["input"])}. {summary["persons"]:,} persons, '
+        f"{summary['blocks']:,} blocks, {summary['tracts']:,} tracts, {len(summary['chunks'])} "
+        "chunk(s). "
+        f"Counts below {th} are marked &dagger; (and the per cents of their row).</p>",
+        '<h2 id="headline">Headline findings</h2><ul class="headline">'
+        + "".join(f"<li>{h}</li>" for h in _headlines(summary))
+        + "</ul>",
+    ]
     tp = summary.get("tables_present") or []
     which = f"{len(tp)} SF1 person tables: {', '.join(tp)}" if tp else "SF1 person tables"
     parts.append(
         '<h2 id="publish">1. What was published</h2>'
-        f"<p>{summary['table_values']:,} table values ({html.escape(which)}); {summary['identity_checks']:,} "
+        f"<p>{summary['table_values']:,} table values ({html.escape(which)}); "
+        f"{summary['identity_checks']:,} "
         f"internal-consistency identities checked, {summary['identity_violations']} violated.</p>"
     )
     agr = [k for k in frames if k.startswith("agreement_")]
     if agr:
-        parts.append('<h2 id="reconstruction">2. Reconstruction</h2><p>Share of true persons matched one-to-one by the '
-                     "reconstruction, by true block size (Abowd et al. Table 3 layout).</p>")  # fmt: skip
+        parts.append(
+            '<h2 id="reconstruction">2. Reconstruction</h2><p>Share of true persons matched '
+            "one-to-one by the "
+            "reconstruction, by true block size (Abowd et al. Table 3 layout).</p>"
+        )
         for k in agr:
             lv = k.removeprefix("agreement_").replace("_", "+")
             parts.append(table_html(frames[k], th, f"Agreement, {lv} tables", f"tbl-{k}"))
@@ -340,80 +573,203 @@ def write_audit_report(out: Path, summary: dict, frames: dict[str, pl.DataFrame]
     if "solvar_cdf" in frames:
         c = summary["certify"]
         lo, hi = c["cumulative_solvar_pct"]
-        cum = (f"{_fmt(lo)}% (every block proven)" if _fmt(lo) == _fmt(hi) else
-               f"between {_fmt(lo)}% and {_fmt(hi)}% (blocks that hit the time limit count by their bounds)")  # fmt: skip
-        parts.append('<h2 id="certification">3. Certification (solution variability)</h2>'
-                     f"<p>Cumulative solution variability: {cum}. A block with solution variability 0 has exactly one "
-                     "consistent answer, proven by the solver.</p>")  # fmt: skip
-        parts.append(table_html(frames["solvar_cdf"], th, "Cumulative blocks and persons by solution variability (Table S4 layout)", "tbl-solvar"))
-        parts.append(table_html(frames["solvar_zero_by_block_size"], th, "Share with zero solution variability by block size", "tbl-solvar-size"))
+        cum = (
+            f"{_fmt(lo)}% (every block proven)"
+            if _fmt(lo) == _fmt(hi)
+            else f"between {_fmt(lo)}% and {_fmt(hi)}% (blocks that hit the time limit count by "
+            "their bounds)"
+        )
+        parts.append(
+            '<h2 id="certification">3. Certification (solution variability)</h2>'
+            f"<p>Cumulative solution variability: {cum}. A block with solution variability 0 has "
+            "exactly one "
+            "consistent answer, proven by the solver.</p>"
+        )
+        parts.append(
+            table_html(
+                frames["solvar_cdf"],
+                th,
+                "Cumulative blocks and persons by solution variability (Table S4 layout)",
+                "tbl-solvar",
+            )
+        )
+        parts.append(
+            table_html(
+                frames["solvar_zero_by_block_size"],
+                th,
+                "Share with zero solution variability by block size",
+                "tbl-solvar-size",
+            )
+        )
         if "fig-solvar" in figs:
             parts.append(_figure(figs["fig-solvar"], "Solution variability CDF", "fig-solvar", out))
     if "reid_rates" in frames:
         tabs = paper_tables_from_rates(frames["reid_rates"])
         att = summary.get("attacker", {})
-        parts.append('<h2 id="reidentification">4. Reidentification</h2>'
-                     f"<p>Attacker data: {html.escape(str(summary['config']['reidentify']['attacker']))}, "
-                     f"{_fmt(att.get('records'))} records. Precision = confirmed / putative; baselines use the attack's "
-                     "putative set.</p>")  # fmt: skip
-        parts.append(table_html(tabs["table4_all"], th, "Table 4 layout: all persons", "tbl-reid-all"))
-        parts.append(table_html(tabs["table5_nonmodal"], th, "Table 5 layout: nonmodal persons", "tbl-reid-nonmodal"))
-        parts.append(table_html(tabs["table5_nonmodal_by_block_size"], th, "Nonmodal precision % by block size", "tbl-reid-size"))
-        parts.append(table_html(tabs["table6_certified"], th, "Table 6 layout: certified blocks", "tbl-reid-cert"))
+        parts.append(
+            '<h2 id="reidentification">4. Reidentification</h2>'
+            f"<p>Attacker data: {html.escape(str(summary['config']['reidentify']['attacker']))}, "
+            f"{_fmt(att.get('records'))} records. Precision = confirmed / putative; baselines use "
+            "the attack's "
+            "putative set.</p>"
+        )
+        parts.append(
+            table_html(tabs["table4_all"], th, "Table 4 layout: all persons", "tbl-reid-all")
+        )
+        parts.append(
+            table_html(
+                tabs["table5_nonmodal"], th, "Table 5 layout: nonmodal persons", "tbl-reid-nonmodal"
+            )
+        )
+        parts.append(
+            table_html(
+                tabs["table5_nonmodal_by_block_size"],
+                th,
+                "Nonmodal precision % by block size",
+                "tbl-reid-size",
+            )
+        )
+        parts.append(
+            table_html(
+                tabs["table6_certified"], th, "Table 6 layout: certified blocks", "tbl-reid-cert"
+            )
+        )
         if tabs["rvr_null_model"].height:
-            parts.append('<h3 id="rvr">Ruggles-Van Riper null model (not a precision)</h3>'
-                         f"<p>{html.escape(RVR_NOTE)}</p>")  # fmt: skip
-            parts.append(table_html(tabs["rvr_null_model"], th, "Random records matched to the attacker data", "tbl-rvr"))
+            parts.append(
+                '<h3 id="rvr">Ruggles-Van Riper null model (not a precision)</h3>'
+                f"<p>{html.escape(RVR_NOTE)}</p>"
+            )
+            parts.append(
+                table_html(
+                    tabs["rvr_null_model"],
+                    th,
+                    "Random records matched to the attacker data",
+                    "tbl-rvr",
+                )
+            )
         if "fig-precision" in figs:
-            parts.append(_figure(figs["fig-precision"], "Share of persons with precision >= p (Francis Figure 1 layout)", "fig-precision", out))
+            parts.append(
+                _figure(
+                    figs["fig-precision"],
+                    "Share of persons with precision >= p (Francis Figure 1 layout)",
+                    "fig-precision",
+                    out,
+                )
+            )
     if "defenses" in frames:
         d = frames["defenses"]
-        keep = [c for c in ("defense", "rho", "epsilon", "tvd_block", "tvd_tract", "tvd_county", "mae_block_total",
-                            "mean_l1_race_eth", "majority_kept_pct", "certified_blocks", "attack_nonmodal_precision",
-                            "prg_nonmodal_precision", "prg_expected_nonmodal_precision", "prg_original_nonmodal_precision",
-                            "mdg_nonmodal_precision", "attack_certified_uniques_precision",
-                            "nmf_agreement_binned_pct", "nmf_all_precision", "nmf_nonmodal_precision")
-                if c in d.columns]  # fmt: skip
-        parts.append('<h2 id="defenses">5. Defenses: risk against accuracy</h2><p>Each defense protects the microdata, '
-                     "the tables are published again, and the whole attack is rerun. TopDown noise comes from OpenDP's "
-                     "cryptographic sampler, so its rows differ from run to run; swapping is seeded. For TopDown the "
-                     "noisy-measurement fit columns attack the published noisy measurements directly: an integer "
-                     "least-deviation fit per block with the published block total held, then the same linkage. PRG appears "
-                     "three ways on the attack's linked persons: drawn once from the release's tables (as everywhere in "
-                     "this report), its exact expectation (no draw noise: each person's chance is their own group's "
-                     "share of the block), and that expectation from the unprotected tables (the Bureau's Table 6 "
-                     "baseline for the rMDF experiment).</p>")  # fmt: skip
-        parts.append(table_html(d.select(keep), th, "Risk and accuracy per defense", "tbl-defenses"))
+        keep = [
+            c
+            for c in (
+                "defense",
+                "rho",
+                "epsilon",
+                "tvd_block",
+                "tvd_tract",
+                "tvd_county",
+                "mae_block_total",
+                "mean_l1_race_eth",
+                "majority_kept_pct",
+                "certified_blocks",
+                "attack_nonmodal_precision",
+                "prg_nonmodal_precision",
+                "prg_expected_nonmodal_precision",
+                "prg_original_nonmodal_precision",
+                "mdg_nonmodal_precision",
+                "attack_certified_uniques_precision",
+                "nmf_agreement_binned_pct",
+                "nmf_all_precision",
+                "nmf_nonmodal_precision",
+            )
+            if c in d.columns
+        ]
+        parts.append(
+            '<h2 id="defenses">5. Defenses: risk against accuracy</h2><p>Each defense protects the '
+            "microdata, "
+            "the tables are published again, and the whole attack is rerun. TopDown noise comes "
+            "from OpenDP's "
+            "cryptographic sampler, so its rows differ from run to run; swapping is seeded. For "
+            "TopDown the "
+            "noisy-measurement fit columns attack the published noisy measurements directly: an "
+            "integer "
+            "least-deviation fit per block with the published block total held, then the same "
+            "linkage. PRG appears "
+            "three ways on the attack's linked persons: drawn once from the release's tables (as "
+            "everywhere in "
+            "this report), its exact expectation (no draw noise: each person's chance is their own "
+            "group's "
+            "share of the block), and that expectation from the unprotected tables (the Bureau's "
+            "Table 6 "
+            "baseline for the rMDF experiment).</p>"
+        )
+        parts.append(
+            table_html(d.select(keep), th, "Risk and accuracy per defense", "tbl-defenses")
+        )
         parts.append(legend_html(keep))
         parts += [f"<p>{x}</p>" for x in _surprises(summary)]
         if "fig-tradeoff" in figs:
-            parts.append(_figure(figs["fig-tradeoff"], "Nonmodal precision against block-level accuracy", "fig-tradeoff", out))
+            parts.append(
+                _figure(
+                    figs["fig-tradeoff"],
+                    "Nonmodal precision against block-level accuracy",
+                    "fig-tradeoff",
+                    out,
+                )
+            )
     t = summary.get("timings_s", {})
     parts.append('<h2 id="run">6. Run: configuration, versions, timings</h2>')
-    parts.append(table_html(pl.DataFrame({"stage": list(t), "seconds": [float(v) for v in t.values()]}), 0, "Time per stage (summed over chunks)", "tbl-timings"))
+    parts.append(
+        table_html(
+            pl.DataFrame({"stage": list(t), "seconds": [float(v) for v in t.values()]}),
+            0,
+            "Time per stage (summed over chunks)",
+            "tbl-timings",
+        )
+    )
     pm = summary.get("peak_memory", {})
     if cfg.run.scheduler:
-        where = f"units of work ran on the Dask cluster at {html.escape(cfg.run.scheduler)} (not measured here)"
+        cluster = html.escape(cfg.run.scheduler)
+        where = f"units of work ran on the Dask cluster at {cluster} (not measured here)"
     elif cfg.run.workers > 1:
         where = f"largest worker process {_fmt(pm.get('largest_child_process_mb'))} MB"
     else:
         where = "all work ran in the main process"
-    parts.append(f"<p>Peak memory: main process {_fmt(pm.get('main_process_mb'))} MB; {where}. "
-                 f"Seed {cfg.run.seed}. Resumed stages: {len(summary.get('resumed_stages', []))}.</p>")  # fmt: skip
+    parts.append(
+        f"<p>Peak memory: main process {_fmt(pm.get('main_process_mb'))} MB; {where}. "
+        f"Seed {cfg.run.seed}. Resumed stages: {len(summary.get('resumed_stages', []))}.</p>"
+    )
     if summary.get("failures"):
-        parts.append('<p class="fail">Failed units:</p><ul>' + "".join(f"<li>{html.escape(f)}</li>" for f in summary["failures"]) + "</ul>")
+        parts.append(
+            '<p class="fail">Failed units:</p><ul>'
+            + "".join(f"<li>{html.escape(f)}</li>" for f in summary["failures"])
+            + "</ul>"
+        )
     parts.append(f"<p>Command: <code>{html.escape(summary.get('command') or '')}</code></p>")
     parts.append("<h3>Configuration</h3><pre>" + html.escape(cfg.to_toml()) + "</pre>")
-    parts.append("<h3>Versions</h3><pre>" + html.escape("\n".join(f"{k} {v}" for k, v in summary.get("versions", {}).items())) + "</pre>")
-    parts.append('<h2 id="glossary">Glossary</h2><dl class="glossary">'
-                 + "".join(f"<dt><b>{html.escape(t)}</b></dt><dd>{html.escape(d)}</dd>" for t, d in GLOSSARY)
-                 + "</dl>")  # fmt: skip
-    parts.append('<p class="muted">Every number above is in results/*.csv and summary.json beside this file '
-                 "(a table's column names there are in the legend's brackets). Methods: Abowd et al. (2023), "
-                 "reconstruction, certification and reidentification of the 2010 Census; baselines after Francis "
-                 "(2022) and Ruggles and Van Riper (2022); TopDown after Abowd et al. (2022).</p>")  # fmt: skip
-    doc = ("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>"
-           f"{html.escape(cfg.report.title)}</title><style>{CSS}</style></head><body>" + "\n".join(parts) + "</body></html>")  # fmt: skip
+    parts.append(
+        "<h3>Versions</h3><pre>"
+        + html.escape("\n".join(f"{k} {v}" for k, v in summary.get("versions", {}).items()))
+        + "</pre>"
+    )
+    parts.append(
+        '<h2 id="glossary">Glossary</h2><dl class="glossary">'
+        + "".join(f"<dt><b>{html.escape(t)}</b></dt><dd>{html.escape(d)}</dd>" for t, d in GLOSSARY)
+        + "</dl>"
+    )
+    parts.append(
+        '<p class="muted">Every number above is in results/*.csv and summary.json beside this file '
+        "(a table's column names there are in the legend's brackets). Methods: Abowd et al. "
+        "(2023), "
+        "reconstruction, certification and reidentification of the 2010 Census; baselines after "
+        "Francis "
+        "(2022) and Ruggles and Van Riper (2022); TopDown after Abowd et al. (2022).</p>"
+    )
+    doc = (
+        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>'
+        f"{html.escape(cfg.report.title)}</title><style>{CSS}</style></head><body>"
+        + "\n".join(parts)
+        + "</body></html>"
+    )
     path = out / "report.html"
     tmp = out / ".report.html.tmp"
     tmp.write_text(doc)

@@ -37,7 +37,8 @@ def _md(df: pl.DataFrame) -> str:
 
 
 def paper_tables(res: ReidResult) -> dict[str, pl.DataFrame]:
-    """Table 4 (all persons), Table 5 (nonmodal, with precision by block size), Table 6 (certified)."""
+    """Table 4 (all persons), Table 5 (nonmodal, with precision by block size), Table 6
+    (certified)."""
     return paper_tables_from_rates(res.rates(by_bin=True))
 
 
@@ -69,11 +70,12 @@ def paper_tables_from_rates(rt: pl.DataFrame) -> dict[str, pl.DataFrame]:
         return t.select(
             pl.col("source").replace_strict(LABELS).alias("race source"),
             pl.col("attacker_records").alias("attacker records"),
-            "putative", "confirmed",
+            "putative",
+            "confirmed",
             pl.col("putative_pct").alias("putative %"),
             pl.col("confirmed_pct").alias("confirmed %"),
             pl.col("precision_pct").alias("precision %"),
-        )  # fmt: skip
+        )
 
     by_bin = (
         rt.filter(
@@ -100,9 +102,11 @@ def paper_tables_from_rates(rt: pl.DataFrame) -> dict[str, pl.DataFrame]:
     t6 = []
     for s in PRECISION_SOURCES:
         row = {"race source": LABELS[s]}
-        for g, lab in (("certified_nonmodal", "certified nonmodal precision %"),
-                       ("certified_uniques", "certified nonmodal uniques precision %"),
-                       ("uniques", "population uniques precision %")):  # fmt: skip
+        for g, lab in (
+            ("certified_nonmodal", "certified nonmodal precision %"),
+            ("certified_uniques", "certified nonmodal uniques precision %"),
+            ("uniques", "population uniques precision %"),
+        ):
             r = allbin.filter((pl.col("group") == g) & (pl.col("source") == s)).row(0, named=True)
             row[lab] = r["precision_pct"]
             row[lab.replace("precision %", "putative")] = r["putative"]
@@ -175,22 +179,30 @@ def write_reid_report(res: ReidResult, out: str | Path, how: str = "") -> dict:
     lines = [
         "# Reidentification report",
         "",
-        f"Attacker data: **{res.meta['attacker']}** ({res.attacker_report.records:,} records); seed {res.meta['seed']}; "
+        f"Attacker data: **{res.meta['attacker']}** ({res.attacker_report.records:,} records); "
+        f"seed {res.meta['seed']}; "
         f"ties broken by {res.meta['tie_breaking']}.",
         *[f"- {x}" for x in res.attacker_report.lines()],
         "",
         "## Headline",
         "",
         f"- All persons: the reconstruction's precision is {_fmt(pct('attack', 'all'))}% against "
-        f"{_fmt(pct('mdg', 'all'))}% for the modal guess and {_fmt(pct('prg', 'all'))}% for the proportional guess.",
-        f"- Persons unlike their neighbours (nonmodal, {s['attack']['nonmodal']['attacker_records']:,} attacker records): "
+        f"{_fmt(pct('mdg', 'all'))}% for the modal guess and {_fmt(pct('prg', 'all'))}% for the "
+        "proportional guess.",
+        "- Persons unlike their neighbours (nonmodal, "
+        f"{s['attack']['nonmodal']['attacker_records']:,} attacker records): "
         f"{_fmt(pct('attack', 'nonmodal'))}% against {_fmt(pct('mdg', 'nonmodal'))}% (MDG) and "
-        f"{_fmt(pct('prg', 'nonmodal'))}% (PRG); releasing the truth itself would give {_fmt(pct('truth', 'nonmodal'))}%.",
-        f"- Nonmodal population uniques in certified blocks (the attacker knows these records are exact): "
-        f"{_fmt(pct('attack', 'certified_uniques'))}% against {_fmt(pct('mdg', 'certified_uniques'))}% (MDG) and "
-        f"{_fmt(pct('prg', 'certified_uniques'))}% (PRG), on {s['attack']['certified_uniques']['putative']:,} putative records.",
+        f"{_fmt(pct('prg', 'nonmodal'))}% (PRG); releasing the truth itself would give "
+        f"{_fmt(pct('truth', 'nonmodal'))}%.",
+        "- Nonmodal population uniques in certified blocks (the attacker knows these records are "
+        "exact): "
+        f"{_fmt(pct('attack', 'certified_uniques'))}% against "
+        f"{_fmt(pct('mdg', 'certified_uniques'))}% (MDG) and "
+        f"{_fmt(pct('prg', 'certified_uniques'))}% (PRG), on "
+        f"{s['attack']['certified_uniques']['putative']:,} putative records.",
         "",
-        "Precision = confirmed / putative; putative and confirmed rates are per cent of attacker records. "
+        "Precision = confirmed / putative; putative and confirmed rates are per cent of attacker "
+        "records. "
         "Baselines use the attack's putative set (methods.md section 4).",
         "",
         "## Table 4 layout: all persons",
@@ -217,8 +229,9 @@ def write_reid_report(res: ReidResult, out: str | Path, how: str = "") -> dict:
         "",
         "![per-person precision](precision_cdf.png)",
         "",
-        f"Block-size bins: {', '.join(BLOCK_SIZE_LABELS)} (true block population). Groups: {', '.join(GROUPS)}.",
+        f"Block-size bins: {', '.join(BLOCK_SIZE_LABELS)} (true block population). Groups: "
+        f"{', '.join(GROUPS)}.",
         f"How measured: {summ['how_measured']}.",
-    ]  # fmt: skip
+    ]
     (out / "report.md").write_text("\n".join(lines) + "\n")
     return summ
