@@ -4,32 +4,27 @@ and in expectation (no draw noise), from the protected tables (what this release
 from the original tables (the Bureau's Table 6 baseline). No defense and swap-lo are the reference
 rows.
 
-Run: python benchmarks/bench_defense_gap.py [--runs 5] [--workers 2]
+Run (from the repository root): python -m benchmarks.bench_defense_gap [--runs 5] [--workers 2]
 Prints one line per run as it ends, then the mean and spread of the gaps (attack - PRG, points).
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
-import sys
 import time
 
-sys.path.insert(0, os.path.dirname(__file__))
-
-from common import REAL, machine  # noqa: E402
-
+from benchmarks.common import REAL, machine, record  # noqa: E402
 from tabrecon.attacks.reconstruct import reconstruct  # noqa: E402
 from tabrecon.attacks.reidentify import reidentify  # noqa: E402
-from tabrecon.pipeline import _defend  # noqa: E402
+from tabrecon.defenses.defense import Defense  # noqa: E402
 from tabrecon.schema import read_microdata  # noqa: E402
 from tabrecon.tables import tabulate  # noqa: E402
 
 
 def one(md, orig_tables, spec: str, seed: int, workers: int) -> dict:
     t = time.perf_counter()
-    protected, _, _ = _defend(md, spec, seed, workers)
+    protected = Defense.parse(spec).protect(md, seed, workers).records
     ts = tabulate(protected)
     rec = reconstruct(ts, "block+tract", workers=workers).records
     pub = reidentify(rec, md, "perfect", ts, None, seed=seed)  # baselines from the protected tables
@@ -89,4 +84,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    record("defense_gap", main)

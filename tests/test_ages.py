@@ -152,15 +152,15 @@ def test_agreement_compares_on_the_resolution_both_files_have(small_md):
     from tabrecon.schema import age_classes
 
     few = reconstruct(tabulate(small_md, P12_ONLY), "block").records
-    a = agree(small_md, few)
+    a = agree(few, truth=small_md)
     assert "10-14" in a.resolution and "0-4" in a.resolution
     # the same count by hand: both files' ages moved to the first year of their P12 class
     starts = age_classes({(int(lo), int(hi)) for lo, hi in zip(few.age, few.age_max, strict=True)})
     t = replace(small_md, age=starts[small_md.age].astype(small_md.age.dtype), age_exact=None)
     r = replace(few, age_max=None, age_exact=None)
-    assert a.binned == agree(t, r).binned
+    assert a.binned == agree(r, truth=t).binned
     # read the old way (class start against the truth's single-year bin) ages under 22 disagree
-    old = agree(small_md, replace(few, age_max=None))
+    old = agree(replace(few, age_max=None), truth=small_md)
     assert a.binned > old.binned
 
 

@@ -112,6 +112,8 @@ def test_certified_blocks_are_reconstructed_exactly(rows, level):
     ts = tabulate(truth)
     rec = reconstruct(ts, level).records
     blocks = certify(ts, rec, level).blocks
-    per = agree(truth, rec).per_block.join(blocks.select("block_geoid", "status"), on="block_geoid")
+    per = agree(rec, truth=truth).per_block.join(
+        blocks.select("block_geoid", "status"), on="block_geoid"
+    )
     unique = per.filter(pl.col("status") == "unique")
     assert (unique["binned"] == unique["persons"]).all()

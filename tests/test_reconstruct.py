@@ -38,7 +38,7 @@ def test_real_block_tract_is_exact_and_unique(real_md, real_tables, real_runs):
     run = real_runs["block+tract"]
     assert not run.failed and len(run.records) == 63969
     assert _same_tables(real_tables, tabulate(run.records))
-    a = agree(real_md, run.records)
+    a = agree(run.records, truth=real_md)
     per = a.per_block
     assert (per["binned"] == per["persons"]).all()  # 100% in every block: the Bureau's zero solvar
     assert 30 < a.exact_pct < 60
@@ -51,7 +51,7 @@ def test_real_block_only(real_md, real_tables, real_runs):
     assert _same_tables(real_tables, tabulate(run.records), levels=("block",))
     rec = run.records
     assert (rec.age_exact == (rec.age <= 21)).all()  # block tables cannot see single ages above 21
-    a = agree(real_md, rec)
+    a = agree(rec, truth=real_md)
     assert 99.0 < a.binned_pct < 100.0  # not unique everywhere without the tract tables
 
 
@@ -167,7 +167,7 @@ def test_agreement_hand_example():
             ("990010001001002", 1, 6, 1, 0),  # bin 6 != 5: no match
         ]
     )
-    a = agree(left, right)
+    a = agree(right, truth=left)
     assert (a.population, a.exact, a.binned) == (4, 1, 2)
     assert a.exact_pct == 25.0 and a.binned_pct == 50.0
     row = a.by_bin.filter(a.by_bin["bin"] == "1-9").row(0, named=True)

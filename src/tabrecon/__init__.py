@@ -1,17 +1,46 @@
 """tabrecon: publish tables from microdata, attack them, certify what they prove, defend, and
 measure.
 
-The pipeline, one module per step: :mod:`~tabrecon.schema` (person records) ->
-:mod:`~tabrecon.tables` (published tables) -> :mod:`~tabrecon.attacks` (reconstruction,
-certification) -> :mod:`~tabrecon.metrics` (agreement) -> report; :mod:`~tabrecon.cli` sits on top.
+The pipeline, one layer per step, imports running one way: :mod:`~tabrecon.schema` (person
+records) -> :mod:`~tabrecon.tables` (published tables) -> :mod:`~tabrecon.attacks`
+(reconstruction, certification, claims, linkage) and :mod:`~tabrecon.defenses` (swapping, TopDown,
+mechanisms) -> :mod:`~tabrecon.metrics` (agreement, accuracy) -> :mod:`~tabrecon.evaluate`,
+:mod:`~tabrecon.audit` -> :mod:`~tabrecon.report`; :mod:`~tabrecon.cli` sits on top.
+
+The whole chain in Python (published or reconstructed data first, the truth as a keyword):
+
+>>> import tabrecon as tr
+>>> truth = tr.synthesize(tr.SynthConfig(persons=400), seed=7)   # or tr.read_microdata(path)
+>>> tables = tr.tabulate(truth)                                   # or tr.read_tables(path)
+>>> recon = tr.reconstruct(tables).records
+>>> proof = tr.certify(tables, recon).blocks                      # solution variability per block
+>>> tr.agree(recon, truth=truth).exact_pct > 50
+True
+>>> links = tr.reidentify(recon, truth=truth, tables=tables, cert_blocks=proof, seed=7)
+>>> release = tr.Defense.parse("swap-lo").protect(truth, rng=7)
+>>> outcome = tr.evaluate_defense(truth, "swap-lo", seed=7).to_row()
 """
 
 from __future__ import annotations
 
 __version__ = "0.1.0"
 
+from .attacks.certify import certify
+from .attacks.claims import claims
+from .attacks.reconstruct import reconstruct
+from .attacks.reidentify import reidentify
+from .audit import audit, run_demo
+from .config import AuditConfig, load_config
+from .defenses.defense import Defense, Protected
+from .defenses.mechanisms import PrivacyCost
+from .defenses.swapping import swap
+from .defenses.topdown import topdown
 from .errors import InfeasibleError, InputError, TabreconError
+from .evaluate import DefenseOutcome, EvaluationPlan, evaluate_defense
+from .metrics.agreement import agree
+from .pipeline import run_tradeoff
 from .schema import Microdata, read_microdata, write_microdata
+from .sf1 import read_sf1
 from .synth import SynthConfig, synthesize
 from .tables import (
     SF1_TABLES,
@@ -24,18 +53,37 @@ from .tables import (
 
 __all__ = [
     "SF1_TABLES",
+    "AuditConfig",
+    "Defense",
+    "DefenseOutcome",
+    "EvaluationPlan",
     "InfeasibleError",
     "InputError",
     "Microdata",
+    "PrivacyCost",
+    "Protected",
     "SynthConfig",
     "TableSet",
     "TabreconError",
     "__version__",
+    "agree",
+    "audit",
+    "certify",
     "check_consistency",
+    "claims",
+    "evaluate_defense",
+    "load_config",
     "read_microdata",
+    "read_sf1",
     "read_tables",
+    "reconstruct",
+    "reidentify",
+    "run_demo",
+    "run_tradeoff",
+    "swap",
     "synthesize",
     "tabulate",
+    "topdown",
     "write_microdata",
     "write_tables",
 ]

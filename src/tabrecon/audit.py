@@ -18,7 +18,6 @@ one-chunk input gives the numbers of the individual commands.
 from __future__ import annotations
 
 import json
-import os
 import platform
 import resource
 import shutil
@@ -32,9 +31,14 @@ import numpy as np
 import polars as pl
 from rich.console import Console
 
-from .config import AuditConfig
+from .attacks.certify import proven_unique
+from .config import AuditConfig, RunConfig
+from .defenses.defense import Defense
 from .errors import TabreconError
+from .evaluate import DefenseOutcome, EvaluationPlan, evaluate_defense, outcome_frame
+from .io import write_json, write_parquet, write_text
 from .provenance import check_or_record, digest_path, fingerprint
+from .schema import write_microdata
 
 PRECISION_GRID = np.linspace(0.0, 1.0, 101)
 PREC_SOURCES = ("attack", "mdg", "prg", "truth", "francis")
@@ -134,18 +138,6 @@ def check_same_geography(md, ts, md_path: Path, ts_path: Path) -> None:
 # ------------------------------------------------------------------------------------------------
 # Stages of one chunk
 # ------------------------------------------------------------------------------------------------
-def _atomic_write_json(path: Path, obj: Any) -> None:
-    tmp = path.with_name("." + path.name + ".tmp")
-    tmp.write_text(json.dumps(obj, indent=1, default=str))
-    os.replace(tmp, path)
-
-
-def _atomic_parquet(df: pl.DataFrame, path: Path) -> None:
-    tmp = path.with_name("." + path.name + ".tmp")
-    df.write_parquet(tmp)
-    os.replace(tmp, path)
-
-
 def _hist(values: np.ndarray) -> np.ndarray:
     """How many values are >= each point of the precision grid (summable across chunks)."""
     v = np.sort(np.asarray(values, dtype=float))
@@ -210,7 +202,7 @@ class ChunkRunner:
     def mark(self, stage: str, t0: float, info: dict) -> dict:
         sec = time.perf_counter() - t0
         info = {**info, "seconds": round(sec, 2)}
-        _atomic_write_json(self.dir / f"{stage.replace(':', '_')}.done.json", info)
+        write_json(self.dir / f"{stage.replace(':', '_')}.done.json", info)
         if not stage.startswith("def_"):  # a defense's inner stages are timed within defense:<spec>
             self.log.add(stage, sec)
             self.on_stage(stage)
@@ -271,9 +263,9 @@ class ChunkRunner:
             ],
         }
         if md is not None and not prefix:
-            a = agree(md, run.records)
+            a = agree(run.records, truth=md)
             info["agree_resolution"] = a.resolution
-            _atomic_parquet(
+            write_parquet(
                 a.by_bin.select("bin", "blocks", "persons", "exact", "binned"),
                 self.dir / f"agree_{level.replace('+', '_')}.parquet",
             )
@@ -309,7 +301,6 @@ class ChunkRunner:
 
         from .attacks.certify import uniqueness_flags
         from .attacks.reidentify import reidentify
-        from .report.reid import _per_person_precision
 
         stage = f"{prefix}reidentify"
         path = self.dir / f"{prefix}reid_rates.parquet"
@@ -332,10 +323,10 @@ class ChunkRunner:
             "prg_original": {g: res.expected_prg(g, original=True)[0] for g in GROUPS},
         }
         if not prefix:
-            hist = {s: _hist(_per_person_precision(res, s)) for s in PREC_SOURCES[:-1]}
+            hist = {s: _hist(res.person_precision(s)) for s in PREC_SOURCES[:-1]}
             hist["francis"] = _hist(res.francis["precision"].to_numpy())
             totals = {s: int(h[0]) for s, h in hist.items()}
-            _atomic_parquet(
+            write_parquet(
                 pl.DataFrame({"p": PRECISION_GRID, **{s: hist[s] for s in PREC_SOURCES}}),
                 self.dir / "precision_hist.parquet",
             )
@@ -351,90 +342,36 @@ class ChunkRunner:
                     (flags["certified"] & (flags["bsab_unique"] == 1)).sum()
                 ),
             }
-        _atomic_parquet(rates, path)
+        write_parquet(rates, path)
         return rates, self.mark(stage, t0, info)
 
-    def noisy_attack(self, md, ts, meas: pl.DataFrame, prefix: str) -> dict:
-        """Fit records straight to TopDown's noisy measurements (with the published block totals)
-        and link them: counts to add up across chunks."""
-        from .attacks.noisy import reconstruct_from_measurements
-        from .attacks.reidentify import reidentify
-        from .metrics.agreement import agree
-
-        g = ts.grids["block"]
-        totals = dict(zip(g.geoids.tolist(), g.col("P0010001").tolist(), strict=True))
-        nr = reconstruct_from_measurements(meas, g.geoids, block_totals=totals)
-        a = agree(md, nr.records, warn=False)  # fitted to noisy totals: other totals by design
-        r = self.cfg.reidentify
-        res = reidentify(
-            nr.records,
-            md,
-            r.attacker,
-            ts,
-            None,
-            seed=self.seed,
-            francis_threshold=r.francis_threshold,
-        )
-        rt = res.rates().filter(pl.col("source") == "attack")
-        out = {"nmf_exact": a.exact, "nmf_binned": a.binned, "nmf_failed_blocks": len(nr.failed)}
-        for grp in ("all", "nonmodal"):
-            row = rt.filter(pl.col("group") == grp).row(0, named=True)
-            out[f"nmf_{grp}_putative"], out[f"nmf_{grp}_confirmed"] = (
-                row["putative"],
-                row["confirmed"],
-            )
-        return out
-
-    def defense(self, md, spec: str):
-        from .defenses.topdown import l1_by_level
-        from .metrics.accuracy import block_accuracy
-        from .pipeline import _defend
-        from .tables import tabulate
-
+    def defense(self, md, spec: str) -> DefenseOutcome:
+        """Protect this chunk with ``spec`` and attack the release (:func:`evaluate_defense`);
+        the protected release and the attack's parts are kept under ``def_<spec>/``."""
         stage = f"defense:{spec}"
-        prefix = f"def_{spec.replace('=', '').replace('.', 'p')}_"
-        path = self.dir / f"{prefix}row.json"
-        info = self.done(stage)
-        if info is not None and path.exists():
+        folder = self.dir / f"def_{spec.replace('=', '').replace('.', 'p')}"
+        path = folder / "outcome.json"
+        if self.done(stage) is not None and path.exists():
             self.skip(stage)
-            return json.loads(path.read_text()), pl.read_parquet(
-                self.dir / f"{prefix}reid_rates.parquet"
-            )
+            return DefenseOutcome.from_json(path.read_text())
         t0 = time.perf_counter()
-        protected, dinfo, meas = _defend(md, spec, self.seed, self.cfg.run.workers)
-        ts = tabulate(protected)
-        rec, _ = self.reconstruct(ts, "block+tract", None, prefix)
-        blocks, _ = (
-            self.certify(ts, rec, "block+tract", prefix)
-            if self.cfg.certify.enabled
-            else (None, None)
+        name = self.chunk.name
+
+        def progress(label: str, total: int) -> Callable[[dict], None]:
+            return self.progress(f"{name} {label}", total)
+
+        outcome = evaluate_defense(
+            md,
+            Defense.parse(spec),
+            EvaluationPlan.from_config(self.cfg),
+            seed=self.seed,
+            work=folder,
+            resume=self.resume,
+            progress=progress,
         )
-        rates, rinfo = self.reidentify(rec, md, ts, blocks, prefix)
-        nmf = {}
-        if meas is not None and self.cfg.defenses.noisy_measurement_attack:
-            nmf = self.noisy_attack(md, ts, meas, prefix)
-        acc = block_accuracy(md, protected).row(0, named=True)
-        l1 = l1_by_level(md, protected)
-        row = {
-            "defense": spec,
-            "rho": dinfo.get("rho"),
-            "epsilon": dinfo.get("epsilon_cks_delta_1e-10"),
-            "persons": len(md),
-            "blocks": acc["blocks"],
-            "majority_blocks": acc["majority_blocks"],
-            "abs_block_total": acc["mae_block_total"] * acc["blocks"],
-            "l1_race_eth": acc["mean_l1_race_eth"] * acc["blocks"],
-            "majority_kept": (acc["majority_kept_pct"] or 0.0) * acc["majority_blocks"] / 100.0,
-            **{f"l1_{k}": v for k, v in l1.items()},
-            "certified_blocks": _certified_inhabited(blocks),
-            **nmf,
-            "prg_expected": rinfo.get("prg_expected"),
-            "prg_original": rinfo.get("prg_original"),
-            "info": dinfo,
-        }
-        _atomic_write_json(path, row)
+        write_text(path, outcome.to_json())
         self.mark(stage, t0, {"defense": spec})
-        return row, rates
+        return outcome
 
 
 # ------------------------------------------------------------------------------------------------
@@ -467,65 +404,58 @@ def _agree_table(frames: list[pl.DataFrame]) -> pl.DataFrame:
     )
 
 
-def _defense_table(rows: list[dict], rates: dict[str, pl.DataFrame]) -> pl.DataFrame:
-    from .defenses.topdown import LEVELS
-
-    out = []
-    by_spec: dict[str, list[dict]] = {}
-    for r in rows:
-        by_spec.setdefault(r["defense"], []).append(r)
-    for spec, rs in by_spec.items():
-        n = sum(r["persons"] for r in rs)
-        b = sum(r["blocks"] for r in rs)
-        mb = sum(r["majority_blocks"] for r in rs)
-        row = {
-            "defense": spec,
-            "rho": rs[0]["rho"] if rs[0]["rho"] is not None else float("nan"),
-            "epsilon": rs[0]["epsilon"] if rs[0]["epsilon"] is not None else float("nan"),
-        }
-        for lv in LEVELS[1:]:
-            k = f"l1_{lv}"
-            if k in rs[0]:
-                row[f"tvd_{lv}"] = 1.0 - sum(r[k] for r in rs) / (2.0 * n)
-        row["mae_block_total"] = sum(r["abs_block_total"] for r in rs) / b if b else float("nan")
-        row["mean_l1_race_eth"] = sum(r["l1_race_eth"] for r in rs) / b if b else float("nan")
-        row["majority_kept_pct"] = (
-            100.0 * sum(r["majority_kept"] for r in rs) / mb if mb else float("nan")
-        )
-        row["certified_blocks"] = sum(r["certified_blocks"] for r in rs)
-        row["blocks"] = b
-        if all("nmf_exact" in r for r in rs):  # the attack on the noisy measurements themselves
-            row["nmf_agreement_binned_pct"] = 100.0 * sum(r["nmf_binned"] for r in rs) / n
-            for g in ("all", "nonmodal"):
-                put = sum(r[f"nmf_{g}_putative"] for r in rs)
-                row[f"nmf_{g}_precision"] = (
-                    100.0 * sum(r[f"nmf_{g}_confirmed"] for r in rs) / put if put else float("nan")
-                )
-        pr = pct_rates(rates[spec]).filter(pl.col("bin") == "all")
-        for g in ("all", "modal", "nonmodal", "certified_uniques"):
-            for src in ("attack", "mdg", "prg"):
-                v = pr.filter((pl.col("group") == g) & (pl.col("source") == src))["precision_pct"]
-                row[f"{src}_{g}_precision"] = (
-                    float("nan") if v.is_empty() or v[0] is None else float(v[0])
-                )
-            put = pr.filter((pl.col("group") == g) & (pl.col("source") == "attack"))["putative"]
-            row[f"attack_{g}_putative"] = int(put[0]) if not put.is_empty() else 0
-            for key in ("prg_expected", "prg_original"):  # PRG without its draw noise
-                n_put = row[f"attack_{g}_putative"]
-                if n_put and all(r.get(key) for r in rs):
-                    row[f"{key}_{g}_precision"] = 100.0 * sum(r[key][g] for r in rs) / n_put
-        out.append(row)
-    return pl.DataFrame(out)
-
-
 # ------------------------------------------------------------------------------------------------
 # The audit
 # ------------------------------------------------------------------------------------------------
 @dataclass
 class AuditResult:
+    """Where the audit wrote (``out``, ``report``) and its summary (``summary.json``)."""
+
     out: Path
     summary: dict
     report: Path
+
+    def headline(self) -> list[list[str]]:
+        """The audit's headline figures as (figure, value) rows."""
+        s = self.summary
+        pct = lambda v: "n/a" if v is None or v != v else f"{v:.1f}%"  # noqa: E731
+        rows = []
+        for lv in ("block", "block+tract"):
+            if a := s.get(f"agreement_{lv}"):
+                rows.append(
+                    [
+                        f"agreement, {lv} tables (binned / exact age)",
+                        f"{a['binned_pct']:.1f}% / {a['exact_pct']:.1f}%",
+                    ]
+                )
+        if c := s.get("certify"):
+            rows.append(
+                [
+                    f"blocks with one solution ({c['level']})",
+                    f"{c['unique_blocks']:,} of {c['inhabited_blocks']:,} "
+                    f"({pct(c['unique_blocks_pct'])})",
+                ]
+            )
+        if r := s.get("reidentification", {}):
+            nonmodal = [
+                pct(r[src]["nonmodal"]["precision_pct"]) for src in ("attack", "mdg", "prg")
+            ]
+            rows.append(["precision, nonmodal: attack / MDG / PRG", " / ".join(nonmodal)])
+            rows.append(
+                [
+                    "precision, certified nonmodal uniques",
+                    pct(r["attack"]["certified_uniques"]["precision_pct"]),
+                ]
+            )
+        for d in s.get("defenses", []):
+            rows.append(
+                [
+                    f"{d['defense']}: nonmodal attack / PRG, block TVD",
+                    f"{pct(d['attack_nonmodal_precision'])} / {pct(d['prg_nonmodal_precision'])}, "
+                    f"{d.get('tvd_block', float('nan')):.3f}",
+                ]
+            )
+        return rows
 
 
 def _versions() -> dict[str, str]:
@@ -641,8 +571,7 @@ def audit(
     blocks_frames: list[pl.DataFrame] = []
     rates_frames: list[pl.DataFrame] = []
     hist = np.zeros((len(PRECISION_GRID), len(PREC_SOURCES)), dtype=np.int64)
-    def_rows: list[dict] = []
-    def_rates: dict[str, list[pl.DataFrame]] = {}
+    outcomes: dict[str, DefenseOutcome] = {}  # per defense, merged over chunks
     facts = {
         "persons": 0,
         "blocks": 0,
@@ -693,9 +622,8 @@ def audit(
                 rates_frames.append(part["rates"])
                 hist += part["hist"]
                 attacker_reports.append(part["attacker"])
-            for row, drates in part["defenses"]:
-                def_rows.append(row)
-                def_rates.setdefault(row["defense"], []).append(drates)
+            for o in part["defenses"]:
+                outcomes[o.defense] = outcomes[o.defense].merge(o) if o.defense in outcomes else o
     if len(chunk_errors) == len(chunks):  # nothing to report on: the first error is the answer
         err0 = chunk_errors[0]
         raise (
@@ -733,10 +661,8 @@ def audit(
                 },
             }
         )
-    if def_rows:
-        frames["defenses"] = _defense_table(
-            def_rows, {k: pl.concat(v) for k, v in def_rates.items()}
-        )
+    if outcomes:
+        frames["defenses"] = outcome_frame(list(outcomes.values()))
     for name, df in frames.items():
         df.write_csv(res / f"{name}.csv")
     log.add("aggregate", time.perf_counter() - t_agg)
@@ -763,17 +689,9 @@ def audit(
     summary["peak_memory"] = _peak_mb()
     summary["versions"] = _versions()
     summary["command"] = command
-    _atomic_write_json(out / "summary.json", summary)
+    write_json(out / "summary.json", summary)
     report = write_audit_report(out, summary, frames, cfg)
     return AuditResult(out, summary, report)
-
-
-def _certified_inhabited(blocks: pl.DataFrame | None) -> int:
-    """Inhabited blocks proven to have one solution (empty blocks are trivially unique and are not
-    counted, as in the undefended release's headline)."""
-    if blocks is None or not blocks.height:
-        return 0
-    return int(((blocks["status"] == "unique") & (blocks["persons"] > 0)).sum())
 
 
 def _fingerprint(cfg: AuditConfig, md_path: Path | None, ts_path: Path | None) -> dict[str, str]:
@@ -904,7 +822,7 @@ def _summary(
             }
     if allb is not None:
         inh = allb.filter(pl.col("persons") > 0)
-        uniq = inh.filter(pl.col("status") == "unique")
+        uniq = inh.filter(proven_unique(inh))
         s["certify"] = {
             "level": "block+tract"
             if "block+tract" in cfg.reconstruct.levels
@@ -956,3 +874,37 @@ def _summary(
     if "defenses" in frames:
         s["defenses"] = frames["defenses"].to_dicts()
     return s
+
+
+def run_demo(
+    out: str | Path,
+    persons: int = 20_000,
+    seed: int = 2010,
+    cfg: AuditConfig | None = None,
+    console: Console | None = None,
+    show_progress: bool = True,
+) -> AuditResult:
+    """Synthesize a county (``out/synthetic_county.parquet``) and audit it: the whole pipeline and
+    its HTML report (``out/report.html``)."""
+    from .synth import SynthConfig, synthesize
+
+    con = console or Console()
+    cfg = cfg or AuditConfig(run=RunConfig(seed=seed))
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    md = synthesize(SynthConfig(persons=persons), seed=seed)
+    src = out / "synthetic_county.parquet"
+    write_microdata(md, src)
+    con.print(
+        f"synthesized {len(md):,} persons in {len(md.geoids):,} blocks "
+        f"({time.perf_counter() - t0:.1f} s, seed {seed}) -> {src}"
+    )
+    return audit(
+        src,
+        out,
+        cfg,
+        console=con,
+        show_progress=show_progress,
+        command=f"tabrecon demo --out {out} --persons {persons} --seed {seed}",
+    )

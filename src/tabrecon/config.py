@@ -20,6 +20,8 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from .attacks.reconstruct import RECON_LEVELS
+from .defenses.defense import Defense
 from .errors import TabreconError
 
 
@@ -100,36 +102,8 @@ def _toml_value(v: Any) -> str:
     return '"' + str(v).replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-LEVELS = ("block", "block+tract")
 SOLVERS = ("cpsat", "highs")
 ATTACKERS = ("perfect", "commercial")
-
-
-def check_defense(spec: str) -> str | None:
-    """What is wrong with a defense spec (None when it is valid)."""
-    import math
-
-    from .defenses.swapping import PRESETS
-
-    if spec in ("none", "dhc2023-like") or spec in PRESETS:
-        return None
-    for pre, ok, example in (
-        ("rho=", lambda v: math.isfinite(v) and v > 0, "rho=2.5"),
-        ("eps=", lambda v: math.isfinite(v) and v > 0, "eps=17.14"),
-        ("swap=", lambda v: 0 < v <= 1, "swap=0.2"),
-    ):
-        if spec.startswith(pre):
-            what = "a rate in (0, 1]" if pre == "swap=" else "a finite positive number"
-            try:
-                if ok(float(spec[len(pre) :])):
-                    return None
-            except ValueError:
-                return f"the value must be a number, {what}, e.g. {example}"
-            return f"{pre}<value> needs {what}, e.g. {example}"
-    return (
-        f"unknown defense; use none, {', '.join(PRESETS)}, swap=<rate>, dhc2023-like, "
-        "rho=<budget> or eps=<budget>"
-    )
 
 
 def _validate(cfg: AuditConfig, where: str) -> None:
@@ -149,11 +123,11 @@ def _validate(cfg: AuditConfig, where: str) -> None:
             r.scheduler,
             'give a scheduler address such as tcp://127.0.0.1:8786, or ""',
         )
-    if not cfg.reconstruct.levels or any(lv not in LEVELS for lv in cfg.reconstruct.levels):
+    if not cfg.reconstruct.levels or any(lv not in RECON_LEVELS for lv in cfg.reconstruct.levels):
         raise bad(
             "reconstruct.levels",
             list(cfg.reconstruct.levels),
-            f"allowed values: {', '.join(LEVELS)}",
+            f"allowed values: {', '.join(RECON_LEVELS)}",
         )
     if cfg.reconstruct.solver not in SOLVERS:
         raise bad(
@@ -174,7 +148,7 @@ def _validate(cfg: AuditConfig, where: str) -> None:
             "use a whole number >= 1",
         )
     for s in cfg.defenses.specs:
-        msg = check_defense(s)
+        msg = Defense.check(s)
         if msg:
             raise bad("defenses.specs", s, msg)
     if len(set(cfg.defenses.specs)) != len(cfg.defenses.specs):

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
@@ -104,7 +104,7 @@ def _execute(
     scheduler: str,
     workers: int,
     isolate: bool,
-) -> Iterator[tuple[str, tuple[dict, pl.DataFrame | None] | None, BaseException | None]]:
+) -> Generator[tuple[str, Any, BaseException | None], None, None]:
     """Run the pending units where configured; yield (unit, result or None, exception or None).
 
     When the consumer stops early (an interrupt), queued units are cancelled and running ones

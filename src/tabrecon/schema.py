@@ -25,6 +25,8 @@ import numpy as np
 import polars as pl
 
 from .errors import InputError, TabreconError
+from .geo import prefix
+from .io import read_text_frame, scan_text, write_frame
 
 RACES: tuple[str, ...] = ("white", "black", "aian", "asian", "nhpi", "sor")
 RACE_LABELS: dict[str, str] = {
@@ -155,8 +157,6 @@ P12_BINS: tuple[tuple[int, int], ...] = (
     (21, 21),
 ) + _AGEBIN_EDGES[22:]
 
-GEOID_LEN = {"state": 2, "county": 5, "tract": 11, "blockgroup": 12, "block": 15}
-LEVELS: tuple[str, ...] = ("state", "county", "tract", "blockgroup", "block")
 BLOCK_SIZE_BINS: tuple[tuple[int, int], ...] = (
     (1, 9),
     (10, 49),
@@ -256,8 +256,7 @@ class Microdata:
 
     def geo_at(self, level: str) -> tuple[np.ndarray, np.ndarray]:
         """(distinct geoids at ``level``, index of each person into them)."""
-        n = GEOID_LEN[level]
-        prefixes = np.array([g[:n] for g in self.geoids]) if n != 15 else self.geoids
+        prefixes = prefix(self.geoids, level)
         uniq, inv = np.unique(prefixes, return_inverse=True)
         return uniq, inv[self.block]
 
@@ -288,6 +287,58 @@ class Microdata:
             meta=dict(self.meta),
             age_max=None if self.age_max is None else self.age_max[idx],
         )
+
+    def to_codes(self) -> pl.DataFrame:
+        """The records as integer codes (block_geoid, sex 0/1, age, race 1..63, hisp, and
+        age_exact/age_max when known): what worker processes ship and parts files hold. Text labels
+        appear only in :meth:`to_frame`, when a person file is written; :meth:`from_codes` is the
+        one decoder.
+
+        >>> md = from_arrays(["280010001001000"], [1], [34], [2], [0])
+        >>> Microdata.from_codes(md.to_codes()).to_codes().equals(md.to_codes())
+        True
+        """
+        cols: dict[str, object] = {
+            "block_geoid": self.block_geoid,
+            "sex": self.sex.astype(np.int8),
+            "age": self.age.astype(np.int16),
+            "race": self.race.astype(np.int8),
+            "hisp": self.hisp.astype(np.int8),
+        }
+        if self.age_exact is not None:
+            cols["age_exact"] = self.age_exact.astype(np.int8)
+        if self.age_max is not None:
+            cols["age_max"] = self.age_max.astype(np.int16)
+        df = pl.DataFrame(cols)
+        if self.extra is not None and self.extra.width:
+            df = pl.concat(
+                [df, self.extra.drop([c for c in self.extra.columns if c in df.columns])],
+                how="horizontal",
+            )
+        return df
+
+    @classmethod
+    def from_codes(cls, df: pl.DataFrame, source: str = "") -> Microdata:
+        """Records from :meth:`to_codes`' frame (other columns are kept as extras)."""
+        known = ("block_geoid", "sex", "age", "race", "hisp", "age_exact", "age_max")
+        missing = [c for c in known[:5] if c not in df.columns]
+        if missing:
+            raise TabreconError(f"not a frame of record codes: no column {', '.join(missing)}")
+        extra_cols = [c for c in df.columns if c not in known]
+        md = from_arrays(
+            df["block_geoid"].to_numpy(),
+            df["sex"].to_numpy(),
+            df["age"].to_numpy(),
+            df["race"].to_numpy(),
+            df["hisp"].to_numpy(),
+            extra=df.select(extra_cols) if extra_cols else None,
+            source=source,
+        )
+        if "age_exact" in df.columns:
+            md.age_exact = df["age_exact"].to_numpy().astype(bool)
+        if "age_max" in df.columns:
+            md.age_max = df["age_max"].to_numpy().astype(np.int16)
+        return md
 
     def to_frame(self) -> pl.DataFrame:
         """The records in the layout of the shared census file, extras appended."""
@@ -357,13 +408,6 @@ def _fail_rows(
         )
 
 
-def _scan(p: str) -> pl.LazyFrame:
-    if p.endswith(".parquet"):
-        lf = pl.scan_parquet(p)
-        return lf.with_columns(pl.all().cast(pl.String))
-    return pl.scan_csv(p, infer_schema=False)
-
-
 def county_persons(path: str | Path) -> pl.DataFrame:
     """Persons per county (``county`` = state+county code, ``persons``) read from the geoid column
     alone, streaming: how the audit plans its chunks without loading the file."""
@@ -371,7 +415,7 @@ def county_persons(path: str | Path) -> pl.DataFrame:
     if not Path(p).exists():
         raise InputError("file not found", path=p)
     try:
-        lf = _scan(p).select(
+        lf = scan_text(p).select(
             pl.col("block_geoid").str.strip_chars().str.slice(0, 5).alias("county")
         )
         df = lf.group_by("county").agg(pl.len().alias("persons")).collect(engine="streaming")
@@ -379,33 +423,6 @@ def county_persons(path: str | Path) -> pl.DataFrame:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise InputError(f"cannot read the block_geoid column: {first}", path=p) from None
     return df.sort("county")
-
-
-def _read_frame(path: str | Path, counties: Collection[str] | None = None) -> pl.DataFrame:
-    """The person file as text columns; with ``counties`` (5-digit state+county codes) only their
-    rows are read (streamed, so memory follows the selection, not the file) and a ``__line``
-    column keeps each row's line in the file."""
-    p = str(path)
-    if not Path(p).exists():
-        raise InputError("file not found", path=p)
-    try:
-        if counties is not None:
-            lf = _scan(p).with_row_index("__line", offset=2)
-            lf = lf.filter(
-                pl.col("block_geoid").str.strip_chars().str.slice(0, 5).is_in(list(counties))
-            )
-            return lf.collect(engine="streaming")
-        if p.endswith(".parquet"):
-            df = pl.read_parquet(p)
-            return df.with_columns([pl.col(c).cast(pl.String) for c in df.columns])
-        return pl.read_csv(p, infer_schema=False)
-    except InputError:
-        raise
-    except Exception as exc:  # polars raises several exception types for malformed files
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise InputError(
-            f"cannot be read as {'Parquet' if p.endswith('.parquet') else 'CSV'}: {first}", path=p
-        ) from None
 
 
 def _int_column(
@@ -435,7 +452,7 @@ def read_microdata(path: str | Path, counties: Collection[str] | None = None) ->
     ``counties`` (5-digit state+county codes) only those counties' rows are read, streaming.
     """
     p = str(path)
-    df = _read_frame(p, counties)
+    df = read_text_frame(p, counties)
     lines = None
     if "__line" in df.columns:
         lines = df["__line"].to_numpy()
@@ -519,31 +536,66 @@ def read_microdata(path: str | Path, counties: Collection[str] | None = None) ->
     return md
 
 
-DATA_SUFFIXES = (".parquet", ".csv", ".csv.gz")
-
-
-def check_suffix(path: str | Path, allowed: tuple[str, ...] = DATA_SUFFIXES) -> Path:
-    """``path`` when its name ends in an allowed suffix; otherwise an error naming it (an output
-    is never written in a format its name does not say)."""
-    if not str(path).lower().endswith(allowed):
-        raise TabreconError(
-            f"{path}: unknown output format {Path(path).suffix or '(no suffix)'!r}; "
-            f"name it {', '.join(allowed)}"
-        )
-    return Path(path)
-
-
 def write_microdata(md: Microdata, path: str | Path) -> None:
     """Write a person file: ``.parquet`` as Parquet, ``.csv`` as CSV, ``.csv.gz`` as gzip CSV."""
-    p = str(check_suffix(path))
-    Path(p).parent.mkdir(parents=True, exist_ok=True)
-    df = md.to_frame()
-    if p.endswith(".parquet"):
-        df.write_parquet(p)
-    elif p.endswith(".gz"):
-        import gzip
+    write_frame(md.to_frame(), path)
 
-        with gzip.open(p, "wb", compresslevel=6) as fh:
-            df.write_csv(fh)
-    else:
-        df.write_csv(p)
+
+# --------------------------------------------------------------------------------------------------
+# Race x ethnicity combinations, ordered like the Bureau's flag strings (W B AIAN Asian NHPI SOR
+# hisp): the one encoding every attack and measure uses
+# --------------------------------------------------------------------------------------------------
+N_COMBOS = 126
+
+
+# --------------------------------------------------------------------------------------------------
+# Race x ethnicity combinations, ordered like the Bureau's flag strings (W B AIAN Asian NHPI SOR
+# hisp)
+# --------------------------------------------------------------------------------------------------
+def _msb_bits(race: np.ndarray) -> np.ndarray:
+    """Race flags as an integer with White the most significant of six bits (flag-string order)."""
+    bits = RACE_BITS[np.asarray(race, dtype=np.int64) - 1].astype(np.int64)
+    out = np.zeros_like(bits)
+    for i in range(6):
+        out |= ((bits >> i) & 1) << (5 - i)
+    return out
+
+
+def combo_id(race: np.ndarray, hisp: np.ndarray) -> np.ndarray:
+    """Column index 0..127 of (race, hispanic) in the order of the strings 0000000 ... 1111111.
+
+    Only 126 are used (a race flag is always set); ascending id = the Bureau's column order, so "the
+    first maximum" of a count row is its smallest id.
+    """
+    return _msb_bits(race) * 2 + np.asarray(hisp, dtype=np.int64)
+
+
+_CODE_OF_MSB = np.zeros(64, dtype=np.int64)
+_CODE_OF_MSB[_msb_bits(np.arange(1, 64))] = np.arange(1, 64)
+
+
+def combo_race_hisp(c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Inverse of :func:`combo_id`: (race code 1..63, hispanic)."""
+    c = np.asarray(c, dtype=np.int64)
+    return _CODE_OF_MSB[c // 2], c % 2
+
+
+#: the national default mode: White alone, not Hispanic
+WHITE_NH = int(combo_id(np.array([1]), np.array([0]))[0])
+
+
+def first_max(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per row: (first argmax, max, tied?)."""
+    mx = counts.max(axis=1)
+    arg = counts.argmax(axis=1)
+    tied = (counts == mx[:, None]).sum(axis=1) > 1
+    return arg, mx, tied
+
+
+def combo_counts(md: Microdata, geoids: np.ndarray) -> np.ndarray:
+    """Persons per block (rows: ``geoids``, sorted) and race x ethnicity combination (128
+    columns, :func:`combo_id`)."""
+    b = np.searchsorted(geoids, md.block_geoid)
+    out = np.zeros((len(geoids), 128), dtype=np.int64)
+    np.add.at(out, (b, combo_id(md.race, md.hisp)), 1)
+    return out

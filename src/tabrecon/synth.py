@@ -11,10 +11,12 @@ national race, ethnicity, age and sex composition is matched. Everything is draw
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import polars as pl
 
+from .errors import TabreconError
 from .schema import (
     AGE_MAX,
     BLOCK_SIZE_BINS,
@@ -25,7 +27,7 @@ from .schema import (
 )
 
 #: 2010 Census figures the generator is calibrated to (and reports itself against).
-TARGETS = {
+TARGETS: dict[str, Any] = {
     "block_size_person_share": dict(
         zip(
             ("1-9", "10-49", "50-99", "100-249", "250-499", "500-999", "1000+"),
@@ -180,7 +182,7 @@ def synthesize(config: SynthConfig | None = None, seed: int = 0) -> Microdata:
     """Synthesize a county. Deterministic for a (config, seed)."""
     cfg = config or SynthConfig()
     if cfg.persons <= 0:
-        raise ValueError("persons must be positive")
+        raise TabreconError("persons must be positive")
     rng = np.random.default_rng(seed)
     sizes = _block_sizes(rng, cfg.persons)
     rng.shuffle(sizes)

@@ -19,7 +19,6 @@ of its geoid (15 block, 12 block group, 11 tract, 5 county, 2 state). In memory 
 from __future__ import annotations
 
 import functools
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -29,9 +28,10 @@ import polars as pl
 import scipy.sparse as sp
 
 from .errors import InputError
+from .geo import LENGTH, TABLE_LEVELS
+from .io import read_text_frame, write_frame
 from .schema import (
     AGE_MAX,
-    GEOID_LEN,
     N_TYPES,
     P12_BINS,
     RACE_BITS,
@@ -44,10 +44,9 @@ from .schema import (
     TYPE_RACE,
     TYPE_SEX,
     Microdata,
-    check_suffix,
 )
 
-LEVEL_OF_LEN = {v: k for k, v in GEOID_LEN.items()}
+LEVEL_OF_LEN = {LENGTH[lv]: lv for lv in TABLE_LEVELS}
 MISSING = -1
 
 
@@ -456,8 +455,8 @@ class TableSet:
         """The tables of one tract (its blocks and the tract itself)."""
         out = {}
         for lvl, g in self.grids.items():
-            n = GEOID_LEN["tract"]
-            if GEOID_LEN[lvl] < n:
+            n = LENGTH["tract"]
+            if LENGTH[lvl] < n:
                 continue
             mask = np.char.startswith(g.geoids.astype(str), tract)
             out[lvl] = g.take_geo(mask)
@@ -466,7 +465,7 @@ class TableSet:
     def tracts(self) -> list[str]:
         ids: set[str] = set()
         for lvl, g in self.grids.items():
-            if GEOID_LEN[lvl] >= GEOID_LEN["tract"]:
+            if LENGTH[lvl] >= LENGTH["tract"]:
                 ids.update(s[:11] for s in g.geoids)
         return sorted(ids)
 
@@ -475,7 +474,8 @@ class TableSet:
 # Tabulation
 # --------------------------------------------------------------------------------------------------
 @functools.lru_cache(maxsize=64)
-def _cells_for_cached(tables: tuple[str, ...]) -> dict[str, list[int]]:
+def _cells_by_level(tables: tuple[str, ...]) -> dict[str, list[int]]:
+    """Global column indices of the tables' cells, grouped by each table's own level."""
     idx = cell_index()
     by_level: dict[str, list[int]] = {}
     for name in tables:
@@ -519,11 +519,6 @@ def cell_attrs() -> dict[str, np.ndarray]:
     }
 
 
-def _cells_for(tables: list[str]) -> tuple[np.ndarray, dict[str, list[int]]]:
-    """Global column indices of the tables' cells, grouped by each table's own level."""
-    return np.arange(len(all_cells())), _cells_for_cached(tuple(tables))
-
-
 def histogram(md: Microdata, level: str = "block") -> tuple[np.ndarray, sp.csr_matrix]:
     """(geoids, sparse geounit x type count matrix) at ``level``."""
     geoids, g = md.geo_at(level)
@@ -547,10 +542,10 @@ def tabulate(
     ``"blockgroup"``). One sparse product per level: histogram(geounit x type) @ W(type x cell).
     """
     names = resolve_tables(tables)
-    _, by_level = _cells_for(names)
+    by_level = _cells_by_level(tuple(names))
     if level is not None:
-        if level not in GEOID_LEN:
-            raise InputError(f"unknown level {level!r}; choose from {', '.join(GEOID_LEN)}")
+        if level not in TABLE_LEVELS:
+            raise InputError(f"unknown level {level!r}; choose from {', '.join(TABLE_LEVELS)}")
         by_level = {level: [i for v in by_level.values() for i in v]}
     W = weight_matrix()
     ids = np.array([c.id for c in all_cells()])
@@ -565,23 +560,9 @@ def tabulate(
 # --------------------------------------------------------------------------------------------------
 # Reading and writing table files
 # --------------------------------------------------------------------------------------------------
-_GEOID_RE = re.compile(r"^\d+$")
-
-
 def write_tables(ts: TableSet, path: str | Path) -> None:
     """Write the long table: ``.parquet`` as Parquet, ``.csv`` as CSV, ``.csv.gz`` as gzip CSV."""
-    p = str(check_suffix(path))
-    Path(p).parent.mkdir(parents=True, exist_ok=True)
-    df = ts.to_frame()
-    if p.endswith(".parquet"):
-        df.write_parquet(p)
-    elif p.endswith(".gz"):
-        import gzip
-
-        with gzip.open(p, "wb", compresslevel=6) as fh:
-            df.write_csv(fh)
-    else:
-        df.write_csv(p)
+    write_frame(ts.to_frame(), path)
 
 
 def read_tables(path: str | Path) -> TableSet:
@@ -591,10 +572,8 @@ def read_tables(path: str | Path) -> TableSet:
     that are not digits or whose length does not fit the cell's level, values that are not
     non-negative integers, and duplicate (geoid, cell) rows.
     """
-    from .schema import _read_frame
-
     p = str(path)
-    return tables_from_long(_read_frame(p), p)
+    return tables_from_long(read_text_frame(p), p)
 
 
 def tables_from_long(df: pl.DataFrame, p: str = "tables") -> TableSet:
@@ -612,7 +591,7 @@ def tables_from_long(df: pl.DataFrame, p: str = "tables") -> TableSet:
         {
             "cell": [c.id for c in cells],
             "_ci": np.arange(len(cells), dtype=np.int32),
-            "_want": [GEOID_LEN[c.level] for c in cells],
+            "_want": [LENGTH[c.level] for c in cells],
         }
     )
     df = (
@@ -652,7 +631,7 @@ def tables_from_long(df: pl.DataFrame, p: str = "tables") -> TableSet:
     fail(pl.col("_v") < 0, "negative count")
     fail(~pl.col("geoid").str.contains(r"^\d+$"), "geoid must be digits")
     fail(
-        ~pl.col("_len").is_in(list(GEOID_LEN.values())),
+        ~pl.col("_len").is_in(list(LEVEL_OF_LEN)),
         "geoid length must be 2 (state), 5 (county), 11 (tract), 12 (block group) or 15 (block)",
     )
     # a cell may be tabulated at its own level or a coarser one, never at a finer one
@@ -737,8 +716,8 @@ def identities() -> tuple[Identity, ...]:
     groups: dict[str, np.ndarray] = {}
     for t in SF1_TABLES:
         groups[t.name] = np.array([cell_index()[c.id] for c in t.cells()])
-    for fam, members in FAMILIES.items():
-        groups[fam] = np.concatenate([groups[m] for m in members])
+    for fam, names in FAMILIES.items():
+        groups[fam] = np.concatenate([groups[m] for m in names])
     out: dict[tuple, Identity] = {}
 
     def add(i: Identity) -> None:
@@ -765,8 +744,8 @@ def identities() -> tuple[Identity, ...]:
     for ci, c in enumerate(cells):
         if not persons[ci]:
             continue
-        for k in np.flatnonzero(ncand[ci] >= 2):
-            gname = gnames[k]
+        for kk in np.flatnonzero(ncand[ci] >= 2):
+            gname = gnames[int(kk)]
             g = groups[gname]
             g = g[g != ci]
             g = g[persons[g]]

@@ -26,12 +26,14 @@ from __future__ import annotations
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import polars as pl
 import scipy.sparse as sp
 
 from ..errors import TabreconError
+from ..io import write_frame, write_text
 from ..provenance import run_fingerprint
 from ..schema import (
     AGEBIN_OF_AGE,
@@ -44,8 +46,11 @@ from ..schema import (
     size_bin,
 )
 from ..tables import MISSING, TableSet, tabulate
-from .reconstruct import LEVELS, build_tract_model, diagnose
+from .reconstruct import RECON_LEVELS, build_tract_model, diagnose
 from .solvers import Extensible, SolverOptions
+
+#: The status of a block proven to have exactly one consistent population (solvar 0).
+UNIQUE = "unique"
 
 
 def binned_type(t: np.ndarray) -> np.ndarray:
@@ -106,15 +111,15 @@ def certify_tract(
     distance: bool = True,
 ) -> tuple[CertResult, pl.DataFrame | None]:
     """Solution variability of every block of one tract (see module docstring)."""
-    if level not in LEVELS:
+    if level not in RECON_LEVELS:
         raise TabreconError(f"unknown level {level!r}; choose 'block' or 'block+tract'")
     model = build_tract_model(ts, tract, level, binned=level == "block+tract")
     if level == "block+tract" and not model.tract_complete:
         model = build_tract_model(ts, tract, level)
     nb = len(model.block_geoids)
 
-    def result(status: str, **kw) -> CertResult:
-        base = dict(
+    def result(status: str, **kw: Any) -> CertResult:
+        base: dict[str, Any] = dict(
             unit=tract,
             level=level,
             status=status,
@@ -189,7 +194,7 @@ def certify_tract(
         if sol.status == "infeasible":
             state[state == 0] = 1
             break
-        if not sol.has_solution:
+        if not sol.has_solution or sol.x is None:
             state[state == 0] = 3
             break
         y = G @ sol.x[: model.n_vars]
@@ -246,7 +251,7 @@ def certify_tract(
     with np.errstate(divide="ignore", invalid="ignore"):
         lo_pct = np.where(N > 0, 100.0 * lower / N, 0.0)
         hi_pct = np.where(N > 0, 100.0 * upper / N, 0.0)
-    status_names = np.array(["unknown", "unique", "varies", "undecided"])
+    status_names = np.array(["unknown", UNIQUE, "varies", "undecided"])
     df = pl.DataFrame(
         {
             "block_geoid": model.block_geoids.astype(str),
@@ -279,12 +284,62 @@ def _worker(args: tuple) -> tuple[dict, pl.DataFrame | None]:
 
 @dataclass
 class CertRun:
+    """Solution variability of every block (``blocks``) and each tract's run (``results``)."""
+
     blocks: pl.DataFrame
     results: list[dict]
+    level: str = "block+tract"
+    seconds: float = 0.0
 
     @property
     def failed(self) -> list[dict]:
         return [r for r in self.results if r["status"] != "ok"]
+
+    def summary_lines(self, recon: Microdata) -> list[str]:
+        """The run in words (Markdown bullets): proven-unique blocks, cumulative solvar,
+        population uniques among the reconstructed records."""
+        b = self.blocks
+        flags = uniqueness_flags(recon, b)
+        lo, hi = cumulative_solvar(b)
+        n_unique = int(proven_unique(b).sum())
+        cert_uniques = int((flags["certified"] & (flags["bsaber_unique"] == 1)).sum())
+        share = 100 * n_unique / b.height if b.height else 0.0
+        return [
+            f"- blocks: {b.height:,}; proven unique (solvar 0): {n_unique:,} ({share:.1f}%), "
+            f"holding {int(b.filter(proven_unique(b))['persons'].sum()):,} of "
+            f"{int(b['persons'].sum()):,} persons",
+            f"- blocks that can differ: {int((b['status'] == 'varies').sum()):,}; undecided "
+            f"(time-out): {int((b['status'] == 'undecided').sum()):,}",
+            f"- cumulative solvar: {lo:.2f}%"
+            + (f" to {hi:.2f}% (unproven blocks)" if hi > lo + 1e-9 else ""),
+            f"- records unique in their block on (sex, agebin): {int(flags['bsab_unique'].sum()):,}"
+            f"; on (sex, agebin, race, ethnicity): {int(flags['bsaber_unique'].sum()):,}; of "
+            f"those in certified blocks (known population uniques): {cert_uniques:,}",
+            f"- {len(self.failed)} tract(s) failed; time {self.seconds:.1f} s",
+        ]
+
+    def write(self, out: str | Path, recon: Microdata) -> list[Path]:
+        """Write the per-block results (``out``, Parquet or CSV) and beside them
+        ``<stem>_table_s4.csv`` (cumulative solvar, Table S4), ``<stem>_zero_by_size.csv``,
+        ``<stem>_flags.parquet`` (uniqueness flags per record) and ``<stem>_summary.md``."""
+        out = Path(out)
+        stem = str(out).rsplit(".", 1)[0]
+        if not out.exists():
+            write_frame(self.blocks, out)
+        paths = [out, Path(f"{stem}_table_s4.csv"), Path(f"{stem}_zero_by_size.csv")]
+        solvar_table(self.blocks).write_csv(paths[1])
+        zero_share_by_size(self.blocks).write_csv(paths[2])
+        paths.append(Path(f"{stem}_flags.parquet"))
+        uniqueness_flags(recon, self.blocks).write_parquet(paths[-1])
+        lines = [f"# Solution variability ({self.level} tables)", "", *self.summary_lines(recon)]
+        lines += [
+            "",
+            "Measured by `tabrecon solvar` (zero test: one infeasibility proof per tract; "
+            "distance: maximum of sum (x* - x)^+ per block over all tables).",
+        ]
+        paths.append(Path(f"{stem}_summary.md"))
+        write_text(paths[-1], "\n".join(lines) + "\n")
+        return paths
 
 
 def certify(
@@ -302,6 +357,7 @@ def certify(
     resumable)."""
     from ..runner import run_units
 
+    t0 = time.perf_counter()
     opts = solver or SolverOptions()
     tracts = tables.tracts()
     by_tract = recon.rows_by_prefix(tracts)
@@ -322,9 +378,8 @@ def certify(
     dfs = [frames[t] for t in tracts if t in frames]
     blocks = pl.concat(dfs) if dfs else pl.DataFrame()
     if out is not None and blocks.height:
-        Path(out).parent.mkdir(parents=True, exist_ok=True)
-        blocks.write_parquet(out) if str(out).endswith(".parquet") else blocks.write_csv(out)
-    return CertRun(blocks, statuses)
+        write_frame(blocks, out)
+    return CertRun(blocks, statuses, level, time.perf_counter() - t0)
 
 
 SOLVAR_THRESHOLDS = (0.0, 1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 50.0, 100.0)
@@ -359,6 +414,27 @@ def solvar_table(blocks: pl.DataFrame) -> pl.DataFrame:
     return pl.DataFrame(rows)
 
 
+def proven_unique(blocks: pl.DataFrame) -> pl.Series:
+    """Per block of a certification frame: proven to have exactly one consistent population
+    (solution variability zero)."""
+    return blocks["status"] == UNIQUE
+
+
+def certified_geoids(blocks: pl.DataFrame | None) -> np.ndarray:
+    """The geoids of the blocks proven unique (none when there is no certification)."""
+    if blocks is None or not blocks.height:
+        return np.zeros(0, dtype=str)
+    return blocks.filter(proven_unique(blocks))["block_geoid"].to_numpy().astype(str)
+
+
+def certified_inhabited(blocks: pl.DataFrame | None) -> int:
+    """Inhabited blocks proven to have one solution (empty blocks are trivially unique and are not
+    counted, as in the undefended release's headline)."""
+    if blocks is None or not blocks.height:
+        return 0
+    return int((proven_unique(blocks) & (blocks["persons"] > 0)).sum())
+
+
 def cumulative_solvar(blocks: pl.DataFrame) -> tuple[float, float]:
     """Cumulative solvar 100 * sum IV / (2 sum N) over inhabited blocks, as (lower, upper) per
     cent."""
@@ -373,7 +449,7 @@ def zero_share_by_size(blocks: pl.DataFrame) -> pl.DataFrame:
     """Share of blocks and persons with proven zero solvar by block-size bin (methods.md section
     3)."""
     pop = blocks["persons"].to_numpy()
-    zero = (blocks["status"] == "unique").to_numpy()
+    zero = proven_unique(blocks).to_numpy()
     sb = size_bin(pop)
     rows = []
     for i, lab in enumerate(BLOCK_SIZE_LABELS):
@@ -408,7 +484,7 @@ def uniqueness_flags(recon: Microdata, blocks: pl.DataFrame | None = None) -> pl
         out[name] = (cnt[inv] == 1).astype(np.int8)
     df = pl.DataFrame({"block_geoid": recon.block_geoid, **out})
     if blocks is not None and blocks.height:
-        cert = blocks.select("block_geoid", (pl.col("status") == "unique").alias("certified"))
+        cert = blocks.select("block_geoid", (pl.col("status") == UNIQUE).alias("certified"))
         df = df.join(cert, on="block_geoid", how="left", maintain_order="left").with_columns(
             pl.col("certified").fill_null(False)
         )

@@ -36,6 +36,7 @@ import polars as pl
 import scipy.sparse as sp
 
 from ..errors import TabreconError
+from ..io import write_json, write_parquet, write_text
 from ..provenance import run_fingerprint
 from ..schema import (
     AGEBIN38,
@@ -48,8 +49,8 @@ from ..schema import (
     decode_types,
 )
 from ..tables import TableSet, all_cells
-from .certify import binned_type
-from .reconstruct import LEVELS, build_tract_model, class_end, determined_age_classes
+from .certify import UNIQUE, binned_type
+from .reconstruct import RECON_LEVELS, build_tract_model, class_end, determined_age_classes
 from .solvers import Extensible, IntProgram, SolverOptions
 
 COLUMNS: tuple[str, ...] = ("sex", "agebin", "hispanic", *RACES)
@@ -215,6 +216,7 @@ def _stable_claims(
         if Y.shape[0] > 1 or incidence:
             M = sp.csr_matrix((np.ones(nk), (np.arange(nk), inv)), shape=(nk, u.size))
         if Y.shape[0] > 1:
+            assert M is not None
             cnt = np.rint(np.asarray((M.T @ Y.T).T)).astype(np.int64)
             keep &= (cnt == first).all(axis=0)
         j = np.flatnonzero(keep)
@@ -228,6 +230,7 @@ def _stable_claims(
         cols["subset"].append(np.full(j.size, si))
         cols["first"].append(first_key[j])
         if incidence:
+            assert M is not None
             inc.append(M[:, j].T.tocsr())
     if not cols["code"]:
         z = np.zeros(0, dtype=np.int64)
@@ -288,7 +291,6 @@ def _verify(
             break
         n = idx.size
         Ci = C[idx]
-        sp.identity(n, format="csr", dtype=np.int64)
         zero = sp.csr_matrix((n, n), dtype=np.int64)
         bi, mi = big[idx], m[idx]
         r_lo = sp.hstack([Ci, sp.diags(bi + 1, dtype=np.int64), zero])  # C x + (B+1) lo <= B + m
@@ -381,7 +383,7 @@ def tract_claims(
     summary, one row per record of ``recon`` (smallest k of a verified singleton claim singling it
     out, that claim and its baselines), and with ``collect`` every verified claim (for checking).
     """
-    if level not in LEVELS:
+    if level not in RECON_LEVELS:
         raise TabreconError(f"unknown level {level!r}; choose 'block' or 'block+tract'")
     geoids = recon.geoids
     ends = class_end(determined_age_classes(ts, tract, level))  # what a claim's age can say
@@ -390,7 +392,7 @@ def tract_claims(
     keys, rinv, y0 = np.unique(rkey, return_inverse=True, return_counts=True)
     key_block = keys // N_TYPES
     attrs = type_attrs(keys % N_TYPES)
-    cert = np.array([status.get(str(g)) == "unique" for g in geoids], dtype=bool)
+    cert = np.array([status.get(str(g)) == UNIQUE for g in geoids], dtype=bool)
     pop = np.bincount(recon.block, minlength=len(geoids)).astype(np.int64)
     res = TractClaims(tract, "ok", len(geoids), int(cert.sum()), int((~cert & (pop > 0)).sum()))
     ttypes, tcounts = _histogram(recon)
@@ -466,6 +468,7 @@ def tract_claims(
         cl = _stable_claims(all_keys[vkeys] // N_TYPES, vattrs[vkeys], Y, incidence=True)
         res.candidates = int(cl.code.size)
         if cl.code.size:
+            assert cl.keys is not None  # asked for with incidence=True
             # one linear form per distinct (key set); keys are within one block, so is the form
             inc = sp.csr_matrix(
                 (
@@ -634,6 +637,55 @@ class ClaimsRun:
             "proofs": sum(r["proofs"] for r in ok),
         }
 
+    def summary_lines(self, seconds: float = 0.0) -> list[str]:
+        """The run in words (Markdown bullets)."""
+        s = self.summary()
+        n = max(s["persons"], 1)
+        return [
+            f"- blocks: {s['blocks']:,} ({s['certified_blocks']:,} certified unique, "
+            f"{s['varying_blocks']:,} that can differ)",
+            f"- persons singled out by a verified singleton claim: {s['persons_singled_out']:,} of "
+            f"{s['persons']:,} ({100 * s['persons_singled_out'] / n:.1f}%), in "
+            f"{s['blocks_with_singleton']:,} blocks",
+            f"- blocks that can differ: {s['candidates_varying']:,} candidate claims, "
+            f"{s['verified_varying']:,} verified by {s['proofs']} infeasibility proofs",
+            f"- {s['failed_tracts']} tract(s) failed; time {seconds:.1f} s",
+        ]
+
+    def write(self, out: str | Path, seed: int = 0, seconds: float = 0.0) -> list[Path]:
+        """Write ``out/claims_by_k.csv`` (Liu et al. Table 2 layout), ``claims_persons.parquet``
+        (per record), ``summary.json`` and ``summary.md``."""
+        out = Path(out)
+        out.mkdir(parents=True, exist_ok=True)
+        by_k = self.by_k()
+        paths = [out / "claims_by_k.csv", out / "summary.json", out / "summary.md"]
+        by_k.write_csv(paths[0])
+        if self.persons.height:
+            paths.append(write_parquet(self.persons, out / "claims_persons.parquet"))
+        write_json(paths[1], {**self.summary(), "seconds": round(seconds, 2), "seed": seed})
+        lines = [
+            f"# Verified claims ({self.level} tables, K = {self.k_solutions})",
+            "",
+            *self.summary_lines(seconds),
+            "",
+            "Persons covered by k = number of columns of the claim (Liu et al. Table 2 layout); "
+            "baselines are P(count = 1) under Binomial(block size, share of matching records in "
+            "the tract / state), medians to 0.01.",
+            "",
+            "| k | persons covered | per block | blocks | verified singletons | verified claims | "
+            "median baseline (tract) | median baseline (state) |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
+        for r in by_k.iter_rows(named=True):
+            lines.append(
+                f"| {r['k']} | {r['persons_covered']:,} | {r['persons_per_block']:.2f} | "
+                f"{r['blocks_with_singleton']:,} | {r['verified_singletons']:,} | "
+                f"{r['verified_claims']:,} | {r['median_baseline_tract']:.2f} | "
+                f"{r['median_baseline_state']:.2f} |"
+            )
+        write_text(paths[2], "\n".join(lines) + "\n")
+        return paths
+
 
 def _hist_median(h: np.ndarray) -> float:
     """Median from a histogram over [0, 1] (upper edge of the bin holding it)."""
@@ -671,7 +723,7 @@ def claims(
     """
     from ..runner import run_units
 
-    if level not in LEVELS:
+    if level not in RECON_LEVELS:
         raise TabreconError(f"unknown level {level!r}; choose 'block' or 'block+tract'")
     if k_solutions < 1:
         raise TabreconError(f"k_solutions must be >= 1 (got {k_solutions})")

@@ -224,7 +224,7 @@ def guesses(
     F = order[:k]
     pc = np.clip(p[F], 1e-12, 1 - 1e-12)
     cost = np.abs(np.log(pc) - np.log1p(-pc))  # log-odds against flipping each fixed bit
-    flips = [((j,), cost[j]) for j in range(k)]
+    flips: list[tuple[tuple[int, ...], float]] = [((j,), cost[j]) for j in range(k)]
     flips += [((i, j), cost[i] + cost[j]) for i in range(k) for j in range(i + 1, k)]
     flips.sort(key=lambda f: f[1])
     for idx, _ in flips:

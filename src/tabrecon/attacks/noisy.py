@@ -18,16 +18,17 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import polars as pl
 import scipy.sparse as sp
 
-from ..defenses.topdown import _LEN, QUERIES
+from ..defenses.topdown import QUERIES
 from ..errors import TabreconError
+from ..geo import LEVEL_OF_LENGTH
 from ..schema import Microdata, decode_types
-
-_LEVEL_OF_LEN = {v: k for k, v in _LEN.items()}
+from ..tables import TableSet
 
 
 @dataclass
@@ -135,7 +136,7 @@ def reconstruct_from_measurements(
         except TabreconError as exc:
             failed.append(f"{b}: {exc}")
             continue
-        lv = _LEVEL_OF_LEN[len(src)]
+        lv = LEVEL_OF_LENGTH[len(src)]
         fitted_at[lv] = fitted_at.get(lv, 0) + 1
         geo_out.append(np.full(t.size, bi))
         types_out.append(t)
@@ -152,3 +153,46 @@ def reconstruct_from_measurements(
     )
     md = md.take(np.arange(len(md)))
     return NoisyRecon(md, len(blocks), fitted_at, time.perf_counter() - t0, failed)
+
+
+def read_measurements(path: str | Path) -> pl.DataFrame:
+    """TopDown's noisy measurements as ``tabrecon topdown`` writes them
+    (``<stem>_measurements.parquet``); errors name the file."""
+    p = Path(path)
+    if not p.exists():
+        raise TabreconError(f"{p}: file not found")
+    try:
+        meas = pl.read_parquet(p)
+    except Exception as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise TabreconError(f"{p}: cannot be read as Parquet: {first}") from None
+    missing = [
+        c
+        for c in ("level", "geoid", "query", "group", "noisy", "variance")
+        if c not in meas.columns
+    ]
+    if missing:
+        raise TabreconError(f"{p}: not TopDown measurements (no column {', '.join(missing)})")
+    return meas
+
+
+def reconstruct_noisy_release(
+    measurements: pl.DataFrame,
+    tables: TableSet,
+    use_totals: bool = True,
+    time_limit: float = 10.0,
+    name: str = "the tables",
+) -> NoisyRecon:
+    """Fit every published block to the noisy measurements; with ``use_totals`` each block keeps
+    its published population (P1) exactly, as the released tables hold it."""
+    g = tables.grids.get("block")
+    if g is None:
+        raise TabreconError(f"{name}: no block-level tables (the fit is per block)")
+    totals = None
+    if use_totals:
+        if "P0010001" not in set(g.cells.tolist()):
+            raise TabreconError(
+                f"{name}: no P1 (P0010001) to hold block totals; add --no-use-totals"
+            )
+        totals = dict(zip(g.geoids.tolist(), g.col("P0010001").tolist(), strict=True))
+    return reconstruct_from_measurements(measurements, g.geoids, time_limit, totals)

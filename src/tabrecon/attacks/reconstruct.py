@@ -26,6 +26,7 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -54,7 +55,7 @@ from ..tables import (
 )
 from .solvers import IntProgram, Solution, SolverOptions, solve
 
-LEVELS = ("block", "block+tract")
+RECON_LEVELS = ("block", "block+tract")
 
 
 @dataclass
@@ -155,7 +156,7 @@ def build_tract_model(
     the tract tables are complete (then single ages are a transportation problem, see
     :func:`spread_ages`).
     """
-    if level not in LEVELS:
+    if level not in RECON_LEVELS:
         raise TabreconError(f"unknown level {level!r}; choose 'block' or 'block+tract'")
     W = weight_matrix()
     bgrid = ts.grids.get("block")
@@ -404,6 +405,7 @@ def spread_ages(
     cs, idx = all_cells(), cell_index()
     W = weight_matrix()
     tcells, tvals = binned.tract_cells, binned.tract_values
+    assert tcells is not None and tvals is not None, "a binned model has its tract cells"
     tcol = np.array([idx[c] for c in tcells], dtype=np.int64)
     starts = age_classes(_cell_ranges(tcells) + [(lo, hi) for lo, hi in AGEBIN38])
     Wt = W[:, tcol].tocsr()
@@ -468,7 +470,7 @@ def spread_ages(
             ),
             opts,
         )
-        if not sol.has_solution:
+        if not sol.has_solution or sol.x is None:
             return None
         pos = sol.x > 0
         out_b.append(np.concatenate(zb_parts)[pos])
@@ -487,7 +489,7 @@ def _staged(ts: TableSet, tract: str, opts: SolverOptions) -> tuple[str, Microda
     sol = solve_model(mb, opts)
     if sol.status == "infeasible":
         return "infeasible", None, info  # the binned model is a relaxation: full is infeasible too
-    if not sol.has_solution:
+    if not sol.has_solution or sol.x is None:
         return "fallback", None, info
     spread = spread_ages(mb, sol.x, opts)
     if spread is None:
@@ -498,6 +500,7 @@ def _staged(ts: TableSet, tract: str, opts: SolverOptions) -> tuple[str, Microda
     # ages say what the published cells determine: the binned model works at agebin38, finer than
     # the tables when P14 (block) or PCT12 (tract) are missing, so a year inside a class is the
     # solver's arbitrary pick; it is written as the class (first year, last year, not exact)
+    assert mb.block_cells is not None and mb.tract_cells is not None
     starts = age_classes(_cell_ranges(mb.block_cells) + _cell_ranges(mb.tract_cells))
     age = starts[age].astype(age.dtype)
     md = Microdata(
@@ -555,7 +558,7 @@ def reconstruct_tract(
     except TabreconError as exc:
         return TractResult(tract, level, "error", opts.backend, 0, 0, 0, 0, 0, 0, str(exc)), None
     t1 = time.perf_counter()
-    base = dict(
+    base: dict[str, Any] = dict(
         tract=tract,
         level=level,
         solver=opts.backend,
@@ -598,6 +601,7 @@ def reconstruct_tract(
             persons=0,
             message=msg,
         ), None
+    assert sol.x is not None  # has_solution held above
     md = records_from_solution(model, sol.x)
     return TractResult(**base, status="ok", seconds_solve=t2 - t1, persons=len(md)), md
 
@@ -609,7 +613,7 @@ def _worker(args: tuple) -> tuple[dict, pl.DataFrame | None]:
     ts, tract, level, opts, strategy = args
     res, md = reconstruct_tract(ts, tract, level, opts, strategy)
     st = {"unit": tract, **asdict(res)}
-    return st, None if md is None else md.to_frame().with_columns(
+    return st, None if md is None else md.to_codes().with_columns(
         pl.lit(level).alias("recon_level")
     )
 
@@ -621,10 +625,46 @@ class ReconRun:
     records: Microdata
     results: list[TractResult]
     out: Path | None = None
+    level: str = "block+tract"
+    seconds: float = 0.0
 
     @property
     def failed(self) -> list[TractResult]:
         return [r for r in self.results if r.status != "ok"]
+
+    def summary_lines(self) -> list[str]:
+        """The run in words: records, tracts solved, tables used, ages known only to a range."""
+        ok = len(self.results) - len(self.failed)
+        where = (
+            f" -> {self.out}; per-tract status in {self.out}.parts/status.jsonl" if self.out else ""
+        )
+        lines = [
+            f"{len(self.records):,} persons from {ok}/{len(self.results)} tracts ({self.level}) "
+            f"in {self.seconds:.1f} s{where}",
+            f"tables used: {', '.join(self.tables_used)}",
+        ]
+        md = self.records
+        inexact = int((~md.age_exact).sum()) if md.age_exact is not None and len(md) else 0
+        if inexact:
+            lines.append(
+                f"{inexact:,} records have an age the tables determine only to a range "
+                "(age = its first year, age_max = its last, age_exact = 0)"
+            )
+        return lines
+
+    def failure_lines(self) -> list[str]:
+        """Each failed tract, with the published cells that conflict where they are known."""
+        lines = []
+        for r in self.failed:
+            lines.append(f"tract {r.tract}: {r.status} -- {r.message}")
+            lines += [
+                f"    {c['geoid']} {c['cell']} published {c['published']}, adjust by "
+                f"{c['adjust']:+d}: {c['reason']}"
+                for c in r.conflicts
+            ]
+        if self.failed:
+            lines.append(f"{len(self.failed)} tract(s) failed; the others were written")
+        return lines
 
     @property
     def tables_used(self) -> list[str]:
@@ -688,7 +728,8 @@ def reconstruct(
     """
     from ..runner import run_units
 
-    if level not in LEVELS:
+    t_start = time.perf_counter()
+    if level not in RECON_LEVELS:
         raise TabreconError(f"unknown level {level!r}; choose 'block' or 'block+tract'")
     if strategy not in ("staged", "full"):
         raise TabreconError(f"unknown strategy {strategy!r}; choose 'staged' or 'full'")
@@ -705,7 +746,9 @@ def reconstruct(
         resume=resume,
         workers=workers,
         progress=progress,
-        fingerprint=run_fingerprint(parts, tables, level=level, strategy=strategy, solver=opts),
+        fingerprint=run_fingerprint(
+            parts, tables, level=level, strategy=strategy, solver=opts, parts_format="codes-1"
+        ),
     )
     fields = set(TractResult.__dataclass_fields__)
     results = []
@@ -718,7 +761,7 @@ def reconstruct(
         results.append(TractResult(**{k: v for k, v in st.items() if k in fields}))
     dfs = [frames[t] for t in units if t in frames]
     if dfs:
-        md = _md_from_frame(pl.concat(dfs), level)
+        md = Microdata.from_codes(pl.concat(dfs), source=f"reconstruction ({level})")
     else:
         md = Microdata(
             np.array([], dtype=str),
@@ -732,32 +775,12 @@ def reconstruct(
         from ..schema import write_microdata
 
         write_microdata(md, out)
-    return ReconRun(md, results, Path(out) if out is not None else None)
-
-
-def _md_from_frame(df: pl.DataFrame, level: str) -> Microdata:
-    from ..schema import CODE_OF_BITS, RACES, from_arrays
-
-    bits = np.zeros(df.height, dtype=np.int16)
-    for i, r in enumerate(RACES):
-        bits |= df[r].to_numpy().astype(np.int16) << i
-    md = from_arrays(
-        df["block_geoid"].to_numpy(),
-        (df["sex"] == "female").to_numpy().astype(np.int8),
-        df["age"].to_numpy(),
-        CODE_OF_BITS[bits],
-        df["hispanic"].to_numpy(),
-        extra=df.select("recon_level"),
-        source=f"reconstruction ({level})",
-    )
-    md.age_exact = df["age_exact"].to_numpy().astype(bool)
-    if "age_max" in df.columns:
-        md.age_max = df["age_max"].to_numpy().astype(np.int16)
-    return md
+    out_path = Path(out) if out is not None else None
+    return ReconRun(md, results, out_path, level, time.perf_counter() - t_start)
 
 
 __all__ = [
-    "LEVELS",
+    "RECON_LEVELS",
     "N_TYPES",
     "ReconRun",
     "TractModel",

@@ -40,58 +40,16 @@ from ..schema import (
     AGE_MAX,
     AGEBIN_OF_AGE,
     BLOCK_SIZE_LABELS,
-    RACE_BITS,
+    WHITE_NH,
     Microdata,
+    combo_counts,
+    combo_id,
+    first_max,
     range_classes,
     size_bin,
 )
 from ..tables import TableSet, all_cells, race_predicate_mask
-
-N_COMBOS = 126
-
-
-# --------------------------------------------------------------------------------------------------
-# Race x ethnicity combinations, ordered like the Bureau's flag strings (W B AIAN Asian NHPI SOR
-# hisp)
-# --------------------------------------------------------------------------------------------------
-def _msb_bits(race: np.ndarray) -> np.ndarray:
-    """Race flags as an integer with White the most significant of six bits (flag-string order)."""
-    bits = RACE_BITS[np.asarray(race, dtype=np.int64) - 1].astype(np.int64)
-    out = np.zeros_like(bits)
-    for i in range(6):
-        out |= ((bits >> i) & 1) << (5 - i)
-    return out
-
-
-def combo_id(race: np.ndarray, hisp: np.ndarray) -> np.ndarray:
-    """Column index 0..127 of (race, hispanic) in the order of the strings 0000000 ... 1111111.
-
-    Only 126 are used (a race flag is always set); ascending id = the Bureau's column order, so "the
-    first maximum" of a count row is its smallest id.
-    """
-    return _msb_bits(race) * 2 + np.asarray(hisp, dtype=np.int64)
-
-
-_CODE_OF_MSB = np.zeros(64, dtype=np.int64)
-_CODE_OF_MSB[_msb_bits(np.arange(1, 64))] = np.arange(1, 64)
-
-
-def combo_race_hisp(c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Inverse of :func:`combo_id`: (race code 1..63, hispanic)."""
-    c = np.asarray(c, dtype=np.int64)
-    return _CODE_OF_MSB[c // 2], c % 2
-
-
-#: the national default mode: White alone, not Hispanic
-WHITE_NH = int(combo_id(np.array([1]), np.array([0]))[0])
-
-
-def _first_max(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per row: (first argmax, max, tied?)."""
-    mx = counts.max(axis=1)
-    arg = counts.argmax(axis=1)
-    tied = (counts == mx[:, None]).sum(axis=1) > 1
-    return arg, mx, tied
+from .certify import certified_geoids
 
 
 def block_counts_from_tables(ts: TableSet) -> tuple[np.ndarray, np.ndarray]:
@@ -134,13 +92,6 @@ def block_counts_from_tables(ts: TableSet) -> tuple[np.ndarray, np.ndarray]:
     return g.geoids, counts
 
 
-def _counts_from_records(md: Microdata, geoids: np.ndarray) -> np.ndarray:
-    b = np.searchsorted(geoids, md.block_geoid)
-    out = np.zeros((len(geoids), 128), dtype=np.int64)
-    np.add.at(out, (b, combo_id(md.race, md.hisp)), 1)
-    return out
-
-
 def _bg_counts(geoids: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     bg = np.array([g[:12] for g in geoids])
     _, inv = np.unique(bg, return_inverse=True)
@@ -157,8 +108,8 @@ def mdg_guess(geoids: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.nd
     the block-group mode; 4. otherwise White alone not Hispanic (methods.md section 4).
     """
     inv, bgc = _bg_counts(geoids, counts)
-    barg, bmax, btied = _first_max(counts)
-    garg, gmax, gtied = _first_max(bgc)
+    barg, bmax, btied = first_max(counts)
+    garg, gmax, gtied = first_max(bgc)
     garg, gmax, gtied = garg[inv], gmax[inv], gtied[inv]
     rule = np.full(len(geoids), 4, dtype=np.int8)
     guess = np.full(len(geoids), WHITE_NH, dtype=np.int64)
@@ -178,8 +129,8 @@ def modal_combo(geoids: np.ndarray, counts: np.ndarray, national: np.ndarray) ->
     the largest national population.
     """
     inv, bgc = _bg_counts(geoids, counts)
-    barg, bmax, btied = _first_max(counts)
-    garg, gmax, gtied = _first_max(bgc)
+    barg, bmax, btied = first_max(counts)
+    garg, gmax, gtied = first_max(bgc)
     garg, gmax, gtied = garg[inv], gmax[inv], gtied[inv]
     mode = np.full(len(geoids), -1, dtype=np.int64)
     use_bg = ((bmax == 1) & (gmax > 1)) | (btied & ~gtied & (bmax > 1))
@@ -319,10 +270,10 @@ class AttackerReport:
 def read_attacker(path: str | Path) -> pl.DataFrame:
     """Read an attacker file (CSV/Parquet with pik, block_geoid, sex, age); errors name file and
     line."""
-    from ..schema import _read_frame
+    from ..io import read_text_frame
 
     p = str(path)
-    df = _read_frame(p)
+    df = read_text_frame(p)
     missing = [c for c in ("pik", "block_geoid", "sex", "age") if c not in df.columns]
     if missing:
         raise InputError(
@@ -501,6 +452,17 @@ class ReidResult:
         pct = {c: pl.Float64 for c in ("putative_pct", "confirmed_pct", "precision_pct")}
         return pl.DataFrame(rows, schema_overrides=pct)
 
+    def person_precision(self, source: str = "attack") -> np.ndarray:
+        """Each putatively linked person's block precision for ``source`` (confirmed / putative
+        in the block): what Francis' Figure 1 plots the distribution of."""
+        r = self.records.filter(pl.col("putative"))
+        if not r.height:
+            return np.zeros(0)
+        per = r.group_by("block_geoid").agg(
+            (pl.col(f"confirmed_{source}").sum() / pl.len()).alias("p"), pl.len().alias("n")
+        )
+        return np.repeat(per["p"].to_numpy(), per["n"].to_numpy())
+
     def expected_prg(self, group: str = "nonmodal", original: bool = False) -> tuple[float, int]:
         """(PRG's expected confirmations, the attack's putative count) in ``group``: the exact mean
         of what ``rates`` samples once. ``original``: the guess drawn from the unprotected block
@@ -608,7 +570,7 @@ def reidentify(
     counts = np.zeros((len(geoids), 128), dtype=np.int64)
     counts[pin] = pcounts[pidx[pin]]
     mdg, mdg_rule = mdg_guess(geoids, counts)
-    true_counts = _counts_from_records(truth, geoids)
+    true_counts = combo_counts(truth, geoids)
     national = true_counts.sum(axis=0)
     mode = modal_combo(geoids, true_counts, national)
     # sources' (race combo, age) for each putative record
@@ -686,8 +648,7 @@ def reidentify(
     unique_t = cnt[inv] == 1
     certified_b = np.zeros(len(geoids), dtype=bool)
     if cert_blocks is not None and cert_blocks.height:
-        cb = cert_blocks.filter(pl.col("status") == "unique")["block_geoid"].to_numpy().astype(str)
-        certified_b = np.isin(geoids, cb)
+        certified_b = np.isin(geoids, certified_geoids(cert_blocks))
     pop = np.bincount(t_bidx, minlength=len(geoids))
     nonmodal = has_truth & nonmodal_t[tb]
     uniques = has_truth & unique_t[tb]
@@ -778,7 +739,7 @@ def francis_majority(
 ) -> pl.DataFrame:
     """Francis' majority-race inference scored per person: precision 0 when the true count of the
     published majority is below ``threshold``, else that count over the block total."""
-    arg, _, _ = _first_max(published)
+    arg, _, _ = first_max(published)
     mc = true_counts[np.arange(len(geoids)), arg]
     n = true_counts.sum(axis=1)
     with np.errstate(divide="ignore", invalid="ignore"):

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
+from ..errors import TabreconError
 from ..interrupts import stoppable
 
 BACKENDS = ("cpsat", "highs")
@@ -48,7 +49,9 @@ class SolverOptions:
 
     def __post_init__(self) -> None:
         if self.backend not in BACKENDS:
-            raise ValueError(f"unknown solver {self.backend!r}; choose from {', '.join(BACKENDS)}")
+            raise TabreconError(
+                f"unknown solver {self.backend!r}; choose from {', '.join(BACKENDS)}"
+            )
 
 
 @dataclass

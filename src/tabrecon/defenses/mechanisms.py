@@ -94,7 +94,7 @@ class Mechanism:
         return self.sensitivity / self.scale if self.kind == "discrete_laplace" else None
 
     def privacy(self) -> dict[str, float]:
-        return {"rho": self.rho} if self.rho is not None else {"epsilon": float(self.epsilon)}
+        return {"rho": self.rho} if self.rho is not None else {"epsilon": float(self.epsilon or 0)}
 
     @property
     def cost(self) -> PrivacyCost:

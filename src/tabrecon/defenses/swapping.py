@@ -21,11 +21,13 @@ up to two persons per swap -- :class:`SwapResult` reports which invariants held.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 import numpy as np
 
 from ..errors import TabreconError
-from ..schema import Microdata
+from ..io import write_json
+from ..schema import Microdata, write_microdata
 
 
 @dataclass(frozen=True)
@@ -86,11 +88,19 @@ class SwapResult:
             "invariants_kept": self.invariants,
         }
 
+    def write(self, out: str | Path) -> list[Path]:
+        """Write the swapped records (``out``: Parquet, CSV or gzip CSV) and what the run did
+        (``<stem>_swap.json``)."""
+        write_microdata(self.records, out)
+        info = Path(str(out).rsplit(".", 1)[0] + "_swap.json")
+        write_json(info, self.summary())
+        return [Path(out), info]
+
 
 def _permute_within(groups: np.ndarray, values: np.ndarray, rng: np.random.Generator) -> dict:
     """A random permutation of the distinct ``values`` within each group: value -> permuted
     value."""
-    out = {}
+    out: dict[int, int] = {}
     for g in np.unique(groups):
         vals = np.unique(values[groups == g])
         out.update(zip(vals.tolist(), rng.permutation(vals).tolist(), strict=True))

@@ -31,12 +31,15 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import polars as pl
 import scipy.sparse as sp
 
 from ..errors import TabreconError
+from ..geo import LENGTH, LEVEL_OF_LENGTH, LEVELS, prefix
+from ..io import write_json, write_parquet
 from ..schema import (
     AGEBIN_OF_AGE,
     N_TYPES,
@@ -46,11 +49,9 @@ from ..schema import (
     TYPE_SEX,
     Microdata,
     decode_types,
+    write_microdata,
 )
 from .mechanisms import PrivacyCost, discrete_gaussian, rho_to_epsilon
-
-LEVELS = ("nation", "state", "county", "tract", "blockgroup", "block")
-_LEN = {"nation": 0, "state": 2, "county": 5, "tract": 11, "blockgroup": 12, "block": 15}
 
 #: Each query: group id of every type (a partition of the histogram).
 QUERIES: dict[str, np.ndarray] = {
@@ -136,10 +137,28 @@ class TopDownResult:
         """The whole release's zCDP cost (every level's queries composed)."""
         return PrivacyCost.zcdp(self.privacy["rho"])
 
+    def write(self, out: str | Path, info: dict | None = None) -> list[Path]:
+        """Write the protected records (``out``, the MDF), the noisy measurements
+        (``<stem>_measurements.parquet``, what ``tabrecon reconstruct-noisy`` attacks) and the
+        run's privacy, timings and fallbacks with ``info`` (``<stem>_topdown.json``)."""
+        stem = str(out).rsplit(".", 1)[0]
+        write_microdata(self.records, out)
+        paths = [Path(out), Path(f"{stem}_measurements.parquet"), Path(f"{stem}_topdown.json")]
+        write_parquet(self.measurements, paths[1])
+        about = {
+            "privacy": self.privacy,
+            "seconds_by_level": self.seconds_by_level,
+            "noise_draws": self.draws,
+            "fallbacks": self.fallbacks,
+            **(info or {}),
+        }
+        write_json(paths[2], about)
+        return paths
+
 
 def _geo_hist(md: Microdata, n: int) -> tuple[np.ndarray, np.ndarray, sp.csr_matrix]:
     """(geoids at prefix length n, index of each person's geounit, geounit x type counts)."""
-    pre = np.array([g[:n] for g in md.geoids]) if n else np.full(len(md.geoids), "")
+    pre = prefix(md.geoids, LEVEL_OF_LENGTH[n])
     geo, inv = np.unique(pre[md.block], return_inverse=True)
     H = sp.csr_matrix((np.ones(len(md)), (inv, md.types)), shape=(len(geo), N_TYPES))
     H.sum_duplicates()
@@ -527,7 +546,7 @@ def topdown(
         raise TabreconError(f"unknown fit {fit!r}; choose from {', '.join(FITS)}")
     if not len(md):
         raise TabreconError("no person records to protect")
-    states = np.unique([g[:2] for g in md.geoids])
+    states = np.unique(prefix(md.geoids, "state"))
     levels = [lv for lv in LEVELS if lv != "nation" or len(states) > 1]
     missing = [lv for lv in levels if lv not in config.level_shares]
     if missing:
@@ -552,8 +571,8 @@ def topdown(
     # the root: its own measurements, NNLS with its total (sum of state totals, invariant) held
     root = levels[0]
     t0 = time.perf_counter()
-    rgeo, _, rH = _geo_hist(md, _LEN[root])
-    est: dict[str, np.ndarray] = {}  # geoid -> (support, counts)
+    rgeo, _, rH = _geo_hist(md, LENGTH[root])
+    est: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # geoid -> (support, counts)
     sup_all = np.arange(N_TYPES)
     for i, g in enumerate(rgeo):
         true = np.asarray(rH[i].todense()).ravel()
@@ -567,8 +586,8 @@ def topdown(
     for li in range(1, len(levels)):
         lv, parent_lv = levels[li], levels[li - 1]
         t0 = time.perf_counter()
-        cgeo, _, cH = _geo_hist(md, _LEN[lv])
-        plen = _LEN[parent_lv]
+        cgeo, _, cH = _geo_hist(md, LENGTH[lv])
+        plen = LENGTH[parent_lv]
         parent_of = np.array([g[:plen] for g in cgeo]) if plen else np.full(len(cgeo), "")
         new_est: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         jobs = []
@@ -625,8 +644,7 @@ def topdown(
         "levels": {lv: cfg.rho * cfg.level_shares[lv] for lv in levels},
         "config": cfg.name,
     }
-    meas = meas_rows.frame()
-    return TopDownResult(out, meas, privacy, timings, draws, fallbacks)
+    return TopDownResult(out, meas_rows.frame(), privacy, timings, draws, fallbacks)
 
 
 def _fit_root(meas: list[tuple], total: int) -> np.ndarray:
@@ -708,35 +726,11 @@ class _MeasBuffer:
         )
 
 
-def l1_by_level(truth: Microdata, protected: Microdata) -> dict[str, float]:
-    """L1 distance of the person histograms (geounit x type) at every level below the nation."""
-    out = {}
-    for lv in LEVELS[1:]:
-        n = _LEN[lv]
-        p1 = np.array([g[:n] for g in truth.geoids])[truth.block]
-        p2 = np.array([g[:n] for g in protected.geoids])[protected.block]
-        geo = np.union1d(p1, p2)
-        k1 = np.searchsorted(geo, p1).astype(np.int64) * N_TYPES + truth.types
-        k2 = np.searchsorted(geo, p2).astype(np.int64) * N_TYPES + protected.types
-        u, inv = np.unique(np.concatenate([k1, k2]), return_inverse=True)
-        a = np.bincount(inv[: k1.size], minlength=u.size)
-        b = np.bincount(inv[k1.size :], minlength=u.size)
-        out[lv] = float(np.abs(a - b).sum())
-    return out
-
-
-def tvd_by_level(truth: Microdata, protected: Microdata) -> dict[str, float]:
-    """TVD accuracy 1 - L1 / (2 pop) of the person histogram at every level (JASON section 6.1)."""
-    return {lv: 1.0 - l1 / (2.0 * len(truth)) for lv, l1 in l1_by_level(truth, protected).items()}
-
-
 __all__ = [
     "QUERIES",
     "TopDownConfig",
     "TopDownResult",
     "dhc2023_like",
-    "l1_by_level",
     "topdown",
-    "tvd_by_level",
     "uniform_config",
 ]

@@ -17,6 +17,7 @@ import csv
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -236,7 +237,7 @@ def queries_needed_vs_n(
                 if sw.has(decoder=labels[dec], n=n, trial=t):
                     continue
                 inst = make_instance(n, n, _rng(seed, n, t))
-                kw = (
+                kw: dict[str, Any] = (
                     {"time_limit": exact_time_limit, "finder": exact_finder, "prove": False}
                     if dec == "exact"
                     else {}

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from ..attacks.reidentify import _counts_from_records, _first_max
-from ..schema import BLOCK_SIZE_LABELS, Microdata, size_bin
+from ..geo import LEVELS, prefix
+from ..schema import BLOCK_SIZE_LABELS, N_TYPES, Microdata, combo_counts, first_max, size_bin
 
 
 def block_accuracy(truth: Microdata, protected: Microdata, threshold: int = 5) -> pl.DataFrame:
@@ -16,11 +16,11 @@ def block_accuracy(truth: Microdata, protected: Microdata, threshold: int = 5) -
     ethnicity (with at least ``threshold`` persons, Francis; ``majority_blocks`` of them) is the
     same in the protected release."""
     geo = np.union1d(truth.geoids, protected.geoids)
-    t = _counts_from_records(truth, geo)
-    p = _counts_from_records(protected, geo)
+    t = combo_counts(truth, geo)
+    p = combo_counts(protected, geo)
     tt, pt = t.sum(axis=1), p.sum(axis=1)
-    targ, tmax, _ = _first_max(t)
-    parg, _, _ = _first_max(p)
+    targ, tmax, _ = first_max(t)
+    parg, _, _ = first_max(p)
     sb = size_bin(tt)
     rows = []
     for i, lab in [(-2, "all")] + list(enumerate(BLOCK_SIZE_LABELS)):
@@ -47,3 +47,24 @@ def block_accuracy(truth: Microdata, protected: Microdata, threshold: int = 5) -
             "majority_kept_pct": pl.Float64,
         },
     )
+
+
+def l1_by_level(truth: Microdata, protected: Microdata) -> dict[str, float]:
+    """L1 distance of the person histograms (geounit x type) at every level below the nation."""
+    out = {}
+    for lv in LEVELS[1:]:
+        p1 = prefix(truth.geoids, lv)[truth.block]
+        p2 = prefix(protected.geoids, lv)[protected.block]
+        geo = np.union1d(p1, p2)
+        k1 = np.searchsorted(geo, p1).astype(np.int64) * N_TYPES + truth.types
+        k2 = np.searchsorted(geo, p2).astype(np.int64) * N_TYPES + protected.types
+        u, inv = np.unique(np.concatenate([k1, k2]), return_inverse=True)
+        a = np.bincount(inv[: k1.size], minlength=u.size)
+        b = np.bincount(inv[k1.size :], minlength=u.size)
+        out[lv] = float(np.abs(a - b).sum())
+    return out
+
+
+def tvd_by_level(truth: Microdata, protected: Microdata) -> dict[str, float]:
+    """TVD accuracy 1 - L1 / (2 pop) of the person histogram at every level (JASON section 6.1)."""
+    return {lv: 1.0 - l1 / (2.0 * len(truth)) for lv, l1 in l1_by_level(truth, protected).items()}

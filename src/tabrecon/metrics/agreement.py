@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import polars as pl
@@ -57,6 +58,15 @@ class Agreement:
         for r in self.by_bin.iter_rows(named=True):
             row[r["bin"]] = f"{r['exact_pct']:.1f}/{r['binned_pct']:.1f}"
         return pl.DataFrame([row])
+
+    def write(self, out: str | Path, pair: str = "right-left") -> list[Path]:
+        """Write the Table 3 row (``out``, CSV) and the rows by block size
+        (``<stem>_by_bin.csv``)."""
+        out = Path(out)
+        by_bin = Path(str(out).removesuffix(".csv") + "_by_bin.csv")
+        self.table3(pair).write_csv(out)
+        self.by_bin.write_csv(by_bin)
+        return [out, by_bin]
 
 
 _AGE_SPAN = 128  # key = ((geo * 256 + base) * 128 + age); base = (sex * 64 + race) * 2 + hisp
@@ -121,12 +131,20 @@ def _warn_if_different(left: Microdata, right: Microdata, geoids: np.ndarray) ->
         )
 
 
-def agree(left: Microdata, right: Microdata, warn: bool = True) -> Agreement:
-    """Match ``right`` against ``left`` (the reference) within blocks; exact then binned age.
+def agree(recon: Microdata, truth: Microdata, warn: bool = True) -> Agreement:
+    """Match ``recon`` against ``truth`` (the reference, whose persons are counted) within blocks:
+    exact age first, then age bin (the coarsest resolution both files know).
 
     Files of different geographies or block totals are compared all the same (the shortfall is
     disagreement), with a warning that gives the counts unless ``warn`` is False (a fit to noisy
-    totals differs by design)."""
+    totals differs by design).
+
+    >>> import tabrecon as tr
+    >>> md = tr.synthesize(tr.SynthConfig(persons=200), seed=3)
+    >>> tr.agree(md, truth=md).exact_pct
+    100.0
+    """
+    left, right = truth, recon
     geoids = np.union1d(left.geoids, right.geoids)
     if warn:
         _warn_if_different(left, right, geoids)

@@ -9,6 +9,7 @@ import base64
 import html
 import io
 import math
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -246,7 +247,7 @@ def header(column: str) -> str:
     return COLUMNS[column][0] if column in COLUMNS else column
 
 
-def legend_html(columns: list[str]) -> str:
+def legend_html(columns: Sequence[str]) -> str:
     """What each column of a table means (and its name in results/*.csv)."""
     items = [
         f"<li><b>{html.escape(COLUMNS[c][0])}</b> [<code>{html.escape(c)}</code>]: "
@@ -381,13 +382,13 @@ def _plots(frames: dict[str, pl.DataFrame], summary: dict) -> dict[str, str]:
                 ),
             )
         colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-        for i, (name, x, att, prg) in enumerate(points):
+        for i, (name, tvd, att, prg) in enumerate(points):
             # each defense one colour: its attack (circle) and its PRG baseline (triangle), joined
             col = colors[i % len(colors)]
-            ax.plot([x, x], [prg, att], color=col, lw=1, alpha=0.5)
-            ax.scatter([x], [att], s=45, color=col, label=f"{name}: attack")
+            ax.plot([tvd, tvd], [prg, att], color=col, lw=1, alpha=0.5)
+            ax.scatter([tvd], [att], s=45, color=col, label=f"{name}: attack")
             ax.scatter(
-                [x],
+                [tvd],
                 [prg],
                 s=35,
                 marker="^",

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import numpy as np
 import polars as pl
 
 from ..attacks.reidentify import GROUPS, SOURCES, ReidResult, precision_cdf
@@ -121,17 +120,6 @@ def paper_tables_from_rates(rt: pl.DataFrame) -> dict[str, pl.DataFrame]:
     }
 
 
-def _per_person_precision(res: ReidResult, source: str) -> np.ndarray:
-    """Each putatively linked person's block precision (confirmed / putative in the block)."""
-    r = res.records.filter(pl.col("putative"))
-    if not r.height:
-        return np.zeros(0)
-    per = r.group_by("block_geoid").agg(
-        (pl.col(f"confirmed_{source}").sum() / pl.len()).alias("p"), pl.len().alias("n")
-    )
-    return np.repeat(per["p"].to_numpy(), per["n"].to_numpy())
-
-
 def precision_plot(res: ReidResult, path: Path) -> None:
     """Share of persons with precision >= p (Francis Figure 1), attack and baselines on one axes."""
     import matplotlib
@@ -141,7 +129,7 @@ def precision_plot(res: ReidResult, path: Path) -> None:
 
     fig, ax = plt.subplots(figsize=(7, 4.5), dpi=110)
     for s, style in (("attack", "-"), ("mdg", "--"), ("prg", ":"), ("truth", "-.")):
-        v = _per_person_precision(res, s)
+        v = res.person_precision(s)
         if v.size:
             g, share = precision_cdf(v)
             ax.plot(100 * g, 100 * share, style, label=LABELS[s])

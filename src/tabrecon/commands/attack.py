@@ -1,0 +1,325 @@
+"""Commands that attack a release: ``reconstruct``, ``agree``, ``solvar``, ``claims``,
+``reidentify``."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ..errors import TabreconError
+from ..io import check_suffix
+from ..terminal import (
+    Fresh,
+    Level,
+    PersonOut,
+    ReconOpt,
+    Solver,
+    TablesArg,
+    Threads,
+    TimeLimit,
+    Workers,
+    at_least,
+    console,
+    err,
+    one_of,
+    progress,
+    read_blocks,
+    solver_options,
+    table,
+)
+
+app = typer.Typer()
+RECON_LEVELS = ("block", "block+tract")
+
+
+@app.command()
+def reconstruct(
+    tables_file: TablesArg,
+    out: PersonOut = Path("recon.parquet"),
+    level: Level = "block+tract",
+    solver: Solver = "cpsat",
+    threads: Threads = 1,
+    time_limit: TimeLimit = 300.0,
+    seed: Annotated[int, typer.Option(help="Solver random seed")] = 0,
+    workers: Workers = 1,
+    strategy: Annotated[
+        str, typer.Option(help="staged (binned model, then ages) or full (single-age model)")
+    ] = "staged",
+    fresh: Fresh = False,
+) -> None:
+    """Rebuild person records from published tables, tract by tract (written as each finishes)."""
+    from ..attacks.reconstruct import reconstruct as _recon
+    from ..tables import read_tables
+
+    one_of(level, RECON_LEVELS, "--level")
+    one_of(strategy, ("staged", "full"), "--strategy")
+    opts = solver_options(solver, threads, time_limit, seed, workers)
+    check_suffix(out)
+    ts = read_tables(tables_file)
+    console.print(
+        f"{tables_file}: {len(ts.tracts())} tracts; tables present: "
+        f"{', '.join(ts.tables_present())}"
+    )
+    prog, tick = progress(len(ts.tracts()), "reconstruct")
+    with prog:
+        run = _recon(ts, level, opts, workers, out, not fresh, strategy=strategy, progress=tick)
+    console.print("\n".join(run.summary_lines()))
+    for line in run.failure_lines():
+        err.print(line)
+    if run.failed:
+        raise typer.Exit(1)
+
+
+@app.command()
+def agree(
+    left: Annotated[Path, typer.Argument(help="Reference person file (truth, CEF or HDF)")],
+    right: Annotated[
+        Path, typer.Argument(help="Person file compared with it (e.g. a reconstruction)")
+    ],
+    out: Annotated[
+        Path | None, typer.Option("--out", "-o", help="Write the Table 3-style rows as CSV")
+    ] = None,
+) -> None:
+    """Agreement of two person files within blocks (exact age, then age bin), as in Abowd et al.
+    Table 3."""
+    from ..metrics.agreement import agree as _agree
+    from ..schema import read_microdata
+
+    if out is not None:
+        check_suffix(out, (".csv",))
+    a = _agree(read_microdata(right), truth=read_microdata(left))
+    rows = [
+        [r["bin"], r["blocks"], r["persons"], f"{r['exact_pct']:.1f}", f"{r['binned_pct']:.1f}"]
+        for r in a.by_bin.iter_rows(named=True)
+    ]
+    rows.append(
+        [
+            "all",
+            int(a.by_bin["blocks"].sum()),
+            a.population,
+            f"{a.exact_pct:.1f}",
+            f"{a.binned_pct:.1f}",
+        ]
+    )
+    console.print(f"binned pass compares on: {a.resolution}")
+    title = f"agreement of {right.name} with {left.name} (% of {left.name} persons)"
+    console.print(table(title, ["bin", "blocks", "persons", "exact %", "binned %"], rows))
+    if out is not None:
+        console.print(f"written {', '.join(map(str, a.write(out, f'{right.name}-{left.name}')))}")
+
+
+@app.command()
+def solvar(
+    tables_file: TablesArg,
+    recon: ReconOpt,
+    out: Annotated[
+        Path, typer.Option("--out", "-o", help="Per-block results (.parquet or .csv)")
+    ] = Path("solvar.parquet"),
+    level: Level = "block+tract",
+    distance: Annotated[
+        bool,
+        typer.Option(
+            help="Maximise the distance for blocks that can differ (else only the zero test)"
+        ),
+    ] = True,
+    solver: Solver = "cpsat",
+    threads: Threads = 1,
+    time_limit: Annotated[
+        float,
+        typer.Option(help="Time limit per solver call, seconds (bounds are reported on time-out)"),
+    ] = 120.0,
+    seed: Annotated[int, typer.Option(help="Solver random seed")] = 0,
+    workers: Workers = 1,
+    fresh: Fresh = False,
+) -> None:
+    """Certify a reconstruction: solution variability per block, uniqueness flags, Table S4."""
+    from ..attacks.certify import certify, solvar_table
+    from ..schema import read_microdata
+    from ..tables import read_tables
+
+    one_of(level, RECON_LEVELS, "--level")
+    opts = solver_options(solver, threads, time_limit, seed, workers)
+    check_suffix(out, (".parquet", ".csv"))
+    ts, rec = read_tables(tables_file), read_microdata(recon)
+    prog, tick = progress(len(ts.tracts()), "certify")
+    with prog:
+        run = certify(ts, rec, level, opts, workers, out, not fresh, distance, progress=tick)
+    for r in run.failed:
+        err.print(f"[red]tract {r['unit']}: {r['status']}[/red] -- {r.get('message', '')}")
+    if not run.blocks.height:
+        raise TabreconError("no tract could be certified")
+    paths = run.write(out, rec)
+    cols = {
+        "solvar_at_most_pct": "<= %",
+        "blocks": "blocks",
+        "persons": "persons",
+        "cum_blocks_pct": "cum blocks %",
+        "cum_persons_pct": "cum persons %",
+        "unproven_blocks": "unproven",
+    }
+    s4 = solvar_table(run.blocks)
+    console.print(
+        table(
+            "cumulative solvar (Table S4 layout)",
+            list(cols.values()),
+            [[r[c] for c in cols] for r in s4.iter_rows(named=True)],
+        )
+    )
+    console.print("\n".join(run.summary_lines(rec)))
+    console.print(f"written {', '.join(map(str, paths))}")
+    if run.failed:
+        raise typer.Exit(1)
+
+
+@app.command()
+def claims(
+    tables_file: TablesArg,
+    recon: ReconOpt,
+    solvar_file: Annotated[
+        Path,
+        typer.Option(
+            "--solvar", "-s", help="Per-block output of `tabrecon solvar` for this reconstruction"
+        ),
+    ],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Output folder")] = Path("claims"),
+    level: Level = "block",
+    k_solutions: Annotated[
+        int,
+        typer.Option(
+            "--k-solutions", "-K", help="Diverse solutions whose common claims are candidates"
+        ),
+    ] = 100,
+    solver: Solver = "cpsat",
+    threads: Threads = 1,
+    time_limit: Annotated[float, typer.Option(help="Time limit per solver call, seconds")] = 120.0,
+    seed: Annotated[int, typer.Option(help="Seed of the random objectives and the solver")] = 0,
+    workers: Workers = 1,
+    fresh: Fresh = False,
+) -> None:
+    """Verified claims (generate-then-verify): persons singled out by claims every consistent
+    population makes true."""
+    from ..attacks.claims import claims as _claims
+    from ..schema import read_microdata
+    from ..tables import read_tables
+
+    one_of(level, RECON_LEVELS, "--level")
+    at_least(1, k_solutions=k_solutions)
+    opts = solver_options(solver, threads, time_limit, seed, workers)
+    ts, rec = read_tables(tables_file), read_microdata(recon)
+    blocks = read_blocks(solvar_file)
+    t0 = time.perf_counter()
+    prog, tick = progress(len(ts.tracts()), "claims")
+    with prog:
+        run = _claims(
+            ts, rec, blocks, level, opts, k_solutions, seed, workers, out, not fresh, tick
+        )
+    for r in run.failed:
+        err.print(f"[red]tract {r['unit']}: {r['status']}[/red] -- {r.get('message', '')}")
+    el = time.perf_counter() - t0
+    paths = run.write(out, seed, el)
+    cols = {
+        "k": "k",
+        "persons_covered": "persons covered",
+        "persons_per_block": "per block",
+        "blocks_with_singleton": "blocks",
+        "verified_singletons": "verified singletons",
+        "verified_claims": "verified claims",
+        "median_baseline_tract": "median base (tract)",
+        "median_baseline_state": "median base (state)",
+    }
+    by_k = run.by_k()
+    console.print(
+        table(
+            "verified singleton claims by number of columns k",
+            list(cols.values()),
+            [[r[c] for c in cols] for r in by_k.iter_rows(named=True)],
+        )
+    )
+    console.print("\n".join(run.summary_lines(el)))
+    console.print(f"written {', '.join(map(str, paths))}")
+    if run.failed:
+        raise typer.Exit(1)
+
+
+@app.command()
+def reidentify(
+    recon: Annotated[
+        Path, typer.Option("--recon", "-r", help="Reconstruction (person file): the race source")
+    ],
+    truth: Annotated[
+        Path,
+        typer.Option("--truth", "-t", help="Confidential truth (person file) to confirm against"),
+    ],
+    attacker: Annotated[
+        str,
+        typer.Option(
+            help="'perfect', 'commercial', or an attacker file (pik, block_geoid, sex, age)"
+        ),
+    ] = "perfect",
+    out: Annotated[Path, typer.Option("--out", "-o", help="Report folder")] = Path("reid"),
+    tables_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--tables", help="Published tables for MDG/PRG (default: tabulated from --truth)"
+        ),
+    ] = None,
+    solvar_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--solvar", help="Per-block `tabrecon solvar` output (marks certified blocks)"
+        ),
+    ] = None,
+    seed: Annotated[
+        int, typer.Option(help="Seed of the attacker simulation, tie-breaking and PRG draws")
+    ] = 0,
+    francis_threshold: Annotated[int, typer.Option(help="Francis' minimum majority count")] = 5,
+) -> None:
+    """Link a reconstruction to attacker data; precision beside MDG, PRG, truth and Ruggles-Van
+    Riper."""
+    from ..attacks.reidentify import reidentify as _reid
+    from ..report.reid import write_reid_report
+    from ..schema import read_microdata
+    from ..tables import read_tables
+
+    at_least(1, francis_threshold=francis_threshold)
+    if attacker not in ("perfect", "commercial") and not Path(attacker).exists():
+        raise TabreconError(
+            f"--attacker: {attacker!r} is neither 'perfect', 'commercial' nor an existing file"
+        )
+    ts = read_tables(tables_file) if tables_file is not None else None
+    cert = read_blocks(solvar_file) if solvar_file is not None else None
+    res = _reid(
+        read_microdata(recon),
+        read_microdata(truth),
+        attacker,
+        ts,
+        cert,
+        seed=seed,
+        francis_threshold=francis_threshold,
+    )
+    how = f"tabrecon reidentify --recon {recon} --truth {truth} --attacker {attacker} --seed {seed}"
+    summ = write_reid_report(res, out, how + (f" --solvar {solvar_file}" if solvar_file else ""))
+    for line in res.attacker_report.lines():
+        err.print(f"[yellow]attacker data:[/yellow] {line}")
+    keys = ("attacker_records", "putative", "confirmed")
+    rows = [
+        [
+            g,
+            s,
+            *(summ[s][g][k] for k in keys),
+            "n/a" if summ[s][g]["precision_pct"] is None else f"{summ[s][g]['precision_pct']:.1f}",
+        ]
+        for g in ("all", "nonmodal", "certified_uniques")
+        for s in ("attack", "mdg", "prg", "truth")
+    ]
+    cols = ["group", "source", "attacker records", "putative", "confirmed", "precision %"]
+    console.print(table("reidentification (precision = confirmed / putative)", cols, rows))
+    if not summ["attack"]["all"]["putative"]:
+        console.print(
+            "[yellow]no attacker record could be linked: the attacker data and the release share "
+            "no block, sex and age[/yellow]"
+        )
+    console.print(f"report written to {out}/report.md")

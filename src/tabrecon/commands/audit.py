@@ -1,0 +1,107 @@
+"""Commands that run the whole pipeline: ``audit`` and ``demo``."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ..terminal import (
+    Quiet,
+    Seed,
+    at_least,
+    console,
+    err,
+    table,
+)
+
+app = typer.Typer()
+RECON_LEVELS = ("block", "block+tract")
+
+
+def _print_audit(res, out: Path) -> None:
+    s = res.summary
+    console.print(table("audit headline", ["figure", "value"], res.headline()))
+    console.print(f"time per stage (s): {s['timings_s']}")
+    if s.get("failures"):
+        err.print(
+            f"[yellow]{len(s['failures'])} unit(s) failed:[/yellow] " + "; ".join(s["failures"][:5])
+        )
+    console.print(f"report: {res.report}  (numbers: {out / 'results'}, {out / 'summary.json'})")
+
+
+@app.command()
+def audit(
+    microdata: Annotated[
+        Path | None, typer.Argument(help="Confidential person file (CSV, CSV.gz, Parquet)")
+    ] = None,
+    tables_path: Annotated[
+        Path | None,
+        typer.Option(
+            "--tables", help="Published tables: long table file or SF1 summary-file folder"
+        ),
+    ] = None,
+    out: Annotated[
+        Path, typer.Option("--out", "-o", help="Output folder (report.html, results/, work/)")
+    ] = Path("tabrecon-audit"),
+    config: Annotated[
+        Path | None, typer.Option("--config", "-c", help="TOML configuration (see README)")
+    ] = None,
+    resume: Annotated[
+        bool,
+        typer.Option("--resume", help="Keep finished stages and tracts of an earlier run in OUT"),
+    ] = False,
+    scheduler: Annotated[
+        str | None, typer.Option(help="Dask scheduler address, e.g. tcp://10.0.0.5:8786")
+    ] = None,
+    workers: Annotated[
+        int | None, typer.Option(help="Local processes for tracts (default from config: 1)")
+    ] = None,
+    seed: Annotated[int | None, typer.Option(help="Seed (default from config: 2010)")] = None,
+    defenses: Annotated[
+        str | None, typer.Option(help="Comma-separated defenses, e.g. 'swap-lo,rho=2' ('' = none)")
+    ] = None,
+    chunk_persons: Annotated[
+        int | None, typer.Option(help="Counties are batched up to this many persons")
+    ] = None,
+    quiet: Quiet = False,
+) -> None:
+    """Audit a release end to end: publish, reconstruct, certify, link, defend, compare; write a
+    report."""
+    from ..audit import audit as _audit
+    from ..config import load_config
+
+    specs = None if defenses is None else [d.strip() for d in defenses.split(",") if d.strip()]
+    run_opts = {
+        "scheduler": scheduler,
+        "workers": workers,
+        "seed": seed,
+        "chunk_persons": chunk_persons,
+    }
+    cfg = load_config(config, run=run_opts, defenses={"specs": specs})
+    cmd = "tabrecon audit " + " ".join(sys.argv[2:])
+    res = _audit(microdata, out, cfg, tables_path, resume, err, not quiet, cmd)
+    _print_audit(res, out)
+    if res.summary.get("failures"):
+        raise typer.Exit(1)
+
+
+@app.command()
+def demo(
+    out: Annotated[Path, typer.Option("--out", "-o", help="Output folder")] = Path("tabrecon-demo"),
+    persons: Annotated[int, typer.Option(help="Size of the synthetic county")] = 20_000,
+    seed: Seed = 2010,
+    config: Annotated[
+        Path | None, typer.Option("--config", "-c", help="TOML configuration for the audit")
+    ] = None,
+    quiet: Quiet = False,
+) -> None:
+    """Synthesize a county and audit it: the whole pipeline and its HTML report in a few minutes."""
+    from ..audit import run_demo
+    from ..config import load_config
+
+    at_least(1, persons=persons)
+    res = run_demo(out, persons, seed, load_config(config, run={"seed": seed}), err, not quiet)
+    _print_audit(res, out)

@@ -1,0 +1,145 @@
+"""Commands that publish: ``synth``, ``tabulate``, ``tables list|describe``, ``check-tables``."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ..errors import TabreconError
+from ..io import check_suffix
+from ..terminal import (
+    PersonOut,
+    Seed,
+    at_least,
+    console,
+    table,
+)
+
+app = typer.Typer()
+RECON_LEVELS = ("block", "block+tract")
+tables_app = typer.Typer(
+    help="Browse the table specifications (SF1 cells as predicates).", no_args_is_help=True
+)
+
+
+@app.command()
+def synth(
+    out: PersonOut = Path("synthetic_county.csv.gz"),
+    persons: Annotated[int, typer.Option(help="Approximate number of persons")] = 20_000,
+    seed: Seed = 0,
+    state: Annotated[str, typer.Option(help="2-digit state code of the geoids")] = "99",
+    county: Annotated[str, typer.Option(help="3-digit county code of the geoids")] = "001",
+) -> None:
+    """Write a realistic synthetic county and print its calibration against 2010 figures."""
+    from ..schema import write_microdata
+    from ..synth import SynthConfig, calibration, synthesize
+
+    at_least(1, persons=persons)
+    if not (state.isdigit() and len(state) == 2 and county.isdigit() and len(county) == 3):
+        raise TabreconError("--state must be 2 digits and --county 3 digits")
+    check_suffix(out)
+    md = synthesize(SynthConfig(persons=persons, state=state, county=county), seed=seed)
+    write_microdata(md, out)
+    console.print(f"wrote {len(md):,} persons in {len(md.geoids):,} blocks to {out} (seed {seed})")
+    rows = [list(r) for r in calibration(md)]
+    console.print(
+        table("calibration (measured vs 2010 target)", ["figure", "measured", "target"], rows)
+    )
+
+
+@app.command()
+def tabulate(
+    microdata: Annotated[Path, typer.Argument(help="Person file (CSV, CSV.gz or Parquet)")],
+    out: Annotated[
+        Path, typer.Option("--out", "-o", help="Long table to write (.parquet or .csv[.gz])")
+    ] = Path("tables.parquet"),
+    tables: Annotated[
+        str, typer.Option(help="'all', 'block', 'tract' or a comma list such as P1,P12,PCT12")
+    ] = "all",
+    level: Annotated[
+        str | None, typer.Option(help="Tabulate every table at this level (state ... block)")
+    ] = None,
+) -> None:
+    """Tabulate person records into the SF1 person tables (long format: geoid, cell, value)."""
+    from ..schema import read_microdata
+    from ..tables import tabulate as _tab
+    from ..tables import write_tables
+
+    check_suffix(out)
+    t0 = time.perf_counter()
+    md = read_microdata(microdata)
+    ts = _tab(md, tables, level=level)
+    write_tables(ts, out)
+    n = sum(g.values.size for g in ts.grids.values())
+    parts = ", ".join(
+        f"{g.values.shape[0]:,} {lv}s x {g.values.shape[1]} cells" for lv, g in ts.grids.items()
+    )
+    console.print(
+        f"{len(md):,} persons -> {n:,} values ({parts}) -> {out} ({time.perf_counter() - t0:.2f} s)"
+    )
+
+
+@tables_app.command("list")
+def tables_list() -> None:
+    """List the 34 SF1 person tables with their level, universe and number of cells."""
+    from ..tables import SF1_TABLES
+
+    rows = [
+        [t.name, t.level, len(t.cells()), t.title, t.cells()[0].description()] for t in SF1_TABLES
+    ]
+    console.print(
+        table("SF1 person tables", ["table", "level", "cells", "title", "universe (line 1)"], rows)
+    )
+
+
+@tables_app.command("describe")
+def tables_describe(
+    name: Annotated[str, typer.Argument(help="A table (P12A) or a cell id (P0120003)")],
+) -> None:
+    """Show the definition of a table's cells or of one cell."""
+    from ..tables import TABLES_BY_NAME, get_cell
+
+    key = name.upper()
+    cells = TABLES_BY_NAME[key].cells() if key in TABLES_BY_NAME else [get_cell(key)]
+    cols = ["cell", "level", "sex", "age", "race", "hispanic", "measure", "description"]
+    rows = [
+        [
+            c.id,
+            c.level,
+            c.sex,
+            f"{c.age_min}-{c.age_max}",
+            c.race,
+            c.hispanic,
+            c.measure,
+            c.description(),
+        ]
+        for c in cells
+    ]
+    console.print(table(key, cols, rows))
+
+
+@app.command("check-tables")
+def check_tables(
+    tables_file: Annotated[Path, typer.Argument(help="Long table file (geoid, cell, value)")],
+    limit: Annotated[int, typer.Option(help="Print at most this many violations")] = 20,
+) -> None:
+    """Validate a table file and check every identity between its cells; exit 1 on any violation."""
+    from ..tables import check_consistency, read_tables
+
+    at_least(0, limit=limit)
+    rep = check_consistency(read_tables(tables_file))
+    console.print(
+        f"{tables_file}: {rep.checked:,} identity checks, {rep.skipped:,} skipped (cells not "
+        "published)"
+    )
+    if rep.ok:
+        console.print("[green]consistent[/green]: every identity holds")
+        return
+    for v in rep.violations[:limit]:
+        console.print(f"[red]violated[/red] {v}")
+    if len(rep.violations) > limit:
+        console.print(f"... and {len(rep.violations) - limit} more")
+    raise typer.Exit(1)

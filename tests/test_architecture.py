@@ -1,0 +1,93 @@
+"""The package's shape: imports run one way (no cycle, no private name across modules), and the
+public Python API is what the README shows."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import tabrecon
+
+SRC = Path(tabrecon.__file__).parent
+
+
+def _module_name(path: Path) -> str:
+    rel = path.relative_to(SRC.parent).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _imports() -> dict[str, list[tuple[str, list[str], int]]]:
+    """Per module: (imported tabrecon module, names taken from it, line) for every import,
+    function-local ones included."""
+    out: dict[str, list[tuple[str, list[str], int]]] = {}
+    for path in SRC.rglob("*.py"):
+        mod = _module_name(path)
+        pkg = mod if path.name == "__init__.py" else mod.rsplit(".", 1)[0]
+        edges = []
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = pkg.split(".")
+                    base = base[: len(base) - node.level + 1]
+                    target = ".".join(base + ([node.module] if node.module else []))
+                else:
+                    target = node.module or ""
+                if target.startswith("tabrecon"):
+                    names = [a.name for a in node.names]
+                    sub = [
+                        f"{target}.{n}"
+                        for n in names
+                        if (SRC.parent / f"{target}.{n}".replace(".", "/")).exists()
+                        or (SRC.parent / (f"{target}.{n}".replace(".", "/") + ".py")).exists()
+                    ]
+                    if sub:  # "from . import x" imports module x
+                        edges += [(s, [], node.lineno) for s in sub]
+                        names = [n for n in names if f"{target}.{n}" not in sub]
+                    if names:
+                        edges.append((target, names, node.lineno))
+            elif isinstance(node, ast.Import):
+                edges += [
+                    (a.name, [], node.lineno) for a in node.names if a.name.startswith("tabrecon")
+                ]
+        out[mod] = edges
+    return out
+
+
+def test_no_private_name_crosses_a_module():
+    bad = [
+        f"{mod} line {line}: {name} from {target}"
+        for mod, edges in _imports().items()
+        for target, names, line in edges
+        for name in names
+        if name.startswith("_") and target != mod and not name.startswith("__")
+    ]
+    assert not bad, "private names imported across modules:\n" + "\n".join(bad)
+
+
+def test_no_import_cycle():
+    graph = {m: {t for t, _, _ in e if t != m} for m, e in _imports().items()}
+    # a package's __init__ re-exports its modules; importing it is not a dependency back
+    for m in graph:
+        graph[m] = {t for t in graph[m] if t in graph and not (t == "tabrecon")}
+    seen: dict[str, int] = {}
+    path: list[str] = []
+    cycles: list[list[str]] = []
+
+    def visit(m: str) -> None:
+        seen[m] = 1
+        path.append(m)
+        for t in sorted(graph[m]):
+            if seen.get(t) == 1:
+                cycles.append(path[path.index(t) :] + [t])
+            elif t not in seen:
+                visit(t)
+        path.pop()
+        seen[m] = 2
+
+    for m in sorted(graph):
+        if m not in seen:
+            visit(m)
+    assert not cycles, "import cycles:\n" + "\n".join(" -> ".join(c) for c in cycles)
