@@ -1,6 +1,7 @@
 """Scale benchmark of `tabrecon audit`: a synthetic state audited end to end, locally and on Dask.
 
-Run: python benchmarks/bench_audit.py [--persons 2000000] [--counties 20] [--chunk-persons 500000]
+Run (from the repository root):
+python -m benchmarks.bench_audit [--persons 2000000] [--counties 20] [--chunk-persons 500000]
 
 A state of ``--counties`` synthetic counties (``--persons`` in all) is written to one Parquet file
 and audited twice with the same configuration -- block+tract reconstruction, certification and
@@ -17,19 +18,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
 
-sys.path.insert(0, os.path.dirname(__file__))
-
 import polars as pl  # noqa: E402
 import psutil  # noqa: E402
-from common import machine  # noqa: E402
 
+from benchmarks.common import machine, record  # noqa: E402
 from tabrecon.schema import write_microdata  # noqa: E402
 from tabrecon.synth import SynthConfig, synthesize  # noqa: E402
 
@@ -203,4 +201,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    record("audit", main)

@@ -2,23 +2,21 @@
 the Bureau's 9.4), solvar distribution on a synthetic county whose blocks are not all unique, and
 verified-claims throughput, measured in one run.
 
-Run: python benchmarks/bench_certify.py [--synthetic 20000]
+Run (from the repository root): python -m benchmarks.bench_certify [--synthetic 20000]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import sys
 import time
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
-sys.path.insert(0, os.path.dirname(__file__))
 
 import polars as pl  # noqa: E402
-from bench_reconstruct import cpu  # noqa: E402
-from common import REAL, machine, peak_rss_mib  # noqa: E402
 
+from benchmarks.bench_reconstruct import cpu  # noqa: E402
+from benchmarks.common import REAL, machine, peak_rss_mib, record  # noqa: E402
 from tabrecon.attacks.certify import certify, cumulative_solvar, solvar_table  # noqa: E402
 from tabrecon.attacks.claims import claims  # noqa: E402
 from tabrecon.attacks.reconstruct import reconstruct  # noqa: E402
@@ -105,4 +103,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    record("certify", main)

@@ -2,22 +2,18 @@
 s), its cost near the n/2 threshold, LP and exact decoding (and exact finding at n = 200, m = 0.4
 n), measured in one run.
 
-Run: python benchmarks/bench_dn.py
+Run (from the repository root): python -m benchmarks.bench_dn
 The default Fig. 4-2 sweep is timed by its own command: `time tabrecon dn queries-needed`.
 """
 
 from __future__ import annotations
 
-import os
 import statistics
-import sys
 import time
 
-sys.path.insert(0, os.path.dirname(__file__))
-
 import numpy as np  # noqa: E402
-from common import machine, peak_rss_mib  # noqa: E402
 
+from benchmarks.common import machine, peak_rss_mib, record  # noqa: E402
 from tabrecon.attacks.linear import decode_exact, decode_lp, decode_lsq, make_instance  # noqa: E402
 
 
@@ -71,4 +67,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    record("dn", main)

@@ -1,7 +1,8 @@
 """Reconstruction speed: core-seconds per person (model building included) and the speed ratio
 against the Census Bureau's per-slot binary formulation on the same tracts, in one run.
 
-Run: python benchmarks/bench_reconstruct.py [--synthetic 100000] [--peer-tracts 4]
+Run (from the repository root):
+python -m benchmarks.bench_reconstruct [--synthetic 100000] [--peer-tracts 4]
 """
 
 from __future__ import annotations
@@ -9,16 +10,14 @@ from __future__ import annotations
 import argparse
 import os
 import resource
-import sys
 import time
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
-sys.path.insert(0, os.path.dirname(__file__))
 
 import numpy as np  # noqa: E402
-from common import REAL, children_peak_rss_mib, machine, peak_rss_mib  # noqa: E402
-from peer_slot_model import build_slot_model  # noqa: E402
 
+from benchmarks.common import REAL, children_peak_rss_mib, machine, peak_rss_mib, record  # noqa: E402
+from benchmarks.peer_slot_model import build_slot_model  # noqa: E402
 from tabrecon.attacks.reconstruct import reconstruct, reconstruct_tract  # noqa: E402
 from tabrecon.attacks.solvers import SolverOptions, solve  # noqa: E402
 from tabrecon.metrics.agreement import agree  # noqa: E402
@@ -56,7 +55,7 @@ def report(label, run, wall, core, truth=None):
     if run.failed:
         line += f"  FAILED tracts: {len(run.failed)}"
     if truth is not None:
-        a = agree(truth, run.records)
+        a = agree(run.records, truth=truth)
         line += f"  agreement exact/binned {a.exact_pct:.1f}/{a.binned_pct:.2f}%"
     print(line, flush=True)
 
@@ -145,4 +144,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    record("reconstruct", main)

@@ -1,6 +1,6 @@
 """Reidentification speed (linkage, confirmation and every baseline) and the figures it reports.
 
-Run: python benchmarks/bench_reidentify.py [--persons 1000000]
+Run (from the repository root): python -m benchmarks.bench_reidentify [--persons 1000000]
 
 The timing run links a 1,000,000-person synthetic county with the truth itself as the race source:
 linkage cost depends on the number of records and keys, not on which file supplies the races. The
@@ -11,15 +11,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import time
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
-sys.path.insert(0, os.path.dirname(__file__))
 
-from bench_reconstruct import cpu  # noqa: E402
-from common import REAL, machine, peak_rss_mib  # noqa: E402
-
+from benchmarks.bench_reconstruct import cpu  # noqa: E402
+from benchmarks.common import REAL, machine, peak_rss_mib, record  # noqa: E402
 from tabrecon.attacks.certify import certify  # noqa: E402
 from tabrecon.attacks.reconstruct import reconstruct  # noqa: E402
 from tabrecon.attacks.reidentify import reidentify  # noqa: E402
@@ -85,4 +82,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    record("reidentify", main)

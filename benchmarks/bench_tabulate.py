@@ -1,20 +1,17 @@
 """Tabulation throughput: persons per second into all 34 SF1 tables on one core, and peak memory.
 
-Run: python benchmarks/bench_tabulate.py [--persons 1000000]
+Run (from the repository root): python -m benchmarks.bench_tabulate [--persons 1000000]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import sys
 import time
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
-sys.path.insert(0, os.path.dirname(__file__))
 
-from common import REAL, machine, peak_rss_mib  # noqa: E402
-
+from benchmarks.common import REAL, machine, peak_rss_mib, record  # noqa: E402
 from tabrecon.schema import read_microdata  # noqa: E402
 from tabrecon.synth import SynthConfig, synthesize  # noqa: E402
 from tabrecon.tables import tabulate, weight_matrix  # noqa: E402
@@ -53,4 +50,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    record("tabulate", main)

@@ -1,23 +1,22 @@
 """TopDown end to end: time per level, noise draws and peak memory, on the real sample and a
 synthetic county.
 
-Run: python benchmarks/bench_topdown.py [--synthetic 100000] [--workers 1 2] [--fit admm clarabel]
-[--no-real] Each (data, fit, workers) run is printed as it ends, so fits and worker counts are
+Run (from the repository root):
+python -m benchmarks.bench_topdown [--synthetic 100000] [--workers 1 2] [--fit admm clarabel]
+    [--no-real]
+
+Each (data, fit, workers) run is printed as it ends, so fits and worker counts are
 measured side by side.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
-import sys
 import time
 
-sys.path.insert(0, os.path.dirname(__file__))
-
-from common import REAL, children_peak_rss_mib, machine, peak_rss_mib  # noqa: E402
-
-from tabrecon.defenses.topdown import dhc2023_like, topdown, tvd_by_level  # noqa: E402
+from benchmarks.common import REAL, children_peak_rss_mib, machine, peak_rss_mib, record  # noqa: E402
+from tabrecon.defenses.topdown import dhc2023_like, topdown  # noqa: E402
+from tabrecon.metrics.accuracy import tvd_by_level  # noqa: E402
 from tabrecon.schema import read_microdata  # noqa: E402
 from tabrecon.synth import SynthConfig, synthesize  # noqa: E402
 
@@ -71,4 +70,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    record("topdown", main)

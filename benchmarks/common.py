@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+import contextlib
+import datetime
+import io
+import json
 import os
 import platform
 import resource
+import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 REAL = ROOT.parent / "shared" / "data" / "census2010_rhdf_28tracts.csv.gz"
+RESULTS = ROOT / "benchmarks" / "results"
 
 
 def machine() -> str:
@@ -31,3 +39,44 @@ def peak_rss_mib() -> float:
 
 def children_peak_rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+
+
+class _Tee(io.TextIOBase):
+    """Standard output that also keeps every line printed."""
+
+    def __init__(self, out: io.TextIOBase) -> None:
+        self.out, self.lines, self._part = out, [], ""
+
+    def write(self, s: str) -> int:
+        self.out.write(s)
+        self._part += s
+        *done, self._part = self._part.split("\n")
+        self.lines += done
+        return len(s)
+
+    def flush(self) -> None:
+        self.out.flush()
+
+
+def record(name: str, main: Callable[[], None]) -> None:
+    """Run a benchmark's ``main`` and write what it printed -- its figures and ratios, measured
+    side by side in this one run -- to ``benchmarks/results/<name>.json`` with the machine, the
+    command, the date and the wall time, beside printing them."""
+    tee = _Tee(sys.stdout)  # type: ignore[arg-type]
+    started = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+    t0 = time.perf_counter()
+    with contextlib.redirect_stdout(tee):
+        main()
+    RESULTS.mkdir(exist_ok=True)
+    path = RESULTS / f"{name}.json"
+    doc = {
+        "benchmark": name,
+        "command": "python -m benchmarks.bench_" + name + " " + " ".join(sys.argv[1:]),
+        "machine": machine(),
+        "started_utc": started,
+        "seconds": round(time.perf_counter() - t0, 1),
+        "peak_rss_mib": round(peak_rss_mib(), 1),
+        "lines": [ln for ln in tee.lines + [tee._part] if ln.strip()],
+    }
+    path.write_text(json.dumps(doc, indent=1) + "\n")
+    print(f"figures written to {path}")

@@ -1,0 +1,88 @@
+"""The project's habits, checked by the test command itself: lint, format, types, the
+documentation site, the generated command reference, and the README's Python chain."""
+
+from __future__ import annotations
+
+import doctest
+import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _run(*cmd: str) -> subprocess.CompletedProcess:
+    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
+
+
+def _need(module: str) -> None:
+    if importlib.util.find_spec(module) is None:
+        pytest.fail(f"{module} is not installed: run `bash scripts/setup-tests.sh` first")
+
+
+def test_ruff_check_and_format_are_clean():
+    _need("ruff")
+    lint = _run(sys.executable, "-m", "ruff", "check", "src", "tests", "benchmarks", "scripts")
+    assert lint.returncode == 0, lint.stdout + lint.stderr
+    fmt = _run(
+        sys.executable, "-m", "ruff", "format", "--check", "src", "tests", "benchmarks", "scripts"
+    )
+    assert fmt.returncode == 0, fmt.stdout + fmt.stderr
+    skips = [
+        p
+        for p in ROOT.glob("src/**/*.py")
+        if "fmt: skip" in p.read_text() or "fmt: off" in p.read_text()
+    ]
+    assert not skips, f"formatting switched off in {skips}"
+
+
+def test_mypy_passes_on_the_package():
+    _need("mypy")
+    r = _run(sys.executable, "-m", "mypy")
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_documentation_site_builds_strictly(tmp_path):
+    _need("mkdocs")
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
+    r = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(tmp_path / "site")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+    )
+    assert r.returncode == 0, r.stdout + r.stderr
+    api = (tmp_path / "site" / "api" / "index.html").read_text()
+    for name in ("evaluate_defense", "Defense", "reconstruct", "certify", "agree", "PrivacyCost"):
+        assert name in api
+
+
+def test_command_reference_is_current():
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        import gen_commands_doc
+    finally:
+        sys.path.pop(0)
+    page = (ROOT / "docs" / "commands.md").read_text()
+    assert page == gen_commands_doc.render(), "run: python scripts/gen_commands_doc.py"
+    from tabrecon.cli import app
+
+    for c in app.registered_commands:
+        assert f"`tabrecon {c.name or c.callback.__name__.replace('_', '-')}`" in page
+
+
+def test_readme_python_chain_runs():
+    """The README's Python example (>>> lines) runs as a doctest: it cannot go stale."""
+    text = (ROOT / "README.md").read_text()
+    chain = [ln for ln in text.splitlines() if ln.startswith(">>> ")]
+    assert 0 < len(chain) <= 10, "the README shows the whole chain in Python in at most 10 lines"
+    res = doctest.testfile(
+        str(ROOT / "README.md"), module_relative=False, optionflags=doctest.ELLIPSIS
+    )
+    assert res.attempted >= len(chain) and res.failed == 0
