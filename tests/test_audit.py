@@ -305,7 +305,7 @@ def test_tables_only_from_sf1_folder(tmp_path, small_md):
 
     from tabrecon.tables import tabulate
 
-    write_official_layout(tabulate(small_md), tmp_path / "sf1")
+    write_official_layout(tabulate(small_md, "published"), tmp_path / "sf1")
     res = audit(None, tmp_path / "out", cfg(), tables=tmp_path / "sf1", show_progress=False)
     s = res.summary
     assert s["persons"] == len(small_md) and s["certify"]["unique_blocks"] > 0

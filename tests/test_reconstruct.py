@@ -14,7 +14,7 @@ from tabrecon.attacks.solvers import SolverOptions
 from tabrecon.metrics.agreement import agree
 from tabrecon.schema import from_arrays
 from tabrecon.synth import SynthConfig, synthesize
-from tabrecon.tables import MISSING, Grid, TableSet, drop_cells, tabulate
+from tabrecon.tables import MISSING, Grid, TableSet, check_consistency, drop_cells, tabulate
 
 
 def _same_tables(a: TableSet, b: TableSet, levels=("block", "tract")) -> bool:
@@ -172,3 +172,42 @@ def test_agreement_hand_example():
     assert a.exact_pct == 25.0 and a.binned_pct == 50.0
     row = a.by_bin.filter(a.by_bin["bin"] == "1-9").row(0, named=True)
     assert row["blocks"] == 2 and row["persons"] == 4
+
+
+P3_P5_TABLES = "P1,P3,P4,P5," + ",".join(f"P12{L}" for L in "ABCDEFG")
+
+
+def _satisfies_every_published_cell(ts, rec, tables):
+    back = tabulate(rec, tables)
+    for level, g in ts.grids.items():
+        b = back.grids[level]
+        assert list(b.geoids) == list(g.geoids) and list(b.cells) == list(g.cells)
+        bad = np.argwhere((g.values != b.values) & (g.values >= 0))
+        assert not bad.size, f"{level} {g.geoids[bad[0][0]]} {g.cells[bad[0][1]]}"
+
+
+def test_p3_p4_p5_are_tabulated_checked_and_used_as_constraints(small_md):
+    ts = tabulate(small_md, P3_P5_TABLES)
+    assert {"P3", "P4", "P5"} <= set(ts.tables_present())
+    g = ts["block"]
+    # P3.1 = P4.1 = P5.1 = P1; P4.2 = P5.2; P5's lines add up to P4's
+    for c in ("P0030001", "P0040001", "P0050001"):
+        assert (g.col(c) == g.col("P0010001")).all()
+    assert (g.col("P0040003") == g.col("P0050010")).all()
+    assert (sum(g.col(f"P00500{i:02d}") for i in range(3, 10)) == g.col("P0050002")).all()
+    rep = check_consistency(ts)
+    assert rep.ok and rep.checked > 0
+    run = reconstruct(ts, "block")
+    assert not run.failed and {"P3", "P4", "P5"} <= set(run.tables_used)
+    _satisfies_every_published_cell(ts, run.records, P3_P5_TABLES)
+
+
+@pytest.mark.realdata
+def test_real_sample_reconstructed_from_p1_p3_p4_p5_p12a_g_alone(real_md):
+    tracts = tabulate(real_md, "P1").tracts()[:3]
+    rows = real_md.rows_by_prefix(tracts)
+    md = real_md.take(np.concatenate([rows[t] for t in tracts]))
+    ts = tabulate(md, P3_P5_TABLES)
+    run = reconstruct(ts, "block")
+    assert not run.failed and len(run.records) == len(md)
+    _satisfies_every_published_cell(ts, run.records, P3_P5_TABLES)

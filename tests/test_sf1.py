@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from tabrecon.errors import InputError
-from tabrecon.sf1 import field_positions, read_sf1
+from tabrecon.sf1 import PL94, SF1, field_positions, read_sf1
 from tabrecon.tables import tabulate
 
 # Absolute positions from the SF1 technical documentation's segment layouts (1-based field numbers,
@@ -61,9 +61,9 @@ def _geo_record(sumlev: str, logrecno: int, state: str, county: str, tract: str,
     return "".join(rec).rstrip()
 
 
-def write_official_layout(ts, folder: Path, st: str = "zz") -> None:
-    """Write ``ts`` as an SF1 distribution: header + the segment files, positions from DOCUMENTED's
-    rule (a table's cells follow each other; other tables' cells are filled with 0)."""
+def write_official_layout(ts, folder: Path, st: str = "zz", product=SF1) -> None:
+    """Write ``ts`` as an SF1 (or P.L. 94-171) distribution: header + the segment files, positions
+    from DOCUMENTED's rule (a table's cells follow each other; other tables' cells are 0)."""
     folder.mkdir(parents=True, exist_ok=True)
     recs, logrec = [], {}
     n = 0
@@ -72,12 +72,12 @@ def write_official_layout(ts, folder: Path, st: str = "zz") -> None:
     recs.append(_geo_record("050", 2, "99", "001", "      ", "    "))
     n = 2
     for level in ("tract", "block"):
-        for g in ts.grids[level].geoids:
+        for g in ts.grids[level].geoids if level in ts.grids else ():
             n += 1
             logrec[(level, g)] = n
             recs.append(
                 _geo_record(
-                    "140" if level == "tract" else "101",
+                    "140" if level == "tract" else product.block_sumlev,
                     n,
                     g[:2],
                     g[2:5],
@@ -85,13 +85,16 @@ def write_official_layout(ts, folder: Path, st: str = "zz") -> None:
                     g[11:15] if level == "block" else "    ",
                 )
             )
-    (folder / f"{st}geo2010.sf1").write_bytes(("\n".join(recs) + "\n").encode("latin-1"))
-    pos = field_positions()
+    (folder / f"{st}geo2010.{product.suffix}").write_bytes(
+        ("\n".join(recs) + "\n").encode("latin-1")
+    )
+    pos = field_positions(product)
     by_seg: dict[int, dict[int, str]] = {}
     for cell, (seg, f) in pos.items():
         by_seg.setdefault(seg, {})[f] = cell
     for seg, fields in by_seg.items():
-        width = max(fields) + (3 if seg == 8 else 0)  # segment 8 goes on with other tables
+        # SF1 segment 8 and P.L. segment 2 (H1) go on with other tables
+        width = max(fields) + (3 if (seg == 8 or product is PL94) else 0)
         level = "tract" if fields[min(fields)].startswith("PCT") else "block"
         grid = ts.grids[level]
         lines = []
@@ -102,12 +105,12 @@ def write_official_layout(ts, folder: Path, st: str = "zz") -> None:
             for f, cell in fields.items():
                 row[f - 1] = str(int(grid.col(cell)[i]))
             lines.append(",".join(row))
-        (folder / f"{st}{seg:05d}2010.sf1").write_text("\n".join(lines) + "\n")
+        (folder / f"{st}{seg:05d}2010.{product.suffix}").write_text("\n".join(lines) + "\n")
 
 
 @pytest.fixture(scope="module")
 def county_tables(small_md):
-    return tabulate(small_md)
+    return tabulate(small_md, "published")  # the 34 tables and P3-P5, as segment 03 holds them
 
 
 def test_roundtrip_equals_tabulate(county_tables, tmp_path):
@@ -123,8 +126,28 @@ def test_roundtrip_equals_tabulate(county_tables, tmp_path):
 def test_missing_segment_is_named(county_tables, tmp_path):
     write_official_layout(county_tables, tmp_path / "zz")
     (tmp_path / "zz" / "zz000072010.sf1").unlink()
+    # asked for: an error naming the file and its tables
     with pytest.raises(InputError, match=r"zz000072010\.sf1 is missing.*P12A"):
-        read_sf1(tmp_path / "zz")
+        read_sf1(tmp_path / "zz", ["P1", "P12A"])
+    # read as found: the tables of the missing segment are left out, and named
+    with pytest.warns(UserWarning, match=r"zz000072010\.sf1 missing: tables P12A, P12B"):
+        ts = read_sf1(tmp_path / "zz")
+    assert "P12A" not in ts.tables_present() and "P1" in ts.tables_present()
+
+
+def test_pl94171_folder_reads_as_p8_to_p11(small_md, tmp_path):
+    """The 2010 P.L. 94-171 layout: blocks at summary level 750, P1-P4 = SF1's P8-P11, then H1."""
+    pos = field_positions(PL94)
+    assert pos["P0080001"] == (1, 6) and pos["P0090001"] == (1, 77)
+    assert pos["P0100001"] == (2, 6) and pos["P0110073"] == (2, 149)
+    ts = tabulate(small_md, "P8,P9,P10,P11")
+    write_official_layout(ts, tmp_path / "pl", product=PL94)
+    back = read_sf1(tmp_path / "pl")
+    assert back.tables_present() == ["P8", "P9", "P10", "P11"]
+    a, b = ts.grids["block"], back.grids["block"]
+    assert list(a.geoids) == list(b.geoids)
+    for c in a.cells:
+        np.testing.assert_array_equal(a.col(c), b.col(c), err_msg=c)
 
 
 def test_bad_value_names_file_line_and_cell(county_tables, tmp_path):

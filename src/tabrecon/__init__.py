@@ -35,10 +35,12 @@ from .defenses.defense import Defense, Protected
 from .defenses.mechanisms import PrivacyCost
 from .defenses.swapping import swap
 from .defenses.topdown import topdown
+from .download import download
 from .errors import InfeasibleError, InputError, TabreconError
 from .evaluate import DefenseOutcome, EvaluationPlan, evaluate_defense
 from .metrics.agreement import agree
 from .pipeline import run_tradeoff
+from .published import read_tables
 from .schema import Microdata, read_microdata, write_microdata
 from .sf1 import read_sf1
 from .synth import SynthConfig, synthesize
@@ -46,7 +48,6 @@ from .tables import (
     SF1_TABLES,
     TableSet,
     check_consistency,
-    read_tables,
     tabulate,
     write_tables,
 )
@@ -71,6 +72,7 @@ __all__ = [
     "certify",
     "check_consistency",
     "claims",
+    "download",
     "evaluate_defense",
     "load_config",
     "read_microdata",

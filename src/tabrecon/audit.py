@@ -85,13 +85,10 @@ def plan_chunks(microdata: Path | None, chunk_persons: int) -> list[Chunk]:
 
 
 def read_release(path: Path):
-    """Published tables: a long table file (CSV/Parquet) or an SF1 summary-file folder."""
-    from .tables import read_tables
+    """Published tables in any form :func:`tabrecon.published.read_tables` detects (a long or
+    wide file, a Census API response, an SF1 summary-file folder)."""
+    from .published import read_tables
 
-    if Path(path).is_dir():
-        from .sf1 import read_sf1
-
-        return read_sf1(path)
     return read_tables(path)
 
 
@@ -216,10 +213,10 @@ class ChunkRunner:
 
     # -- stages -----------------------------------------------------------------------------------
     def tabulate(self, md, given=None):
-        from .tables import check_consistency, read_tables, tabulate, write_tables
+        from .tables import check_consistency, read_long_tables, tabulate, write_tables
 
         path = self.dir / "tables.parquet"
-        if (hit := self.resumed("tabulate", path, read_tables)) is not None:
+        if (hit := self.resumed("tabulate", path, read_long_tables)) is not None:
             return hit
         t0 = time.perf_counter()
         ts = given if given is not None else tabulate(md)
@@ -678,9 +675,9 @@ def audit(
         md_path,
         ts_path,
     )
-    from .tables import SF1_TABLES
+    from .tables import ALL_TABLES
 
-    summary["tables_present"] = [t.name for t in SF1_TABLES if t.name in tables_seen]
+    summary["tables_present"] = [t.name for t in ALL_TABLES if t.name in tables_seen]
     summary["agreement_resolution"] = {
         lv: "; ".join(sorted(t for t in v if t)) for lv, v in resolutions.items()
     }

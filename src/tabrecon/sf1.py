@@ -1,4 +1,5 @@
-"""Reading a state's official 2010 Summary File 1 (SF1) distribution into tabrecon's tables.
+"""Reading a state's official 2010 Summary File 1 (SF1) or P.L. 94-171 redistricting
+distribution into tabrecon's tables.
 
 The distribution of a state (postal code ``xx``) is a geographic header file ``xxgeo2010.sf1`` and
 data segment files ``xx000NN2010.sf1`` (SF1 technical documentation, chapters 2 and 6):
@@ -14,18 +15,29 @@ data segment files ``xx000NN2010.sf1`` (SF1 technical documentation, chapters 2 
 tabrecon reads); cells of the other tables (P3-P5, P13, P50, P51) are skipped by count. Block tables
 are read from block records and the tract tables (PCT12, PCT12A-O) from tract records. Every error
 names the file, the line and the field or cell.
+
+The 2010 P.L. 94-171 distribution (``xxgeo2010.pl``, ``xx000012010.pl``, ``xx000022010.pl``) has the
+same geographic header layout and segment format (2010 Census Redistricting Data Summary File
+Technical Documentation, chapter 6; the Bureau's import script ``pl_part1_2010.sas``); its blocks
+are summary level 750, and its tables P1-P4 are SF1's P8-P11 under other names (segment 1: P1, P2;
+segment 2: P3, P4 and the housing table H1, skipped). :data:`PRODUCTS` holds both layouts.
+
+Read without a list of tables, a folder may lack some segment files: the tables they hold are left
+out and a warning names them (a block missing from one segment file stays an error).
 """
 
 from __future__ import annotations
 
 import re
+import warnings
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import polars as pl
 
 from .errors import InputError
-from .tables import SF1_TABLES, TABLES_BY_NAME, Grid, TableSet, cell_index
+from .tables import ALL_TABLES, TABLES_BY_NAME, Grid, TableSet, cell_index
 
 #: tables of each data segment, in order, up to the last table tabrecon reads from it
 SEGMENTS: dict[int, tuple[str, ...]] = {
@@ -38,7 +50,7 @@ SEGMENTS: dict[int, tuple[str, ...]] = {
     **{20 + i: (f"PCT12{L}",) for i, L in enumerate("ABCDEFGHIJKLMNO")},
 }
 #: cell counts of SF1 tables in those segments that tabrecon does not model
-OTHER_TABLE_CELLS = {"P3": 8, "P4": 3, "P5": 17, "P13": 3, "P50": 3, "P51": 3}
+OTHER_TABLE_CELLS = {"P13": 3, "P50": 3, "P51": 3}
 HEADER_FIELDS = 5  # FILEID, STUSAB, CHARITER, CIFSN, LOGRECNO
 
 #: (first, last) 1-based columns of the geographic header fields read here
@@ -56,27 +68,56 @@ GEO_COLUMNS = {
 SUMLEV_BLOCK, SUMLEV_TRACT = "101", "140"
 
 
-def _n_cells(table: str) -> int:
-    if table in TABLES_BY_NAME:
-        return len(TABLES_BY_NAME[table].cells())
-    return OTHER_TABLE_CELLS[table]
+@dataclass(frozen=True)
+class Product:
+    """A summary-file distribution's layout: file suffix, block summary level, and per data
+    segment the tables it holds in order (tabrecon's name for each table this product names
+    otherwise in ``rename``; tables tabrecon does not model are skipped by ``other_cells``)."""
+
+    name: str
+    suffix: str
+    block_sumlev: str
+    segments: dict[int, tuple[str, ...]]
+    rename: dict[str, str] = field(default_factory=dict)
+    other_cells: dict[str, int] = field(default_factory=dict)
+
+    def table(self, name: str) -> str | None:
+        """tabrecon's name of one of this product's tables (None: not a person table modelled)."""
+        t = self.rename.get(name, name if not self.rename else None)
+        return t if t in TABLES_BY_NAME else None
 
 
-def field_positions() -> dict[str, tuple[int, int]]:
+SF1 = Product("SF1", "sf1", SUMLEV_BLOCK, SEGMENTS, other_cells=OTHER_TABLE_CELLS)
+PL94 = Product(
+    "P.L. 94-171",
+    "pl",
+    "750",
+    {1: ("P1", "P2"), 2: ("P3", "P4", "H1")},
+    rename={"P1": "P8", "P2": "P9", "P3": "P10", "P4": "P11"},
+    other_cells={"H1": 3},
+)
+PRODUCTS = {"sf1": SF1, "pl": PL94}
+
+
+def field_positions(product: Product = SF1) -> dict[str, tuple[int, int]]:
     """Cell id -> (segment, 1-based field number in the segment's rows) for every cell tabrecon
-    reads."""
+    reads from ``product``'s files."""
     out: dict[str, tuple[int, int]] = {}
-    for seg, tabs in SEGMENTS.items():
+    for seg, tabs in product.segments.items():
         pos = HEADER_FIELDS + 1
         for t in tabs:
-            if t in TABLES_BY_NAME:
-                for k, c in enumerate(TABLES_BY_NAME[t].cells()):
+            mine = product.table(t)
+            if mine is not None:
+                cells = TABLES_BY_NAME[mine].cells()
+                for k, c in enumerate(cells):
                     out[c.id] = (seg, pos + k)
-            pos += _n_cells(t)
+                pos += len(cells)
+            else:
+                pos += product.other_cells[t]
     return out
 
 
-def read_geo_header(path: Path) -> pl.DataFrame:
+def read_geo_header(path: Path, block_sumlev: str = SUMLEV_BLOCK) -> pl.DataFrame:
     """Block and tract records of the geographic header: logrecno, geoid, level."""
     lines = path.read_bytes().decode("latin-1").splitlines()
     rows = []
@@ -91,7 +132,7 @@ def read_geo_header(path: Path) -> pl.DataFrame:
                 line=i,
             )
         f = {k: ln[a - 1 : b] for k, (a, b) in GEO_COLUMNS.items()}
-        if f["GEOCOMP"] != "00" or f["SUMLEV"] not in (SUMLEV_BLOCK, SUMLEV_TRACT):
+        if f["GEOCOMP"] != "00" or f["SUMLEV"] not in (block_sumlev, SUMLEV_TRACT):
             continue
         if not f["LOGRECNO"].strip().isdigit():
             raise InputError(
@@ -100,7 +141,7 @@ def read_geo_header(path: Path) -> pl.DataFrame:
                 line=i,
                 column="LOGRECNO",
             )
-        block = f["SUMLEV"] == SUMLEV_BLOCK
+        block = f["SUMLEV"] == block_sumlev
         geo = f["STATE"] + f["COUNTY"] + f["TRACT"] + (f["BLOCK"] if block else "")
         if not re.fullmatch(r"\d+", geo) or len(geo) != (15 if block else 11):
             raise InputError(
@@ -111,7 +152,9 @@ def read_geo_header(path: Path) -> pl.DataFrame:
             )
         rows.append((int(f["LOGRECNO"]), geo, "block" if block else "tract", f["STUSAB"].lower()))
     if not rows:
-        raise InputError("no block (summary level 101) or tract (140) records", path=str(path))
+        raise InputError(
+            f"no block (summary level {block_sumlev}) or tract (140) records", path=str(path)
+        )
     df = pl.DataFrame(rows, schema=["logrecno", "geoid", "level", "stusab"], orient="row")
     dup = df.filter(pl.col("logrecno").is_duplicated())
     if dup.height:
@@ -130,24 +173,57 @@ def _find(folder: Path, name: str) -> Path | None:
 
 
 def read_sf1(folder: str | Path, tables: list[str] | None = None) -> TableSet:
-    """Read the person tables tabrecon models (or ``tables``) from a state's SF1 folder."""
+    """Read the person tables tabrecon models (or ``tables``) from a state's SF1 or P.L. 94-171
+    folder (told apart by the geographic header's name, ``xxgeo2010.sf1`` or ``xxgeo2010.pl``)."""
     folder = Path(folder)
     if not folder.is_dir():
         raise InputError(
-            "not a folder (an SF1 distribution is a folder of .sf1 files)", path=str(folder)
-        )
-    geos = [p for p in folder.iterdir() if p.name.lower().endswith("geo2010.sf1")]
-    if len(geos) != 1:
-        raise InputError(
-            f"expected one geographic header file xxgeo2010.sf1, found {len(geos)}",
+            "not a folder (a summary-file distribution is a folder of .sf1 or .pl files)",
             path=str(folder),
         )
-    geo_path = geos[0]
+    geos = [
+        (p, PRODUCTS[ext])
+        for p in folder.iterdir()
+        for ext in PRODUCTS
+        if p.name.lower().endswith(f"geo2010.{ext}")
+    ]
+    if len(geos) != 1:
+        raise InputError(
+            f"expected one geographic header file (xxgeo2010.sf1 or xxgeo2010.pl), found "
+            f"{len(geos)}",
+            path=str(folder),
+        )
+    geo_path, product = geos[0]
     st = geo_path.name[:2].lower()
-    geo = read_geo_header(geo_path)
-    want = [t.name for t in SF1_TABLES] if tables is None else tables
-    pos = field_positions()
+    geo = read_geo_header(geo_path, product.block_sumlev)
+    pos = field_positions(product)
     idx = cell_index()
+    offered = [t.name for t in ALL_TABLES if any(c.id in pos for c in t.cells())]
+    if tables is not None:
+        unknown = [t for t in tables if t not in offered]
+        if unknown:
+            raise InputError(
+                f"the {product.name} files hold no table {', '.join(unknown)}; they hold "
+                f"{', '.join(offered)}",
+                path=str(folder),
+            )
+    want = offered if tables is None else tables
+    seg_file = {seg: f"{st}{seg:05d}2010.{product.suffix}" for seg in product.segments}
+    absent = {seg for seg, name in seg_file.items() if _find(folder, name) is None}
+    if tables is None and absent:  # read what is there; name what is not
+        left_out = [t for t in want if pos[TABLES_BY_NAME[t].cells()[0].id][0] in absent]
+        want = [t for t in want if t not in left_out]
+        if not want:
+            raise InputError(
+                f"no data segment files ({', '.join(seg_file[s] for s in sorted(absent))} are "
+                "missing)",
+                path=str(folder),
+            )
+        warnings.warn(
+            f"{folder}: data segment file(s) {', '.join(seg_file[s] for s in sorted(absent))} "
+            f"missing: tables {', '.join(left_out)} not read",
+            stacklevel=2,
+        )
     cells_by_level: dict[str, list[str]] = {"block": [], "tract": []}
     for t in want:
         spec = TABLES_BY_NAME[t]
@@ -172,10 +248,10 @@ def read_sf1(folder: str | Path, tables: list[str] | None = None) -> TableSet:
         for c in cells:
             by_seg.setdefault(pos[c][0], []).append(c)
         for seg, seg_cells in sorted(by_seg.items()):
-            name = f"{st}{seg:05d}2010.sf1"
+            name = seg_file[seg]
             path = _find(folder, name)
             if path is None:
-                need = [t for t in SEGMENTS[seg] if t in TABLES_BY_NAME]
+                need = [t for t in product.segments[seg] if product.table(t)]
                 raise InputError(
                     f"data segment file {name} is missing (it holds cells "
                     f"{seg_cells[0]}..{seg_cells[-1]}, "

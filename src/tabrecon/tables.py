@@ -177,6 +177,20 @@ def _hisp_tally_rows() -> list[Row]:
     return rows
 
 
+def _race7_rows() -> list[Row]:
+    """P3 lines 1-8: total; each race alone; two or more races."""
+    return [{}] + [{"race": f"exactly:{r}"} for r in RACES] + [{"race": "count>=2"}]
+
+
+def _hisp_race7_rows() -> list[Row]:
+    """P5 lines 1-17: total; not Hispanic, then its P3 lines 2-8; Hispanic, then its lines 2-8."""
+    rows: list[Row] = [{}]
+    for h in ("0", "1"):
+        rows.append({"hispanic": h})
+        rows += [{**r, "hispanic": h} for r in _race7_rows()[1:]]
+    return rows
+
+
 def _sex_by(ages: Sequence[tuple[int, int]]) -> list[Row]:
     rows: list[Row] = [{}]
     for s in ("male", "female"):
@@ -193,6 +207,9 @@ PCT12_AGES: tuple[tuple[int, int], ...] = tuple((a, a) for a in range(100)) + (
 
 LAYOUTS: dict[str, list[Row]] = {
     "total": [{}],
+    "race7": _race7_rows(),
+    "hisp2": [{}, {"hispanic": "0"}, {"hispanic": "1"}],
+    "hisp_race7": _hisp_race7_rows(),
     "race_tally": _tally_rows(),
     "hisp_race_tally": _hisp_tally_rows(),
     "race_detail": _race_detail_rows(),
@@ -324,15 +341,25 @@ SF1_TABLES: tuple[TableSpec, ...] = (
     ),
 )
 
-TABLES_BY_NAME: dict[str, TableSpec] = {t.name: t for t in SF1_TABLES}
+#: Published SF1 block tables beyond those 34 (implied by P8 and P9 when those are present; a
+#: release may have them without P8/P9): race (P3), Hispanic or Latino (P4), and both (P5).
+EXTRA_TABLES: tuple[TableSpec, ...] = (
+    TableSpec("P3", "P", 3, "block", "race7", title="Race"),
+    TableSpec("P4", "P", 4, "block", "hisp2", title="Hispanic or Latino origin"),
+    TableSpec("P5", "P", 5, "block", "hisp_race7", title="Hispanic or Latino origin by race"),
+)
+#: Every person table tabrecon reads: the 34, then P3-P5 (so the 34's cell indices never move).
+ALL_TABLES: tuple[TableSpec, ...] = SF1_TABLES + EXTRA_TABLES
+TABLES_BY_NAME: dict[str, TableSpec] = {t.name: t for t in ALL_TABLES}
 BLOCK_TABLES = tuple(t.name for t in SF1_TABLES if t.level == "block")
 TRACT_TABLES = tuple(t.name for t in SF1_TABLES if t.level == "tract")
 
 
 @functools.lru_cache(maxsize=1)
 def all_cells() -> tuple[Cell, ...]:
-    """Every cell of the 34 tables, in table then line order (844 block + 3,344 tract)."""
-    return tuple(c for t in SF1_TABLES for c in t.cells())
+    """Every cell of every table tabrecon reads, in table then line order: the 34 tables (844
+    block + 3,344 tract cells), then P3, P4 and P5 (28 block cells)."""
+    return tuple(c for t in ALL_TABLES for c in t.cells())
 
 
 @functools.lru_cache(maxsize=1)
@@ -364,9 +391,12 @@ def weight_matrix() -> sp.csc_matrix:
 
 
 def resolve_tables(tables: Iterable[str] | str | None) -> list[str]:
-    """Table names from a list, a comma list, ``block``, ``tract`` or ``all`` (default)."""
+    """Table names from a list, a comma list, ``block``, ``tract``, ``all`` (default: the 34
+    tables of Abowd et al.) or ``published`` (those and P3, P4, P5)."""
     if tables is None or tables == "all":
         return [t.name for t in SF1_TABLES]
+    if tables == "published":
+        return [t.name for t in ALL_TABLES]
     if isinstance(tables, str):
         if tables == "block":
             return list(BLOCK_TABLES)
@@ -428,7 +458,7 @@ class TableSet:
             have = g.present().any(axis=0)
             for c in g.cells[have]:
                 names.add(cells[idx[c]].table)
-        return [t.name for t in SF1_TABLES if t.name in names]
+        return [t.name for t in ALL_TABLES if t.name in names]
 
     def to_frame(self) -> pl.DataFrame:
         """Long table (geoid, cell, value) of every published value, zeros included."""
@@ -565,7 +595,7 @@ def write_tables(ts: TableSet, path: str | Path) -> None:
     write_frame(ts.to_frame(), path)
 
 
-def read_tables(path: str | Path) -> TableSet:
+def read_long_tables(path: str | Path) -> TableSet:
     """Read and validate a long table file (geoid, cell, value).
 
     Every error names the file, the line (header = line 1) and the cell: unknown cell ids, geoids
@@ -594,13 +624,20 @@ def tables_from_long(df: pl.DataFrame, p: str = "tables") -> TableSet:
             "_want": [LENGTH[c.level] for c in cells],
         }
     )
+    carried = [c for c in ("__line", "variable") if c in df.columns]
     df = (
         df.select(
             pl.col("geoid").str.strip_chars(),
             pl.col("cell").str.strip_chars(),
             pl.col("value").str.strip_chars(),
+            *carried,
         )
         .with_row_index("_line", offset=2)
+        .with_columns(
+            pl.col("__line").cast(pl.Int64).alias("_line")
+            if "__line" in carried
+            else pl.col("_line")
+        )
         .join(known, on="cell", how="left", maintain_order="left")
         .with_columns(
             pl.col("value").cast(pl.Int64, strict=False).alias("_v"),
@@ -613,8 +650,13 @@ def tables_from_long(df: pl.DataFrame, p: str = "tables") -> TableSet:
         bad = df.filter(cond)
         if bad.height:
             r = bad.row(0, named=True)
+            var = (
+                f"variable {r['variable']!r} = "
+                if r.get("variable") not in (None, r["cell"])
+                else ""
+            )
             raise InputError(
-                f"{msg} (geoid {r['geoid']!r}, cell {r['cell']!r}, value {r['value']!r})",
+                f"{msg} (geoid {r['geoid']!r}, {var}cell {r['cell']!r}, value {r['value']!r})",
                 path=p,
                 line=int(r["_line"]),
                 more=bad.height - 1,
@@ -714,7 +756,7 @@ def identities() -> tuple[Identity, ...]:
     persons = np.array([c.measure == "persons" for c in cells])
     subset = inter == size[None, :]  # subset[c, g]: g inside c
     groups: dict[str, np.ndarray] = {}
-    for t in SF1_TABLES:
+    for t in ALL_TABLES:
         groups[t.name] = np.array([cell_index()[c.id] for c in t.cells()])
     for fam, names in FAMILIES.items():
         groups[fam] = np.concatenate([groups[m] for m in names])

@@ -45,7 +45,7 @@ from ..schema import (
     encode_types,
     size_bin,
 )
-from ..tables import MISSING, TableSet, tabulate
+from ..tables import MISSING, TABLES_BY_NAME, TableSet, tabulate
 from .reconstruct import RECON_LEVELS, build_tract_model, diagnose
 from .solvers import Extensible, SolverOptions
 
@@ -78,8 +78,10 @@ class CertResult:
 
 def _check_recon(ts: TableSet, tract: str, level: str, recon: Microdata) -> list[str]:
     """The published cells the reconstruction does not reproduce (the first five, named)."""
-    got = tabulate(recon, "all" if level == "block+tract" else "block")
     mine_ts = ts.subset(tract)
+    levels = ("block", "tract") if level == "block+tract" else ("block",)
+    present = [t for t in mine_ts.tables_present() if TABLES_BY_NAME[t].level in levels]
+    got = tabulate(recon, present)
     bad: list[str] = []
     for lvl in ("block", "tract") if level == "block+tract" else ("block",):
         pub = mine_ts.grids.get(lvl)
@@ -298,15 +300,17 @@ class CertRun:
     def summary_lines(self, recon: Microdata) -> list[str]:
         """The run in words (Markdown bullets): proven-unique blocks, cumulative solvar,
         population uniques among the reconstructed records."""
-        b = self.blocks
-        flags = uniqueness_flags(recon, b)
-        lo, hi = cumulative_solvar(b)
+        flags = uniqueness_flags(recon, self.blocks)
+        lo, hi = cumulative_solvar(self.blocks)
+        empty = int((self.blocks["persons"] == 0).sum())
+        b = self.blocks.filter(pl.col("persons") > 0)  # empty blocks are trivially unique
         n_unique = int(proven_unique(b).sum())
         cert_uniques = int((flags["certified"] & (flags["bsaber_unique"] == 1)).sum())
         share = 100 * n_unique / b.height if b.height else 0.0
         return [
-            f"- blocks: {b.height:,}; proven unique (solvar 0): {n_unique:,} ({share:.1f}%), "
-            f"holding {int(b.filter(proven_unique(b))['persons'].sum()):,} of "
+            f"- inhabited blocks: {b.height:,} (and {empty:,} empty); proven unique (solvar 0): "
+            f"{n_unique:,} ({share:.1f}% of the inhabited), holding "
+            f"{int(b.filter(proven_unique(b))['persons'].sum()):,} of "
             f"{int(b['persons'].sum()):,} persons",
             f"- blocks that can differ: {int((b['status'] == 'varies').sum()):,}; undecided "
             f"(time-out): {int((b['status'] == 'undecided').sum()):,}",

@@ -44,8 +44,8 @@ from ..schema import (
     decode_types,
 )
 from ..tables import (
+    ALL_TABLES,
     MISSING,
-    SF1_TABLES,
     TableSet,
     all_cells,
     cell_attrs,
@@ -253,7 +253,7 @@ def build_tract_model(
     rhs_all = np.concatenate(rhs).astype(np.int64)
     ub = np.where(ub == np.iinfo(np.int64).max, 0, ub)
     used = set(attrs["table"][bcol].tolist()) | set(attrs["table"][cell_positions(tcells)].tolist())
-    tables = [t.name for t in SF1_TABLES if t.name in used]
+    tables = [t.name for t in ALL_TABLES if t.name in used]
     return TractModel(
         tract=tract,
         level=level,

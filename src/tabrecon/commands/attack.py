@@ -52,7 +52,7 @@ def reconstruct(
 ) -> None:
     """Rebuild person records from published tables, tract by tract (written as each finishes)."""
     from ..attacks.reconstruct import reconstruct as _recon
-    from ..tables import read_tables
+    from ..published import read_tables
 
     one_of(level, RECON_LEVELS, "--level")
     one_of(strategy, ("staged", "full"), "--strategy")
@@ -137,8 +137,8 @@ def solvar(
 ) -> None:
     """Certify a reconstruction: solution variability per block, uniqueness flags, Table S4."""
     from ..attacks.certify import certify, solvar_table
+    from ..published import read_tables
     from ..schema import read_microdata
-    from ..tables import read_tables
 
     one_of(level, RECON_LEVELS, "--level")
     opts = solver_options(solver, threads, time_limit, seed, workers)
@@ -202,8 +202,8 @@ def claims(
     """Verified claims (generate-then-verify): persons singled out by claims every consistent
     population makes true."""
     from ..attacks.claims import claims as _claims
+    from ..published import read_tables
     from ..schema import read_microdata
-    from ..tables import read_tables
 
     one_of(level, RECON_LEVELS, "--level")
     at_least(1, k_solutions=k_solutions)
@@ -280,9 +280,9 @@ def reidentify(
     """Link a reconstruction to attacker data; precision beside MDG, PRG, truth and Ruggles-Van
     Riper."""
     from ..attacks.reidentify import reidentify as _reid
+    from ..published import read_tables
     from ..report.reid import write_reid_report
     from ..schema import read_microdata
-    from ..tables import read_tables
 
     at_least(1, francis_threshold=francis_threshold)
     if attacker not in ("perfect", "commercial") and not Path(attacker).exists():

@@ -139,8 +139,8 @@ def reconstruct_noisy(
     """Fit person records straight to published noisy measurements (integer least-deviation per
     block)."""
     from ..attacks.noisy import read_measurements, reconstruct_noisy_release
+    from ..published import read_tables
     from ..schema import write_microdata
-    from ..tables import read_tables
 
     positive_finite(time_limit=time_limit)
     check_suffix(out)

@@ -11,10 +11,12 @@ import typer
 from ..errors import TabreconError
 from ..io import check_suffix
 from ..terminal import (
+    Fresh,
     PersonOut,
     Seed,
     at_least,
     console,
+    err,
     table,
 )
 
@@ -57,7 +59,11 @@ def tabulate(
         Path, typer.Option("--out", "-o", help="Long table to write (.parquet or .csv[.gz])")
     ] = Path("tables.parquet"),
     tables: Annotated[
-        str, typer.Option(help="'all', 'block', 'tract' or a comma list such as P1,P12,PCT12")
+        str,
+        typer.Option(
+            help="'all' (the 34 tables), 'published' (and P3-P5), 'block', 'tract' or a comma list "
+            "such as P1,P12,PCT12"
+        ),
     ] = "all",
     level: Annotated[
         str | None, typer.Option(help="Tabulate every table at this level (state ... block)")
@@ -84,11 +90,12 @@ def tabulate(
 
 @tables_app.command("list")
 def tables_list() -> None:
-    """List the 34 SF1 person tables with their level, universe and number of cells."""
-    from ..tables import SF1_TABLES
+    """List the person tables (the 34 of Abowd et al., then P3-P5) with their level, universe and
+    number of cells."""
+    from ..tables import ALL_TABLES
 
     rows = [
-        [t.name, t.level, len(t.cells()), t.title, t.cells()[0].description()] for t in SF1_TABLES
+        [t.name, t.level, len(t.cells()), t.title, t.cells()[0].description()] for t in ALL_TABLES
     ]
     console.print(
         table("SF1 person tables", ["table", "level", "cells", "title", "universe (line 1)"], rows)
@@ -127,7 +134,8 @@ def check_tables(
     limit: Annotated[int, typer.Option(help="Print at most this many violations")] = 20,
 ) -> None:
     """Validate a table file and check every identity between its cells; exit 1 on any violation."""
-    from ..tables import check_consistency, read_tables
+    from ..published import read_tables
+    from ..tables import check_consistency
 
     at_least(0, limit=limit)
     rep = check_consistency(read_tables(tables_file))
@@ -143,3 +151,35 @@ def check_tables(
     if len(rep.violations) > limit:
         console.print(f"... and {len(rep.violations) - limit} more")
     raise typer.Exit(1)
+
+
+@app.command()
+def download(
+    state: Annotated[str, typer.Option(help="2-digit state FIPS code, e.g. 39")],
+    county: Annotated[str, typer.Option(help="3-digit county FIPS code, e.g. 059")],
+    out: Annotated[
+        Path, typer.Option("--out", "-o", help="Long table file to write (.parquet or .csv[.gz])")
+    ] = Path("tables.parquet"),
+    tables: Annotated[
+        str, typer.Option(help="'published' (the 34 tables and P3-P5), 'all' or a comma list")
+    ] = "published",
+    key: Annotated[str | None, typer.Option(help="Census API key (or env CENSUS_API_KEY)")] = None,
+    api: Annotated[
+        str, typer.Option(help="API endpoint")
+    ] = "https://api.census.gov/data/2010/dec/sf1",
+    fresh: Fresh = False,
+) -> None:
+    """Fetch a county's published 2010 SF1 block and tract tables from the Census API, tract by
+    tract (resumable), into one long table file."""
+    import os
+
+    from ..download import download as _download
+
+    t0 = time.perf_counter()
+    api_key = key or os.environ.get("CENSUS_API_KEY")
+
+    def tick(st: dict) -> None:
+        err.print(f"[dim]tract {st['unit']}: {st['status']}[/dim]")
+
+    path = _download(state, county, out, tables, api_key, api, resume=not fresh, progress=tick)
+    console.print(f"written {path} ({time.perf_counter() - t0:.1f} s)")

@@ -32,6 +32,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import polars as pl
@@ -165,15 +166,26 @@ def _geo_hist(md: Microdata, n: int) -> tuple[np.ndarray, np.ndarray, sp.csr_mat
     return geo, inv, H
 
 
+class Measurement(NamedTuple):
+    """One query's noisy answers for one geounit: the groups of types it answers (``groups``;
+    ``inv`` maps each support cell to its group), the noisy counts and their noise variance."""
+
+    query: str
+    groups: np.ndarray
+    inv: np.ndarray
+    noisy: np.ndarray
+    variance: float
+
+
 def _measure(
     cfg: TopDownConfig, level: str, trues: list[np.ndarray], support: np.ndarray
-) -> list[list[tuple]]:
+) -> list[list[Measurement]]:
     """Noisy answers of each geounit's queries on the cells of ``support`` (the groups touching it).
 
     ``trues`` holds one true histogram (on ``support``) per geounit; each query's noise for all of
     them comes from one call to the exact sampler.
     """
-    out: list[list[tuple]] = [[] for _ in trues]
+    out: list[list[Measurement]] = [[] for _ in trues]
     for q in cfg.query_shares:
         groups, inv = np.unique(QUERIES[q][support], return_inverse=True)
         mech = discrete_gaussian(cfg.rho_q(level, q))
@@ -181,7 +193,7 @@ def _measure(
         var = max(mech.variance, 1e-6)  # weights stay finite at huge rho
         for i, true in enumerate(trues):
             truth = np.bincount(inv, weights=true, minlength=groups.size)
-            out[i].append((q, groups, inv, truth + noise[i], var))
+            out[i].append(Measurement(q, groups, inv, truth + noise[i], var))
     return out
 
 
@@ -190,7 +202,7 @@ FIT_TOL = 1e-6
 
 
 def _fit(
-    children_meas: list[list[tuple]],
+    children_meas: list[list[Measurement]],
     parent: np.ndarray,
     totals: np.ndarray | None,
     penalty: float | None = None,
@@ -303,7 +315,7 @@ def _project_columns(v: np.ndarray, total: np.ndarray) -> np.ndarray:
 
 
 def _fit_admm(
-    children_meas: list[list[tuple]],
+    children_meas: list[list[Measurement]],
     parent: np.ndarray,
     tol: float = ADMM_TOL,
     max_iter: int = ADMM_MAX_ITER,
@@ -331,11 +343,11 @@ def _fit_admm(
         if groups.size == S and np.array_equal(inv, np.arange(S)):
             d += 1.0 / var
             for c, meas in enumerate(children_meas):
-                b1[c] += np.asarray(meas[qi][3], dtype=float) / var
+                b1[c] += np.asarray(meas[qi].noisy, dtype=float) / var
             continue
         A_rows.append(sp.csr_matrix((np.ones(S), (inv, np.arange(S))), shape=(groups.size, S)))
         W_rows.append(np.full(groups.size, 1.0 / var))
-        Y_cols.append(np.stack([np.asarray(meas[qi][3], dtype=float) for meas in children_meas]))
+        Y_cols.append(np.stack([np.asarray(meas[qi].noisy, dtype=float) for meas in children_meas]))
     if d <= 0:
         raise TabreconError(
             "the ADMM fit needs a query with one answer per cell (the detailed query)"
@@ -447,7 +459,7 @@ def _fallback(metas, pcounts, totals, where: str, exc: Exception, log: list[str]
     to the parent, round (parent cells exact). If even that fails, split the parent by the
     children's noisy totals. Every use is reported in ``log``."""
     try:
-        var = min(m[4] for meas in metas for m in meas)
+        var = min(m.variance for meas in metas for m in meas)
         x = _fit(metas, pcounts, totals, penalty=FALLBACK_PENALTY / var)
         col = x.sum(axis=0)
         x = np.where(
@@ -460,7 +472,7 @@ def _fallback(metas, pcounts, totals, where: str, exc: Exception, log: list[str]
         )
         return xi
     except TabreconError as exc2:
-        w = np.array([max(m[0][3].sum(), 0.0) for m in metas]) + 1e-9
+        w = np.array([max(m[0].noisy.sum(), 0.0) for m in metas]) + 1e-9
         log.append(
             f"{where}: {exc}; the penalised refit failed too ({exc2}); children got shares of the "
             "parent"
@@ -469,7 +481,7 @@ def _fallback(metas, pcounts, totals, where: str, exc: Exception, log: list[str]
 
 
 def _fit_auto(
-    metas: list[list[tuple]],
+    metas: list[list[Measurement]],
     pcounts: np.ndarray,
     totals: np.ndarray | None,
     fit: str = "admm",
@@ -501,7 +513,7 @@ def _parents_job(args: tuple) -> list[tuple]:
 def _one_parent(cfg, lv, fit, p, kids, support, pcounts, sub, totals) -> tuple:
     """Measure the children of one parent, fit, round (the fallback if the fit fails)."""
     metas = _measure(cfg, lv, list(sub), support)
-    nd = sum(m[1].size for meas in metas for m in meas)
+    nd = sum(m.groups.size for meas in metas for m in meas)
     fb: list[str] = []
     try:
         x = _fit_auto(metas, pcounts, totals, fit, fb, f"{lv} under {p or 'root'}")
@@ -577,7 +589,7 @@ def topdown(
     for i, g in enumerate(rgeo):
         true = np.asarray(rH[i].todense()).ravel()
         meas = _measure(cfg, root, [true], sup_all)[0]
-        draws += sum(m[1].size for m in meas)
+        draws += sum(m.groups.size for m in meas)
         tot = sum(state_tot.values()) if root == "nation" else state_tot[g]
         x = _fit_root(meas, int(tot))
         est[g] = (sup_all[x > 0], x[x > 0])
@@ -647,7 +659,7 @@ def topdown(
     return TopDownResult(out, meas_rows.frame(), privacy, timings, draws, fallbacks)
 
 
-def _fit_root(meas: list[tuple], total: int) -> np.ndarray:
+def _fit_root(meas: list[Measurement], total: int) -> np.ndarray:
     """The root histogram: NNLS on its own answers with its total held, then rounded."""
     import clarabel
 
@@ -701,7 +713,7 @@ class _MeasBuffer:
     def __init__(self) -> None:
         self.parts: list[tuple[str, str, str, np.ndarray, np.ndarray, float]] = []
 
-    def add(self, level: str, geoid: str, meas: list[tuple]) -> None:
+    def add(self, level: str, geoid: str, meas: list[Measurement]) -> None:
         for q, groups, _inv, noisy, var in meas:
             self.parts.append((level, str(geoid), q, groups, noisy, var))
 
@@ -728,6 +740,7 @@ class _MeasBuffer:
 
 __all__ = [
     "QUERIES",
+    "Measurement",
     "TopDownConfig",
     "TopDownResult",
     "dhc2023_like",

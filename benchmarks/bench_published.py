@@ -1,0 +1,81 @@
+"""Reading published tables as users download them: a 1,000,000-person county's block tables as a
+wide CSV (one row per block, one column per SF1 variable, Census API names), read and
+reconstructed at block level, beside the same tables read from tabrecon's long Parquet file.
+
+Run (from the repository root):
+python -m benchmarks.bench_published [--persons 1000000] [--workers 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+from benchmarks.common import children_peak_rss_mib, machine, peak_rss_mib, record  # noqa: E402
+from tabrecon.attacks.reconstruct import reconstruct  # noqa: E402
+from tabrecon.published import read_tables  # noqa: E402
+from tabrecon.synth import SynthConfig, synthesize  # noqa: E402
+from tabrecon.tables import tabulate, write_tables  # noqa: E402
+
+
+def _api_name(cell: str) -> str:
+    return cell[:-4] + cell[-3:] if not cell[-4].isalpha() and cell[-4] == "0" else cell
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--persons", type=int, default=1_000_000)
+    ap.add_argument("--workers", type=int, default=2)
+    args = ap.parse_args()
+    print(f"# published-tables benchmark -- {machine()}")
+    md = synthesize(SynthConfig(persons=args.persons), seed=3)
+    ts = tabulate(md, "block")
+    g = ts["block"]
+    print(f"{len(md):,} persons, {len(g.geoids):,} blocks x {len(g.cells)} block cells")
+    with tempfile.TemporaryDirectory() as d:
+        wide = Path(d) / "county_blocks.csv"
+        import polars as pl
+
+        cols = {_api_name(c): g.values[:, j] for j, c in enumerate(g.cells)}
+        t = time.perf_counter()
+        pl.DataFrame({"GEOID": g.geoids, **cols}).write_csv(wide)
+        print(
+            f"wide CSV written: {wide.stat().st_size / 2**20:,.0f} MiB "
+            f"({time.perf_counter() - t:.1f} s)"
+        )
+        long = Path(d) / "county_blocks.parquet"
+        write_tables(ts, long)
+        t = time.perf_counter()
+        back = read_tables(wide)
+        t_wide = time.perf_counter() - t
+        t = time.perf_counter()
+        read_tables(long)
+        t_long = time.perf_counter() - t
+        assert (back["block"].values == g.values).all()
+        print(
+            f"read wide CSV: {t_wide:.1f} s; long Parquet: {t_long:.1f} s (ratio "
+            f"{t_wide / t_long:.1f}x)"
+        )
+        print(f"peak memory after reading: {peak_rss_mib():,.0f} MiB")
+        t = time.perf_counter()
+        run = reconstruct(back, "block", workers=args.workers)
+        t_rec = time.perf_counter() - t
+        print(
+            f"reconstruct at block level, {args.workers} workers: {t_rec:.1f} s, "
+            f"{len(run.records):,} records, {len(run.failed)} failed tracts"
+        )
+        total = t_wide + t_rec
+        print(f"read + reconstruct: {total:.1f} s (target <= 120 s)")
+    print(
+        f"peak memory: {peak_rss_mib():,.0f} MiB main, {children_peak_rss_mib():,.0f} MiB largest "
+        "worker"
+    )
+
+
+if __name__ == "__main__":
+    record("published", main)

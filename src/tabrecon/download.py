@@ -1,0 +1,200 @@
+"""``tabrecon download``: a county's published SF1 person tables from the Census API.
+
+The county's tracts are listed first; then, tract by tract, its blocks' variables (at most
+:data:`MAX_VARIABLES` per request, the API's limit) and the tract's own tract-level variables are
+fetched, checked and written to ``<out>.parts/<tract>.parquet`` as the tract completes. A rerun
+skips finished tracts (the parts record the state, county, tables and address they came from, and a
+rerun with other ones is refused). Failed requests are retried with growing pauses; an HTTP error,
+an API error message or a response of the wrong shape stops the run with one line naming the tract
+and the request's variables (never the key), keeping what finished. At the end the parts are
+gathered into one long table file (``geoid, cell, value``) that every command reads.
+
+Variables are named as the API names them (``P001001``, ``P012A003``, ``PCT012105``);
+:func:`tabrecon.published.cell_of_variable` maps them to SF1 cell ids.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+
+import polars as pl
+
+from .errors import TabreconError
+from .io import check_suffix, write_frame
+from .provenance import check_or_record, fingerprint
+from .published import tables_from_wide
+from .tables import TABLES_BY_NAME, resolve_tables, tables_from_long
+
+#: The 2010 SF1 endpoint of the Census Data API.
+API_2010_SF1 = "https://api.census.gov/data/2010/dec/sf1"
+#: Variables per request (the API answers at most 50, geography included).
+MAX_VARIABLES = 45
+
+
+def api_name(cell: str) -> str:
+    """The Census API's name of an SF1 cell (three-digit line numbers throughout).
+
+    >>> api_name("P0010001"), api_name("P012A003"), api_name("PCT0120105")
+    ('P001001', 'P012A003', 'PCT012105')
+    """
+    if cell[-4].isdigit() and not cell[-5].isalpha():
+        return cell[:-4] + cell[-3:]
+    return cell
+
+
+class _Client:
+    """GETs with retries; every failure names the request, never the key."""
+
+    def __init__(self, base: str, key: str | None, retries: int, pause: float) -> None:
+        self.base, self.key, self.retries, self.pause = base.rstrip("?"), key, retries, pause
+        self.requests = 0
+
+    def get(self, params: dict[str, str], what: str) -> list[list[str]]:
+        query = dict(params, **({"key": self.key} if self.key else {}))
+        url = f"{self.base}?{urllib.parse.urlencode(query)}"
+        last = ""
+        for attempt in range(self.retries + 1):
+            if attempt:
+                time.sleep(self.pause * 2 ** (attempt - 1))
+            self.requests += 1
+            try:
+                with urllib.request.urlopen(url, timeout=60) as r:
+                    body = r.read().decode("utf-8", errors="replace")
+            except urllib.error.HTTPError as exc:
+                last = f"HTTP {exc.code} {exc.reason}"
+                if exc.code < 500 and exc.code != 429:  # the request itself is wrong: no retry
+                    detail = exc.read().decode("utf-8", errors="replace").strip()[:200]
+                    raise TabreconError(
+                        f"{what}: the Census API refused it ({last}): {detail}"
+                    ) from None
+                continue
+            except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
+                last = str(getattr(exc, "reason", exc))
+                continue
+            return _parse(body, what)
+        raise TabreconError(
+            f"{what}: no answer after {self.retries + 1} attempts ({last}); rerun to resume, "
+            "finished tracts are kept"
+        )
+
+
+def _parse(body: str, what: str) -> list[list[str]]:
+    try:
+        data = json.loads(body)
+    except json.JSONDecodeError:
+        raise TabreconError(
+            f"{what}: the Census API answered with something other than JSON: {body[:120]!r}"
+        ) from None
+    if isinstance(data, dict) and "error" in data:
+        raise TabreconError(f"{what}: the Census API answered with an error: {data['error']}")
+    if not (isinstance(data, list) and data and all(isinstance(r, list) for r in data)):
+        raise TabreconError(f"{what}: not an API table (an array of arrays, header first)")
+    return [[("" if v is None else str(v)) for v in row] for row in data]
+
+
+def _frame(rows: list[list[str]]) -> pl.DataFrame:
+    header = rows[0]
+    return pl.DataFrame(
+        {h: [r[j] for r in rows[1:]] for j, h in enumerate(header)},
+        schema={h: pl.String for h in header},
+    )
+
+
+def download(
+    state: str,
+    county: str,
+    out: str | Path,
+    tables: str | list[str] = "published",
+    key: str | None = None,
+    base_url: str = API_2010_SF1,
+    retries: int = 4,
+    pause: float = 1.0,
+    resume: bool = True,
+    progress: Callable[[dict], None] | None = None,
+) -> Path:
+    """Fetch a county's block and tract tables and write them as one long table file.
+
+    Parameters
+    ----------
+    state, county : str
+        FIPS codes (``"39"``, ``"059"``).
+    out : path
+        The long table file to write (``.parquet``, ``.csv`` or ``.csv.gz``).
+    tables : str or list of str
+        As :func:`tabrecon.tables.resolve_tables` reads them (default: the 34 tables and P3-P5).
+    key : str, optional
+        A Census API key (the API answers a few requests a day without one).
+    base_url : str
+        The endpoint (a local server in the tests).
+
+    Returns
+    -------
+    Path
+        ``out``.
+    """
+    if not (state.isdigit() and len(state) == 2 and county.isdigit() and len(county) == 3):
+        raise TabreconError("--state must be 2 digits and --county 3 digits (FIPS codes)")
+    out = check_suffix(out)
+    names = resolve_tables(tables)
+    by_level: dict[str, list[str]] = {"block": [], "tract": []}
+    for t in names:
+        spec = TABLES_BY_NAME[t]
+        by_level[spec.level] += [api_name(c.id) for c in spec.cells()]
+    parts = Path(str(out) + ".parts")
+    if not resume and parts.exists():
+        for old in parts.iterdir():
+            old.unlink()
+    parts.mkdir(parents=True, exist_ok=True)
+    fp = fingerprint(state=state, county=county, tables=names, api=base_url)
+    check_or_record(parts / "run.json", fp, str(parts))
+    client = _Client(base_url, key, retries, pause)
+    where = {"in": f"state:{state} county:{county}"}
+    listing = client.get({"get": "NAME", "for": "tract:*", **where}, f"tracts of {state}{county}")
+    tracts = sorted(r[listing[0].index("tract")] for r in listing[1:])
+    if not tracts:
+        raise TabreconError(f"the Census API lists no tracts in {state}{county}")
+    for tract in tracts:
+        part = parts / f"{tract}.parquet"
+        if part.exists():
+            if progress:
+                progress({"unit": tract, "status": "kept"})
+            continue
+        frames = []
+        for level, variables in by_level.items():
+            if not variables:
+                continue
+            geo = (
+                {"for": "block:*", "in": f"state:{state} county:{county} tract:{tract}"}
+                if level == "block"
+                else {"for": f"tract:{tract}", **where}
+            )
+            wide = None
+            for i in range(0, len(variables), MAX_VARIABLES):
+                chunk = variables[i : i + MAX_VARIABLES]
+                what = f"tract {state}{county}{tract}, {level} variables {chunk[0]}..{chunk[-1]}"
+                f = _frame(client.get({"get": ",".join(chunk), **geo}, what))
+                keys = [k for k in ("state", "county", "tract", "block") if k in f.columns]
+                missing = [v for v in chunk if v not in f.columns]
+                if missing or len(keys) < (4 if level == "block" else 3):
+                    raise TabreconError(
+                        f"{what}: the answer lacks {', '.join(missing or ['geography'])}"
+                    )
+                wide = f if wide is None else wide.join(f, on=keys, how="full", coalesce=True)
+            assert wide is not None
+            frames.append(tables_from_wide(wide, f"tract {state}{county}{tract}").to_frame())
+        write_frame(pl.concat(frames), part)
+        if progress:
+            progress({"unit": tract, "status": "ok"})
+    long = pl.concat([pl.read_parquet(parts / f"{t}.parquet") for t in tracts])
+    ts = tables_from_long(long.select(pl.all().cast(pl.String)), str(parts))
+    write_frame(ts.to_frame(), out)
+    return out
+
+
+__all__ = ["API_2010_SF1", "MAX_VARIABLES", "api_name", "download"]

@@ -1,0 +1,216 @@
+"""Published tables in the forms users download, detected from the file itself.
+
+* the long file tabrecon writes (``geoid, cell, value``);
+* a wide table, one row per geography, as CSV or Parquet: geography as ``GEOID``/``GEOID10``,
+  ``GEO_ID`` (``1000000US280010001001000``) or ``STATE``/``COUNTY``/``TRACT``/``BLOCK`` columns
+  (with ``SUMLEV`` where tracts and blocks are mixed), variables named in the summary-file style
+  (``P0010001``, ``P012A003``, ``PCT0120105``) or the Census API style (``P001001``);
+* the Census API's JSON response (an array of arrays, header first);
+* a data.census.gov CSV download (a second header row of labels);
+* an SF1 summary-file folder (:func:`tabrecon.sf1.read_sf1`).
+
+Everything is turned into the long form and validated once by
+:func:`tabrecon.tables.tables_from_long`, so every form gets the same checks and errors name the
+file, the line, the geography and the variable as the file spells it. Housing variables (``H...``)
+are skipped; any other variable tabrecon does not know is an error.
+
+>>> import polars as pl
+>>> wide = pl.DataFrame({"GEO_ID": ["1000000US280010001001000"], "P001001": ["3"], "NAME": ["x"]})
+>>> tables_from_wide(wide)["block"].col("P0010001").tolist()
+[3]
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import polars as pl
+
+from .errors import InputError
+from .geo import LENGTH
+from .io import read_text_frame
+from .tables import TableSet, cell_index, tables_from_long
+
+_VARIABLE = re.compile(r"^(P|PCT)(\d{3})([A-Z]?)(\d{3,4})$")
+#: Summary levels of the geographies tabrecon reads (SF1 / API ``SUMLEV``).
+SUMLEVELS = {"101": "block", "100": "block", "140": "tract", "050": "county", "040": "state"}
+
+
+def cell_of_variable(name: str) -> str | None:
+    """The SF1 cell id of a variable named in the summary-file or the Census API style (None
+    for a name of neither form).
+
+    >>> cell_of_variable("P001001"), cell_of_variable("P0010001"), cell_of_variable("PCT012105")
+    ('P0010001', 'P0010001', 'PCT0120105')
+    >>> cell_of_variable("P012A003"), cell_of_variable("NAME")
+    ('P012A003', None)
+    """
+    m = _VARIABLE.match(name.strip().upper())
+    if m is None:
+        return None
+    prefix, table, iteration, line = m.group(1), int(m.group(2)), m.group(3), int(m.group(4))
+    if iteration:
+        return f"{prefix}{table:03d}{iteration}{line:03d}"
+    return f"{prefix}{table:03d}{line:04d}"
+
+
+def read_tables(path: str | Path) -> TableSet:
+    """Published tables from ``path`` in any form listed in the module docstring."""
+    p = Path(path)
+    if not p.exists():
+        raise InputError("file not found", path=str(p))
+    if p.is_dir():
+        from .sf1 import read_sf1
+
+        return read_sf1(p)
+    if p.suffix.lower() == ".json":
+        return tables_from_wide(_read_api_json(p), str(p))
+    df = read_text_frame(p)
+    if {"geoid", "cell", "value"} <= set(df.columns):
+        return tables_from_long(df, str(p))
+    return tables_from_wide(df, str(p))
+
+
+def _read_api_json(p: Path) -> pl.DataFrame:
+    """The Census API's response: ``[[header...], [row...], ...]``, every value text."""
+    text = p.read_text(errors="replace")
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        first = text.strip().splitlines()[0][:120] if text.strip() else "(empty)"
+        raise InputError(
+            f"not a Census API JSON response ({exc.msg} at line {exc.lineno}); it begins: "
+            f"{first!r}",
+            path=str(p),
+        ) from None
+    if isinstance(data, dict) and "error" in data:
+        raise InputError(f"the Census API answered with an error: {data['error']}", path=str(p))
+    if not (isinstance(data, list) and data and all(isinstance(r, list) for r in data)):
+        raise InputError(
+            "not a Census API response (an array of arrays, header first)", path=str(p)
+        )
+    header = [str(h) for h in data[0]]
+    for i, row in enumerate(data[1:], start=2):
+        if len(row) != len(header):
+            raise InputError(
+                f"row has {len(row)} values, the header {len(header)}", path=str(p), line=i
+            )
+    cols = {
+        h: [None if r[j] is None else str(r[j]) for r in data[1:]] for j, h in enumerate(header)
+    }
+    return pl.DataFrame(cols, schema={h: pl.String for h in header})
+
+
+def _geography(df: pl.DataFrame, where: str) -> pl.Series:
+    """Each row's geoid (digits) from whichever geography columns the table has."""
+    upper = {c.upper(): c for c in df.columns}
+
+    def col(name: str) -> pl.Expr:
+        return pl.col(upper[name]).cast(pl.String).str.strip_chars()
+
+    if "GEO_ID" in upper:  # data.census.gov / API: 1000000US280010001001000
+        return df.select(col("GEO_ID").str.replace(r"^.*US", "").alias("geoid"))["geoid"]
+    for name in ("GEOID", "GEOID10", "GEOID20", "GEOCODE"):
+        if name in upper:
+            return df.select(col(name).alias("geoid"))["geoid"]
+    if {"STATE", "COUNTY", "TRACT"} <= set(upper):
+        parts = [
+            col("STATE").str.zfill(LENGTH["state"]),
+            col("COUNTY").str.zfill(LENGTH["county"] - LENGTH["state"]),
+            col("TRACT").str.zfill(LENGTH["tract"] - LENGTH["county"]),
+        ]
+        tract = pl.concat_str(parts)
+        if "BLOCK" not in upper:
+            return df.select(tract.alias("geoid"))["geoid"]
+        block = col("BLOCK")
+        is_block = block.is_not_null() & (block != "")
+        if "SUMLEV" in upper:
+            is_block = is_block & (col("SUMLEV").str.zfill(3) != "140")
+        geo = pl.when(is_block).then(pl.concat_str([tract, block.str.zfill(4)])).otherwise(tract)
+        return df.select(geo.alias("geoid"))["geoid"]
+    raise InputError(
+        "no geography columns: a wide table needs GEO_ID, GEOID (or GEOID10) or STATE, COUNTY, "
+        f"TRACT[, BLOCK]; it has {', '.join(df.columns[:8])}{' ...' if df.width > 8 else ''}",
+        path=where,
+    )
+
+
+def _refuse_partial_tables(
+    wide: pl.DataFrame, cells: list[str], variables: list[str], where: str
+) -> None:
+    """Refuse a variable published for some geographies of a level and not for others (a block
+    missing from one table would silently become "not published")."""
+    empty = wide.select(
+        pl.col("geoid").str.len_chars().alias("_len"),
+        pl.col("__line"),
+        pl.col("geoid"),
+        *[(pl.col(c).is_null() | (pl.col(c).str.strip_chars() == "")).alias(c) for c in cells],
+    )
+    for (length,), part in empty.group_by("_len", maintain_order=True):
+        n_empty = part.select(pl.col(cells).sum()).row(0)
+        for c, v, k in zip(cells, variables, n_empty, strict=True):
+            if 0 < k < part.height:
+                r = part.filter(pl.col(c)).row(0, named=True)
+                raise InputError(
+                    f"variable {v!r} is published for {part.height - k:,} of the "
+                    f"{part.height:,} geographies with {length}-digit geoids but not for geoid "
+                    f"{r['geoid']!r} ({k - 1:,} more lack it)",
+                    path=where,
+                    line=int(r["__line"]),
+                )
+
+
+def tables_from_wide(df: pl.DataFrame, where: str = "tables") -> TableSet:
+    """A :class:`TableSet` from a wide table (one row per geography, one column per variable)."""
+    df = df.select(pl.all().cast(pl.String))
+    known = cell_index()
+    variables: list[str] = []
+    cells: list[str] = []
+    for c in df.columns:
+        if c.startswith("__"):
+            continue
+        cell = cell_of_variable(c)
+        if cell is None:  # geography, names, housing variables, annotation columns
+            continue
+        if cell not in known:
+            raise InputError(
+                f"unknown variable {c!r} (read as cell {cell}): not a person table tabrecon "
+                "knows (see `tabrecon tables list`)",
+                path=where,
+            )
+        variables.append(c)
+        cells.append(cell)
+    if not variables:
+        raise InputError(
+            "no table variables: expected columns such as P0010001 (summary-file style) or "
+            "P001001 (Census API style), or a long file with columns geoid, cell, value",
+            path=where,
+        )
+    dup = sorted({c for c in cells if cells.count(c) > 1})
+    if dup:
+        names = [v for v, c in zip(variables, cells, strict=True) if c == dup[0]]
+        raise InputError(f"cell {dup[0]} appears twice, as {' and '.join(names)}", path=where)
+    line0 = 2
+    geo = _geography(df, where)
+    if geo.len() and not re.search(r"\d", geo[0] or ""):  # data.census.gov: a row of labels
+        df, geo, line0 = df.slice(1), geo.slice(1), 3
+    lines = df["__line"].cast(pl.Int64) if "__line" in df.columns else None
+    wide = df.select(variables).rename(dict(zip(variables, cells, strict=True)))
+    wide = wide.with_columns(
+        geo.alias("geoid"),
+        (lines if lines is not None else pl.int_range(line0, line0 + df.height)).alias("__line"),
+    )
+    _refuse_partial_tables(wide, cells, variables, where)
+    long = wide.unpivot(
+        index=["geoid", "__line"], on=cells, variable_name="cell", value_name="value"
+    )
+    long = long.filter(pl.col("value").is_not_null() & (pl.col("value").str.strip_chars() != ""))
+    # errors cite the variable as the file spells it
+    spelt = dict(zip(cells, variables, strict=True))
+    long = long.with_columns(pl.col("cell").replace_strict(spelt).alias("variable"))
+    return tables_from_long(long, where)
+
+
+__all__ = ["SUMLEVELS", "cell_of_variable", "read_tables", "tables_from_wide"]

@@ -1,0 +1,139 @@
+"""Published tables in every form users download read into identical table sets; bad forms are
+refused naming the file, line, geography and variable."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import polars as pl
+import pytest
+
+from tabrecon.errors import InputError
+from tabrecon.published import cell_of_variable, read_tables
+from tabrecon.tables import TableSet, tabulate, write_tables
+
+# the person tables a county's block and tract downloads hold, P3-P5 included
+TABLES = "P1,P3,P4,P5,P8,P9,P12,P12A,P12B,PCT12"
+
+
+@pytest.fixture(scope="module")
+def county(small_md) -> TableSet:
+    return tabulate(small_md, TABLES)
+
+
+def _api_name(cell: str) -> str:
+    """The Census API's name of a cell (three-digit lines for every table)."""
+    if cell[-4] == "0" and cell[-4:-3].isdigit() and not cell[-5].isalpha():
+        return cell[:-4] + cell[-3:]
+    return cell
+
+
+def _wide(ts: TableSet, level: str, names=lambda c: c) -> pl.DataFrame:
+    g = ts.grids[level]
+    cols = {names(c): [str(v) for v in g.values[:, j]] for j, c in enumerate(g.cells)}
+    return pl.DataFrame({"geoid": list(g.geoids), **cols})
+
+
+def _same(a: TableSet, b: TableSet) -> None:
+    assert set(a.grids) == set(b.grids)
+    for level, g in a.grids.items():
+        h = b.grids[level]
+        assert list(g.geoids) == list(h.geoids), level
+        for c in g.cells:
+            np.testing.assert_array_equal(g.col(c), h.col(c), err_msg=f"{level} {c}")
+
+
+def test_variable_names_of_both_styles_map_to_cells():
+    assert cell_of_variable("P001001") == cell_of_variable("P0010001") == "P0010001"
+    assert cell_of_variable("PCT012105") == cell_of_variable("PCT0120105") == "PCT0120105"
+    assert cell_of_variable("p012a003") == "P012A003"
+    assert cell_of_variable("GEO_ID") is None and cell_of_variable("H001001") is None
+    assert _api_name("P0120003") == "P012003" and _api_name("P012A003") == "P012A003"
+
+
+def test_every_form_reads_into_identical_tables(county, tmp_path):
+    want = county
+    forms = {}
+    write_tables(county, tmp_path / "long.csv")
+    forms["long"] = tmp_path / "long.csv"
+    # wide, summary-file style, GEOID column, one file per level (CSV and Parquet)
+    for level in ("block", "tract"):
+        w = _wide(county, level).rename({"geoid": "GEOID10"})
+        w.write_csv(tmp_path / f"wide_{level}.csv")
+        w.write_parquet(tmp_path / f"wide_{level}.parquet")
+    # wide, API style, STATE/COUNTY/TRACT/BLOCK + SUMLEV, tracts and blocks in one file
+    parts = []
+    for level, sumlev in (("tract", "140"), ("block", "101")):
+        w = _wide(county, level, _api_name)
+        g = w["geoid"]
+        w = w.with_columns(
+            pl.lit(sumlev).alias("SUMLEV"),
+            g.str.slice(0, 2).alias("STATE"),
+            g.str.slice(2, 3).alias("COUNTY"),
+            g.str.slice(5, 6).alias("TRACT"),
+            (g.str.slice(11, 4) if level == "block" else pl.lit("")).alias("BLOCK"),
+        ).drop("geoid")
+        parts.append(w)
+    pl.concat(parts, how="diagonal").write_csv(tmp_path / "api_style.csv")
+    forms["api style, mixed levels"] = tmp_path / "api_style.csv"
+    # the Census API's JSON (lower-case geography, header first), block level
+    wb = _wide(county, "block", _api_name)
+    g = wb["geoid"]
+    body = wb.drop("geoid").with_columns(
+        g.str.slice(0, 2).alias("state"),
+        g.str.slice(2, 3).alias("county"),
+        g.str.slice(5, 6).alias("tract"),
+        g.str.slice(11, 4).alias("block"),
+    )
+    (tmp_path / "api.json").write_text(json.dumps([body.columns, *[list(r) for r in body.rows()]]))
+    # data.census.gov: GEO_ID, NAME, a second header row of labels
+    d = _wide(county, "block", _api_name)
+    d = d.with_columns(
+        ("1000000US" + pl.col("geoid")).alias("GEO_ID"), pl.lit("Block 1").alias("NAME")
+    ).drop("geoid")
+    labels = pl.DataFrame(
+        {c: ["Geography" if c == "GEO_ID" else f"Label of {c}"] for c in d.columns}
+    )
+    pl.concat([labels, d]).write_csv(tmp_path / "dcg.csv")
+    read = {name: read_tables(p) for name, p in forms.items()}
+    for ts in read.values():
+        _same(want, ts)
+    for suffix in ("csv", "parquet"):
+        blk = read_tables(tmp_path / f"wide_block.{suffix}")
+        trc = read_tables(tmp_path / f"wide_tract.{suffix}")
+        _same(want, TableSet({"block": blk["block"], "tract": trc["tract"]}))
+    api, dcg = read_tables(tmp_path / "api.json"), read_tables(tmp_path / "dcg.csv")
+    for ts in (api, dcg):
+        _same(TableSet({"block": want["block"]}), ts)
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("GEOID,P001001,P099001\n280010001001000,3,4\n", "unknown variable 'P099001'"),
+        ("GEOID,P001001\n280010001001000,3(r1234)\n", "variable 'P001001' = cell 'P0010001'"),
+        ("GEOID,P001001\n280010001001000,-3\n", "negative count"),
+        ("GEOID,P001001\n280010001001000,3\n280010001001000,4\n", "duplicate row"),
+        ("GEOID,P001001,P0010001\n280010001001000,3,3\n", "appears twice"),
+        ("NAME,P001001\nx,3\n", "no geography columns"),
+        ("GEOID,NAME\n280010001001000,x\n", "no table variables"),
+        ("GEOID,P001001,P003001\n280010001001000,3,3\n280010001001001,4,\n", "not for geoid"),
+    ],
+    ids=["unknown", "annotation", "negative", "duplicate", "twice", "nogeo", "novars", "partial"],
+)
+def test_bad_wide_tables_are_refused_naming_what_is_wrong(tmp_path, text, message):
+    p = tmp_path / "bad.csv"
+    p.write_text(text)
+    with pytest.raises(InputError, match=message) as e:
+        read_tables(p)
+    assert "bad.csv" in str(e.value)
+
+
+def test_api_errors_and_non_json_are_refused(tmp_path):
+    (tmp_path / "err.json").write_text(json.dumps({"error": "unknown variable 'P9'"}))
+    with pytest.raises(InputError, match="answered with an error"):
+        read_tables(tmp_path / "err.json")
+    (tmp_path / "html.json").write_text("<html>rate limited</html>")
+    with pytest.raises(InputError, match="not a Census API JSON response"):
+        read_tables(tmp_path / "html.json")
