@@ -50,9 +50,14 @@ def main() -> None:
         )
         long = Path(d) / "county_blocks.parquet"
         write_tables(ts, long)
+        before = peak_rss_mib()
         t = time.perf_counter()
         back = read_tables(wide)
         t_wide = time.perf_counter() - t
+        print(
+            f"peak memory: {before:,.0f} MiB before reading the wide CSV (synthesis, tabulation), "
+            f"{peak_rss_mib():,.0f} MiB after"
+        )
         t = time.perf_counter()
         read_tables(long)
         t_long = time.perf_counter() - t
@@ -61,7 +66,7 @@ def main() -> None:
             f"read wide CSV: {t_wide:.1f} s; long Parquet: {t_long:.1f} s (ratio "
             f"{t_wide / t_long:.1f}x)"
         )
-        print(f"peak memory after reading: {peak_rss_mib():,.0f} MiB")
+        print(f"peak memory after also reading the long file: {peak_rss_mib():,.0f} MiB")
         t = time.perf_counter()
         run = reconstruct(back, "block", workers=args.workers)
         t_rec = time.perf_counter() - t

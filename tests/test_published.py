@@ -114,7 +114,7 @@ def test_every_form_reads_into_identical_tables(county, tmp_path):
         ("GEOID,P001001,P099001\n280010001001000,3,4\n", "unknown variable 'P099001'"),
         ("GEOID,P001001\n280010001001000,3(r1234)\n", "variable 'P001001' = cell 'P0010001'"),
         ("GEOID,P001001\n280010001001000,-3\n", "negative count"),
-        ("GEOID,P001001\n280010001001000,3\n280010001001000,4\n", "duplicate row"),
+        ("GEOID,P001001\n280010001001000,3\n280010001001000,4\n", "a geography appears twice"),
         ("GEOID,P001001,P0010001\n280010001001000,3,3\n", "appears twice"),
         ("NAME,P001001\nx,3\n", "no geography columns"),
         ("GEOID,NAME\n280010001001000,x\n", "no table variables"),

@@ -32,6 +32,7 @@ import polars as pl
 from rich.console import Console
 
 from .attacks.certify import proven_unique
+from .attacks.reidentify import RATE_COLUMNS
 from .config import AuditConfig, RunConfig
 from .defenses.defense import Defense
 from .errors import TabreconError
@@ -849,17 +850,7 @@ def _summary(
             ):
                 r = rt.filter((pl.col("group") == g) & (pl.col("source") == src))
                 if r.height:
-                    s["reidentification"][src][g] = {
-                        k: r[k][0]
-                        for k in (
-                            "attacker_records",
-                            "putative",
-                            "confirmed",
-                            "putative_pct",
-                            "confirmed_pct",
-                            "precision_pct",
-                        )
-                    }
+                    s["reidentification"][src][g] = {k: r[k][0] for k in RATE_COLUMNS}
         s["attacker"] = (
             attacker_reports[0]
             if len(attacker_reports) == 1

@@ -26,12 +26,13 @@ import json
 import re
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 
 from .errors import InputError
-from .geo import LENGTH
+from .geo import LENGTH, LEVEL_OF_LENGTH
 from .io import read_text_frame
-from .tables import TableSet, cell_index, tables_from_long
+from .tables import MISSING, Grid, TableSet, all_cells, cell_index, tables_from_long
 
 _VARIABLE = re.compile(r"^(P|PCT)(\d{3})([A-Z]?)(\d{3,4})$")
 #: Summary levels of the geographies tabrecon reads (SF1 / API ``SUMLEV``).
@@ -203,14 +204,71 @@ def tables_from_wide(df: pl.DataFrame, where: str = "tables") -> TableSet:
         (lines if lines is not None else pl.int_range(line0, line0 + df.height)).alias("__line"),
     )
     _refuse_partial_tables(wide, cells, variables, where)
-    long = wide.unpivot(
-        index=["geoid", "__line"], on=cells, variable_name="cell", value_name="value"
-    )
-    long = long.filter(pl.col("value").is_not_null() & (pl.col("value").str.strip_chars() != ""))
-    # errors cite the variable as the file spells it
-    spelt = dict(zip(cells, variables, strict=True))
-    long = long.with_columns(pl.col("cell").replace_strict(spelt).alias("variable"))
-    return tables_from_long(long, where)
+    return _grids(wide, cells, dict(zip(cells, variables, strict=True)), where)
+
+
+def _grids(wide: pl.DataFrame, cells: list[str], spelt: dict[str, str], where: str) -> TableSet:
+    """Grids straight from the wide columns (no long copy: a million-person county's block tables
+    are 18M values), with the checks :func:`tabrecon.tables.tables_from_long` makes, each error
+    naming the line, the geography and the variable as the file spells it."""
+    geo = wide["geoid"].str.strip_chars()
+    wide = wide.with_columns(geo.alias("geoid"), geo.str.len_chars().alias("_len"))
+
+    def fail(rows: pl.DataFrame, msg: str, cell: str | None = None) -> None:
+        r = rows.row(0, named=True)
+        what = f"geoid {r['geoid']!r}"
+        if cell is not None:
+            what += f", variable {spelt[cell]!r} = cell {cell!r}, value {r[cell]!r}"
+        raise InputError(f"{msg} ({what})", path=where, line=int(r["__line"]), more=rows.height - 1)
+
+    bad = wide.filter(~pl.col("geoid").str.contains(r"^\d+$"))
+    if bad.height:
+        fail(bad, "geoid must be digits")
+    bad = wide.filter(~pl.col("_len").is_in(list(LEVEL_OF_LENGTH)))
+    if bad.height:
+        fail(bad, "geoid length must be 2 (state), 5 (county), 11 (tract), 12 (block group) or 15")
+    every = all_cells()
+    idx = cell_index()
+    grids: dict[str, Grid] = {}
+    for (length,), part in wide.group_by("_len", maintain_order=True):
+        level = LEVEL_OF_LENGTH[int(length)]
+        dup = part.filter(pl.col("geoid").is_duplicated())
+        if dup.height:
+            fail(dup.slice(1), "a geography appears twice")
+        text = part.select(pl.col(cells).str.strip_chars())
+        given = text.select(pl.col(cells).is_not_null() & (pl.col(cells) != ""))
+        ints = text.select(pl.col(cells).cast(pl.Int64, strict=False))
+        not_int = given.select([given[c] & ints[c].is_null() for c in cells]).sum().row(0)
+        negative = ints.select((pl.col(cells) < 0).fill_null(False)).sum().row(0)
+        for c, n_bad, n_neg in zip(cells, not_int, negative, strict=True):
+            if n_bad:
+                rows = part.filter(given[c] & ints[c].is_null())
+                v = str(rows[c][0]).strip()
+                msg = (
+                    "count out of range (above 9,223,372,036,854,775,807)"
+                    if re.fullmatch(r"[+-]?\d+", v)
+                    else "fractional count; table values must be whole numbers"
+                    if re.fullmatch(r"[+-]?\d*\.\d+", v)
+                    else "value is not an integer"
+                )
+                fail(rows, msg, c)
+            if n_neg:
+                fail(part.filter(ints[c] < 0), "negative count", c)
+        present = [c for c, k in zip(cells, given.sum().row(0), strict=True) if k]
+        for c in present:  # a cell may be given at its own level or a coarser one
+            if LENGTH[every[idx[c]].level] < length:
+                fail(part.filter(given[c]), "geoid is finer than the cell's level", c)
+        if not present:
+            continue
+        present.sort(key=idx.__getitem__)
+        order = np.argsort(part["geoid"].to_numpy())
+        values = ints.select(present).fill_null(MISSING).to_numpy().astype(np.int64)[order]
+        grids[level] = Grid(
+            level, part["geoid"].to_numpy().astype(str)[order], np.array(present), values
+        )
+    if not grids:
+        raise InputError("no table values", path=where)
+    return TableSet(grids, source=where)
 
 
 __all__ = ["SUMLEVELS", "cell_of_variable", "read_tables", "tables_from_wide"]

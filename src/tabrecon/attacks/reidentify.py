@@ -408,6 +408,15 @@ PUTATIVE = {
     "rvr": "putative_rvr",
 }
 GROUPS = ("all", "modal", "nonmodal", "uniques", "certified_nonmodal", "certified_uniques")
+#: What a reidentification summary gives per source and group.
+RATE_COLUMNS = (
+    "attacker_records",
+    "putative",
+    "confirmed",
+    "putative_pct",
+    "confirmed_pct",
+    "precision_pct",
+)
 
 
 @dataclass
@@ -483,17 +492,7 @@ class ReidResult:
             out[s] = {}
             for g in GROUPS:
                 row = rt.filter((pl.col("source") == s) & (pl.col("group") == g)).row(0, named=True)
-                out[s][g] = {
-                    k: row[k]
-                    for k in (
-                        "attacker_records",
-                        "putative",
-                        "confirmed",
-                        "putative_pct",
-                        "confirmed_pct",
-                        "precision_pct",
-                    )
-                }
+                out[s][g] = {k: row[k] for k in RATE_COLUMNS}
         return out
 
 

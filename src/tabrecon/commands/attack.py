@@ -24,6 +24,7 @@ from ..terminal import (
     at_least,
     console,
     err,
+    frame_table,
     one_of,
     progress,
     read_blocks,
@@ -160,13 +161,8 @@ def solvar(
         "cum_persons_pct": "cum persons %",
         "unproven_blocks": "unproven",
     }
-    s4 = solvar_table(run.blocks)
     console.print(
-        table(
-            "cumulative solvar (Table S4 layout)",
-            list(cols.values()),
-            [[r[c] for c in cols] for r in s4.iter_rows(named=True)],
-        )
+        frame_table("cumulative solvar (Table S4 layout)", solvar_table(run.blocks), cols)
     )
     console.print("\n".join(run.summary_lines(rec)))
     console.print(f"written {', '.join(map(str, paths))}")
@@ -230,14 +226,8 @@ def claims(
         "median_baseline_tract": "median base (tract)",
         "median_baseline_state": "median base (state)",
     }
-    by_k = run.by_k()
-    console.print(
-        table(
-            "verified singleton claims by number of columns k",
-            list(cols.values()),
-            [[r[c] for c in cols] for r in by_k.iter_rows(named=True)],
-        )
-    )
+    title = "verified singleton claims by number of columns k"
+    console.print(frame_table(title, run.by_k(), cols))
     console.print("\n".join(run.summary_lines(el)))
     console.print(f"written {', '.join(map(str, paths))}")
     if run.failed:

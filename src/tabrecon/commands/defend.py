@@ -16,9 +16,9 @@ from ..terminal import (
     at_least,
     console,
     err,
+    frame_table,
     one_of,
     positive_finite,
-    table,
 )
 
 app = typer.Typer()
@@ -205,11 +205,5 @@ def tradeoff(
         "mdg_nonmodal_precision": "MDG nonmodal %",
         "tvd_block": "block TVD",
     }
-    console.print(
-        table(
-            "risk and accuracy by defense",
-            list(cols.values()),
-            [[r[c] for c in cols] for r in df.iter_rows(named=True)],
-        )
-    )
+    console.print(frame_table("risk and accuracy by defense", df, cols))
     console.print(f"written {out}/tradeoff.csv, {out}/tradeoff.png")
