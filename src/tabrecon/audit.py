@@ -100,7 +100,7 @@ def check_same_geography(md, ts, md_path: Path, ts_path: Path) -> None:
         raise MismatchError(
             f"{ts_path}: the tables have no block level; the audit needs block tables"
         )
-    pop = g.col("P0010001") if "P0010001" in set(g.cells.tolist()) else None
+    pop = ts.block_population()
     tb = set(g.geoids[pop > 0].tolist()) if pop is not None else set(g.geoids.tolist())
     mb = set(np.asarray(md.geoids)[np.unique(md.block)].tolist())
     only_t, only_m = sorted(tb - mb), sorted(mb - tb)
@@ -128,8 +128,8 @@ def check_same_geography(md, ts, md_path: Path, ts_path: Path) -> None:
             raise MismatchError(
                 f"microdata and tables disagree on block populations: block {b} has "
                 f"{counts[bad[0]]} persons in "
-                f"{md_path} but P0010001 = {pop[pop > 0][bad[0]]} in {ts_path} ({bad.size} "
-                "block(s) differ)"
+                f"{md_path} but a published total of {pop[pop > 0][bad[0]]} in {ts_path} "
+                f"({bad.size} block(s) differ)"
             )
 
 
@@ -756,9 +756,7 @@ def _run_chunk(
         facts[k] += tinfo[k]
     out["tables_present"] = tinfo.get("tables_present", [])
     if md is None:
-        facts["persons"] += (
-            int(ts.grids["block"].col("P0010001").sum()) if "block" in ts.grids else 0
-        )
+        facts["persons"] += int(pop.sum()) if (pop := ts.block_population()) is not None else 0
     recons = {}
     for lv in cfg.reconstruct.levels:
         recons[lv], rinfo = cr.reconstruct(ts, lv, md)

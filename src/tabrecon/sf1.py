@@ -22,6 +22,11 @@ Technical Documentation, chapter 6; the Bureau's import script ``pl_part1_2010.s
 are summary level 750, and its tables P1-P4 are SF1's P8-P11 under other names (segment 1: P1, P2;
 segment 2: P3, P4 and the housing table H1, skipped). :data:`PRODUCTS` holds both layouts.
 
+The 2020 P.L. 94-171 distribution (``xxgeo2020.pl``, ``xx000012020.pl`` ... ``xx000032020.pl``) is
+pipe-delimited, the geographic header too (:data:`GEO_FIELDS_2020`); its P1-P4 are again SF1's
+P8-P11 (segment 3 holds P5, group quarters, skipped). Auditing it reconstructs and certifies what
+the 2020 (differentially private) release itself determines.
+
 Read without a list of tables, a folder may lack some segment files: the tables they hold are left
 out and a warning names them (a block missing from one segment file stays an error).
 """
@@ -80,6 +85,8 @@ class Product:
     segments: dict[int, tuple[str, ...]]
     rename: dict[str, str] = field(default_factory=dict)
     other_cells: dict[str, int] = field(default_factory=dict)
+    year: int = 2010
+    separator: str = ","  # the 2020 files are pipe-delimited, the geographic header too
 
     def table(self, name: str) -> str | None:
         """tabrecon's name of one of this product's tables (None: not a person table modelled)."""
@@ -96,7 +103,22 @@ PL94 = Product(
     rename={"P1": "P8", "P2": "P9", "P3": "P10", "P4": "P11"},
     other_cells={"H1": 3},
 )
-PRODUCTS = {"sf1": SF1, "pl": PL94}
+PL94_2020 = Product(
+    "2020 P.L. 94-171",
+    "pl",
+    "750",
+    {1: ("P1", "P2"), 2: ("P3", "P4", "H1"), 3: ("P5",)},
+    rename={"P1": "P8", "P2": "P9", "P3": "P10", "P4": "P11"},
+    other_cells={"H1": 3, "P5": 10},
+    year=2020,
+    separator="|",
+)
+#: (suffix, year) -> layout
+PRODUCTS = {("sf1", 2010): SF1, ("pl", 2010): PL94, ("pl", 2020): PL94_2020}
+#: 1-based fields of the 2020 pipe-delimited geographic header read here (2020 Census P.L. 94-171
+#: Summary File Technical Documentation, chapter 6: FILEID|STUSAB|SUMLEV|GEOVAR|GEOCOMP|CHARITER|
+#: CIFSN|LOGRECNO|GEOID|GEOCODE|...; GEOCODE is the geoid's digits, 15 for a block, 11 for a tract)
+GEO_FIELDS_2020 = {"SUMLEV": 3, "GEOCOMP": 5, "LOGRECNO": 8, "GEOCODE": 10}
 
 
 def field_positions(product: Product = SF1) -> dict[str, tuple[int, int]]:
@@ -165,6 +187,47 @@ def read_geo_header(path: Path, block_sumlev: str = SUMLEV_BLOCK) -> pl.DataFram
     return df
 
 
+def read_geo_header_2020(path: Path, block_sumlev: str = "750") -> pl.DataFrame:
+    """Block and tract records of a 2020 pipe-delimited geographic header."""
+    lines = path.read_bytes().decode("latin-1").splitlines()
+    rows = []
+    need = max(GEO_FIELDS_2020.values())
+    for i, ln in enumerate(lines, start=1):
+        if not ln.strip():
+            continue
+        f = ln.split("|")
+        if len(f) < need:
+            raise InputError(
+                f"geographic header record has {len(f)} fields, fewer than the {need} the layout "
+                "needs",
+                path=str(path),
+                line=i,
+            )
+        sumlev, comp, lrn, code = (f[GEO_FIELDS_2020[k] - 1].strip() for k in GEO_FIELDS_2020)
+        if comp != "00" or sumlev not in (block_sumlev, SUMLEV_TRACT):
+            continue
+        if not lrn.isdigit():
+            raise InputError(f"LOGRECNO {lrn!r} is not a number", path=str(path), line=i)
+        block = sumlev == block_sumlev
+        if not re.fullmatch(r"\d+", code) or len(code) != (15 if block else 11):
+            raise InputError(
+                f"GEOCODE {code!r} is not {'15' if block else '11'} digits", path=str(path), line=i
+            )
+        rows.append((int(lrn), code, "block" if block else "tract", f[1].strip().lower()))
+    if not rows:
+        raise InputError(
+            f"no block (summary level {block_sumlev}) or tract (140) records", path=str(path)
+        )
+    df = pl.DataFrame(rows, schema=["logrecno", "geoid", "level", "stusab"], orient="row")
+    dup = df.filter(pl.col("logrecno").is_duplicated())
+    if dup.height:
+        raise InputError(
+            f"LOGRECNO {dup['logrecno'][0]} appears on more than one block/tract record",
+            path=str(path),
+        )
+    return df
+
+
 def _find(folder: Path, name: str) -> Path | None:
     for p in folder.iterdir():
         if p.name.lower() == name.lower():
@@ -182,20 +245,23 @@ def read_sf1(folder: str | Path, tables: list[str] | None = None) -> TableSet:
             path=str(folder),
         )
     geos = [
-        (p, PRODUCTS[ext])
+        (p, product)
         for p in folder.iterdir()
-        for ext in PRODUCTS
-        if p.name.lower().endswith(f"geo2010.{ext}")
+        for (ext, year), product in PRODUCTS.items()
+        if p.name.lower().endswith(f"geo{year}.{ext}")
     ]
     if len(geos) != 1:
         raise InputError(
-            f"expected one geographic header file (xxgeo2010.sf1 or xxgeo2010.pl), found "
-            f"{len(geos)}",
+            "expected one geographic header file (xxgeo2010.sf1, xxgeo2010.pl or xxgeo2020.pl), "
+            f"found {len(geos)}",
             path=str(folder),
         )
     geo_path, product = geos[0]
     st = geo_path.name[:2].lower()
-    geo = read_geo_header(geo_path, product.block_sumlev)
+    if product.year == 2020:
+        geo = read_geo_header_2020(geo_path, product.block_sumlev)
+    else:
+        geo = read_geo_header(geo_path, product.block_sumlev)
     pos = field_positions(product)
     idx = cell_index()
     offered = [t.name for t in ALL_TABLES if any(c.id in pos for c in t.cells())]
@@ -208,7 +274,7 @@ def read_sf1(folder: str | Path, tables: list[str] | None = None) -> TableSet:
                 path=str(folder),
             )
     want = offered if tables is None else tables
-    seg_file = {seg: f"{st}{seg:05d}2010.{product.suffix}" for seg in product.segments}
+    seg_file = {seg: f"{st}{seg:05d}{product.year}.{product.suffix}" for seg in product.segments}
     absent = {seg for seg, name in seg_file.items() if _find(folder, name) is None}
     if tables is None and absent:  # read what is there; name what is not
         left_out = [t for t in want if pos[TABLES_BY_NAME[t].cells()[0].id][0] in absent]
@@ -259,7 +325,7 @@ def read_sf1(folder: str | Path, tables: list[str] | None = None) -> TableSet:
                     path=str(folder),
                 )
             rows_in[path.name] = _read_segment(
-                path, seg_cells, pos, sorted_lrn, order, values, col_of
+                path, seg_cells, pos, sorted_lrn, order, values, col_of, product.separator
             )
         anywhere = np.logical_or.reduce(list(rows_in.values()))
         missing = np.flatnonzero(~anywhere)
@@ -291,6 +357,7 @@ def _read_segment(
     order: np.ndarray,
     values: np.ndarray,
     col_of: dict[str, int],
+    separator: str = ",",
 ) -> np.ndarray:
     """Fill ``values`` (rows in header order; ``order`` sorts them by LOGRECNO into ``sorted_lrn``)
     with ``cells`` of one segment file; rows of other geographic units are ignored. Returns which
@@ -299,6 +366,7 @@ def _read_segment(
     try:
         df = pl.read_csv(
             path,
+            separator=separator,
             has_header=False,
             infer_schema=False,
             truncate_ragged_lines=True,
@@ -307,7 +375,9 @@ def _read_segment(
     except Exception as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise InputError(
-            f"cannot be read as a comma-separated segment file: {first}", path=str(path)
+            f"cannot be read as a {'pipe' if separator == '|' else 'comma'}-separated segment "
+            f"file: {first}",
+            path=str(path),
         ) from None
     if df.width < need:
         raise InputError(

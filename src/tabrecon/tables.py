@@ -348,6 +348,16 @@ EXTRA_TABLES: tuple[TableSpec, ...] = (
     TableSpec("P4", "P", 4, "block", "hisp2", title="Hispanic or Latino origin"),
     TableSpec("P5", "P", 5, "block", "hisp_race7", title="Hispanic or Latino origin by race"),
 )
+#: Cells that count a block's whole population, in the order they are trusted.
+WHOLE_POPULATION_CELLS = (
+    "P0010001",
+    "P0030001",
+    "P0040001",
+    "P0050001",
+    "P0080001",
+    "P0090001",
+    "P0120001",
+)
 #: Every person table tabrecon reads: the 34, then P3-P5 (so the 34's cell indices never move).
 ALL_TABLES: tuple[TableSpec, ...] = SF1_TABLES + EXTRA_TABLES
 TABLES_BY_NAME: dict[str, TableSpec] = {t.name: t for t in ALL_TABLES}
@@ -449,6 +459,20 @@ class TableSet:
 
     def levels(self) -> list[str]:
         return list(self.grids)
+
+    def block_population(self) -> np.ndarray | None:
+        """Each block's total population from whichever whole-population cell is published (P1,
+        or the total line of P3, P4, P5, P8, P9 or P12: the PL 94-171 tables have no P1), in
+        the order of the block grid's geoids; None without block tables or any such cell.
+        Blocks with none of them published count as 0."""
+        g = self.grids.get("block")
+        if g is None:
+            return None
+        totals = [c for c in WHOLE_POPULATION_CELLS if c in set(g.cells.tolist())]
+        if not totals:
+            return None
+        v = np.stack([g.col(c) for c in totals], axis=1)
+        return np.where(v >= 0, v, -1).max(axis=1).clip(min=0)
 
     def tables_present(self) -> list[str]:
         names = set()
