@@ -14,7 +14,7 @@ import pytest
 
 from tabrecon.download import api_name, download
 from tabrecon.errors import TabreconError
-from tabrecon.published import read_tables
+from tabrecon.published import name_2020, read_tables
 from tabrecon.tables import tabulate
 
 TABLES = "P1,P3,P5,P12,PCT12"
@@ -23,11 +23,11 @@ TABLES = "P1,P3,P5,P12,PCT12"
 class FakeAPI:
     """Serves a TableSet's values in the API's format; counts requests; can be told to fail."""
 
-    def __init__(self, ts) -> None:
+    def __init__(self, ts, name=api_name) -> None:
         self.ts, self.requests, self.fail = ts, [], {}  # fail: tract -> (code, times)
         cols = {}
         for level, g in ts.grids.items():
-            cols[level] = {api_name(c): j for j, c in enumerate(g.cells)}
+            cols[level] = {name(c): j for j, c in enumerate(g.cells)}
         self.cols = cols
 
     def answer(self, q: dict[str, str]) -> tuple[int, str]:
@@ -62,9 +62,7 @@ class FakeAPI:
         return 200, json.dumps(rows)
 
 
-@pytest.fixture
-def api(small_md):
-    fake = FakeAPI(tabulate(small_md, TABLES))
+def _serve(fake: FakeAPI):
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self):  # noqa: N802
@@ -79,9 +77,31 @@ def api(small_md):
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    fake.url = f"http://127.0.0.1:{server.server_port}/data/2010/dec/sf1"
+    fake.url = f"http://127.0.0.1:{server.server_port}/data/dec"
+    return server
+
+
+@pytest.fixture
+def api(small_md):
+    fake = FakeAPI(tabulate(small_md, TABLES))
+    server = _serve(fake)
     yield fake
     server.shutdown()
+
+
+def test_the_2020_dhc_is_fetched_under_its_2020_names(small_md, tmp_path):
+    fake = FakeAPI(tabulate(small_md, "P1,P12,PCT12"), name_2020)
+    server = _serve(fake)
+    try:
+        out = download(
+            "99", "001", tmp_path / "dhc.parquet", "P1,P12,PCT12", base_url=fake.url, year=2020
+        )
+    finally:
+        server.shutdown()
+    got = read_tables(out)
+    for level, g in fake.ts.grids.items():
+        np.testing.assert_array_equal(got.grids[level].values, g.values)
+    assert any("P12_049N" in q["get"] for q in fake.requests)
 
 
 def test_a_county_downloads_whole_and_reads_back_identical(api, tmp_path):

@@ -137,3 +137,28 @@ def test_api_errors_and_non_json_are_refused(tmp_path):
     (tmp_path / "html.json").write_text("<html>rate limited</html>")
     with pytest.raises(InputError, match="not a Census API JSON response"):
         read_tables(tmp_path / "html.json")
+
+
+def _name_2020(cell: str, pl: bool = False) -> str:
+    """A cell's 2020 name (P12A_003N); with ``pl`` the 2020 P.L. 94-171's (P8 is its P1)."""
+    table, iteration = int(cell[1:4]), cell[4] if cell[4].isalpha() else ""
+    line = int(cell[-3:])
+    if pl:
+        table = {8: 1, 9: 2, 10: 3, 11: 4}[table]
+    return f"P{table}{iteration}_{line:03d}N"
+
+
+def test_2020_names_of_the_pl_and_the_dhc_read_as_their_cells(small_md, tmp_path):
+    pl_tables = tabulate(small_md, "P8,P9,P10,P11")
+    w = _wide(pl_tables, "block", lambda c: _name_2020(c, pl=True))
+    w = w.with_columns(
+        ("1000000US" + pl.col("geoid")).alias("GEO_ID"),
+        pl.lit("0").alias("H1_001N"),  # housing and group quarters: skipped
+        pl.lit("0").alias("P5_001N"),
+    ).drop("geoid")
+    w.write_csv(tmp_path / "pl2020.csv")
+    _same(pl_tables, read_tables(tmp_path / "pl2020.csv"))
+    dhc = tabulate(small_md, "P1,P12,P12A")
+    d = _wide(dhc, "block", _name_2020).rename({"geoid": "GEOID"})
+    d.write_csv(tmp_path / "dhc2020.csv")
+    _same(dhc, read_tables(tmp_path / "dhc2020.csv"))

@@ -28,11 +28,14 @@ import polars as pl
 from .errors import TabreconError
 from .io import check_suffix, write_frame
 from .provenance import check_or_record, fingerprint
-from .published import tables_from_wide
+from .published import name_2020, tables_from_wide
 from .tables import TABLES_BY_NAME, resolve_tables, tables_from_long
 
 #: The 2010 SF1 endpoint of the Census Data API.
 API_2010_SF1 = "https://api.census.gov/data/2010/dec/sf1"
+#: The 2020 Demographic and Housing Characteristics endpoint (SF1's tables, 2020 names).
+API_2020_DHC = "https://api.census.gov/data/2020/dec/dhc"
+ENDPOINTS = {2010: API_2010_SF1, 2020: API_2020_DHC}
 #: Variables per request (the API answers at most 50, geography included).
 MAX_VARIABLES = 45
 
@@ -112,7 +115,8 @@ def download(
     out: str | Path,
     tables: str | list[str] = "published",
     key: str | None = None,
-    base_url: str = API_2010_SF1,
+    base_url: str | None = None,
+    year: int = 2010,
     retries: int = 4,
     pause: float = 1.0,
     resume: bool = True,
@@ -130,8 +134,10 @@ def download(
         As :func:`tabrecon.tables.resolve_tables` reads them (default: the 34 tables and P3-P5).
     key : str, optional
         A Census API key (the API answers a few requests a day without one).
-    base_url : str
-        The endpoint (a local server in the tests).
+    year : int
+        2010 (SF1) or 2020 (the DHC: the differentially private release, SF1's table numbers).
+    base_url : str, optional
+        The endpoint (default: the year's; a local server in the tests).
 
     Returns
     -------
@@ -140,18 +146,22 @@ def download(
     """
     if not (state.isdigit() and len(state) == 2 and county.isdigit() and len(county) == 3):
         raise TabreconError("--state must be 2 digits and --county 3 digits (FIPS codes)")
+    if year not in ENDPOINTS:
+        raise TabreconError(f"--year must be 2010 or 2020 (got {year})")
+    base_url = base_url or ENDPOINTS[year]
+    name = api_name if year == 2010 else name_2020
     out = check_suffix(out)
     names = resolve_tables(tables)
     by_level: dict[str, list[str]] = {"block": [], "tract": []}
     for t in names:
         spec = TABLES_BY_NAME[t]
-        by_level[spec.level] += [api_name(c.id) for c in spec.cells()]
+        by_level[spec.level] += [name(c.id) for c in spec.cells()]
     parts = Path(str(out) + ".parts")
     if not resume and parts.exists():
         for old in parts.iterdir():
             old.unlink()
     parts.mkdir(parents=True, exist_ok=True)
-    fp = fingerprint(state=state, county=county, tables=names, api=base_url)
+    fp = fingerprint(state=state, county=county, tables=names, api=base_url, year=year)
     check_or_record(parts / "run.json", fp, str(parts))
     client = _Client(base_url, key, retries, pause)
     where = {"in": f"state:{state} county:{county}"}
@@ -197,4 +207,4 @@ def download(
     return out
 
 
-__all__ = ["API_2010_SF1", "MAX_VARIABLES", "api_name", "download"]
+__all__ = ["API_2010_SF1", "API_2020_DHC", "MAX_VARIABLES", "api_name", "download"]

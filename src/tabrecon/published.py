@@ -35,26 +35,51 @@ from .io import read_text_frame
 from .tables import MISSING, Grid, TableSet, all_cells, cell_index, tables_from_long
 
 _VARIABLE = re.compile(r"^(P|PCT)(\d{3})([A-Z]?)(\d{3,4})$")
+#: 2020 names (the DHC and P.L. 94-171 on the API and data.census.gov): P1_001N, P12A_003N
+_VARIABLE_2020 = re.compile(r"^(P|PCT)(\d{1,3})([A-Z]?)_(\d{3})N$")
+#: The 2020 P.L. 94-171 tables are SF1's P8-P11 (its P5, group quarters, is not a person table
+#: tabrecon models)
+PL_2020_TABLES = {1: 8, 2: 9, 3: 10, 4: 11}
 #: Summary levels of the geographies tabrecon reads (SF1 / API ``SUMLEV``).
 SUMLEVELS = {"101": "block", "100": "block", "140": "tract", "050": "county", "040": "state"}
 
 
-def cell_of_variable(name: str) -> str | None:
-    """The SF1 cell id of a variable named in the summary-file or the Census API style (None
-    for a name of neither form).
+def cell_of_variable(name: str, pl2020: bool = False) -> str | None:
+    """The SF1 cell id of a variable named in the summary-file style, the 2010 Census API style
+    or the 2020 style (None for a name of none of them). The 2020 P.L. 94-171 numbers its tables
+    P1-P4 for SF1's P8-P11: ``pl2020`` reads them so.
 
     >>> cell_of_variable("P001001"), cell_of_variable("P0010001"), cell_of_variable("PCT012105")
     ('P0010001', 'P0010001', 'PCT0120105')
-    >>> cell_of_variable("P012A003"), cell_of_variable("NAME")
-    ('P012A003', None)
+    >>> cell_of_variable("P012A003"), cell_of_variable("P12A_003N"), cell_of_variable("NAME")
+    ('P012A003', 'P012A003', None)
+    >>> cell_of_variable("P1_071N", pl2020=True), cell_of_variable("P5_001N", pl2020=True)
+    ('P0080071', None)
     """
-    m = _VARIABLE.match(name.strip().upper())
+    text = name.strip().upper()
+    m = _VARIABLE.match(text) or _VARIABLE_2020.match(text)
     if m is None:
         return None
     prefix, table, iteration, line = m.group(1), int(m.group(2)), m.group(3), int(m.group(4))
+    if pl2020 and m.re is _VARIABLE_2020:
+        if prefix != "P" or table not in PL_2020_TABLES:
+            return None
+        table = PL_2020_TABLES[table]
     if iteration:
         return f"{prefix}{table:03d}{iteration}{line:03d}"
     return f"{prefix}{table:03d}{line:04d}"
+
+
+def name_2020(cell: str) -> str:
+    """A cell's name in the 2020 products (the DHC's numbering, which keeps SF1's).
+
+    >>> name_2020("P0010001"), name_2020("P012A003"), name_2020("PCT0120105")
+    ('P1_001N', 'P12A_003N', 'PCT12_105N')
+    """
+    m = re.fullmatch(r"(P|PCT)(\d{3})([A-Z]?)(\d{3,4})", cell)
+    if m is None:
+        raise ValueError(f"not a cell id: {cell!r}")
+    return f"{m.group(1)}{int(m.group(2))}{m.group(3)}_{int(m.group(4)):03d}N"
 
 
 def read_tables(path: str | Path) -> TableSet:
@@ -169,10 +194,12 @@ def tables_from_wide(df: pl.DataFrame, where: str = "tables") -> TableSet:
     known = cell_index()
     variables: list[str] = []
     cells: list[str] = []
+    # the 2020 P.L. 94-171's P1 has 71 lines (race); the DHC's P1 one (total population)
+    pl2020 = any(re.fullmatch(r"P1_0(0[2-9]|[1-7]\d)N", c.strip().upper()) for c in df.columns)
     for c in df.columns:
         if c.startswith("__"):
             continue
-        cell = cell_of_variable(c)
+        cell = cell_of_variable(c, pl2020)
         if cell is None:  # geography, names, housing variables, annotation columns
             continue
         if cell not in known:
@@ -271,4 +298,4 @@ def _grids(wide: pl.DataFrame, cells: list[str], spelt: dict[str, str], where: s
     return TableSet(grids, source=where)
 
 
-__all__ = ["SUMLEVELS", "cell_of_variable", "read_tables", "tables_from_wide"]
+__all__ = ["SUMLEVELS", "cell_of_variable", "name_2020", "read_tables", "tables_from_wide"]

@@ -164,13 +164,12 @@ def download(
         str, typer.Option(help="'published' (the 34 tables and P3-P5), 'all' or a comma list")
     ] = "published",
     key: Annotated[str | None, typer.Option(help="Census API key (or env CENSUS_API_KEY)")] = None,
-    api: Annotated[
-        str, typer.Option(help="API endpoint")
-    ] = "https://api.census.gov/data/2010/dec/sf1",
+    year: Annotated[int, typer.Option(help="2010 (SF1) or 2020 (DHC, the DP release)")] = 2010,
+    api: Annotated[str | None, typer.Option(help="API endpoint (default: the year's)")] = None,
     fresh: Fresh = False,
 ) -> None:
-    """Fetch a county's published 2010 SF1 block and tract tables from the Census API, tract by
-    tract (resumable), into one long table file."""
+    """Fetch a county's published block and tract tables (2010 SF1 or 2020 DHC) from the Census
+    API, tract by tract (resumable), into one long table file."""
     import os
 
     from ..download import download as _download
@@ -181,5 +180,7 @@ def download(
     def tick(st: dict) -> None:
         err.print(f"[dim]tract {st['unit']}: {st['status']}[/dim]")
 
-    path = _download(state, county, out, tables, api_key, api, resume=not fresh, progress=tick)
+    path = _download(
+        state, county, out, tables, api_key, api, year, resume=not fresh, progress=tick
+    )
     console.print(f"written {path} ({time.perf_counter() - t0:.1f} s)")
