@@ -641,37 +641,28 @@ def tables_from_long(df: pl.DataFrame, p: str = "tables") -> TableSet:
     if df.height == 0:
         raise InputError("no table values", path=p)
     cells = all_cells()
-    known = pl.DataFrame(
-        {
-            "cell": [c.id for c in cells],
-            "_ci": np.arange(len(cells), dtype=np.int32),
-            "_want": [LENGTH[c.level] for c in cells],
-        }
-    )
+    index = cell_index()
+    want = np.array([LENGTH[c.level] for c in cells], dtype=np.int64)
     carried = [c for c in ("__line", "variable") if c in df.columns]
-    df = (
-        df.select(
-            pl.col("geoid").str.strip_chars(),
-            pl.col("cell").str.strip_chars(),
-            pl.col("value").str.strip_chars(),
-            *carried,
-        )
-        .with_row_index("_line", offset=2)
-        .with_columns(
-            pl.col("__line").cast(pl.Int64).alias("_line")
-            if "__line" in carried
-            else pl.col("_line")
-        )
-        .join(known, on="cell", how="left", maintain_order="left")
-        .with_columns(
-            pl.col("value").cast(pl.Int64, strict=False).alias("_v"),
-            pl.col("value").cast(pl.Float64, strict=False).alias("_f"),
-            pl.col("geoid").str.len_chars().alias("_len"),
-        )
+    df = df.select(
+        pl.col("geoid").str.strip_chars(),
+        pl.col("cell").str.strip_chars(),
+        pl.col("value").str.strip_chars(),
+        *carried,
+    ).with_columns(
+        pl.col("cell").replace_strict(index, default=None, return_dtype=pl.Int32).alias("_ci"),
+        pl.col("value").cast(pl.Int64, strict=False).alias("_v"),
+        pl.col("geoid").str.len_chars().alias("_len"),
     )
 
+    def line_of(rows: pl.DataFrame) -> pl.DataFrame:
+        """The file line of each row (header = line 1), computed only for a failure."""
+        if "__line" in rows.columns:
+            return rows.with_columns(pl.col("__line").cast(pl.Int64).alias("_line"))
+        return rows
+
     def fail(cond: pl.Expr, msg: str) -> None:
-        bad = df.filter(cond)
+        bad = line_of(df.with_row_index("_line", offset=2)).filter(cond)
         if bad.height:
             r = bad.row(0, named=True)
             var = (
@@ -686,45 +677,66 @@ def tables_from_long(df: pl.DataFrame, p: str = "tables") -> TableSet:
                 more=bad.height - 1,
             )
 
-    fail(pl.col("_ci").is_null(), "unknown cell id")
-    whole = pl.col("value").str.contains(r"^[+-]?\d+$")
-    fail(pl.col("_v").is_null() & whole, "count out of range (above 9,223,372,036,854,775,807)")
-    fail(
-        pl.col("_v").is_null() & pl.col("_f").is_not_null(),
-        "fractional count; table values must be whole numbers",
-    )
-    fail(pl.col("_v").is_null(), "value is not an integer")
-    fail(pl.col("_v") < 0, "negative count")
-    fail(~pl.col("geoid").str.contains(r"^\d+$"), "geoid must be digits")
-    fail(
-        ~pl.col("_len").is_in(list(LEVEL_OF_LEN)),
-        "geoid length must be 2 (state), 5 (county), 11 (tract), 12 (block group) or 15 (block)",
-    )
-    # a cell may be tabulated at its own level or a coarser one, never at a finer one
-    fail(pl.col("_len") > pl.col("_want"), "geoid is finer than the cell's level")
-    dup = df.filter(pl.struct("geoid", "cell").is_duplicated())
-    if dup.height:
-        r = dup.row(1 if dup.height > 1 else 0, named=True)
-        raise InputError(
-            f"duplicate row for geoid {r['geoid']!r} cell {r['cell']!r}",
-            path=p,
-            line=int(r["_line"]),
+    digits = pl.col("geoid").str.contains(r"^\d+$")
+    lengths = pl.col("_len").is_in(list(LEVEL_OF_LEN))
+    # one pass tells whether anything is wrong; the slow, precise pass runs only then
+    any_bad = df.select(
+        (
+            pl.col("_ci").is_null()
+            | pl.col("_v").is_null()
+            | (pl.col("_v") < 0)
+            | ~digits
+            | ~lengths
+        ).any()
+    ).item()
+    if any_bad:
+        fail(pl.col("_ci").is_null(), "unknown cell id")
+        whole = pl.col("value").str.contains(r"^[+-]?\d+$")
+        fail(pl.col("_v").is_null() & whole, "count out of range (above 9,223,372,036,854,775,807)")
+        fail(
+            pl.col("_v").is_null() & pl.col("value").cast(pl.Float64, strict=False).is_not_null(),
+            "fractional count; table values must be whole numbers",
+        )
+        fail(pl.col("_v").is_null(), "value is not an integer")
+        fail(pl.col("_v") < 0, "negative count")
+        fail(~digits, "geoid must be digits")
+        fail(
+            ~lengths,
+            "geoid length must be 2 (state), 5 (county), 11 (tract), 12 (block group) or 15 "
+            "(block)",
         )
     grids = {}
     for L, lvl in sorted(LEVEL_OF_LEN.items(), reverse=True):
         part = df.filter(pl.col("_len") == L)
         if not part.height:
             continue
-        part = part.with_columns(
-            (pl.col("geoid").rank("dense") - 1).alias("_gi"),
-            (pl.col("_ci").rank("dense") - 1).alias("_cj"),
-        )
-        gids = part["geoid"].unique().sort().to_numpy().astype(str)
-        cis = np.sort(part["_ci"].unique().to_numpy())
-        gi = part["_gi"].to_numpy().astype(np.int64)
-        cj = part["_cj"].to_numpy().astype(np.int64)
+        ci = part["_ci"].to_numpy().astype(np.int64)
+        finer = want[ci] < L  # a cell may be given at its own level or a coarser one
+        if finer.any():
+            fail(
+                (pl.col("_len") == L) & (pl.col("_ci").is_in(np.unique(ci[finer]).tolist())),
+                "geoid is finer than the cell's level",
+            )
+        # geoids ranked by polars (hashing, not a numpy sort of 18M strings); cells looked up
+        geo = part["geoid"]
+        gids = geo.unique().sort().to_numpy().astype(str)
+        gi = (geo.rank("dense").to_numpy() - 1).astype(np.int64)
+        used = np.zeros(len(cells), dtype=bool)
+        used[ci] = True
+        cis = np.flatnonzero(used)
+        cj = (np.cumsum(used) - 1)[ci]
         vals = np.full((len(gids), len(cis)), MISSING, dtype=np.int64)
         vals[gi, cj] = part["_v"].to_numpy()
+        if int((vals != MISSING).sum()) != part.height:  # a (geoid, cell) given twice
+            dup = line_of(df.with_row_index("_line", offset=2)).filter(
+                pl.struct("geoid", "cell").is_duplicated()
+            )
+            r = dup.row(1 if dup.height > 1 else 0, named=True)
+            raise InputError(
+                f"duplicate row for geoid {r['geoid']!r} cell {r['cell']!r}",
+                path=p,
+                line=int(r["_line"]),
+            )
         grids[lvl] = Grid(lvl, gids, np.array([cells[i].id for i in cis]), vals)
     return TableSet(grids, source=p)
 
