@@ -516,3 +516,15 @@ def test_a_bad_county_is_reported_and_the_others_go_on(tmp_path):
     )
     assert "age" in s["failures"][0] and "abc" in s["failures"][0]
     assert "chunk-001" in (tmp_path / "out" / "report.html").read_text()
+
+
+def test_a_release_without_tract_tables_is_certified_as_block_tables(tmp_path, small_md):
+    from tabrecon.tables import tabulate, write_tables
+
+    write_tables(tabulate(small_md, "block"), tmp_path / "blocks.parquet")
+    fast = cfg(certify={"distance": False})  # many blocks vary: skip their distance maximisation
+    res = audit(
+        None, tmp_path / "out", fast, tables=tmp_path / "blocks.parquet", show_progress=False
+    )
+    assert res.summary["certify"]["level"] == "block"  # not "block+tract": there are none
+    assert any("(block)" in figure for figure, _ in res.headline())

@@ -679,6 +679,10 @@ def audit(
     from .tables import ALL_TABLES
 
     summary["tables_present"] = [t.name for t in ALL_TABLES if t.name in tables_seen]
+    has_tract = any(t.level == "tract" for t in ALL_TABLES if t.name in tables_seen)
+    if summary.get("certify", {}).get("level") == "block+tract" and not has_tract:
+        # the release has no tract tables: what was certified is what the block tables determine
+        summary["certify"]["level"] = "block"
     summary["agreement_resolution"] = {
         lv: "; ".join(sorted(t for t in v if t)) for lv, v in resolutions.items()
     }
