@@ -570,17 +570,7 @@ def audit(
     rates_frames: list[pl.DataFrame] = []
     hist = np.zeros((len(PRECISION_GRID), len(PREC_SOURCES)), dtype=np.int64)
     outcomes: dict[str, DefenseOutcome] = {}  # per defense, merged over chunks
-    facts = {
-        "persons": 0,
-        "blocks": 0,
-        "tracts": 0,
-        "table_values": 0,
-        "identity_checks": 0,
-        "identity_violations": 0,
-        "recon_records": 0,
-        "recon_bsab_unique": 0,
-        "recon_certified_unique": 0,
-    }
+    facts = dict.fromkeys(FACTS, 0)
     failures: list[str] = []
     tables_seen: set[str] = set()
     resolutions: dict[str, set[str]] = {}  # what agreement's binned pass compares on, per level
@@ -606,21 +596,21 @@ def audit(
                 failures.append(f"{ch.name} ({where}): {type(exc).__name__}: {exc}")
                 con.print(f"[red]{ch.name} failed:[/red] {exc}")
                 continue
-            for k, v in part["facts"].items():
+            for k, v in part.facts.items():
                 facts[k] += v
-            failures += part["failures"]
-            tables_seen.update(part.get("tables_present", []))
-            for lv, text in part.get("resolution", {}).items():
+            failures += part.failures
+            tables_seen.update(part.tables_present)
+            for lv, text in part.resolution.items():
                 resolutions.setdefault(lv, set()).add(text)
-            for lv, f in part["agree"].items():
+            for lv, f in part.agree.items():
                 agree_frames[lv].append(f)
-            if part["blocks"] is not None:
-                blocks_frames.append(part["blocks"])
-            if part["rates"] is not None:
-                rates_frames.append(part["rates"])
-                hist += part["hist"]
-                attacker_reports.append(part["attacker"])
-            for o in part["defenses"]:
+            if part.blocks is not None:
+                blocks_frames.append(part.blocks)
+            if part.rates is not None and part.hist is not None:
+                rates_frames.append(part.rates)
+                hist += part.hist
+                attacker_reports.append(part.attacker)
+            for o in part.defenses:
                 outcomes[o.defense] = outcomes[o.defense].merge(o) if o.defense in outcomes else o
     if len(chunk_errors) == len(chunks):  # nothing to report on: the first error is the answer
         err0 = chunk_errors[0]
@@ -711,38 +701,46 @@ def _fingerprint(cfg: AuditConfig, md_path: Path | None, ts_path: Path | None) -
     )
 
 
+FACTS = (
+    "persons",
+    "blocks",
+    "tracts",
+    "table_values",
+    "identity_checks",
+    "identity_violations",
+    "recon_records",
+    "recon_bsab_unique",
+    "recon_certified_unique",
+)
+
+
+@dataclass
+class ChunkResult:
+    """What leaves a chunk: summable aggregates only (counts, per-block certification, rates,
+    precision histograms, defense outcomes), merged across chunks by :func:`audit`."""
+
+    facts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(FACTS, 0))
+    failures: list[str] = field(default_factory=list)
+    tables_present: list[str] = field(default_factory=list)
+    agree: dict[str, pl.DataFrame] = field(default_factory=dict)  # per level, by block-size bin
+    resolution: dict[str, str] = field(default_factory=dict)  # what agreement compared on
+    blocks: pl.DataFrame | None = None  # certification per block
+    rates: pl.DataFrame | None = None  # reidentification counts by group, bin and source
+    hist: np.ndarray | None = None  # persons with precision >= each grid point, per source
+    attacker: dict = field(default_factory=dict)
+    defenses: list[DefenseOutcome] = field(default_factory=list)
+
+
 def _run_chunk(
     cr: ChunkRunner, cfg: AuditConfig, md_path, ts_path, given, rich_level: str, log: StageLog
-) -> dict:
+) -> ChunkResult:
     """Every stage of one chunk; returns its summable aggregates (nothing is merged until it is
     done)."""
     from .schema import read_microdata
 
     ch = cr.chunk
-    facts = dict.fromkeys(
-        (
-            "persons",
-            "blocks",
-            "tracts",
-            "table_values",
-            "identity_checks",
-            "identity_violations",
-            "recon_records",
-            "recon_bsab_unique",
-            "recon_certified_unique",
-        ),
-        0,
-    )
-    out: dict[str, Any] = {
-        "facts": facts,
-        "failures": [],
-        "agree": {},
-        "blocks": None,
-        "rates": None,
-        "hist": None,
-        "attacker": None,
-        "defenses": [],
-    }
+    out = ChunkResult()
+    facts = out.facts
     t0 = time.perf_counter()
     md = None
     if md_path is not None:
@@ -758,23 +756,23 @@ def _run_chunk(
     ts, tinfo = cr.tabulate(md, given)
     for k in ("table_values", "identity_checks", "identity_violations", "tracts", "blocks"):
         facts[k] += tinfo[k]
-    out["tables_present"] = tinfo.get("tables_present", [])
+    out.tables_present = tinfo.get("tables_present", [])
     if md is None:
         facts["persons"] += int(pop.sum()) if (pop := ts.block_population()) is not None else 0
     recons = {}
     for lv in cfg.reconstruct.levels:
         recons[lv], rinfo = cr.reconstruct(ts, lv, md)
-        out["failures"] += [f"{ch.name} reconstruct {lv}: {f}" for f in rinfo.get("failures", [])]
+        out.failures += [f"{ch.name} reconstruct {lv}: {f}" for f in rinfo.get("failures", [])]
         if md is not None:
-            out["agree"][lv] = pl.read_parquet(cr.dir / f"agree_{lv.replace('+', '_')}.parquet")
-            out.setdefault("resolution", {})[lv] = rinfo.get("agree_resolution", "")
+            out.agree[lv] = pl.read_parquet(cr.dir / f"agree_{lv.replace('+', '_')}.parquet")
+            out.resolution[lv] = rinfo.get("agree_resolution", "")
     blocks = None
     if cfg.certify.enabled:
         blocks, cinfo = cr.certify(ts, recons[rich_level], rich_level)
-        out["failures"] += [
+        out.failures += [
             f"{ch.name} certify: tract {t} failed" for t in cinfo.get("failed_tracts", [])
         ]
-        out["blocks"] = blocks
+        out.blocks = blocks
     if md is None:
         from .attacks.certify import uniqueness_flags
 
@@ -786,13 +784,13 @@ def _run_chunk(
                 (fl["certified"] & (fl["bsab_unique"] == 1)).sum()
             )
         return out
-    out["rates"], rinfo = cr.reidentify(recons[rich_level], md, ts, blocks)
-    out["hist"] = pl.read_parquet(cr.dir / "precision_hist.parquet").select(PREC_SOURCES).to_numpy()
+    out.rates, rinfo = cr.reidentify(recons[rich_level], md, ts, blocks)
+    out.hist = pl.read_parquet(cr.dir / "precision_hist.parquet").select(PREC_SOURCES).to_numpy()
     for k in ("recon_records", "recon_bsab_unique", "recon_certified_unique"):
         facts[k] += rinfo.get(k, 0)
-    out["attacker"] = rinfo.get("attacker", {})
+    out.attacker = rinfo.get("attacker", {})
     for spec in cfg.defenses.specs:
-        out["defenses"].append(cr.defense(md, spec))
+        out.defenses.append(cr.defense(md, spec))
     return out
 
 

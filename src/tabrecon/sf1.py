@@ -139,6 +139,23 @@ def field_positions(product: Product = SF1) -> dict[str, tuple[int, int]]:
     return out
 
 
+def _header_frame(rows: list[tuple], path: Path, block_sumlev: str) -> pl.DataFrame:
+    """The block and tract records read from a geographic header, checked: some, and no
+    LOGRECNO twice."""
+    if not rows:
+        raise InputError(
+            f"no block (summary level {block_sumlev}) or tract (140) records", path=str(path)
+        )
+    df = pl.DataFrame(rows, schema=["logrecno", "geoid", "level", "stusab"], orient="row")
+    dup = df.filter(pl.col("logrecno").is_duplicated())
+    if dup.height:
+        raise InputError(
+            f"LOGRECNO {dup['logrecno'][0]} appears on more than one block/tract record",
+            path=str(path),
+        )
+    return df
+
+
 def read_geo_header(path: Path, block_sumlev: str = SUMLEV_BLOCK) -> pl.DataFrame:
     """Block and tract records of the geographic header: logrecno, geoid, level."""
     lines = path.read_bytes().decode("latin-1").splitlines()
@@ -173,18 +190,7 @@ def read_geo_header(path: Path, block_sumlev: str = SUMLEV_BLOCK) -> pl.DataFram
                 line=i,
             )
         rows.append((int(f["LOGRECNO"]), geo, "block" if block else "tract", f["STUSAB"].lower()))
-    if not rows:
-        raise InputError(
-            f"no block (summary level {block_sumlev}) or tract (140) records", path=str(path)
-        )
-    df = pl.DataFrame(rows, schema=["logrecno", "geoid", "level", "stusab"], orient="row")
-    dup = df.filter(pl.col("logrecno").is_duplicated())
-    if dup.height:
-        raise InputError(
-            f"LOGRECNO {dup['logrecno'][0]} appears on more than one block/tract record",
-            path=str(path),
-        )
-    return df
+    return _header_frame(rows, path, block_sumlev)
 
 
 def read_geo_header_2020(path: Path, block_sumlev: str = "750") -> pl.DataFrame:
@@ -214,18 +220,7 @@ def read_geo_header_2020(path: Path, block_sumlev: str = "750") -> pl.DataFrame:
                 f"GEOCODE {code!r} is not {'15' if block else '11'} digits", path=str(path), line=i
             )
         rows.append((int(lrn), code, "block" if block else "tract", f[1].strip().lower()))
-    if not rows:
-        raise InputError(
-            f"no block (summary level {block_sumlev}) or tract (140) records", path=str(path)
-        )
-    df = pl.DataFrame(rows, schema=["logrecno", "geoid", "level", "stusab"], orient="row")
-    dup = df.filter(pl.col("logrecno").is_duplicated())
-    if dup.height:
-        raise InputError(
-            f"LOGRECNO {dup['logrecno'][0]} appears on more than one block/tract record",
-            path=str(path),
-        )
-    return df
+    return _header_frame(rows, path, block_sumlev)
 
 
 def _find(folder: Path, name: str) -> Path | None:
