@@ -127,6 +127,12 @@ CASES: list[tuple[str, str, int, str]] = [
     ),
     ("check-tables-limit-negative", "check-tables {D}/tables.parquet --limit -1", 2, "--limit"),
     (
+        "distance-time-limit-negative",
+        "solvar {D}/tables.parquet --recon {D}/md.csv --distance-time-limit -1",
+        2,
+        "--distance-time-limit",
+    ),
+    (
         "noisy-time-limit-zero",
         "reconstruct-noisy {D}/text.parquet --tables {D}/tables.parquet --time-limit 0",
         2,

@@ -290,6 +290,7 @@ class ChunkRunner:
             resume=self.resume,
             distance=self.cfg.certify.distance,
             progress=tick,
+            distance_time_limit=self.cfg.certify.distance_time_limit or None,
         )
         info = {"blocks": run.blocks.height, "failed_tracts": [f["unit"] for f in run.failed]}
         return run.blocks, self.mark(stage, t0, info)

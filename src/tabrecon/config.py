@@ -4,7 +4,7 @@ A config file holds any of these sections (all optional; missing keys keep their
 
     [run]        seed, workers, scheduler, chunk_persons, retries
     [reconstruct] levels, solver, time_limit
-    [certify]    enabled, distance
+    [certify]    enabled, distance, distance_time_limit
     [reidentify] attacker, francis_threshold
     [defenses]   specs, noisy_measurement_attack
     [report]     small_cell_threshold, title
@@ -15,6 +15,7 @@ An unknown section or key, or a value of the wrong type or outside its allowed s
 
 from __future__ import annotations
 
+import math
 import tomllib
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
@@ -49,6 +50,8 @@ class ReconstructConfig:
 class CertifyConfig:
     enabled: bool = True
     distance: bool = True
+    # seconds per block's distance maximisation (bounds kept on time-out); 0 = the solver's limit
+    distance_time_limit: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -135,6 +138,9 @@ def _validate(cfg: AuditConfig, where: str) -> None:
         )
     if not cfg.reconstruct.time_limit > 0:
         raise bad("reconstruct.time_limit", cfg.reconstruct.time_limit, "use seconds > 0")
+    dtl = cfg.certify.distance_time_limit
+    if not (math.isfinite(dtl) and dtl >= 0):
+        raise bad("certify.distance_time_limit", dtl, "use seconds >= 0 (0: the solver's limit)")
     if cfg.reidentify.attacker not in ATTACKERS:
         raise bad(
             "reidentify.attacker",

@@ -51,6 +51,7 @@ class EvaluationPlan:
     francis_threshold: int = 5
     certify: bool = True
     distance: bool = True
+    distance_time_limit: float | None = None  # None: the solver's limit
     noisy_measurement_attack: bool = True
     workers: int = 1
 
@@ -64,6 +65,7 @@ class EvaluationPlan:
             francis_threshold=cfg.reidentify.francis_threshold,
             certify=cfg.certify.enabled,
             distance=cfg.certify.distance,
+            distance_time_limit=cfg.certify.distance_time_limit or None,
             noisy_measurement_attack=cfg.defenses.noisy_measurement_attack,
             workers=cfg.run.workers,
         )
@@ -237,6 +239,7 @@ def evaluate_defense(
             out=w / "solvar.parquet" if w else None,
             resume=resume,
             distance=plan.distance,
+            distance_time_limit=plan.distance_time_limit,
             progress=tick(f"{d.name}: certify", ntr),
         ).blocks
     res = reidentify(

@@ -23,8 +23,9 @@ full model.
 
 from __future__ import annotations
 
+import math
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -111,8 +112,11 @@ def certify_tract(
     recon: Microdata,
     opts: SolverOptions,
     distance: bool = True,
+    distance_time_limit: float | None = None,
 ) -> tuple[CertResult, pl.DataFrame | None]:
-    """Solution variability of every block of one tract (see module docstring)."""
+    """Solution variability of every block of one tract (see module docstring). Each block's
+    distance maximisation stops at ``distance_time_limit`` seconds when given (else at the
+    solver's limit), keeping its (lower, upper) bounds."""
     if level not in RECON_LEVELS:
         raise TabreconError(f"unknown level {level!r}; choose 'block' or 'block+tract'")
     model = build_tract_model(ts, tract, level, binned=level == "block+tract")
@@ -215,6 +219,9 @@ def certify_tract(
     proven = state == 1
     value = np.where(state == 1, 0, -1).astype(np.int64)
     if distance:
+        if distance_time_limit is not None:  # a bound per block instead of a long search
+            limit = min(opts.time_limit or math.inf, distance_time_limit)
+            base.opts = replace(opts, time_limit=limit)
         for b in np.flatnonzero(state == 2):
             kb = np.flatnonzero((key_block == b) & (c > 0))
             n = kb.size
@@ -279,8 +286,8 @@ def certify_tract(
 
 
 def _worker(args: tuple) -> tuple[dict, pl.DataFrame | None]:
-    ts, tract, level, recon, opts, distance = args
-    res, df = certify_tract(ts, tract, level, recon, opts, distance)
+    ts, tract, level, recon, opts, distance, distance_time_limit = args
+    res, df = certify_tract(ts, tract, level, recon, opts, distance, distance_time_limit)
     return asdict(res), df
 
 
@@ -356,6 +363,7 @@ def certify(
     resume: bool = True,
     distance: bool = True,
     progress=None,
+    distance_time_limit: float | None = None,
 ) -> CertRun:
     """Solution variability of every block, tract by tract (parallel, written as done,
     resumable)."""
@@ -368,7 +376,15 @@ def certify(
     parts = Path(str(out) + ".parts") if out is not None else None
     statuses, frames = run_units(
         tracts,
-        lambda t: (tables.subset(t), t, level, recon.take(by_tract[t]), opts, distance),
+        lambda t: (
+            tables.subset(t),
+            t,
+            level,
+            recon.take(by_tract[t]),
+            opts,
+            distance,
+            distance_time_limit,
+        ),
         _worker,
         tag=f"solvar-{level}",
         parts=parts,
@@ -376,7 +392,13 @@ def certify(
         workers=workers,
         progress=progress,
         fingerprint=run_fingerprint(
-            parts, tables, recon=recon, level=level, distance=distance, solver=opts
+            parts,
+            tables,
+            recon=recon,
+            level=level,
+            distance=distance,
+            solver=opts,
+            distance_time_limit=distance_time_limit,
         ),
     )
     dfs = [frames[t] for t in tracts if t in frames]

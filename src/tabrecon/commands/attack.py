@@ -26,6 +26,7 @@ from ..terminal import (
     err,
     frame_table,
     one_of,
+    positive_finite,
     progress,
     read_blocks,
     solver_options,
@@ -132,6 +133,13 @@ def solvar(
         float,
         typer.Option(help="Time limit per solver call, seconds (bounds are reported on time-out)"),
     ] = 120.0,
+    distance_time_limit: Annotated[
+        float,
+        typer.Option(
+            help="Seconds per block's distance maximisation, bounds kept on time-out (0: as "
+            "--time-limit)"
+        ),
+    ] = 0.0,
     seed: Annotated[int, typer.Option(help="Solver random seed")] = 0,
     workers: Workers = 1,
     fresh: Fresh = False,
@@ -143,11 +151,24 @@ def solvar(
 
     one_of(level, RECON_LEVELS, "--level")
     opts = solver_options(solver, threads, time_limit, seed, workers)
+    if distance_time_limit:
+        positive_finite(distance_time_limit=distance_time_limit)
     check_suffix(out, (".parquet", ".csv"))
     ts, rec = read_tables(tables_file), read_microdata(recon)
     prog, tick = progress(len(ts.tracts()), "certify")
     with prog:
-        run = certify(ts, rec, level, opts, workers, out, not fresh, distance, progress=tick)
+        run = certify(
+            ts,
+            rec,
+            level,
+            opts,
+            workers,
+            out,
+            not fresh,
+            distance,
+            tick,
+            distance_time_limit or None,
+        )
     for r in run.failed:
         err.print(f"[red]tract {r['unit']}: {r['status']}[/red] -- {r.get('message', '')}")
     if not run.blocks.height:
