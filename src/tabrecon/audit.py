@@ -194,16 +194,14 @@ class ChunkRunner:
     def skip(self, stage: str) -> None:
         """A stage finished by an earlier run: kept, counted as resumed."""
         self.log.resumed.append(f"{self.chunk.name}/{stage}")
-        if not stage.startswith("def_"):
-            self.on_stage(stage)
+        self.on_stage(stage)
 
     def mark(self, stage: str, t0: float, info: dict) -> dict:
         sec = time.perf_counter() - t0
         info = {**info, "seconds": round(sec, 2)}
         write_json(self.dir / f"{stage.replace(':', '_')}.done.json", info)
-        if not stage.startswith("def_"):  # a defense's inner stages are timed within defense:<spec>
-            self.log.add(stage, sec)
-            self.on_stage(stage)
+        self.log.add(stage, sec)
+        self.on_stage(stage)
         return info
 
     def opts(self):
@@ -233,17 +231,17 @@ class ChunkRunner:
         }
         return ts, self.mark("tabulate", t0, info)
 
-    def reconstruct(self, ts, level: str, md, prefix: str = ""):
+    def reconstruct(self, ts, level: str, md):
         from .attacks.reconstruct import reconstruct
         from .metrics.agreement import agree
         from .schema import read_microdata
 
-        stage = f"{prefix}reconstruct:{level}"
-        path = self.dir / f"{prefix}recon_{level.replace('+', '_')}.parquet"
+        stage = f"reconstruct:{level}"
+        path = self.dir / f"recon_{level.replace('+', '_')}.parquet"
         if (hit := self.resumed(stage, path, read_microdata)) is not None:
             return hit
         t0 = time.perf_counter()
-        tick = self.progress(f"{self.chunk.name} {prefix}reconstruct {level}", len(ts.tracts()))
+        tick = self.progress(f"{self.chunk.name} reconstruct {level}", len(ts.tracts()))
         run = reconstruct(
             ts,
             level,
@@ -260,7 +258,7 @@ class ChunkRunner:
                 f"{r.tract}: {r.status} {getattr(r, 'message', '')}".strip() for r in run.failed
             ],
         }
-        if md is not None and not prefix:
+        if md is not None:
             a = agree(run.records, truth=md)
             info["agree_resolution"] = a.resolution
             write_parquet(
@@ -271,15 +269,15 @@ class ChunkRunner:
             run.records.to_frame().write_parquet(path)
         return run.records, self.mark(stage, t0, info)
 
-    def certify(self, ts, recon, level: str, prefix: str = ""):
+    def certify(self, ts, recon, level: str):
         from .attacks.certify import certify
 
-        stage = f"{prefix}certify"
-        path = self.dir / f"{prefix}solvar.parquet"
+        stage = "certify"
+        path = self.dir / "solvar.parquet"
         if (hit := self.resumed(stage, path, pl.read_parquet)) is not None:
             return hit
         t0 = time.perf_counter()
-        tick = self.progress(f"{self.chunk.name} {prefix}certify", len(ts.tracts()))
+        tick = self.progress(f"{self.chunk.name} certify", len(ts.tracts()))
         run = certify(
             ts,
             recon,
@@ -295,14 +293,14 @@ class ChunkRunner:
         info = {"blocks": run.blocks.height, "failed_tracts": [f["unit"] for f in run.failed]}
         return run.blocks, self.mark(stage, t0, info)
 
-    def reidentify(self, recon, md, ts, blocks, prefix: str = ""):
+    def reidentify(self, recon, md, ts, blocks):
         from dataclasses import asdict
 
         from .attacks.certify import uniqueness_flags
         from .attacks.reidentify import reidentify
 
-        stage = f"{prefix}reidentify"
-        path = self.dir / f"{prefix}reid_rates.parquet"
+        stage = "reidentify"
+        path = self.dir / "reid_rates.parquet"
         if (hit := self.resumed(stage, path, pl.read_parquet)) is not None:
             return hit
         t0 = time.perf_counter()
@@ -313,34 +311,24 @@ class ChunkRunner:
         rates = res.rates(by_bin=True).select(
             "group", "bin", "source", "attacker_records", "putative", "confirmed"
         )
-        from .attacks.reidentify import GROUPS
 
-        # PRG in expectation (no draw noise), from the published and from the unprotected block
-        # counts
-        info: dict = {
-            "prg_expected": {g: res.expected_prg(g)[0] for g in GROUPS},
-            "prg_original": {g: res.expected_prg(g, original=True)[0] for g in GROUPS},
+        hist = {s: _hist(res.person_precision(s)) for s in PREC_SOURCES[:-1]}
+        hist["francis"] = _hist(res.francis["precision"].to_numpy())
+        totals = {s: int(h[0]) for s, h in hist.items()}
+        write_parquet(
+            pl.DataFrame({"p": PRECISION_GRID, **{s: hist[s] for s in PREC_SOURCES}}),
+            self.dir / "precision_hist.parquet",
+        )
+        flags = uniqueness_flags(recon, blocks)
+        info = {
+            "attacker": asdict(res.attacker_report),
+            "precision_persons": totals,
+            "mdg_rules": res.meta.get("mdg_rules"),
+            "rvr_share": res.meta.get("rvr_share"),
+            "recon_records": flags.height,
+            "recon_bsab_unique": int((flags["bsab_unique"] == 1).sum()),
+            "recon_certified_unique": int((flags["certified"] & (flags["bsab_unique"] == 1)).sum()),
         }
-        if not prefix:
-            hist = {s: _hist(res.person_precision(s)) for s in PREC_SOURCES[:-1]}
-            hist["francis"] = _hist(res.francis["precision"].to_numpy())
-            totals = {s: int(h[0]) for s, h in hist.items()}
-            write_parquet(
-                pl.DataFrame({"p": PRECISION_GRID, **{s: hist[s] for s in PREC_SOURCES}}),
-                self.dir / "precision_hist.parquet",
-            )
-            flags = uniqueness_flags(recon, blocks)
-            info |= {
-                "attacker": asdict(res.attacker_report),
-                "precision_persons": totals,
-                "mdg_rules": res.meta.get("mdg_rules"),
-                "rvr_share": res.meta.get("rvr_share"),
-                "recon_records": flags.height,
-                "recon_bsab_unique": int((flags["bsab_unique"] == 1).sum()),
-                "recon_certified_unique": int(
-                    (flags["certified"] & (flags["bsab_unique"] == 1)).sum()
-                ),
-            }
         write_parquet(rates, path)
         return rates, self.mark(stage, t0, info)
 

@@ -28,7 +28,7 @@ import polars as pl
 from .errors import TabreconError
 from .io import check_suffix, write_frame
 from .provenance import check_or_record, fingerprint
-from .published import name_2020, tables_from_wide
+from .published import frame_of_rows, name_2020, tables_from_wide
 from .tables import TABLES_BY_NAME, resolve_tables, tables_from_long
 
 #: The 2010 SF1 endpoint of the Census Data API.
@@ -99,14 +99,6 @@ def _parse(body: str, what: str) -> list[list[str]]:
     if not (isinstance(data, list) and data and all(isinstance(r, list) for r in data)):
         raise TabreconError(f"{what}: not an API table (an array of arrays, header first)")
     return [[("" if v is None else str(v)) for v in row] for row in data]
-
-
-def _frame(rows: list[list[str]]) -> pl.DataFrame:
-    header = rows[0]
-    return pl.DataFrame(
-        {h: [r[j] for r in rows[1:]] for j, h in enumerate(header)},
-        schema={h: pl.String for h in header},
-    )
 
 
 def download(
@@ -188,7 +180,7 @@ def download(
             for i in range(0, len(variables), MAX_VARIABLES):
                 chunk = variables[i : i + MAX_VARIABLES]
                 what = f"tract {state}{county}{tract}, {level} variables {chunk[0]}..{chunk[-1]}"
-                f = _frame(client.get({"get": ",".join(chunk), **geo}, what))
+                f = frame_of_rows(client.get({"get": ",".join(chunk), **geo}, what))
                 keys = [k for k in ("state", "county", "tract", "block") if k in f.columns]
                 missing = [v for v in chunk if v not in f.columns]
                 if missing or len(keys) < (4 if level == "block" else 3):

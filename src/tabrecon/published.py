@@ -117,14 +117,19 @@ def _read_api_json(p: Path) -> pl.DataFrame:
         raise InputError(
             "not a Census API response (an array of arrays, header first)", path=str(p)
         )
-    header = [str(h) for h in data[0]]
     for i, row in enumerate(data[1:], start=2):
-        if len(row) != len(header):
+        if len(row) != len(data[0]):
             raise InputError(
-                f"row has {len(row)} values, the header {len(header)}", path=str(p), line=i
+                f"row has {len(row)} values, the header {len(data[0])}", path=str(p), line=i
             )
+    return frame_of_rows(data)
+
+
+def frame_of_rows(rows: list[list]) -> pl.DataFrame:
+    """A text frame from an API table: an array of arrays, header first (None stays null)."""
+    header = [str(h) for h in rows[0]]
     cols = {
-        h: [None if r[j] is None else str(r[j]) for r in data[1:]] for j, h in enumerate(header)
+        h: [None if r[j] is None else str(r[j]) for r in rows[1:]] for j, h in enumerate(header)
     }
     return pl.DataFrame(cols, schema={h: pl.String for h in header})
 
@@ -298,4 +303,11 @@ def _grids(wide: pl.DataFrame, cells: list[str], spelt: dict[str, str], where: s
     return TableSet(grids, source=where)
 
 
-__all__ = ["SUMLEVELS", "cell_of_variable", "name_2020", "read_tables", "tables_from_wide"]
+__all__ = [
+    "SUMLEVELS",
+    "cell_of_variable",
+    "frame_of_rows",
+    "name_2020",
+    "read_tables",
+    "tables_from_wide",
+]
