@@ -18,13 +18,10 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 from benchmarks.common import children_peak_rss_mib, machine, peak_rss_mib, record  # noqa: E402
 from tabrecon.attacks.reconstruct import reconstruct  # noqa: E402
+from tabrecon.download import api_name  # noqa: E402
 from tabrecon.published import read_tables  # noqa: E402
 from tabrecon.synth import SynthConfig, synthesize  # noqa: E402
 from tabrecon.tables import tabulate, write_tables  # noqa: E402
-
-
-def _api_name(cell: str) -> str:
-    return cell[:-4] + cell[-3:] if not cell[-4].isalpha() and cell[-4] == "0" else cell
 
 
 def main() -> None:
@@ -41,7 +38,7 @@ def main() -> None:
         wide = Path(d) / "county_blocks.csv"
         import polars as pl
 
-        cols = {_api_name(c): g.values[:, j] for j, c in enumerate(g.cells)}
+        cols = {api_name(c): g.values[:, j] for j, c in enumerate(g.cells)}
         t = time.perf_counter()
         pl.DataFrame({"GEOID": g.geoids, **cols}).write_csv(wide)
         print(
