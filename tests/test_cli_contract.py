@@ -304,6 +304,22 @@ CASES: list[tuple[str, str, int, str]] = [
         "P0120003",
     ),
     ("check-tables-violations", "check-tables {D}/infeasible.parquet", 1, "violated"),
+    # the privacy-accuracy frontier
+    ("frontier-zero-rho", "frontier --rhos 0,1", 2, "--rhos must be a finite number > 0"),
+    ("frontier-nan-eps", "frontier --epsilons nan", 2, "--epsilons must be a finite number"),
+    ("frontier-rho-with-laplace", "frontier --noise laplace --rhos 1", 2, "with --noise laplace"),
+    ("frontier-bad-strategy", "frontier --strategy bogus", 2, "unknown strategy 'bogus'"),
+    ("frontier-bad-share", "frontier --strategy topdown@2", 2, "level share must be in (0, 1]"),
+    ("frontier-bad-level", "frontier --level county", 2, "--level must be one of"),
+    ("frontier-no-hierarchy-file", "frontier --hierarchy {D}/nope.csv", 2, "nope.csv"),
+    ("frontier-bad-tradeoff", "frontier --tradeoff {D}/nope.csv", 2, "nope.csv: file not found"),
+    (
+        "frontier-unsupported-strategy",  # refused by name, the other strategy still written
+        "frontier --rhos 1 --no-rr --strategy topdown:sex_agebin=0.5,hispanic_race=0.5 "
+        "--strategy identity --out {D}/fr",
+        1,
+        "cannot answer 574 of the workload's 844 cells",
+    ),
     # warnings that succeed
     ("agree-different-blocks", "agree {D}/md.csv {D}/other.csv", 0, "only in"),
     ("age-top-coded", "tabulate {D}/age117.csv --out {D}/t117.parquet", 0, "line 2"),
@@ -368,6 +384,7 @@ def test_enough_cases():
         "topdown",
         "reconstruct-noisy",
         "tradeoff",
+        "frontier",
         "dn",
     } <= commands
 

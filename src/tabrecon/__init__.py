@@ -32,6 +32,7 @@ from .attacks.reidentify import reidentify
 from .audit import audit, run_demo
 from .config import AuditConfig, load_config
 from .defenses.defense import Defense, Protected
+from .defenses.matrix import Budget, Strategy, Workload
 from .defenses.mechanisms import PrivacyCost
 from .defenses.swapping import swap
 from .defenses.topdown import topdown
@@ -39,6 +40,8 @@ from .download import download
 from .errors import InfeasibleError, InputError, TabreconError
 from .evaluate import DefenseOutcome, EvaluationPlan, evaluate_defense
 from .metrics.agreement import agree
+from .metrics.frontier import frontier, rr_frontier
+from .metrics.matrix_error import expected_error, hierarchy_factors, simulate_error
 from .pipeline import run_tradeoff
 from .published import read_tables
 from .schema import Microdata, read_microdata, write_microdata
@@ -55,6 +58,7 @@ from .tables import (
 __all__ = [
     "SF1_TABLES",
     "AuditConfig",
+    "Budget",
     "Defense",
     "DefenseOutcome",
     "EvaluationPlan",
@@ -63,9 +67,11 @@ __all__ = [
     "Microdata",
     "PrivacyCost",
     "Protected",
+    "Strategy",
     "SynthConfig",
     "TableSet",
     "TabreconError",
+    "Workload",
     "__version__",
     "agree",
     "audit",
@@ -74,14 +80,19 @@ __all__ = [
     "claims",
     "download",
     "evaluate_defense",
+    "expected_error",
+    "frontier",
+    "hierarchy_factors",
     "load_config",
     "read_microdata",
     "read_sf1",
     "read_tables",
     "reconstruct",
     "reidentify",
+    "rr_frontier",
     "run_demo",
     "run_tradeoff",
+    "simulate_error",
     "swap",
     "synthesize",
     "tabulate",

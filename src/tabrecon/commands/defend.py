@@ -207,3 +207,212 @@ def tradeoff(
     }
     console.print(frame_table("risk and accuracy by defense", df, cols))
     console.print(f"written {out}/tradeoff.csv, {out}/tradeoff.png")
+
+
+#: randomized response's frontier: the range of Abowd & Schmutte's figures
+RR_EPSILONS = (0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 4.0, 5.0)
+STRATEGY_HELP = (
+    "Strategy (repeat the option for several): identity, workload, marginals[:k], "
+    "topdown[:query=share,...]; append @<share> or @dhc2023-like for the level's share of the "
+    "budget"
+)
+
+
+@app.command()
+def frontier(
+    tables: Annotated[
+        str, typer.Option(help="Tables of the workload: a comma list, all, published")
+    ] = "all",
+    level: Annotated[
+        str,
+        typer.Option(
+            help="Geounit of the workload: block or tract (the tables published there) or "
+            "one (every selected table on one geounit)"
+        ),
+    ] = "block",
+    strategy: Annotated[list[str] | None, typer.Option(help=STRATEGY_HELP)] = None,
+    rhos: Annotated[str, typer.Option(help="Comma list of zCDP budgets rho")] = "",
+    epsilons: Annotated[
+        str,
+        typer.Option(
+            help="Comma list of epsilons (zCDP budgets read at delta 1e-10, or pure DP with "
+            "--noise laplace)"
+        ),
+    ] = "",
+    noise: Annotated[
+        str, typer.Option(help="gaussian (zCDP, discrete Gaussian) or laplace (pure DP)")
+    ] = "gaussian",
+    neighbours: Annotated[
+        str, typer.Option(help="bounded (change one person) or unbounded (add/remove one)")
+    ] = "bounded",
+    geounits: Annotated[int, typer.Option(help="Geounits the workload is published for")] = 1,
+    hierarchy: Annotated[
+        Path | None,
+        typer.Option(
+            help="Person or table file whose geography every level measures (TopDown's "
+            "hierarchy, dhc2023-like level shares); sets the geounits"
+        ),
+    ] = None,
+    tradeoff_csv: Annotated[
+        Path | None,
+        typer.Option("--tradeoff", help="tradeoff.csv whose measured risk to join by budget"),
+    ] = None,
+    draws: Annotated[
+        int, typer.Option(help="Also simulate each point with this many OpenDP draws (0: no)")
+    ] = 0,
+    workers: Annotated[int, typer.Option(help="Processes for the simulation")] = 1,
+    rr: Annotated[
+        bool, typer.Option("--rr/--no-rr", help="Randomized response's frontier as well")
+    ] = True,
+    out: Annotated[Path, typer.Option("--out", "-o")] = Path("frontier"),
+) -> None:
+    """The privacy-accuracy frontier: what accuracy each budget buys for a workload through each
+    strategy (matrix mechanism, exact expected error), its slope dI/d epsilon, and the measured
+    attack at the same budgets."""
+    import json
+    import time
+
+    import polars as pl
+
+    from ..defenses.matrix import NEIGHBOURS, NOISES, Strategy, Workload
+    from ..defenses.topdown import dhc2023_like
+    from ..io import write_frame, write_json
+    from ..metrics.frontier import frontier as compute
+    from ..metrics.frontier import join_tradeoff, per_table, rr_frontier
+    from ..metrics.matrix_error import ExpectedError, hierarchy_factors
+    from ..report.frontier import frontier_plot, rr_plot
+
+    one_of(noise, NOISES, "--noise")
+    one_of(neighbours, NEIGHBOURS, "--neighbours")
+    one_of(level, ("block", "tract", "one"), "--level")
+    at_least(1, geounits=geounits, workers=workers)
+    at_least(0, draws=draws)
+    if draws == 1:
+        raise TabreconError("--draws must be 0 or at least 2 (a standard error needs two)")
+    budgets = _budgets(rhos, epsilons, noise)
+    if tradeoff_csv is not None and not tradeoff_csv.exists():
+        raise TabreconError(f"{tradeoff_csv}: file not found (write it with `tabrecon tradeoff`)")
+    workload = Workload.from_tables(tables, None if level == "one" else level)
+    specs = strategy or ["identity", "workload", "marginals", "topdown"]
+    strategies = [Strategy.parse(s, workload) for s in specs]
+    hier = None
+    if hierarchy is not None:
+        if level == "one":
+            raise TabreconError("--hierarchy needs --level block or tract")
+        hier = hierarchy_factors(
+            _block_geoids(hierarchy), dhc2023_like(1.0).level_shares, workload.level or "block"
+        )
+    started = time.time()
+    errors: list[ExpectedError] = []
+    frames, failed = [], []
+    for s in strategies:
+        err.print(f"[dim]{s.name}: {len(budgets)} budget(s)...[/dim]")
+        try:
+            frames.append(
+                compute(
+                    workload,
+                    [s],
+                    budgets,
+                    neighbours,
+                    geounits,
+                    hier,
+                    draws,
+                    workers,
+                    on_point=lambda e: errors.append(e) if isinstance(e, ExpectedError) else None,
+                )
+            )
+        except TabreconError as exc:  # one strategy's bad input never loses the others
+            err.print(f"[red]error:[/red] {exc}", highlight=False)
+            failed.append(s.name)
+    if not frames:
+        raise typer.Exit(1)
+    front = pl.concat(frames, how="diagonal_relaxed")
+    if tradeoff_csv is not None:
+        front = join_tradeoff(front, pl.read_csv(tradeoff_csv, infer_schema_length=None))
+    out.mkdir(parents=True, exist_ok=True)
+    write_frame(front, out / "frontier.csv")
+    if errors:
+        write_frame(per_table(errors), out / "frontier_tables.csv")
+    title = f"workload {workload.name}, {len(workload)} cells, {front['geounits'][0]} geounit(s)"
+    frontier_plot(front, out / "frontier.png", title)
+    written = ["frontier.csv", "frontier_tables.csv", "frontier.png"]
+    if rr:
+        rrf = rr_frontier(RR_EPSILONS)
+        write_frame(rrf, out / "rr_frontier.csv")
+        rr_plot(rrf, out / "rr_frontier.png")
+        written += ["rr_frontier.csv", "rr_frontier.png"]
+    info = {
+        "workload": workload.name,
+        "cells": len(workload),
+        "strategies": specs,
+        "failed": failed,
+        "budgets": [b.label for b in budgets],
+        "noise": noise,
+        "neighbours": neighbours,
+        "hierarchy": str(hierarchy) if hierarchy else None,
+        "draws": draws,
+        "seconds": round(time.time() - started, 2),
+        "how": "exact expected squared error of least squares (module "
+        "tabrecon.metrics.matrix_error); slopes from the solved system and the exact noise "
+        "variance",
+    }
+    write_json(out / "frontier.json", json.dumps(info, indent=2))
+    cols = {
+        "strategy": "strategy",
+        "budget": "budget",
+        "epsilon": "epsilon",
+        "rmse_per_cell": "RMSE/cell",
+        "accuracy_I": "I",
+        "dI_depsilon": "dI/d eps",
+        "method": "method",
+    }
+    if draws:
+        cols["sim_rel_diff"] = "sim vs exact"
+    if "attack_nonmodal_precision" in front.columns:
+        cols["attack_nonmodal_precision"] = "attack nonmodal %"
+    console.print(frame_table(f"frontier: {title}", front, cols))
+    for s in strategies:
+        if s.name not in failed:
+            console.print(
+                f"{s.name}: Delta_A l1 {s.delta(1).value:g}, l2 {s.delta(2).value:.4g} "
+                f"(unbounded; bounded at most 2x / sqrt 2x), {s.rows:,} queries"
+            )
+    console.print(f"written {', '.join(f'{out}/{w}' for w in written)}")
+    if failed:
+        raise typer.Exit(1)
+
+
+def _budgets(rhos: str, epsilons: str, noise: str):
+    from ..defenses.matrix import Budget
+    from ..terminal import floats
+
+    r, e = floats(rhos, "--rhos"), floats(epsilons, "--epsilons")
+    if not r and not e:
+        r = [0.5, 1.0, 2.0, 4.9622, 10.0, 20.0, 50.0] if noise == "gaussian" else []
+        e = [] if noise == "gaussian" else [0.1, 0.5, 1.0, 2.0, 5.0, 10.0]
+    if r and noise == "laplace":
+        raise TabreconError("--rhos are zCDP budgets; with --noise laplace give --epsilons")
+    for name, vals in (("rhos", r), ("epsilons", e)):
+        for v in vals:
+            positive_finite(**{name: v})
+    if noise == "laplace":
+        return [Budget.pure(v) for v in e]
+    return [Budget.zcdp(v) for v in r] + [Budget.zcdp_from_epsilon(v) for v in e]
+
+
+def _block_geoids(path: Path):
+    """Block geoids of a person file, or of a table file's block tables."""
+    from ..errors import InputError
+    from ..published import read_tables
+    from ..schema import read_microdata
+
+    try:
+        return read_microdata(path).geoids
+    except InputError as first:
+        try:
+            ts = read_tables(path)
+        except InputError:
+            raise first from None
+    if "block" not in ts.grids:
+        raise TabreconError(f"{path}: no block-level tables to take the geography from")
+    return ts["block"].geoids
