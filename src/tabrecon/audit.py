@@ -640,6 +640,14 @@ def audit(
         )
     if outcomes:
         frames["defenses"] = outcome_frame(list(outcomes.values()))
+        if allb is not None:
+            t_front = time.perf_counter()
+            front = frontier_at_budgets(
+                frames["defenses"], allb["block_geoid"].to_numpy(), tables_seen
+            )
+            if front is not None:
+                frames["frontier"] = front
+                log.add("frontier", time.perf_counter() - t_front)
     for name, df in frames.items():
         df.write_csv(res / f"{name}.csv")
     log.add("aggregate", time.perf_counter() - t_agg)
@@ -673,6 +681,29 @@ def audit(
     write_json(out / "summary.json", summary)
     report = write_audit_report(out, summary, frames, cfg)
     return AuditResult(out, summary, report)
+
+
+def frontier_at_budgets(
+    defenses: pl.DataFrame, blocks: np.ndarray, tables: set[str] | None = None
+) -> pl.DataFrame | None:
+    """The privacy-accuracy frontier at the budgets of the defenses that have one (TopDown):
+    the exact expected error of the block tables answered by least squares from TopDown's queries
+    at every level of the audited geography (dhc2023-like shares), joined to each defense's
+    measured risk; None when no defense has a budget."""
+    budgets = sorted({float(r) for r in defenses["rho"].to_list() if r == r})
+    if not budgets:
+        return None
+    from .defenses.matrix import Budget, Strategy, Workload
+    from .defenses.topdown import dhc2023_like
+    from .metrics.frontier import frontier, join_tradeoff
+    from .metrics.matrix_error import hierarchy_factors
+    from .tables import BLOCK_TABLES
+
+    names = [t for t in BLOCK_TABLES if tables is None or t in tables] or list(BLOCK_TABLES)
+    w = Workload.from_tables(names, level="block")
+    h = hierarchy_factors(blocks, dhc2023_like(1.0).level_shares, "block")
+    f = frontier(w, [Strategy.parse("topdown", w)], [Budget.zcdp(r) for r in budgets], hierarchy=h)
+    return join_tradeoff(f, defenses)
 
 
 def _fingerprint(cfg: AuditConfig, md_path: Path | None, ts_path: Path | None) -> dict[str, str]:

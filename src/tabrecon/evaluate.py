@@ -30,7 +30,7 @@ from .attacks.reidentify import GROUPS, reidentify
 from .attacks.solvers import SolverOptions
 from .defenses.defense import Defense, Protected
 from .geo import LEVELS
-from .metrics.accuracy import block_accuracy, l1_by_level
+from .metrics.accuracy import block_accuracy, block_cell_sq_error, l1_by_level
 from .metrics.agreement import agree
 from .schema import read_microdata, write_microdata
 from .tables import tabulate
@@ -93,6 +93,9 @@ class DefenseOutcome:
     #: the attack on the noisy measurements: exact, binned, failed blocks, putative/confirmed
     nmf: dict[str, int] | None = None
     info: dict[str, Any] = field(default_factory=dict)
+    #: squared errors of the block tables' cells, summed, and the (block, cell) values compared
+    block_cells_sq_error: float = 0.0
+    block_cells: int = 0
 
     def merge(self, other: DefenseOutcome) -> DefenseOutcome:
         """The outcome of both pieces (the same defense on disjoint counties)."""
@@ -117,6 +120,8 @@ class DefenseOutcome:
             add(self.prg_original, other.prg_original),
             add(self.nmf, other.nmf) if self.nmf is not None and other.nmf is not None else None,
             self.info,
+            self.block_cells_sq_error + other.block_cells_sq_error,
+            self.block_cells + other.block_cells,
         )
 
     def to_row(self) -> dict[str, Any]:
@@ -132,6 +137,9 @@ class DefenseOutcome:
             if lv in self.l1:
                 row[f"tvd_{lv}"] = 1.0 - self.l1[lv] / (2.0 * n) if n else nan
         row["mae_block_total"] = self.abs_block_total / b if b else nan
+        row["rmse_block_cell"] = (
+            (self.block_cells_sq_error / self.block_cells) ** 0.5 if self.block_cells else nan
+        )
         row["mean_l1_race_eth"] = self.l1_race_eth / b if b else nan
         row["majority_kept_pct"] = 100.0 * self.majority_kept / mb if mb else nan
         row["certified_blocks"] = self.certified_blocks
@@ -247,6 +255,7 @@ def evaluate_defense(
     )
     rates = res.rates().filter(pl.col("bin") == "all")
     acc = block_accuracy(truth, prot.records).row(0, named=True)
+    sq, ncells = block_cell_sq_error(truth, prot.records)
     cost = d.cost
     out = DefenseOutcome(
         d.name,
@@ -267,6 +276,8 @@ def evaluate_defense(
         prg_expected={g: res.expected_prg(g)[0] for g in GROUPS},
         prg_original={g: res.expected_prg(g, original=True)[0] for g in GROUPS},
         info=prot.info,
+        block_cells_sq_error=sq,
+        block_cells=ncells,
     )
     if prot.measurements is not None and plan.noisy_measurement_attack:
         out.nmf = _noisy_attack(truth, ts, prot.measurements, plan, seed)

@@ -109,7 +109,7 @@ class Workload:
         W = weight_matrix()[:, cols].T.tocsr().astype(np.float64)
         label = ",".join(keep) if len(keep) <= 4 else f"{len(keep)} tables"
         return cls(
-            f"{label} ({level or 'one geounit'})",
+            f"{label} per {level or 'geounit'}",
             W,
             np.array([cells[j].id for j in cols]),
             np.array([cells[j].table for j in cols]),

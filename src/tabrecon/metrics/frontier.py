@@ -262,6 +262,7 @@ RISK_COLUMNS = (
     "certified_blocks",
     "blocks",
     "tvd_block",
+    "rmse_block_cell",
 )
 
 

@@ -19,6 +19,13 @@ def _plt():
 
 
 def frontier_plot(front: pl.DataFrame, path: Path, title: str = "") -> None:
+    """:func:`frontier_figure` written to ``path``."""
+    fig = frontier_figure(front, title)
+    fig.savefig(path)
+    _plt().close(fig)
+
+
+def frontier_figure(front: pl.DataFrame, title: str = ""):
     """Two panels (three with measured risk): root mean squared error per cell and the slope
     dI/d epsilon against epsilon, one line per strategy; the attack's nonmodal precision and the
     PRG baseline from ``tradeoff`` where the frontier carries them."""
@@ -34,6 +41,18 @@ def frontier_plot(front: pl.DataFrame, path: Path, title: str = "") -> None:
         d = front.filter(pl.col("strategy") == name).sort("epsilon")
         ax.plot(d["epsilon"], d["rmse_per_cell"], "o-", ms=3, label=name)
         bx.plot(d["epsilon"], d["dI_depsilon"], "o-", ms=3, label=name)
+    if "rmse_block_cell" in front.columns:
+        m = front.filter(pl.col("rmse_block_cell").is_not_null()).unique(
+            "epsilon", keep="first", maintain_order=True
+        )
+        if m.height:
+            ax.plot(
+                m["epsilon"],
+                m["rmse_block_cell"],
+                "k*",
+                ms=8,
+                label="measured: the defense's release (tradeoff)",
+            )
     ax.set(
         xscale="log",
         yscale="log",
@@ -76,8 +95,7 @@ def frontier_plot(front: pl.DataFrame, path: Path, title: str = "") -> None:
     if title:
         fig.suptitle(title, fontsize=10)
     fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
+    return fig
 
 
 def rr_plot(rr: pl.DataFrame, path: Path) -> None:

@@ -74,6 +74,24 @@ COLUMNS: dict[str, tuple[str, str]] = {
         "the same per block group, weighted by persons",
     ),
     "tvd_block": ("accuracy, block (1 − TVD)", "the same per block, weighted by persons"),
+    "budget": ("budget", "the zCDP budget of the frontier's point (a defense's rho)"),
+    "rmse_block_cell": (
+        "measured RMSE per block cell",
+        "root mean squared error of the release's block-table cells against the truth's",
+    ),
+    "rmse_per_cell": (
+        "expected RMSE per cell",
+        "root mean squared error of a published block cell under least squares from TopDown's "
+        "measurements at every level (exact, the matrix mechanism)",
+    ),
+    "accuracy_I": (
+        "accuracy I",
+        "minus the expected squared error summed over every cell of every block (Abowd-Schmutte)",
+    ),
+    "dI_depsilon": (
+        "dI/dε",
+        "the marginal rate of transformation: accuracy bought by one more unit of ε",
+    ),
     "mae_block_total": (
         "block total error (persons)",
         "mean absolute difference of the published and true block populations",
@@ -307,6 +325,45 @@ def _figure(b64: str, caption: str, fig_id: str, out: Path | None = None) -> str
         f'src="data:image/png;base64,{b64}">'
         f'<figcaption class="muted">{html.escape(caption)}</figcaption></figure>'
     )
+
+
+def _frontier_section(front: pl.DataFrame, th: int, out: Path | None) -> list[str]:
+    """The privacy-accuracy frontier at the defenses' budgets, beside their measured risk."""
+    from .frontier import frontier_figure
+
+    cols = [
+        c
+        for c in (
+            "budget",
+            "epsilon",
+            "rmse_per_cell",
+            "rmse_block_cell",
+            "accuracy_I",
+            "dI_depsilon",
+            "attack_nonmodal_precision",
+            "prg_nonmodal_precision",
+        )
+        if c in front.columns
+    ]
+    cells, units = int(front["cells"][0]), int(front["geounits"][0])
+    return [
+        '<h3 id="frontier">The privacy-accuracy frontier at these budgets</h3>'
+        "<p>Accuracy I is minus the expected squared error of the block tables' "
+        f"{cells} cells over the {units:,} blocks when TopDown's queries are measured at every "
+        "level with the dhc2023-like shares and the block tables are estimated by least squares "
+        "(the matrix mechanism, computed exactly; TopDown's own non-negative, rounded estimate "
+        "differs). dI/d&epsilon; is the marginal rate of transformation: the accuracy one more "
+        "unit of &epsilon; (&delta; = 10<sup>-10</sup>) buys. The measured attack and PRG are "
+        "those of the defense at the same budget (table above).</p>",
+        table_html(front.select(cols), th, "Frontier and measured risk", "tbl-frontier"),
+        legend_html(cols),
+        _figure(
+            _png(frontier_figure(front)),
+            "Accuracy, its marginal rate and the measured attack against epsilon",
+            "fig-frontier",
+            out,
+        ),
+    ]
 
 
 def _plots(frames: dict[str, pl.DataFrame], summary: dict) -> dict[str, str]:
@@ -669,6 +726,7 @@ def write_audit_report(
                 "tvd_tract",
                 "tvd_county",
                 "mae_block_total",
+                "rmse_block_cell",
                 "mean_l1_race_eth",
                 "majority_kept_pct",
                 "certified_blocks",
@@ -717,6 +775,8 @@ def write_audit_report(
                     out,
                 )
             )
+        if "frontier" in frames:
+            parts += _frontier_section(frames["frontier"], th, out)
     t = summary.get("timings_s", {})
     parts.append('<h2 id="run">6. Run: configuration, versions, timings</h2>')
     parts.append(
