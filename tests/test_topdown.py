@@ -289,3 +289,99 @@ def test_rounding_by_largest_remainders_is_the_lp_optimum(C, S, seed):
     lp = linprog((1 - 2 * r.T).ravel(), A_eq=A, b_eq=need, bounds=(0, 1), method="highs")
     got = ((1 - 2 * r) * (xi - F)).sum()
     assert got == pytest.approx(lp.fun, abs=1e-7)
+
+
+# --------------------------------------------------------------------------------------------------
+# The 2020 production: the PL 94-171 run first, then the DHC run held to its output
+# --------------------------------------------------------------------------------------------------
+def _pl_by_block(md):
+    from tabrecon.defenses.topdown import PL_CELL_OF_TYPE, PL_CELLS
+
+    out = {}
+    for bi, g in enumerate(md.geoids):
+        out[str(g)] = np.bincount(PL_CELL_OF_TYPE[md.types[md.block == bi]], minlength=PL_CELLS)
+    return out
+
+
+def _check_pl_stage(md, r):
+    from tabrecon.defenses.topdown import PL94_RHO, PL_CELLS
+
+    got = _pl_by_block(r.records)
+    assert r.pl94_blocks is not None
+    for g, want in r.pl94_blocks.items():
+        assert np.array_equal(got.get(g, np.zeros(PL_CELLS, dtype=np.int64)), want), g
+    assert r.privacy["rho"] == pytest.approx(PL94_RHO + 4.9622)
+    assert set(r.privacy["runs"]) == {f"pl94-2020 rho={PL94_RHO:g}", "dhc2023-like rho=4.9622"}
+    assert len(r.records) == len(md)  # the state total is invariant in both runs
+    assert r.pl94_measurements is not None and r.pl94_measurements.height
+
+
+def test_pl94_stage_holds_every_block_to_the_pl_run(county, tmp_path):
+    from tabrecon.defenses.topdown import pl94_2020
+
+    r = topdown(county, dhc2023_like(), pl94=pl94_2020())
+    _check_pl_stage(county, r)
+    paths = r.write(tmp_path / "mdf.parquet")
+    assert any(p.name == "mdf_pl94_measurements.parquet" for p in paths)
+    # the PL run is itself noisy: its block histograms are not the input's
+    truth = _pl_by_block(county)
+    assert any(not np.array_equal(truth[g], v) for g, v in r.pl94_blocks.items())
+
+
+def test_pl94_stage_on_the_real_sample(real_md):
+    """Acceptance (issue 23): on the real sample, every block's voting age x Hispanic x race
+    counts after the DHC run equal the PL 94-171 run's output exactly."""
+    from tabrecon.defenses.topdown import pl94_2020
+
+    r = topdown(real_md, dhc2023_like(), pl94=pl94_2020(), workers=2)
+    _check_pl_stage(real_md, r)
+
+
+def test_pl94_config_is_the_production_strategy():
+    from tabrecon.defenses.topdown import PL94_QUERY_SHARES, PL94_RHO, PL_QUERIES, pl94_2020
+
+    cfg = pl94_2020()
+    assert PL94_RHO == pytest.approx(2.5562, abs=1e-4)
+    assert cfg.level_shares["block"] == pytest.approx(165 / 4099)
+    for shares in PL94_QUERY_SHARES.values():
+        assert sum(shares.values()) == pytest.approx(1.0)
+        assert set(shares) <= set(PL_QUERIES)
+    assert "total" not in PL94_QUERY_SHARES["nation"]  # production measures no US total
+    assert cfg.rho_q("block", "detailed") == pytest.approx(PL94_RHO * 165 / 4099 * 3945 / 4087)
+    with pytest.raises(TabreconError, match="pl94="):
+        topdown(synthesize(SynthConfig(persons=50), seed=1), cfg)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(2, 6), st.integers(2, 12), st.integers(1, 4), st.integers(0, 2**32 - 1))
+def test_rounding_under_pl_constraints_is_integral_and_exact(C, S, K, seed):
+    """A fractional split meeting the parent cells and each child's PL counts rounds to integers
+    meeting both (transportation per PL cell: totally unimodular)."""
+    import tabrecon.defenses.topdown as td
+
+    rng = np.random.default_rng(seed)
+    plc = rng.integers(0, K, size=S)
+    parent = rng.integers(0, 9, size=S)
+    # a feasible fractional point: each PL cell's parent mass split among children by random shares
+    x = np.zeros((C, S))
+    for k in np.unique(plc):
+        cols = np.flatnonzero(plc == k)
+        share = rng.dirichlet(np.ones(C))
+        x[:, cols] = share[:, None] * parent[cols][None, :]
+    # integer PL counts per child: round the fractional ones keeping each PL cell's total
+    M = np.zeros((C, td.PL_CELLS), dtype=np.int64)
+    for k in np.unique(plc):
+        tot = int(parent[plc == k].sum())
+        frac = x[:, plc == k].sum(axis=1)
+        base = np.floor(frac).astype(np.int64)
+        base[np.argsort(-(frac - base))[: tot - base.sum()]] += 1
+        M[:, k] = base
+    # re-split so that x meets the integer PL counts exactly (rows scaled within each PL cell)
+    for k in np.unique(plc):
+        cols = np.flatnonzero(plc == k)
+        y = np.outer(M[:, k], parent[cols]) / max(parent[cols].sum(), 1)
+        x[:, cols] = y
+    xi = td._round(x, parent, None, (plc, M))
+    assert (xi >= 0).all() and (xi.sum(axis=0) == parent).all()
+    for k in np.unique(plc):
+        assert (xi[:, plc == k].sum(axis=1) == M[:, k]).all()

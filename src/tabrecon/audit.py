@@ -690,7 +690,10 @@ def frontier_at_budgets(
     the exact expected error of the block tables answered by least squares from TopDown's queries
     at every level of the audited geography (dhc2023-like shares), joined to each defense's
     measured risk; None when no defense has a budget."""
-    budgets = sorted({float(r) for r in defenses["rho"].to_list() if r == r})
+    # the TopDown runs of one budget (dhc2020-production's rho adds the PL 94-171 run's, which
+    # this frontier's strategy does not model)
+    dhc = defenses.filter(pl.col("defense") != "dhc2020-production")
+    budgets = sorted({float(r) for r in dhc["rho"].to_list() if r == r})
     if not budgets:
         return None
     from .defenses.matrix import Budget, Strategy, Workload
@@ -703,7 +706,7 @@ def frontier_at_budgets(
     w = Workload.from_tables(names, level="block")
     h = hierarchy_factors(blocks, dhc2023_like(1.0).level_shares, "block")
     f = frontier(w, [Strategy.parse("topdown", w)], [Budget.zcdp(r) for r in budgets], hierarchy=h)
-    return join_tradeoff(f, defenses)
+    return join_tradeoff(f, dhc)
 
 
 def _fingerprint(cfg: AuditConfig, md_path: Path | None, ts_path: Path | None) -> dict[str, str]:

@@ -32,7 +32,7 @@ from .defenses.defense import Defense, Protected
 from .geo import LEVELS
 from .metrics.accuracy import block_accuracy, block_cell_sq_error, l1_by_level
 from .metrics.agreement import agree
-from .schema import read_microdata, write_microdata
+from .schema import BLOCK_SIZE_LABELS, read_microdata, write_microdata
 from .tables import tabulate
 
 #: The groups and sources a defense row reports precision for.
@@ -96,6 +96,9 @@ class DefenseOutcome:
     #: squared errors of the block tables' cells, summed, and the (block, cell) values compared
     block_cells_sq_error: float = 0.0
     block_cells: int = 0
+    #: agreement of the release with the input (Abowd et al. Table 3): block-size bin (and
+    #: "all") -> [persons, exact, binned]
+    agreement: dict[str, list[int]] = field(default_factory=dict)
 
     def merge(self, other: DefenseOutcome) -> DefenseOutcome:
         """The outcome of both pieces (the same defense on disjoint counties)."""
@@ -122,6 +125,7 @@ class DefenseOutcome:
             self.info,
             self.block_cells_sq_error + other.block_cells_sq_error,
             self.block_cells + other.block_cells,
+            add(self.agreement, other.agreement),
         )
 
     def to_row(self) -> dict[str, Any]:
@@ -142,6 +146,12 @@ class DefenseOutcome:
         )
         row["mean_l1_race_eth"] = self.l1_race_eth / b if b else nan
         row["majority_kept_pct"] = 100.0 * self.majority_kept / mb if mb else nan
+        for key in ("all", *BLOCK_SIZE_LABELS):
+            p, e, bn = self.agreement.get(key, [0, 0, 0])
+            suffix = "" if key == "all" else f"_{key}"
+            if key == "all":
+                row["agreement_exact_pct"] = 100.0 * e / p if p else nan
+            row[f"agreement_binned_pct{suffix}"] = 100.0 * bn / p if p else nan
         row["certified_blocks"] = self.certified_blocks
         row["blocks"] = b
         # the attack on the noisy measurements themselves (TopDown only; n/a for the others)
@@ -256,6 +266,10 @@ def evaluate_defense(
     rates = res.rates().filter(pl.col("bin") == "all")
     acc = block_accuracy(truth, prot.records).row(0, named=True)
     sq, ncells = block_cell_sq_error(truth, prot.records)
+    ag = agree(prot.records, truth=truth, warn=False)
+    agreement = {"all": [ag.population, ag.exact, ag.binned]} | {
+        r["bin"]: [r["persons"], r["exact"], r["binned"]] for r in ag.by_bin.iter_rows(named=True)
+    }
     cost = d.cost
     out = DefenseOutcome(
         d.name,
@@ -278,6 +292,7 @@ def evaluate_defense(
         info=prot.info,
         block_cells_sq_error=sq,
         block_cells=ncells,
+        agreement=agreement,
     )
     if prot.measurements is not None and plan.noisy_measurement_attack:
         out.nmf = _noisy_attack(truth, ts, prot.measurements, plan, seed)

@@ -15,7 +15,21 @@ from rich.console import Console
 from .defenses.defense import Defense
 from .evaluate import EvaluationPlan, evaluate_defense
 from .provenance import check_or_record, digest_microdata, fingerprint
-from .schema import Microdata
+from .schema import BLOCK_SIZE_LABELS, Microdata
+
+
+def agreement_line(row: dict) -> str:
+    """A defense row's agreement with its input in Abowd et al.'s Table 3 layout: binned
+    agreement overall (with exact) and by block size."""
+    bins = "  ".join(
+        f"{b} {row[f'agreement_binned_pct_{b}']:.1f}"
+        for b in BLOCK_SIZE_LABELS
+        if row.get(f"agreement_binned_pct_{b}") == row.get(f"agreement_binned_pct_{b}")
+    )
+    return (
+        f"agreement with the input, exact/binned {row['agreement_exact_pct']:.1f}/"
+        f"{row['agreement_binned_pct']:.1f}%; binned by block size: {bins}"
+    )
 
 
 def run_tradeoff(
@@ -71,6 +85,8 @@ def run_tradeoff(
             f"{row['prg_nonmodal_precision']:.1f}% / MDG {row['mdg_nonmodal_precision']:.1f}%; "
             f"block TVD {row['tvd_block']:.3f} ({row['seconds']} s)"
         )
+        if outcome.rho is not None:  # every TopDown run: agreement with its input, Table 3 layout
+            con.print(f"  {agreement_line(row)}")
     df = pl.read_csv(csv_path)
     tradeoff_plot(df, out / "tradeoff.png")
     return df

@@ -85,12 +85,21 @@ def topdown(
     fit: Annotated[
         str, typer.Option(help="Least-squares solver: admm (default) or clarabel")
     ] = "admm",
+    pl94: Annotated[
+        bool,
+        typer.Option(
+            "--pl94/--no-pl94",
+            help="First the 2020 PL 94-171 persons run (rho 2.5562, production shares), its "
+            "voting age x Hispanic x race counts then held at every geounit (as produced in 2020)",
+        ),
+    ] = False,
 ) -> None:
     """Protect person records with TopDown (zCDP, exact discrete Gaussian noise, top-down NNLS +
     rounding)."""
-    from ..defenses.topdown import FITS, dhc2023_like, uniform_config
+    from ..defenses.topdown import FITS, dhc2023_like, pl94_2020, uniform_config
     from ..defenses.topdown import topdown as _topdown
     from ..metrics.accuracy import tvd_by_level
+    from ..metrics.agreement import agree
     from ..schema import read_microdata
 
     one_of(preset, ("dhc2023-like", "uniform"), "--preset")
@@ -106,15 +115,29 @@ def topdown(
         progress=lambda lv: err.print(f"[dim]topdown: {lv} done[/dim]"),
         workers=workers,
         fit=fit,
+        pl94=pl94_2020() if pl94 else None,
     )
     tvd = tvd_by_level(md, res.records)
-    res.write(out, {"tvd_accuracy": tvd})
+    ag = agree(res.records, truth=md, warn=False)
+    res.write(out, {"tvd_accuracy": tvd, "agreement_with_input": ag.table3("MDF-input").to_dicts()})
     c = res.cost
+    name = res.privacy["config"]
     console.print(
-        f"{cfg.name}: rho {c.rho:.4f} (epsilon {c.epsilon:.2f} at delta {c.delta:g}), "
+        f"{name}: rho {c.rho:.4f} (epsilon {c.epsilon:.2f} at delta {c.delta:g}), "
         f"{res.draws:,} exact noise draws, {len(res.records):,} protected records -> {out}"
     )
+    for run, cost in res.privacy.get("runs", {}).items():
+        console.print(
+            f"  {run}: rho {cost['rho']:.4f} (epsilon {cost['epsilon_cks_delta_1e-10']:.2f})"
+        )
     console.print("TVD accuracy: " + ", ".join(f"{k} {v:.4f}" for k, v in tvd.items()))
+    console.print(
+        frame_table(
+            "agreement of the protected records with the input, exact/binned % (Table 3 layout)",
+            ag.table3("MDF-input"),
+            {c: c for c in ag.table3("MDF-input").columns},
+        )
+    )
     for f in res.fallbacks:
         err.print(f"[yellow]fallback:[/yellow] {f}")
 

@@ -11,6 +11,9 @@ config file, the CLI and Python share:
 ``swap-hi``         the high preset (50%, size noise, partners from tract/county/state)
 ``swap=<rate>``     swap-lo's design at another household rate in (0, 1]
 ``dhc2023-like``    TopDown with the 2023 DHC persons budget (rho 4.9622) and its level shares
+``dhc2020-production``  as produced in 2020: the PL 94-171 persons run (rho 2.5562, its level
+                    and query shares) first, then dhc2023-like with every geounit's voting age
+                    x Hispanic x race counts held to the PL run's; composed rho 7.5184
 ``rho=<x>``         the same shares at total zCDP budget ``x``
 ``eps=<x>``         the same, ``x`` the epsilon at delta 1e-10 (converted to rho by CKS)
 ==================  ============================================================================
@@ -35,12 +38,15 @@ from ..errors import TabreconError
 from ..schema import Microdata
 from .mechanisms import PrivacyCost, epsilon_to_rho
 from .swapping import PRESETS, SwapConfig, swap
-from .topdown import dhc2023_like, topdown
+from .topdown import PL94_RHO, dhc2023_like, pl94_2020, topdown
 
 #: The DHC 2023 persons budget (methods.md section 6).
 DHC2023_RHO = 4.9622
 
-GRAMMAR = f"none, {', '.join(PRESETS)}, swap=<rate>, dhc2023-like, rho=<budget> or eps=<budget>"
+GRAMMAR = (
+    f"none, {', '.join(PRESETS)}, swap=<rate>, dhc2023-like, dhc2020-production, "
+    "rho=<budget> or eps=<budget>"
+)
 
 
 @dataclass
@@ -87,13 +93,15 @@ class Defense:
             return Swapping(spec, replace(PRESETS["swap-lo"], rate=float(spec[5:]), name=spec))
         if spec == "dhc2023-like":
             return TopDown(spec, DHC2023_RHO)
+        if spec == "dhc2020-production":
+            return TopDown(spec, DHC2023_RHO, pl94_rho=PL94_RHO)
         value = float(spec[4:])
         return TopDown(spec, epsilon_to_rho(value) if spec.startswith("eps=") else value)
 
     @staticmethod
     def check(spec: str) -> str | None:
         """What is wrong with a spec, in words, or ``None`` when it is valid."""
-        if spec in ("none", "dhc2023-like") or spec in PRESETS:
+        if spec in ("none", "dhc2023-like", "dhc2020-production") or spec in PRESETS:
             return None
         for pre, ok, example in (
             ("rho=", lambda v: math.isfinite(v) and v > 0, "rho=2.5"),
@@ -126,23 +134,26 @@ class Swapping(Defense):
 
 @dataclass(frozen=True)
 class TopDown(Defense):
-    """TopDown at total zCDP budget ``rho`` with the 2023 DHC level shares. Its noise comes from
+    """TopDown at total zCDP budget ``rho`` with the 2023 DHC level shares, after a PL 94-171 run
+    at ``pl94_rho`` when that is given (the 2020 production; costs compose). Its noise comes from
     OpenDP's cryptographic sampler: ``rng`` does not seed it (a release must not be
     reproducible from a seed)."""
 
     rho: float = DHC2023_RHO
+    pl94_rho: float | None = None
 
     @property
     def cost(self) -> PrivacyCost:
-        return PrivacyCost.zcdp(self.rho)
+        return PrivacyCost.zcdp(self.rho + (self.pl94_rho or 0.0))
 
     def protect(
         self, microdata: Microdata, rng: int | np.random.Generator = 0, workers: int = 1
     ) -> Protected:
-        r = topdown(microdata, dhc2023_like(self.rho), workers=workers)
+        pl94 = pl94_2020(self.pl94_rho) if self.pl94_rho is not None else None
+        r = topdown(microdata, dhc2023_like(self.rho), workers=workers, pl94=pl94)
         info = {
             "kind": "topdown",
-            "rho": self.rho,
+            "rho": self.rho + (self.pl94_rho or 0.0),
             **{k: v for k, v in r.privacy.items() if k != "levels"},
             "seconds_by_level": r.seconds_by_level,
             "fallbacks": r.fallbacks,

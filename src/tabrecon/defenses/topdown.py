@@ -30,7 +30,7 @@ the noisy measurements.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import NamedTuple
 
@@ -70,23 +70,152 @@ DEFAULT_QUERY_SHARES = {
     "detailed": 0.4,
 }
 
+#: The PL 94-171 persons histogram here: voting age x Hispanic x 63 races (252 cells; production
+#: also has the 8 household / group-quarters types, which tabrecon's schema does not have).
+PL_CELLS = 2 * 2 * 63
+#: Each person type's PL 94-171 cell.
+PL_CELL_OF_TYPE = ((TYPE_AGE >= 18).astype(np.int64) * 2 + TYPE_HISP) * 63 + TYPE_RACE - 1
+_va, _hi, _ra = (
+    np.arange(PL_CELLS) // 126,
+    (np.arange(PL_CELLS) // 63) % 2,
+    np.arange(PL_CELLS) % 63,
+)
+#: The production PL 94-171 queries (without hhgq and hhinstlevels), as partitions of its cells.
+PL_QUERIES: dict[str, np.ndarray] = {
+    "total": np.zeros(PL_CELLS, dtype=np.int64),
+    "cenrace": _ra,
+    "hispanic": _hi,
+    "votingage": _va,
+    "hispanic_cenrace": _hi * 63 + _ra,
+    "votingage_cenrace": _va * 63 + _ra,
+    "votingage_hispanic": _va * 2 + _hi,
+    "votingage_hispanic_cenrace": np.arange(PL_CELLS),
+    "detailed": np.arange(PL_CELLS),  # hhgq x the previous one in production; here the same cells
+}
+#: The 2020 PL 94-171 persons production run (DAS_2020_Redistricting_Production_Code, strategy
+#: ProductionCandidate20210527US_mult8_add02_dsepJune3): rho = (542/339)^2 and the level shares.
+PL94_RHO = (542 / 339) ** 2
+PL94_LEVEL_SHARES = {
+    lv: v / 4099 for lv, v in zip(LEVELS, (104, 1440, 447, 687, 1256, 165), strict=True)
+}
+#: Its per-level query proportions (numerators; hhinstlevels and hhgq, which tabrecon's schema
+#: cannot answer, are left out and the rest renormalised within the level).
+_PL94_QUERY_PROPS = {
+    "nation": {
+        "cenrace": 52 / 4097,
+        "hispanic": 26 / 4097,
+        "votingage": 26 / 4097,
+        "hispanic_cenrace": 130 / 4097,
+        "votingage_cenrace": 130 / 4097,
+        "votingage_hispanic": 26 / 4097,
+        "votingage_hispanic_cenrace": 26 / 241,
+        "detailed": 189 / 241,
+    },
+    "state": {
+        "total": 3773 / 4097,
+        "cenrace": 6 / 4097,
+        "hispanic": 6 / 4097,
+        "votingage": 6 / 4097,
+        "hispanic_cenrace": 12 / 4097,
+        "votingage_cenrace": 12 / 4097,
+        "votingage_hispanic": 6 / 4097,
+        "votingage_hispanic_cenrace": 2 / 241,
+        "detailed": 230 / 4097,
+    },
+    "county": {
+        "total": 3126 / 4097,
+        "cenrace": 10 / 4097,
+        "hispanic": 10 / 4097,
+        "votingage": 10 / 4097,
+        "hispanic_cenrace": 28 / 4097,
+        "votingage_cenrace": 28 / 4097,
+        "votingage_hispanic": 10 / 4097,
+        "votingage_hispanic_cenrace": 101 / 4097,
+        "detailed": 754 / 4097,
+    },
+    "tract": {
+        "total": 1567 / 4102,
+        "cenrace": 4 / 2051,
+        "hispanic": 5 / 4102,
+        "votingage": 5 / 4102,
+        "hispanic_cenrace": 1933 / 4102,
+        "votingage_cenrace": 10 / 2051,
+        "votingage_hispanic": 5 / 4102,
+        "votingage_hispanic_cenrace": 67 / 4102,
+        "detailed": 241 / 2051,
+    },
+    "blockgroup": {
+        "total": 1705 / 4099,
+        "cenrace": 3 / 4099,
+        "hispanic": 3 / 4099,
+        "votingage": 3 / 4099,
+        "hispanic_cenrace": 1055 / 4099,
+        "votingage_cenrace": 9 / 4099,
+        "votingage_hispanic": 3 / 4099,
+        "votingage_hispanic_cenrace": 24 / 4099,
+        "detailed": 1288 / 4099,
+    },
+    "block": {
+        "total": 5 / 4097,
+        "cenrace": 9 / 4097,
+        "hispanic": 5 / 4097,
+        "votingage": 5 / 4097,
+        "hispanic_cenrace": 21 / 4097,
+        "votingage_cenrace": 21 / 4097,
+        "votingage_hispanic": 5 / 4097,
+        "votingage_hispanic_cenrace": 71 / 4097,
+        "detailed": 3945 / 4097,
+    },
+}
+PL94_QUERY_SHARES = {
+    lv: {q: v / sum(props.values()) for q, v in props.items()}
+    for lv, props in _PL94_QUERY_PROPS.items()
+}
+PRODUCTS = ("dhc", "pl94")
+
 
 @dataclass(frozen=True)
 class TopDownConfig:
-    """Total zCDP budget, its split over levels and over each level's queries."""
+    """Total zCDP budget, its split over levels and over each level's queries (``query_shares``
+    for every level, or ``level_query_shares`` per level), and the histogram it measures:
+    ``dhc`` (the 27,972 person types) or ``pl94`` (voting age x Hispanic x race, 252 cells)."""
 
     rho: float
     level_shares: dict[str, float]
     query_shares: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_QUERY_SHARES))
     name: str = "custom"
+    product: str = "dhc"
+    level_query_shares: dict[str, dict[str, float]] | None = None
+
+    @property
+    def queries(self) -> dict[str, np.ndarray]:
+        """The product's queries: group id of every histogram cell."""
+        return PL_QUERIES if self.product == "pl94" else QUERIES
+
+    @property
+    def cells(self) -> int:
+        return PL_CELLS if self.product == "pl94" else N_TYPES
+
+    def queries_at(self, level: str) -> dict[str, float]:
+        """The queries measured at ``level`` and their shares of the level's budget."""
+        if self.level_query_shares is not None and level in self.level_query_shares:
+            return self.level_query_shares[level]
+        return self.query_shares
 
     def __post_init__(self) -> None:
         if not self.rho > 0:
             raise TabreconError(f"the privacy budget rho must be > 0 (got {self.rho})")
-        for what, shares, known in (
+        if self.product not in PRODUCTS:
+            raise TabreconError(f"unknown product {self.product!r}; choose dhc or pl94")
+        checks = [
             ("level", self.level_shares, LEVELS),
-            ("query", self.query_shares, QUERIES),
-        ):
+            ("query", self.query_shares, self.queries),
+            *(
+                (f"{lv} query", sh, self.queries)
+                for lv, sh in (self.level_query_shares or {}).items()
+            ),
+        ]
+        for what, shares, known in checks:
             bad = [k for k in shares if k not in known]
             if bad:
                 raise TabreconError(f"unknown {what}(s) {bad}; choose from {', '.join(known)}")
@@ -98,7 +227,21 @@ class TopDownConfig:
                 )
 
     def rho_q(self, level: str, query: str) -> float:
-        return self.rho * self.level_shares[level] * self.query_shares[query]
+        return self.rho * self.level_shares[level] * self.queries_at(level)[query]
+
+
+def pl94_2020(rho: float = PL94_RHO) -> TopDownConfig:
+    """The 2020 PL 94-171 persons production run: rho (542/339)^2 = 2.5562, its level shares
+    (US 104, state 1440, county 447, tract 687, block group 1256, block 165 of 4099) and its
+    per-level query proportions (hhgq and hhinstlevels left out, the rest renormalised)."""
+    return TopDownConfig(
+        rho,
+        dict(PL94_LEVEL_SHARES),
+        dict(PL94_QUERY_SHARES["block"]),
+        name=f"pl94-2020 rho={rho:g}",
+        product="pl94",
+        level_query_shares={lv: dict(v) for lv, v in PL94_QUERY_SHARES.items()},
+    )
 
 
 def dhc2023_like(rho: float = 4.9622) -> TopDownConfig:
@@ -132,6 +275,9 @@ class TopDownResult:
     seconds_by_level: dict[str, float]
     draws: int
     fallbacks: list[str]
+    #: with the PL 94-171 stage: its noisy measurements and its block histograms (252 cells)
+    pl94_measurements: pl.DataFrame | None = None
+    pl94_blocks: dict[str, np.ndarray] | None = None
 
     @property
     def cost(self) -> PrivacyCost:
@@ -146,6 +292,9 @@ class TopDownResult:
         write_microdata(self.records, out)
         paths = [Path(out), Path(f"{stem}_measurements.parquet"), Path(f"{stem}_topdown.json")]
         write_parquet(self.measurements, paths[1])
+        if self.pl94_measurements is not None:
+            paths.append(Path(f"{stem}_pl94_measurements.parquet"))
+            write_parquet(self.pl94_measurements, paths[-1])
         about = {
             "privacy": self.privacy,
             "seconds_by_level": self.seconds_by_level,
@@ -157,11 +306,17 @@ class TopDownResult:
         return paths
 
 
-def _geo_hist(md: Microdata, n: int) -> tuple[np.ndarray, np.ndarray, sp.csr_matrix]:
-    """(geoids at prefix length n, index of each person's geounit, geounit x type counts)."""
+def _geo_hist(
+    md: Microdata, n: int, product: str = "dhc"
+) -> tuple[np.ndarray, np.ndarray, sp.csr_matrix]:
+    """(geoids at prefix length n, index of each person's geounit, geounit x cell counts) for the
+    product's histogram (person types, or PL 94-171 cells)."""
     pre = prefix(md.geoids, LEVEL_OF_LENGTH[n])
     geo, inv = np.unique(pre[md.block], return_inverse=True)
-    H = sp.csr_matrix((np.ones(len(md)), (inv, md.types)), shape=(len(geo), N_TYPES))
+    cells, size = (
+        (PL_CELL_OF_TYPE[md.types], PL_CELLS) if product == "pl94" else (md.types, N_TYPES)
+    )
+    H = sp.csr_matrix((np.ones(len(md)), (inv, cells)), shape=(len(geo), size))
     H.sum_duplicates()
     return geo, inv, H
 
@@ -186,8 +341,8 @@ def _measure(
     them comes from one call to the exact sampler.
     """
     out: list[list[Measurement]] = [[] for _ in trues]
-    for q in cfg.query_shares:
-        groups, inv = np.unique(QUERIES[q][support], return_inverse=True)
+    for q in cfg.queries_at(level):
+        groups, inv = np.unique(cfg.queries[q][support], return_inverse=True)
         mech = discrete_gaussian(cfg.rho_q(level, q))
         noise = mech.sample(groups.size * len(trues)).reshape(len(trues), groups.size)
         var = max(mech.variance, 1e-6)  # weights stay finite at huge rho
@@ -206,13 +361,15 @@ def _fit(
     parent: np.ndarray,
     totals: np.ndarray | None,
     penalty: float | None = None,
+    pl: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> np.ndarray:
     """Weighted NNLS of all children jointly: sum over children = parent (cell by cell); optional
     fixed child totals. Variables x (children x cells). An answer that covers one cell (the detailed
     query) enters the objective directly, w (x - y)^2; every other answer gets an auxiliary
     r = A x - y (never the normal matrix). With ``penalty`` the parent sums are not equalities but a
     term ``penalty * ||sum_c x_c - parent||^2`` (the fallback when the exact problem fails); the
-    caller then rescales to the parent."""
+    caller then rescales to the parent. ``pl`` = (PL cell of each support cell, children x PL
+    cells) holds every child's PL 94-171 histogram equal to the published one."""
     import clarabel
 
     C, S = len(children_meas), parent.size
@@ -264,6 +421,11 @@ def _fit(
         T = sp.kron(sp.identity(C), np.ones((1, S)), format="csr")
         Aeq = sp.vstack([Aeq, sp.hstack([T, sp.csr_matrix((C, nr))])], format="csc")
         beq = np.concatenate([beq, totals.astype(float)])
+    if pl is not None:
+        ks, Pk = _pl_indicator(pl[0])
+        T = sp.kron(sp.identity(C), Pk, format="csr")
+        Aeq = sp.vstack([Aeq, sp.hstack([T, sp.csr_matrix((T.shape[0], nr))])], format="csc")
+        beq = np.concatenate([beq, pl[1][:, ks].astype(float).ravel()])
     w = np.concatenate(weights) if weights else np.zeros(0)
     P = sp.diags(np.concatenate([pdiag, w]), format="csc")
     q = np.concatenate([lin, np.zeros(nr)])
@@ -402,9 +564,24 @@ def _fit_admm(
     )
 
 
-def _round(x: np.ndarray, parent: np.ndarray, totals: np.ndarray | None) -> np.ndarray:
-    """Integer children: floors plus 0/1 per cell, parent cells exact (and fixed totals), min sum
-    (1-2r) y."""
+def _pl_indicator(plc: np.ndarray) -> tuple[np.ndarray, sp.csr_matrix]:
+    """The PL cells present in a support and the (PL cells x support) 0/1 matrix."""
+    ks, kinv = np.unique(plc, return_inverse=True)
+    return ks, sp.csr_matrix(
+        (np.ones(plc.size), (kinv, np.arange(plc.size))), shape=(ks.size, plc.size)
+    )
+
+
+def _round(
+    x: np.ndarray,
+    parent: np.ndarray,
+    totals: np.ndarray | None,
+    pl: tuple[np.ndarray, np.ndarray] | None = None,
+) -> np.ndarray:
+    """Integer children: floors plus 0/1 per cell, parent cells exact (and fixed totals, or every
+    child's PL 94-171 histogram), min sum (1-2r) y. With the PL histograms the LP is a
+    transportation problem per PL cell (children x its types): totally unimodular, so its vertex
+    is integral."""
     from scipy.optimize import linprog
 
     F = np.floor(x + 1e-9).astype(np.int64)
@@ -413,39 +590,54 @@ def _round(x: np.ndarray, parent: np.ndarray, totals: np.ndarray | None) -> np.n
     if (need < 0).any():
         raise TabreconError("rounding: floors exceed a parent cell")
     cols = np.flatnonzero(need > 0)
-    if not cols.size:
-        return F
     C = x.shape[0]
-    if totals is None:  # the LP separates by cell: each takes its need from the largest remainders
+    if pl is not None:
+        ks, Pk = _pl_indicator(pl[0])
+        left = pl[1][:, ks].astype(np.int64) - (Pk @ F.T).T.astype(np.int64)  # C x K
+        if (left < 0).any():
+            raise TabreconError("rounding: floors exceed a child's PL 94-171 count")
+        if not cols.size:
+            if left.any():
+                raise TabreconError("rounding: a child's PL 94-171 count cannot be met")
+            return F
+    elif not cols.size:
+        return F
+    if totals is None and pl is None:  # separable by cell: the largest remainders take the need
         if need.max() > C:
             raise TabreconError("rounding: a parent cell needs more units than it has children")
         order = np.argsort(-r, axis=0, kind="stable")
         rank = np.empty_like(order)
         np.put_along_axis(rank, order, np.broadcast_to(np.arange(C)[:, None], order.shape), axis=0)
         return F + (rank < need[None, :])
-    cand = [(c, k) for k in cols for c in range(C)]
-    ci = np.array([c for c, _ in cand])
-    ki = np.array([k for _, k in cand])
+    ci = np.repeat(np.arange(C), cols.size)
+    ki = np.tile(cols, C)
+    n = ci.size
     kpos = np.searchsorted(cols, ki)
-    A_col = sp.csr_matrix(
-        (np.ones(len(cand)), (kpos, np.arange(len(cand)))), shape=(cols.size, len(cand))
-    )
-    A_eq, b_eq = [A_col], [need[cols]]
-    if totals is not None:
+    A_eq = [sp.csr_matrix((np.ones(n), (kpos, np.arange(n))), shape=(cols.size, n))]
+    b_eq = [need[cols]]
+    if pl is not None:
+        kinv = np.searchsorted(ks, pl[0])
         A_eq.append(
-            sp.csr_matrix((np.ones(len(cand)), (ci, np.arange(len(cand)))), shape=(C, len(cand)))
+            sp.csr_matrix(
+                (np.ones(n), (ci * ks.size + kinv[ki], np.arange(n))), shape=(C * ks.size, n)
+            )
         )
+        b_eq.append(left.ravel())
+    elif totals is not None:
+        A_eq.append(sp.csr_matrix((np.ones(n), (ci, np.arange(n))), shape=(C, n)))
         b_eq.append(totals - F.sum(axis=1))
     res = linprog(
         1 - 2 * r[ci, ki],
         A_eq=sp.vstack(A_eq),
         b_eq=np.concatenate(b_eq),
         bounds=(0, 1),
-        method="highs",
+        method="highs-ds",
     )
     if res.x is None:
         raise TabreconError(f"rounding failed: {res.message}")
     y = np.rint(res.x).astype(np.int64)
+    if np.abs(res.x - y).max() > 1e-6:
+        raise TabreconError("rounding: the LP's solution is not integral")
     F[ci, ki] += y
     return F
 
@@ -454,10 +646,23 @@ def _round(x: np.ndarray, parent: np.ndarray, totals: np.ndarray | None) -> np.n
 FALLBACK_PENALTY = 1e4
 
 
-def _fallback(metas, pcounts, totals, where: str, exc: Exception, log: list[str]) -> np.ndarray:
+def _fallback(
+    metas, pcounts, totals, where: str, exc: Exception, log: list[str], pl=None
+) -> np.ndarray:
     """The exact fit failed at one parent: relax the parent sums into a penalty, rescale each cell
     to the parent, round (parent cells exact). If even that fails, split the parent by the
-    children's noisy totals. Every use is reported in ``log``."""
+    children's noisy totals. Under PL 94-171 constraints: split each PL cell's types among the
+    children in proportion to their published PL counts (always feasible), then round. Every
+    use is reported in ``log``."""
+    if pl is not None:
+        plc, M = pl
+        ks, Pk = _pl_indicator(plc)
+        kinv = np.searchsorted(ks, plc)
+        cell_tot = np.asarray(Pk @ pcounts.astype(float)).ravel()  # parent count per PL cell
+        share = np.where(cell_tot[kinv] > 0, pcounts / np.where(cell_tot > 0, cell_tot, 1)[kinv], 0)
+        x = M[:, ks][:, kinv] * share[None, :]
+        log.append(f"{where}: {exc}; children split each PL 94-171 cell in proportion")
+        return _round(x, pcounts, None, pl)
     try:
         var = min(m.variance for meas in metas for m in meas)
         x = _fit(metas, pcounts, totals, penalty=FALLBACK_PENALTY / var)
@@ -487,9 +692,13 @@ def _fit_auto(
     fit: str = "admm",
     log: list[str] | None = None,
     where: str = "",
+    pl: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> np.ndarray:
-    """The fit for one parent: ADMM unless the children have fixed totals (the states) or ``fit`` is
-    ``clarabel``; the interior-point fit also when ADMM does not converge (noted in ``log``)."""
+    """The fit for one parent: ADMM unless the children have fixed totals (the states), PL
+    94-171 histograms to meet, or ``fit`` is ``clarabel``; the interior-point fit also when ADMM
+    does not converge (noted in ``log``)."""
+    if pl is not None:
+        return _fit(metas, pcounts, None, pl=pl)
     if totals is None and fit == "admm":
         try:
             return _fit_admm(metas, pcounts)[0]
@@ -510,16 +719,17 @@ def _parents_job(args: tuple) -> list[tuple]:
         return [_one_parent(cfg, lv, fit, *item) for item in items]
 
 
-def _one_parent(cfg, lv, fit, p, kids, support, pcounts, sub, totals) -> tuple:
+def _one_parent(cfg, lv, fit, p, kids, support, pcounts, sub, totals, pl=None) -> tuple:
     """Measure the children of one parent, fit, round (the fallback if the fit fails)."""
     metas = _measure(cfg, lv, list(sub), support)
     nd = sum(m.groups.size for meas in metas for m in meas)
     fb: list[str] = []
+    where = f"{lv} under {p or 'root'}"
     try:
-        x = _fit_auto(metas, pcounts, totals, fit, fb, f"{lv} under {p or 'root'}")
-        xi = _round(x, pcounts, totals)
+        x = _fit_auto(metas, pcounts, totals, fit, fb, where, pl)
+        xi = _round(x, pcounts, totals, pl)
     except TabreconError as exc:
-        xi = _fallback(metas, pcounts, totals, f"{lv} under {p or 'root'}", exc, fb)
+        xi = _fallback(metas, pcounts, totals, where, exc, fb, pl)
     return (p, kids, support, xi, metas, nd, fb)
 
 
@@ -547,17 +757,112 @@ def topdown(
     progress=None,
     workers: int = 1,
     fit: str = "admm",
+    pl94: TopDownConfig | None = None,
 ) -> TopDownResult:
     """Protect ``md`` with TopDown (see module docstring). ``seed`` is unused for the noise, which
     comes from OpenDP's cryptographic sampler (a release must not be reproducible from a seed).
     ``workers`` processes share the parents of each level. ``fit`` picks the least-squares solver
     for parents without fixed child totals: ``admm`` (default; linear in children x cells) or
     ``clarabel`` (interior point; the states, and any parent where ADMM does not converge, always
-    use it)."""
+    use it).
+
+    With ``pl94`` (a ``product="pl94"`` config, e.g. :func:`pl94_2020`) the release is made as in
+    2020: the PL 94-171 run first, then ``config``'s run with every geounit's voting age x
+    Hispanic x race histogram held equal to the PL run's (the published-marginal invariant, at
+    every level down to the block); both runs' noisy measurements are kept and their costs
+    compose (zCDP budgets add)."""
     if fit not in FITS:
         raise TabreconError(f"unknown fit {fit!r}; choose from {', '.join(FITS)}")
     if not len(md):
         raise TabreconError("no person records to protect")
+    if config.product != "dhc":
+        raise TabreconError(
+            "topdown() protects person records with a dhc config; pass the PL "
+            "94-171 config as pl94="
+        )
+    pl_run = None
+    if pl94 is not None:
+        if pl94.product != "pl94":
+            raise TabreconError(f"pl94= needs a PL 94-171 config (got product {pl94.product!r})")
+        pl_run = _run(md, pl94, workers, fit, progress)
+    run = _run(md, config, workers, fit, progress, pl_run["est"] if pl_run else None)
+    # block histograms -> records
+    est = run["est"]["block"]
+    bgeo = sorted(est)
+    blocks, types, counts = [], [], []
+    for bi, g in enumerate(bgeo):
+        sup, c = est[g]
+        blocks.append(np.full(sup.size, bi))
+        types.append(sup)
+        counts.append(c)
+    b = np.concatenate(blocks)
+    t = np.concatenate(types)
+    k = np.concatenate(counts).astype(np.int64)
+    idx = np.repeat(np.arange(b.size), k)
+    sex, age, race, hisp = decode_types(t[idx])
+    out = Microdata(
+        np.array(bgeo),
+        b[idx].astype(np.int32),
+        sex,
+        age,
+        race,
+        hisp,
+        source=f"TopDown ({run['cfg'].name})",
+    )
+    out = out.take(np.arange(len(out)))  # drop blocks left empty
+    runs = [r for r in (pl_run, run) if r is not None]
+    rho_total = sum(r["rho"] for r in runs)
+    privacy = {
+        "rho": rho_total,
+        "epsilon_cks_delta_1e-10": rho_to_epsilon(rho_total, 1e-10),
+        "levels": run["levels_rho"],
+        "config": run["cfg"].name,
+    }
+    if pl_run is not None:
+        privacy["runs"] = {
+            r["cfg"].name: {
+                "rho": r["rho"],
+                "epsilon_cks_delta_1e-10": rho_to_epsilon(r["rho"], 1e-10),
+                "levels": r["levels_rho"],
+            }
+            for r in runs
+        }
+        privacy["config"] = f"{pl_run['cfg'].name} + {run['cfg'].name}"
+    timings = {
+        **({f"pl94:{k}": v for k, v in pl_run["timings"].items()} if pl_run else {}),
+        **run["timings"],
+    }
+    res = TopDownResult(
+        out,
+        run["meas"].frame(),
+        privacy,
+        timings,
+        sum(r["draws"] for r in runs),
+        [*(f"pl94: {f}" for f in (pl_run["fallbacks"] if pl_run else [])), *run["fallbacks"]],
+    )
+    if pl_run is not None:
+        res.pl94_measurements = pl_run["meas"].frame()
+        res.pl94_blocks = {g: _dense(v, PL_CELLS) for g, v in pl_run["est"]["block"].items()}
+    return res
+
+
+def _dense(v: tuple[np.ndarray, np.ndarray], n: int) -> np.ndarray:
+    out = np.zeros(n, dtype=np.int64)
+    out[v[0]] = v[1]
+    return out
+
+
+def _run(
+    md: Microdata,
+    config: TopDownConfig,
+    workers: int,
+    fit: str,
+    progress,
+    pl_est: dict[str, dict[str, tuple[np.ndarray, np.ndarray]]] | None = None,
+) -> dict:
+    """One TopDown run from the root to the blocks. Returns every level's estimates (geoid ->
+    (support, counts)), the measurements, timings, draws, fallbacks and the budget spent. With
+    ``pl_est`` (a PL 94-171 run's estimates) each geounit's PL histogram is held to it."""
     states = np.unique(prefix(md.geoids, "state"))
     levels = [lv for lv in LEVELS if lv != "nation" or len(states) > 1]
     missing = [lv for lv in levels if lv not in config.level_shares]
@@ -565,14 +870,13 @@ def topdown(
         raise TabreconError(f"the budget has no share for level(s) {missing} present in the data")
     used = {lv: config.level_shares[lv] for lv in levels}
     scale = 1.0 / sum(used.values())  # levels absent from the data give their share to the rest
-    cfg = TopDownConfig(
-        config.rho, {k: v * scale for k, v in used.items()}, config.query_shares, config.name
-    )
+    cfg = replace(config, level_shares={k: v * scale for k, v in used.items()})
+    product, ncell = cfg.product, cfg.cells
     meas_rows = _MeasBuffer()
     timings: dict[str, float] = {}
     draws = 0
     fallbacks: list[str] = []
-    state_geo, _, state_H = _geo_hist(md, 2)
+    state_geo, _, state_H = _geo_hist(md, 2, product)
     state_tot = dict(
         zip(
             state_geo.tolist(),
@@ -580,25 +884,33 @@ def topdown(
             strict=True,
         )
     )
+
+    def pl_of(level: str, geoids: np.ndarray) -> np.ndarray:
+        assert pl_est is not None
+        return np.stack([_dense(pl_est[level][str(g)], PL_CELLS) for g in geoids])
+
     # the root: its own measurements, NNLS with its total (sum of state totals, invariant) held
     root = levels[0]
     t0 = time.perf_counter()
-    rgeo, _, rH = _geo_hist(md, LENGTH[root])
+    rgeo, _, rH = _geo_hist(md, LENGTH[root], product)
     est: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # geoid -> (support, counts)
-    sup_all = np.arange(N_TYPES)
+    by_level: dict[str, dict[str, tuple[np.ndarray, np.ndarray]]] = {}
+    sup_all = np.arange(ncell)
     for i, g in enumerate(rgeo):
         true = np.asarray(rH[i].todense()).ravel()
         meas = _measure(cfg, root, [true], sup_all)[0]
         draws += sum(m.groups.size for m in meas)
         tot = sum(state_tot.values()) if root == "nation" else state_tot[g]
-        x = _fit_root(meas, int(tot))
+        pl = (PL_CELL_OF_TYPE, pl_of(root, np.array([g]))[0]) if pl_est is not None else None
+        x = _fit_root(meas, int(tot), ncell, pl)
         est[g] = (sup_all[x > 0], x[x > 0])
         meas_rows.add(root, g, meas)
+    by_level[root] = est
     timings[root] = time.perf_counter() - t0
     for li in range(1, len(levels)):
         lv, parent_lv = levels[li], levels[li - 1]
         t0 = time.perf_counter()
-        cgeo, _, cH = _geo_hist(md, LENGTH[lv])
+        cgeo, _, cH = _geo_hist(md, LENGTH[lv], product)
         plen = LENGTH[parent_lv]
         parent_of = np.array([g[:plen] for g in cgeo]) if plen else np.full(len(cgeo), "")
         new_est: dict[str, tuple[np.ndarray, np.ndarray]] = {}
@@ -613,8 +925,16 @@ def topdown(
                 new_est[cgeo[a]] = (support, pcounts)
                 continue
             sub = cH[a : a + n][:, support].toarray()
-            totals = np.array([state_tot[cgeo[c]] for c in kids]) if lv == "state" else None
-            jobs.append((str(p), kids, support, pcounts, sub, totals))
+            pl = None
+            if pl_est is not None:
+                pl = (PL_CELL_OF_TYPE[support], pl_of(lv, cgeo[a : a + n]))
+                _check_pl(pl, pcounts, f"{lv} under {p or 'root'}")
+            totals = (
+                np.array([state_tot[cgeo[c]] for c in kids])
+                if lv == "state" and pl is None
+                else None
+            )
+            jobs.append((str(p), kids, support, pcounts, sub, totals, pl))
         for _p, kids, support, xi, metas, nd, fb in _run_parents(cfg, lv, jobs, workers, fit):
             draws += nd
             fallbacks += fb
@@ -623,47 +943,46 @@ def topdown(
                 nz = xi[j] > 0
                 new_est[cgeo[c]] = (support[nz], xi[j][nz])
         est = new_est
+        by_level[lv] = est
         timings[lv] = time.perf_counter() - t0
         if progress:
-            progress(lv)
-    # block histograms -> records
-    bgeo = sorted(est)
-    blocks, types, counts = [], [], []
-    for bi, g in enumerate(bgeo):
-        s, c = est[g]
-        blocks.append(np.full(s.size, bi))
-        types.append(s)
-        counts.append(c)
-    b = np.concatenate(blocks)
-    t = np.concatenate(types)
-    k = np.concatenate(counts).astype(np.int64)
-    idx = np.repeat(np.arange(b.size), k)
-    sex, age, race, hisp = decode_types(t[idx])
-    out = Microdata(
-        np.array(bgeo),
-        b[idx].astype(np.int32),
-        sex,
-        age,
-        race,
-        hisp,
-        source=f"TopDown ({cfg.name})",
-    )
-    out = out.take(np.arange(len(out)))  # drop blocks left empty
-    rho_total = sum(cfg.rho_q(lv, q) for lv in levels for q in cfg.query_shares)
-    privacy = {
-        "rho": rho_total,
-        "epsilon_cks_delta_1e-10": rho_to_epsilon(rho_total, 1e-10),
-        "levels": {lv: cfg.rho * cfg.level_shares[lv] for lv in levels},
-        "config": cfg.name,
+            progress(lv if product == "dhc" else f"pl94:{lv}")
+    rho = sum(cfg.rho_q(lv, q) for lv in levels for q in cfg.queries_at(lv))
+    return {
+        "est": by_level,
+        "meas": meas_rows,
+        "timings": timings,
+        "draws": draws,
+        "fallbacks": fallbacks,
+        "rho": rho,
+        "levels_rho": {lv: cfg.rho * cfg.level_shares[lv] for lv in levels},
+        "cfg": cfg,
     }
-    return TopDownResult(out, meas_rows.frame(), privacy, timings, draws, fallbacks)
 
 
-def _fit_root(meas: list[Measurement], total: int) -> np.ndarray:
-    """The root histogram: NNLS on its own answers with its total held, then rounded."""
+def _check_pl(pl: tuple[np.ndarray, np.ndarray], pcounts: np.ndarray, where: str) -> None:
+    """The children's PL histograms must add up to the parent's (a PL run is consistent, and
+    the parent was held to its own PL histogram)."""
+    plc, M = pl
+    have = np.bincount(plc, weights=pcounts, minlength=PL_CELLS)
+    if not np.array_equal(have.astype(np.int64), M.sum(axis=0)):
+        bad = int(np.flatnonzero(have.astype(np.int64) != M.sum(axis=0))[0])
+        raise TabreconError(
+            f"{where}: the children's PL 94-171 counts do not add up to the parent's in PL cell "
+            f"{bad} ({int(M[:, bad].sum())} vs {int(have[bad])})"
+        )
+
+
+def _fit_root(
+    meas: list[Measurement],
+    total: int,
+    S: int = N_TYPES,
+    pl: tuple[np.ndarray, np.ndarray] | None = None,
+) -> np.ndarray:
+    """The root histogram: NNLS on its own answers with its total (or, with ``pl``, its PL
+    94-171 histogram) held, then rounded keeping them."""
     import clarabel
 
-    S = N_TYPES
     blocks = [
         (sp.csr_matrix((np.ones(S), (inv, np.arange(S))), shape=(g.size, S)), noisy, var)
         for _, g, inv, noisy, var in meas
@@ -677,9 +996,14 @@ def _fit_root(meas: list[Measurement], total: int) -> np.ndarray:
         )
         rows.append(sp.hstack([A, R]))
         off += A.shape[0]
-    tot_row = sp.hstack([sp.csr_matrix(np.ones((1, S))), sp.csr_matrix((1, nr))])
+    if pl is not None:
+        ks, Pk = _pl_indicator(pl[0])
+        hold, target = Pk, pl[1][ks].astype(float)
+    else:
+        hold, target = sp.csr_matrix(np.ones((1, S))), np.array([float(total)])
+    tot_row = sp.hstack([hold, sp.csr_matrix((hold.shape[0], nr))])
     Aeq = sp.vstack([tot_row, *rows], format="csc")
-    beq = np.concatenate([[float(total)], *[noisy.astype(float) for _, noisy, _ in blocks]])
+    beq = np.concatenate([target, *[noisy.astype(float) for _, noisy, _ in blocks]])
     w = np.concatenate([np.full(A.shape[0], 1.0 / var) for A, _, var in blocks])
     P = sp.block_diag([sp.csc_matrix((S, S)), sp.diags(w)], format="csc")
     G = sp.hstack([-sp.identity(S), sp.csr_matrix((S, nr))], format="csc")
@@ -698,11 +1022,16 @@ def _fit_root(meas: list[Measurement], total: int) -> np.ndarray:
         raise TabreconError(f"least-squares step failed at the root: {sol.status}")
     x = np.maximum(np.asarray(sol.x[:S]), 0.0)
     x[x < 1e-7] = 0.0
-    # round keeping the total: floors plus the largest remainders
+    # round keeping the total (or each PL cell's count): floors plus the largest remainders
     F = np.floor(x + 1e-9).astype(np.int64)
-    left = total - int(F.sum())
-    if left > 0:
-        F[np.argsort(-(x - F))[:left]] += 1
+    group = np.searchsorted(ks, pl[0]) if pl is not None else np.zeros(S, dtype=np.int64)
+    want = pl[1][ks].astype(np.int64) if pl is not None else np.array([total])
+    left = want - np.bincount(group, weights=F, minlength=want.size).astype(np.int64)
+    order = np.lexsort((-(x - F), group))  # by group, largest remainder first
+    rank = np.empty(S, dtype=np.int64)
+    starts = np.searchsorted(group[order], np.arange(want.size))
+    rank[order] = np.arange(S) - starts[group[order]]
+    F += (rank < left[group]).astype(np.int64)
     return F
 
 
