@@ -283,3 +283,18 @@ def test_frontier_command_writes_everything(tmp_path):
     assert f["sim_rel_diff"].abs().max() < 0.5  # 20 draws: a smoke check, not the benchmark
     tables = pl.read_csv(out / "frontier_tables.csv")
     assert set(tables["table"]) == {"P1", "P12"}
+
+
+def test_too_large_for_the_exact_method_says_so_and_simulates(monkeypatch):
+    import tabrecon.metrics.matrix_error as me
+    from tabrecon.metrics.matrix_error import TooLarge
+
+    w = Workload.from_tables("P1,P12", level="block")
+    s = Strategy.parse("topdown", w)
+    monkeypatch.setattr(me, "MAX_DENSE", 10)
+    with pytest.raises(TooLarge, match="estimate the error by simulation"):
+        expected_error(w, s, Budget.zcdp(1.0))
+    f = frontier(w, [s], [Budget.zcdp(1.0)], draws=4)
+    row = f.row(0, named=True)
+    assert row["method"] == "simulated" and row["simulated_se"] > 0
+    assert row["expected_sq_error"] == row["simulated_sq_error"]

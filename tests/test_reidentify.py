@@ -17,7 +17,7 @@ from tabrecon.attacks.reidentify import (
     reidentify,
     simulate_attacker,
 )
-from tabrecon.errors import InputError
+from tabrecon.errors import InputError, TabreconError
 from tabrecon.report.reid import write_reid_report
 from tabrecon.schema import CODE_OF_BITS, from_arrays
 
@@ -210,3 +210,53 @@ def test_real_sample_nonmodal_precision_far_above_baselines(real_md, real_tables
     # certified nonmodal uniques: the reconstruction is exactly right
     assert s["attack"]["certified_uniques"]["precision_pct"] == 100.0
     assert s["truth"]["all"]["precision_pct"] >= s["attack"]["all"]["precision_pct"] - 1
+
+
+def test_records_at_a_stale_address_have_no_group(small_md):
+    """The Bureau links putative records to the CEF on block and pik: a record whose person lives
+    in another block (or of nobody) is counted in 'all' but in no group (modal, nonmodal, ...)."""
+    from tabrecon.attacks.reconstruct import reconstruct
+    from tabrecon.tables import tabulate
+
+    ts = tabulate(small_md)
+    rec = reconstruct(ts).records
+    errors = CommercialErrors(wrong_block=0.5, extras=0.2, age_off_by_one=0.0)
+    res = reidentify(rec, small_md, "commercial", ts, seed=3, errors=errors)
+    r = res.records
+    ids = [f"p{i}" for i in range(len(small_md))]
+    blocks = dict(zip(ids, small_md.block_geoid.tolist(), strict=True))
+    home = np.array([blocks.get(p, "") for p in r["pik"].to_list()])
+    at_home = home == r["block_geoid"].to_numpy()
+    assert (r["in_truth"].to_numpy() == at_home).all()
+    grouped = (r["modal"] | r["nonmodal"]).to_numpy()
+    assert (grouped == at_home).all() and (~at_home).sum() > 0
+
+
+def test_commercial_2010_preset_and_its_error_rates(small_md):
+    from tabrecon.attacks.reidentify import ATTACKER_PRESETS, COMMERCIAL_2010
+
+    assert "commercial-2010" in ATTACKER_PRESETS
+    att = simulate_attacker(small_md, "commercial-2010", seed=2)
+    e = COMMERCIAL_2010
+    assert att.height == pytest.approx(
+        len(small_md) * e.coverage * (1 + e.duplicates + e.extras), rel=0.05
+    )
+    # ages beyond +-1 and the other sex, at the rates asked for
+    big = CommercialErrors(
+        coverage=1.0,
+        wrong_block=0.0,
+        duplicates=0.0,
+        extras=0.0,
+        age_off_by_one=0.0,
+        age_far=0.5,
+        sex_error=0.2,
+        age_far_span=5,
+    )
+    a = simulate_attacker(small_md, "commercial", seed=4, errors=big)
+    idx = a["pik"].str.slice(1).cast(pl.Int64).to_numpy()
+    d = np.abs(a["age"].to_numpy() - small_md.age[idx])
+    assert 0.45 < (d >= 2).mean() < 0.55 and d.max() <= 5
+    sex = (a["sex"].to_numpy() == "female").astype(int)
+    assert 0.17 < (sex != small_md.sex[idx]).mean() < 0.23
+    with pytest.raises(TabreconError, match="must not exceed 1"):
+        CommercialErrors(age_off_by_one=0.6, age_far=0.6)

@@ -106,7 +106,7 @@ def _toml_value(v: Any) -> str:
 
 
 SOLVERS = ("cpsat", "highs")
-ATTACKERS = ("perfect", "commercial")
+ATTACKERS = ("perfect", "commercial", "commercial-2010")
 
 
 def _validate(cfg: AuditConfig, where: str) -> None:

@@ -267,7 +267,8 @@ def reidentify(
     attacker: Annotated[
         str,
         typer.Option(
-            help="'perfect', 'commercial', or an attacker file (pik, block_geoid, sex, age)"
+            help="'perfect', 'commercial', 'commercial-2010' (fitted to the Bureau's COMRCL "
+            "rates), or an attacker file (pik, block_geoid, sex, age)"
         ),
     ] = "perfect",
     out: Annotated[Path, typer.Option("--out", "-o", help="Report folder")] = Path("reid"),
@@ -296,9 +297,12 @@ def reidentify(
     from ..schema import read_microdata
 
     at_least(1, francis_threshold=francis_threshold)
-    if attacker not in ("perfect", "commercial") and not Path(attacker).exists():
+    from ..attacks.reidentify import ATTACKER_PRESETS
+
+    if attacker not in ATTACKER_PRESETS and not Path(attacker).exists():
         raise TabreconError(
-            f"--attacker: {attacker!r} is neither 'perfect', 'commercial' nor an existing file"
+            f"--attacker: {attacker!r} is neither one of {', '.join(ATTACKER_PRESETS)} nor an "
+            "existing file"
         )
     ts = read_tables(tables_file) if tables_file is not None else None
     cert = read_blocks(solvar_file) if solvar_file is not None else None
