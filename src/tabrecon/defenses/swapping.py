@@ -18,8 +18,8 @@ each household is selected with a propensity proportional to (its block's popula
 -``target_power`` (households in small blocks are the ones at risk), scaled so that ``rate`` of
 households are selected on average; the selected ones are then paired as above and swapped.
 Without a ``household_id`` column every person is a household of one (and the run says so).
-Without size noise partners have equal sizes and every block keeps its population; with it, blocks gain or lose
-up to two persons per swap -- :class:`SwapResult` reports which invariants held.
+Without size noise partners have equal sizes and every block keeps its population; with it,
+blocks gain or lose up to two persons per swap -- :class:`SwapResult` reports which invariants held.
 """
 
 from __future__ import annotations
