@@ -4,10 +4,12 @@ it."""
 from __future__ import annotations
 
 import numpy as np
+import polars as pl
 import pytest
 
 from tabrecon.defenses.swapping import PRESETS, SwapConfig, swap
 from tabrecon.errors import TabreconError
+from tabrecon.synth import SynthConfig, synthesize
 from tabrecon.tables import tabulate
 
 
@@ -68,7 +70,7 @@ def test_bad_configurations_are_refused(kw):
 def test_unknown_preset(small_md):
     with pytest.raises(TabreconError, match="swap-lo"):
         swap(small_md, "swap-mid")
-    assert set(PRESETS) == {"swap-lo", "swap-hi"}
+    assert set(PRESETS) == {"swap-lo", "swap-hi", "swap-2010"}
 
 
 @pytest.mark.realdata
@@ -82,3 +84,21 @@ def test_real_sample_swap_lo_does_not_defend(real_md):
     rec = reconstruct(ts).records
     s = reidentify(rec, real_md, "perfect", ts, certify(ts, rec).blocks, seed=1).summary()
     assert s["attack"]["nonmodal"]["precision_pct"] > s["prg"]["nonmodal"]["precision_pct"] + 40
+
+
+def test_risk_targeted_swap_hits_small_blocks_and_keeps_its_rate():
+    """swap-2010: households in small blocks are swapped far more often than those in large
+    ones, the overall share stays near the rate, and the swapped file's agreement with the input
+    is lowest in the smallest blocks (as the Bureau's HDF against the CEF)."""
+    from tabrecon.metrics.agreement import agree
+
+    md = synthesize(SynthConfig(persons=20_000), seed=11)
+    r = swap(md, "swap-2010", seed=3)
+    assert PRESETS["swap-2010"].target_power > 0
+    assert 0.03 < r.swapped_units / r.units < 0.05
+    by_bin = agree(r.records, truth=md, warn=False).by_bin
+    small = by_bin.filter(pl.col("bin") == "1-9")["binned_pct"][0]
+    large = by_bin.filter(pl.col("bin") == "250-499")["binned_pct"][0]
+    assert small < 90 < large
+    with pytest.raises(TabreconError, match="target_power"):
+        SwapConfig(rate=0.1, target_power=-1)
