@@ -189,6 +189,14 @@ COMMERCIAL_2010 = CommercialErrors()
 #: Attacker presets: the Bureau's CEF_atkr (``perfect``), the hand-sized ``commercial`` and the
 #: fitted ``commercial-2010``.
 ATTACKER_PRESETS = ("perfect", "commercial", "commercial-2010")
+#: Where each preset's error rates come from (shown wherever results are reported).
+ATTACKER_SOURCES = {
+    "perfect": "every person exactly, as the Bureau's CEF_atkr",
+    "commercial": "error rates sized by hand to COMRCL's putative rate; overstates precision "
+    "(83.5% on the real sample against the Bureau's 41.2%)",
+    "commercial-2010": "error rates fitted to the Bureau's COMRCL rates relative to CEF_atkr "
+    "(Abowd et al. Tables 4-5; python -m benchmarks.bench_attacker)",
+}
 
 
 def _person_ids(truth: Microdata) -> np.ndarray:

@@ -664,9 +664,13 @@ def write_audit_report(
     if "reid_rates" in frames:
         tabs = paper_tables_from_rates(frames["reid_rates"])
         att = summary.get("attacker", {})
+        from ..attacks.reidentify import ATTACKER_SOURCES
+
+        who = str(summary["config"]["reidentify"]["attacker"])
+        source = ATTACKER_SOURCES.get(who, "an attacker file")
         parts.append(
             '<h2 id="reidentification">4. Reidentification</h2>'
-            f"<p>Attacker data: {html.escape(str(summary['config']['reidentify']['attacker']))}, "
+            f"<p>Attacker data: {html.escape(who)} ({html.escape(source)}), "
             f"{_fmt(att.get('records'))} records. Precision = confirmed / putative; baselines use "
             "the attack's "
             "putative set.</p>"
