@@ -36,6 +36,7 @@ import numpy as np
 import polars as pl
 
 from ..errors import InputError, TabreconError
+from ..geo import prefix
 from ..schema import (
     AGE_MAX,
     AGEBIN_OF_AGE,
@@ -242,17 +243,23 @@ def simulate_attacker(
     age[far] = np.clip(age[far] + shift, 0, AGE_MAX)
     flip = rng.random(keep.size) < e.sex_error
     sx[flip] = 1 - sx[flip]
-    # wrong block: another block of the same tract (else any block)
-    tract = np.array([g[:11] for g in truth.geoids])
+    # wrong block (a stale address): a block of the same tract drawn in proportion to its
+    # population -- an address is a housing unit, so populous blocks hold more of them (drawing
+    # blocks uniformly sends most stale records to near-empty blocks, where they link to nobody)
+    tract = prefix(truth.geoids, "tract")  # sorted geoids: a tract's blocks are contiguous
     move = np.flatnonzero(rng.random(keep.size) < e.wrong_block)
-    order = np.argsort(tract, kind="stable")
-    start = np.searchsorted(tract[order], tract[blk[move]])
-    end = np.searchsorted(tract[order], tract[blk[move]], side="right")
-    blk[move] = order[start + (rng.random(move.size) * (end - start)).astype(np.int64)]
+    pop = np.bincount(truth.block, minlength=len(truth.geoids)).astype(float)
+    cum = np.cumsum(pop)
+    start = np.searchsorted(tract, tract[blk[move]])
+    end = np.searchsorted(tract, tract[blk[move]], side="right")
+    lo = np.where(start > 0, cum[np.maximum(start - 1, 0)], 0.0)
+    target = lo + rng.random(move.size) * (cum[end - 1] - lo)
+    blk[move] = np.minimum(np.searchsorted(cum, target, side="right"), end - 1)
     rows = {"pik": ids[keep], "block": blk, "sex": sx, "age": age}
     dup = np.flatnonzero(rng.random(keep.size) < e.duplicates)
     n_extra = int(round(e.extras * keep.size))
-    xb = rng.integers(0, len(truth.geoids), size=n_extra)
+    # records of nobody sit at real addresses too: blocks in proportion to population
+    xb = np.minimum(np.searchsorted(cum, rng.random(n_extra) * cum[-1], side="right"), len(cum) - 1)
     cols = {
         "pik": np.concatenate(
             [rows["pik"], rows["pik"][dup], np.char.add("x", np.arange(n_extra).astype(str))]
