@@ -327,7 +327,7 @@ def frontier(
         )
     started = time.time()
     errors: list[ExpectedError] = []
-    frames, failed = [], []
+    frames, failed, problems = [], [], []
     for s in strategies:
         err.print(f"[dim]{s.name}: {len(budgets)} budget(s)...[/dim]")
         try:
@@ -345,10 +345,14 @@ def frontier(
                 )
             )
         except TabreconError as exc:  # one strategy's bad input never loses the others
-            err.print(f"[red]error:[/red] {exc}", highlight=False)
             failed.append(s.name)
-    if not frames:
-        raise typer.Exit(1)
+            problems.append(exc)
+            if len(strategies) > 1:
+                err.print(f"[red]error:[/red] {exc}", highlight=False)
+    if not frames:  # nothing to write: bad input, exit 2 (each problem printed above)
+        if len(strategies) > 1:
+            raise typer.Exit(2)
+        raise problems[0]
     front = pl.concat(frames, how="diagonal_relaxed")
     if tradeoff_csv is not None:
         front = join_tradeoff(front, pl.read_csv(tradeoff_csv, infer_schema_length=None))
