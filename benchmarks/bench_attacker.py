@@ -7,8 +7,9 @@ python -m benchmarks.bench_attacker [--persons 1000000] [--fit-persons 200000] [
 1. A synthetic population with the 2010 national block-size mix (``--persons``), released as the
    Bureau's HDF was -- through ``swap-2010``, the risk-targeted swap sized to the HDF-CEF
    agreement by block size -- tabulated and reconstructed at block+tract (rHDF_b,t).
-2. The error process (coverage, stale block, ages off by one and by 2-10 years, the other sex,
-   records of nobody) is fitted on the first ``--fit-persons`` persons' tracts by Nelder-Mead to
+2. The error process (coverage, stale addresses and where they land, ages off by one and by 2-10
+   years, the other sex, records of nobody) is fitted on a ``--fit-persons`` population of the
+   same design by Nelder-Mead, in alternating stages, to
    what the Bureau's COMRCL did *relative to its perfect attacker* (CEF_atkr), which cancels what
    belongs to the release and the reconstruction rather than to the attacker data: nonmodal
    precision COMRCL / CEF_atkr by block size, all-person precision COMRCL / CEF_atkr for rHDF_b,t
@@ -48,7 +49,16 @@ BUREAU = {
     "rec_nonmodal": 41.0,
     "records_per_person": 289.1 / 308.7,
 }
-FITTED = ("coverage", "wrong_block", "extras", "age_off_by_one", "age_far", "sex_error")
+FITTED = (
+    "coverage",
+    "wrong_block",
+    "extras",
+    "address_weight",
+    "age_off_by_one",
+    "age_far",
+    "sex_error",
+)
+DUPLICATES = 0.03
 
 
 def measure(md, rec, ts, attacker, errors=None, seed=1) -> dict:
@@ -72,30 +82,40 @@ def measure(md, rec, ts, attacker, errors=None, seed=1) -> dict:
     }
 
 
-def loss(m: dict, perfect: dict, persons: int) -> float:
-    """Squared distance (in points) to the Bureau's attacker-specific figures."""
-    r_bins = [
+def ratio_terms(m: dict, perfect: dict) -> list[float]:
+    """Nonmodal precision relative to the perfect attacker by block size, against the Bureau's
+    COMRCL / CEF_atkr (points), up to 500-999."""
+    return [
         100 * (a / p - c / k)
         for a, p, c, k in zip(m["bins"], perfect["bins"], BUREAU_COMRCL, BUREAU_ATKR, strict=True)
         if a == a and p == p
-    ][:6]  # up to 500-999
-    terms = [
-        *r_bins,
+    ][:6]
+
+
+def level_terms(m: dict, perfect: dict) -> list[float]:
+    """Putative rate and all-person precision relative to the perfect attacker (points)."""
+    return [
         m["putative_pct"] - BUREAU["putative_pct"],
         100 * (m["rec_all"] / perfect["rec_all"] - BUREAU["rec_all"] / BUREAU["rec_all_atkr"]),
         100
         * (m["truth_all"] / perfect["truth_all"] - BUREAU["truth_all"] / BUREAU["truth_all_atkr"]),
-        100 * (m["records"] / persons - BUREAU["records_per_person"]),
     ]
-    return float(sum(t * t for t in terms))
 
 
-def _errors(x: np.ndarray) -> CommercialErrors:
-    p = 1 / (1 + np.exp(-x))  # every rate in (0, 1)
-    vals = dict(zip(FITTED, p.tolist(), strict=True))
-    if vals["age_off_by_one"] + vals["age_far"] > 1:
-        vals["age_far"] = 1 - vals["age_off_by_one"]
-    return CommercialErrors(**vals)
+def _logit(v: float) -> float:
+    v = min(max(v, 1e-4), 1 - 1e-4)
+    return float(np.log(v / (1 - v)))
+
+
+def _sig(x: float) -> float:
+    return float(1 / (1 + np.exp(-x)))
+
+
+def with_coverage(e: CommercialErrors, coverage: float) -> CommercialErrors:
+    """``coverage`` with the records of nobody set so that records per person match COMRCL's
+    (289.1M records for 308.7M persons)."""
+    extras = max(BUREAU["records_per_person"] / coverage - 1 - DUPLICATES, 0.0)
+    return replace(e, coverage=coverage, extras=min(extras, 1.0), duplicates=DUPLICATES)
 
 
 def release(persons: int, seed: int):
@@ -123,36 +143,77 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--persons", type=int, default=1_000_000)
     ap.add_argument("--fit-persons", type=int, default=200_000)
-    ap.add_argument("--evals", type=int, default=120)
+    ap.add_argument("--evals", type=int, default=240, help="evaluations over the four stages")
     ap.add_argument("--seed", type=int, default=7)
     args = ap.parse_args()
-    # the fit on a smaller population of the same design
+    # the fit on a smaller population of the same design, in two alternating stages: ages and
+    # sexes shape precision by block size; coverage, stale addresses (share and where they land)
+    # and records of nobody shape the putative rate and the all-person precision
     fmd, frec, fts = release(args.fit_persons, args.seed + 1)
     fperf = measure(fmd, frec, fts, "perfect")
-    start = CommercialErrors(
-        coverage=0.8,
-        wrong_block=0.3,
-        extras=0.15,
-        age_off_by_one=0.05,
-        age_far=0.02,
-        sex_error=0.01,
+    cur = with_coverage(
+        CommercialErrors(
+            wrong_block=0.5, address_weight=0.5, age_off_by_one=0.05, age_far=0.02, sex_error=0.01
+        ),
+        0.8,
     )
-    x0 = np.array([np.log(v / (1 - v)) for v in (getattr(start, k) for k in FITTED)])
     t = time.perf_counter()
     calls = []
 
-    def f(x):
-        m = measure(fmd, frec, fts, "commercial", _errors(x))
-        v = loss(m, fperf, len(fmd))
+    def run(e: CommercialErrors, terms) -> float:
+        m = measure(fmd, frec, fts, "commercial", e)
+        v = float(sum(x * x for x in terms(m, fperf)))
         calls.append(v)
         return v
 
-    opt = minimize(f, x0, method="Nelder-Mead", options={"maxfev": args.evals, "xatol": 0.05})
-    fitted = _errors(opt.x)
+    def stage_ages(e: CommercialErrors) -> CommercialErrors:
+        keys = ("age_off_by_one", "age_far", "sex_error")
+
+        def mk(x):
+            return replace(e, **{k: _sig(v) for k, v in zip(keys, x, strict=True)})
+
+        x0 = np.array([_logit(getattr(e, k)) for k in keys])
+        simplex = np.vstack([x0, x0 + 0.8 * np.eye(len(keys))])
+        o = minimize(
+            lambda x: run(mk(x), ratio_terms),
+            x0,
+            method="Nelder-Mead",
+            options={"maxfev": args.evals // 4, "initial_simplex": simplex, "xatol": 0.02},
+        )
+        return mk(o.x)
+
+    def stage_levels(e: CommercialErrors) -> CommercialErrors:
+        def mk(x):
+            cov = 0.5 + 0.45 * _sig(x[0])  # 0.5..0.95
+            return with_coverage(
+                replace(e, wrong_block=_sig(x[1]), address_weight=2 * _sig(x[2])), cov
+            )
+
+        x0 = np.array(
+            [
+                _logit((e.coverage - 0.5) / 0.45),
+                _logit(e.wrong_block),
+                _logit(e.address_weight / 2),
+            ]
+        )
+        simplex = np.vstack([x0, x0 + 0.8 * np.eye(3)])
+        o = minimize(
+            lambda x: run(mk(x), level_terms),
+            x0,
+            method="Nelder-Mead",
+            options={"maxfev": args.evals // 4, "initial_simplex": simplex, "xatol": 0.02},
+        )
+        return mk(o.x)
+
+    for _ in range(2):
+        cur = stage_levels(stage_ages(cur))
+    fitted = cur
+    final = measure(fmd, frec, fts, "commercial", fitted)
     print(
-        f"fit: {len(calls)} evaluations on {len(fmd):,} persons in {time.perf_counter() - t:.0f} s,"
-        f" loss {calls[0]:.1f} -> {opt.fun:.1f}; fitted rates: "
-        + ", ".join(f"{k} {getattr(fitted, k):.4f}" for k in FITTED),
+        f"fit: {len(calls)} evaluations on {len(fmd):,} persons in {time.perf_counter() - t:.0f} s;"
+        f" residual loss by block size {sum(x * x for x in ratio_terms(final, fperf)):.1f}, levels "
+        f"{sum(x * x for x in level_terms(final, fperf)):.1f}; fitted rates: "
+        + ", ".join(f"{k} {getattr(fitted, k):.4f}" for k in (*FITTED, "duplicates")),
         flush=True,
     )
     # the whole population at the fitted rates
@@ -189,7 +250,8 @@ def main() -> None:
     print(f"attack's nonmodal advantage over PRG: {adv:+.1f} points; sensitivity to each rate:")
     for k in FITTED:
         v = getattr(fitted, k)
-        for new in (v * 0.5, min(v * 1.5, 1.0) if v > 0.0 else 0.05):
+        top = 2.0 if k == "address_weight" else 1.0
+        for new in (v * 0.5, min(v * 1.5, top) if v > 0.0 else 0.05):
             try:
                 e = replace(fitted, **{k: new})
             except Exception:

@@ -168,12 +168,19 @@ class CommercialErrors:
     age_far: float = 0.0  # share of covered records whose age is off by 2 to age_far_span years
     sex_error: float = 0.0  # share of covered records with the other sex
     age_far_span: int = 10
+    #: stale addresses and records of nobody land in blocks drawn with weight population ^ this
+    #: (1: in proportion to population, as addresses are housing units; 0: every block alike)
+    address_weight: float = 1.0
 
     def __post_init__(self) -> None:
         for k, v in asdict(self).items():
             if k == "age_far_span":
                 if not 2 <= v <= AGE_MAX:
                     raise TabreconError(f"age_far_span must be in 2..{AGE_MAX} (got {v})")
+                continue
+            if k == "address_weight":
+                if not 0.0 <= v <= 2.0:
+                    raise TabreconError(f"address_weight must be in [0, 2] (got {v})")
                 continue
             if not 0.0 <= v <= 1.0:
                 raise TabreconError(f"commercial error rate {k} must be in [0, 1] (got {v})")
@@ -243,13 +250,14 @@ def simulate_attacker(
     age[far] = np.clip(age[far] + shift, 0, AGE_MAX)
     flip = rng.random(keep.size) < e.sex_error
     sx[flip] = 1 - sx[flip]
-    # wrong block (a stale address): a block of the same tract drawn in proportion to its
-    # population -- an address is a housing unit, so populous blocks hold more of them (drawing
-    # blocks uniformly sends most stale records to near-empty blocks, where they link to nobody)
+    # wrong block (a stale address): a block of the same tract drawn with weight population ^
+    # address_weight -- an address is a housing unit, so populous blocks hold more of them
+    # (drawing blocks alike sends most stale records to near-empty blocks, where they link to
+    # nobody)
     tract = prefix(truth.geoids, "tract")  # sorted geoids: a tract's blocks are contiguous
     move = np.flatnonzero(rng.random(keep.size) < e.wrong_block)
     pop = np.bincount(truth.block, minlength=len(truth.geoids)).astype(float)
-    cum = np.cumsum(pop)
+    cum = np.cumsum(np.where(pop > 0, pop, 0.0) ** e.address_weight)
     start = np.searchsorted(tract, tract[blk[move]])
     end = np.searchsorted(tract, tract[blk[move]], side="right")
     lo = np.where(start > 0, cum[np.maximum(start - 1, 0)], 0.0)
