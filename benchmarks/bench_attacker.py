@@ -166,21 +166,25 @@ def main() -> None:
         calls.append(v)
         return v
 
-    def stage_ages(e: CommercialErrors) -> CommercialErrors:
-        keys = ("age_off_by_one", "age_far", "sex_error")
-
-        def mk(x):
-            return replace(e, **{k: _sig(v) for k, v in zip(keys, x, strict=True)})
-
-        x0 = np.array([_logit(getattr(e, k)) for k in keys])
-        simplex = np.vstack([x0, x0 + 0.8 * np.eye(len(keys))])
+    def stage(mk, x0: np.ndarray, terms) -> CommercialErrors:
+        """Nelder-Mead over the rates ``mk`` builds from x, from ``x0``."""
+        simplex = np.vstack([x0, x0 + 0.8 * np.eye(x0.size)])
         o = minimize(
-            lambda x: run(mk(x), ratio_terms),
+            lambda x: run(mk(x), terms),
             x0,
             method="Nelder-Mead",
             options={"maxfev": args.evals // 4, "initial_simplex": simplex, "xatol": 0.02},
         )
         return mk(o.x)
+
+    ages = ("age_off_by_one", "age_far", "sex_error")
+
+    def stage_ages(e: CommercialErrors) -> CommercialErrors:
+        return stage(
+            lambda x: replace(e, **{k: _sig(v) for k, v in zip(ages, x, strict=True)}),
+            np.array([_logit(getattr(e, k)) for k in ages]),
+            ratio_terms,
+        )
 
     def stage_levels(e: CommercialErrors) -> CommercialErrors:
         def mk(x):
@@ -189,21 +193,12 @@ def main() -> None:
                 replace(e, wrong_block=_sig(x[1]), address_weight=2 * _sig(x[2])), cov
             )
 
-        x0 = np.array(
-            [
-                _logit((e.coverage - 0.5) / 0.45),
-                _logit(e.wrong_block),
-                _logit(e.address_weight / 2),
-            ]
-        )
-        simplex = np.vstack([x0, x0 + 0.8 * np.eye(3)])
-        o = minimize(
-            lambda x: run(mk(x), level_terms),
-            x0,
-            method="Nelder-Mead",
-            options={"maxfev": args.evals // 4, "initial_simplex": simplex, "xatol": 0.02},
-        )
-        return mk(o.x)
+        x0 = [
+            _logit((e.coverage - 0.5) / 0.45),
+            _logit(e.wrong_block),
+            _logit(e.address_weight / 2),
+        ]
+        return stage(mk, np.array(x0), level_terms)
 
     for _ in range(2):
         cur = stage_levels(stage_ages(cur))
