@@ -129,8 +129,16 @@ def test_tradeoff_one_row_per_defense_and_resume(county, tmp_path):
     assert (tmp_path / "tradeoff.png").stat().st_size > 0
     again = run_tradeoff(county, ["none", "swap-lo", "rho=1e6"], tmp_path, seed=1, console=quiet)
     assert again.height == 3 and pl.read_csv(tmp_path / "tradeoff.csv").height == 3
+    # every TopDown row says how its release agrees with the input, by block size
+    assert 99 < huge["agreement_binned_pct"] <= 100 and "agreement_binned_pct_1-9" in df.columns
     with pytest.raises(TabreconError, match="unknown defense"):
         run_tradeoff(county, ["shuffle"], tmp_path / "x", console=quiet)
+    # a tradeoff.csv an earlier version wrote (other columns) is never appended to
+    old = pl.read_csv(tmp_path / "tradeoff.csv").drop("rmse_block_cell")
+    old.write_csv(tmp_path / "tradeoff.csv")
+    with pytest.raises(TabreconError, match="--fresh"):
+        run_tradeoff(county, ["none", "swap-hi"], tmp_path, seed=1, console=quiet)
+    assert pl.read_csv(tmp_path / "tradeoff.csv").height == 3
 
 
 def test_block_accuracy_metrics(county):

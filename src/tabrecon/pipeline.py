@@ -13,7 +13,8 @@ import polars as pl
 from rich.console import Console
 
 from .defenses.defense import Defense
-from .evaluate import EvaluationPlan, evaluate_defense
+from .errors import TabreconError
+from .evaluate import DefenseOutcome, EvaluationPlan, evaluate_defense
 from .provenance import check_or_record, digest_microdata, fingerprint
 from .schema import BLOCK_SIZE_LABELS, Microdata
 
@@ -30,6 +31,18 @@ def agreement_line(row: dict) -> str:
         f"agreement with the input, exact/binned {row['agreement_exact_pct']:.1f}/"
         f"{row['agreement_binned_pct']:.1f}%; binned by block size: {bins}"
     )
+
+
+def _same_version(csv_path: Path, row: dict, exact: bool = False) -> None:
+    """Refuse to add rows to a tradeoff.csv another tabrecon version wrote: its columns must
+    include every column this version always writes (``exact``: equal the row's)."""
+    have = pl.read_csv(csv_path, n_rows=0).columns
+    ok = have == list(row) if exact else set(row) <= set(have)
+    if not ok:
+        raise TabreconError(
+            f"{csv_path}: its columns are not this version's (an earlier tabrecon wrote it); "
+            "rerun with --fresh to start it over"
+        )
 
 
 def run_tradeoff(
@@ -68,7 +81,8 @@ def run_tradeoff(
         f"attacker: {plan.attacker} ({ATTACKER_SOURCES.get(plan.attacker, 'an attacker file')})"
     )
     done = set()
-    if resume and csv_path.exists():
+    if resume and csv_path.exists() and csv_path.stat().st_size:
+        _same_version(csv_path, DefenseOutcome("", None, None).to_row())
         done = set(pl.read_csv(csv_path)["defense"].to_list())
     for d in parsed:
         if d.name in done:
@@ -81,6 +95,7 @@ def run_tradeoff(
         row["info"] = json.dumps(outcome.info, default=str)
         df = pl.DataFrame([row])
         if csv_path.exists() and csv_path.stat().st_size:
+            _same_version(csv_path, row, exact=True)
             with open(csv_path, "a") as fh:
                 fh.write(df.write_csv(include_header=False))
         else:
