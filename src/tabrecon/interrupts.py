@@ -182,6 +182,26 @@ def terminate(ex: ProcessPoolExecutor) -> None:
     manager = getattr(ex, "_executor_manager_thread", None)
     if manager is not None and manager is not threading.current_thread():
         manager.join(timeout=5.0)
+        # if it is still closing the pipe when the interpreter exits (a loaded machine: seen once
+        # in CI), the exit hook's write to it fails with EBADF and prints a traceback; make that
+        # one write quiet (the hook still joins the thread)
+        import concurrent.futures.process as cfp
+
+        wake = getattr(cfp, "_threads_wakeups", {}).get(manager)
+        if wake is not None:
+            wake.wakeup = _quiet(wake.wakeup)
+
+
+def _quiet(call):
+    """``call`` with an OSError (a pipe closed under it) ignored."""
+
+    def run() -> None:
+        try:
+            call()
+        except OSError:
+            pass
+
+    return run
 
 
 def terminate_all_pools() -> None:
