@@ -49,7 +49,7 @@ from ..errors import InputError
 #: Largest dense side (strategy rows beyond the detailed histogram, or strategy rows for the Gram
 #: route) computed exactly: 6,000^2 doubles are 288 MB.
 MAX_DENSE = 6000
-_BATCH = 256
+_BATCH = 64
 
 
 class UnsupportedWorkload(InputError):
