@@ -298,3 +298,24 @@ def test_too_large_for_the_exact_method_says_so_and_simulates(monkeypatch):
     row = f.row(0, named=True)
     assert row["method"] == "simulated" and row["simulated_se"] > 0
     assert row["expected_sq_error"] == row["simulated_sq_error"]
+
+
+def test_optimised_shares_lower_the_error_and_equalise_marginal_values():
+    from tabrecon.metrics.frontier import MIN_SHARE, optimise_shares
+
+    w = Workload.from_tables("P1,P8,P12", level="block")
+    s = Strategy.parse("topdown", w)
+    best, path = optimise_shares(w, s, tol=1e-7, iterations=200)
+    assert path[-1] < 0.5 * path[0]
+    assert all(b <= a * (1 + 1e-6) for a, b in zip(path, path[1:], strict=False))
+    assert sum(g.share for g in best.groups) == pytest.approx(1.0)
+    e = expected_error(w, best, Budget.zcdp(1.0), continuous=True)
+    shares = np.array([g.share for g in best.groups])
+    marginal = e.group_terms * e.group_variances / shares
+    free = shares > MIN_SHARE * 1.0001
+    # the optimality condition of the convex problem: equal marginal value where the share is
+    # free, no more than that where it sits on the floor (these tables need no detailed cells)
+    assert marginal[free].max() / marginal[free].min() < 1.001
+    assert (marginal[~free] <= marginal[free].min() * 1.001).all()
+    with pytest.raises(InputError, match="one group"):
+        optimise_shares(w, Strategy.parse("identity"))

@@ -40,7 +40,7 @@ from .download import download
 from .errors import InfeasibleError, InputError, TabreconError
 from .evaluate import DefenseOutcome, EvaluationPlan, evaluate_defense
 from .metrics.agreement import agree
-from .metrics.frontier import frontier, rr_frontier
+from .metrics.frontier import frontier, optimise_shares, rr_frontier
 from .metrics.matrix_error import expected_error, hierarchy_factors, simulate_error
 from .pipeline import run_tradeoff
 from .published import read_tables
@@ -84,6 +84,7 @@ __all__ = [
     "frontier",
     "hierarchy_factors",
     "load_config",
+    "optimise_shares",
     "read_microdata",
     "read_sf1",
     "read_tables",

@@ -284,6 +284,14 @@ def frontier(
         int, typer.Option(help="Also simulate each point with this many OpenDP draws (0: no)")
     ] = 0,
     workers: Annotated[int, typer.Option(help="Processes for the simulation")] = 1,
+    optimise: Annotated[
+        bool,
+        typer.Option(
+            "--optimise",
+            help="Also each strategy with the budget shares that minimise this workload's "
+            "expected error (strategy search; the shares are printed)",
+        ),
+    ] = False,
     rr: Annotated[
         bool, typer.Option("--rr/--no-rr", help="Randomized response's frontier as well")
     ] = True,
@@ -301,7 +309,7 @@ def frontier(
     from ..defenses.topdown import dhc2023_like
     from ..io import write_frame, write_json
     from ..metrics.frontier import frontier as compute
-    from ..metrics.frontier import join_tradeoff, per_table, rr_frontier
+    from ..metrics.frontier import join_tradeoff, optimise_shares, per_table, rr_frontier
     from ..metrics.matrix_error import ExpectedError, hierarchy_factors
     from ..report.frontier import frontier_plot, rr_plot
 
@@ -318,6 +326,17 @@ def frontier(
     workload = Workload.from_tables(tables, None if level == "one" else level)
     specs = strategy or ["identity", "workload", "marginals", "topdown"]
     strategies = [Strategy.parse(s, workload) for s in specs]
+    if optimise:
+        for s in list(strategies):
+            if len(s.groups) < 2:
+                continue
+            best, path = optimise_shares(workload, s, neighbours)
+            strategies.append(best)
+            shares = ",".join(f"{g.name}={g.share:.4f}" for g in best.groups)
+            console.print(
+                f"{s.name}: optimised shares {shares} -- expected error {path[-1] / path[0]:.3f}x "
+                f"the given shares' ({len(path) - 1} steps)"
+            )
     hier = None
     if hierarchy is not None:
         if level == "one":

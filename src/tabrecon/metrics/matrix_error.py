@@ -142,6 +142,12 @@ def expected_error(
     if ident and method != "gram":
         per_query, terms = _woodbury(Q, strategy, v, ident[0])
         method = "woodbury"
+        if (per_query < -1e-9 * max(float(np.abs(per_query).max()), 1.0)).any():
+            raise InputError(
+                f"strategy {strategy.name!r}: the exact error lost its digits (the detailed "
+                "query's share is tiny beside the others'); give it a larger share or estimate by "
+                "simulation (`--draws N`)"
+            )
     else:
         per_query, terms = _gram(Q, workload, strategy, v)
         method = "gram"
