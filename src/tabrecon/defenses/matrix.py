@@ -259,10 +259,7 @@ class Strategy:
     def cost(self, budget: Budget, neighbours: str = "bounded") -> PrivacyCost:
         """The composed cost of all groups: the level's share of the budget."""
         costs = [m.cost for m in self.mechanisms(budget, neighbours)]
-        total = costs[0]
-        for c in costs[1:]:
-            total = total + c
-        return total
+        return sum(costs[1:], costs[0])
 
     @classmethod
     def parse(cls, spec: str, workload: Workload | None = None) -> Strategy:

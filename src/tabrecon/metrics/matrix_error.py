@@ -108,11 +108,9 @@ def group_variances(
     return np.array([m.variance for m in mechs])
 
 
-def _weighted(strategy: Strategy, v: np.ndarray) -> sp.csr_matrix:
-    return sp.vstack(
-        [g.matrix / math.sqrt(vg) for g, vg in zip(strategy.groups, v, strict=True)],
-        format="csr",
-    )
+def _weighted(groups: list[sp.csr_matrix], v: np.ndarray) -> sp.csr_matrix:
+    """The strategy's groups stacked, each row scaled by 1/sqrt of its noise variance."""
+    return sp.vstack([g / math.sqrt(vg) for g, vg in zip(groups, v, strict=True)], format="csr")
 
 
 def expected_error(
@@ -182,7 +180,7 @@ def _woodbury(
     if r:
         C = np.eye(r) + (U.T @ sp.diags(dinv) @ U).toarray()
         cho = la.cho_factor(C, lower=True)
-    Aw = _weighted(strategy, v)
+    Aw = _weighted([g.matrix for g in strategy.groups], v)
     bounds = np.cumsum([0] + [g.matrix.shape[0] for g in strategy.groups])
     per_query = np.empty(Q.shape[0])
     terms = np.zeros(len(strategy.groups))
@@ -201,7 +199,7 @@ def _woodbury(
 def _gram(
     Q: sp.csr_matrix, workload: Workload, strategy: Strategy, v: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
-    Aw = _weighted(strategy, v)
+    Aw = _weighted([g.matrix for g in strategy.groups], v)
     m = Aw.shape[0]
     if m > MAX_DENSE:
         raise _too_large(f"strategy {strategy.name!r}", m)
@@ -310,7 +308,7 @@ def pcg(
 
 def _simulate_chunk(args: tuple) -> tuple[np.ndarray, np.ndarray, float, int]:
     groups, mechs, v, Q, x, n_draws = args
-    Aw = sp.vstack([g / math.sqrt(vg) for g, vg in zip(groups, v, strict=True)], format="csr")
+    Aw = _weighted(groups, v)
     AwT = Aw.T.tocsr()
     diag = np.asarray(Aw.multiply(Aw).sum(axis=0)).ravel()
     # the weighted measurements' noise, one column per draw; the last column is noise-free
