@@ -42,7 +42,7 @@ class RunConfig:
 @dataclass(frozen=True)
 class ReconstructConfig:
     levels: tuple[str, ...] = ("block", "block+tract")
-    solver: str = "cpsat"
+    solver: str = "auto"  # HiGHS to reconstruct, CP-SAT to certify (attacks.solvers.AUTO_BACKEND)
     time_limit: float = 300.0  # seconds per solver call, as `tabrecon reconstruct`
 
 
@@ -105,7 +105,7 @@ def _toml_value(v: Any) -> str:
     return '"' + str(v).replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-SOLVERS = ("cpsat", "highs")
+SOLVERS = ("auto", "cpsat", "highs")
 ATTACKERS = ("perfect", "commercial", "commercial-2010")
 
 

@@ -32,7 +32,10 @@ FRESH_HELP = (
 )
 # Options several commands take, declared once
 Fresh = Annotated[bool, typer.Option("--fresh", help=FRESH_HELP)]
-Solver = Annotated[str, typer.Option(help="cpsat or highs")]
+Solver = Annotated[
+    str,
+    typer.Option(help="auto (HiGHS to reconstruct, CP-SAT to certify and verify), cpsat or highs"),
+]
 Threads = Annotated[int, typer.Option(help="Solver threads per tract")]
 Seed = Annotated[int, typer.Option(help="Random seed")]
 Workers = Annotated[int, typer.Option(help="Tracts run in parallel (processes)")]

@@ -48,10 +48,13 @@ from ..schema import (
 )
 from ..tables import MISSING, TABLES_BY_NAME, TableSet, tabulate
 from .reconstruct import RECON_LEVELS, build_tract_model, diagnose
-from .solvers import Extensible, SolverOptions
+from .solvers import Extensible, IntProgram, SolverOptions
 
 #: The status of a block proven to have exactly one consistent population (solvar 0).
 UNIQUE = "unique"
+
+#: Joint maximisations of the open blocks' summed distance before one search per block.
+JOINT_ROUNDS = 3
 
 
 def binned_type(t: np.ndarray) -> np.ndarray:
@@ -105,6 +108,89 @@ def _check_recon(ts: TableSet, tract: str, level: str, recon: Microdata) -> list
     return bad
 
 
+def _fix_unique_blocks(
+    prog: IntProgram, G: sp.csr_matrix, c: np.ndarray, key_block: np.ndarray, unique: np.ndarray
+) -> IntProgram:
+    """``prog`` with every key of a proven-unique block held at its reconstructed count: a key
+    with one variable by its bounds, a key with several (single ages in a bin) by an equality
+    row. Exact: those blocks have no other consistent binned histogram."""
+    fixed = unique[key_block]
+    Gf = G[np.flatnonzero(fixed)].tocsr()
+    cf = c[fixed]
+    nvar = np.diff(Gf.indptr)
+    lb = np.zeros(prog.n_vars, dtype=np.int64) if prog.lb is None else prog.lb.astype(np.int64)
+    ub = prog.ub.astype(np.int64).copy()
+    single = np.flatnonzero(nvar == 1)
+    v = Gf.indices[Gf.indptr[single]]
+    lb[v] = ub[v] = cf[single]
+    zero = np.flatnonzero((nvar > 1) & (cf == 0))
+    ub[Gf[zero].indices] = 0
+    multi = np.flatnonzero((nvar > 1) & (cf > 0))
+    return IntProgram(
+        A=sp.vstack([prog.A, Gf[multi]]).tocsr(),
+        lo=np.concatenate([prog.lo, cf[multi]]),
+        hi=np.concatenate([prog.hi, cf[multi]]),
+        ub=ub,
+        lb=lb,
+    )
+
+
+def _drop_fixed(prog: IntProgram) -> tuple[IntProgram, np.ndarray]:
+    """``prog`` without its fixed variables (lb == ub; their values moved into the row bounds)
+    and without the rows left empty, with the kept variables' indices. Cloning and presolving
+    the smaller program is what each per-block search pays for."""
+    lb = np.zeros(prog.n_vars, dtype=np.int64) if prog.lb is None else prog.lb.astype(np.int64)
+    ub = prog.ub.astype(np.int64)
+    fixed = lb == ub
+    keep = np.flatnonzero(~fixed)
+    A = prog.A.tocsc()
+    shift = np.asarray(A[:, np.flatnonzero(fixed)] @ lb[fixed]).ravel()
+    Ak = A[:, keep].tocsr()
+    rows = np.flatnonzero(np.diff(Ak.indptr) > 0)
+    return (
+        IntProgram(
+            A=Ak[rows],
+            lo=prog.lo[rows] - shift[rows],
+            hi=prog.hi[rows] - shift[rows],
+            ub=ub[keep],
+            lb=lb[keep],
+        ),
+        keep,
+    )
+
+
+def _max_distance(
+    ext: Extensible, Gb: sp.csr_matrix, cb: np.ndarray, ymax: np.ndarray
+) -> tuple[int, int, bool, np.ndarray | None]:
+    """Largest sum_k (c_k - y_k)^+ over some keys with c_k > 0 (``Gb`` maps the program's
+    variables to those keys' counts y): (lower, upper, proven, the population found or None).
+
+    d_k <= c_k w_k ;  d_k + y_k + M_k w_k <= c_k + M_k ;  maximise sum d, with M_k = ymax_k - c_k
+    (w_k = 0 then leaves y_k <= ymax_k, which always holds; the block's population as M made the
+    relaxation so weak that 1,000-person blocks timed out)."""
+    n, nx = cb.size, Gb.shape[1]
+    Mk = ymax - cb
+    eye = sp.identity(n, format="csr", dtype=np.int64)
+    r1 = sp.hstack([sp.csr_matrix((n, nx), dtype=np.int64), eye, -sp.diags(cb, dtype=np.int64)])
+    r2 = sp.hstack([Gb, eye, sp.diags(Mk, dtype=np.int64)])
+    cobj = np.concatenate(
+        [np.zeros(nx, dtype=np.int64), np.ones(n, dtype=np.int64), np.zeros(n, dtype=np.int64)]
+    )
+    sol = ext.solve(
+        2 * n,
+        np.concatenate([cb, np.ones(n, dtype=np.int64)]),
+        sp.vstack([r1, r2]).tocsr(),
+        np.concatenate([np.full(n, -int(cb.max()), dtype=np.int64), np.zeros(n, dtype=np.int64)]),
+        np.concatenate([np.zeros(n, dtype=np.int64), cb + Mk]),
+        c=cobj,
+        maximize=True,
+    )
+    lo = int(round(sol.objective)) if sol.objective is not None else 0
+    hi = int(np.floor(sol.bound + 1e-6)) if sol.bound is not None else int(cb.sum())
+    x = sol.x[:nx] if sol.has_solution and sol.x is not None else None
+    return lo, hi, sol.status == "optimal", x
+
+
 def certify_tract(
     ts: TableSet,
     tract: str,
@@ -119,6 +205,7 @@ def certify_tract(
     solver's limit), keeping its (lower, upper) bounds."""
     if level not in RECON_LEVELS:
         raise TabreconError(f"unknown level {level!r}; choose 'block' or 'block+tract'")
+    opts = opts.for_task("certify")
     model = build_tract_model(ts, tract, level, binned=level == "block+tract")
     if level == "block+tract" and not model.tract_complete:
         model = build_tract_model(ts, tract, level)
@@ -224,46 +311,65 @@ def certify_tract(
     upper = np.where(state == 1, 0, N).astype(np.int64)
     proven = state == 1
     value = np.where(state == 1, 0, -1).astype(np.int64)
-    if distance:
+    if distance and (state == 2).any():
+        dopts = opts
         if distance_time_limit is not None:  # a bound per block instead of a long search
-            limit = min(opts.time_limit or math.inf, distance_time_limit)
-            base.opts = replace(opts, time_limit=limit)
-        for b in np.flatnonzero(state == 2):
-            kb = np.flatnonzero((key_block == b) & (c > 0))
-            n = kb.size
-            # d_k <= c_k w_k ;  d_k + y_k + M_k w_k <= c_k + M_k ;  maximise sum d, where
-            # M_k = ymax_k - c_k: w_k = 0 then leaves y_k <= ymax_k, which always holds
-            Mk = ymax[kb] - c[kb]
-            eye = sp.identity(n, format="csr", dtype=np.int64)
-            zero_x = sp.csr_matrix((n, model.n_vars), dtype=np.int64)
-            r1 = sp.hstack([zero_x, eye, -sp.diags(c[kb], dtype=np.int64)])
-            r2 = sp.hstack([G[kb], eye, sp.diags(Mk, dtype=np.int64)])
-            cobj = np.concatenate(
-                [
-                    np.zeros(model.n_vars, dtype=np.int64),
-                    np.ones(n, dtype=np.int64),
-                    np.zeros(n, dtype=np.int64),
-                ]
+            dopts = replace(opts, time_limit=min(opts.time_limit or math.inf, distance_time_limit))
+        p = model.prog
+        varying = np.flatnonzero(state == 2)
+
+        def keys_of(bs: np.ndarray) -> np.ndarray:
+            return np.flatnonzero(np.isin(key_block, bs) & (c > 0))
+
+        # 1. Each block on its own rows and variables: exact with block tables only (blocks are
+        #    independent), an upper bound with tract tables (it drops the coupling).
+        for b in varying:
+            kb = keys_of(np.array([b]))
+            vs = np.flatnonzero(model.var_block == b)
+            rs = np.flatnonzero(model.row_block == b)
+            sub = IntProgram(A=p.A[rs][:, vs].tocsr(), lo=p.lo[rs], hi=p.hi[rs], ub=p.ub[vs])
+            lo_b, hi_b, exact, _ = _max_distance(
+                Extensible(sub, dopts), G[kb][:, vs], c[kb], ymax[kb]
             )
-            sol = base.solve(
-                2 * n,
-                np.concatenate([c[kb], np.ones(n, dtype=np.int64)]),
-                sp.vstack([r1, r2]).tocsr(),
-                np.concatenate(
-                    [np.full(n, -int(c[kb].max()), dtype=np.int64), np.zeros(n, dtype=np.int64)]
-                ),
-                np.concatenate([np.zeros(n, dtype=np.int64), c[kb] + Mk]),
-                c=cobj,
-                maximize=True,
-            )
-            if sol.objective is not None:
-                lower[b] = max(lower[b], int(round(sol.objective)))
-            if sol.bound is not None:
-                upper[b] = min(upper[b], int(np.floor(sol.bound + 1e-6)))
-            if sol.status == "optimal":
-                proven[b] = True
-                value[b] = lower[b]
-                upper[b] = lower[b]
+            upper[b] = min(upper[b], hi_b)
+            if level == "block":
+                lower[b] = max(lower[b], lo_b)
+                if exact:
+                    upper[b] = lower[b]
+        if level != "block":
+            # 2. The tract program in which every proven-unique block is held at its counts
+            #    (exact: it has no other binned histogram) and removed. One maximisation of the
+            #    open blocks' summed distance gives each a lower bound (its distance in that
+            #    population); a block whose lower bound meets its own-rows upper bound is proven
+            #    without a search of its own. A few rounds, then 3. a search per open block.
+            reduced, kept = _drop_fixed(_fix_unique_blocks(p, G, c, key_block, state == 1))
+            shared, Gk = Extensible(reduced, dopts), G[:, kept].tocsr()
+            is_open = np.zeros(nb, dtype=bool)
+            is_open[varying] = lower[varying] < upper[varying]
+            for _ in range(JOINT_ROUNDS):
+                if not is_open.any():
+                    break
+                ka = keys_of(np.flatnonzero(is_open))
+                *_, x = _max_distance(shared, Gk[ka], c[ka], ymax[ka])
+                if x is None:
+                    break
+                y = Gk @ x
+                got = np.bincount(key_block, weights=np.maximum(c - y, 0), minlength=nb)
+                lower[is_open] = np.maximum(lower[is_open], got[is_open].astype(np.int64))
+                closed = is_open & (lower >= upper)
+                if not closed.any():
+                    break
+                is_open &= ~closed
+            for b in np.flatnonzero(is_open):
+                kb = keys_of(np.array([b]))
+                lo_b, hi_b, exact, _ = _max_distance(shared, Gk[kb], c[kb], ymax[kb])
+                lower[b] = max(lower[b], lo_b)
+                upper[b] = min(upper[b], hi_b)
+                if exact:
+                    upper[b] = lower[b]
+        done = varying[lower[varying] >= upper[varying]]
+        proven[done] = True
+        value[done] = upper[done] = lower[done]
     t2 = time.perf_counter()
     with np.errstate(divide="ignore", invalid="ignore"):
         lo_pct = np.where(N > 0, 100.0 * lower / N, 0.0)

@@ -383,6 +383,7 @@ def tract_claims(
     summary, one row per record of ``recon`` (smallest k of a verified singleton claim singling it
     out, that claim and its baselines), and with ``collect`` every verified claim (for checking).
     """
+    opts = opts.for_task("claims")
     if level not in RECON_LEVELS:
         raise TabreconError(f"unknown level {level!r}; choose 'block' or 'block+tract'")
     geoids = recon.geoids

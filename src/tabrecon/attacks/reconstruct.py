@@ -527,6 +527,7 @@ def reconstruct_tract(
     single-age model directly.
     """
     t0 = time.perf_counter()
+    opts = opts.for_task("reconstruct")
     if strategy not in ("staged", "full"):
         raise TabreconError(f"unknown strategy {strategy!r}; choose 'staged' or 'full'")
     if level == "block+tract" and strategy == "staged":

@@ -8,7 +8,7 @@ a :class:`Solution` whose status distinguishes a proof (``optimal``/``infeasible
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import scipy.sparse as sp
@@ -16,7 +16,15 @@ import scipy.sparse as sp
 from ..errors import TabreconError
 from ..interrupts import stoppable
 
-BACKENDS = ("cpsat", "highs")
+BACKENDS = ("auto", "cpsat", "highs")
+
+#: What ``auto`` picks for each task, from ``python -m benchmarks.bench_reconstruct`` and
+#: ``bench_certify`` (2 cores, 2026-11-23): HiGHS reconstructs the real sample's block+tract tables
+#: in 3.4 core-s against CP-SAT's 9.9 (its spread of single ages is an LP-like transportation
+#: problem, CP-SAT's presolve is the cost there) and block tables in 6.2 against 7.7; the
+#: certification searches (many small extensions of one base model, cloned in C++ by CP-SAT) are
+#: as fast or faster with CP-SAT (synthetic county, block+tract: 7.5 against 8.7 s).
+AUTO_BACKEND = {"reconstruct": "highs", "certify": "cpsat", "claims": "cpsat"}
 
 
 @dataclass
@@ -42,7 +50,18 @@ class IntProgram:
 
 @dataclass
 class SolverOptions:
-    backend: str = "cpsat"
+    """Which solver, with how many threads, for how long, from which seed.
+
+    ``backend="auto"`` (the default) lets each task take the solver measured fastest for it
+    (:data:`AUTO_BACKEND`); ``cpsat`` or ``highs`` force one everywhere.
+
+    >>> SolverOptions().for_task("reconstruct").backend
+    'highs'
+    >>> SolverOptions(backend="cpsat").for_task("reconstruct").backend
+    'cpsat'
+    """
+
+    backend: str = "auto"
     threads: int = 1
     time_limit: float | None = 60.0
     seed: int = 0
@@ -52,6 +71,12 @@ class SolverOptions:
             raise TabreconError(
                 f"unknown solver {self.backend!r}; choose from {', '.join(BACKENDS)}"
             )
+
+    def for_task(self, task: str) -> SolverOptions:
+        """These options with ``auto`` resolved for ``task`` (reconstruct, certify, claims)."""
+        if self.backend != "auto":
+            return self
+        return replace(self, backend=AUTO_BACKEND.get(task, "cpsat"))
 
 
 @dataclass
@@ -119,7 +144,7 @@ class Extensible:
 
     def __init__(self, prog: IntProgram, opts: SolverOptions) -> None:
         self.prog, self.opts = prog, opts
-        self._base = build_cpsat(prog) if opts.backend == "cpsat" else None
+        self._base = build_cpsat(prog) if opts.backend != "highs" else None
 
     def solve(
         self,
@@ -141,6 +166,9 @@ class Extensible:
                 lo=np.concatenate([p.lo, lo]),
                 hi=np.concatenate([p.hi, hi]),
                 ub=np.concatenate([p.ub, new_ub]),
+                lb=None
+                if p.lb is None
+                else np.concatenate([p.lb, np.zeros(n_new, dtype=p.lb.dtype)]),
                 c=c,
                 maximize=maximize,
             )

@@ -42,7 +42,7 @@ def reconstruct(
     tables_file: TablesArg,
     out: PersonOut = Path("recon.parquet"),
     level: Level = "block+tract",
-    solver: Solver = "cpsat",
+    solver: Solver = "auto",
     threads: Threads = 1,
     time_limit: TimeLimit = 300.0,
     seed: Annotated[int, typer.Option(help="Solver random seed")] = 0,
@@ -127,7 +127,7 @@ def solvar(
             help="Maximise the distance for blocks that can differ (else only the zero test)"
         ),
     ] = True,
-    solver: Solver = "cpsat",
+    solver: Solver = "auto",
     threads: Threads = 1,
     time_limit: Annotated[
         float,
@@ -209,7 +209,7 @@ def claims(
             "--k-solutions", "-K", help="Diverse solutions whose common claims are candidates"
         ),
     ] = 100,
-    solver: Solver = "cpsat",
+    solver: Solver = "auto",
     threads: Threads = 1,
     time_limit: Annotated[float, typer.Option(help="Time limit per solver call, seconds")] = 120.0,
     seed: Annotated[int, typer.Option(help="Seed of the random objectives and the solver")] = 0,
