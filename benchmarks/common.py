@@ -58,15 +58,16 @@ class _Tee(io.TextIOBase):
         self.out.flush()
 
 
-def record(name: str, main: Callable[[], None]) -> None:
+def record(name: str, main: Callable[[], dict | None]) -> None:
     """Run a benchmark's ``main`` and write what it printed -- its figures and ratios, measured
     side by side in this one run -- to ``benchmarks/results/<name>.json`` with the machine, the
-    command, the date and the wall time, beside printing them."""
+    command, the date and the wall time, beside printing them; a dict ``main`` returns is kept
+    as ``figures``."""
     tee = _Tee(sys.stdout)  # type: ignore[arg-type]
     started = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
     t0 = time.perf_counter()
     with contextlib.redirect_stdout(tee):
-        main()
+        figures = main()
     RESULTS.mkdir(exist_ok=True)
     path = RESULTS / f"{name}.json"
     doc = {
@@ -78,5 +79,7 @@ def record(name: str, main: Callable[[], None]) -> None:
         "peak_rss_mib": round(peak_rss_mib(), 1),
         "lines": [ln for ln in tee.lines + [tee._part] if ln.strip()],
     }
+    if figures:  # the benchmark's own structured figures, beside the lines it printed
+        doc["figures"] = figures
     path.write_text(json.dumps(doc, indent=1) + "\n")
     print(f"figures written to {path}")

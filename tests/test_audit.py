@@ -399,6 +399,28 @@ def test_killed_worker_unit_is_redone(tmp_path):
     assert sorted(frames) == ["a", "b", "c"]
 
 
+def _busy_worker(unit):
+    """Spins 0.3 s of CPU."""
+    t0 = time.process_time()
+    while time.process_time() - t0 < 0.3:
+        pass
+    return {"unit": unit, "status": "ok"}, None
+
+
+def test_core_time_counts_what_units_spend_in_worker_processes():
+    """The audit's per-stage core time adds the CPU its units spent in pool workers to its own
+    (a forkserver's workers are not this process's children, so rusage would miss them)."""
+    from tabrecon.runner import run_units, units_cpu
+
+    before = units_cpu()
+    sts, _ = run_units(["a", "b", "c", "d"], lambda u: u, _busy_worker, tag="t", workers=2)
+    assert [s["status"] for s in sts] == ["ok"] * 4
+    assert 1.1 <= units_cpu() - before <= 3.0
+    before = units_cpu()
+    run_units(["a"], lambda u: u, _busy_worker, tag="t", workers=1)  # in this process: not added
+    assert units_cpu() == before
+
+
 def test_dask_local_cluster_gives_the_same_numbers(tmp_path, small_file, small_audit):
     distributed = pytest.importorskip("distributed")
     with distributed.LocalCluster(
@@ -412,6 +434,9 @@ def test_dask_local_cluster_gives_the_same_numbers(tmp_path, small_file, small_a
     assert (
         a["reidentification"]["attack"]["nonmodal"] == b["reidentification"]["attack"]["nonmodal"]
     )
+    # the workers' CPU is counted on Dask too: without it certification's core time would be
+    # the waiting main process's
+    assert a["core_s"]["certify"] > 0 and b["core_s"]["certify"] > 0
 
 
 # -- the report in a browser -----------------------------------------------------------------------

@@ -148,10 +148,25 @@ class StageLog:
 
     seconds: dict[str, float] = field(default_factory=dict)
     resumed: list[str] = field(default_factory=list)
+    #: CPU seconds of this process and of its units in worker processes (:func:`tree_cpu`)
+    core: dict[str, float] = field(default_factory=dict)
 
-    def add(self, stage: str, sec: float) -> None:
+    def add(self, stage: str, sec: float, core: float | None = None) -> None:
         key = stage.split(":")[0] if not stage.startswith("defense") else stage
         self.seconds[key] = round(self.seconds.get(key, 0.0) + sec, 2)
+        if core is not None:
+            self.core[key] = round(self.core.get(key, 0.0) + core, 2)
+
+
+def tree_cpu() -> float:
+    """CPU seconds (user + system) of this process plus those its units spent in worker
+    processes (local pool or Dask; :func:`tabrecon.runner.units_cpu`)."""
+    import resource
+
+    from .runner import units_cpu
+
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime + units_cpu()
 
 
 class ChunkRunner:
@@ -196,11 +211,17 @@ class ChunkRunner:
         self.log.resumed.append(f"{self.chunk.name}/{stage}")
         self.on_stage(stage)
 
+    def start(self) -> float:
+        """A stage begins: its wall clock (returned) and CPU clock (kept for :meth:`mark`)."""
+        self._cpu0 = tree_cpu()
+        return time.perf_counter()
+
     def mark(self, stage: str, t0: float, info: dict) -> dict:
         sec = time.perf_counter() - t0
-        info = {**info, "seconds": round(sec, 2)}
+        core = tree_cpu() - self._cpu0
+        info = {**info, "seconds": round(sec, 2), "core_seconds": round(core, 2)}
         write_json(self.dir / f"{stage.replace(':', '_')}.done.json", info)
-        self.log.add(stage, sec)
+        self.log.add(stage, sec, core)
         self.on_stage(stage)
         return info
 
@@ -217,7 +238,7 @@ class ChunkRunner:
         path = self.dir / "tables.parquet"
         if (hit := self.resumed("tabulate", path, read_long_tables)) is not None:
             return hit
-        t0 = time.perf_counter()
+        t0 = self.start()
         ts = given if given is not None else tabulate(md)
         rep = check_consistency(ts)
         write_tables(ts, path)
@@ -240,7 +261,7 @@ class ChunkRunner:
         path = self.dir / f"recon_{level.replace('+', '_')}.parquet"
         if (hit := self.resumed(stage, path, read_microdata)) is not None:
             return hit
-        t0 = time.perf_counter()
+        t0 = self.start()
         tick = self.progress(f"{self.chunk.name} reconstruct {level}", len(ts.tracts()))
         run = reconstruct(
             ts,
@@ -276,7 +297,7 @@ class ChunkRunner:
         path = self.dir / "solvar.parquet"
         if (hit := self.resumed(stage, path, pl.read_parquet)) is not None:
             return hit
-        t0 = time.perf_counter()
+        t0 = self.start()
         tick = self.progress(f"{self.chunk.name} certify", len(ts.tracts()))
         run = certify(
             ts,
@@ -303,7 +324,7 @@ class ChunkRunner:
         path = self.dir / "reid_rates.parquet"
         if (hit := self.resumed(stage, path, pl.read_parquet)) is not None:
             return hit
-        t0 = time.perf_counter()
+        t0 = self.start()
         r = self.cfg.reidentify
         res = reidentify(
             recon, md, r.attacker, ts, blocks, seed=self.seed, francis_threshold=r.francis_threshold
@@ -341,7 +362,7 @@ class ChunkRunner:
         if self.done(stage) is not None and path.exists():
             self.skip(stage)
             return DefenseOutcome.from_json(path.read_text())
-        t0 = time.perf_counter()
+        t0 = self.start()
         name = self.chunk.name
 
         def progress(label: str, total: int) -> Callable[[dict], None]:
@@ -674,6 +695,9 @@ def audit(
         lv: "; ".join(sorted(t for t in v if t)) for lv, v in resolutions.items()
     }
     summary["timings_s"] = {**log.seconds, "total": round(time.perf_counter() - t_start, 2)}
+    # CPU per stage: this process's and what its units spent in worker processes, local or Dask
+    # (the workers' own start-up and idle time is not in it)
+    summary["core_s"] = dict(log.core)
     summary["resumed_stages"] = log.resumed
     summary["peak_memory"] = _peak_mb()
     summary["versions"] = _versions()
@@ -764,7 +788,7 @@ def _run_chunk(
     ch = cr.chunk
     out = ChunkResult()
     facts = out.facts
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), tree_cpu()
     md = None
     if md_path is not None:
         md = (
@@ -772,7 +796,7 @@ def _run_chunk(
             if ch.counties
             else read_microdata(md_path)
         )
-        log.add("read", time.perf_counter() - t0)
+        log.add("read", time.perf_counter() - t0, tree_cpu() - c0)
         if given is not None:
             check_same_geography(md, given, md_path, ts_path)
         facts["persons"] += len(md)

@@ -14,9 +14,11 @@ the scheduler).
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
+import time
 from collections.abc import Callable, Generator, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
@@ -92,6 +94,29 @@ def _load_done(parts: Path, tag: str) -> tuple[dict[str, dict], dict[str, pl.Dat
     return done, frames
 
 
+_UNIT_CPU = [0.0]
+
+
+def units_cpu() -> float:
+    """CPU seconds that units have spent in other processes (pool or Dask workers) so far in
+    this process: with this process's own CPU time, the core time of a run."""
+    return _UNIT_CPU[0]
+
+
+def _timed(worker: Worker, parent: int, arg: Any) -> tuple[Any, float]:
+    """``worker(arg)`` and the CPU seconds it took when run in a process other than ``parent``
+    (in ``parent`` itself they are already in its own CPU time)."""
+    c0 = time.process_time()
+    out = worker(arg)
+    return out, (time.process_time() - c0) if os.getpid() != parent else 0.0
+
+
+def _untimed(res: tuple[Any, float]) -> Any:
+    out, cpu = res
+    _UNIT_CPU[0] += cpu
+    return out
+
+
 def _isolated(worker: Worker, arg: Any) -> tuple[dict, pl.DataFrame | None]:
     with process_pool(1) as ex:
         return ex.submit(worker, arg).result()
@@ -109,6 +134,8 @@ def _execute(
 
     When the consumer stops early (an interrupt), queued units are cancelled and running ones
     stopped: Dask futures cancelled, worker processes terminated."""
+    if scheduler or isolate or (workers > 1 and len(pending) > 1):
+        worker = functools.partial(_timed, worker, os.getpid())
     if scheduler:
         from distributed import as_completed as dask_completed
 
@@ -117,7 +144,7 @@ def _execute(
         try:
             for f in dask_completed(list(dfuts), loop=client.loop):
                 try:
-                    res = f.result()
+                    res = _untimed(f.result())
                 except Exception as exc:  # a unit that raised, or whose workers kept dying
                     yield dfuts[f], None, exc
                 else:
@@ -152,7 +179,7 @@ def _execute(
 def _completed(futs: dict) -> Iterator[tuple[str, Any, BaseException | None]]:
     for f in as_completed(futs):
         try:
-            res = f.result()
+            res = _untimed(f.result())
         except Exception as exc:  # a unit that raised, or a worker process that died
             yield futs[f], None, exc
         else:

@@ -1,0 +1,143 @@
+"""National scale: a synthetic state audited end to end on this machine, and what that projects
+to for the 308.7 million persons of the 2010 Census.
+
+Run (from the repository root):
+python -m benchmarks.bench_state [--persons 10000000] [--counties 40] [--scaling 500000]
+
+The state is ``--counties`` synthetic counties of equal size whose blocks follow the 2010 national
+distribution of persons by block size (many blocks of 1-9, a tail above 1,000; see
+:func:`tabrecon.synth._block_sizes`). ``tabrecon audit`` runs on it as its own process with the
+configuration a disclosure-avoidance auditor would use at scale: block+tract reconstruction,
+certification with the zero test *and* the distance maximisation of every block that varies, and
+reidentification with every baseline; counties are batched into chunks of ``--chunk-persons`` so
+memory follows the chunk, not the state; a local pool of 2 worker processes.
+
+Printed and written to ``benchmarks/results/state.json``: wall and core seconds per stage (core =
+CPU of the audit process and its ended pool workers), peak resident memory of the whole process
+tree (sampled every 0.5 s), core-s per person per stage, and the projection to 308.7 M persons
+(wall on 2 cores, and core-hours). ``--scaling N`` also audits an N-person state through a Dask
+LocalCluster with 1 and then 2 single-threaded worker processes and prints the speed-up.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+import polars as pl
+
+from benchmarks.bench_audit import Sampler, make_state, run_audit  # noqa: F401
+from benchmarks.common import machine, record
+
+US_2010 = 308_745_538
+STAGES = ("read", "tabulate", "reconstruct", "certify", "reidentify", "aggregate")
+TARGET_WALL_MIN = 25.0
+TARGET_RSS_GIB = 4.0
+TARGET_PROJECTION_H = 12.0
+
+
+def config(path: Path, chunk_persons: int, workers: int = 2) -> None:
+    path.write_text(
+        f"[run]\nworkers = {workers}\nchunk_persons = {chunk_persons}\n"
+        '[reconstruct]\nlevels = ["block+tract"]\n'
+        "[certify]\ndistance = true\n"
+    )
+
+
+def state(d: Path, persons: int, counties: int) -> tuple[Path, int]:
+    d.mkdir(parents=True, exist_ok=True)
+    src = d / f"state_{persons}_{counties}.parquet"
+    if not src.exists():
+        make_state(src, persons, counties)
+    return src, pl.scan_parquet(src).select(pl.len()).collect().item()
+
+
+def main() -> dict:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--persons", type=int, default=10_000_000)
+    ap.add_argument("--counties", type=int, default=40)
+    ap.add_argument("--chunk-persons", type=int, default=1_000_000)
+    ap.add_argument("--dir", type=Path, default=Path("bench-state"))
+    ap.add_argument(
+        "--scaling",
+        type=int,
+        default=0,
+        help="persons of a smaller state audited on Dask with 1 and 2 workers (0: skip)",
+    )
+    a = ap.parse_args()
+    print(f"# national-scale benchmark -- {machine()}")
+    t0 = time.perf_counter()
+    src, n = state(a.dir, a.persons, a.counties)
+    print(
+        f"synthetic state: {n:,} persons in {a.counties} counties "
+        f"({time.perf_counter() - t0:.0f} s)"
+    )
+    config(a.dir / "bench.toml", a.chunk_persons)
+    print(
+        "audit: block+tract reconstruction, certification (zero test + distance of every varying "
+        f"block), reidentification; chunks of <= {a.chunk_persons:,} persons; local pool of 2"
+    )
+    run = run_audit(src, a.dir / "audit", [], [])
+    s = run["summary"]
+    wall, core = s["timings_s"], s.get("core_s", {})
+    print(f"\n{'stage':<14}{'wall s':>10}{'core s':>10}{'core-s/person':>16}")
+    for st in STAGES:
+        if st in wall:
+            c = core.get(st, float("nan"))
+            print(f"{st:<14}{wall[st]:>10.1f}{c:>10.1f}{c / n:>16.7f}")
+    total_core = sum(core.values())
+    print(f"{'total':<14}{wall['total']:>10.1f}{total_core:>10.1f}{total_core / n:>16.7f}")
+    cert = s["certify"]
+    print(
+        f"\nwall incl. start-up {run['wall_s']:.1f} s ({run['wall_s'] / 60:.1f} min; target <= "
+        f"{TARGET_WALL_MIN:.0f}); peak RSS of the process tree {run['peak_total_mib'] / 1024:.2f} "
+        f"GiB (target <= {TARGET_RSS_GIB:.0f}), main process {run['peak_main_mib'] / 1024:.2f} GiB"
+    )
+    proj_h = run["wall_s"] * US_2010 / n / 3600
+    print(
+        f"projection to {US_2010:,} persons on this 2-core machine: {proj_h:.1f} h wall (target <= "
+        f"{TARGET_PROJECTION_H:.0f}); {total_core * US_2010 / n / 3600:.1f} core-hours"
+    )
+    print(
+        f"{s['tracts']:,} tracts, {len(s['chunks'])} chunks; unique blocks "
+        f"{cert.get('unique_blocks_pct', float('nan')):.1f}%; failures {len(s['failures'])}"
+    )
+    figures = {
+        "persons": n,
+        "counties": a.counties,
+        "wall_s": round(run["wall_s"], 1),
+        "stage_wall_s": wall,
+        "stage_core_s": core,
+        "peak_rss_tree_gib": round(run["peak_total_mib"] / 1024, 2),
+        "peak_rss_main_gib": round(run["peak_main_mib"] / 1024, 2),
+        "projection_us2010_h": round(proj_h, 2),
+        "core_s_per_person": round(total_core / n, 7),
+        "failures": len(s["failures"]),
+        "certify": cert,
+    }
+    if a.scaling:
+        from distributed import LocalCluster
+
+        ssrc, sn = state(a.dir, a.scaling, max(1, a.scaling // 250_000))
+        print(f"\n## Dask scaling on {sn:,} persons (LocalCluster, single-threaded workers)")
+        times = {}
+        for w in (1, 2):
+            config(a.dir / "bench.toml", a.chunk_persons, workers=w)
+            with LocalCluster(
+                n_workers=w, threads_per_worker=1, processes=True, dashboard_address=None
+            ) as lc:
+                pids = [wk.process.pid for wk in lc.workers.values()]
+                r = run_audit(ssrc, a.dir / f"dask{w}", ["--scheduler", lc.scheduler_address], pids)
+            times[w] = r["summary"]["timings_s"]["total"]
+            print(f"{w} worker(s): {times[w]:.1f} s")
+        print(
+            f"speed-up 1 -> 2 workers: {times[1] / times[2]:.2f}x "
+            f"(efficiency {times[1] / times[2] / 2:.0%})"
+        )
+        figures["dask_scaling"] = {"persons": sn, "seconds": times, "speedup": times[1] / times[2]}
+    return figures
+
+
+if __name__ == "__main__":
+    record("state", main)
