@@ -117,7 +117,7 @@ def _untimed(res: tuple[Any, float]) -> Any:
     return out
 
 
-def _isolated(worker: Worker, arg: Any) -> tuple[dict, pl.DataFrame | None]:
+def _isolated(worker: Callable[[Any], Any], arg: Any) -> Any:
     with process_pool(1) as ex:
         return ex.submit(worker, arg).result()
 
@@ -134,13 +134,13 @@ def _execute(
 
     When the consumer stops early (an interrupt), queued units are cancelled and running ones
     stopped: Dask futures cancelled, worker processes terminated."""
-    if scheduler or isolate or (workers > 1 and len(pending) > 1):
-        worker = functools.partial(_timed, worker, os.getpid())
+    # elsewhere than in this process each unit reports its CPU time with its result
+    timed: Callable[[Any], tuple[Any, float]] = functools.partial(_timed, worker, os.getpid())
     if scheduler:
         from distributed import as_completed as dask_completed
 
         client = dask_client(scheduler)
-        dfuts = {client.submit(worker, job(u), pure=False): u for u in pending}
+        dfuts = {client.submit(timed, job(u), pure=False): u for u in pending}
         try:
             for f in dask_completed(list(dfuts), loop=client.loop):
                 try:
@@ -155,7 +155,7 @@ def _execute(
     elif isolate:
         threads = ThreadPoolExecutor(max_workers=workers)
         try:
-            futs = {threads.submit(_isolated, worker, job(u)): u for u in pending}
+            futs = {threads.submit(_isolated, timed, job(u)): u for u in pending}
             yield from _completed(futs)
         except BaseException:
             threads.shutdown(wait=False, cancel_futures=True)
@@ -165,7 +165,7 @@ def _execute(
         threads.shutdown(wait=True)
     elif workers > 1 and len(pending) > 1:
         with process_pool(workers) as ex:
-            yield from _completed({ex.submit(worker, job(u)): u for u in pending})
+            yield from _completed({ex.submit(timed, job(u)): u for u in pending})
     else:
         for u in pending:
             try:
