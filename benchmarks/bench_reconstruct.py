@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import time
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
@@ -21,6 +20,7 @@ from benchmarks.peer_slot_model import build_slot_model  # noqa: E402
 from tabrecon.attacks.reconstruct import reconstruct, reconstruct_tract  # noqa: E402
 from tabrecon.attacks.solvers import SolverOptions, solve  # noqa: E402
 from tabrecon.metrics.agreement import agree  # noqa: E402
+from tabrecon.runner import tree_cpu  # noqa: E402
 from tabrecon.schema import read_microdata  # noqa: E402
 from tabrecon.synth import SynthConfig, synthesize  # noqa: E402
 from tabrecon.tables import tabulate  # noqa: E402
@@ -29,14 +29,10 @@ BUREAU_RECON = 2.4  # vCPU-seconds per person (methods.md section 10)
 
 
 def cpu() -> float:
-    """CPU seconds of this process plus what units spent in worker processes (the workers start
-    from a forkserver, so they are not this process's children and rusage never sees them; an
-    earlier version of this benchmark read RUSAGE_CHILDREN and printed 0.1 core-s for 4 s of two
-    busy workers)."""
-    from tabrecon.runner import units_cpu
-
-    r = resource.getrusage(resource.RUSAGE_SELF)
-    return r.ru_utime + r.ru_stime + units_cpu()
+    """CPU seconds of this process plus what units spent in worker processes
+    (:func:`tabrecon.runner.tree_cpu`; an earlier version read RUSAGE_CHILDREN, which does not
+    see forkserver workers, and printed 0.1 core-s for 4 s of two busy workers)."""
+    return tree_cpu()
 
 
 def timed_run(ts, level, backend="cpsat", strategy="staged", workers=1):

@@ -39,6 +39,7 @@ from .errors import TabreconError
 from .evaluate import DefenseOutcome, EvaluationPlan, evaluate_defense, outcome_frame
 from .io import write_json, write_parquet, write_text
 from .provenance import check_or_record, digest_path, fingerprint
+from .runner import tree_cpu
 from .schema import write_microdata
 
 PRECISION_GRID = np.linspace(0.0, 1.0, 101)
@@ -148,7 +149,8 @@ class StageLog:
 
     seconds: dict[str, float] = field(default_factory=dict)
     resumed: list[str] = field(default_factory=list)
-    #: CPU seconds of this process and of its units in worker processes (:func:`tree_cpu`)
+    #: CPU seconds of this process and of its units in worker processes
+    #: (:func:`tabrecon.runner.tree_cpu`)
     core: dict[str, float] = field(default_factory=dict)
 
     def add(self, stage: str, sec: float, core: float | None = None) -> None:
@@ -156,17 +158,6 @@ class StageLog:
         self.seconds[key] = round(self.seconds.get(key, 0.0) + sec, 2)
         if core is not None:
             self.core[key] = round(self.core.get(key, 0.0) + core, 2)
-
-
-def tree_cpu() -> float:
-    """CPU seconds (user + system) of this process plus those its units spent in worker
-    processes (local pool or Dask; :func:`tabrecon.runner.units_cpu`)."""
-    import resource
-
-    from .runner import units_cpu
-
-    r = resource.getrusage(resource.RUSAGE_SELF)
-    return r.ru_utime + r.ru_stime + units_cpu()
 
 
 class ChunkRunner:

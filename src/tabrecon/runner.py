@@ -103,6 +103,16 @@ def units_cpu() -> float:
     return _UNIT_CPU[0]
 
 
+def tree_cpu() -> float:
+    """CPU seconds (user + system) of this process plus what its units spent in worker processes
+    (local pool or Dask): the core time of a run. Forkserver workers are not this process's
+    children, so rusage alone never sees them."""
+    import resource
+
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime + units_cpu()
+
+
 def _timed(worker: Worker, parent: int, arg: Any) -> tuple[Any, float]:
     """``worker(arg)`` and the CPU seconds it took when run in a process other than ``parent``
     (in ``parent`` itself they are already in its own CPU time)."""

@@ -166,9 +166,9 @@ def _drop_fixed(prog: IntProgram) -> tuple[IntProgram, np.ndarray]:
     )
 
 
-def _first_try(opts: SolverOptions) -> SolverOptions:
-    """``opts`` limited to :data:`ESCALATE_AFTER` seconds."""
-    return replace(opts, time_limit=min(opts.time_limit or math.inf, ESCALATE_AFTER))
+def _capped(opts: SolverOptions, seconds: float) -> SolverOptions:
+    """``opts`` with its time limit lowered to ``seconds`` (never raised)."""
+    return replace(opts, time_limit=min(opts.time_limit or math.inf, seconds))
 
 
 def _search(
@@ -185,7 +185,7 @@ def _search(
     :data:`ESCALATE_AFTER` seconds goes to HiGHS, whose LP bounds close what CP-SAT's search
     cannot (seen: a 1,716-person block's 112 proven in 2 s by HiGHS, 220 s by CP-SAT), and the
     two runs' bounds are combined."""
-    ext = cpsat or Extensible(prog, _first_try(opts) if escalate else opts)
+    ext = cpsat or Extensible(prog, _capped(opts, ESCALATE_AFTER) if escalate else opts)
     lo, hi, exact, _ = _max_distance(ext, Gb, cb, ymax)
     if exact or not escalate:
         return lo, hi, exact
@@ -354,7 +354,7 @@ def certify_tract(
     if distance and (state == 2).any():
         dopts = opts
         if distance_time_limit is not None:  # a bound per block instead of a long search
-            dopts = replace(opts, time_limit=min(opts.time_limit or math.inf, distance_time_limit))
+            dopts = _capped(opts, distance_time_limit)
         p = model.prog
         varying = np.flatnonzero(state == 2)
 
@@ -368,7 +368,7 @@ def certify_tract(
         #    to the proven 59), and any bound it reaches is still valid.
         own_opts = dopts
         if level != "block":
-            own_opts = replace(dopts, time_limit=min(dopts.time_limit or math.inf, OWN_ROWS_LIMIT))
+            own_opts = _capped(dopts, OWN_ROWS_LIMIT)
         for b in varying:
             kb = keys_of(np.array([b]))
             vs = np.flatnonzero(model.var_block == b)
@@ -390,12 +390,9 @@ def certify_tract(
             #    population); a block whose lower bound meets its own-rows upper bound is proven
             #    without a search of its own. Then 3. a search per open block.
             reduced, kept = _drop_fixed(_fix_unique_blocks(p, G, c, key_block, state == 1))
-            shared = Extensible(reduced, _first_try(dopts) if escalate else dopts)
+            shared = Extensible(reduced, _capped(dopts, ESCALATE_AFTER) if escalate else dopts)
             Gk = G[:, kept].tocsr()
-            joint = Extensible(
-                reduced,
-                replace(dopts, time_limit=min(dopts.time_limit or math.inf, JOINT_LIMIT)),
-            )
+            joint = Extensible(reduced, _capped(dopts, JOINT_LIMIT))
             is_open = np.zeros(nb, dtype=bool)
             is_open[varying] = lower[varying] < upper[varying]
             for _ in range(JOINT_ROUNDS):
