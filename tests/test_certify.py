@@ -232,3 +232,63 @@ def test_synthetic_county_distances_equal_the_textbook_formulation(
         t = row["block_geoid"][:11]
         d = _loose_distance(ts.subset(t), t, level, rec, row["block_geoid"])
         assert round(row["solvar"] * row["persons"] / 100) == d, row
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.integers(2, 4).flatmap(
+        lambda n: st.tuples(
+            st.just(n),
+            st.lists(st.lists(st.integers(-2, 2), min_size=n, max_size=n), min_size=1, max_size=3),
+            st.lists(st.tuples(st.integers(-4, 4), st.integers(0, 4)), min_size=3, max_size=3),
+            st.lists(st.integers(0, 3), min_size=n, max_size=n),
+        )
+    )
+)
+def test_tightened_bounds_keep_every_feasible_solution(spec):
+    """Presolve's bounds (what certification drops fixed variables by) must hold for *every*
+    feasible point, not only for one optimal one: enumerated against all points of a small box."""
+    import itertools
+
+    import scipy.sparse as sp
+
+    from tabrecon.attacks.solvers import IntProgram, tighten
+
+    n, rows, bounds, ub = spec
+    A = np.array(rows, dtype=np.int64)
+    lo = np.array([b[0] for b in bounds[: len(rows)]], dtype=np.int64)
+    hi = lo + np.array([b[1] for b in bounds[: len(rows)]], dtype=np.int64)
+    prog = IntProgram(A=sp.csr_matrix(A), lo=lo, hi=hi, ub=np.array(ub, dtype=np.int64))
+    feasible = [
+        x
+        for x in itertools.product(*(range(u + 1) for u in ub))
+        if ((A @ np.array(x) >= lo) & (A @ np.array(x) <= hi)).all()
+    ]
+    got = tighten(prog)
+    if not feasible:
+        return  # None or any bounds: nothing to keep
+    assert got is not None
+    tlb, tub = got
+    pts = np.array(feasible)
+    assert (pts >= tlb).all() and (pts <= tub).all()
+
+
+@pytest.mark.parametrize("bounds", ["none", "exclude_the_reconstruction"])
+def test_certification_without_presolved_bounds_is_unchanged(small_md, bounds, monkeypatch):
+    """When presolve gives nothing, or bounds the reconstruction violates (a guard that should
+    never fire), certification runs on the whole program and reports the same blocks."""
+    import tabrecon.attacks.certify as certify_module
+
+    ts = tabulate(small_md)
+    rec = reconstruct(ts, "block+tract").records
+    want = certify(ts, rec, "block+tract").blocks
+
+    def fake(prog, time_limit=10.0):
+        if bounds == "none":
+            return None
+        ub = prog.ub.astype(np.int64)
+        return ub, ub  # every variable at its upper bound: no reconstruction satisfies that
+
+    monkeypatch.setattr(certify_module, "tighten", fake)
+    got = certify(ts, rec, "block+tract").blocks
+    assert got.equals(want)

@@ -14,6 +14,8 @@ and key with x*_k > 0, a binary z that forces x_k <= x*_k - 1, and require sum z
 means every block is unique (a proof, not a time-out). A solution names blocks that differ; they are
 set aside and the test repeats on the rest. Only the blocks that can differ get the (costlier)
 maximisation of their distance, which reports a proven value or a (lower, upper) pair on time-out.
+Before any of it, one presolve per tract (:func:`tabrecon.attacks.solvers.tighten`) removes the
+variables every consistent population shares, so the many small solves carry only the rest.
 
 For block+tract tables the binned model (tract cells summed to age bins) is used: with complete
 tract tables its solutions are exactly the binned projections of the full model's (single ages are
@@ -48,7 +50,7 @@ from ..schema import (
 )
 from ..tables import MISSING, TABLES_BY_NAME, TableSet, tabulate
 from .reconstruct import RECON_LEVELS, build_tract_model, diagnose
-from .solvers import Extensible, IntProgram, SolverOptions
+from .solvers import Extensible, IntProgram, SolverOptions, tighten
 
 #: The status of a block proven to have exactly one consistent population (solvar 0).
 UNIQUE = "unique"
@@ -142,10 +144,10 @@ def _fix_unique_blocks(
     )
 
 
-def _drop_fixed(prog: IntProgram) -> tuple[IntProgram, np.ndarray]:
+def _drop_fixed(prog: IntProgram) -> tuple[IntProgram, np.ndarray, np.ndarray]:
     """``prog`` without its fixed variables (lb == ub; their values moved into the row bounds)
-    and without the rows left empty, with the kept variables' indices. Cloning and presolving
-    the smaller program is what each per-block search pays for."""
+    and without the rows left empty, with the kept variables' and rows' indices. Cloning and
+    presolving the smaller program is what each per-block search pays for."""
     lb = np.zeros(prog.n_vars, dtype=np.int64) if prog.lb is None else prog.lb.astype(np.int64)
     ub = prog.ub.astype(np.int64)
     fixed = lb == ub
@@ -163,6 +165,49 @@ def _drop_fixed(prog: IntProgram) -> tuple[IntProgram, np.ndarray]:
             lb=lb[keep],
         ),
         keep,
+        rows,
+    )
+
+
+def _presolved(
+    model: Any, G: sp.csr_matrix, c: np.ndarray, ymax: np.ndarray
+) -> tuple[IntProgram, sp.csr_matrix, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The tract's count program without the variables every consistent population shares
+    (:func:`tighten`), as (program, G, c, ymax, var_block, row_block) measured from the fixed
+    part: key k's count is y0_k + G_k x, so its deficit (c_k - y_k)^+ is (c_k - y0_k - G_k x)^+.
+    On 30 tracts (126,790 persons) of the synthetic 10-million-person state presolve fixes 83% of
+    the binned tract programs' variables (2.3 s); every proof and search used to presolve them
+    again (certification 38.9 -> 17.5 core-s there, the same bounds for every block).
+
+    The original program is returned unchanged when presolve fails or its bounds would exclude
+    the reconstruction (which satisfies the tables): a guard, never expected to fire."""
+    prog = model.prog
+    same = (prog, G, c, ymax, model.var_block, model.row_block)
+    bounds = tighten(prog)
+    if bounds is None:
+        return same
+    lb, ub = bounds
+    lb = np.maximum(lb, 0 if prog.lb is None else prog.lb)
+    ub = np.minimum(ub, prog.ub)
+    if (lb > ub).any():
+        return same
+    reduced, kept, rows = _drop_fixed(replace(prog, lb=lb, ub=ub))
+    fixed = np.ones(prog.n_vars, dtype=bool)
+    fixed[kept] = False
+    y0 = np.asarray(G[:, np.flatnonzero(fixed)] @ lb[fixed]).ravel().astype(np.int64)
+    Gk = G[:, kept].tocsr()
+    free = np.diff(Gk.indptr) > 0
+    # the reconstruction's counts must lie in the bounds: at least y0, exactly y0 when fixed
+    if (c < y0).any() or (c[~free] != y0[~free]).any():
+        return same
+    ytop = np.minimum(ymax, np.asarray(G @ ub).ravel().astype(np.int64))
+    return (
+        reduced,
+        Gk,
+        c - y0,
+        np.maximum(ytop, c) - y0,
+        model.var_block[kept],
+        model.row_block[rows],
     )
 
 
@@ -303,10 +348,16 @@ def certify_tract(
     # the same maximisations are proven in 0.1 s.
     ymax = np.minimum(np.asarray(G @ model.prog.ub.astype(np.int64)).ravel(), N[key_block])
     ymax = np.maximum(ymax, c)
+    # Every search below works on the tract program without the variables the tables fix
+    # outright (presolve, once per tract): counts are then measured from the fixed part y0, so
+    # c becomes c - y0 (a key whose variables are all fixed has c == y0 and can never differ).
+    p, G, c, ymax, var_block, row_block = _presolved(model, G, c, ymax)
     state = np.zeros(nb, dtype=np.int8)  # 0 unknown, 1 unique, 2 varies, 3 undecided
     lower = np.zeros(nb, dtype=np.int64)  # lower bound on sum (x* - x)^+
     state[N == 0] = 1
-    base = Extensible(model.prog, opts)
+    # a block none of whose keys can fall below its count cannot differ at all
+    state[np.bincount(key_block[c > 0], minlength=nb) == 0] = 1
+    base = Extensible(p, opts)
     t0 = time.perf_counter()
     proofs = 0
     while (state == 0).any():
@@ -318,7 +369,7 @@ def certify_tract(
         )
         srow = sp.hstack(
             [
-                sp.csr_matrix((1, model.n_vars), dtype=np.int64),
+                sp.csr_matrix((1, p.n_vars), dtype=np.int64),
                 sp.csr_matrix(np.ones((1, na), dtype=np.int64)),
             ]
         )
@@ -336,7 +387,7 @@ def certify_tract(
         if not sol.has_solution or sol.x is None:
             state[state == 0] = 3
             break
-        y = G @ sol.x[: model.n_vars]
+        y = G @ sol.x[: p.n_vars]
         deficit = np.maximum(c - y, 0)
         per_block = np.bincount(key_block, weights=deficit, minlength=nb).astype(np.int64)
         newly = (state == 0) & (per_block > 0)
@@ -355,7 +406,6 @@ def certify_tract(
         dopts = opts
         if distance_time_limit is not None:  # a bound per block instead of a long search
             dopts = _capped(opts, distance_time_limit)
-        p = model.prog
         varying = np.flatnonzero(state == 2)
 
         def keys_of(bs: np.ndarray) -> np.ndarray:
@@ -371,9 +421,15 @@ def certify_tract(
             own_opts = _capped(dopts, OWN_ROWS_LIMIT)
         for b in varying:
             kb = keys_of(np.array([b]))
-            vs = np.flatnonzero(model.var_block == b)
-            rs = np.flatnonzero(model.row_block == b)
-            sub = IntProgram(A=p.A[rs][:, vs].tocsr(), lo=p.lo[rs], hi=p.hi[rs], ub=p.ub[vs])
+            vs = np.flatnonzero(var_block == b)
+            rs = np.flatnonzero(row_block == b)
+            sub = IntProgram(
+                A=p.A[rs][:, vs].tocsr(),
+                lo=p.lo[rs],
+                hi=p.hi[rs],
+                ub=p.ub[vs],
+                lb=None if p.lb is None else p.lb[vs],
+            )
             if level == "block":  # the exact search
                 lo_b, hi_b, exact = _search(sub, G[kb][:, vs], c[kb], ymax[kb], dopts, escalate)
                 lower[b] = max(lower[b], lo_b)
@@ -389,7 +445,7 @@ def certify_tract(
             #    open blocks' summed distance gives each a lower bound (its distance in that
             #    population); a block whose lower bound meets its own-rows upper bound is proven
             #    without a search of its own. Then 3. a search per open block.
-            reduced, kept = _drop_fixed(_fix_unique_blocks(p, G, c, key_block, state == 1))
+            reduced, kept, _ = _drop_fixed(_fix_unique_blocks(p, G, c, key_block, state == 1))
             shared = Extensible(reduced, _capped(dopts, ESCALATE_AFTER) if escalate else dopts)
             Gk = G[:, kept].tocsr()
             joint = Extensible(reduced, _capped(dopts, JOINT_LIMIT))

@@ -140,6 +140,47 @@ def build_cpsat(prog: IntProgram):
     return m
 
 
+def tighten(prog: IntProgram, time_limit: float = 10.0) -> tuple[np.ndarray, np.ndarray] | None:
+    """Variable bounds that every feasible solution of ``prog`` satisfies: (lb, ub), or None when
+    presolve finds the program infeasible or fails.
+
+    CP-SAT's presolve alone (``stop_after_presolve``), told to keep every feasible solution
+    (no dual reductions, which are only valid for one objective) and to report the domains it
+    derived. Many count-model variables are fixed by the tables outright; programs rebuilt many
+    times (certification's searches) then carry only the rest.
+
+    >>> p = IntProgram(A=sp.csr_matrix(np.array([[1, 1], [1, -1]])), lo=np.array([2, 0]),
+    ...                hi=np.array([2, 0]), ub=np.array([5, 5]))
+    >>> lb, ub = tighten(p)
+    >>> lb.tolist(), ub.tolist()
+    ([1, 1], [1, 1])
+    """
+    from ortools.sat.python import cp_model
+
+    if prog.c is not None:
+        raise TabreconError("tighten() bounds a feasibility program; drop the objective first")
+    solver = cp_model.CpSolver()
+    par = solver.parameters
+    par.num_workers = 1
+    par.stop_after_presolve = True
+    par.keep_all_feasible_solutions_in_presolve = True
+    par.fill_tightened_domains_in_response = True
+    par.max_time_in_seconds = float(time_limit)
+    par.catch_sigint_signal = False
+    with stoppable(solver):
+        st = solver.solve(build_cpsat(prog))
+    if st in (cp_model.INFEASIBLE, cp_model.MODEL_INVALID):
+        return None
+    doms = solver.response_proto.tightened_variables
+    if len(doms) != prog.n_vars:
+        return None
+    # a domain is [lo, hi] or, with holes, [lo1, hi1, lo2, hi2, ...]: its hull is kept
+    # (the repeated field takes no negative index)
+    lb = np.fromiter((d.domain[0] for d in doms), dtype=np.int64, count=prog.n_vars)
+    ub = np.fromiter((d.domain[len(d.domain) - 1] for d in doms), dtype=np.int64, count=prog.n_vars)
+    return lb, ub
+
+
 class Extensible:
     """A base program solved many times with a few extra variables and rows each time.
 
