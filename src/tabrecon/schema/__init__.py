@@ -11,6 +11,10 @@ compact integer encoding of that record:
 Person files are CSV (plain or gzip) or Parquet in exactly the layout of the Census Bureau's
 released reconstruction ``census2010_rhdf_28tracts.csv.gz``; extra columns (e.g. ``bsab_unique``,
 ``household_id``) are carried through untouched.
+
+The same schema as data is :data:`PERSONS`, a value of :class:`tabrecon.schema.spec.Schema` whose
+type encoding is exactly :func:`encode_types`'s; the housing unit is another value
+(:data:`tabrecon.schema.catalog.HOUSING_UNITS`), and :data:`SCHEMAS` names them.
 """
 
 from __future__ import annotations
@@ -24,9 +28,11 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from .errors import InputError, TabreconError
-from .geo import prefix
-from .io import read_text_frame, scan_text, write_frame
+from ..errors import InputError, TabreconError
+from ..geo import prefix
+from ..io import read_text_frame, scan_text, write_frame
+from .catalog import HOUSING_UNITS
+from .spec import Attribute, Schema
 
 RACES: tuple[str, ...] = ("white", "black", "aian", "asian", "nhpi", "sor")
 RACE_LABELS: dict[str, str] = {
@@ -192,6 +198,33 @@ def decode_types(t: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.
     sex = rest // N_AGES
     return sex.astype(np.int8), age.astype(np.int16), race.astype(np.int8), hisp.astype(np.int8)
 
+
+#: The person schema as data: the same four attributes in :func:`encode_types`'s order, so that
+#: ``PERSONS.encode`` gives the same type indices (pinned by a test).
+PERSONS = Schema(
+    name="persons",
+    unit="person",
+    attributes=(
+        Attribute("sex", ((0, "male"), (1, "female")), "Sex"),
+        Attribute(
+            "age", tuple((a, str(a)) for a in range(N_AGES)), f"Age in years, {AGE_MAX} = and over"
+        ),
+        Attribute(
+            "race",
+            tuple(
+                (code, "; ".join(RACE_LABELS[RACES[r]] for r in combo))
+                for code, combo in enumerate(RACE_COMBOS, start=1)
+            ),
+            "SF1 race code 1..63 (P8's leaves: by number of races, then OMB order)",
+        ),
+        Attribute(
+            "hispanic", ((0, "not Hispanic or Latino"), (1, "Hispanic or Latino")), "Ethnicity"
+        ),
+    ),
+    description="One row per person: block, sex, age, race, Hispanic origin (SF1's 34 tables)",
+)
+#: Every declared schema by the name the command line takes (``--schema``).
+SCHEMAS: dict[str, Schema] = {PERSONS.name: PERSONS, HOUSING_UNITS.name: HOUSING_UNITS}
 
 #: Attributes of every type, for building cell predicates as vectorised masks.
 TYPE_SEX, TYPE_AGE, TYPE_RACE, TYPE_HISP = decode_types(np.arange(N_TYPES))

@@ -1,0 +1,273 @@
+"""Schemas as data: what a unit of observation is, declared rather than coded.
+
+A :class:`Schema` is a named tuple of categorical :class:`Attribute` s (each with its categories'
+file codes and labels), the :class:`Rule` s every consistent record obeys, and one mixed-radix
+*type* encoding: the index of a record in the histogram over all category combinations, the first
+attribute most significant. Persons and housing units are two values of it
+(:mod:`tabrecon.schema.catalog`); a third schema is a third declaration.
+
+Files are read generically (:func:`read_units`): CSV (plain or gzip) or Parquet with a
+``block_geoid`` column and one column per attribute holding the category's code or its label;
+every problem is reported with the file, line and column of its first row and the number of rows
+that share it.
+
+>>> colour = Attribute("colour", ((0, "red"), (1, "green"), (2, "blue")))
+>>> size = Attribute("size", ((1, "small"), (2, "large")))
+>>> s = Schema("toy", "thing", (colour, size))
+>>> s.n_types
+6
+>>> t = s.encode({"colour": np.array([2, 0]), "size": np.array([1, 2])})
+>>> t.tolist(), {k: v.tolist() for k, v in s.decode(t).items()}
+([4, 1], {'colour': [2, 0], 'size': [1, 2]})
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from ..errors import InputError, TabreconError
+from ..io import read_text_frame, write_frame
+
+
+@dataclass(frozen=True)
+class Attribute:
+    """One categorical column: its name in files, its categories as (file code, label) pairs in
+    encoding order, and what it means."""
+
+    name: str
+    categories: tuple[tuple[int, str], ...]
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        codes = [c for c, _ in self.categories]
+        labels = [lab for _, lab in self.categories]
+        if not codes:
+            raise TabreconError(f"attribute {self.name!r} has no categories")
+        if len(set(codes)) != len(codes) or len(set(labels)) != len(labels):
+            raise TabreconError(f"attribute {self.name!r} repeats a category code or label")
+
+    @property
+    def size(self) -> int:
+        return len(self.categories)
+
+    @property
+    def codes(self) -> np.ndarray:
+        return np.array([c for c, _ in self.categories], dtype=np.int64)
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        return tuple(lab for _, lab in self.categories)
+
+    def index(self, codes: np.ndarray) -> np.ndarray:
+        """Position (0..size-1) of each file code; -1 for a code not in the categories."""
+        codes = np.asarray(codes, dtype=np.int64)
+        order = np.argsort(self.codes)
+        known = self.codes[order]
+        pos = np.clip(np.searchsorted(known, codes), 0, known.size - 1)
+        return np.where(known[pos] == codes, order[pos], -1)
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A consistency identity over file codes: rows where ``broken`` is true are refused with
+    ``message``, naming ``column`` (the attribute a user would correct first)."""
+
+    name: str
+    message: str
+    column: str
+    broken: pl.Expr = field(compare=False)
+
+
+@dataclass(frozen=True)
+class Schema:
+    """A unit of observation: attributes, consistency rules, the type encoding."""
+
+    name: str
+    unit: str
+    attributes: tuple[Attribute, ...]
+    rules: tuple[Rule, ...] = ()
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        names = [a.name for a in self.attributes]
+        if len(set(names)) != len(names):
+            raise TabreconError(f"schema {self.name!r} repeats an attribute")
+        for r in self.rules:
+            if r.column not in names:
+                raise TabreconError(f"rule {r.name!r} names unknown column {r.column!r}")
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(a.name for a in self.attributes)
+
+    @property
+    def sizes(self) -> tuple[int, ...]:
+        return tuple(a.size for a in self.attributes)
+
+    @property
+    def n_types(self) -> int:
+        """Cells of the full cross-classification (most are ruled out by the rules)."""
+        return math.prod(self.sizes)
+
+    def attribute(self, name: str) -> Attribute:
+        for a in self.attributes:
+            if a.name == name:
+                return a
+        raise TabreconError(f"schema {self.name!r} has no attribute {name!r}")
+
+    def encode(self, codes: Mapping[str, np.ndarray]) -> np.ndarray:
+        """Type index of each record from its file codes (mixed radix, first attribute most
+        significant). Raises for a code outside an attribute's categories."""
+        t: np.ndarray | None = None
+        for a in self.attributes:
+            idx = a.index(np.asarray(codes[a.name]))
+            if (idx < 0).any():
+                bad = np.asarray(codes[a.name])[np.flatnonzero(idx < 0)[0]]
+                raise TabreconError(f"{a.name}: code {bad} is not a category")
+            t = idx if t is None else t * a.size + idx
+        assert t is not None
+        return t.astype(np.int64)
+
+    def decode(self, types: np.ndarray) -> dict[str, np.ndarray]:
+        """File codes of each attribute for each type index (inverse of :meth:`encode`)."""
+        rest = np.asarray(types, dtype=np.int64)
+        out: dict[str, np.ndarray] = {}
+        for a in reversed(self.attributes):
+            out[a.name] = a.codes[rest % a.size]
+            rest = rest // a.size
+        return {a.name: out[a.name] for a in self.attributes}
+
+    def check(self, frame: pl.DataFrame, path: str, lines: np.ndarray | None = None) -> None:
+        """Raise :class:`InputError` for the first rule a row of ``frame`` (file codes, one column
+        per attribute) breaks: file, line, column, the rule's message and how many more rows
+        break it. Rules are checked in their declared order."""
+        for r in self.rules:
+            bad = frame.select(r.broken.fill_null(True).alias("b"))["b"].to_numpy()
+            rows = np.flatnonzero(bad)
+            if rows.size:
+                i = int(rows[0])
+                line = int(lines[i]) if lines is not None else i + 2
+                shown = ", ".join(f"{c}={frame[c][i]}" for c in _columns_of(r, self))
+                raise InputError(
+                    f"{r.message} ({shown})",
+                    path=path,
+                    line=line,
+                    column=r.column,
+                    more=rows.size - 1,
+                )
+
+
+def _columns_of(rule: Rule, schema: Schema) -> list[str]:
+    """The attributes a rule reads, in schema order (shown with the refused row)."""
+    used = set(rule.broken.meta.root_names())
+    return [n for n in schema.names if n in used]
+
+
+@dataclass
+class Units:
+    """Records of one schema: their blocks and file codes, and the type index of each."""
+
+    schema: Schema
+    block_geoid: np.ndarray
+    codes: dict[str, np.ndarray]
+    extra: pl.DataFrame | None = None
+    source: str = ""
+
+    def __len__(self) -> int:
+        return int(self.block_geoid.size)
+
+    @property
+    def types(self) -> np.ndarray:
+        return self.schema.encode(self.codes)
+
+    def to_frame(self, labels: bool = False) -> pl.DataFrame:
+        """One row per unit: ``block_geoid`` then each attribute's code (or label)."""
+        cols: dict[str, object] = {"block_geoid": self.block_geoid.astype(str)}
+        for a in self.schema.attributes:
+            v = self.codes[a.name]
+            cols[a.name] = np.array(a.labels)[a.index(v)] if labels else v
+        df = pl.DataFrame(cols)
+        return df if self.extra is None else pl.concat([df, self.extra], how="horizontal")
+
+
+def read_units(path: str | Path, schema: Schema) -> Units:
+    """Read and check a file of ``schema`` records (CSV, CSV.gz or Parquet).
+
+    Each attribute's column may hold the category codes or their labels (case-insensitive).
+    Raises :class:`InputError` naming the file, line and column of the first bad value, or of the
+    first row breaking a rule, with the count of rows that share the problem. Columns not in the
+    schema are carried through untouched.
+    """
+    p = str(path)
+    df = read_text_frame(p, None)
+    lines = None
+    if "__line" in df.columns:
+        lines = df["__line"].to_numpy()
+        df = df.drop("__line")
+    need = ["block_geoid", *schema.names]
+    missing = [c for c in need if c not in df.columns]
+    if missing:
+        raise InputError(
+            f"missing required column(s) {missing} of the {schema.name} schema ({', '.join(need)})",
+            path=p,
+        )
+    if df.height == 0:
+        raise InputError(f"no {schema.unit} records", path=p)
+
+    def fail(bad: np.ndarray, column: str, message: str, values: pl.Series) -> None:
+        rows = np.flatnonzero(bad)
+        if rows.size:
+            i = int(rows[0])
+            raise InputError(
+                f"{message} (got {values[i]!r})",
+                path=p,
+                line=int(lines[i]) if lines is not None else i + 2,
+                column=column,
+                more=rows.size - 1,
+            )
+
+    geo = df["block_geoid"].cast(pl.Utf8).str.strip_chars()
+    fail(
+        (~geo.str.contains(r"^\d{15}$")).fill_null(True).to_numpy(),
+        "block_geoid",
+        "block_geoid must be 15 digits (state 2, county 3, tract 6, block 4)",
+        geo,
+    )
+    codes: dict[str, np.ndarray] = {}
+    for a in schema.attributes:
+        raw = df[a.name].cast(pl.Utf8).str.strip_chars()
+        as_int = raw.cast(pl.Int64, strict=False)
+        by_label = {lab.lower(): c for c, lab in a.categories}
+        looked = raw.str.to_lowercase().replace_strict(
+            by_label, default=None, return_dtype=pl.Int64
+        )
+        v = as_int.fill_null(looked)
+        known = v.is_not_null().to_numpy()
+        known[known] = a.index(v.drop_nulls().to_numpy()) >= 0
+        fail(
+            ~known,
+            a.name,
+            f"not a category of {a.name} (codes {_listing(a)})",
+            raw,
+        )
+        codes[a.name] = v.to_numpy().astype(np.int64)
+    schema.check(pl.DataFrame(codes), p, lines)
+    extra_cols = [c for c in df.columns if c not in need]
+    extra = df.select(extra_cols) if extra_cols else None
+    return Units(schema, geo.to_numpy().astype(str), codes, extra, p)
+
+
+def _listing(a: Attribute) -> str:
+    shown = [f"{c} {lab}" for c, lab in a.categories]
+    return ", ".join(shown if len(shown) <= 14 else [*shown[:6], "...", *shown[-3:]])
+
+
+def write_units(units: Units, path: str | Path, labels: bool = False) -> None:
+    """Write ``units``: ``.parquet`` as Parquet, ``.csv``/``.csv.gz`` as CSV, codes or labels."""
+    write_frame(units.to_frame(labels=labels), path)

@@ -1,0 +1,150 @@
+"""Schemas as data: the person schema's declaration encodes as the person pipeline does; the
+housing-unit schema reads codes or labels and refuses inconsistent units naming file, line and
+column."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tabrecon.errors import InputError
+from tabrecon.schema import N_TYPES, PERSONS, SCHEMAS, decode_types, encode_types
+from tabrecon.schema.catalog import HOUSING_UNITS
+from tabrecon.schema.spec import read_units, write_units
+
+GEO = "010010201001000"
+
+
+def test_person_declaration_encodes_every_type_as_the_pipeline_does():
+    t = np.arange(N_TYPES)
+    d = PERSONS.decode(t)
+    assert PERSONS.n_types == N_TYPES
+    assert (encode_types(d["sex"], d["age"], d["race"], d["hispanic"]) == t).all()
+    sex, age, race, hisp = decode_types(t)
+    assert (PERSONS.encode({"sex": sex, "age": age, "race": race, "hispanic": hisp}) == t).all()
+    assert PERSONS.attribute("race").labels[2] == "American Indian and Alaska Native"
+    assert set(SCHEMAS) == {"persons", "households"}
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.integers(0, HOUSING_UNITS.n_types - 1), min_size=1, max_size=50))
+def test_housing_unit_types_round_trip(types):
+    t = np.array(types)
+    assert (HOUSING_UNITS.encode(HOUSING_UNITS.decode(t)) == t).all()
+
+
+#: Consistent units: a married couple with a child, a woman of 70 living alone, a vacant unit
+#: for rent, a cohabiting couple with no relatives (a nonfamily household), a 17-year-old
+#: householder living alone.
+GOOD = [
+    dict(ten=1, vac=0, size=3, hht=1, hht2=1, u18=1, o65=0, hisp=1, age=3, race=1),
+    dict(ten=3, vac=0, size=1, hht=6, hht2=5, u18=0, o65=1, hisp=2, age=7, race=2),
+    dict(ten=0, vac=1, size=0, hht=0, hht2=0, u18=0, o65=0, hisp=0, age=0, race=0),
+    dict(ten=3, vac=0, size=2, hht=5, hht2=4, u18=0, o65=0, hisp=1, age=2, race=7),
+    dict(ten=3, vac=0, size=1, hht=4, hht2=9, u18=1, o65=0, hisp=1, age=1, race=4),
+]
+SHORT = dict(
+    ten="tenure",
+    vac="vacancy_status",
+    size="household_size",
+    hht="household_type",
+    hht2="detailed_household_type",
+    u18="under_18",
+    o65="over_65",
+    hisp="hispanic_householder",
+    age="householder_age",
+    race="householder_race",
+)
+
+
+def _frame(rows: list[dict]) -> pl.DataFrame:
+    return pl.DataFrame(
+        {"block_geoid": [GEO] * len(rows), **{SHORT[k]: [str(r[k]) for r in rows] for k in SHORT}}
+    )
+
+
+def test_consistent_units_read_and_round_trip_as_codes_and_labels(tmp_path):
+    src = tmp_path / "units.csv"
+    _frame(GOOD).with_columns(pl.lit("x").alias("note")).write_csv(src)
+    units = read_units(src, HOUSING_UNITS)
+    assert len(units) == len(GOOD)
+    assert units.codes["detailed_household_type"].tolist() == [r["hht2"] for r in GOOD]
+    assert units.extra is not None and units.extra.columns == ["note"]
+    for labels, name in ((False, "codes.parquet"), (True, "labels.csv.gz")):
+        write_units(units, tmp_path / name, labels=labels)
+        again = read_units(tmp_path / name, HOUSING_UNITS)
+        assert (again.types == units.types).all()
+    assert "renter occupied" in pl.read_csv(tmp_path / "labels.csv.gz")["tenure"].to_list()
+
+
+def _bad(**change) -> list[dict]:
+    return [*GOOD, {**GOOD[0], **change}]
+
+
+@pytest.mark.parametrize(
+    ("rows", "column", "fragment"),
+    [
+        (_bad(ten=9), "tenure", "not a category of tenure"),
+        (_bad(ten="rented-ish"), "tenure", "not a category of tenure"),
+        (
+            _bad(vac=2, ten=0, hht=0, hht2=0, u18=0, hisp=0, age=0, race=0),
+            "household_size",
+            "a vacant unit has no household size",
+        ),
+        (
+            _bad(size=1, hht=3, hht2=6),
+            "detailed_household_type",
+            "a 1-person household cannot have children of the householder",
+        ),
+        (_bad(hht2=5), "detailed_household_type", "does not agree with the household type"),
+        (_bad(size=0), "household_size", "an occupied unit needs its household size"),
+        (_bad(hht=2, hht2=11, size=1), "household_type", "lives alone exactly when"),
+        (_bad(u18=0), "under_18", "has people under 18"),
+        (_bad(age=8), "over_65", "aged 65 or over is a person aged 65 or over"),
+    ],
+)
+def test_inconsistent_units_are_refused_naming_file_line_and_column(
+    tmp_path, rows, column, fragment
+):
+    src = tmp_path / "units.csv"
+    _frame(rows).write_csv(src)
+    with pytest.raises(InputError) as e:
+        read_units(src, HOUSING_UNITS)
+    msg = str(e.value)
+    assert str(src) in msg and f"line {len(rows) + 1}" in msg and f"column '{column}'" in msg
+    assert fragment in msg and e.value.column == column
+
+
+def test_the_count_of_rows_sharing_a_problem_is_given(tmp_path):
+    src = tmp_path / "units.csv"
+    rows = [*GOOD, {**GOOD[0], "hht2": 5}, {**GOOD[0], "hht2": 9}]
+    _frame(rows).write_csv(src)
+    with pytest.raises(InputError, match=r"line 7.*\(and 1 more such row\)"):
+        read_units(src, HOUSING_UNITS)
+
+
+def test_missing_columns_and_bad_blocks_are_named(tmp_path):
+    src = tmp_path / "units.csv"
+    _frame(GOOD).drop("householder_race").write_csv(src)
+    with pytest.raises(InputError, match=r"missing required column\(s\) \['householder_race'\]"):
+        read_units(src, HOUSING_UNITS)
+    _frame(GOOD).with_columns(pl.lit("0100102010010").alias("block_geoid")).write_csv(src)
+    with pytest.raises(InputError, match=r"line 2, column 'block_geoid': block_geoid must be 15"):
+        read_units(src, HOUSING_UNITS)
+    with pytest.raises(InputError, match="file not found"):
+        read_units(tmp_path / "nope.csv", HOUSING_UNITS)
+
+
+def test_every_rule_can_fire_and_consistent_units_break_none():
+    """No rule is dead (each refuses some of 200,000 random units) and the consistent units
+    above satisfy all of them."""
+    rng = np.random.default_rng(0)
+    t = rng.integers(0, HOUSING_UNITS.n_types, 200_000)
+    random_units = pl.DataFrame(HOUSING_UNITS.decode(t))
+    good = _frame(GOOD).drop("block_geoid").cast(pl.Int64)
+    for rule in HOUSING_UNITS.rules:
+        assert random_units.select(rule.broken.any()).item(), rule.name
+        assert not good.select(rule.broken.any()).item(), rule.name
