@@ -20,14 +20,12 @@ import argparse
 import json
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
 import polars as pl  # noqa: E402
-import psutil  # noqa: E402
 
-from benchmarks.common import machine, record  # noqa: E402
+from benchmarks.common import TreeSampler, machine, record  # noqa: E402
 from tabrecon.schema import write_microdata  # noqa: E402
 from tabrecon.synth import SynthConfig, synthesize  # noqa: E402
 
@@ -48,35 +46,6 @@ def make_state(path: Path, persons: int, counties: int, seed: int = 0) -> int:
     return pl.scan_parquet(path).select(pl.len()).collect().item()
 
 
-class Sampler(threading.Thread):
-    """Peak resident memory (MiB) of a process tree plus extra processes (the Dask workers)."""
-
-    def __init__(self, pid: int, extra: list[int]) -> None:
-        super().__init__(daemon=True)
-        self.pid, self.extra, self.peak_total, self.peak_main, self.stop = (
-            pid,
-            extra,
-            0.0,
-            0.0,
-            False,
-        )
-
-    def run(self) -> None:
-        while not self.stop:
-            try:
-                root = psutil.Process(self.pid)
-                procs = [root, *root.children(recursive=True)]
-                for e in self.extra:
-                    p = psutil.Process(e)
-                    procs += [p, *p.children(recursive=True)]
-                rss = {p.pid: p.memory_info().rss for p in procs if p.is_running()}
-                self.peak_total = max(self.peak_total, sum(rss.values()) / 2**20)
-                self.peak_main = max(self.peak_main, rss.get(self.pid, 0) / 2**20)
-            except psutil.Error:
-                pass
-            time.sleep(0.5)
-
-
 def run_audit(src: Path, out: Path, extra_args: list[str], extra_pids: list[int]) -> dict:
     cmd = [
         sys.executable,
@@ -95,7 +64,7 @@ def run_audit(src: Path, out: Path, extra_args: list[str], extra_pids: list[int]
     ]
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    s = Sampler(proc.pid, extra_pids)
+    s = TreeSampler(proc.pid, extra_pids)
     s.start()
     _, err = proc.communicate()
     s.stop = True

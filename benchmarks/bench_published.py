@@ -16,7 +16,7 @@ from pathlib import Path
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-from benchmarks.common import children_peak_rss_mib, machine, peak_rss_mib, record  # noqa: E402
+from benchmarks.common import machine, peak_rss_mib, record, worker_peak_rss_mib  # noqa: E402
 from tabrecon.attacks.reconstruct import reconstruct  # noqa: E402
 from tabrecon.download import api_name  # noqa: E402
 from tabrecon.published import read_tables  # noqa: E402
@@ -74,7 +74,7 @@ def main() -> None:
         total = t_wide + t_rec
         print(f"read + reconstruct: {total:.1f} s (target <= 120 s)")
     print(
-        f"peak memory: {peak_rss_mib():,.0f} MiB main, {children_peak_rss_mib():,.0f} MiB largest "
+        f"peak memory: {peak_rss_mib():,.0f} MiB main, {worker_peak_rss_mib():,.0f} MiB largest "
         "worker"
     )
 

@@ -15,7 +15,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
 
-from benchmarks.common import REAL, children_peak_rss_mib, machine, peak_rss_mib, record  # noqa: E402
+from benchmarks.common import REAL, machine, peak_rss_mib, record, worker_peak_rss_mib  # noqa: E402
 from benchmarks.peer_slot_model import build_slot_model  # noqa: E402
 from tabrecon.attacks.reconstruct import reconstruct, reconstruct_tract  # noqa: E402
 from tabrecon.attacks.solvers import SolverOptions, solve  # noqa: E402
@@ -144,7 +144,7 @@ def main() -> None:
         report(f"synthetic {level} auto (default) staged", run, wall, core, md)
     print(
         f"\npeak memory: main process {peak_rss_mib():,.0f} MiB, largest worker "
-        f"{children_peak_rss_mib():,.0f} MiB"
+        f"{worker_peak_rss_mib():,.0f} MiB"
     )
 
 

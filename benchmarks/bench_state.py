@@ -27,7 +27,7 @@ from pathlib import Path
 
 import polars as pl
 
-from benchmarks.bench_audit import Sampler, make_state, run_audit  # noqa: F401
+from benchmarks.bench_audit import make_state, run_audit
 from benchmarks.common import machine, record
 
 US_2010 = 308_745_538

@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from benchmarks.common import REAL, children_peak_rss_mib, machine, peak_rss_mib, record  # noqa: E402
+from benchmarks.common import REAL, machine, peak_rss_mib, record, worker_peak_rss_mib  # noqa: E402
 from tabrecon.defenses.topdown import dhc2023_like, topdown  # noqa: E402
 from tabrecon.metrics.accuracy import tvd_by_level  # noqa: E402
 from tabrecon.schema import read_microdata  # noqa: E402
@@ -64,7 +64,7 @@ def main() -> None:
         syn = synthesize(SynthConfig(persons=args.synthetic), seed=9)
         compare("synthetic county", syn, args)
     print(
-        f"peak memory: {peak_rss_mib():,.0f} MiB main process, {children_peak_rss_mib():,.0f} MiB "
+        f"peak memory: {peak_rss_mib():,.0f} MiB main process, {worker_peak_rss_mib():,.0f} MiB "
         "largest worker"
     )
 

@@ -10,9 +10,12 @@ import os
 import platform
 import resource
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+
+import psutil
 
 ROOT = Path(__file__).resolve().parents[1]
 REAL = ROOT.parent / "shared" / "data" / "census2010_rhdf_28tracts.csv.gz"
@@ -37,8 +40,54 @@ def peak_rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def children_peak_rss_mib() -> float:
-    return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+class TreeSampler(threading.Thread):
+    """Peak resident memory (MiB) of a process tree plus extra processes (Dask workers), sampled
+    every ``interval`` seconds: the whole tree, the root process, and the largest other process.
+
+    getrusage(RUSAGE_CHILDREN) cannot stand in for it: the pools' forkserver workers are the
+    forkserver's children, never waited for by this process, so it printed a few MiB for workers
+    that held hundreds."""
+
+    def __init__(self, pid: int, extra: list[int] | None = None, interval: float = 0.5) -> None:
+        super().__init__(daemon=True)
+        self.pid, self.extra, self.interval = pid, list(extra or []), interval
+        self.peak_total = self.peak_main = self.peak_child = 0.0
+        self.stop = False
+
+    def sample(self) -> None:
+        try:
+            root = psutil.Process(self.pid)
+            procs = [root, *root.children(recursive=True)]
+            for e in self.extra:
+                p = psutil.Process(e)
+                procs += [p, *p.children(recursive=True)]
+            rss = {}
+            for p in procs:
+                with contextlib.suppress(psutil.Error):
+                    rss[p.pid] = p.memory_info().rss / 2**20
+        except psutil.Error:
+            return
+        self.peak_total = max(self.peak_total, sum(rss.values()))
+        self.peak_main = max(self.peak_main, rss.get(self.pid, 0.0))
+        others = [v for k, v in rss.items() if k != self.pid]
+        self.peak_child = max(self.peak_child, max(others, default=0.0))
+
+    def run(self) -> None:
+        while not self.stop:
+            self.sample()
+            time.sleep(self.interval)
+
+
+_SAMPLER: TreeSampler | None = None
+
+
+def worker_peak_rss_mib() -> float:
+    """Peak resident memory (MiB) of the largest process below this one (a pool worker, the
+    forkserver) since :func:`record` started the benchmark; NaN outside :func:`record`."""
+    if _SAMPLER is None:
+        return float("nan")
+    _SAMPLER.sample()
+    return _SAMPLER.peak_child
 
 
 class _Tee(io.TextIOBase):
@@ -63,6 +112,9 @@ def record(name: str, main: Callable[[], dict | None]) -> None:
     side by side in this one run -- to ``benchmarks/results/<name>.json`` with the machine, the
     command, the date and the wall time, beside printing them; a dict ``main`` returns is kept
     as ``figures``."""
+    global _SAMPLER
+    _SAMPLER = TreeSampler(os.getpid())
+    _SAMPLER.start()
     tee = _Tee(sys.stdout)  # type: ignore[arg-type]
     started = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
     t0 = time.perf_counter()
@@ -77,6 +129,7 @@ def record(name: str, main: Callable[[], dict | None]) -> None:
         "started_utc": started,
         "seconds": round(time.perf_counter() - t0, 1),
         "peak_rss_mib": round(peak_rss_mib(), 1),
+        "peak_rss_tree_mib": round(_SAMPLER.peak_total, 1),
         "lines": [ln for ln in tee.lines + [tee._part] if ln.strip()],
     }
     if figures:  # the benchmark's own structured figures, beside the lines it printed
