@@ -148,3 +148,17 @@ def test_every_rule_can_fire_and_consistent_units_break_none():
     for rule in HOUSING_UNITS.rules:
         assert random_units.select(rule.broken.any()).item(), rule.name
         assert not good.select(rule.broken.any()).item(), rule.name
+
+
+def test_feasible_types_are_exactly_those_no_rule_refuses():
+    """The support count models will be built over: every consistent unit's type is in it, and
+    every type in it passes every rule when decoded."""
+    assert (PERSONS.feasible_types() == np.arange(N_TYPES)).all()
+    feas = HOUSING_UNITS.feasible_types(batch=3_000_000)
+    assert feas.size == 87_787 and (np.diff(feas) > 0).all()
+    units = pl.DataFrame(HOUSING_UNITS.decode(feas))
+    for rule in HOUSING_UNITS.rules:
+        assert not units.select(rule.broken.any()).item(), rule.name
+    good = _frame(GOOD).drop("block_geoid").cast(pl.Int64)
+    t = HOUSING_UNITS.encode({c: good[c].to_numpy() for c in good.columns})
+    assert np.isin(t, feas).all()
