@@ -12,6 +12,7 @@ from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import polars as pl
 
 from .errors import InputError, TabreconError
@@ -72,6 +73,17 @@ def read_text_frame(
         raise InputError(
             f"cannot be read as {'Parquet' if p.endswith('.parquet') else 'CSV'}: {first}", path=p
         ) from None
+
+
+def read_rows(
+    path: str | Path, counties: Collection[str] | None = None
+) -> tuple[pl.DataFrame, np.ndarray | None]:
+    """:func:`read_text_frame` without its ``__line`` column, and that column's file lines
+    (None when every row was read: row i is then line i + 2), for errors naming the line."""
+    df = read_text_frame(path, counties)
+    if "__line" not in df.columns:
+        return df, None
+    return df.drop("__line"), df["__line"].to_numpy()
 
 
 def _atomic(path: str | Path, write: Callable[[Path], Any]) -> Path:

@@ -30,9 +30,9 @@ import polars as pl
 
 from ..errors import InputError, TabreconError
 from ..geo import prefix
-from ..io import read_text_frame, scan_text, write_frame
+from ..io import read_rows, scan_text, write_frame
 from .catalog import HOUSING_UNITS
-from .spec import Attribute, Schema
+from .spec import Attribute, Schema, refuse_rows
 
 RACES: tuple[str, ...] = ("white", "black", "aian", "asian", "nhpi", "sor")
 RACE_LABELS: dict[str, str] = {
@@ -421,26 +421,6 @@ def from_arrays(
     )
 
 
-def _fail_rows(
-    path: str,
-    bad: np.ndarray,
-    column: str,
-    message: str,
-    values: pl.Series | None = None,
-    lines: np.ndarray | None = None,
-) -> None:
-    """Raise for the first bad row; ``lines`` maps frame rows to file lines when rows were
-    filtered."""
-    rows = np.flatnonzero(bad)
-    if rows.size:
-        r = int(rows[0])
-        shown = f" (got {values[r]!r})" if values is not None else ""
-        line = int(lines[r]) if lines is not None else r + 2
-        raise InputError(
-            f"{message}{shown}", path=path, line=line, column=column, more=rows.size - 1
-        )
-
-
 def county_persons(path: str | Path) -> pl.DataFrame:
     """Persons per county (``county`` = state+county code, ``persons``) read from the geoid column
     alone, streaming: how the audit plans its chunks without loading the file."""
@@ -464,7 +444,7 @@ def _int_column(
     s = df[col].str.strip_chars()
     as_int = s.cast(pl.Int64, strict=False)
     bad = as_int.is_null().to_numpy()
-    _fail_rows(path, bad, col, "not an integer", s, lines)
+    refuse_rows(path, bad, col, "not an integer", s, lines)
     return as_int.to_numpy()
 
 
@@ -485,11 +465,7 @@ def read_microdata(path: str | Path, counties: Collection[str] | None = None) ->
     ``counties`` (5-digit state+county codes) only those counties' rows are read, streaming.
     """
     p = str(path)
-    df = read_text_frame(p, counties)
-    lines = None
-    if "__line" in df.columns:
-        lines = df["__line"].to_numpy()
-        df = df.drop("__line")
+    df, lines = read_rows(p, counties)
     missing = [c for c in REQUIRED_COLUMNS if c not in df.columns]
     if missing:
         unknown = [c for c in df.columns if c not in BASE_COLUMNS]
@@ -500,7 +476,7 @@ def read_microdata(path: str | Path, counties: Collection[str] | None = None) ->
         raise InputError(f"no person records{where}", path=p)
     geo = df["block_geoid"].str.strip_chars()
     bad = (~geo.str.contains(r"^\d{15}$")).fill_null(True).to_numpy()
-    _fail_rows(
+    refuse_rows(
         path=p,
         bad=bad,
         column="block_geoid",
@@ -513,9 +489,9 @@ def read_microdata(path: str | Path, counties: Collection[str] | None = None) ->
     sv = sex_s.to_numpy()
     sex[sv == "male"] = 0
     sex[sv == "female"] = 1
-    _fail_rows(p, sex < 0, "sex", "sex must be 'male' or 'female'", df["sex"], lines)
+    refuse_rows(p, sex < 0, "sex", "sex must be 'male' or 'female'", df["sex"], lines)
     age = _int_column(df, "age", p, lines)
-    _fail_rows(p, age < 0, "age", "age must be >= 0", df["age"], lines)
+    refuse_rows(p, age < 0, "age", "age must be >= 0", df["age"], lines)
     if (age > AGE_MAX).any():
         over = np.flatnonzero(age > AGE_MAX)
         first = int(lines[over[0]]) if lines is not None else int(over[0]) + 2
@@ -528,9 +504,9 @@ def read_microdata(path: str | Path, counties: Collection[str] | None = None) ->
     bits = np.zeros(df.height, dtype=np.int16)
     for i, r in enumerate(RACES):
         v = _int_column(df, r, p, lines)
-        _fail_rows(p, (v != 0) & (v != 1), r, "race flag must be 0 or 1", df[r], lines)
+        refuse_rows(p, (v != 0) & (v != 1), r, "race flag must be 0 or 1", df[r], lines)
         bits |= v.astype(np.int16) << i
-    _fail_rows(
+    refuse_rows(
         p,
         bits == 0,
         "white",
@@ -538,13 +514,13 @@ def read_microdata(path: str | Path, counties: Collection[str] | None = None) ->
         lines=lines,
     )
     hisp = _int_column(df, "hispanic", p, lines)
-    _fail_rows(
+    refuse_rows(
         p, (hisp != 0) & (hisp != 1), "hispanic", "hispanic must be 0 or 1", df["hispanic"], lines
     )
     age_max = None
     if "age_max" in df.columns:  # an age known only to a range: age is its first year
         age_max = _int_column(df, "age_max", p, lines)
-        _fail_rows(
+        refuse_rows(
             p,
             (age_max < np.minimum(age, AGE_MAX)) | (age_max > AGE_MAX),
             "age_max",
@@ -555,7 +531,7 @@ def read_microdata(path: str | Path, counties: Collection[str] | None = None) ->
     if "agebin" in df.columns:
         ab = df["agebin"].str.strip_chars().to_numpy()
         expect = age_labels(np.minimum(age, AGE_MAX), age_max)
-        _fail_rows(p, ab != expect, "agebin", "agebin does not match age", df["agebin"], lines)
+        refuse_rows(p, ab != expect, "agebin", "agebin does not match age", df["agebin"], lines)
     age_exact = None
     if "age_exact" in df.columns:
         age_exact = _int_column(df, "age_exact", p, lines).astype(bool)

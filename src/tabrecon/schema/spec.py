@@ -32,7 +32,7 @@ import numpy as np
 import polars as pl
 
 from ..errors import InputError, TabreconError
-from ..io import read_text_frame, write_frame
+from ..io import read_rows, write_frame
 
 
 @dataclass(frozen=True)
@@ -178,6 +178,30 @@ class Schema:
                 )
 
 
+def refuse_rows(
+    path: str,
+    bad: np.ndarray,
+    column: str,
+    message: str,
+    values: pl.Series | None = None,
+    lines: np.ndarray | None = None,
+) -> None:
+    """Raise :class:`InputError` for the first true row of ``bad``: file, line (``lines`` maps
+    frame rows to file lines when rows were filtered; else row i is line i + 2), column, the
+    value found and how many more rows share the problem."""
+    rows = np.flatnonzero(bad)
+    if rows.size:
+        r = int(rows[0])
+        shown = f" (got {values[r]!r})" if values is not None else ""
+        raise InputError(
+            f"{message}{shown}",
+            path=path,
+            line=int(lines[r]) if lines is not None else r + 2,
+            column=column,
+            more=rows.size - 1,
+        )
+
+
 def _columns_of(rule: Rule, schema: Schema) -> list[str]:
     """The attributes a rule reads, in schema order (shown with the refused row)."""
     used = set(rule.broken.meta.root_names())
@@ -220,11 +244,7 @@ def read_units(path: str | Path, schema: Schema) -> Units:
     schema are carried through untouched.
     """
     p = str(path)
-    df = read_text_frame(p, None)
-    lines = None
-    if "__line" in df.columns:
-        lines = df["__line"].to_numpy()
-        df = df.drop("__line")
+    df, lines = read_rows(p)
     need = ["block_geoid", *schema.names]
     missing = [c for c in need if c not in df.columns]
     if missing:
@@ -235,24 +255,14 @@ def read_units(path: str | Path, schema: Schema) -> Units:
     if df.height == 0:
         raise InputError(f"no {schema.unit} records", path=p)
 
-    def fail(bad: np.ndarray, column: str, message: str, values: pl.Series) -> None:
-        rows = np.flatnonzero(bad)
-        if rows.size:
-            i = int(rows[0])
-            raise InputError(
-                f"{message} (got {values[i]!r})",
-                path=p,
-                line=int(lines[i]) if lines is not None else i + 2,
-                column=column,
-                more=rows.size - 1,
-            )
-
     geo = df["block_geoid"].cast(pl.Utf8).str.strip_chars()
-    fail(
+    refuse_rows(
+        p,
         (~geo.str.contains(r"^\d{15}$")).fill_null(True).to_numpy(),
         "block_geoid",
         "block_geoid must be 15 digits (state 2, county 3, tract 6, block 4)",
         geo,
+        lines,
     )
     codes: dict[str, np.ndarray] = {}
     for a in schema.attributes:
@@ -265,11 +275,8 @@ def read_units(path: str | Path, schema: Schema) -> Units:
         v = as_int.fill_null(looked)
         known = v.is_not_null().to_numpy()
         known[known] = a.index(v.drop_nulls().to_numpy()) >= 0
-        fail(
-            ~known,
-            a.name,
-            f"not a category of {a.name} (codes {_listing(a)})",
-            raw,
+        refuse_rows(
+            p, ~known, a.name, f"not a category of {a.name} (codes {_listing(a)})", raw, lines
         )
         codes[a.name] = v.to_numpy().astype(np.int64)
     schema.check(pl.DataFrame(codes), p, lines)
