@@ -34,6 +34,13 @@ def synth(
     seed: Seed = 0,
     state: Annotated[str, typer.Option(help="2-digit state code of the geoids")] = "99",
     county: Annotated[str, typer.Option(help="3-digit county code of the geoids")] = "001",
+    households: Annotated[
+        Path | None,
+        typer.Option(
+            help="Also write the county's housing units here (.csv[.gz] or .parquet): persons then "
+            "get household roles (householder, spouse, partner, child, relative, nonrelative)"
+        ),
+    ] = None,
 ) -> None:
     """Write a realistic synthetic county and print its calibration against 2010 figures."""
     from ..schema import write_microdata
@@ -43,13 +50,33 @@ def synth(
     if not (state.isdigit() and len(state) == 2 and county.isdigit() and len(county) == 3):
         raise TabreconError("--state must be 2 digits and --county 3 digits")
     check_suffix(out)
-    md = synthesize(SynthConfig(persons=persons, state=state, county=county), seed=seed)
+    cfg = SynthConfig(persons=persons, state=state, county=county)
+    if households is None:
+        md = synthesize(cfg, seed=seed)
+    else:
+        from ..households import household_calibration, synthesize_households
+        from ..schema.spec import write_units
+
+        check_suffix(households)
+        md, units = synthesize_households(cfg, seed=seed)
     write_microdata(md, out)
     console.print(f"wrote {len(md):,} persons in {len(md.geoids):,} blocks to {out} (seed {seed})")
     rows = [list(r) for r in calibration(md)]
     console.print(
         table("calibration (measured vs 2010 target)", ["figure", "measured", "target"], rows)
     )
+    if households is not None:
+        write_units(units, households)
+        occupied = int((units.codes["vacancy_status"] == 0).sum())
+        console.print(f"wrote {len(units):,} housing units ({occupied:,} occupied) to {households}")
+        rows = [list(r) for r in household_calibration(md, units)]
+        console.print(
+            table(
+                "housing units (share measured vs 2010 SF1 / C2010BR-14)",
+                ["figure", "measured", "target"],
+                rows,
+            )
+        )
 
 
 @app.command()
