@@ -10,7 +10,8 @@ import numpy as np
 import polars as pl
 import pytest
 
-from tabrecon.households import household_calibration, synthesize_households
+from tabrecon.errors import InputError
+from tabrecon.households import check_households, household_calibration, synthesize_households
 from tabrecon.schema import read_microdata, write_microdata
 from tabrecon.schema.catalog import HOUSING_UNITS
 from tabrecon.schema.spec import read_units, write_units
@@ -112,3 +113,92 @@ def test_synth_command_writes_both_files_or_nothing(tmp_path):
     )
     assert bad.returncode == 2 and "u.txt" in bad.stderr and "Traceback" not in bad.stderr
     assert not (tmp_path / "q.csv").exists()
+
+
+def _pair(tmp_path, seed=2):
+    md, units = synthesize_households(SynthConfig(persons=2_000), seed=seed)
+    return md, units
+
+
+def _broken(tmp_path, what):
+    """The synthetic files with one kind of disagreement planted in two rows."""
+    md, units = _pair(tmp_path)
+    p = md.to_frame().with_columns(md.extra)
+    u = units.to_frame()
+    vac = u.with_row_index().filter(pl.col("vacancy_status") != 0)["index"].to_list()
+    heads = p.with_row_index().filter(pl.col("relationship") == "householder")["index"].to_list()
+    if what == "no householder":
+        big = u.filter(pl.col("household_size") >= 2)["unit_id"].to_list()[:2]
+        rows = (
+            p.with_row_index()
+            .filter(pl.col("household_id").is_in(big) & (pl.col("relationship") == "householder"))[
+                "index"
+            ]
+            .to_list()
+        )
+        p = p.with_columns(
+            pl.when(pl.int_range(pl.len()).is_in(rows))
+            .then(pl.lit("other relative"))
+            .otherwise(pl.col("relationship"))
+            .alias("relationship")
+        )
+    elif what == "size":
+        mid = u.with_row_index().filter(pl.col("household_size").is_between(3, 5))["index"]
+        u = u.with_columns(
+            pl.when(pl.int_range(pl.len()).is_in(mid.to_list()[:2]))
+            .then(pl.col("household_size") + 1)
+            .otherwise(pl.col("household_size"))
+            .alias("household_size")
+        )
+    elif what == "person in a vacant unit":
+        v = u["unit_id"][vac[0]]
+        p = p.with_columns(
+            pl.when(pl.int_range(pl.len()).is_in(heads[:2]))
+            .then(pl.lit(v))
+            .otherwise(pl.col("household_id"))
+            .alias("household_id")
+        )
+    elif what == "unknown household":
+        p = p.with_columns(
+            pl.when(pl.int_range(pl.len()).is_in(heads[:2]))
+            .then(pl.lit(10**9))
+            .otherwise(pl.col("household_id"))
+            .alias("household_id")
+        )
+    p.write_csv(tmp_path / "p.csv")
+    u.write_csv(tmp_path / "u.csv")
+    return tmp_path / "p.csv", tmp_path / "u.csv"
+
+
+def test_consistent_files_pass_the_cross_check(tmp_path):
+    md, units = _pair(tmp_path)
+    write_microdata(md, tmp_path / "p.csv")
+    write_units(units, tmp_path / "u.csv")
+    n = check_households(
+        read_microdata(tmp_path / "p.csv"), read_units(tmp_path / "u.csv", HOUSING_UNITS)
+    )
+    assert n == md.extra["household_id"].n_unique()
+
+
+@pytest.mark.parametrize(
+    ("what", "file", "column", "fragment"),
+    [
+        ("no householder", "u.csv", "unit_id", "exactly one householder"),
+        ("size", "u.csv", "household_size", "differs from the number of its persons"),
+        ("person in a vacant unit", "p.csv", "household_id", "says is vacant"),
+        ("unknown household", "p.csv", "household_id", "is no unit_id"),
+    ],
+)
+def test_inconsistent_households_are_named_with_their_count(tmp_path, what, file, column, fragment):
+    p, u = _broken(tmp_path, what)
+    with pytest.raises(InputError) as e:
+        check_households(read_microdata(p), read_units(u, HOUSING_UNITS))
+    msg = str(e.value)
+    assert file in msg and f"column '{column}'" in msg and fragment in msg, msg
+    assert "(and 1 more such row)" in msg, msg
+    cli = subprocess.run(
+        [sys.executable, "-m", "tabrecon.cli", "check-households", str(p), str(u)],
+        capture_output=True,
+        text=True,
+    )
+    assert cli.returncode == 2 and fragment in cli.stderr and "Traceback" not in cli.stderr

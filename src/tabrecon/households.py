@@ -25,9 +25,10 @@ from dataclasses import replace
 import numpy as np
 import polars as pl
 
+from .errors import InputError
 from .schema import AGE_MAX, Microdata
 from .schema.catalog import HOUSING_UNITS
-from .schema.spec import Units
+from .schema.spec import Units, refuse_rows
 from .synth import SynthConfig, age_pmf, draw_races, synthesize
 
 #: 2010 Census, United States: counts the synthesis is calibrated to (and reported against).
@@ -336,3 +337,108 @@ def household_calibration(persons: Microdata, units: Units) -> list[tuple[str, f
     )
     out.append(("mean household size", len(persons) / max(n_occ, 1), 300.8 / 116.7))
     return out
+
+
+def check_households(persons: Microdata, units: Units) -> int:
+    """Check that a person file and a housing-unit file describe the same households; return the
+    number of occupied units checked.
+
+    Persons carry ``household_id`` (and, when present, ``relationship``); units carry ``unit_id``.
+    Raises :class:`tabrecon.errors.InputError` for the first kind of disagreement found, naming the
+    file, line and column of its first row and how many more rows share it: a person whose
+    household is no unit, or a vacant unit, or lies in another block; an occupied unit without
+    persons, or without exactly one householder, or whose size, householder age, race or Hispanic
+    origin, or presence of people under 18 or 65 and over differs from its members.
+    """
+    pe = persons.extra
+    if pe is None or "household_id" not in pe.columns:
+        raise InputError(
+            "no household_id column: persons cannot be linked to units", path=persons.source
+        )
+    if units.extra is None or "unit_id" not in units.extra.columns:
+        raise InputError("no unit_id column: units cannot be linked to persons", path=units.source)
+    hid = pe["household_id"].to_numpy().astype(np.int64)
+    uid = units.extra["unit_id"].to_numpy().astype(np.int64)
+    P, U = persons.source, units.source
+    order = np.argsort(uid)
+    if (np.diff(uid[order]) == 0).any():
+        refuse_rows(U, _dupes(uid), "unit_id", "unit_id repeated", pl.Series(uid))
+    pos = np.clip(np.searchsorted(uid[order], hid), 0, uid.size - 1)
+    row = order[pos]  # each person's unit row
+    refuse_rows(
+        P,
+        uid[row] != hid,
+        "household_id",
+        "household_id is no unit_id of the unit file",
+        pl.Series(hid),
+    )
+    c = units.codes
+    refuse_rows(
+        P,
+        c["vacancy_status"][row] != 0,
+        "household_id",
+        "a person lives in a unit the unit file says is vacant",
+        pl.Series(hid),
+    )
+    refuse_rows(
+        P,
+        persons.block_geoid != units.block_geoid[row],
+        "block_geoid",
+        "a person's block is not the block of their housing unit",
+        pl.Series(persons.block_geoid),
+    )
+    occ = np.flatnonzero(c["vacancy_status"] == 0)
+    members = np.bincount(row, minlength=len(units))
+    refuse_rows(
+        U,
+        np.isin(np.arange(len(units)), occ) & (members == 0),
+        "vacancy_status",
+        "an occupied unit has no persons in the person file",
+    )
+    refuse_rows(
+        U,
+        np.isin(np.arange(len(units)), occ) & (c["household_size"] != np.minimum(members, 7)),
+        "household_size",
+        "household size differs from the number of its persons",
+        pl.Series(c["household_size"]),
+    )
+    age = persons.age.astype(np.int64)
+    flags = {
+        "under_18": np.bincount(row, weights=age < 18, minlength=len(units)) > 0,
+        "over_65": np.bincount(row, weights=age >= 65, minlength=len(units)) > 0,
+    }
+    for col, has in flags.items():
+        refuse_rows(
+            U,
+            np.isin(np.arange(len(units)), occ) & (c[col] != has),
+            col,
+            f"{col} differs from the ages of the unit's persons",
+            pl.Series(c[col]),
+        )
+    if "relationship" in pe.columns:
+        head = pe["relationship"].to_numpy() == "householder"
+        heads = np.bincount(row[head], minlength=len(units))
+        refuse_rows(
+            U,
+            np.isin(np.arange(len(units)), occ) & (heads != 1),
+            "unit_id",
+            "an occupied unit needs exactly one householder among its persons",
+            pl.Series(heads),
+        )
+        h = np.flatnonzero(head)
+        at = row[h]
+        band = np.searchsorted([25, 35, 45, 55, 60, 65, 75, 85], age[h], side="right") + 1
+        for col, want in (
+            ("householder_age", np.where(age[h] >= 15, band, -1)),
+            ("householder_race", _race_group(persons.race[h], persons.hisp[h])),
+            ("hispanic_householder", persons.hisp[h].astype(np.int64) + 1),
+        ):
+            bad = np.zeros(len(units), dtype=bool)
+            bad[at[c[col][at] != want]] = True
+            refuse_rows(U, bad, col, f"{col} differs from the householder's", pl.Series(c[col]))
+    return int(occ.size)
+
+
+def _dupes(v: np.ndarray) -> np.ndarray:
+    _, inv, cnt = np.unique(v, return_inverse=True, return_counts=True)
+    return cnt[inv] > 1

@@ -1,4 +1,5 @@
-"""Commands that publish: ``synth``, ``tabulate``, ``tables list|describe``, ``check-tables``."""
+"""Commands that publish: ``synth``, ``tabulate``, ``tables list|describe``, ``check-tables``,
+``check-households``."""
 
 from __future__ import annotations
 
@@ -178,6 +179,27 @@ def check_tables(
     if len(rep.violations) > limit:
         console.print(f"... and {len(rep.violations) - limit} more")
     raise typer.Exit(1)
+
+
+@app.command("check-households")
+def check_households(
+    persons: Annotated[Path, typer.Argument(help="Person file with household_id (relationship)")],
+    units: Annotated[Path, typer.Argument(help="Housing-unit file with unit_id")],
+) -> None:
+    """Check that a person file and a housing-unit file describe the same households (exit 2
+    naming the file, line and column of the first disagreement and how many rows share it)."""
+    from ..households import check_households as _check
+    from ..schema import read_microdata
+    from ..schema.catalog import HOUSING_UNITS
+    from ..schema.spec import read_units
+
+    md = read_microdata(persons)
+    hu = read_units(units, HOUSING_UNITS)
+    n = _check(md, hu)
+    console.print(
+        f"[green]consistent[/green]: {len(md):,} persons in {n:,} occupied units "
+        f"({len(hu) - n:,} vacant) of {len(set(hu.block_geoid.tolist())):,} blocks"
+    )
 
 
 @app.command()
