@@ -250,7 +250,6 @@ def synthesize_households(
         [with_kids[rest], family[rest], np.ones(rest.sum(), bool)], [6, 7, 8]
     ) + np.where(female[rest], 0, 4)
     race_group = _race_group(md.race[start], md.hisp[start])
-    age_band = np.searchsorted([25, 35, 45, 55, 60, 65, 75, 85], hh_age, side="right") + 1
     occ = {
         "tenure": rng.choice(3, size=n_hh, p=_tenure_shares()) + 1,
         "vacancy_status": np.zeros(n_hh, dtype=np.int64),
@@ -260,7 +259,7 @@ def synthesize_households(
         "under_18": under18.astype(np.int64),
         "over_65": over65.astype(np.int64),
         "hispanic_householder": md.hisp[start].astype(np.int64) + 1,
-        "householder_age": age_band,
+        "householder_age": _age_band(hh_age),
         "householder_race": race_group,
     }
     # vacant units: per block, in proportion to its occupied units (2010: H3 / H5)
@@ -282,6 +281,11 @@ def synthesize_households(
         persons.source,
     )
     return persons, units
+
+
+def _age_band(age: np.ndarray) -> np.ndarray:
+    """``householder_age`` code (1-9: 15-24 ... 85+) of each age of 15 or more."""
+    return np.searchsorted([25, 35, 45, 55, 60, 65, 75, 85], age, side="right") + 1
 
 
 def _race_group(race: np.ndarray, hisp: np.ndarray) -> np.ndarray:
@@ -387,17 +391,17 @@ def check_households(persons: Microdata, units: Units) -> int:
         "a person's block is not the block of their housing unit",
         pl.Series(persons.block_geoid),
     )
-    occ = np.flatnonzero(c["vacancy_status"] == 0)
+    is_occ = c["vacancy_status"] == 0
     members = np.bincount(row, minlength=len(units))
     refuse_rows(
         U,
-        np.isin(np.arange(len(units)), occ) & (members == 0),
+        is_occ & (members == 0),
         "vacancy_status",
         "an occupied unit has no persons in the person file",
     )
     refuse_rows(
         U,
-        np.isin(np.arange(len(units)), occ) & (c["household_size"] != np.minimum(members, 7)),
+        is_occ & (c["household_size"] != np.minimum(members, 7)),
         "household_size",
         "household size differs from the number of its persons",
         pl.Series(c["household_size"]),
@@ -410,7 +414,7 @@ def check_households(persons: Microdata, units: Units) -> int:
     for col, has in flags.items():
         refuse_rows(
             U,
-            np.isin(np.arange(len(units)), occ) & (c[col] != has),
+            is_occ & (c[col] != has),
             col,
             f"{col} differs from the ages of the unit's persons",
             pl.Series(c[col]),
@@ -420,23 +424,22 @@ def check_households(persons: Microdata, units: Units) -> int:
         heads = np.bincount(row[head], minlength=len(units))
         refuse_rows(
             U,
-            np.isin(np.arange(len(units)), occ) & (heads != 1),
+            is_occ & (heads != 1),
             "unit_id",
             "an occupied unit needs exactly one householder among its persons",
             pl.Series(heads),
         )
         h = np.flatnonzero(head)
         at = row[h]
-        band = np.searchsorted([25, 35, 45, 55, 60, 65, 75, 85], age[h], side="right") + 1
         for col, want in (
-            ("householder_age", np.where(age[h] >= 15, band, -1)),
+            ("householder_age", np.where(age[h] >= 15, _age_band(age[h]), -1)),
             ("householder_race", _race_group(persons.race[h], persons.hisp[h])),
             ("hispanic_householder", persons.hisp[h].astype(np.int64) + 1),
         ):
             bad = np.zeros(len(units), dtype=bool)
             bad[at[c[col][at] != want]] = True
             refuse_rows(U, bad, col, f"{col} differs from the householder's", pl.Series(c[col]))
-    return int(occ.size)
+    return int(is_occ.sum())
 
 
 def _dupes(v: np.ndarray) -> np.ndarray:
