@@ -158,8 +158,8 @@ def synthesize_households(
     n_hh = int(hh.max()) + 1
     size = np.bincount(hh, minlength=n_hh)
     start = np.concatenate([[0], np.cumsum(size)[:-1]])
-    if not (np.diff(hh) >= 0).all():  # households are runs of consecutive persons
-        raise AssertionError("synthesize() no longer writes households as runs")
+    if not (np.diff(hh) >= 0).all():  # blocks are sorted and cut in order: runs, always
+        raise AssertionError("households are not runs of consecutive persons")
     pos = np.arange(N) - start[hh]  # 0 = householder
 
     # household type and couples
@@ -249,7 +249,7 @@ def synthesize_households(
     hht2[rest] = np.select(
         [with_kids[rest], family[rest], np.ones(rest.sum(), bool)], [6, 7, 8]
     ) + np.where(female[rest], 0, 4)
-    race_group = _race_group(md.race[start], md.hisp[start])
+    race_group = _race_group(md.race[start])
     occ = {
         "tenure": rng.choice(3, size=n_hh, p=_tenure_shares()) + 1,
         "vacancy_status": np.zeros(n_hh, dtype=np.int64),
@@ -288,9 +288,9 @@ def _age_band(age: np.ndarray) -> np.ndarray:
     return np.searchsorted([25, 35, 45, 55, 60, 65, 75, 85], age, side="right") + 1
 
 
-def _race_group(race: np.ndarray, hisp: np.ndarray) -> np.ndarray:
-    """Householder race code of H6: 1-6 for one race alone (SF1 code order), 7 for two or more."""
-    del hisp  # race of householder is tabulated regardless of Hispanic origin
+def _race_group(race: np.ndarray) -> np.ndarray:
+    """Householder race code of H6 (regardless of Hispanic origin): 1-6 for one race alone (SF1
+    code order), 7 for two or more."""
     return np.where(race <= 6, race, 7).astype(np.int64)
 
 
@@ -433,7 +433,7 @@ def check_households(persons: Microdata, units: Units) -> int:
         at = row[h]
         for col, want in (
             ("householder_age", np.where(age[h] >= 15, _age_band(age[h]), -1)),
-            ("householder_race", _race_group(persons.race[h], persons.hisp[h])),
+            ("householder_race", _race_group(persons.race[h])),
             ("hispanic_householder", persons.hisp[h].astype(np.int64) + 1),
         ):
             bad = np.zeros(len(units), dtype=bool)
