@@ -90,20 +90,43 @@ def tabulate(
         str,
         typer.Option(
             help="'all' (the 34 tables), 'published' (and P3-P5), 'block', 'tract' or a comma list "
-            "such as P1,P12,PCT12"
+            "such as P1,P12,PCT12; with --schema households 'all' or a list such as H3,H13,P18"
         ),
     ] = "all",
     level: Annotated[
         str | None, typer.Option(help="Tabulate every table at this level (state ... block)")
     ] = None,
+    schema: Annotated[
+        str,
+        typer.Option(help="What the file's rows are: 'persons' or 'households' (housing units)"),
+    ] = "persons",
 ) -> None:
-    """Tabulate person records into the SF1 person tables (long format: geoid, cell, value)."""
-    from ..schema import read_microdata
+    """Tabulate person records into the SF1 person tables, or housing units into the SF1
+    housing-unit tables (long format: geoid, cell, value)."""
+    from ..schema import SCHEMAS, read_microdata
     from ..tables import tabulate as _tab
     from ..tables import write_tables
 
+    if schema not in SCHEMAS:
+        raise TabreconError(f"unknown schema {schema!r}; choose from {', '.join(SCHEMAS)}")
     check_suffix(out)
     t0 = time.perf_counter()
+    if schema != "persons":
+        from ..io import write_frame
+        from ..schema.spec import read_units
+        from ..unit_tables import tabulate_units
+
+        if level not in (None, "block"):
+            raise TabreconError("housing-unit tables are tabulated by block only")
+        units = read_units(microdata, SCHEMAS[schema])
+        names = None if tables == "all" else [t.strip() for t in tables.split(",") if t.strip()]
+        long = tabulate_units(units, names)
+        write_frame(long, out)
+        console.print(
+            f"{len(units):,} housing units -> {long.height:,} values -> {out} "
+            f"({time.perf_counter() - t0:.2f} s)"
+        )
+        return
     md = read_microdata(microdata)
     ts = _tab(md, tables, level=level)
     write_tables(ts, out)

@@ -26,6 +26,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 
 import numpy as np
@@ -147,16 +148,7 @@ class Schema:
         """The type indices no rule refuses, ascending: the support of any consistent
         population's histogram, which count models are built over (the housing unit: 87,787 of
         its 25,559,040 cross-classified types; persons, without rules: all 27,972)."""
-        if not self.rules:
-            return np.arange(self.n_types, dtype=np.int64)
-        broken = pl.any_horizontal([r.broken for r in self.rules])
-        keep = []
-        for start in range(0, self.n_types, batch):
-            t = np.arange(start, min(start + batch, self.n_types), dtype=np.int64)
-            codes = pl.DataFrame({k: v.astype(np.int16) for k, v in self.decode(t).items()})
-            ok = codes.select(broken.not_().alias("ok"))["ok"].to_numpy()
-            keep.append(t[ok])
-        return np.concatenate(keep)
+        return _feasible(self, batch)
 
     def check(self, frame: pl.DataFrame, path: str, lines: np.ndarray | None = None) -> None:
         """Raise :class:`InputError` for the first rule a row of ``frame`` (file codes, one column
@@ -200,6 +192,24 @@ def refuse_rows(
             column=column,
             more=rows.size - 1,
         )
+
+
+@cache
+def _feasible(schema: Schema, batch: int) -> np.ndarray:
+    """:meth:`Schema.feasible_types`, computed once per schema (read-only)."""
+    if not schema.rules:
+        out = np.arange(schema.n_types, dtype=np.int64)
+    else:
+        broken = pl.any_horizontal([r.broken for r in schema.rules])
+        keep = []
+        for start in range(0, schema.n_types, batch):
+            t = np.arange(start, min(start + batch, schema.n_types), dtype=np.int64)
+            codes = pl.DataFrame({k: v.astype(np.int16) for k, v in schema.decode(t).items()})
+            ok = codes.select(broken.not_().alias("ok"))["ok"].to_numpy()
+            keep.append(t[ok])
+        out = np.concatenate(keep)
+    out.setflags(write=False)
+    return out
 
 
 def _columns_of(rule: Rule, schema: Schema) -> list[str]:

@@ -1,0 +1,254 @@
+"""Tables over any schema: cells as predicates over a :class:`~tabrecon.schema.spec.Schema`'s
+attributes, compiled to one sparse matrix over its feasible types, tabulated by block.
+
+A :class:`UnitTable` is data: a name, a universe and cells, each cell a mapping from attribute to
+the file codes it admits (an empty mapping admits every record of the universe). The housing-unit
+tables of SF1 2010 that the ten-column schema determines are declared here
+(:data:`HOUSING_TABLES`, official cell ids such as ``H0130002``): housing units (H1), occupancy
+(H3), tenure (H4), vacancy status (H5), race and Hispanic origin of the householder (H6, H7),
+household size (H13), tenure by race, origin, size and age of the householder (H14-H17) and
+household type (P18, a table of households). These are the 2010 SF1 numbers; the 2020 DHC tables
+the Generate-then-Verify study used (P16, H12, H13, ... with other numbers and iterations) are not
+declared yet.
+
+>>> from tabrecon.schema.catalog import HOUSING_UNITS
+>>> t = table_by_name("H4")
+>>> [c.id for c in t.cells()]
+['H0040001', 'H0040002', 'H0040003', 'H0040004']
+>>> weight_matrix(HOUSING_UNITS, [t]).shape[0]
+4
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cache
+
+import numpy as np
+import polars as pl
+import scipy.sparse as sp
+
+from .errors import TabreconError
+from .schema.catalog import AGE_RANGES, HOUSING_UNITS
+from .schema.spec import Schema, Units
+
+Predicate = Mapping[str, tuple[int, ...]]
+
+
+@dataclass(frozen=True)
+class UnitCell:
+    """One published count: the records of the table's universe matching ``predicate``."""
+
+    id: str
+    table: str
+    label: str
+    predicate: Predicate = field(hash=False, compare=False)
+
+
+@dataclass(frozen=True)
+class UnitTable:
+    """A published table over a schema: lines of (label, predicate) within a universe."""
+
+    name: str
+    number: int
+    title: str
+    universe: Predicate = field(hash=False, compare=False)
+    lines: tuple[tuple[str, Predicate], ...] = field(hash=False, compare=False)
+    prefix: str = "H"
+    level: str = "block"
+    schema: Schema = field(default=HOUSING_UNITS, hash=False, compare=False)
+
+    def cells(self) -> list[UnitCell]:
+        out = []
+        for i, (label, pred) in enumerate(self.lines, start=1):
+            both = dict(self.universe)
+            for k, v in pred.items():
+                both[k] = tuple(sorted(set(both.get(k, v)) & set(v)))
+            out.append(UnitCell(f"{self.prefix}{self.number:03d}{i:04d}", self.name, label, both))
+        return out
+
+
+def _codes(name: str) -> dict[str, int]:
+    """Label -> code of a housing-unit attribute."""
+    return {lab: c for c, lab in HOUSING_UNITS.attribute(name).categories}
+
+
+OCCUPIED: Predicate = {"vacancy_status": (0,)}
+VACANT: Predicate = {"vacancy_status": (1, 2, 3, 4, 5, 6, 7)}
+OWNER: Predicate = {"tenure": (1, 2)}
+RENTER: Predicate = {"tenure": (3,)}
+RACES7 = tuple(lab for c, lab in HOUSING_UNITS.attribute("householder_race").categories if c)
+SIZES = tuple((f"{k}-person household", (k,)) for k in range(1, 7)) + (
+    ("7-or-more-person household", (7,)),
+)
+
+
+def _by(attr: str, labels: Sequence[tuple[str, tuple[int, ...]]]) -> list[tuple[str, Predicate]]:
+    return [(lab, {attr: codes}) for lab, codes in labels]
+
+
+def _split(
+    first: Sequence[tuple[str, Predicate]], then: Sequence[tuple[str, Predicate]]
+) -> tuple[tuple[str, Predicate], ...]:
+    """Total, then each ``first`` line followed by its ``then`` lines (SF1's nested layout)."""
+    out: list[tuple[str, Predicate]] = [("Total", {})]
+    for lab, pred in first:
+        out.append((lab, pred))
+        out += [(f"{lab} {sub}", {**pred, **sp_}) for sub, sp_ in then]
+    return tuple(out)
+
+
+_RACE_LINES = [(lab, (i,)) for i, lab in enumerate(RACES7, start=1)]
+_HISP = [("Not Hispanic or Latino householder", (1,)), ("Hispanic or Latino householder", (2,))]
+_AGES = [(f"Householder {r} years", (i,)) for i, r in enumerate(AGE_RANGES, start=1)]
+_TENURE2 = [("Owner occupied:", OWNER), ("Renter occupied:", RENTER)]
+
+HOUSING_TABLES: tuple[UnitTable, ...] = (
+    UnitTable("H1", 1, "HOUSING UNITS", {}, (("Total", {}),)),
+    UnitTable(
+        "H3",
+        3,
+        "OCCUPANCY STATUS",
+        {},
+        (("Total", {}), ("Occupied", OCCUPIED), ("Vacant", VACANT)),
+    ),
+    UnitTable(
+        "H4",
+        4,
+        "TENURE",
+        OCCUPIED,
+        (("Total", {}), *_by("tenure", [(lab, (c,)) for lab, c in _codes("tenure").items() if c])),
+    ),
+    UnitTable(
+        "H5",
+        5,
+        "VACANCY STATUS",
+        VACANT,
+        (
+            ("Total", {}),
+            *_by(
+                "vacancy_status", [(lab, (c,)) for lab, c in _codes("vacancy_status").items() if c]
+            ),
+        ),
+    ),
+    UnitTable(
+        "H6",
+        6,
+        "RACE OF HOUSEHOLDER",
+        OCCUPIED,
+        (("Total", {}), *_by("householder_race", _RACE_LINES)),
+    ),
+    UnitTable(
+        "H7",
+        7,
+        "HISPANIC OR LATINO ORIGIN OF HOUSEHOLDER BY RACE OF HOUSEHOLDER",
+        OCCUPIED,
+        _split(_by("hispanic_householder", _HISP), _by("householder_race", _RACE_LINES)),
+    ),
+    UnitTable(
+        "H13", 13, "HOUSEHOLD SIZE", OCCUPIED, (("Total", {}), *_by("household_size", SIZES))
+    ),
+    UnitTable(
+        "H14",
+        14,
+        "TENURE BY RACE OF HOUSEHOLDER",
+        OCCUPIED,
+        _split(_TENURE2, _by("householder_race", _RACE_LINES)),
+    ),
+    UnitTable(
+        "H15",
+        15,
+        "TENURE BY HISPANIC OR LATINO ORIGIN OF HOUSEHOLDER",
+        OCCUPIED,
+        _split(_TENURE2, _by("hispanic_householder", _HISP)),
+    ),
+    UnitTable(
+        "H16",
+        16,
+        "TENURE BY HOUSEHOLD SIZE",
+        OCCUPIED,
+        _split(_TENURE2, _by("household_size", SIZES)),
+    ),
+    UnitTable(
+        "H17",
+        17,
+        "TENURE BY AGE OF HOUSEHOLDER",
+        OCCUPIED,
+        _split(_TENURE2, _by("householder_age", _AGES)),
+    ),
+    UnitTable(
+        "P18",
+        18,
+        "HOUSEHOLD TYPE",
+        OCCUPIED,
+        (
+            ("Total", {}),
+            ("Family households:", {"household_type": (1, 2, 3)}),
+            ("Husband-wife family", {"household_type": (1,)}),
+            ("Other family:", {"household_type": (2, 3)}),
+            ("Male householder, no wife present", {"household_type": (2,)}),
+            ("Female householder, no husband present", {"household_type": (3,)}),
+            ("Nonfamily households:", {"household_type": (4, 5, 6, 7)}),
+            ("Householder living alone", {"household_type": (4, 6)}),
+            ("Householder not living alone", {"household_type": (5, 7)}),
+        ),
+        prefix="P",
+    ),
+)
+
+
+def table_by_name(name: str) -> UnitTable:
+    for t in HOUSING_TABLES:
+        if t.name == name.upper():
+            return t
+    names = ", ".join(t.name for t in HOUSING_TABLES)
+    raise TabreconError(f"unknown housing-unit table {name!r}; choose from {names}")
+
+
+def weight_matrix(schema: Schema, tables: Sequence[UnitTable]) -> sp.csr_matrix:
+    """Cells x feasible types: 1 where the type lies in the cell (one sparse matrix for all)."""
+    return _compiled(schema, tuple(t.name for t in tables))[1]
+
+
+@cache
+def _compiled(schema: Schema, names: tuple[str, ...]) -> tuple[list[UnitCell], sp.csr_matrix]:
+    feas = schema.feasible_types()
+    cols = schema.decode(feas)
+    cells = [c for n in names for c in table_by_name(n).cells()]
+    rows, idx = [], []
+    for i, c in enumerate(cells):
+        m = np.ones(feas.size, dtype=bool)
+        for attr, codes in c.predicate.items():
+            m &= np.isin(cols[attr], codes)
+        hit = np.flatnonzero(m)
+        rows.append(np.full(hit.size, i))
+        idx.append(hit)
+    r, k = np.concatenate(rows), np.concatenate(idx)
+    W = sp.csr_matrix((np.ones(r.size, dtype=np.int64), (r, k)), shape=(len(cells), feas.size))
+    return cells, W
+
+
+def tabulate_units(units: Units, tables: Sequence[str] | None = None) -> pl.DataFrame:
+    """Long table (geoid, cell, value) of ``units`` for every block, one row per published
+    cell (zeros included), from one sparse product: block x type histogram times the tables'
+    weight matrix."""
+    names = tuple(t.upper() for t in tables) if tables else tuple(t.name for t in HOUSING_TABLES)
+    for n in names:
+        table_by_name(n)
+    cells, W = _compiled(units.schema, names)
+    feas = units.schema.feasible_types()
+    t = units.types
+    pos = np.searchsorted(feas, t)
+    if (pos >= feas.size).any() or (feas[np.minimum(pos, feas.size - 1)] != t).any():
+        raise TabreconError("a unit has a type no rule admits; read it with read_units()")
+    geo, block = np.unique(units.block_geoid, return_inverse=True)
+    H = sp.csr_matrix((np.ones(t.size, dtype=np.int64), (block, pos)), shape=(geo.size, feas.size))
+    counts = (H @ W.T).toarray()
+    return pl.DataFrame(
+        {
+            "geoid": np.repeat(geo, len(cells)),
+            "cell": np.tile(np.array([c.id for c in cells]), geo.size),
+            "value": counts.ravel(),
+        }
+    )
