@@ -208,11 +208,12 @@ def table_by_name(name: str) -> UnitTable:
 
 def weight_matrix(schema: Schema, tables: Sequence[UnitTable]) -> sp.csr_matrix:
     """Cells x feasible types: 1 where the type lies in the cell (one sparse matrix for all)."""
-    return _compiled(schema, tuple(t.name for t in tables))[1]
+    return compiled(schema, tuple(t.name for t in tables))[1]
 
 
 @cache
-def _compiled(schema: Schema, names: tuple[str, ...]) -> tuple[list[UnitCell], sp.csr_matrix]:
+def compiled(schema: Schema, names: tuple[str, ...]) -> tuple[list[UnitCell], sp.csr_matrix]:
+    """The named tables' cells and their weight matrix (cells x feasible types), built once."""
     feas = schema.feasible_types()
     cols = schema.decode(feas)
     cells = [c for n in names for c in table_by_name(n).cells()]
@@ -236,7 +237,7 @@ def tabulate_units(units: Units, tables: Sequence[str] | None = None) -> pl.Data
     names = tuple(t.upper() for t in tables) if tables else tuple(t.name for t in HOUSING_TABLES)
     for n in names:
         table_by_name(n)
-    cells, W = _compiled(units.schema, names)
+    cells, W = compiled(units.schema, names)
     feas = units.schema.feasible_types()
     t = units.types
     pos = np.searchsorted(feas, t)
