@@ -52,35 +52,12 @@ def reconstruct_units(
     """Reconstruct every block of a long table (geoid, cell, value) of ``schema``'s tables."""
     opts = (opts or SolverOptions()).for_task("certify")
     names = tables or tuple(t.name for t in HOUSING_TABLES)
-    cells, W = compiled(schema, tuple(names))
-    ids = [c.id for c in cells]
-    missing = sorted(set(ids) - set(long["cell"].unique().to_list()))
-    if missing:
-        raise InputError(
-            f"the tables lack cells {missing[:5]} (and {max(len(missing) - 5, 0)} more)"
-        )
-    wide = (
-        long.filter(pl.col("cell").is_in(ids))
-        .pivot(on="cell", index="geoid", values="value")
-        .sort("geoid")
-    )
-    V = wide.select(ids).to_numpy().astype(np.int64)
+    cells, W, geoids, V = block_tables(long, schema, names)
     feas = schema.feasible_types()
-    Wc = W.tocsc()
     rows, geo_out, stats = [], [], []
-    for b, geoid in enumerate(wide["geoid"].to_list()):
+    for b, geoid in enumerate(geoids):
         t0 = time.perf_counter()
-        v = V[b]
-        zero = np.flatnonzero(v == 0)
-        ruled_out = np.asarray(W[zero].sum(axis=0)).ravel() > 0
-        adm = np.flatnonzero(~ruled_out)
-        A = Wc[:, adm].tocsr()
-        big = np.iinfo(np.int64).max
-        ub = np.full(adm.size, big, dtype=np.int64)
-        for c in range(A.shape[0]):  # each type's bound: the smallest cell it lies in
-            cols = A.indices[A.indptr[c] : A.indptr[c + 1]]
-            ub[cols] = np.minimum(ub[cols], v[c])
-        prog = IntProgram(A=A, lo=v, hi=v, ub=np.where(ub == big, 0, ub))
+        prog, adm = block_program(W, V[b])
         sol = solve(prog, opts)
         if not sol.has_solution or sol.x is None:
             stats.append((geoid, 0, int(adm.size), "failed", time.perf_counter() - t0))
@@ -106,6 +83,43 @@ def reconstruct_units(
         stats, schema=["geoid", "units", "types", "status", "seconds"], orient="row"
     )
     return UnitReconstruction(units, blocks)
+
+
+def block_tables(
+    long: pl.DataFrame, schema: Schema, names: tuple[str, ...]
+) -> tuple[list, sp.csr_matrix, list[str], np.ndarray]:
+    """The named tables' cells, weight matrix, the blocks (sorted geoids) and their values
+    (blocks x cells) from a long table; refuses tables that lack a cell."""
+    cells, W = compiled(schema, tuple(names))
+    ids = [c.id for c in cells]
+    missing = sorted(set(ids) - set(long["cell"].unique().to_list()))
+    if missing:
+        raise InputError(
+            f"the tables lack cells {missing[:5]} (and {max(len(missing) - 5, 0)} more)"
+        )
+    wide = (
+        long.filter(pl.col("cell").is_in(ids))
+        .pivot(on="cell", index="geoid", values="value")
+        .sort("geoid")
+    )
+    V = wide.select(ids).to_numpy().astype(np.int64)
+    return cells, W, wide["geoid"].to_list(), V
+
+
+def block_program(W: sp.csr_matrix, v: np.ndarray) -> tuple[IntProgram, np.ndarray]:
+    """One block's count program (A x = v over the admissible types) and the admissible types'
+    positions among the feasible types: a type is ruled out by any zero cell it lies in, and
+    bounded by the smallest cell it lies in."""
+    zero = np.flatnonzero(v == 0)
+    ruled_out = np.asarray(W[zero].sum(axis=0)).ravel() > 0
+    adm = np.flatnonzero(~ruled_out)
+    A = W.tocsc()[:, adm].tocsr()
+    big = np.iinfo(np.int64).max
+    ub = np.full(adm.size, big, dtype=np.int64)
+    for c in range(A.shape[0]):
+        cols = A.indices[A.indptr[c] : A.indptr[c + 1]]
+        ub[cols] = np.minimum(ub[cols], v[c])
+    return IntProgram(A=A, lo=v, hi=v, ub=np.where(ub == big, 0, ub)), adm
 
 
 def _unique(prog: IntProgram, x: np.ndarray, opts: SolverOptions) -> bool | None:
