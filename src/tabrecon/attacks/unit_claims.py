@@ -8,8 +8,8 @@ A claim R(S, a, m) says that exactly m records of the block take the values ``a`
 1. *generate*: K solutions of the block's count program (:func:`block_program`) under random
    objectives, for diversity;
 2. *candidates*: every (S, a, m) with m >= 1 that holds in all K solutions, for each column subset
-   S of the sizes asked; claims readable off one published cell (the records matching ``a`` are
-   exactly a cell's) are dropped as trivial;
+   S of the sizes asked; claims that are a published statistic (a cell counts exactly the
+   records matching ``a``, by definition) are dropped as trivial;
 3. *verify*: a candidate is verified when both Count(a) <= m - 1 and Count(a) >= m + 1 are
    infeasible together with the tables (two proofs); a time-out leaves it unverified.
 
@@ -26,6 +26,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import polars as pl
 import scipy.sparse as sp
+from scipy.stats import binom
 
 from ..schema.catalog import HOUSING_UNITS
 from ..schema.spec import Schema, Units
@@ -72,6 +73,22 @@ def generate_then_verify(
     subsets = {k: list(itertools.combinations(range(len(schema.attributes)), k)) for k in k_values}
     found: list[tuple] = []
     stats: list[tuple] = []
+    # a claim is trivial when a published cell counts exactly the records it describes: the same
+    # feasible types (by definition, not after this block's zeros, which make more coincide)
+    feas_codes = schema.decode(feas)
+    cell_types: dict[tuple[int, int], list[np.ndarray]] = {}
+    for c in range(W.shape[0]):
+        idx = W.indices[W.indptr[c] : W.indptr[c + 1]]
+        cell_types.setdefault((idx.size, int(idx.sum())), []).append(np.sort(idx))
+    all_keys: dict[tuple[int, ...], np.ndarray] = {}
+
+    def _published(cols: tuple[int, ...], key: int) -> bool:
+        if cols not in all_keys:
+            all_keys[cols] = _keys(feas_codes, schema, cols)
+        idx = np.flatnonzero(all_keys[cols] == key)
+        same = cell_types.get((idx.size, int(idx.sum())), [])
+        return any(np.array_equal(idx, other) for other in same)
+
     want = set(blocks) if blocks is not None else None
     for b, geoid in enumerate(geoids):
         if want is not None and geoid not in want:
@@ -90,10 +107,6 @@ def generate_then_verify(
             continue
         X = np.stack(sols)  # K x admissible types
         codes = schema.decode(feas[adm])
-        A = prog.A.tocsr()
-        cell_sets = {  # each published cell's admissible types: claims it reads off are trivial
-            frozenset(A.indices[A.indptr[c] : A.indptr[c + 1]].tolist()) for c in range(A.shape[0])
-        }
         base = Extensible(prog, opts)
         n_cand = n_ver = 0
         for k, subs in subsets.items():
@@ -107,8 +120,8 @@ def generate_then_verify(
                 stable = np.flatnonzero((m >= 1) & (counts == m).all(axis=0))
                 for g in stable:
                     members = np.flatnonzero(inv == g)
-                    if frozenset(members.tolist()) in cell_sets:
-                        continue  # trivial: one published cell reads it off
+                    if _published(cols, int(uk[g])):
+                        continue  # trivial: one published cell is this very count
                     n_cand += 1
                     if _verified(base, prog.n_vars, members, int(m[g])):
                         n_ver += 1
@@ -137,25 +150,95 @@ def _verified(base: Extensible, nv: int, members: np.ndarray, m: int) -> bool:
     return True
 
 
+def _values(schema: Schema, cols: tuple[int, ...], key: int) -> str:
+    """``column=label; ...`` of a claim's mixed-radix key."""
+    parts = []
+    for i in reversed(cols):
+        att = schema.attributes[i]
+        parts.append(f"{att.name}={att.labels[key % att.size]}")
+        key //= att.size
+    return "; ".join(reversed(parts))
+
+
 def _claims_frame(
     found: list[tuple], schema: Schema, feas: np.ndarray, truth: Units | None
 ) -> pl.DataFrame:
-    """One row per verified claim: block, k, columns, the values as labels, m, and (with the
-    truth) how many true records match it (equal to m for every verified claim)."""
+    """One row per verified claim: block, k, columns, the values as labels, m, its key and (with
+    the truth) how many true records match it (equal to m for every verified claim)."""
     rows = []
-    tkeys: dict[tuple, np.ndarray] = {}
-    for geoid, k, cols, _key, m, _members in found:
-        rows.append((geoid, k, ",".join(schema.attributes[i].name for i in cols), m))
-    df = pl.DataFrame(rows, schema=["geoid", "k", "columns", "m"], orient="row")
+    for geoid, k, cols, key, m, _members in found:
+        names = ",".join(schema.attributes[i].name for i in cols)
+        rows.append((geoid, k, names, _values(schema, cols, key), m, key))
+    df = pl.DataFrame(rows, schema=["geoid", "k", "columns", "values", "m", "key"], orient="row")
     if truth is None or not found:
         return df
-    true_types = truth.types
-    true_geo = truth.block_geoid
-    matches = []
-    for geoid, _k, cols, key, _m, _members in found:
-        sel = true_geo == geoid
-        cache = (geoid, cols)
-        if cache not in tkeys:
-            tkeys[cache] = _keys(schema.decode(true_types[sel]), schema, cols)
-        matches.append(int((tkeys[cache] == key).sum()))
+    matches = [len(units) for units in _matching(found, schema, truth)]
     return df.with_columns(pl.Series("true_matches", matches))
+
+
+def _matching(found: list[tuple], schema: Schema, truth: Units) -> list[np.ndarray]:
+    """For each claim, the indices of the true units of its block that match it."""
+    tkeys: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
+    true_types, true_geo = truth.types, truth.block_geoid
+    out = []
+    for geoid, _k, cols, key, _m, _members in found:
+        if (geoid, cols) not in tkeys:
+            idx = np.flatnonzero(true_geo == geoid)
+            tkeys[(geoid, cols)] = (idx, _keys(schema.decode(true_types[idx]), schema, cols))
+        idx, keys = tkeys[(geoid, cols)]
+        out.append(idx[keys == key])
+    return out
+
+
+def claims_by_k(
+    res: UnitClaims, truth: Units, schema: Schema = HOUSING_UNITS, tract_len: int = 11
+) -> pl.DataFrame:
+    """The study's figures by number of columns k (its Figure 2 and Tables 2-3): share of
+    blocks with a verified singleton, units singled out by verified singleton claims, units
+    covered by any verified claim, and the median binomial baseline of the verified singletons
+    -- P(exactly one of the block's N units matches) when each unit matches with the share of
+    the tract's units that do (the study's uninformed-but-not-uniform guess)."""
+    blocks = res.blocks["geoid"].to_list()
+    c = res.claims
+    geo = truth.block_geoid
+    tracts = np.array([g[:tract_len] for g in geo])
+    found = []
+    for row in c.iter_rows(named=True):
+        cols = tuple(schema.names.index(n) for n in row["columns"].split(","))
+        found.append((row["geoid"], row["k"], cols, row["key"], row["m"], None))
+    hits = _matching(found, schema, truth)
+    out = []
+    for k in sorted(set(c["k"].to_list())) if c.height else []:
+        single, every, base, with_single = set(), set(), [], set()
+        for (geoid, kk, cols, key, m, _), h in zip(found, hits, strict=True):
+            if kk != k:
+                continue
+            every.update(h.tolist())
+            if m == 1:
+                single.update(h.tolist())
+                with_single.add(geoid)
+                in_tract = np.flatnonzero(tracts == geoid[:tract_len])
+                keys = _keys(schema.decode(truth.types[in_tract]), schema, cols)
+                p = float((keys == key).mean())
+                n = int((geo == geoid).sum())
+                base.append(float(binom.pmf(1, n, p)))
+        out.append(
+            (
+                k,
+                len(with_single) / max(len(blocks), 1),
+                len(single),
+                len(every),
+                float(np.median(base)) if base else float("nan"),
+            )
+        )
+    return pl.DataFrame(
+        out,
+        schema=[
+            "k",
+            "blocks_with_singleton",
+            "units_singled_out",
+            "units_covered",
+            "baseline_median",
+        ],
+        orient="row",
+    )
