@@ -69,6 +69,7 @@ def generate_then_verify(
     names = tables or tuple(t.name for t in HOUSING_TABLES)
     cells, W, geoids, V = block_tables(long, schema, names)
     feas = schema.feasible_types()
+    Wc = W.tocsc()  # one conversion for every block's columns
     rng = np.random.default_rng(seed)
     subsets = {k: list(itertools.combinations(range(len(schema.attributes)), k)) for k in k_values}
     found: list[tuple] = []
@@ -94,7 +95,7 @@ def generate_then_verify(
         if want is not None and geoid not in want:
             continue
         t0 = time.perf_counter()
-        prog, adm = block_program(W, V[b])
+        prog, adm = block_program(W, V[b], Wc)
         # 1. generate
         sols = []
         for _ in range(K):
@@ -128,7 +129,7 @@ def generate_then_verify(
                         found.append((geoid, k, cols, int(uk[g]), int(m[g]), members))
         took = time.perf_counter() - t0
         stats.append((geoid, int(X[0].sum()), int(adm.size), len(sols), n_cand, n_ver, took))
-    claims = _claims_frame(found, schema, feas, truth)
+    claims = _claims_frame(found, schema, truth)
     per_block = pl.DataFrame(
         stats,
         schema=["geoid", "units", "types", "solutions", "candidates", "verified", "seconds"],
@@ -160,9 +161,7 @@ def _values(schema: Schema, cols: tuple[int, ...], key: int) -> str:
     return "; ".join(reversed(parts))
 
 
-def _claims_frame(
-    found: list[tuple], schema: Schema, feas: np.ndarray, truth: Units | None
-) -> pl.DataFrame:
+def _claims_frame(found: list[tuple], schema: Schema, truth: Units | None) -> pl.DataFrame:
     """One row per verified claim: block, k, columns, the values as labels, m, its key and (with
     the truth) how many true records match it (equal to m for every verified claim)."""
     rows = []
@@ -202,6 +201,8 @@ def claims_by_k(
     c = res.claims
     geo = truth.block_geoid
     tracts = np.array([g[:tract_len] for g in geo])
+    types = truth.types  # encoded once, not per claim
+    tract_keys: dict[tuple[str, tuple[int, ...]], np.ndarray] = {}
     found = []
     for row in c.iter_rows(named=True):
         cols = tuple(schema.names.index(n) for n in row["columns"].split(","))
@@ -217,8 +218,11 @@ def claims_by_k(
             if m == 1:
                 single.update(h.tolist())
                 with_single.add(geoid)
-                in_tract = np.flatnonzero(tracts == geoid[:tract_len])
-                keys = _keys(schema.decode(truth.types[in_tract]), schema, cols)
+                tract = geoid[:tract_len]
+                if (tract, cols) not in tract_keys:
+                    in_tract = np.flatnonzero(tracts == tract)
+                    tract_keys[(tract, cols)] = _keys(schema.decode(types[in_tract]), schema, cols)
+                keys = tract_keys[(tract, cols)]
                 p = float((keys == key).mean())
                 n = int((geo == geoid).sum())
                 base.append(float(binom.pmf(1, n, p)))

@@ -54,10 +54,11 @@ def reconstruct_units(
     names = tables or tuple(t.name for t in HOUSING_TABLES)
     cells, W, geoids, V = block_tables(long, schema, names)
     feas = schema.feasible_types()
+    Wc = W.tocsc()
     rows, geo_out, stats = [], [], []
     for b, geoid in enumerate(geoids):
         t0 = time.perf_counter()
-        prog, adm = block_program(W, V[b])
+        prog, adm = block_program(W, V[b], Wc)
         sol = solve(prog, opts)
         if not sol.has_solution or sol.x is None:
             stats.append((geoid, 0, int(adm.size), "failed", time.perf_counter() - t0))
@@ -106,14 +107,17 @@ def block_tables(
     return cells, W, wide["geoid"].to_list(), V
 
 
-def block_program(W: sp.csr_matrix, v: np.ndarray) -> tuple[IntProgram, np.ndarray]:
+def block_program(
+    W: sp.csr_matrix, v: np.ndarray, Wc: sp.csc_matrix | None = None
+) -> tuple[IntProgram, np.ndarray]:
     """One block's count program (A x = v over the admissible types) and the admissible types'
     positions among the feasible types: a type is ruled out by any zero cell it lies in, and
-    bounded by the smallest cell it lies in."""
+    bounded by the smallest cell it lies in. ``Wc`` is ``W`` in CSC form, converted once by
+    callers that build many blocks."""
     zero = np.flatnonzero(v == 0)
     ruled_out = np.asarray(W[zero].sum(axis=0)).ravel() > 0
     adm = np.flatnonzero(~ruled_out)
-    A = W.tocsc()[:, adm].tocsr()
+    A = (W.tocsc() if Wc is None else Wc)[:, adm].tocsr()
     big = np.iinfo(np.int64).max
     ub = np.full(adm.size, big, dtype=np.int64)
     for c in range(A.shape[0]):
