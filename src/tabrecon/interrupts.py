@@ -167,6 +167,8 @@ def terminate(ex: ProcessPoolExecutor) -> None:
     """Cancel a pool's queued work and end its worker processes now (SIGTERM, then SIGKILL)."""
     # concurrent.futures has no public handle on the processes before Python 3.14
     procs = list((getattr(ex, "_processes", None) or {}).values())
+    results = getattr(ex, "_result_queue", None)
+    manager = getattr(ex, "_executor_manager_thread", None)
     ex.shutdown(wait=False, cancel_futures=True)
     for p in procs:
         if p.is_alive():
@@ -176,10 +178,20 @@ def terminate(ex: ProcessPoolExecutor) -> None:
         if p.is_alive():
             p.kill()
             p.join(timeout=2.0)
+    # A worker killed while it was sending a result leaves the pool's manager thread reading the
+    # rest of that message for ever: this process holds a write end of the result pipe, so the
+    # read never sees end-of-file, and the interpreter's exit joins that thread (seen: Ctrl-C
+    # during a large tract's hand-over, the CLI never exited). This process never writes results;
+    # closing its write end lets the read fail, and the manager ends the pool as broken.
+    writer = getattr(results, "_writer", None)
+    if writer is not None and not any(p.is_alive() for p in procs):
+        try:
+            writer.close()
+        except OSError:
+            pass
     # let the pool's manager thread see its dead workers and close its wake-up pipe now: if it is
     # still closing it when the interpreter exits, concurrent.futures' exit hook can write to the
     # pipe as it closes and print a traceback (a race in CPython's process pool)
-    manager = getattr(ex, "_executor_manager_thread", None)
     if manager is not None and manager is not threading.current_thread():
         manager.join(timeout=5.0)
         # if it is still closing the pipe when the interpreter exits (a loaded machine: seen once

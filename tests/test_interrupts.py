@@ -1,0 +1,56 @@
+"""Stopping a process pool at the worst moments must still let the program exit."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+# A worker hands back a large result; the pool is terminated while the pool's manager thread is
+# reading it (the worker dies mid-message). The program must exit promptly afterwards.
+MID_SEND = textwrap.dedent(
+    """
+    import sys, threading, time, traceback
+    from tabrecon.interrupts import process_pool, terminate
+
+    def big(n):
+        return b"x" * n
+
+    if __name__ == "__main__":
+        with process_pool(1) as ex:
+            ex.submit(big, 10).result()
+            ex.submit(big, 400_000_000)
+            manager = ex._executor_manager_thread
+            t0 = time.monotonic()
+            while time.monotonic() - t0 < 60:
+                frame = sys._current_frames().get(manager.ident)
+                stack = "".join(traceback.format_stack(frame)) if frame is not None else ""
+                if "_recv_bytes" in stack:
+                    break
+                time.sleep(0.001)
+            else:
+                sys.exit(3)  # never caught the manager reading: the test cannot say anything
+            terminate(ex)
+            manager.join(10)
+            print("manager alive:", manager.is_alive(), flush=True)
+    """
+)
+
+
+@pytest.mark.slow
+def test_a_worker_killed_while_sending_its_result_does_not_hang_the_exit(tmp_path):
+    script = tmp_path / "mid_send.py"
+    script.write_text(MID_SEND)
+    try:
+        run = subprocess.run(
+            [sys.executable, str(script)], capture_output=True, text=True, timeout=90, cwd=tmp_path
+        )
+    except subprocess.TimeoutExpired as exc:  # the defect: the exit joins a stuck thread
+        pytest.fail(f"the program did not exit after the pool was terminated: {exc.stdout!r}")
+    if run.returncode == 3:
+        pytest.skip("the pool's manager was never seen reading a result")
+    assert run.returncode == 0, run.stderr
+    assert "manager alive: False" in run.stdout
+    assert "Traceback" not in run.stderr
