@@ -3,6 +3,10 @@ units, and claims one published cell reads off are dropped."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from tabrecon.attacks.unit_claims import generate_then_verify
@@ -95,3 +99,105 @@ def test_a_claim_no_single_table_publishes_is_found_and_proven():
     fig = claims_by_k(res, units).row(0, named=True)
     assert fig["blocks_with_singleton"] == 1.0 and fig["units_singled_out"] >= 1
     assert 0.0 <= fig["baseline_median"] <= 1.0
+
+
+def test_a_block_out_of_time_keeps_its_verified_claims_and_says_so():
+    """A block that reaches its time limit is reported as such, with the claims verified before
+    the limit (all true), never dropped."""
+    units, long, blocks = _county(11)
+    res = generate_then_verify(
+        long, blocks=blocks, truth=units, K=3, k_values=(2, 3), block_seconds=1e-9
+    )
+    assert res.blocks.height == len(blocks)
+    assert set(res.blocks["status"].to_list()) == {"time-limit"}
+    assert res.claims.height == int(res.blocks["verified"].sum())
+    if res.claims.height:
+        assert (res.claims["true_matches"] == res.claims["m"]).all()
+
+
+def test_contradictory_tables_mark_the_block_infeasible():
+    """A block whose tables contradict each other (more occupied units than units) admits no
+    solution: it is named, not skipped."""
+    import polars as pl
+
+    units, long, blocks = _county(3)
+    b = blocks[0]
+    bad = long.with_columns(
+        pl.when((pl.col("geoid") == b) & (pl.col("cell") == "H0030002"))
+        .then(pl.col("value") + 50)
+        .otherwise(pl.col("value"))
+        .alias("value")
+    )
+    res = generate_then_verify(bad, blocks=[b], K=2, k_values=(2,))
+    assert res.blocks.row(0, named=True)["status"] == "infeasible"
+    assert res.claims.height == 0
+
+
+# --------------------------------------------------------------------------------------------------
+# tabrecon claims --schema households: the command's contract
+# --------------------------------------------------------------------------------------------------
+EXE = [sys.executable, "-c", "from tabrecon.cli import main; main()"]
+
+
+def _cli(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(EXE + args, capture_output=True, text=True, cwd=cwd, timeout=600)
+
+
+@pytest.mark.slow
+def test_household_claims_command_writes_the_study_layout_resumes_and_refuses_mixing(tmp_path):
+    import polars as pl
+
+    from tabrecon.schema.spec import write_units
+
+    _, units = synthesize_households(SynthConfig(persons=250), seed=7)
+    write_units(units, tmp_path / "u.parquet")
+    long = tabulate_units(units)
+    long.write_parquet(tmp_path / "t.parquet")
+    args = ["claims", "t.parquet", "--schema", "households", "--k", "2,3", "-K", "4"]
+    args += ["--block-time-limit", "2", "--truth", "u.parquet", "--out", "c", "--workers", "2"]
+    first = _cli(args, tmp_path)
+    assert first.returncode == 0, first.stderr
+    by_k = pl.read_csv(tmp_path / "c" / "households_by_k.csv")
+    assert by_k["k"].to_list() == [2, 3]
+    assert (by_k["units_singled_out"] <= by_k["units_covered"]).all()
+    assert (tmp_path / "c" / "households_by_k.png").exists()
+    blocks = pl.read_csv(tmp_path / "c" / "households_blocks.csv")
+    assert blocks.height == long["geoid"].n_unique()  # every block reported
+    assert set(blocks["reconstruction"].to_list()) <= {"unique", "varies", "undecided"}
+    late = blocks.filter(pl.col("status") == "time-limit")["geoid"].to_list()
+    assert all(f"block {g}: reached --block-time-limit 2 s" in first.stderr for g in late)
+    claims = pl.read_csv(
+        tmp_path / "c" / "households_claims.csv", schema_overrides={"geoid": pl.String}
+    )
+    assert claims.height == int(blocks["verified"].sum())
+    # every verified claim is true of the units behind the tables
+    from tabrecon.attacks.unit_claims import _found, _matching
+    from tabrecon.schema.catalog import HOUSING_UNITS
+
+    hits = _matching(_found(claims), HOUSING_UNITS, units)
+    assert [h.size for h in hits] == claims["m"].to_list()
+    status = tmp_path / "c" / "claims.parts" / "status.jsonl"
+    done = status.read_text().splitlines()
+    again = _cli(args, tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert status.read_text().splitlines() == done  # resumed: no block redone
+    other = _cli([*args[:-4], "-K", "5", "--out", "c"], tmp_path)
+    assert other.returncode == 2 and "another run" in other.stderr, other.stderr
+    assert "Traceback" not in other.stderr
+
+
+def test_household_claims_command_names_bad_input(tmp_path):
+    (tmp_path / "t.csv").write_text(
+        "geoid,cell,value\n990010001001000,H0010001,3\n990010001001000,H0030001,x\n"
+    )
+    bad = _cli(["claims", "t.csv", "--schema", "households"], tmp_path)
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr
+    assert "t.csv, line 3, column 'value'" in bad.stderr, bad.stderr
+    persons = _cli(["claims", "t.csv"], tmp_path)
+    assert (
+        persons.returncode == 2
+        and "--recon" in persons.stderr
+        and "--schema households" in (persons.stderr)
+    )
+    k = _cli(["claims", "t.csv", "--schema", "households", "--k", "five"], tmp_path)
+    assert k.returncode == 2 and "--k" in k.stderr

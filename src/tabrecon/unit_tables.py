@@ -24,12 +24,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
+from pathlib import Path
 
 import numpy as np
 import polars as pl
 import scipy.sparse as sp
 
-from .errors import TabreconError
+from .errors import InputError, TabreconError
+from .io import read_rows
 from .schema.catalog import AGE_RANGES, HOUSING_UNITS
 from .schema.spec import Schema, Units
 
@@ -253,3 +255,73 @@ def tabulate_units(units: Units, tables: Sequence[str] | None = None) -> pl.Data
             "value": counts.ravel(),
         }
     )
+
+
+def read_unit_tables(path: str | Path) -> pl.DataFrame:
+    """A long table (geoid, cell, value) of housing-unit cells from a CSV, CSV.gz or Parquet
+    file, checked: the three columns present, 15-digit block geoids, non-negative whole values,
+    no (geoid, cell) twice, every cell id a declared housing-unit or SF1 person cell (person
+    cells, as in a file holding both halves of a release, are left out). Each problem names the
+    file, line and column, with the number of rows that share it.
+
+    >>> import tempfile, os
+    >>> p = os.path.join(tempfile.mkdtemp(), "t.csv")
+    >>> _ = open(p, "w").write("geoid,cell,value\\n010010201001000,H0030001,-4\\n")
+    >>> read_unit_tables(p)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    tabrecon.errors.InputError: ...t.csv, line 2, column 'value': '-4' is not a count (a whole ...
+    """
+    df, lines = read_rows(path)
+    p = str(path)
+    missing = [c for c in ("geoid", "cell", "value") if c not in df.columns]
+    if missing:
+        raise InputError(
+            f"a long table needs columns geoid, cell and value; {', '.join(missing)} missing "
+            f"(found: {', '.join(df.columns[:8])})",
+            path=p,
+        )
+    df = df.select(
+        pl.col("geoid").str.strip_chars(),
+        pl.col("cell").str.strip_chars().str.to_uppercase(),
+        pl.col("value").str.strip_chars(),
+    ).with_row_index("__row")
+    line_of = (lambda i: int(lines[i])) if lines is not None else (lambda i: i + 2)
+
+    def refuse(bad: pl.Series, column: str, message: str) -> None:
+        rows = np.flatnonzero(bad.fill_null(True).to_numpy())
+        if rows.size:
+            r = int(rows[0])
+            raise InputError(
+                message.format(df[column][r]),
+                path=p,
+                line=line_of(r),
+                column=column,
+                more=rows.size - 1,
+            )
+
+    refuse(~df["geoid"].str.contains(r"^\d{15}$"), "geoid", "{!r} is not a 15-digit block geoid")
+    value = df["value"].cast(pl.Int64, strict=False)
+    refuse(value.is_null() | (value < 0), "value", "{!r} is not a count (a whole number >= 0)")
+    from .tables import ALL_TABLES
+
+    housing = {c.id for t in HOUSING_TABLES for c in t.cells()}
+    persons = {c.id for t in ALL_TABLES for c in t.cells()}
+    refuse(
+        ~df["cell"].is_in(list(housing | persons)),
+        "cell",
+        "{!r} is not a housing-unit cell (tabrecon tables list --schema households) nor a person "
+        "cell",
+    )
+    df = df.with_columns(value.alias("value")).filter(pl.col("cell").is_in(list(housing)))
+    twice = df.select(pl.struct("geoid", "cell").is_duplicated()).to_series()
+    refuse(twice, "cell", "{!r} appears twice for the same block")
+    if not df.height:
+        raise InputError("holds no housing-unit cells (H0010001 ...)", path=p)
+    return df.drop("__row")
+
+
+def complete_tables(long: pl.DataFrame) -> tuple[str, ...]:
+    """The declared housing-unit tables every cell of which the long table holds."""
+    have = set(long["cell"].unique().to_list())
+    return tuple(t.name for t in HOUSING_TABLES if {c.id for c in t.cells()} <= have)

@@ -21,18 +21,31 @@ from __future__ import annotations
 
 import itertools
 import time
+import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 import numpy as np
 import polars as pl
 import scipy.sparse as sp
 from scipy.stats import binom
 
+from ..errors import TabreconError
 from ..schema.catalog import HOUSING_UNITS
 from ..schema.spec import Schema, Units
-from ..unit_tables import HOUSING_TABLES
+from ..unit_tables import HOUSING_TABLES, table_by_name
 from .solvers import Extensible, SolverOptions, solve
 from .unit_reconstruct import block_program, block_tables
+
+CLAIM_COLUMNS = {
+    "geoid": pl.String,
+    "k": pl.Int64,
+    "columns": pl.String,
+    "values": pl.String,
+    "m": pl.Int64,
+    "key": pl.Int64,
+}
 
 
 @dataclass
@@ -62,9 +75,14 @@ def generate_then_verify(
     blocks: list[str] | None = None,
     truth: Units | None = None,
     opts: SolverOptions | None = None,
+    block_seconds: float | None = None,
 ) -> UnitClaims:
     """Generate-then-Verify on every block of ``long`` (or the geoids in ``blocks``). With
-    ``truth`` the records each verified singleton singles out are counted (households covered)."""
+    ``truth`` the records each verified singleton singles out are counted (households covered).
+
+    ``block_seconds`` caps each block's time: a block that reaches it keeps the claims verified
+    so far and is marked ``time-limit`` (its other candidates are not verified). A block whose
+    tables admit no units at all is marked ``infeasible``."""
     opts = replace((opts or SolverOptions()).for_task("claims"), presolve="light")
     names = tables or tuple(t.name for t in HOUSING_TABLES)
     cells, W, geoids, V = block_tables(long, schema, names)
@@ -97,21 +115,35 @@ def generate_then_verify(
         t0 = time.perf_counter()
         prog, adm = block_program(W, V[b], Wc)
         # 1. generate
-        sols = []
+        sols: list[np.ndarray] = []
+        short = False  # fewer than K solutions: the block's time ran out while generating
         for _ in range(K):
-            obj = rng.integers(-4, 5, size=prog.n_vars)
-            s = solve(replace(prog, c=obj), replace(opts, time_limit=min(opts.time_limit or 5, 5)))
+            obj = rng.integers(-4, 5, size=prog.n_vars)  # drawn even when skipped: same stream
+            limit = min(opts.time_limit or 5, 5)
+            if block_seconds is not None:
+                left = block_seconds - (time.perf_counter() - t0)
+                if left <= 0 and sols:
+                    short = True
+                    continue
+                limit = min(limit, max(left, 0.5))
+            s = solve(replace(prog, c=obj), replace(opts, time_limit=limit))
             if s.has_solution and s.x is not None:
                 sols.append(s.x)
         if not sols:
-            stats.append((geoid, 0, 0, 0, 0, 0, time.perf_counter() - t0))
+            why = "infeasible" if s.status == "infeasible" else "no-solution"
+            stats.append((geoid, 0, int(adm.size), 0, 0, 0, time.perf_counter() - t0, why))
             continue
         X = np.stack(sols)  # K x admissible types
         codes = schema.decode(feas[adm])
         base = Extensible(prog, opts)
         n_cand = n_ver = 0
+        status = "time-limit" if short else "ok"  # fewer solutions: more candidates, all proven
         for k, subs in subsets.items():
+            if status != "ok":
+                break
             for cols in subs:
+                if status != "ok":
+                    break
                 key = _keys(codes, schema, cols)
                 uk, inv = np.unique(key, return_inverse=True)
                 counts = np.zeros((X.shape[0], uk.size), dtype=np.int64)
@@ -123,16 +155,30 @@ def generate_then_verify(
                     members = np.flatnonzero(inv == g)
                     if _published(cols, int(uk[g])):
                         continue  # trivial: one published cell is this very count
+                    if block_seconds is not None and time.perf_counter() - t0 > block_seconds:
+                        status = "time-limit"  # the claims verified so far stand; the rest untried
+                        break
                     n_cand += 1
                     if _verified(base, prog.n_vars, members, int(m[g])):
                         n_ver += 1
                         found.append((geoid, k, cols, int(uk[g]), int(m[g]), members))
         took = time.perf_counter() - t0
-        stats.append((geoid, int(X[0].sum()), int(adm.size), len(sols), n_cand, n_ver, took))
+        stats.append(
+            (geoid, int(X[0].sum()), int(adm.size), len(sols), n_cand, n_ver, took, status)
+        )
     claims = _claims_frame(found, schema, truth)
     per_block = pl.DataFrame(
         stats,
-        schema=["geoid", "units", "types", "solutions", "candidates", "verified", "seconds"],
+        schema={
+            "geoid": pl.String,
+            "units": pl.Int64,
+            "types": pl.Int64,
+            "solutions": pl.Int64,
+            "candidates": pl.Int64,
+            "verified": pl.Int64,
+            "seconds": pl.Float64,
+            "status": pl.String,
+        },
         orient="row",
     )
     return UnitClaims(claims, per_block)
@@ -168,7 +214,7 @@ def _claims_frame(found: list[tuple], schema: Schema, truth: Units | None) -> pl
     for geoid, k, cols, key, m, _members in found:
         names = ",".join(schema.attributes[i].name for i in cols)
         rows.append((geoid, k, names, _values(schema, cols, key), m, key))
-    df = pl.DataFrame(rows, schema=["geoid", "k", "columns", "values", "m", "key"], orient="row")
+    df = pl.DataFrame(rows, schema=CLAIM_COLUMNS, orient="row")
     if truth is None or not found:
         return df
     matches = [len(units) for units in _matching(found, schema, truth)]
@@ -246,3 +292,394 @@ def claims_by_k(
         ],
         orient="row",
     )
+
+
+# --------------------------------------------------------------------------------------------------
+# A whole release: block by block, in parallel, written as each block finishes, resumable
+# --------------------------------------------------------------------------------------------------
+def _unit_seed(seed: int, unit: str) -> int:
+    """Each block's own seed, so a resumed or parallel run draws what a serial one does."""
+    return (seed * 1_000_003 + zlib.crc32(unit.encode())) % 2**31
+
+
+def _block_worker(args: tuple) -> tuple[dict, pl.DataFrame | None]:
+    geoid, long, tables, k_values, K, seed, opts, block_seconds = args
+    from .unit_reconstruct import reconstruct_units
+
+    rec = reconstruct_units(long, HOUSING_UNITS, tables, opts)
+    res = generate_then_verify(
+        long,
+        HOUSING_UNITS,
+        tables,
+        k_values,
+        K,
+        _unit_seed(seed, geoid),
+        opts=opts,
+        block_seconds=block_seconds,
+    )
+    blocks = res.blocks.join(
+        rec.blocks.select("geoid", pl.col("status").alias("reconstruction")), on="geoid", how="left"
+    )
+    types, counts = np.unique(rec.units.types, return_counts=True)
+    st = {
+        "unit": geoid,
+        "status": "ok",
+        "blocks": blocks.to_dicts(),
+        "recon_types": types.tolist(),
+        "recon_counts": counts.tolist(),
+    }
+    return st, res.claims
+
+
+@dataclass
+class HouseholdClaimsRun:
+    """Verified claims about housing units for every block of a release.
+
+    ``blocks`` has one row per block: units, admissible types, solutions generated, candidate and
+    verified claims, seconds, ``status`` (ok | time-limit: claims verified before the block's
+    time ran out | infeasible: the block's tables contradict each other | no-solution) and
+    ``reconstruction`` (unique | varies | undecided | infeasible | failed: whether the block's
+    full reconstruction is the only one). ``claims`` has one row per verified claim."""
+
+    results: list[dict]
+    claims: pl.DataFrame
+    blocks: pl.DataFrame
+    tables: tuple[str, ...]
+    k_values: tuple[int, ...]
+    K: int
+    truth: Units | None = None
+
+    @property
+    def failed(self) -> list[dict]:
+        """Blocks whose run raised (recorded by the runner, the others went on)."""
+        return [r for r in self.results if r["status"] != "ok"]
+
+    @property
+    def problem_blocks(self) -> pl.DataFrame:
+        """Blocks whose claims are incomplete or whose tables admit no units."""
+        return self.blocks.filter(pl.col("status") != "ok")
+
+    def _reconstruction_units(self) -> Units:
+        types = np.concatenate(
+            [
+                np.asarray(r["recon_types"], dtype=np.int64)
+                for r in self.results
+                if "recon_types" in r
+            ]
+            or [np.zeros(0, dtype=np.int64)]
+        )
+        counts = np.concatenate(
+            [
+                np.asarray(r["recon_counts"], dtype=np.int64)
+                for r in self.results
+                if "recon_types" in r
+            ]
+            or [np.zeros(0, dtype=np.int64)]
+        )
+        geos = np.concatenate(
+            [np.full(len(r["recon_types"]), r["unit"]) for r in self.results if "recon_types" in r]
+            or [np.zeros(0, dtype=str)]
+        )
+        t = np.repeat(types, counts)
+        geo = np.repeat(geos, counts).astype(str)
+        return Units(HOUSING_UNITS, geo, HOUSING_UNITS.decode(t), None, "reconstruction")
+
+    def by_k(self) -> pl.DataFrame:
+        """The study's layout by number of columns k: blocks with a verified singleton (count and
+        share), verified singleton claims and all verified claims, and the median binomial
+        baseline P(count = 1) of the verified singletons (share of matching units in the tract:
+        of the truth when given, else of the reconstruction, the attacker's own estimate). With
+        the truth: units singled out and units covered by any verified claim (each unit once)."""
+        nb = self.blocks.height
+        c = self.claims
+        rows = []
+        truth = self.truth
+        base_from = truth if truth is not None else self._reconstruction_units()
+        if truth is not None and c.height:
+            found = _found(c)
+            hits = _matching(found, HOUSING_UNITS, truth)
+        else:
+            found, hits = [], []
+        tract_of = base_from.block_geoid.astype("U11")
+        key_cache: dict[tuple[str, tuple[int, ...]], np.ndarray] = {}
+        sizes = dict(
+            zip(self.blocks["geoid"].to_list(), self.blocks["units"].to_list(), strict=True)
+        )
+        for k in self.k_values:
+            ck = c.filter(pl.col("k") == k)
+            single = ck.filter(pl.col("m") == 1)
+            base = []
+            for row in single.iter_rows(named=True):
+                cols = tuple(HOUSING_UNITS.names.index(n) for n in row["columns"].split(","))
+                tract = row["geoid"][:11]
+                if (tract, cols) not in key_cache:
+                    idx = np.flatnonzero(tract_of == tract)
+                    key_cache[(tract, cols)] = _keys(
+                        HOUSING_UNITS.decode(base_from.types[idx]), HOUSING_UNITS, cols
+                    )
+                keys = key_cache[(tract, cols)]
+                p = float((keys == row["key"]).mean()) if keys.size else 0.0
+                base.append(float(binom.pmf(1, sizes.get(row["geoid"], 0), p)))
+            with_single = single["geoid"].n_unique()
+            r = {
+                "k": k,
+                "blocks": nb,
+                "blocks_with_singleton": with_single,
+                "blocks_with_singleton_pct": 100.0 * with_single / nb if nb else float("nan"),
+                "verified_singletons": single.height,
+                "verified_claims": ck.height,
+                "baseline_median": float(np.median(base)) if base else float("nan"),
+            }
+            if truth is not None:
+                one: set[int] = set()
+                every: set[int] = set()
+                for f, h in zip(found, hits, strict=True):
+                    if f[1] == k:
+                        every.update(h.tolist())
+                        if f[4] == 1:
+                            one.update(h.tolist())
+                r["units_singled_out"] = len(one)
+                r["units_covered"] = len(every)
+            rows.append(r)
+        return pl.DataFrame(rows)
+
+    def summary(self) -> dict:
+        b = self.blocks
+        rec = b["reconstruction"].value_counts() if b.height else None
+        counts = (
+            dict(zip(rec["reconstruction"], rec["count"], strict=True)) if rec is not None else {}
+        )
+        occupied = int(b["units"].sum()) if b.height else 0
+        return {
+            "schema": "households",
+            "tables": list(self.tables),
+            "k_values": list(self.k_values),
+            "k_solutions": self.K,
+            "failed_blocks": len(self.failed),
+            "blocks": b.height,
+            "units": occupied,
+            "blocks_unique_reconstruction": int(counts.get("unique", 0)),
+            "blocks_reconstruction_varies": int(counts.get("varies", 0)),
+            "blocks_reconstruction_undecided": int(counts.get("undecided", 0)),
+            "blocks_time_limit": int((b["status"] == "time-limit").sum()) if b.height else 0,
+            "blocks_infeasible": int((b["status"] == "infeasible").sum()) if b.height else 0,
+            "verified_claims": self.claims.height,
+            "verified_singletons": int((self.claims["m"] == 1).sum()) if self.claims.height else 0,
+            "block_seconds_median": float(np.median(b["seconds"].to_numpy())) if b.height else 0.0,
+            "block_seconds_max": float(b["seconds"].to_numpy().max()) if b.height else 0.0,
+        }
+
+    def summary_lines(self, seconds: float = 0.0) -> list[str]:
+        """The run in words (Markdown bullets)."""
+        s = self.summary()
+        lines = [
+            f"- tables: {', '.join(self.tables)}; K = {self.K} generated solutions per block",
+            f"- blocks: {s['blocks']:,}, housing units: {s['units']:,}; full reconstruction "
+            f"proven unique in {s['blocks_unique_reconstruction']:,} block(s), varies in "
+            f"{s['blocks_reconstruction_varies']:,}, undecided in "
+            f"{s['blocks_reconstruction_undecided']:,}",
+            f"- verified claims: {s['verified_claims']:,}, of which singletons "
+            f"{s['verified_singletons']:,}; seconds per block: median "
+            f"{s['block_seconds_median']:.2f}, max {s['block_seconds_max']:.2f}",
+        ]
+        if s["blocks_time_limit"] or s["blocks_infeasible"]:
+            lines.append(
+                f"- {s['blocks_time_limit']} block(s) reached their time limit (claims verified "
+                f"so far kept); {s['blocks_infeasible']} block(s) have contradictory tables"
+            )
+        lines.append(f"- {s['failed_blocks']} block(s) failed; time {seconds:.1f} s")
+        return lines
+
+    def write(self, out: str | Path, seed: int = 0, seconds: float = 0.0) -> list[Path]:
+        """Write ``out/households_by_k.csv`` (the study's Figure 2 / Tables 2-3 layout),
+        ``households_claims.csv``, ``households_blocks.csv``, ``summary.json``, ``summary.md``
+        and ``households_by_k.png``."""
+        from ..io import write_frame, write_json, write_text
+
+        out = Path(out)
+        out.mkdir(parents=True, exist_ok=True)
+        by_k = self.by_k()
+        paths = [
+            write_frame(by_k, out / "households_by_k.csv"),
+            write_frame(self.claims, out / "households_claims.csv"),
+            write_frame(self.blocks, out / "households_blocks.csv"),
+            write_json(
+                out / "summary.json", {**self.summary(), "seconds": round(seconds, 2), "seed": seed}
+            ),
+            write_text(
+                out / "summary.md",
+                "\n".join(
+                    [
+                        "# Verified claims about housing units (Generate-then-Verify)",
+                        "",
+                        *self.summary_lines(seconds),
+                        "",
+                        *by_k_markdown(by_k),
+                    ]
+                )
+                + "\n",
+            ),
+        ]
+        png = plot_by_k(by_k, out / "households_by_k.png")
+        if png is not None:
+            paths.append(png)
+        return paths
+
+
+def by_k_markdown(by_k: pl.DataFrame) -> list[str]:
+    """The by-k figures as a Markdown table, with the study's where it has them."""
+    truth = "units_singled_out" in by_k.columns
+    head = "| k | blocks with a verified singleton | verified singletons | verified claims |"
+    head += " households singled out | households covered |" if truth else ""
+    head += " median baseline | the study (singled out / covered, of 486) |"
+    lines = [head, "|" + "---|" * (head.count("|") - 1)]
+    for r in by_k.iter_rows(named=True):
+        study = STUDY_TABLES_2_3.get(r["k"])
+        row = (
+            f"| {r['k']} | {r['blocks_with_singleton']:,} of {r['blocks']:,} "
+            f"({r['blocks_with_singleton_pct']:.0f}%) | {r['verified_singletons']:,} | "
+            f"{r['verified_claims']:,} |"
+        )
+        if truth:
+            row += f" {r['units_singled_out']:,} | {r['units_covered']:,} |"
+        row += f" {r['baseline_median']:.3f} | {f'{study[0]} / {study[1]}' if study else ''} |"
+        lines.append(row)
+    return lines
+
+
+# Liu et al. (2025) Tables 2 and 3: households singled out by verified singletons and covered by
+# any verified claim, of 486 in 50 median blocks (their DHC tables; methods.md section 7)
+STUDY_TABLES_2_3 = {
+    5: (166, 431),
+    6: (148, 379),
+    7: (109, 274),
+    8: (61, 179),
+    9: (19, 30),
+    10: (2, 2),
+}
+
+
+def plot_by_k(by_k: pl.DataFrame, path: Path) -> Path | None:
+    """Blocks with a verified singleton by k (the study's Figure 2 layout) as a PNG."""
+    if not by_k.height:
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(5, 3.2))
+    ax.plot(by_k["k"], by_k["blocks_with_singleton_pct"], marker="o", label="this release")
+    ax.axhline(90, ls=":", c="grey", label="the study at k = 5: > 90%")
+    ax.set_xlabel("columns in the claim (k)")
+    ax.set_ylabel("blocks with a verified singleton, %")
+    ax.set_ylim(0, 100)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def _found(c: pl.DataFrame) -> list[tuple]:
+    return [
+        (
+            r["geoid"],
+            r["k"],
+            tuple(HOUSING_UNITS.names.index(n) for n in r["columns"].split(",")),
+            r["key"],
+            r["m"],
+            None,
+        )
+        for r in c.iter_rows(named=True)
+    ]
+
+
+def household_claims(
+    long: pl.DataFrame,
+    k_values: tuple[int, ...] = (5, 6, 7, 8, 9, 10),
+    K: int = 20,
+    seed: int = 0,
+    solver: SolverOptions | None = None,
+    block_seconds: float | None = 300.0,
+    workers: int = 1,
+    out: str | Path | None = None,
+    resume: bool = True,
+    progress: Callable[[dict], None] | None = None,
+    truth: Units | None = None,
+) -> HouseholdClaimsRun:
+    """Generate-then-Verify on every block of a release's housing-unit tables, block by block
+    (the module docstring says how; blocks are independent, their tables alone constrain them).
+    Only the housing-unit tables the long table holds in full are used. With ``out`` each
+    block's claims go to ``<out>/claims.parts/`` as it finishes and a rerun resumes (a rerun
+    with other tables or options is refused)."""
+    from ..provenance import digest_arrays
+    from ..runner import run_units
+    from ..unit_tables import complete_tables
+
+    tables = complete_tables(long)
+    if not tables:
+        raise TabreconError(
+            "no housing-unit table is complete in these tables; see tabrecon tables list "
+            "--schema households"
+        )
+    bad = [k for k in k_values if not 1 <= k <= len(HOUSING_UNITS.attributes)]
+    if bad or not k_values:
+        raise TabreconError(
+            f"k (columns per claim) must lie in 1..{len(HOUSING_UNITS.attributes)} (got {bad})"
+        )
+    if K < 1:
+        raise TabreconError(f"K (solutions generated per block) must be >= 1 (got {K})")
+    opts = solver or SolverOptions()
+    long = long.filter(
+        pl.col("cell").is_in([c.id for n in tables for c in table_by_name(n).cells()])
+    )
+    by_block = long.partition_by("geoid", as_dict=True)
+    geoids = sorted(g for (g,) in by_block)
+    parts = Path(out) / "claims.parts" if out is not None else None
+    fp = None
+    if parts is not None:
+        srt = long.sort("geoid", "cell")
+        fp = {
+            "tables": digest_arrays(
+                srt["geoid"].to_numpy(), srt["cell"].to_numpy(), srt["value"].to_numpy()
+            ),
+            "table_names": ",".join(tables),
+            "k_values": ",".join(map(str, k_values)),
+            "K": K,
+            "seed": seed,
+            "block_seconds": block_seconds,
+            "solver": str(opts),
+        }
+    statuses, frames = run_units(
+        geoids,
+        lambda g: (g, by_block[(g,)], tables, k_values, K, seed, opts, block_seconds),
+        _block_worker,
+        tag="household-claims",
+        parts=parts,
+        resume=resume,
+        workers=workers,
+        progress=progress,
+        fingerprint=fp,
+    )
+    dfs = [frames[g] for g in geoids if g in frames]
+    claims = pl.concat(dfs) if dfs else pl.DataFrame(schema=CLAIM_COLUMNS)
+    block_rows = [b for st in statuses if st["status"] == "ok" for b in st["blocks"]]
+    blocks = (
+        pl.DataFrame(block_rows, infer_schema_length=None).sort("geoid")
+        if block_rows
+        else pl.DataFrame(
+            schema={
+                "geoid": pl.String,
+                "units": pl.Int64,
+                "types": pl.Int64,
+                "solutions": pl.Int64,
+                "candidates": pl.Int64,
+                "verified": pl.Int64,
+                "seconds": pl.Float64,
+                "status": pl.String,
+                "reconstruction": pl.String,
+            }
+        )
+    )
+    return HouseholdClaimsRun(statuses, claims, blocks, tables, k_values, K, truth)

@@ -39,7 +39,9 @@ class UnitReconstruction:
     """Reconstructed units and, per block, whether they are the only consistent ones."""
 
     units: Units
-    blocks: pl.DataFrame  # geoid, units, types, status (unique|varies|undecided|failed), seconds
+    blocks: pl.DataFrame  # geoid, units, types, status, seconds
+    # status: unique | varies | undecided (limit hit) | infeasible (the tables contradict
+    # themselves) | failed (no solution within the limit) | unknown (not checked)
 
 
 def reconstruct_units(
@@ -61,7 +63,8 @@ def reconstruct_units(
         prog, adm = block_program(W, V[b], Wc)
         sol = solve(prog, opts)
         if not sol.has_solution or sol.x is None:
-            stats.append((geoid, 0, int(adm.size), "failed", time.perf_counter() - t0))
+            why = "infeasible" if sol.status == "infeasible" else "failed"  # tables contradict
+            stats.append((geoid, 0, int(adm.size), why, time.perf_counter() - t0))
             continue
         x = sol.x
         status = "unknown"
@@ -103,6 +106,13 @@ def block_tables(
         .pivot(on="cell", index="geoid", values="value")
         .sort("geoid")
     )
+    nulls = wide.select(pl.col(ids).is_null()).to_numpy()
+    if nulls.any():
+        b, c = np.argwhere(nulls)[0]
+        raise InputError(
+            f"block {wide['geoid'][int(b)]} lacks cell {ids[int(c)]} ({int(nulls.sum()) - 1} more "
+            "cells of blocks are missing): every block needs every cell of the tables used"
+        )
     V = wide.select(ids).to_numpy().astype(np.int64)
     return cells, W, wide["geoid"].to_list(), V
 

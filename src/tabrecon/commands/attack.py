@@ -194,13 +194,18 @@ def solvar(
 @app.command()
 def claims(
     tables_file: TablesArg,
-    recon: ReconOpt,
+    recon: Annotated[
+        Path | None,
+        typer.Option("--recon", "-r", help="Reconstruction (person file; persons only)"),
+    ] = None,
     solvar_file: Annotated[
-        Path,
+        Path | None,
         typer.Option(
-            "--solvar", "-s", help="Per-block output of `tabrecon solvar` for this reconstruction"
+            "--solvar",
+            "-s",
+            help="Per-block output of `tabrecon solvar` for this reconstruction (persons only)",
         ),
-    ],
+    ] = None,
     out: Annotated[Path, typer.Option("--out", "-o", help="Output folder")] = Path("claims"),
     level: Level = "block",
     k_solutions: Annotated[
@@ -215,15 +220,60 @@ def claims(
     seed: Annotated[int, typer.Option(help="Seed of the random objectives and the solver")] = 0,
     workers: Workers = 1,
     fresh: Fresh = False,
+    schema: Annotated[
+        str,
+        typer.Option(
+            help="'persons' (SF1 person tables, with --recon and --solvar) or 'households' "
+            "(housing-unit tables: Generate-then-Verify block by block)"
+        ),
+    ] = "persons",
+    k: Annotated[
+        str, typer.Option("--k", help="Households: columns per claim, a comma list")
+    ] = "5,6,7,8,9,10",
+    truth: Annotated[
+        Path | None,
+        typer.Option(
+            "--truth", help="Households: the housing-unit file behind the tables (units covered)"
+        ),
+    ] = None,
+    block_time_limit: Annotated[
+        float,
+        typer.Option(
+            help="Households: seconds per block; a block that reaches it keeps the claims "
+            "verified so far and is reported"
+        ),
+    ] = 300.0,
 ) -> None:
-    """Verified claims (generate-then-verify): persons singled out by claims every consistent
-    population makes true."""
+    """Verified claims (generate-then-verify): persons, or housing units, singled out by claims
+    every consistent population makes true."""
+    one_of(schema, ("persons", "households"), "--schema")
+    at_least(1, k_solutions=k_solutions)
+    if schema == "households":
+        _household_claims(
+            tables_file,
+            out,
+            k,
+            k_solutions,
+            truth,
+            block_time_limit,
+            solver,
+            threads,
+            time_limit,
+            seed,
+            workers,
+            fresh,
+        )
+        return
+    if recon is None or solvar_file is None:
+        raise TabreconError(
+            "claims about persons need --recon (the reconstruction) and --solvar (its "
+            "certification); for housing units use --schema households"
+        )
     from ..attacks.claims import claims as _claims
     from ..published import read_tables
     from ..schema import read_microdata
 
     one_of(level, RECON_LEVELS, "--level")
-    at_least(1, k_solutions=k_solutions)
     opts = solver_options(solver, threads, time_limit, seed, workers)
     ts, rec = read_tables(tables_file), read_microdata(recon)
     blocks = read_blocks(solvar_file)
@@ -252,6 +302,88 @@ def claims(
     console.print("\n".join(run.summary_lines(el)))
     console.print(f"written {', '.join(map(str, paths))}")
     if run.failed:
+        raise typer.Exit(1)
+
+
+def _household_claims(
+    tables_file: Path,
+    out: Path,
+    k: str,
+    k_solutions: int,
+    truth: Path | None,
+    block_time_limit: float,
+    solver: str,
+    threads: int,
+    time_limit: float,
+    seed: int,
+    workers: int,
+    fresh: bool,
+) -> None:
+    """``tabrecon claims --schema households``: Generate-then-Verify on a release's housing-unit
+    tables, block by block (written as each finishes, resumable), figures in the study's layout."""
+    from ..attacks.unit_claims import household_claims
+    from ..schema.catalog import HOUSING_UNITS
+    from ..schema.spec import read_units
+    from ..unit_tables import read_unit_tables
+
+    positive_finite(block_time_limit=block_time_limit)
+    try:
+        ks = tuple(sorted({int(x) for x in k.split(",") if x.strip()}))
+    except ValueError:
+        raise TabreconError(f"--k: {k!r} is not a comma list of numbers such as 5,6,7") from None
+    if tables_file.is_dir():
+        raise TabreconError(
+            f"{tables_file}: housing-unit tables are read from a long file (geoid, cell, value: "
+            "tabrecon tabulate --schema households writes one); SF1 folders are read for persons "
+            "only"
+        )
+    long = read_unit_tables(tables_file)
+    units = read_units(truth, HOUSING_UNITS) if truth is not None else None
+    opts = solver_options(solver, threads, time_limit, seed, workers)
+    t0 = time.perf_counter()
+    prog, tick = progress(long["geoid"].n_unique(), "household claims")
+    with prog:
+        run = household_claims(
+            long,
+            ks,
+            k_solutions,
+            seed,
+            opts,
+            block_time_limit,
+            workers,
+            out,
+            not fresh,
+            tick,
+            units,
+        )
+    for r in run.failed:
+        err.print(f"[red]block {r['unit']}: {r['status']}[/red] -- {r.get('message', '')}")
+    bad = run.problem_blocks
+    for r in bad.head(20).iter_rows(named=True):
+        what = {
+            "time-limit": f"reached --block-time-limit {block_time_limit:g} s; "
+            f"{r['verified']} claim(s) verified before it are kept",
+            "infeasible": "its tables contradict each other (no housing units fit them)",
+        }.get(r["status"], "no solution found within the solver's limit")
+        err.print(f"[yellow]block {r['geoid']}:[/yellow] {what}")
+    if bad.height > 20:
+        err.print(f"[yellow]... and {bad.height - 20} more such blocks[/yellow]")
+    el = time.perf_counter() - t0
+    paths = run.write(out, seed, el)
+    cols = {
+        "k": "k",
+        "blocks_with_singleton": "blocks with a singleton",
+        "blocks_with_singleton_pct": "%",
+        "verified_singletons": "verified singletons",
+        "verified_claims": "verified claims",
+        "baseline_median": "median baseline",
+    }
+    if truth is not None:
+        cols |= {"units_singled_out": "singled out", "units_covered": "covered"}
+    console.print(frame_table("verified claims about housing units by k", run.by_k(), cols))
+    console.print("\n".join(run.summary_lines(el)))
+    console.print(f"written {', '.join(map(str, paths))}")
+    if run.failed or (bad["status"] != "time-limit").any():
         raise typer.Exit(1)
 
 
