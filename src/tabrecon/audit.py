@@ -446,6 +446,23 @@ class AuditResult:
                     pct(r["attack"]["certified_uniques"]["precision_pct"]),
                 ]
             )
+        if h := s.get("households"):
+            five = h.get("singleton_blocks_by_k", {})
+            for k in ["5"] if "5" in five else sorted(five, key=int)[:1]:  # the study's k
+                rows.append(
+                    [
+                        f"households: blocks with a verified {k}-column singleton",
+                        f"{five[k]:,} of {h['blocks']:,} ({pct(100.0 * five[k] / h['blocks'])})"
+                        if h["blocks"]
+                        else "n/a",
+                    ]
+                )
+            rows.append(
+                [
+                    "households: blocks whose full reconstruction is unique",
+                    f"{h['blocks_unique_reconstruction']:,} of {h['blocks']:,}",
+                ]
+            )
         for d in s.get("defenses", []):
             rows.append(
                 [
@@ -495,9 +512,13 @@ def audit(
     console: Console | None = None,
     show_progress: bool = True,
     command: str = "",
+    households: str | Path | None = None,
 ) -> AuditResult:
     """Run the whole audit and write ``OUT/report.html``, ``OUT/results/*.csv`` and
-    ``OUT/summary.json``. See the module docstring for chunks, units of work and resuming."""
+    ``OUT/summary.json``. See the module docstring for chunks, units of work and resuming.
+
+    ``households`` (a housing-unit file describing the same households as ``microdata``) adds
+    the households part (:mod:`tabrecon.households_audit`) and the report's section on it."""
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -518,7 +539,8 @@ def audit(
         raise TabreconError(
             "give microdata (a person file) or --tables (published tables), or both"
         )
-    for p in (md_path, ts_path):
+    hh_path = Path(households) if households is not None else None
+    for p in (md_path, ts_path, hh_path):
         if p is not None and not p.exists():
             raise TabreconError(f"{p}: file not found")
     if cfg.run.scheduler:  # fail at once, not once per chunk, when the cluster is unreachable
@@ -528,7 +550,7 @@ def audit(
     work = out / "work"
     if work.exists() and not resume:
         shutil.rmtree(work)
-    fp = _fingerprint(cfg, md_path, ts_path)
+    fp = _fingerprint(cfg, md_path, ts_path, hh_path)
     advice = "run without --resume (resume=False in Python) to start over, or choose another --out"
     check_or_record(work / "run.json", fp, str(work), advice, outputs=(work,))
     out.mkdir(parents=True, exist_ok=True)
@@ -613,6 +635,13 @@ def audit(
                 attacker_reports.append(part.attacker)
             for o in part.defenses:
                 outcomes[o.defense] = outcomes[o.defense].merge(o) if o.defense in outcomes else o
+        household: dict | None = None
+        hframes: dict[str, pl.DataFrame] = {}
+        if hh_path is not None:
+            household, hframes = _households(hh_path, md_path, work, cfg, resume, progress, log)
+            failures += household.get("failures", [])
+            if "error" in household:
+                con.print(f"[red]households failed:[/red] {household['error']}")
     if len(chunk_errors) == len(chunks):  # nothing to report on: the first error is the answer
         err0 = chunk_errors[0]
         raise (
@@ -660,6 +689,7 @@ def audit(
             if front is not None:
                 frames["frontier"] = front
                 log.add("frontier", time.perf_counter() - t_front)
+    frames.update(hframes)
     for name, df in frames.items():
         df.write_csv(res / f"{name}.csv")
     log.add("aggregate", time.perf_counter() - t_agg)
@@ -682,6 +712,8 @@ def audit(
     if summary.get("certify", {}).get("level") == "block+tract" and not has_tract:
         # the release has no tract tables: what was certified is what the block tables determine
         summary["certify"]["level"] = "block"
+    if household is not None and "error" not in household:
+        summary["households"] = household
     summary["agreement_resolution"] = {
         lv: "; ".join(sorted(t for t in v if t)) for lv, v in resolutions.items()
     }
@@ -724,19 +756,51 @@ def frontier_at_budgets(
     return join_tradeoff(f, dhc)
 
 
-def _fingerprint(cfg: AuditConfig, md_path: Path | None, ts_path: Path | None) -> dict[str, str]:
+def _fingerprint(
+    cfg: AuditConfig, md_path: Path | None, ts_path: Path | None, hh_path: Path | None = None
+) -> dict[str, str]:
     """What the audit's work/ depends on: the inputs' content and every setting that changes a
-    result (not where units run: workers, scheduler, retries; not the report's presentation)."""
+    result (not where units run: workers, scheduler, retries; not the report's presentation).
+    Without a housing-unit file its settings do not count (earlier work stays resumable)."""
     conf = cfg.to_dict()
     conf.pop("report", None)
+    if hh_path is None:
+        conf.pop("households", None)
     conf["run"] = {
         k: v for k, v in conf["run"].items() if k not in ("workers", "scheduler", "retries")
     }
+    extra = {"households": digest_path(hh_path)} if hh_path is not None else {}
     return fingerprint(
         microdata=digest_path(md_path) if md_path is not None else "none",
         tables=digest_path(ts_path) if ts_path is not None else "none",
         config=conf,
+        **extra,
     )
+
+
+def _households(
+    hh_path: Path,
+    md_path: Path | None,
+    work: Path,
+    cfg: AuditConfig,
+    resume: bool,
+    progress: Callable[[str, int], Callable[[dict], None]],
+    log: StageLog,
+) -> tuple[dict, dict[str, pl.DataFrame]]:
+    """The households stage of a person audit: its summary and frames, or ``{"error": ...}``
+    (a bad housing-unit file, or one that disagrees with the person file, is reported and the
+    audit exits non-zero; the person findings stand)."""
+    from .households_audit import households_stage
+    from .schema import read_microdata
+
+    t0 = time.perf_counter()
+    try:
+        persons = read_microdata(md_path) if md_path is not None else None
+        summary, frames, _ = households_stage(hh_path, work, cfg, resume, progress, persons)
+    except TabreconError as exc:
+        return {"error": str(exc), "failures": [f"households: {exc}"]}, {}
+    log.add("households", time.perf_counter() - t0)
+    return summary, frames
 
 
 FACTS = (

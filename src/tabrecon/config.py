@@ -67,6 +67,17 @@ class DefensesConfig:
 
 
 @dataclass(frozen=True)
+class HouseholdsConfig:
+    """Generate-then-Verify on housing-unit tables (``audit --households FILE`` or
+    ``audit --schema households``)."""
+
+    k_values: tuple[int, ...] = (5, 6, 7, 8, 9, 10)  # columns per claim (the study's Table 2)
+    k_solutions: int = 20  # solutions generated per block (the study: 100)
+    block_time_limit: float = 60.0  # seconds per block; claims verified before it are kept
+    blocks: int = 50  # the blocks nearest the median size (the study's sample); 0 = every block
+
+
+@dataclass(frozen=True)
 class ReportConfig:
     small_cell_threshold: int = 10  # counts below this are marked in the report
     title: str = "tabrecon disclosure audit"
@@ -79,6 +90,7 @@ class AuditConfig:
     certify: CertifyConfig = field(default_factory=CertifyConfig)
     reidentify: ReidentifyConfig = field(default_factory=ReidentifyConfig)
     defenses: DefensesConfig = field(default_factory=DefensesConfig)
+    households: HouseholdsConfig = field(default_factory=HouseholdsConfig)
     report: ReportConfig = field(default_factory=ReportConfig)
 
     def to_dict(self) -> dict[str, dict[str, Any]]:
@@ -159,6 +171,15 @@ def _validate(cfg: AuditConfig, where: str) -> None:
             raise bad("defenses.specs", s, msg)
     if len(set(cfg.defenses.specs)) != len(cfg.defenses.specs):
         raise bad("defenses.specs", list(cfg.defenses.specs), "list each defense once")
+    h = cfg.households
+    if not h.k_values or any(not 1 <= k <= 10 for k in h.k_values):
+        raise bad("households.k_values", list(h.k_values), "use numbers of columns in 1..10")
+    if h.k_solutions < 1:
+        raise bad("households.k_solutions", h.k_solutions, "use a whole number >= 1")
+    if not (math.isfinite(h.block_time_limit) and h.block_time_limit > 0):
+        raise bad("households.block_time_limit", h.block_time_limit, "use seconds > 0")
+    if h.blocks < 0:
+        raise bad("households.blocks", h.blocks, "use a whole number >= 0 (0: every block)")
     if cfg.report.small_cell_threshold < 0:
         raise bad(
             "report.small_cell_threshold",
@@ -181,6 +202,15 @@ def _coerce(section: str, key: str, value: Any, default: Any, where: str) -> Any
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise ConfigError(f"{where}: {name} = {value!r} is not allowed; use a number")
         return float(value)
+    if isinstance(default, tuple) and default and all(isinstance(x, int) for x in default):
+        if isinstance(value, int) and not isinstance(value, bool):
+            value = [value]
+        ok = isinstance(value, list) and value
+        if not ok or not all(isinstance(x, int) and not isinstance(x, bool) for x in value):
+            raise ConfigError(
+                f"{where}: {name} = {value!r} is not allowed; use a list of whole numbers"
+            )
+        return tuple(value)
     if isinstance(default, tuple):
         if isinstance(value, str):
             value = [value]

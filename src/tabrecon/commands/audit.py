@@ -67,11 +67,44 @@ def audit(
         int | None, typer.Option(help="Counties are batched up to this many persons")
     ] = None,
     quiet: Quiet = False,
+    households: Annotated[
+        Path | None,
+        typer.Option(
+            help="Housing-unit file of the same households: adds Generate-then-Verify on the "
+            "housing-unit tables and a households section (see [households] in the config)"
+        ),
+    ] = None,
+    schema: Annotated[
+        str,
+        typer.Option(
+            help="'persons' (MICRODATA is a person file) or 'households' (MICRODATA is a "
+            "housing-unit file: the households part alone)"
+        ),
+    ] = "persons",
 ) -> None:
     """Audit a release end to end: publish, reconstruct, certify, link, defend, compare; write a
     report."""
     from ..audit import audit as _audit
     from ..config import load_config
+    from ..errors import TabreconError
+    from ..terminal import one_of
+
+    one_of(schema, ("persons", "households"), "--schema")
+    if schema == "households":
+        if microdata is None or tables_path is not None or households is not None:
+            raise TabreconError(
+                "--schema households audits one housing-unit file: give it as MICRODATA, "
+                "without --tables or --households"
+            )
+        from ..households_audit import audit_households
+
+        cfg = load_config(config, run={"workers": workers, "seed": seed, "scheduler": scheduler})
+        cmd = "tabrecon audit " + " ".join(sys.argv[2:])
+        res = audit_households(microdata, out, cfg, resume, err, not quiet, cmd)
+        _print_audit(res, out)
+        if res.summary.get("failures"):
+            raise typer.Exit(1)
+        return
 
     specs = None if defenses is None else [d.strip() for d in defenses.split(",") if d.strip()]
     run_opts = {
@@ -82,7 +115,7 @@ def audit(
     }
     cfg = load_config(config, run=run_opts, defenses={"specs": specs})
     cmd = "tabrecon audit " + " ".join(sys.argv[2:])
-    res = _audit(microdata, out, cfg, tables_path, resume, err, not quiet, cmd)
+    res = _audit(microdata, out, cfg, tables_path, resume, err, not quiet, cmd, households)
     _print_audit(res, out)
     if res.summary.get("failures"):
         raise typer.Exit(1)

@@ -781,8 +781,13 @@ def write_audit_report(
             )
         if "frontier" in frames:
             parts += _frontier_section(frames["frontier"], th, out)
+    if "households" in summary:
+        parts += households_section(summary["households"], frames, th, out, "6. ")
     t = summary.get("timings_s", {})
-    parts.append('<h2 id="run">6. Run: configuration, versions, timings</h2>')
+    parts.append(
+        f'<h2 id="run">{7 if "households" in summary else 6}. Run: configuration, versions, '
+        "timings</h2>"
+    )
     parts.append(
         table_html(
             pl.DataFrame({"stage": list(t), "seconds": [float(v) for v in t.values()]}),
@@ -828,6 +833,111 @@ def write_audit_report(
         "reconstruction, certification and reidentification of the 2010 Census; baselines after "
         "Francis "
         "(2022) and Ruggles and Van Riper (2022); TopDown after Abowd et al. (2022).</p>"
+    )
+    doc = (
+        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>'
+        f"{html.escape(cfg.report.title)}</title><style>{CSS}</style></head><body>"
+        + "\n".join(parts)
+        + "</body></html>"
+    )
+    path = out / "report.html"
+    tmp = out / ".report.html.tmp"
+    tmp.write_text(doc)
+    tmp.replace(path)
+    return path
+
+
+def households_section(
+    h: dict, frames: dict[str, pl.DataFrame], th: int, out: Path | None, number: str = ""
+) -> list[str]:
+    """The report's households section: Generate-then-Verify on the housing-unit tables, the
+    figures in the study's layout beside its own (Liu et al. 2025, Tables 2-3 and Figure 2)."""
+    from ..attacks.unit_claims import STUDY_TABLES_2_3, plot_by_k
+
+    parts = [
+        f'<h2 id="households">{number}Households: claims every consistent answer makes true</h2>'
+        f"<p>Housing-unit file {html.escape(h['file'])}: {h['housing_units']:,} housing units "
+        f"({h['occupied']:,} occupied) in {h['blocks_in_file']:,} blocks. Attacked: "
+        f"{html.escape(h['sample'])}, with the SF1 2010 housing-unit tables "
+        f"{html.escape(', '.join(h['tables']))}. For each block, {h['k_solutions']} solutions of "
+        "the tables were generated; a claim (\u201cexactly m housing units of this block have "
+        "these values on these k columns\u201d) common to all of them and not a published cell "
+        "was verified by proving that every other count is impossible. A verified claim with "
+        "m = 1 singles out one household.</p>",
+        f"<p>Full reconstruction of the block's units is proven unique in "
+        f"{h['blocks_unique_reconstruction']:,} of {h['blocks']:,} blocks (varies in "
+        f"{h['blocks_reconstruction_varies']:,}, undecided in "
+        f"{h['blocks_reconstruction_undecided']:,}); verified claims "
+        f"{h['verified_claims']:,}, singletons {h['verified_singletons']:,}. Seconds per block: "
+        f"median {h['block_seconds_median']:.2f}, max {h['block_seconds_max']:.2f}.</p>",
+    ]
+    if h.get("blocks_time_limit"):
+        parts.append(
+            f'<p class="fail">{h["blocks_time_limit"]} block(s) reached the time limit of '
+            "[households] block_time_limit: their claims verified before it are counted, the "
+            "rest were not tried, so the figures below are lower bounds.</p>"
+        )
+    by_k = frames.get("households_by_k")
+    if by_k is not None and by_k.height:
+        study = pl.DataFrame(
+            {
+                "k": list(STUDY_TABLES_2_3),
+                "study_singled_out_of_486": [v[0] for v in STUDY_TABLES_2_3.values()],
+                "study_covered_of_486": [v[1] for v in STUDY_TABLES_2_3.values()],
+            }
+        )
+        shown = by_k.join(study, on="k", how="left")
+        parts.append(
+            table_html(
+                shown,
+                th,
+                "Verified claims by number of columns k (the study: its DHC tables, 50 median "
+                "blocks, 486 households; > 90% of blocks with a verified 5-column singleton)",
+                "tbl-households",
+            )
+        )
+        if out is not None:
+            png = plot_by_k(by_k, out / "households_by_k.png")
+            if png is not None:
+                b64 = base64.b64encode(png.read_bytes()).decode()
+                parts.append(
+                    _figure(b64, "Blocks with a verified singleton by k", "fig-households", None)
+                )
+    parts.append(
+        '<p class="muted">The study attacked the 2020 DHC household tables (621 statistics per '
+        "block); these are the 2010 SF1 tables tabrecon declares (120 per block), which never "
+        "publish presence of children or people 65 and over, nor the detailed household type, "
+        "so claims on those columns rest on the other tables alone. Baseline: P(exactly one of "
+        "the block's units matches) when each matches with the tract's share.</p>"
+    )
+    return parts
+
+
+def write_households_report(
+    out: Path, summary: dict, frames: dict[str, pl.DataFrame], cfg: AuditConfig
+) -> Path:
+    """``out/report.html`` of ``tabrecon audit --schema households``: the households section,
+    then the run (configuration, versions, time)."""
+    th = cfg.report.small_cell_threshold
+    parts = [f"<h1>{html.escape(cfg.report.title)}: housing units</h1>"]
+    parts += households_section(summary["households"], frames, th, out, "1. ")
+    if summary.get("failures"):
+        parts.append(
+            '<p class="fail">Failed:</p><ul>'
+            + "".join(f"<li>{html.escape(f)}</li>" for f in summary["failures"])
+            + "</ul>"
+        )
+    parts.append('<h2 id="run">2. Run</h2>')
+    parts.append(
+        f"<p>Time {summary['timings_s']['households']:.1f} s; seed {cfg.run.seed}; peak memory "
+        f"main process {_fmt(summary['peak_memory'].get('main_process_mb'))} MB.</p>"
+    )
+    parts.append(f"<p>Command: <code>{html.escape(summary.get('command') or '')}</code></p>")
+    parts.append("<h3>Configuration</h3><pre>" + html.escape(cfg.to_toml()) + "</pre>")
+    parts.append(
+        "<h3>Versions</h3><pre>"
+        + html.escape("\n".join(f"{k} {v}" for k, v in summary.get("versions", {}).items()))
+        + "</pre>"
     )
     doc = (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>'

@@ -1,0 +1,94 @@
+"""The households part of an audit: ``audit --schema households`` and ``audit --households``."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from tabrecon.households import synthesize_households
+from tabrecon.households_audit import median_blocks
+from tabrecon.schema import write_microdata
+from tabrecon.schema.spec import write_units
+from tabrecon.synth import SynthConfig
+from tabrecon.unit_tables import tabulate_units
+
+EXE = [sys.executable, "-c", "from tabrecon.cli import main; main()"]
+FAST = """
+[households]
+k_values = [2, 3]
+k_solutions = 4
+block_time_limit = 3.0
+blocks = 4
+[reconstruct]
+levels = ["block+tract"]
+[certify]
+enabled = false
+"""
+
+
+def _cli(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(EXE + args, capture_output=True, text=True, cwd=cwd, timeout=600)
+
+
+@pytest.fixture(scope="module")
+def county(tmp_path_factory):
+    d = tmp_path_factory.mktemp("hh")
+    md, units = synthesize_households(SynthConfig(persons=400), seed=8)
+    write_microdata(md, d / "p.parquet")
+    write_units(units, d / "u.parquet")
+    _, other = synthesize_households(SynthConfig(persons=400), seed=9)
+    write_units(other, d / "other.parquet")
+    (d / "fast.toml").write_text(FAST)
+    return d, units
+
+
+def test_median_blocks_are_the_blocks_nearest_the_median_size(county):
+    _, units = county
+    long = tabulate_units(units)
+    sizes = dict(long.filter(pl.col("cell") == "H0010001").select("geoid", "value").iter_rows())
+    pick = median_blocks(long, 4)
+    med = float(pl.Series(list(sizes.values())).median())
+    worst = max(abs(sizes[g] - med) for g in pick)
+    assert len(pick) == 4 and all(abs(v - med) >= worst for g, v in sizes.items() if g not in pick)
+    assert median_blocks(long, 0) == sorted(sizes)
+
+
+@pytest.mark.slow
+def test_audit_of_a_housing_unit_file_reports_households_and_resumes(county):
+    d, _ = county
+    args = ["audit", "u.parquet", "--schema", "households", "--config", "fast.toml"]
+    args += ["--out", "ha", "--quiet"]
+    first = _cli(args, d)
+    assert first.returncode == 0, first.stderr
+    html = (d / "ha" / "report.html").read_text()
+    assert 'id="households"' in html and "the 4 blocks nearest the median" in html
+    by_k = pl.read_csv(d / "ha" / "results" / "households_by_k.csv")
+    assert by_k["k"].to_list() == [2, 3] and (by_k["blocks"] == 4).all()
+    summary = json.loads((d / "ha" / "summary.json").read_text())["households"]
+    assert summary["blocks"] == 4
+    assert summary["blocks_unique_reconstruction"] <= summary["blocks"]
+    again = _cli([*args, "--resume"], d)
+    assert again.returncode == 0, again.stderr
+    assert pl.read_csv(d / "ha" / "results" / "households_by_k.csv").equals(by_k)
+    mixed = _cli(["audit", "u.parquet", "--schema", "households", "--tables", "x.csv"], d)
+    assert mixed.returncode == 2 and "one housing-unit file" in mixed.stderr
+
+
+@pytest.mark.slow
+def test_person_audit_with_households_of_other_people_says_so_and_fails(county):
+    """A housing-unit file that does not describe the person file's households is named; the
+    person findings are still written and the run exits non-zero."""
+    d, _ = county
+    args = ["audit", "p.parquet", "--households", "other.parquet", "--config", "fast.toml"]
+    run = _cli([*args, "--defenses", "", "--out", "pa", "--quiet"], d)
+    assert run.returncode == 1, run.stderr
+    assert "Traceback" not in run.stderr and "households" in run.stderr
+    assert "p.parquet, line" in run.stderr  # the first person whose unit disagrees
+    assert (d / "pa" / "report.html").exists()
+    summary = json.loads((d / "pa" / "summary.json").read_text())
+    assert "households" not in summary and any("households:" in f for f in summary["failures"])
