@@ -102,3 +102,23 @@ def test_tabulate_command_takes_the_household_schema(tmp_path):
         text=True,
     )
     assert bad.returncode == 2 and "flats" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_tables_list_and_describe_cover_the_housing_unit_tables(tmp_path):
+    import subprocess
+    import sys
+
+    exe = [sys.executable, "-c", "from tabrecon.cli import main; main()"]
+
+    def run(*a: str) -> subprocess.CompletedProcess:
+        return subprocess.run([*exe, *a], capture_output=True, text=True, cwd=tmp_path)
+
+    listing = run("tables", "list", "--schema", "households")
+    assert listing.returncode == 0 and "H13" in listing.stdout and "P18" in listing.stdout
+    cell = run("tables", "describe", "H0130002")
+    assert cell.returncode == 0 and "1-person household" in cell.stdout
+    person = run("tables", "describe", "P0120003")
+    assert person.returncode == 0 and "male" in person.stdout
+    bad = run("tables", "describe", "X123")
+    assert bad.returncode == 2 and "--schema households" in bad.stderr
+    assert "Traceback" not in bad.stderr

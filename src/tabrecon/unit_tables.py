@@ -47,6 +47,16 @@ class UnitCell:
     label: str
     predicate: Predicate = field(hash=False, compare=False)
 
+    def description(self, schema: Schema = HOUSING_UNITS) -> str:
+        """The records the cell counts, in words: each restricted column and the labels it
+        admits ("all housing units" when nothing is restricted)."""
+        parts = []
+        for a in schema.attributes:
+            if a.name in self.predicate and len(self.predicate[a.name]) < a.size:
+                labels = [a.labels[a.index(c)] for c in self.predicate[a.name]]
+                parts.append(f"{a.name} in {{{', '.join(map(str, labels))}}}")
+        return "; ".join(parts) or "all housing units"
+
 
 @dataclass(frozen=True)
 class UnitTable:
@@ -198,6 +208,18 @@ HOUSING_TABLES: tuple[UnitTable, ...] = (
         prefix="P",
     ),
 )
+
+
+def cell_by_id(cell: str) -> UnitCell:
+    """A declared housing-unit cell by its id (``H0130002``)."""
+    for t in HOUSING_TABLES:
+        for c in t.cells():
+            if c.id == cell.upper():
+                return c
+    raise TabreconError(
+        f"unknown table or cell id {cell!r}; see tabrecon tables list (persons) and tabrecon "
+        "tables list --schema households"
+    )
 
 
 def table_by_name(name: str) -> UnitTable:

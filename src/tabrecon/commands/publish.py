@@ -140,28 +140,58 @@ def tabulate(
 
 
 @tables_app.command("list")
-def tables_list() -> None:
-    """List the person tables (the 34 of Abowd et al., then P3-P5) with their level, universe and
-    number of cells."""
+def tables_list(
+    schema: Annotated[
+        str, typer.Option(help="'persons' (SF1 person tables) or 'households' (housing units)")
+    ] = "persons",
+) -> None:
+    """List the person tables (the 34 of Abowd et al., then P3-P5), or with ``--schema
+    households`` the housing-unit tables, with their level, universe and number of cells."""
+    from ..terminal import one_of
+
+    one_of(schema, ("persons", "households"), "--schema")
+    cols = ["table", "level", "cells", "title", "universe (line 1)"]
+    if schema == "households":
+        from ..unit_tables import HOUSING_TABLES
+
+        rows = [
+            [t.name, t.level, len(t.cells()), t.title, t.cells()[0].description()]
+            for t in HOUSING_TABLES
+        ]
+        console.print(table("SF1 2010 housing-unit tables", cols, rows))
+        return
     from ..tables import ALL_TABLES
 
     rows = [
         [t.name, t.level, len(t.cells()), t.title, t.cells()[0].description()] for t in ALL_TABLES
     ]
-    console.print(
-        table("SF1 person tables", ["table", "level", "cells", "title", "universe (line 1)"], rows)
-    )
+    console.print(table("SF1 person tables", cols, rows))
 
 
 @tables_app.command("describe")
 def tables_describe(
-    name: Annotated[str, typer.Argument(help="A table (P12A) or a cell id (P0120003)")],
+    name: Annotated[
+        str, typer.Argument(help="A table (P12A, H13) or a cell id (P0120003, H0130002)")
+    ],
 ) -> None:
-    """Show the definition of a table's cells or of one cell."""
+    """Show the definition of a table's cells or of one cell (person or housing-unit)."""
+    from ..errors import InputError
     from ..tables import TABLES_BY_NAME, get_cell
+    from ..unit_tables import HOUSING_TABLES, cell_by_id, table_by_name
 
     key = name.upper()
-    cells = TABLES_BY_NAME[key].cells() if key in TABLES_BY_NAME else [get_cell(key)]
+    if key not in TABLES_BY_NAME:
+        try:
+            person = get_cell(key)
+        except InputError:
+            housing = {t.name for t in HOUSING_TABLES}
+            ucells = table_by_name(key).cells() if key in housing else [cell_by_id(key)]
+            rows = [[c.id, c.table, c.label, c.description()] for c in ucells]
+            console.print(table(key, ["cell", "table", "line", "housing units counted"], rows))
+            return
+        cells = [person]
+    else:
+        cells = TABLES_BY_NAME[key].cells()
     cols = ["cell", "level", "sex", "age", "race", "hispanic", "measure", "description"]
     rows = [
         [
