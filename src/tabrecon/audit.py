@@ -998,3 +998,79 @@ def run_demo(
         show_progress=show_progress,
         command=f"tabrecon demo --out {out} --persons {persons} --seed {seed}",
     )
+
+
+def audit_households(
+    units_path: str | Path,
+    out: str | Path,
+    cfg: AuditConfig | None = None,
+    resume: bool = False,
+    console: Any = None,
+    show_progress: bool = True,
+    command: str = "",
+) -> AuditResult:
+    """``tabrecon audit --schema households``: the households part alone, on a housing-unit
+    file; writes ``OUT/report.html``, ``OUT/results/households_*.csv`` and ``OUT/summary.json``
+    and returns an :class:`~tabrecon.audit.AuditResult`."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    from .households_audit import households_stage
+    from .report.html import write_households_report
+    from .runner import execution
+
+    cfg = cfg or AuditConfig()
+    out = Path(out)
+    units_path = Path(units_path)
+    if not units_path.exists():
+        raise TabreconError(f"{units_path}: file not found")
+    work = out / "work"
+    if work.exists() and not resume:
+        shutil.rmtree(work)
+    conf = cfg.to_dict()
+    fp = fingerprint(
+        households=digest_path(units_path),
+        config={
+            "households": conf["households"],
+            "seed": cfg.run.seed,
+            "solver": conf["reconstruct"],
+        },
+    )
+    advice = "run without --resume (resume=False in Python) to start over, or choose another --out"
+    check_or_record(work / "run.json", fp, str(work), advice, outputs=(work,))
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "config.toml").write_text(cfg.to_toml())
+    con = console or Console(stderr=True)
+    prog = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[last]}"),
+        console=con,
+        disable=not show_progress,
+    )
+
+    def progress(label: str, total: int) -> Callable[[dict], None]:
+        task = prog.add_task(label, total=total, last="")
+        return lambda st: prog.update(
+            task, advance=1, last=f"{st.get('unit', '')} {st.get('status', '')}"
+        )
+
+    t0 = time.perf_counter()
+    with execution(cfg.run.scheduler, cfg.run.retries), prog:
+        summary, frames, _ = households_stage(units_path, work, cfg, resume, progress)
+    res = out / "results"
+    res.mkdir(exist_ok=True)
+    for name, df in frames.items():
+        df.write_csv(res / f"{name}.csv")
+    total = {
+        "households": summary,
+        "failures": summary["failures"],
+        "timings_s": {"households": round(time.perf_counter() - t0, 2)},
+        "peak_memory": _peak_mb(),
+        "versions": _versions(),
+        "command": command,
+        "seed": cfg.run.seed,
+    }
+    write_json(out / "summary.json", total)
+    report = write_households_report(out, total, frames, cfg)
+    return AuditResult(out, total, report)

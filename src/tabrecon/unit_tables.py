@@ -53,7 +53,7 @@ class UnitCell:
         parts = []
         for a in schema.attributes:
             if a.name in self.predicate and len(self.predicate[a.name]) < a.size:
-                labels = [a.labels[a.index(c)] for c in self.predicate[a.name]]
+                labels = [a.labels[i] for i in a.index(np.asarray(self.predicate[a.name]))]
                 parts.append(f"{a.name} in {{{', '.join(map(str, labels))}}}")
         return "; ".join(parts) or "all housing units"
 

@@ -96,7 +96,7 @@ def audit(
                 "--schema households audits one housing-unit file: give it as MICRODATA, "
                 "without --tables or --households"
             )
-        from ..households_audit import audit_households
+        from ..audit import audit_households
 
         cfg = load_config(config, run={"workers": workers, "seed": seed, "scheduler": scheduler})
         cmd = "tabrecon audit " + " ".join(sys.argv[2:])
