@@ -10,7 +10,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from tabrecon.errors import TabreconError
+from tabrecon.errors import InputError, TabreconError
 from tabrecon.households import synthesize_households
 from tabrecon.schema.spec import write_units
 from tabrecon.synth import SynthConfig
@@ -122,3 +122,32 @@ def test_tables_list_and_describe_cover_the_housing_unit_tables(tmp_path):
     bad = run("tables", "describe", "X123")
     assert bad.returncode == 2 and "--schema households" in bad.stderr
     assert "Traceback" not in bad.stderr
+
+
+def test_housing_unit_tables_are_read_from_the_census_api_json_too(tmp_path):
+    """The block rows of a wide table (2010 API names such as H013002) give the same long table
+    as tabulation; a bad value is named by file and line."""
+    import json
+
+    import polars as pl
+
+    from tabrecon.households import synthesize_households
+    from tabrecon.synth import SynthConfig
+    from tabrecon.unit_tables import read_unit_tables
+
+    _, units = synthesize_households(SynthConfig(persons=300), seed=4)
+    long = tabulate_units(units)
+    wide = long.pivot(on="cell", index="geoid", values="value")
+    cells = [c for c in wide.columns if c != "geoid"]
+    rows = [["state", "county", "tract", "block", *[c[:4] + c[5:] for c in cells]]]
+    for r in wide.iter_rows(named=True):
+        g = r["geoid"]
+        rows.append([g[:2], g[2:5], g[5:11], g[11:], *[str(r[c]) for c in cells]])
+    rows.append(["99", "001", "000100", None, *["0"] * len(cells)])  # a tract row: left out
+    (tmp_path / "api.json").write_text(json.dumps(rows))
+    back = read_unit_tables(tmp_path / "api.json").sort("geoid", "cell")
+    assert back.equals(long.sort("geoid", "cell").with_columns(pl.col("value").cast(pl.Int64)))
+    rows[3][6] = "-1"
+    (tmp_path / "bad.json").write_text(json.dumps(rows))
+    with pytest.raises(InputError, match=r"bad.json, line 4, column 'value': '-1'"):
+        read_unit_tables(tmp_path / "bad.json")

@@ -92,14 +92,14 @@ def read_tables(path: str | Path) -> TableSet:
 
         return read_sf1(p)
     if p.suffix.lower() == ".json":
-        return tables_from_wide(_read_api_json(p), str(p))
+        return tables_from_wide(read_api_json(p), str(p))
     df = read_text_frame(p)
     if {"geoid", "cell", "value"} <= set(df.columns):
         return tables_from_long(df, str(p))
     return tables_from_wide(df, str(p))
 
 
-def _read_api_json(p: Path) -> pl.DataFrame:
+def read_api_json(p: Path) -> pl.DataFrame:
     """The Census API's response: ``[[header...], [row...], ...]``, every value text."""
     text = p.read_text(errors="replace")
     try:
@@ -134,7 +134,7 @@ def frame_of_rows(rows: list[list]) -> pl.DataFrame:
     return pl.DataFrame(cols, schema={h: pl.String for h in header})
 
 
-def _geography(df: pl.DataFrame, where: str) -> pl.Series:
+def geography_of(df: pl.DataFrame, where: str) -> pl.Series:
     """Each row's geoid (digits) from whichever geography columns the table has."""
     upper = {c.upper(): c for c in df.columns}
 
@@ -226,7 +226,7 @@ def tables_from_wide(df: pl.DataFrame, where: str = "tables") -> TableSet:
         names = [v for v, c in zip(variables, cells, strict=True) if c == dup[0]]
         raise InputError(f"cell {dup[0]} appears twice, as {' and '.join(names)}", path=where)
     line0 = 2
-    geo = _geography(df, where)
+    geo = geography_of(df, where)
     if geo.len() and not re.search(r"\d", geo[0] or ""):  # data.census.gov: a row of labels
         df, geo, line0 = df.slice(1), geo.slice(1), 3
     lines = df["__line"].cast(pl.Int64) if "__line" in df.columns else None

@@ -21,6 +21,7 @@ declared yet.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
@@ -281,7 +282,9 @@ def tabulate_units(units: Units, tables: Sequence[str] | None = None) -> pl.Data
 
 def read_unit_tables(path: str | Path) -> pl.DataFrame:
     """A long table (geoid, cell, value) of housing-unit cells from a CSV, CSV.gz or Parquet
-    file, checked: the three columns present, 15-digit block geoids, non-negative whole values,
+    file in the long form, or the block rows of a wide table (the Census API's JSON, a
+    data.census.gov or summary-file style CSV: variables ``H0130002`` or ``H013002``), checked:
+    the three columns present, 15-digit block geoids, non-negative whole values,
     no (geoid, cell) twice, every cell id a declared housing-unit or SF1 person cell (person
     cells, as in a file holding both halves of a release, are left out). Each problem names the
     file, line and column, with the number of rows that share it.
@@ -294,15 +297,15 @@ def read_unit_tables(path: str | Path) -> pl.DataFrame:
     ...
     tabrecon.errors.InputError: ...t.csv, line 2, column 'value': '-4' is not a count (a whole ...
     """
-    df, lines = read_rows(path)
     p = str(path)
-    missing = [c for c in ("geoid", "cell", "value") if c not in df.columns]
-    if missing:
-        raise InputError(
-            f"a long table needs columns geoid, cell and value; {', '.join(missing)} missing "
-            f"(found: {', '.join(df.columns[:8])})",
-            path=p,
-        )
+    if p.lower().endswith(".json"):
+        from .published import read_api_json
+
+        df, lines = read_api_json(Path(p)), None
+    else:
+        df, lines = read_rows(path)
+    if not {"geoid", "cell", "value"} <= set(df.columns):
+        df, lines = _long_of_wide(df, p)
     df = df.select(
         pl.col("geoid").str.strip_chars(),
         pl.col("cell").str.strip_chars().str.to_uppercase(),
@@ -341,6 +344,43 @@ def read_unit_tables(path: str | Path) -> pl.DataFrame:
     if not df.height:
         raise InputError("holds no housing-unit cells (H0010001 ...)", path=p)
     return df.drop("__row")
+
+
+_HOUSING_VARIABLE = re.compile(r"^(H|P)(\d{3})(\d{3,4})$")
+
+
+def _long_of_wide(df: pl.DataFrame, where: str) -> tuple[pl.DataFrame, np.ndarray]:
+    """The block rows of a wide table (one row per geography: the Census API's JSON, a
+    data.census.gov or summary-file style CSV) as a long table, and each value's file line.
+    Variables are read in the summary-file style (``H0130002``) or the 2010 API style
+    (``H013002``); P18 (``P018002``) is the one P table of households."""
+    from .published import geography_of
+
+    cells = {}
+    for c in df.columns:
+        m = _HOUSING_VARIABLE.match(c.strip().upper())
+        if m and (m.group(1) == "H" or int(m.group(2)) == 18):
+            cells[c] = f"{m.group(1)}{int(m.group(2)):03d}{int(m.group(3)):04d}"
+    if not cells:
+        raise InputError(
+            "neither a long table (columns geoid, cell, value) nor a wide one with housing-unit "
+            f"variables such as H0130002 or H013002 (found: {', '.join(df.columns[:8])})",
+            path=where,
+        )
+    geo = geography_of(df, where)
+    first = 2
+    if geo.len() and not re.search(r"\d", geo[0] or ""):  # data.census.gov: a row of labels
+        df, geo, first = df.slice(1), geo.slice(1), 3
+    wide = (
+        df.select(list(cells))
+        .rename(cells)
+        .with_columns(geo.alias("geoid"), pl.int_range(first, first + df.height).alias("__line"))
+    )
+    wide = wide.filter(pl.col("geoid").str.len_chars() == 15)  # blocks only
+    if not wide.height:
+        raise InputError("holds no block rows (15-digit geographies)", path=where)
+    long = wide.unpivot(index=["geoid", "__line"], on=list(cells.values()), variable_name="cell")
+    return long.drop("__line"), long["__line"].to_numpy()
 
 
 def complete_tables(long: pl.DataFrame) -> tuple[str, ...]:
