@@ -171,10 +171,9 @@ def test_household_claims_command_writes_the_study_layout_resumes_and_refuses_mi
     )
     assert claims.height == int(blocks["verified"].sum())
     # every verified claim is true of the units behind the tables
-    from tabrecon.attacks.unit_claims import _found, _matching
-    from tabrecon.schema.catalog import HOUSING_UNITS
+    from tabrecon.attacks.unit_claims import matching_units
 
-    hits = _matching(_found(claims), HOUSING_UNITS, units)
+    hits = matching_units(claims, units)
     assert [h.size for h in hits] == claims["m"].to_list()
     status = tmp_path / "c" / "claims.parts" / "status.jsonl"
     done = status.read_text().splitlines()

@@ -48,6 +48,19 @@ CLAIM_COLUMNS = {
 }
 
 
+#: Per-block figures of a Generate-then-Verify run
+BLOCK_COLUMNS = {
+    "geoid": pl.String,
+    "units": pl.Int64,
+    "types": pl.Int64,
+    "solutions": pl.Int64,
+    "candidates": pl.Int64,
+    "verified": pl.Int64,
+    "seconds": pl.Float64,
+    "status": pl.String,
+}
+
+
 @dataclass
 class UnitClaims:
     """Verified claims (block, k, columns, values, m) and per-block figures."""
@@ -169,16 +182,7 @@ def generate_then_verify(
     claims = _claims_frame(found, schema, truth)
     per_block = pl.DataFrame(
         stats,
-        schema={
-            "geoid": pl.String,
-            "units": pl.Int64,
-            "types": pl.Int64,
-            "solutions": pl.Int64,
-            "candidates": pl.Int64,
-            "verified": pl.Int64,
-            "seconds": pl.Float64,
-            "status": pl.String,
-        },
+        schema=BLOCK_COLUMNS,
         orient="row",
     )
     return UnitClaims(claims, per_block)
@@ -581,6 +585,12 @@ def plot_by_k(by_k: pl.DataFrame, path: Path) -> Path | None:
     return path
 
 
+def matching_units(claims: pl.DataFrame, truth: Units) -> list[np.ndarray]:
+    """For each verified claim (a row of a run's ``claims``), the indices of the true housing
+    units of its block that match it: as many as the claim's m when the claim is true."""
+    return _matching(_found(claims), HOUSING_UNITS, truth) if claims.height else []
+
+
 def _found(c: pl.DataFrame) -> list[tuple]:
     return [
         (
@@ -668,18 +678,6 @@ def household_claims(
     blocks = (
         pl.DataFrame(block_rows, infer_schema_length=None).sort("geoid")
         if block_rows
-        else pl.DataFrame(
-            schema={
-                "geoid": pl.String,
-                "units": pl.Int64,
-                "types": pl.Int64,
-                "solutions": pl.Int64,
-                "candidates": pl.Int64,
-                "verified": pl.Int64,
-                "seconds": pl.Float64,
-                "status": pl.String,
-                "reconstruction": pl.String,
-            }
-        )
+        else pl.DataFrame(schema={**BLOCK_COLUMNS, "reconstruction": pl.String})
     )
     return HouseholdClaimsRun(statuses, claims, blocks, tables, k_values, K, truth)

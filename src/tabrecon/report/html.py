@@ -834,17 +834,7 @@ def write_audit_report(
         "Francis "
         "(2022) and Ruggles and Van Riper (2022); TopDown after Abowd et al. (2022).</p>"
     )
-    doc = (
-        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>'
-        f"{html.escape(cfg.report.title)}</title><style>{CSS}</style></head><body>"
-        + "\n".join(parts)
-        + "</body></html>"
-    )
-    path = out / "report.html"
-    tmp = out / ".report.html.tmp"
-    tmp.write_text(doc)
-    tmp.replace(path)
-    return path
+    return _write_page(out, cfg.report.title, parts)
 
 
 def households_section(
@@ -939,9 +929,14 @@ def write_households_report(
         + html.escape("\n".join(f"{k} {v}" for k, v in summary.get("versions", {}).items()))
         + "</pre>"
     )
+    return _write_page(out, cfg.report.title, parts)
+
+
+def _write_page(out: Path, title: str, parts: list[str]) -> Path:
+    """``out/report.html`` made of ``parts``, written through a temporary and renamed."""
     doc = (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>'
-        f"{html.escape(cfg.report.title)}</title><style>{CSS}</style></head><body>"
+        f"{html.escape(title)}</title><style>{CSS}</style></head><body>"
         + "\n".join(parts)
         + "</body></html>"
     )
