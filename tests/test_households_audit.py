@@ -21,9 +21,9 @@ EXE = [sys.executable, "-c", "from tabrecon.cli import main; main()"]
 FAST = """
 [households]
 k_values = [2, 3]
-k_solutions = 4
-block_time_limit = 3.0
-blocks = 4
+k_solutions = 3
+block_time_limit = 1.5
+blocks = 3
 [reconstruct]
 levels = ["block+tract"]
 [certify]
@@ -66,11 +66,11 @@ def test_audit_of_a_housing_unit_file_reports_households_and_resumes(county):
     first = _cli(args, d)
     assert first.returncode == 0, first.stderr
     html = (d / "ha" / "report.html").read_text()
-    assert 'id="households"' in html and "the 4 blocks nearest the median" in html
+    assert 'id="households"' in html and "the 3 blocks nearest the median" in html
     by_k = pl.read_csv(d / "ha" / "results" / "households_by_k.csv")
-    assert by_k["k"].to_list() == [2, 3] and (by_k["blocks"] == 4).all()
+    assert by_k["k"].to_list() == [2, 3] and (by_k["blocks"] == 3).all()
     summary = json.loads((d / "ha" / "summary.json").read_text())["households"]
-    assert summary["blocks"] == 4
+    assert summary["blocks"] == 3
     assert summary["blocks_unique_reconstruction"] <= summary["blocks"]
     again = _cli([*args, "--resume"], d)
     assert again.returncode == 0, again.stderr

@@ -26,7 +26,7 @@ def _county(seed: int):
 @pytest.mark.parametrize("seed", [3, 4, 11])
 def test_every_verified_claim_is_true_of_the_units(seed):
     units, long, blocks = _county(seed)
-    res = generate_then_verify(long, blocks=blocks, truth=units, K=5, k_values=(2, 3, 4))
+    res = generate_then_verify(long, blocks=blocks, truth=units, K=5, k_values=(2, 3))
     assert res.blocks.height == len(blocks)
     assert (res.blocks["verified"] <= res.blocks["candidates"]).all()
     if res.claims.height:
@@ -153,8 +153,8 @@ def test_household_claims_command_writes_the_study_layout_resumes_and_refuses_mi
     write_units(units, tmp_path / "u.parquet")
     long = tabulate_units(units)
     long.write_parquet(tmp_path / "t.parquet")
-    args = ["claims", "t.parquet", "--schema", "households", "--k", "2,3", "-K", "4"]
-    args += ["--block-time-limit", "2", "--truth", "u.parquet", "--out", "c", "--workers", "2"]
+    args = ["claims", "t.parquet", "--schema", "households", "--k", "2,3", "-K", "3"]
+    args += ["--block-time-limit", "1", "--truth", "u.parquet", "--out", "c", "--workers", "2"]
     first = _cli(args, tmp_path)
     assert first.returncode == 0, first.stderr
     by_k = pl.read_csv(tmp_path / "c" / "households_by_k.csv")
@@ -165,7 +165,7 @@ def test_household_claims_command_writes_the_study_layout_resumes_and_refuses_mi
     assert blocks.height == long["geoid"].n_unique()  # every block reported
     assert set(blocks["reconstruction"].to_list()) <= {"unique", "varies", "undecided"}
     late = blocks.filter(pl.col("status") == "time-limit")["geoid"].to_list()
-    assert all(f"block {g}: reached --block-time-limit 2 s" in first.stderr for g in late)
+    assert all(f"block {g}: reached --block-time-limit 1 s" in first.stderr for g in late)
     claims = pl.read_csv(
         tmp_path / "c" / "households_claims.csv", schema_overrides={"geoid": pl.String}
     )
@@ -180,7 +180,7 @@ def test_household_claims_command_writes_the_study_layout_resumes_and_refuses_mi
     again = _cli(args, tmp_path)
     assert again.returncode == 0, again.stderr
     assert status.read_text().splitlines() == done  # resumed: no block redone
-    other = _cli([*args[:-4], "-K", "5", "--out", "c"], tmp_path)
+    other = _cli([*args[:-4], "-K", "4", "--out", "c"], tmp_path)
     assert other.returncode == 2 and "another run" in other.stderr, other.stderr
     assert "Traceback" not in other.stderr
 
