@@ -143,7 +143,8 @@ def generate_then_verify(
             if s.has_solution and s.x is not None:
                 sols.append(s.x)
         if not sols:
-            why = "infeasible" if s.status == "infeasible" else "no-solution"
+            # no solution without a proof that none exists: the time ran out first
+            why = "infeasible" if s.status == "infeasible" else "time-limit"
             stats.append((geoid, 0, int(adm.size), 0, 0, 0, time.perf_counter() - t0, why))
             continue
         X = np.stack(sols)  # K x admissible types
@@ -341,7 +342,8 @@ class HouseholdClaimsRun:
 
     ``blocks`` has one row per block: units, admissible types, solutions generated, candidate and
     verified claims, seconds, ``status`` (ok | time-limit: claims verified before the block's
-    time ran out | infeasible: the block's tables contradict each other | no-solution) and
+    time ran out, or before any solution was found | infeasible: the block's tables contradict
+    each other) and
     ``reconstruction`` (unique | varies | undecided | infeasible | failed: whether the block's
     full reconstruction is the only one). ``claims`` has one row per verified claim."""
 
