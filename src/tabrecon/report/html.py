@@ -814,13 +814,7 @@ def write_audit_report(
             + "".join(f"<li>{html.escape(f)}</li>" for f in summary["failures"])
             + "</ul>"
         )
-    parts.append(f"<p>Command: <code>{html.escape(summary.get('command') or '')}</code></p>")
-    parts.append("<h3>Configuration</h3><pre>" + html.escape(cfg.to_toml()) + "</pre>")
-    parts.append(
-        "<h3>Versions</h3><pre>"
-        + html.escape("\n".join(f"{k} {v}" for k, v in summary.get("versions", {}).items()))
-        + "</pre>"
-    )
+    parts += _provenance(summary, cfg)
     parts.append(
         '<h2 id="glossary">Glossary</h2><dl class="glossary">'
         + "".join(f"<dt><b>{html.escape(t)}</b></dt><dd>{html.escape(d)}</dd>" for t, d in GLOSSARY)
@@ -922,13 +916,7 @@ def write_households_report(
         f"<p>Time {summary['timings_s']['households']:.1f} s; seed {cfg.run.seed}; peak memory "
         f"main process {_fmt(summary['peak_memory'].get('main_process_mb'))} MB.</p>"
     )
-    parts.append(f"<p>Command: <code>{html.escape(summary.get('command') or '')}</code></p>")
-    parts.append("<h3>Configuration</h3><pre>" + html.escape(cfg.to_toml()) + "</pre>")
-    parts.append(
-        "<h3>Versions</h3><pre>"
-        + html.escape("\n".join(f"{k} {v}" for k, v in summary.get("versions", {}).items()))
-        + "</pre>"
-    )
+    parts += _provenance(summary, cfg)
     return _write_page(out, cfg.report.title, parts)
 
 
@@ -945,3 +933,13 @@ def _write_page(out: Path, title: str, parts: list[str]) -> Path:
     tmp.write_text(doc)
     tmp.replace(path)
     return path
+
+
+def _provenance(summary: dict, cfg: AuditConfig) -> list[str]:
+    """The command, configuration and versions a report's numbers came from."""
+    versions = "\n".join(f"{k} {v}" for k, v in summary.get("versions", {}).items())
+    return [
+        f"<p>Command: <code>{html.escape(summary.get('command') or '')}</code></p>",
+        "<h3>Configuration</h3><pre>" + html.escape(cfg.to_toml()) + "</pre>",
+        "<h3>Versions</h3><pre>" + html.escape(versions) + "</pre>",
+    ]
