@@ -374,65 +374,79 @@ def _fit(
 
     C, S = len(children_meas), parent.size
     nx = C * S
-    # parent cells: sum_c x[c, k] = parent[k]
-    Apar = sp.hstack([sp.identity(S, format="csr")] * C, format="csr")
-    blocks, weights, ys = [], [], []
+    # the constraint matrix is assembled once from index arrays (columns: x, then the residuals r)
+    # in this row order: parent cells, one block per non-direct answer, child totals, PL cells
+    cells = np.arange(S)
+    rows_i: list[np.ndarray] = []
+    cols_i: list[np.ndarray] = []
+    vals: list[np.ndarray] = []
+    beqs: list[np.ndarray] = []
+    weights: list[np.ndarray] = []
+
+    def add(r: np.ndarray, c: np.ndarray, v: float | np.ndarray = 1.0) -> None:
+        rows_i.append(r)
+        cols_i.append(c)
+        vals.append(np.broadcast_to(np.asarray(v, dtype=float), r.shape))
+
+    every_child = (np.tile(cells, C), np.arange(nx))  # sum_c x[c, k]: row k, column c*S + k
+    row = 0
+    if penalty is None:  # parent cells: sum_c x[c, k] = parent[k]
+        add(*every_child)
+        beqs.append(parent.astype(float))
+        row = S
     pdiag = np.zeros(nx)  # direct terms: sum w (x_i - y_i)^2 = x' diag(w) x - 2 (w y)' x + const
     lin = np.zeros(nx)
+    # each other answer: A_q x_c - r = y (the parent, with ``penalty``, spans every child)
+    answers: list[tuple[int, np.ndarray, int, np.ndarray, float]] = []  # child, inv, n, y, w
     if penalty is not None:  # the parent as one more (very precise) measurement of all children
-        blocks.append((-1, Apar))
-        weights.append(np.full(S, float(penalty)))
-        ys.append(parent.astype(float))
+        answers.append((-1, cells, S, parent.astype(float), float(penalty)))
     for c, meas in enumerate(children_meas):
         for _q, groups, inv, noisy, var in meas:
-            if groups.size == S and np.array_equal(inv, np.arange(S)):  # one answer per cell
+            if groups.size == S and np.array_equal(inv, cells):  # one answer per cell
                 pdiag[c * S : (c + 1) * S] += 1.0 / var
                 lin[c * S : (c + 1) * S] -= np.asarray(noisy, dtype=float) / var
                 continue
-            A = sp.csr_matrix((np.ones(S), (inv, np.arange(S))), shape=(groups.size, S))
-            blocks.append((c, A))
-            weights.append(np.full(groups.size, 1.0 / var))
-            ys.append(noisy.astype(float))
-    nr = sum(A.shape[0] for _, A in blocks)
-    # A_q x_c - r = y
-    rows = []
+            answers.append((c, inv, groups.size, np.asarray(noisy, dtype=float), 1.0 / var))
+    nr = sum(a[2] for a in answers)
     off = 0
-    for c, A in blocks:
-        if c < 0:  # spans every child
-            Ax = A
+    for c, inv, ng, noisy, wgt in answers:
+        if c < 0:
+            add(row + every_child[0], every_child[1])
         else:
-            Ax = sp.hstack(
-                [
-                    sp.csr_matrix((A.shape[0], c * S)),
-                    A,
-                    sp.csr_matrix((A.shape[0], (C - c - 1) * S)),
-                ]
-            )
-        R = sp.csr_matrix(
-            (-np.ones(A.shape[0]), (np.arange(A.shape[0]), off + np.arange(A.shape[0]))),
-            shape=(A.shape[0], nr),
-        )
-        rows.append(sp.hstack([Ax, R]))
-        off += A.shape[0]
-    hard = [] if penalty is not None else [sp.hstack([Apar, sp.csr_matrix((S, nr))])]
-    Aeq = sp.vstack([*hard, *rows], format="csc")
-    beq = np.concatenate([*([] if penalty is not None else [parent.astype(float)]), *ys])
-    if totals is not None:
-        T = sp.kron(sp.identity(C), np.ones((1, S)), format="csr")
-        Aeq = sp.vstack([Aeq, sp.hstack([T, sp.csr_matrix((C, nr))])], format="csc")
-        beq = np.concatenate([beq, totals.astype(float)])
-    if pl is not None:
+            add(row + inv, c * S + cells)
+        add(row + np.arange(ng), nx + off + np.arange(ng), -1.0)
+        beqs.append(noisy)
+        weights.append(np.full(ng, wgt))
+        row += ng
+        off += ng
+    if totals is not None:  # fixed child totals
+        add(row + np.repeat(np.arange(C), S), np.arange(nx))
+        beqs.append(totals.astype(float))
+        row += C
+    if pl is not None:  # every child's PL 94-171 histogram
         ks, Pk = _pl_indicator(pl[0])
-        T = sp.kron(sp.identity(C), Pk, format="csr")
-        Aeq = sp.vstack([Aeq, sp.hstack([T, sp.csr_matrix((T.shape[0], nr))])], format="csc")
-        beq = np.concatenate([beq, pl[1][:, ks].astype(float).ravel()])
+        pk = Pk.tocoo()
+        K = ks.size
+        add(
+            row + (np.arange(C)[:, None] * K + pk.row[None, :]).ravel(),
+            (np.arange(C)[:, None] * S + pk.col[None, :]).ravel(),
+            np.tile(pk.data, C),
+        )
+        beqs.append(pl[1][:, ks].astype(float).ravel())
+        row += C * K
+    neq = row
+    add(neq + np.arange(nx), np.arange(nx), -1.0)  # G: -x <= 0
+    A = sp.csc_matrix(
+        (np.concatenate(vals), (np.concatenate(rows_i), np.concatenate(cols_i))),
+        shape=(neq + nx, nx + nr),
+    )
+    A.sum_duplicates()
+    beq = np.concatenate(beqs) if beqs else np.zeros(0)
     w = np.concatenate(weights) if weights else np.zeros(0)
     P = sp.diags(np.concatenate([pdiag, w]), format="csc")
     q = np.concatenate([lin, np.zeros(nr)])
-    G = sp.hstack([-sp.identity(nx), sp.csr_matrix((nx, nr))], format="csc")
-    A = sp.vstack([Aeq, G], format="csc")
     b = np.concatenate([beq, np.zeros(nx)])
-    cones = [clarabel.ZeroConeT(Aeq.shape[0]), clarabel.NonnegativeConeT(nx)]
+    cones = [clarabel.ZeroConeT(neq), clarabel.NonnegativeConeT(nx)]
     st = clarabel.DefaultSettings()
     st.verbose = False
     st.tol_gap_abs = st.tol_gap_rel = st.tol_feas = FIT_TOL
