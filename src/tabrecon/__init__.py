@@ -25,35 +25,122 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from .attacks.certify import certify
-from .attacks.claims import claims
-from .attacks.reconstruct import reconstruct
-from .attacks.reidentify import reidentify
-from .audit import audit, run_demo
-from .config import AuditConfig, load_config
-from .defenses.defense import Defense, Protected
-from .defenses.matrix import Budget, Strategy, Workload
-from .defenses.mechanisms import PrivacyCost
-from .defenses.swapping import swap
-from .defenses.topdown import topdown
-from .download import download
-from .errors import InfeasibleError, InputError, TabreconError
-from .evaluate import DefenseOutcome, EvaluationPlan, evaluate_defense
-from .metrics.agreement import agree
-from .metrics.frontier import frontier, optimise_shares, rr_frontier
-from .metrics.matrix_error import expected_error, hierarchy_factors, simulate_error
-from .pipeline import run_tradeoff
-from .published import read_tables
-from .schema import Microdata, read_microdata, write_microdata
-from .sf1 import read_sf1
-from .synth import SynthConfig, synthesize
-from .tables import (
-    SF1_TABLES,
-    TableSet,
-    check_consistency,
-    tabulate,
-    write_tables,
-)
+import importlib
+import sys
+import types
+from typing import TYPE_CHECKING, Any
+
+#: public name -> the module defining it. Imported on first use (PEP 562), so that ``tabrecon
+#: --help`` and every command start without loading the whole toolkit (the CLI imports what a
+#: command needs inside it).
+_EXPORTS: dict[str, str] = {
+    "AuditConfig": "config",
+    "Budget": "defenses.matrix",
+    "Defense": "defenses.defense",
+    "DefenseOutcome": "evaluate",
+    "EvaluationPlan": "evaluate",
+    "InfeasibleError": "errors",
+    "InputError": "errors",
+    "Microdata": "schema",
+    "PrivacyCost": "defenses.mechanisms",
+    "Protected": "defenses.defense",
+    "SF1_TABLES": "tables",
+    "Strategy": "defenses.matrix",
+    "SynthConfig": "synth",
+    "TableSet": "tables",
+    "TabreconError": "errors",
+    "Workload": "defenses.matrix",
+    "agree": "metrics.agreement",
+    "audit": "audit",
+    "certify": "attacks.certify",
+    "check_consistency": "tables",
+    "claims": "attacks.claims",
+    "download": "download",
+    "evaluate_defense": "evaluate",
+    "expected_error": "metrics.matrix_error",
+    "frontier": "metrics.frontier",
+    "hierarchy_factors": "metrics.matrix_error",
+    "load_config": "config",
+    "optimise_shares": "metrics.frontier",
+    "read_microdata": "schema",
+    "read_sf1": "sf1",
+    "read_tables": "published",
+    "reconstruct": "attacks.reconstruct",
+    "reidentify": "attacks.reidentify",
+    "rr_frontier": "metrics.frontier",
+    "run_demo": "audit",
+    "run_tradeoff": "pipeline",
+    "simulate_error": "metrics.matrix_error",
+    "swap": "defenses.swapping",
+    "synthesize": "synth",
+    "tabulate": "tables",
+    "topdown": "defenses.topdown",
+    "write_microdata": "schema",
+    "write_tables": "tables",
+}
+
+if TYPE_CHECKING:  # the same names, for type checkers and the API documentation
+    from .attacks.certify import certify
+    from .attacks.claims import claims
+    from .attacks.reconstruct import reconstruct
+    from .attacks.reidentify import reidentify
+    from .audit import audit, run_demo
+    from .config import AuditConfig, load_config
+    from .defenses.defense import Defense, Protected
+    from .defenses.matrix import Budget, Strategy, Workload
+    from .defenses.mechanisms import PrivacyCost
+    from .defenses.swapping import swap
+    from .defenses.topdown import topdown
+    from .download import download
+    from .errors import InfeasibleError, InputError, TabreconError
+    from .evaluate import DefenseOutcome, EvaluationPlan, evaluate_defense
+    from .metrics.agreement import agree
+    from .metrics.frontier import frontier, optimise_shares, rr_frontier
+    from .metrics.matrix_error import expected_error, hierarchy_factors, simulate_error
+    from .pipeline import run_tradeoff
+    from .published import read_tables
+    from .schema import Microdata, read_microdata, write_microdata
+    from .sf1 import read_sf1
+    from .synth import SynthConfig, synthesize
+    from .tables import (
+        SF1_TABLES,
+        TableSet,
+        check_consistency,
+        tabulate,
+        write_tables,
+    )
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
+
+#: public functions named like the module that defines them (``tabrecon.audit``, ``download``)
+_SHADOWED = frozenset(n for n, m in _EXPORTS.items() if n == m)
+
+
+class _Package(types.ModuleType):
+    """The package keeps ``tabrecon.audit`` and ``tabrecon.download`` the functions: importing
+    their modules (which the import system then binds on the package) leaves the names alone, as
+    the eager ``from .audit import audit`` did."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in _SHADOWED and isinstance(value, types.ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
+
 
 __all__ = [
     "SF1_TABLES",
