@@ -3,6 +3,8 @@ are checked by proof."""
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import polars as pl
 import pytest
@@ -10,6 +12,7 @@ import pytest
 from tabrecon.attacks import claims as C
 from tabrecon.attacks.certify import binned_type, certify
 from tabrecon.attacks.reconstruct import reconstruct
+from tabrecon.interrupts import process_pool
 from tabrecon.schema import Microdata
 from tabrecon.tables import tabulate
 
@@ -43,7 +46,9 @@ def truth_counts(truth: Microdata, claims: pl.DataFrame) -> np.ndarray:
     return out
 
 
-def run_claims(truth: Microdata, level: str, k: int = 10, done=None):
+def run_claims(truth: Microdata, level: str, k: int = 10, done=None, workers: int = 1):
+    """Every tract's claims with the claims collected (tracts spread over ``workers``
+    processes)."""
     if done is None:
         ts = tabulate(truth, "all" if level == "block+tract" else "block")
         rec = reconstruct(ts, level).records
@@ -53,21 +58,17 @@ def run_claims(truth: Microdata, level: str, k: int = 10, done=None):
     status = dict(zip(cert["block_geoid"].to_list(), cert["status"].to_list(), strict=True))
     prior = C.Prior(*C._histogram(rec))
     rt = np.array([g[:11] for g in rec.geoids])[rec.block]
-    out = []
-    for t in ts.tracts():
-        out.append(
-            C.tract_claims(
-                ts.subset(t),
-                t,
-                level,
-                rec.take(rt == t),
-                status,
-                C.SolverOptions(),
-                prior,
-                k_solutions=k,
-                collect=True,
-            )
-        )
+    tracts = list(ts.tracts())
+    args = [
+        (ts.subset(t), t, level, rec.take(rt == t), status, C.SolverOptions(), prior)
+        for t in tracts
+    ]
+    one = functools.partial(C.tract_claims, k_solutions=k, collect=True)
+    if workers > 1:
+        with process_pool(workers) as ex:
+            out = list(ex.map(one, *zip(*args, strict=True)))
+    else:
+        out = [one(*a) for a in args]
     return ts, rec, cert, out
 
 
@@ -106,7 +107,9 @@ def test_unverifiable_candidate_is_refuted_by_the_proof(two_solution_block):
 @pytest.mark.realdata
 def test_real_block_only_every_verified_claim_is_true(real_md, real_tables, real_certs):
     rec, cert = real_certs["block"]
-    _, rec, _, out = run_claims(real_md, "block", k=10, done=(real_tables, rec, cert.blocks))
+    _, rec, _, out = run_claims(
+        real_md, "block", k=10, done=(real_tables, rec, cert.blocks), workers=2
+    )
     n_claims = n_single = 0
     persons_k = np.zeros(9, dtype=np.int64)
     tt = np.array([g[:11] for g in real_md.geoids])[real_md.block]
