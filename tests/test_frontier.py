@@ -258,7 +258,7 @@ def test_frontier_command_writes_everything(tmp_path):
             "--tradeoff",
             str(trade),
             "--draws",
-            "20",
+            "6",
             "--out",
             str(tmp_path / "f"),
         ],
@@ -280,7 +280,7 @@ def test_frontier_command_writes_everything(tmp_path):
     f = pl.read_csv(out / "frontier.csv")
     assert f.height == 4 and set(f["method"]) == {"woodbury", "gram"}
     assert f.filter(pl.col("rho") == 1.0)["attack_nonmodal_precision"].to_list() == [6.2, 6.2]
-    assert f["sim_rel_diff"].abs().max() < 0.5  # 20 draws: a smoke check, not the benchmark
+    assert f["sim_rel_diff"].abs().max() < 0.5  # 6 draws: a smoke check, not the benchmark
     tables = pl.read_csv(out / "frontier_tables.csv")
     assert set(tables["table"]) == {"P1", "P12"}
 
