@@ -200,3 +200,47 @@ def test_household_claims_command_names_bad_input(tmp_path):
     )
     k = _cli(["claims", "t.csv", "--schema", "households", "--k", "five"], tmp_path)
     assert k.returncode == 2 and "--k" in k.stderr
+
+
+def test_candidates_proven_together_are_those_proven_one_by_one():
+    """Verification searches for a solution breaking *any* candidate and repeats on the rest;
+    it must verify exactly the candidates two separate proofs (Count <= m - 1, Count >= m + 1
+    both infeasible) verify."""
+    import numpy as np
+    import scipy.sparse as sp
+
+    from tabrecon.attacks.solvers import Extensible, SolverOptions, solve
+    from tabrecon.attacks.unit_claims import _keys, _verify
+    from tabrecon.attacks.unit_reconstruct import block_program, block_tables
+    from tabrecon.schema.catalog import HOUSING_UNITS as S
+    from tabrecon.unit_tables import HOUSING_TABLES
+
+    units, long, blocks = _county(3)
+    _cells, W, geoids, V = block_tables(long, S, tuple(t.name for t in HOUSING_TABLES))
+    b = list(geoids).index(blocks[0])
+    prog, adm = block_program(W, V[b], W.tocsc())
+    x0 = solve(prog, SolverOptions(backend="cpsat")).x
+    codes = S.decode(S.feasible_types()[adm])
+    cands = []
+    for cols in ((0, 2), (2, 8), (3, 9)):
+        key = _keys(codes, S, cols)
+        for g in np.unique(key):
+            members = np.flatnonzero(key == g)
+            if x0[members].sum() >= 1:
+                cands.append((cols, int(g), int(x0[members].sum()), members))
+    base = Extensible(prog, SolverOptions(backend="cpsat"))
+    together = _verify(base, prog.n_vars, cands, [x0], None)
+    alone = []
+    for _cols, _key, m, members in cands:
+        row = sp.csr_matrix(
+            (np.ones(members.size), (np.zeros(members.size), members)), shape=(1, prog.n_vars)
+        )
+        alone.append(
+            all(
+                base.solve(0, np.zeros(0, np.int64), row, np.array([lo]), np.array([hi])).status
+                == "infeasible"
+                for lo, hi in ((0, m - 1), (m + 1, 10**9))
+            )
+        )
+    assert together.tolist() == alone
+    assert 0 < sum(alone) < len(alone)  # both outcomes occur

@@ -227,6 +227,45 @@ class Extensible:
             _set_objective(m.proto, c, maximize)
         return solve_cpsat_model(m, p.n_vars + n_new, self.opts, t0, maximize)
 
+    def solve_some_differs(
+        self, rows: sp.csr_matrix, values: np.ndarray, time_limit: float | None = None
+    ) -> Solution:
+        """A solution of the base program in which at least one of the forms ``rows @ x``
+        differs from its ``values``; ``infeasible`` proves that every solution gives each form
+        exactly its value. CP-SAT, whatever the backend: two enforced inequalities per form
+        (``<= value - 1``, ``>= value + 1``) and one clause over their literals.
+
+        >>> p = IntProgram(A=sp.csr_matrix(np.array([[1, 1]])), lo=np.array([2]),
+        ...                hi=np.array([2]), ub=np.array([2, 2]))
+        >>> e = Extensible(p, SolverOptions(backend="cpsat"))
+        >>> e.solve_some_differs(sp.csr_matrix(np.array([[1, 1]])), np.array([2])).status
+        'infeasible'
+        >>> e.solve_some_differs(sp.csr_matrix(np.array([[1, 0]])), np.array([1])).has_solution
+        True
+        """
+        t0 = time.perf_counter()
+        if self._base is None:
+            self._base = build_cpsat(self.prog)
+        m = self._base.clone()
+        proto = m.proto
+        nv, ng = self.prog.n_vars, rows.shape[0]
+        _add_vars(proto, np.zeros(2 * ng, dtype=np.int64), np.ones(2 * ng, dtype=np.int64))
+        rows = rows.tocsr()
+        indptr, indices, data = rows.indptr, rows.indices, rows.data.astype(np.int64)
+        big = 1 << 40
+        for r, v in enumerate(np.asarray(values, dtype=np.int64).tolist()):
+            idx = indices[indptr[r] : indptr[r + 1]].tolist()
+            co = data[indptr[r] : indptr[r + 1]].tolist()
+            for lit, dom in ((nv + 2 * r, (-big, v - 1)), (nv + 2 * r + 1, (v + 1, big))):
+                c = proto.constraints.add()
+                c.enforcement_literal.append(lit)
+                c.linear.vars.extend(idx)
+                c.linear.coeffs.extend(co)
+                c.linear.domain.extend(dom)
+        proto.constraints.add().bool_or.literals.extend(range(nv, nv + 2 * ng))
+        opts = self.opts if time_limit is None else replace(self.opts, time_limit=time_limit)
+        return solve_cpsat_model(m, nv, opts, t0)
+
 
 def solve_cpsat_model(
     m, n_vars: int, opts: SolverOptions, t0: float, maximize: bool = False

@@ -10,8 +10,12 @@ A claim R(S, a, m) says that exactly m records of the block take the values ``a`
 2. *candidates*: every (S, a, m) with m >= 1 that holds in all K solutions, for each column subset
    S of the sizes asked; claims that are a published statistic (a cell counts exactly the
    records matching ``a``, by definition) are dropped as trivial;
-3. *verify*: a candidate is verified when both Count(a) <= m - 1 and Count(a) >= m + 1 are
-   infeasible together with the tables (two proofs); a time-out leaves it unverified.
+3. *verify*: a candidate is verified when no solution of the tables gives Count(a) != m. The
+   candidates of one k are proven together: one search (CP-SAT) for a solution in which *some*
+   candidate's count differs; each solution found refutes at least one, joins the known
+   solutions and the search repeats on the rest, until it is infeasible -- a proof for all that
+   remain (the same claims as two proofs per candidate, Count(a) <= m - 1 and >= m + 1, in a
+   fraction of the solves). A time-out leaves that k's candidates unverified.
 
 A verified claim with m = 1 singles out one record ("exactly one household in this block is a
 renting, Hispanic, 3-person married couple").
@@ -150,32 +154,33 @@ def generate_then_verify(
         X = np.stack(sols)  # K x admissible types
         codes = schema.decode(feas[adm])
         base = Extensible(prog, opts)
+        pool = list(sols)  # every solution known: the K generated and those refuting candidates
         n_cand = n_ver = 0
         status = "time-limit" if short else "ok"  # fewer solutions: more candidates, all proven
         for k, subs in subsets.items():
             if status != "ok":
                 break
+            cands: list[tuple[tuple[int, ...], int, int, np.ndarray]] = []
             for cols in subs:
-                if status != "ok":
-                    break
                 key = _keys(codes, schema, cols)
                 uk, inv = np.unique(key, return_inverse=True)
                 counts = np.zeros((X.shape[0], uk.size), dtype=np.int64)
                 for j in range(X.shape[0]):
                     counts[j] = np.bincount(inv, weights=X[j], minlength=uk.size).astype(np.int64)
                 m = counts[0]
-                stable = np.flatnonzero((m >= 1) & (counts == m).all(axis=0))
-                for g in stable:
-                    members = np.flatnonzero(inv == g)
-                    if _published(cols, int(uk[g])):
-                        continue  # trivial: one published cell is this very count
-                    if block_seconds is not None and time.perf_counter() - t0 > block_seconds:
-                        status = "time-limit"  # the claims verified so far stand; the rest untried
-                        break
-                    n_cand += 1
-                    if _verified(base, prog.n_vars, members, int(m[g])):
-                        n_ver += 1
-                        found.append((geoid, k, cols, int(uk[g]), int(m[g]), members))
+                for g in np.flatnonzero((m >= 1) & (counts == m).all(axis=0)):
+                    if not _published(cols, int(uk[g])):  # trivial: a published cell's count
+                        cands.append((cols, int(uk[g]), int(m[g]), np.flatnonzero(inv == g)))
+            n_cand += len(cands)
+            left = None if block_seconds is None else block_seconds - (time.perf_counter() - t0)
+            ok = _verify(base, prog.n_vars, cands, pool, left)
+            if ok is None:
+                status = "time-limit"  # this k's candidates unverified; smaller k's claims stand
+                break
+            for (cols, key, m, members), v in zip(cands, ok, strict=True):
+                if v:
+                    n_ver += 1
+                    found.append((geoid, k, cols, key, m, members))
         took = time.perf_counter() - t0
         stats.append(
             (geoid, int(X[0].sum()), int(adm.size), len(sols), n_cand, n_ver, took, status)
@@ -189,17 +194,46 @@ def generate_then_verify(
     return UnitClaims(claims, per_block)
 
 
-def _verified(base: Extensible, nv: int, members: np.ndarray, m: int) -> bool:
-    """Count(a) = m in every solution: both Count <= m - 1 and Count >= m + 1 infeasible."""
-    row = sp.csr_matrix(
-        (np.ones(members.size, dtype=np.int64), (np.zeros(members.size, int), members)),
-        shape=(1, nv),
-    )
-    for lo, hi in ((0, m - 1), (m + 1, 10**9)):
-        sol = base.solve(0, np.zeros(0, dtype=np.int64), row, np.array([lo]), np.array([hi]))
-        if sol.status != "infeasible":
-            return False
-    return True
+def _verify(
+    base: Extensible,
+    nv: int,
+    cands: list[tuple[tuple[int, ...], int, int, np.ndarray]],
+    pool: list[np.ndarray],
+    seconds: float | None,
+) -> np.ndarray | None:
+    """Which candidates (columns, key, m, member types) hold in every solution: those no known
+    solution (``pool``) refutes are proven together -- one search for a solution in which
+    *some* candidate's count differs from its m; each solution found refutes at least one (it
+    joins ``pool``) and the search repeats on the rest; infeasible proves them all. None when
+    the time (``seconds``) or the solver's limit ran out first."""
+    if not cands:
+        return np.zeros(0, dtype=bool)
+    rows = np.concatenate([np.full(c[3].size, i) for i, c in enumerate(cands)])
+    cols = np.concatenate([c[3] for c in cands])
+    M = sp.csr_matrix((np.ones(rows.size, dtype=np.int64), (rows, cols)), shape=(len(cands), nv))
+    m = np.array([c[2] for c in cands], dtype=np.int64)
+    alive = np.ones(len(cands), dtype=bool)
+    for x in pool:
+        alive &= M @ x == m
+    t0 = time.perf_counter()
+    while alive.any():
+        limit = None
+        if seconds is not None:
+            limit = seconds - (time.perf_counter() - t0)
+            if limit <= 0:
+                return None
+        idx = np.flatnonzero(alive)
+        sol = base.solve_some_differs(M[idx], m[idx], limit)
+        if sol.status == "infeasible":
+            return alive
+        if not sol.has_solution or sol.x is None:
+            return None
+        refuted = M[idx] @ sol.x != m[idx]
+        if not refuted.any():
+            raise TabreconError("a solution meant to refute a candidate claim refutes none")
+        pool.append(sol.x)
+        alive[idx[refuted]] = False
+    return alive
 
 
 def _values(schema: Schema, cols: tuple[int, ...], key: int) -> str:
