@@ -98,7 +98,8 @@ def generate_then_verify(
     ``truth`` the records each verified singleton singles out are counted (households covered).
 
     ``block_seconds`` caps each block's time: a block that reaches it keeps the claims verified
-    so far and is marked ``time-limit`` (its other candidates are not verified). A block whose
+    so far (those of every k proven before) and is marked ``time-limit`` (the rest are not
+    verified). A block whose
     tables admit no units at all is marked ``infeasible``."""
     opts = replace((opts or SolverOptions()).for_task("claims"), presolve="light")
     names = tables or tuple(t.name for t in HOUSING_TABLES)
