@@ -203,14 +203,15 @@ def test_household_claims_command_names_bad_input(tmp_path):
 
 
 def test_candidates_proven_together_are_those_proven_one_by_one():
-    """Verification searches for a solution breaking *any* candidate and repeats on the rest;
-    it must verify exactly the candidates two separate proofs (Count <= m - 1, Count >= m + 1
+    """Verification (``prove_forms``, shared with the person claims) searches for a solution
+    breaking *any* candidate and repeats on the rest; it must verify exactly the candidates two
+    separate proofs (Count <= m - 1, Count >= m + 1
     both infeasible) verify."""
     import numpy as np
     import scipy.sparse as sp
 
-    from tabrecon.attacks.solvers import Extensible, SolverOptions, solve
-    from tabrecon.attacks.unit_claims import _keys, _verify
+    from tabrecon.attacks.solvers import Extensible, SolverOptions, prove_forms, solve
+    from tabrecon.attacks.unit_claims import _forms, _keys
     from tabrecon.attacks.unit_reconstruct import block_program, block_tables
     from tabrecon.schema.catalog import HOUSING_UNITS as S
     from tabrecon.unit_tables import HOUSING_TABLES
@@ -229,7 +230,8 @@ def test_candidates_proven_together_are_those_proven_one_by_one():
             if x0[members].sum() >= 1:
                 cands.append((cols, int(g), int(x0[members].sum()), members))
     base = Extensible(prog, SolverOptions(backend="cpsat"))
-    together = _verify(base, prog.n_vars, cands, [x0], None)
+    proof = prove_forms(base, _forms(cands, prog.n_vars), [c[2] for c in cands], [x0])
+    together = proof.verified
     alone = []
     for _cols, _key, m, members in cands:
         row = sp.csr_matrix(
@@ -243,4 +245,4 @@ def test_candidates_proven_together_are_those_proven_one_by_one():
             )
         )
     assert together.tolist() == alone
-    assert 0 < sum(alone) < len(alone)  # both outcomes occur
+    assert proof.complete and 0 < sum(alone) < len(alone)  # both outcomes occur

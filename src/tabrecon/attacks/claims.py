@@ -51,7 +51,7 @@ from ..schema import (
 from ..tables import TableSet, all_cells
 from .certify import UNIQUE, binned_type
 from .reconstruct import RECON_LEVELS, build_tract_model, class_end, determined_age_classes
-from .solvers import Extensible, IntProgram, SolverOptions
+from .solvers import Extensible, IntProgram, SolverOptions, prove_forms
 
 COLUMNS: tuple[str, ...] = ("sex", "agebin", "hispanic", *RACES)
 _RADIX = np.array([3, 39, 3, 3, 3, 3, 3, 3, 3], dtype=np.int64)  # value + 1 per column (0 = unset)
@@ -266,60 +266,6 @@ def _diverse_solutions(
     return out
 
 
-def _verify(
-    prog: IntProgram,
-    C: sp.csr_matrix,
-    m: np.ndarray,
-    big: np.ndarray,
-    opts: SolverOptions,
-    max_rounds: int,
-) -> tuple[np.ndarray, int]:
-    """Which linear forms ``C x`` equal ``m`` in every solution of ``prog``; returns (verified,
-    proofs).
-
-    Indicator lo_i forces C_i x <= m_i - 1 (``big`` >= any count relaxes it), hi_i forces
-    C_i x >= m_i + 1; at least one indicator must hold. Infeasible: all remaining forms verified.
-    """
-    n_vars, nc = C.shape[1], C.shape[0]
-    verified = np.zeros(nc, dtype=bool)
-    alive = np.ones(nc, dtype=bool)
-    base = Extensible(prog, opts)
-    proofs = 0
-    for _ in range(max_rounds):
-        idx = np.flatnonzero(alive)
-        if not idx.size:
-            break
-        n = idx.size
-        Ci = C[idx]
-        zero = sp.csr_matrix((n, n), dtype=np.int64)
-        bi, mi = big[idx], m[idx]
-        r_lo = sp.hstack([Ci, sp.diags(bi + 1, dtype=np.int64), zero])  # C x + (B+1) lo <= B + m
-        r_hi = sp.hstack([Ci, zero, -sp.diags(mi + 1, dtype=np.int64)])  # C x - (m+1) hi >= 0
-        r_any = sp.hstack(
-            [
-                sp.csr_matrix((1, n_vars), dtype=np.int64),
-                sp.csr_matrix(np.ones((1, 2 * n), dtype=np.int64)),
-            ]
-        )
-        rows = sp.vstack([r_lo, r_hi, r_any]).tocsr()
-        lo = np.concatenate([np.full(n, -(10**9)), np.zeros(n, dtype=np.int64), [1]]).astype(
-            np.int64
-        )
-        hi = np.concatenate([bi + mi, np.full(n, 10**9), [2 * n]]).astype(np.int64)
-        sol = base.solve(2 * n, np.ones(2 * n, dtype=np.int64), rows, lo, hi)
-        proofs += 1
-        if sol.status == "infeasible":
-            verified[idx] = True
-            break
-        if sol.x is None:
-            break  # time-out: what is left stays unverified
-        broken = (Ci @ sol.x[:n_vars]) != mi
-        if not broken.any():
-            break  # cannot happen (an indicator holds); guard against a solver slip
-        alive[idx[broken]] = False
-    return verified, proofs
-
-
 # --------------------------------------------------------------------------------------------------
 # One tract
 # --------------------------------------------------------------------------------------------------
@@ -489,9 +435,9 @@ def tract_claims(
                 np.array(sig, dtype=object), return_index=True, return_inverse=True
             )
             C = (inc[first] @ G).tocsr().astype(np.int64)
-            big = pop[cl.block[first]]
-            ok, res.proofs = _verify(prog, C, cl.m[first], big, opts, max_rounds=200)
-            good = ok[form]
+            proof = prove_forms(Extensible(prog, opts), C, cl.m[first], max_rounds=200)
+            res.proofs = proof.proofs
+            good = proof.verified[form]
             res.verified_varying = int(good.sum())
             # the record a singleton singles out: its one key that the reconstruction holds
             rk = inc[:, : keys.size].multiply(y0[None, :]).tocsr()

@@ -39,7 +39,7 @@ from ..errors import TabreconError
 from ..schema.catalog import HOUSING_UNITS
 from ..schema.spec import Schema, Units
 from ..unit_tables import HOUSING_TABLES, table_by_name
-from .solvers import Extensible, SolverOptions, solve
+from .solvers import Extensible, SolverOptions, prove_forms, solve
 from .unit_reconstruct import block_program, block_tables
 
 CLAIM_COLUMNS = {
@@ -174,11 +174,11 @@ def generate_then_verify(
                         cands.append((cols, int(uk[g]), int(m[g]), np.flatnonzero(inv == g)))
             n_cand += len(cands)
             left = None if block_seconds is None else block_seconds - (time.perf_counter() - t0)
-            ok = _verify(base, prog.n_vars, cands, pool, left)
-            if ok is None:
+            proof = prove_forms(base, _forms(cands, prog.n_vars), [c[2] for c in cands], pool, left)
+            if not proof.complete:
                 status = "time-limit"  # this k's candidates unverified; smaller k's claims stand
                 break
-            for (cols, key, m, members), v in zip(cands, ok, strict=True):
+            for (cols, key, m, members), v in zip(cands, proof.verified, strict=True):
                 if v:
                     n_ver += 1
                     found.append((geoid, k, cols, key, m, members))
@@ -195,46 +195,14 @@ def generate_then_verify(
     return UnitClaims(claims, per_block)
 
 
-def _verify(
-    base: Extensible,
-    nv: int,
-    cands: list[tuple[tuple[int, ...], int, int, np.ndarray]],
-    pool: list[np.ndarray],
-    seconds: float | None,
-) -> np.ndarray | None:
-    """Which candidates (columns, key, m, member types) hold in every solution: those no known
-    solution (``pool``) refutes are proven together -- one search for a solution in which
-    *some* candidate's count differs from its m; each solution found refutes at least one (it
-    joins ``pool``) and the search repeats on the rest; infeasible proves them all. None when
-    the time (``seconds``) or the solver's limit ran out first."""
-    if not cands:
-        return np.zeros(0, dtype=bool)
-    rows = np.concatenate([np.full(c[3].size, i) for i, c in enumerate(cands)])
-    cols = np.concatenate([c[3] for c in cands])
-    M = sp.csr_matrix((np.ones(rows.size, dtype=np.int64), (rows, cols)), shape=(len(cands), nv))
-    m = np.array([c[2] for c in cands], dtype=np.int64)
-    alive = np.ones(len(cands), dtype=bool)
-    for x in pool:
-        alive &= M @ x == m
-    t0 = time.perf_counter()
-    while alive.any():
-        limit = None
-        if seconds is not None:
-            limit = seconds - (time.perf_counter() - t0)
-            if limit <= 0:
-                return None
-        idx = np.flatnonzero(alive)
-        sol = base.solve_some_differs(M[idx], m[idx], limit)
-        if sol.status == "infeasible":
-            return alive
-        if not sol.has_solution or sol.x is None:
-            return None
-        refuted = M[idx] @ sol.x != m[idx]
-        if not refuted.any():
-            raise TabreconError("a solution meant to refute a candidate claim refutes none")
-        pool.append(sol.x)
-        alive[idx[refuted]] = False
-    return alive
+def _forms(cands: list[tuple], nv: int) -> sp.csr_matrix:
+    """One row per candidate claim: 1 on the types it counts."""
+    rows = np.concatenate([np.full(c[3].size, i) for i, c in enumerate(cands)] or [[]])
+    cols = np.concatenate([c[3] for c in cands] or [[]])
+    return sp.csr_matrix(
+        (np.ones(rows.size, dtype=np.int64), (rows.astype(np.int64), cols.astype(np.int64))),
+        shape=(len(cands), nv),
+    )
 
 
 def _values(schema: Schema, cols: tuple[int, ...], key: int) -> str:
