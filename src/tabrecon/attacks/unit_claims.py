@@ -168,20 +168,21 @@ def generate_then_verify(
                 counts = np.zeros((X.shape[0], uk.size), dtype=np.int64)
                 for j in range(X.shape[0]):
                     counts[j] = np.bincount(inv, weights=X[j], minlength=uk.size).astype(np.int64)
-                m = counts[0]
-                for g in np.flatnonzero((m >= 1) & (counts == m).all(axis=0)):
+                m0 = counts[0]
+                for g in np.flatnonzero((m0 >= 1) & (counts == m0).all(axis=0)):
                     if not _published(cols, int(uk[g])):  # trivial: a published cell's count
-                        cands.append((cols, int(uk[g]), int(m[g]), np.flatnonzero(inv == g)))
+                        cands.append((cols, int(uk[g]), int(m0[g]), np.flatnonzero(inv == g)))
             n_cand += len(cands)
-            left = None if block_seconds is None else block_seconds - (time.perf_counter() - t0)
-            proof = prove_forms(base, _forms(cands, prog.n_vars), [c[2] for c in cands], pool, left)
+            remaining = None if block_seconds is None else block_seconds - time.perf_counter() + t0
+            ms = np.array([c[2] for c in cands], dtype=np.int64)
+            proof = prove_forms(base, _forms(cands, prog.n_vars), ms, pool, remaining)
             if not proof.complete:
                 status = "time-limit"  # this k's candidates unverified; smaller k's claims stand
                 break
-            for (cols, key, m, members), v in zip(cands, proof.verified, strict=True):
+            for cand, v in zip(cands, proof.verified, strict=True):
                 if v:
                     n_ver += 1
-                    found.append((geoid, k, cols, key, m, members))
+                    found.append((geoid, k, *cand))
         took = time.perf_counter() - t0
         stats.append(
             (geoid, int(X[0].sum()), int(adm.size), len(sols), n_cand, n_ver, took, status)
@@ -197,8 +198,9 @@ def generate_then_verify(
 
 def _forms(cands: list[tuple], nv: int) -> sp.csr_matrix:
     """One row per candidate claim: 1 on the types it counts."""
-    rows = np.concatenate([np.full(c[3].size, i) for i, c in enumerate(cands)] or [[]])
-    cols = np.concatenate([c[3] for c in cands] or [[]])
+    empty = np.zeros(0, dtype=np.int64)
+    rows = np.concatenate([np.full(c[3].size, i) for i, c in enumerate(cands)] or [empty])
+    cols = np.concatenate([c[3] for c in cands] or [empty])
     return sp.csr_matrix(
         (np.ones(rows.size, dtype=np.int64), (rows.astype(np.int64), cols.astype(np.int64))),
         shape=(len(cands), nv),
