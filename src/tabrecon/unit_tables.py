@@ -33,8 +33,10 @@ import scipy.sparse as sp
 
 from .errors import InputError, TabreconError
 from .io import read_rows
+from .schema import AGE_MAX, PERSONS
 from .schema.catalog import AGE_RANGES, HOUSING_UNITS
 from .schema.spec import Schema, Units
+from .tables import SF1_TABLES, Cell, all_cells
 
 Predicate = Mapping[str, tuple[int, ...]]
 
@@ -71,6 +73,9 @@ class UnitTable:
     prefix: str = "H"
     level: str = "block"
     schema: Schema = field(default=HOUSING_UNITS, hash=False, compare=False)
+    #: the cells' official ids where they do not follow ``prefix + number + line`` (iterations
+    #: such as ``P012A003``)
+    ids: tuple[str, ...] | None = field(default=None, hash=False, compare=False)
 
     def cells(self) -> list[UnitCell]:
         out = []
@@ -78,7 +83,8 @@ class UnitTable:
             both = dict(self.universe)
             for k, v in pred.items():
                 both[k] = tuple(sorted(set(both.get(k, v)) & set(v)))
-            out.append(UnitCell(f"{self.prefix}{self.number:03d}{i:04d}", self.name, label, both))
+            cid = self.ids[i - 1] if self.ids else f"{self.prefix}{self.number:03d}{i:04d}"
+            out.append(UnitCell(cid, self.name, label, both))
         return out
 
 
@@ -211,6 +217,62 @@ HOUSING_TABLES: tuple[UnitTable, ...] = (
 )
 
 
+def _person_predicate(c: Cell) -> Predicate:
+    """An SF1 person cell's predicate over the person schema's file codes (only the attributes it
+    restricts)."""
+    pred: dict[str, tuple[int, ...]] = {}
+    if c.sex != "any":
+        pred["sex"] = (0,) if c.sex == "male" else (1,)
+    if (c.age_min, c.age_max) != (0, AGE_MAX):
+        pred["age"] = tuple(range(c.age_min, c.age_max + 1))
+    if c.race != "any":
+        pred["race"] = tuple(int(i) + 1 for i in np.flatnonzero(c.race_mask()))
+    if c.hispanic != "any":
+        pred["hispanic"] = (int(c.hispanic),)
+    return pred
+
+
+@cache
+def person_tables() -> tuple[UnitTable, ...]:
+    """SF1's block-level person tables (:data:`tabrecon.tables.SF1_TABLES`) as tables over the
+    person schema (:data:`tabrecon.schema.PERSONS`), so that tabulation, the count model and
+    Generate-then-Verify over a schema run on persons too, from the same cell definitions. The
+    race tallies (P6 and P7's first cells: a person counted once per race) are not a count of
+    records and are left out; every other block cell keeps its official id.
+
+    >>> [c.id for c in table_by_name("P12A", PERSONS).cells()][:2]
+    ['P012A001', 'P012A002']
+    """
+    out = []
+    for t in SF1_TABLES:
+        if t.level != "block":
+            continue
+        cells = [c for c in all_cells() if c.table == t.name and c.measure == "persons"]
+        out.append(
+            UnitTable(
+                t.name,
+                t.number,
+                t.title,
+                {},
+                tuple((c.description(), _person_predicate(c)) for c in cells),
+                prefix=t.prefix,
+                schema=PERSONS,
+                ids=tuple(c.id for c in cells),
+            )
+        )
+    return tuple(out)
+
+
+def tables_of(schema: Schema) -> tuple[UnitTable, ...]:
+    """The tables declared over ``schema``: SF1's housing-unit tables or its block-level person
+    tables."""
+    if schema.name == HOUSING_UNITS.name:
+        return HOUSING_TABLES
+    if schema.name == PERSONS.name:
+        return person_tables()
+    raise TabreconError(f"no tables are declared over the schema {schema.name!r}")
+
+
 def cell_by_id(cell: str) -> UnitCell:
     """A declared housing-unit cell by its id (``H0130002``)."""
     for t in HOUSING_TABLES:
@@ -223,12 +285,16 @@ def cell_by_id(cell: str) -> UnitCell:
     )
 
 
-def table_by_name(name: str) -> UnitTable:
-    for t in HOUSING_TABLES:
+def table_by_name(name: str, schema: Schema = HOUSING_UNITS) -> UnitTable:
+    """A table declared over ``schema`` (the housing units unless told) by its name."""
+    declared = tables_of(schema)
+    for t in declared:
         if t.name == name.upper():
             return t
-    names = ", ".join(t.name for t in HOUSING_TABLES)
-    raise TabreconError(f"unknown housing-unit table {name!r}; choose from {names}")
+    names = ", ".join(t.name for t in declared)
+    raise TabreconError(
+        f"unknown {schema.unit.replace(' ', '-')} table {name!r}; choose from {names}"
+    )
 
 
 def weight_matrix(schema: Schema, tables: Sequence[UnitTable]) -> sp.csr_matrix:
@@ -241,7 +307,7 @@ def compiled(schema: Schema, names: tuple[str, ...]) -> tuple[list[UnitCell], sp
     """The named tables' cells and their weight matrix (cells x feasible types), built once."""
     feas = schema.feasible_types()
     cols = schema.decode(feas)
-    cells = [c for n in names for c in table_by_name(n).cells()]
+    cells = [c for n in names for c in table_by_name(n, schema).cells()]
     rows, idx = [], []
     for i, c in enumerate(cells):
         m = np.ones(feas.size, dtype=bool)
@@ -259,9 +325,10 @@ def tabulate_units(units: Units, tables: Sequence[str] | None = None) -> pl.Data
     """Long table (geoid, cell, value) of ``units`` for every block, one row per published
     cell (zeros included), from one sparse product: block x type histogram times the tables'
     weight matrix."""
-    names = tuple(t.upper() for t in tables) if tables else tuple(t.name for t in HOUSING_TABLES)
+    declared = tables_of(units.schema)
+    names = tuple(t.upper() for t in tables) if tables else tuple(t.name for t in declared)
     for n in names:
-        table_by_name(n)
+        table_by_name(n, units.schema)
     cells, W = compiled(units.schema, names)
     feas = units.schema.feasible_types()
     t = units.types

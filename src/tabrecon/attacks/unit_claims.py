@@ -38,7 +38,7 @@ from scipy.stats import binom
 from ..errors import TabreconError
 from ..schema.catalog import HOUSING_UNITS
 from ..schema.spec import Schema, Units
-from ..unit_tables import HOUSING_TABLES, table_by_name
+from ..unit_tables import table_by_name, tables_of
 from .solvers import Extensible, SolverOptions, prove_forms, solve
 from .unit_reconstruct import block_program, block_tables
 
@@ -102,7 +102,7 @@ def generate_then_verify(
     verified). A block whose
     tables admit no units at all is marked ``infeasible``."""
     opts = replace((opts or SolverOptions()).for_task("claims"), presolve="light")
-    names = tables or tuple(t.name for t in HOUSING_TABLES)
+    names = tables or tuple(t.name for t in tables_of(schema))
     cells, W, geoids, V = block_tables(long, schema, names)
     feas = schema.feasible_types()
     Wc = W.tocsc()  # one conversion for every block's columns

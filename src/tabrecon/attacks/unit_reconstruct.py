@@ -30,7 +30,7 @@ import scipy.sparse as sp
 from ..errors import InputError
 from ..schema.catalog import HOUSING_UNITS
 from ..schema.spec import Schema, Units
-from ..unit_tables import HOUSING_TABLES, compiled
+from ..unit_tables import compiled, tables_of
 from .solvers import Extensible, IntProgram, SolverOptions, solve
 
 
@@ -53,7 +53,7 @@ def reconstruct_units(
 ) -> UnitReconstruction:
     """Reconstruct every block of a long table (geoid, cell, value) of ``schema``'s tables."""
     opts = (opts or SolverOptions()).for_task("certify")
-    names = tables or tuple(t.name for t in HOUSING_TABLES)
+    names = tables or tuple(t.name for t in tables_of(schema))
     cells, W, geoids, V = block_tables(long, schema, names)
     feas = schema.feasible_types()
     Wc = W.tocsc()

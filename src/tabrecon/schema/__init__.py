@@ -32,7 +32,7 @@ from ..errors import InputError, TabreconError
 from ..geo import prefix
 from ..io import read_rows, scan_text, write_frame
 from .catalog import HOUSING_UNITS
-from .spec import Attribute, Schema, refuse_rows
+from .spec import Attribute, Schema, Units, refuse_rows
 
 RACES: tuple[str, ...] = ("white", "black", "aian", "asian", "nhpi", "sor")
 RACE_LABELS: dict[str, str] = {
@@ -228,6 +228,22 @@ SCHEMAS: dict[str, Schema] = {PERSONS.name: PERSONS, HOUSING_UNITS.name: HOUSING
 
 #: Attributes of every type, for building cell predicates as vectorised masks.
 TYPE_SEX, TYPE_AGE, TYPE_RACE, TYPE_HISP = decode_types(np.arange(N_TYPES))
+
+
+def person_units(md: Microdata) -> Units:
+    """Person records as records of :data:`PERSONS`, for what is written over any schema
+    (:mod:`tabrecon.unit_tables`, :mod:`tabrecon.attacks.unit_claims`)."""
+    return Units(
+        PERSONS,
+        md.block_geoid.astype(str),
+        {
+            "sex": md.sex.astype(np.int64),
+            "age": md.age.astype(np.int64),
+            "race": md.race.astype(np.int64),
+            "hispanic": md.hisp.astype(np.int64),
+        },
+        source=md.source,
+    )
 
 
 def size_bin(pop: np.ndarray) -> np.ndarray:
