@@ -246,3 +246,25 @@ def test_candidates_proven_together_are_those_proven_one_by_one():
         )
     assert together.tolist() == alone
     assert proof.complete and 0 < sum(alone) < len(alone)  # both outcomes occur
+
+
+@pytest.mark.parametrize("backend", ["cpsat", "highs"])
+def test_joint_proofs_leave_the_programs_solver_as_it_was(backend):
+    """Joint proofs run on CP-SAT whatever the backend; a HiGHS-backed program's own solves stay
+    on HiGHS afterwards."""
+    import numpy as np
+    import scipy.sparse as sp
+
+    from tabrecon.attacks.solvers import Extensible, IntProgram, SolverOptions, prove_forms
+
+    p = IntProgram(
+        A=sp.csr_matrix(np.array([[1, 1, 0]])),
+        lo=np.array([2]),
+        hi=np.array([2]),
+        ub=np.array([2, 2, 3]),
+    )
+    e = Extensible(p, SolverOptions(backend=backend))
+    C = sp.csr_matrix(np.array([[1, 1, 0], [1, 0, 0], [0, 0, 1]]))
+    assert prove_forms(e, C, np.array([2, 1, 0])).verified.tolist() == [True, False, False]
+    none = sp.csr_matrix((0, 3), dtype=np.int64)
+    assert e.solve(0, np.zeros(0, np.int64), none, np.zeros(0), np.zeros(0)).backend == backend

@@ -191,6 +191,7 @@ class Extensible:
     def __init__(self, prog: IntProgram, opts: SolverOptions) -> None:
         self.prog, self.opts = prog, opts
         self._base = build_cpsat(prog) if opts.backend != "highs" else None
+        self._cpsat = None
 
     def solve(
         self,
@@ -244,9 +245,12 @@ class Extensible:
         True
         """
         t0 = time.perf_counter()
-        if self._base is None:
-            self._base = build_cpsat(self.prog)
-        m = self._base.clone()
+        if self._base is not None:
+            m = self._base.clone()
+        else:  # a HiGHS-backed program: its CP-SAT model, built once, leaves solve() on HiGHS
+            if self._cpsat is None:
+                self._cpsat = build_cpsat(self.prog)
+            m = self._cpsat.clone()
         proto = m.proto
         nv, ng = self.prog.n_vars, rows.shape[0]
         _add_vars(proto, np.zeros(2 * ng, dtype=np.int64), np.ones(2 * ng, dtype=np.int64))
