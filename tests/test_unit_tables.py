@@ -126,7 +126,7 @@ def test_tables_list_and_describe_cover_the_housing_unit_tables(tmp_path):
 
 def test_housing_unit_tables_are_read_from_the_census_api_json_too(tmp_path):
     """The block rows of a wide table (2010 API names such as H013002) give the same long table
-    as tabulation; a bad value is named by file and line."""
+    as tabulation; a bad value is named by file, line and the file's variable."""
     import json
 
     import polars as pl
@@ -149,5 +149,6 @@ def test_housing_unit_tables_are_read_from_the_census_api_json_too(tmp_path):
     assert back.equals(long.sort("geoid", "cell").with_columns(pl.col("value").cast(pl.Int64)))
     rows[3][6] = "-1"
     (tmp_path / "bad.json").write_text(json.dumps(rows))
-    with pytest.raises(InputError, match=r"bad.json, line 4, column 'value': '-1'"):
+    # the file's own variable is named, not tabrecon's long-form 'value'
+    with pytest.raises(InputError, match=rf"bad.json, line 4, column '{rows[0][6]}': '-1'"):
         read_unit_tables(tmp_path / "bad.json")

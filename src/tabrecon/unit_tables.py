@@ -377,6 +377,7 @@ def read_unit_tables(path: str | Path) -> pl.DataFrame:
         pl.col("geoid").str.strip_chars(),
         pl.col("cell").str.strip_chars().str.to_uppercase(),
         pl.col("value").str.strip_chars(),
+        *([pl.col("__column")] if "__column" in df.columns else []),
     ).with_row_index("__row")
     line_of = (lambda i: int(lines[i])) if lines is not None else (lambda i: i + 2)
 
@@ -384,11 +385,13 @@ def read_unit_tables(path: str | Path) -> pl.DataFrame:
         rows = np.flatnonzero(bad.fill_null(True).to_numpy())
         if rows.size:
             r = int(rows[0])
+            # a wide file's value sits under the file's own variable (H013002), not 'value'
+            named = df["__column"][r] if column == "value" and "__column" in df.columns else column
             raise InputError(
                 message.format(df[column][r]),
                 path=p,
                 line=line_of(r),
-                column=column,
+                column=named,
                 more=rows.size - 1,
             )
 
@@ -410,7 +413,7 @@ def read_unit_tables(path: str | Path) -> pl.DataFrame:
     refuse(twice, "cell", "{!r} appears twice for the same block")
     if not df.height:
         raise InputError("holds no housing-unit cells (H0010001 ...)", path=p)
-    return df.drop("__row")
+    return df.drop("__row", "__column", strict=False)
 
 
 _HOUSING_VARIABLE = re.compile(r"^(H|P)(\d{3})(\d{3,4})$")
@@ -447,6 +450,8 @@ def _long_of_wide(df: pl.DataFrame, where: str) -> tuple[pl.DataFrame, np.ndarra
     if not wide.height:
         raise InputError("holds no block rows (15-digit geographies)", path=where)
     long = wide.unpivot(index=["geoid", "__line"], on=list(cells.values()), variable_name="cell")
+    header = {v: k for k, v in cells.items()}  # the file's own variable names, for errors
+    long = long.with_columns(pl.col("cell").replace_strict(header).alias("__column"))
     return long.drop("__line"), long["__line"].to_numpy()
 
 
