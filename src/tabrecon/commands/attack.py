@@ -333,9 +333,9 @@ def _household_claims(
         raise TabreconError(f"--k: {k!r} is not a comma list of numbers such as 5,6,7") from None
     if tables_file.is_dir():
         raise TabreconError(
-            f"{tables_file}: housing-unit tables are read from a long file (geoid, cell, value: "
-            "tabrecon tabulate --schema households writes one); SF1 folders are read for persons "
-            "only"
+            f"{tables_file}: housing-unit tables are read from a file -- long (geoid, cell, "
+            "value: tabrecon tabulate --schema households writes one) or wide (the Census API's "
+            "JSON, a data.census.gov CSV); SF1 folders are read for persons only"
         )
     long = read_unit_tables(tables_file)
     units = read_units(truth, HOUSING_UNITS) if truth is not None else None
