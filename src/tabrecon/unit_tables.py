@@ -263,14 +263,55 @@ def person_tables() -> tuple[UnitTable, ...]:
     return tuple(out)
 
 
+#: tables declared over schemas beyond the two built in, by schema name (:func:`declare_tables`)
+_DECLARED: dict[str, tuple[UnitTable, ...]] = {}
+
+
+def declare_tables(schema: Schema, tables: Sequence[UnitTable]) -> None:
+    """Make ``tables`` the tables published over ``schema``: tabulation, reconstruction and
+    Generate-then-Verify then run on it as on persons and housing units -- a third schema and
+    its tables are a declaration, not a module. Declare once per schema (the compiled weight
+    matrices are cached).
+
+    >>> from tabrecon.schema.spec import Attribute
+    >>> toy = Schema("toy", "thing", (Attribute("colour", ((0, "red"), (1, "blue"))),))
+    >>> declare_tables(toy, [UnitTable("T1", 1, "Things by colour", {},
+    ...     (("Red", {"colour": (0,)}), ("Blue", {"colour": (1,)})), prefix="T", schema=toy)])
+    >>> [c.id for c in table_by_name("T1", toy).cells()]
+    ['T0010001', 'T0010002']
+    """
+    if schema.name in (HOUSING_UNITS.name, PERSONS.name):
+        raise TabreconError(f"the tables of the built-in schema {schema.name!r} are fixed")
+    names = [t.name for t in tables]
+    if len(set(names)) != len(names):
+        raise TabreconError(f"a table name repeats among {', '.join(names)}")
+    known = {a.name: a for a in schema.attributes}
+    for t in tables:
+        for c in t.cells():
+            for attr, codes in c.predicate.items():
+                if attr not in known:
+                    raise TabreconError(
+                        f"cell {c.id}: {attr!r} is not an attribute of {schema.name}"
+                    )
+                unknown = set(codes) - set(known[attr].codes.tolist())
+                if unknown:
+                    raise TabreconError(f"cell {c.id}: {attr} has no category {sorted(unknown)}")
+    _DECLARED[schema.name] = tuple(tables)
+
+
 def tables_of(schema: Schema) -> tuple[UnitTable, ...]:
-    """The tables declared over ``schema``: SF1's housing-unit tables or its block-level person
-    tables."""
+    """The tables declared over ``schema``: SF1's housing-unit tables, its block-level person
+    tables, or those given to :func:`declare_tables`."""
     if schema.name == HOUSING_UNITS.name:
         return HOUSING_TABLES
     if schema.name == PERSONS.name:
         return person_tables()
-    raise TabreconError(f"no tables are declared over the schema {schema.name!r}")
+    if schema.name in _DECLARED:
+        return _DECLARED[schema.name]
+    raise TabreconError(
+        f"no tables are declared over the schema {schema.name!r} (tabrecon.unit_tables."
+        "declare_tables)"
+    )
 
 
 def cell_by_id(cell: str) -> UnitCell:
