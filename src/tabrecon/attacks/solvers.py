@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -191,7 +192,7 @@ class Extensible:
     def __init__(self, prog: IntProgram, opts: SolverOptions) -> None:
         self.prog, self.opts = prog, opts
         self._base = build_cpsat(prog) if opts.backend != "highs" else None
-        self._cpsat = None
+        self._cpsat: Any = None  # a HiGHS-backed program's CP-SAT model, for joint proofs
 
     def solve(
         self,
