@@ -240,8 +240,8 @@ def person_tables() -> tuple[UnitTable, ...]:
     race tallies (P6 and P7's first cells: a person counted once per race) are not a count of
     records and are left out; every other block cell keeps its official id.
 
-    >>> [c.id for c in table_by_name("P12A", PERSONS).cells()][:2]
-    ['P012A001', 'P012A002']
+    >>> table_by_name("P12A", PERSONS).cells()[1].id
+    'P012A002'
     """
     out = []
     for t in SF1_TABLES:
@@ -277,8 +277,8 @@ def declare_tables(schema: Schema, tables: Sequence[UnitTable]) -> None:
     >>> toy = Schema("toy", "thing", (Attribute("colour", ((0, "red"), (1, "blue"))),))
     >>> declare_tables(toy, [UnitTable("T1", 1, "Things by colour", {},
     ...     (("Red", {"colour": (0,)}), ("Blue", {"colour": (1,)})), prefix="T", schema=toy)])
-    >>> [c.id for c in table_by_name("T1", toy).cells()]
-    ['T0010001', 'T0010002']
+    >>> print(*(c.id for c in table_by_name("T1", toy).cells()))
+    T0010001 T0010002
     """
     if schema.name in (HOUSING_UNITS.name, PERSONS.name):
         raise TabreconError(f"the tables of the built-in schema {schema.name!r} are fixed")
