@@ -395,29 +395,40 @@ def validate_attacker(
 # Linkage
 # --------------------------------------------------------------------------------------------------
 def _match_pass(
-    lkey: np.ndarray, rkey: np.ndarray, rng: np.random.Generator
+    lkey: np.ndarray,
+    rkey: np.ndarray,
+    rng: np.random.Generator,
+    lsort: np.ndarray | None = None,
+    rsort: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """One-to-one matches of equal keys (-1 = not taking part), ties broken by seeded draws.
 
-    Within a key, both sides are put in random order and the i-th left meets the i-th right:
-    exactly min(n_left, n_right) pairs per key. Returns (left index, right index) of the pairs.
+    Within a key, each side is ordered by its ``*sort`` values (none: all equal), then by
+    random draws, and the i-th left meets the i-th right: exactly min(n_left, n_right) pairs per
+    key. Returns (left index, right index) of the pairs.
     """
 
-    def ranked(key: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def ranked(key: np.ndarray, by: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         idx = np.flatnonzero(key >= 0)
-        order = idx[np.lexsort((rng.random(idx.size), key[idx]))]
+        draws = rng.random(idx.size)
+        keys = (draws, key[idx]) if by is None else (draws, by[idx], key[idx])
+        order = idx[np.lexsort(keys)]
         k = key[order]
         start = np.r_[0, np.flatnonzero(k[1:] != k[:-1]) + 1] if k.size else np.zeros(0, np.int64)
         rank = np.arange(k.size) - np.repeat(start, np.diff(np.r_[start, k.size]))
         return order, k, rank
 
-    lo, lk, lr = ranked(lkey)
-    ro, rk, rr = ranked(rkey)
+    lo, lk, lr = ranked(lkey, lsort)
+    ro, rk, rr = ranked(rkey, rsort)
     span = max(int(lr.max(initial=0)), int(rr.max(initial=0))) + 1
     lc = lk * span + lr
     rc = rk * span + rr
     common, il, ir = np.intersect1d(lc, rc, assume_unique=True, return_indices=True)
     return lo[il], ro[ir]
+
+
+#: How the agebin pass pairs the records of one key (:func:`link`)
+LINK_ORDERS = ("random", "bureau")
 
 
 def link(
@@ -430,11 +441,19 @@ def link(
     src_exact: np.ndarray,
     seed: int = 0,
     starts: np.ndarray | None = None,
+    order: str = "random",
 ) -> tuple[np.ndarray, np.ndarray]:
     """Algorithm 3: attacker -> source record index (-1 = none) and pass (1 exact age, 2 agebin).
 
     ``starts`` (:func:`~tabrecon.schema.range_classes`): the source's ages are known only to
-    classes coarser than some agebin38 bins, and the second pass links on those."""
+    classes coarser than some agebin38 bins, and the second pass links on those.
+
+    ``order`` is how the agebin pass pairs the records of one (block, sex, agebin): ``random``
+    (seeded draws on both sides), or ``bureau`` as the Bureau's ``match.py`` does it -- the
+    source side taken oldest first, each record taking the youngest attacker record left, so
+    that within a bin the oldest source record meets the youngest attacker record."""
+    if order not in LINK_ORDERS:
+        raise TabreconError(f"unknown linkage order {order!r}; choose {', '.join(LINK_ORDERS)}")
     coarse = (lambda a: a) if starts is None else (lambda a: starts[a])
     rng = np.random.default_rng(seed)
     na = att_block.size
@@ -455,7 +474,10 @@ def link(
         -1,
     )
     kb_s = np.where(~used, base_s * 64 + AGEBIN_OF_AGE[coarse(src_age)], -1)
-    la, ls = _match_pass(kb_a, kb_s, rng)
+    if order == "bureau":
+        la, ls = _match_pass(kb_a, kb_s, rng, att_age, -src_age)
+    else:
+        la, ls = _match_pass(kb_a, kb_s, rng)
     match[la], how[la] = ls, 2
     return match, how
 
@@ -571,6 +593,7 @@ def reidentify(
     errors: CommercialErrors | None = None,
     francis_threshold: int = 5,
     rvr_share: float | None = None,
+    link_order: str = "random",
 ) -> ReidResult:
     """Run the attack and every baseline on the same putative set (see module docstring).
 
@@ -578,6 +601,7 @@ def reidentify(
     -- the same numbers, since the release is tabulated from it. ``cert_blocks`` (``tabrecon
     solvar`` output) marks certified blocks. ``rvr_share`` is the Ruggles-Van Riper probability
     that race is right (default: the measured share of persons in their block's modal group).
+    ``link_order`` is how the agebin pass pairs records within a key (:func:`link`).
     """
     from ..tables import tabulate
 
@@ -613,6 +637,7 @@ def reidentify(
         rexact,
         seed,
         starts,
+        link_order,
     )
     put = match >= 0
     # truth behind each pik
@@ -680,6 +705,7 @@ def reidentify(
         truth.age.astype(np.int64),
         np.ones(len(truth), dtype=bool),
         seed + 1,
+        order=link_order,
     )
     put_truth = tm >= 0
     tmi = np.maximum(tm, 0)
