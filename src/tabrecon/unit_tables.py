@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
 
@@ -33,7 +33,7 @@ import scipy.sparse as sp
 
 from .errors import InputError, TabreconError
 from .io import read_rows
-from .schema import AGE_MAX, PERSONS
+from .schema import AGE_MAX, AGEBIN_OF_AGE, PERSONS, PERSONS_BINNED
 from .schema.catalog import AGE_RANGES, HOUSING_UNITS
 from .schema.spec import Schema, Units
 from .tables import SF1_TABLES, Cell, all_cells
@@ -280,7 +280,7 @@ def declare_tables(schema: Schema, tables: Sequence[UnitTable]) -> None:
     >>> print(*(c.id for c in table_by_name("T1", toy).cells()))
     T0010001 T0010002
     """
-    if schema.name in (HOUSING_UNITS.name, PERSONS.name):
+    if schema.name in (HOUSING_UNITS.name, PERSONS.name, PERSONS_BINNED.name):
         raise TabreconError(f"the tables of the built-in schema {schema.name!r} are fixed")
     names = [t.name for t in tables]
     if len(set(names)) != len(names):
@@ -299,13 +299,31 @@ def declare_tables(schema: Schema, tables: Sequence[UnitTable]) -> None:
     _DECLARED[schema.name] = tuple(tables)
 
 
+@cache
+def binned_person_tables() -> tuple[UnitTable, ...]:
+    """:func:`person_tables` over :data:`tabrecon.schema.PERSONS_BINNED`: every block cell's age
+    range falls on agebin38 boundaries, so each becomes a set of agebins exactly."""
+    out = []
+    for t in person_tables():
+        lines = []
+        for label, pred in t.lines:
+            p = dict(pred)
+            if "age" in p:
+                p["agebin"] = tuple(sorted({int(AGEBIN_OF_AGE[a]) for a in p.pop("age")}))
+            lines.append((label, p))
+        out.append(replace(t, lines=tuple(lines), schema=PERSONS_BINNED))
+    return tuple(out)
+
+
 def tables_of(schema: Schema) -> tuple[UnitTable, ...]:
     """The tables declared over ``schema``: SF1's housing-unit tables, its block-level person
-    tables, or those given to :func:`declare_tables`."""
+    tables (by single year or by agebin38), or those given to :func:`declare_tables`."""
     if schema.name == HOUSING_UNITS.name:
         return HOUSING_TABLES
     if schema.name == PERSONS.name:
         return person_tables()
+    if schema.name == PERSONS_BINNED.name:
+        return binned_person_tables()
     if schema.name in _DECLARED:
         return _DECLARED[schema.name]
     raise TabreconError(

@@ -223,6 +223,18 @@ PERSONS = Schema(
     ),
     description="One row per person: block, sex, age, race, Hispanic origin (SF1's 34 tables)",
 )
+#: Persons on certification's resolution: agebin38 (:data:`AGEBIN38`) for the single year, the
+#: binned histogram whose uniqueness ``tabrecon solvar`` proves.
+PERSONS_BINNED = Schema(
+    name="persons_binned",
+    unit="person",
+    attributes=(
+        PERSONS.attributes[0],
+        Attribute("agebin", tuple(enumerate(AGEBIN38_LABELS)), "Age bin (agebin38)"),
+        *PERSONS.attributes[2:],
+    ),
+    description="One row per person: block, sex, agebin38, race, Hispanic origin",
+)
 #: Every declared schema by the name the command line takes (``--schema``).
 SCHEMAS: dict[str, Schema] = {PERSONS.name: PERSONS, HOUSING_UNITS.name: HOUSING_UNITS}
 
@@ -230,15 +242,17 @@ SCHEMAS: dict[str, Schema] = {PERSONS.name: PERSONS, HOUSING_UNITS.name: HOUSING
 TYPE_SEX, TYPE_AGE, TYPE_RACE, TYPE_HISP = decode_types(np.arange(N_TYPES))
 
 
-def person_units(md: Microdata) -> Units:
-    """Person records as records of :data:`PERSONS`, for what is written over any schema
-    (:mod:`tabrecon.unit_tables`, :mod:`tabrecon.attacks.unit_claims`)."""
+def person_units(md: Microdata, binned: bool = False) -> Units:
+    """Person records as records of :data:`PERSONS` (or, ``binned``, of :data:`PERSONS_BINNED`),
+    for what is written over any schema (:mod:`tabrecon.unit_tables`,
+    :mod:`tabrecon.attacks.unit_claims`)."""
+    age = {"agebin": AGEBIN_OF_AGE[md.age]} if binned else {"age": md.age}
     return Units(
-        PERSONS,
+        PERSONS_BINNED if binned else PERSONS,
         md.block_geoid.astype(str),
         {
             "sex": md.sex.astype(np.int64),
-            "age": md.age.astype(np.int64),
+            **{k: v.astype(np.int64) for k, v in age.items()},
             "race": md.race.astype(np.int64),
             "hispanic": md.hisp.astype(np.int64),
         },

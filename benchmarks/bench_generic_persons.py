@@ -1,0 +1,78 @@
+"""The code written over any schema against the person pipeline, on the real sample (issue 19,
+item 2): does the generic count model's uniqueness proof agree with person certification?
+
+Run (from the repository root):
+python -m benchmarks.bench_generic_persons [--tracts 28]
+
+Person certification at block level proves, per block, whether the binned histogram (sex,
+agebin38, race, Hispanic origin) is the only one the block tables allow. The same question asked
+of the code written over any schema: the person schema on that resolution
+(``tabrecon.schema.PERSONS_BINNED``, with SF1's block person cells as predicates over agebins),
+the real sample's first ``--tracts`` tracts (default: all 28) tabulated and reconstructed by
+``reconstruct_units`` (one count program per block and a proof that no other solution exists),
+and the two verdicts compared block by block, beside their times.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+import polars as pl
+
+from benchmarks.common import REAL, record
+from tabrecon.attacks.certify import certify
+from tabrecon.attacks.reconstruct import reconstruct
+from tabrecon.attacks.unit_reconstruct import reconstruct_units
+from tabrecon.schema import PERSONS_BINNED, person_units, read_microdata
+from tabrecon.tables import tabulate
+from tabrecon.unit_tables import tabulate_units
+
+
+def main() -> dict:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--tracts", type=int, default=28)
+    args = ap.parse_args()
+    if not REAL.exists():
+        print(f"skipped: the real sample is not at {REAL}")
+        return {}
+    md = read_microdata(REAL)
+    tracts = sorted({g[:11] for g in md.geoids.tolist()})[: args.tracts]
+    md = md.take(np.isin(np.array([g[:11] for g in md.block_geoid.tolist()]), tracts))
+    print(f"real sample, {len(tracts)} tracts: {len(md):,} persons, {len(md.geoids):,} blocks")
+    t = time.perf_counter()
+    ts = tabulate(md, "block")
+    cert = certify(ts, reconstruct(ts, "block").records, "block").blocks
+    t_person = time.perf_counter() - t
+    units = person_units(md, binned=True)
+    t = time.perf_counter()
+    rec = reconstruct_units(tabulate_units(units), PERSONS_BINNED)
+    t_generic = time.perf_counter() - t
+    both = rec.blocks.select("geoid", pl.col("status").alias("generic")).join(
+        cert.select(pl.col("block_geoid").alias("geoid"), pl.col("status").alias("person")),
+        on="geoid",
+        how="full",
+        coalesce=True,
+    )
+    table = both.group_by("person", "generic").len().sort("person", "generic")
+    print(table)
+    agree = int(
+        ((both["person"] == "unique") == (both["generic"] == "unique")).fill_null(False).sum()
+    )
+    print(
+        f"blocks: {both.height:,}; the same verdict on {agree:,} "
+        f"({100 * agree / max(both.height, 1):.2f}%); person tabulate+reconstruct+certify "
+        f"{t_person:.1f} s, generic tabulate+reconstruct+proof {t_generic:.1f} s"
+    )
+    return {
+        "blocks": both.height,
+        "same_verdict": agree,
+        "person_seconds": round(t_person, 1),
+        "generic_seconds": round(t_generic, 1),
+        "verdicts": table.rows(),
+    }
+
+
+if __name__ == "__main__":
+    record("generic_persons", main)
