@@ -319,14 +319,15 @@ def prove_forms(
         if (left is not None and left <= 0) or (max_rounds is not None and proofs >= max_rounds):
             return FormProof(verified, proofs, False)
         idx = np.flatnonzero(alive)
-        sol = base.solve_some_differs(C[idx], m[idx], left)
+        Ci, mi = C[idx], m[idx]
+        sol = base.solve_some_differs(Ci, mi, left)
         proofs += 1
         if sol.status == "infeasible":
             verified[idx] = True
             break
         if not sol.has_solution or sol.x is None:
             return FormProof(verified, proofs, False)  # time-out: the rest stays unverified
-        broken = C[idx] @ sol.x[:n_vars] != m[idx]
+        broken = Ci @ sol.x[:n_vars] != mi
         if not broken.any():
             raise TabreconError("a solution found to break some claim breaks none")
         if pool is not None:

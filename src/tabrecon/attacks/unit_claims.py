@@ -99,8 +99,7 @@ def generate_then_verify(
 
     ``block_seconds`` caps each block's time: a block that reaches it keeps the claims verified
     so far (those of every k proven before) and is marked ``time-limit`` (the rest are not
-    verified). A block whose
-    tables admit no units at all is marked ``infeasible``."""
+    verified). A block whose tables admit no units at all is marked ``infeasible``."""
     opts = replace((opts or SolverOptions()).for_task("claims"), presolve="light")
     names = tables or tuple(t.name for t in tables_of(schema))
     cells, W, geoids, V = block_tables(long, schema, names)
