@@ -102,3 +102,65 @@ def test_risk_targeted_swap_hits_small_blocks_and_keeps_its_rate():
     assert small < 90 < large
     with pytest.raises(TabreconError, match="target_power"):
         SwapConfig(rate=0.1, target_power=-1)
+
+
+def _partners(md, r):
+    """(household a, household b) pairs that exchanged blocks in a swap run on ``md``."""
+    hh = md.extra["household_id"].to_numpy()
+    moved = r.records.block != md.block
+    first = {}
+    for h, b0, b1 in zip(hh[moved], md.block[moved], r.records.block[moved], strict=True):
+        first.setdefault(h, (b0, b1))
+    by_from = {}
+    for h, (b0, b1) in first.items():
+        by_from.setdefault((b0, b1), []).append(h)
+    pairs = []
+    for (b0, b1), hs in by_from.items():
+        back = by_from.get((b1, b0), [])
+        pairs += [(h, g) for h in hs for g in back]
+    return pairs, hh
+
+
+@pytest.mark.parametrize("match_on", ["size+adults", "composition"])
+def test_partners_share_what_match_on_names(small_md, match_on):
+    """Partners exchanging blocks share their number of adults, or their whole sex x agebin
+    composition; the plain key (size only) does not guarantee either."""
+    from dataclasses import replace
+
+    from tabrecon.schema import AGEBIN_OF_AGE
+
+    cfg = replace(PRESETS["swap-2010"], match_on=match_on, rate=0.2)
+    r = swap(small_md, cfg, seed=4)
+    pairs, hh = _partners(small_md, r)
+    assert len(pairs) > 20
+    md = small_md
+
+    def profile(h):
+        m = hh == h
+        if match_on == "size+adults":
+            return int(m.sum()), int((md.age[m] >= 18).sum())
+        return tuple(
+            sorted(zip(md.sex[m].tolist(), AGEBIN_OF_AGE[md.age[m]].tolist(), strict=True))
+        )
+
+    # a pair of blocks may exchange several households: some partner in the other block matches
+    for h, _ in pairs:
+        assert any(profile(h) == profile(g) for hh_, g in pairs if hh_ == h)
+    assert r.invariants["block populations"]
+
+
+def test_match_on_is_checked():
+    with pytest.raises(TabreconError, match="match_on must be one of size, size"):
+        SwapConfig(rate=0.1, match_on="race")
+
+
+def test_a_rate_the_partners_cannot_meet_is_reported(small_md):
+    """Risk-targeted swaps pair only the selected households: with a fine partner key many find
+    no partner, and the run says it swapped fewer than asked instead of passing silently."""
+    from dataclasses import replace
+
+    assert swap(small_md, "swap-lo", seed=1).shortfall() is None
+    r = swap(small_md, replace(PRESETS["swap-2010"], match_on="composition"), seed=1)
+    assert r.swapped_units / r.units < 0.9 * 0.04
+    assert "not the 4% asked for" in r.shortfall() and "composition" in r.shortfall()
+    assert r.summary()["target_share"] == 0.04

@@ -34,29 +34,42 @@ def swap(
         "swapped.parquet"
     ),
     preset: Annotated[
-        str, typer.Option(help="swap-lo (5%, within tract) or swap-hi (50%, size noise, 30/40/30)")
+        str,
+        typer.Option(
+            help="swap-lo (5%, within tract), swap-hi (50%, size noise, 30/40/30) or swap-2010 "
+            "(4%, risk-targeted at small blocks)"
+        ),
     ] = "swap-lo",
     rate: Annotated[
         float | None, typer.Option(help="Override the preset's target swap rate")
+    ] = None,
+    match_on: Annotated[
+        str | None,
+        typer.Option(
+            help="What partners share: size (the preset's noisy size key), size+adults (also "
+            "the number of persons 18+), composition (the whole sex x agebin make-up)"
+        ),
     ] = None,
     seed: Seed = 0,
 ) -> None:
     """Swap households between blocks as the 2010 simulation did; report the invariants kept."""
     from dataclasses import replace
 
-    from ..defenses.swapping import PRESETS
+    from ..defenses.swapping import MATCH_ON, PRESETS
     from ..defenses.swapping import swap as _swap
     from ..schema import read_microdata
 
     one_of(preset, tuple(PRESETS), "--preset")
+    if match_on is not None:
+        one_of(match_on, MATCH_ON, "--match-on")
     if rate is not None and not (0 < rate <= 1):
         raise TabreconError(f"--rate must be a share in (0, 1] (got {rate})")
     check_suffix(out)
-    cfg = (
-        PRESETS[preset]
-        if rate is None
-        else replace(PRESETS[preset], rate=rate, name=f"{preset} rate {rate}")
-    )
+    cfg = PRESETS[preset]
+    if rate is not None:
+        cfg = replace(cfg, rate=rate, name=f"{cfg.name} rate {rate}")
+    if match_on is not None and match_on != cfg.match_on:
+        cfg = replace(cfg, match_on=match_on, name=f"{cfg.name}, partners on {match_on}")
     res = _swap(read_microdata(microdata), cfg, seed)
     paths = res.write(out)
     s = res.summary()
@@ -65,6 +78,8 @@ def swap(
         f"({100 * s['swapped_share']:.1f}%), {s['moved_persons']:,} persons changed block -> "
         f"{paths[0]}"
     )
+    if res.shortfall():
+        console.print(f"[yellow]note:[/yellow] {res.shortfall()}")
     console.print(
         "invariants kept: "
         + ", ".join(f"{k} {'yes' if v else 'NO'}" for k, v in s["invariants_kept"].items())

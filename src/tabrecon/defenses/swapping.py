@@ -4,7 +4,9 @@ replication archive's ``reid_swap``).
 Per run:
 
 1. **Key**: household size with noise -- with probability ``p_minus`` the key is size - 1, with
-   ``p_plus`` size + 1 (partners must share a key; each keeps its true size).
+   ``p_plus`` size + 1 (partners must share a key; each keeps its true size). ``match_on`` can
+   add the number of adults to the key, or replace it by the household's sex x agebin
+   composition (:data:`MATCH_ON`).
 2. **Pseudo-tract**: a household keeps its own tract with probability ``p_tract``; with ``p_county``
    it gets a tract permuted within its county; otherwise one permuted within its state.
 3. **Pairing**: sort by (key descending, pseudo-county, pseudo-tract, random) and pair neighbours
@@ -31,7 +33,13 @@ import numpy as np
 
 from ..errors import TabreconError
 from ..io import write_json
-from ..schema import Microdata, write_microdata
+from ..schema import AGEBIN_OF_AGE, Microdata, write_microdata
+
+#: What swap partners must share: the (noisy) size key only (the Bureau's simulation); also the
+#: number of adults (persons aged 18 or over), as the 2010 production swap matched on "key
+#: variables (e.g. numbers of adults and children)" (methods.md section 5); or the household's
+#: whole sex x agebin38 composition (size noise does not apply), the closest partner possible
+MATCH_ON = ("size", "size+adults", "composition")
 
 
 @dataclass(frozen=True)
@@ -45,10 +53,15 @@ class SwapConfig:
     p_county: float = 0.0
     name: str = "custom"
     target_power: float = 0.0
+    match_on: str = "size"
 
     def __post_init__(self) -> None:
         if not 0 < self.rate <= 1:
             raise TabreconError(f"swap rate must be in (0, 1] (got {self.rate})")
+        if self.match_on not in MATCH_ON:
+            raise TabreconError(
+                f"match_on must be one of {', '.join(MATCH_ON)} (got {self.match_on!r})"
+            )
         if not 0 <= self.target_power <= 5:
             raise TabreconError(f"target_power must be in [0, 5] (got {self.target_power})")
         for k in ("p_minus", "p_plus", "p_tract", "p_county"):
@@ -90,13 +103,29 @@ class SwapResult:
     invariants: dict[str, bool] = field(default_factory=dict)
     config: SwapConfig | None = None
 
+    def shortfall(self) -> str | None:
+        """Why fewer units were swapped than the rate asked for, or None when the rate was met
+        (within 10%): selected households that found no partner sharing the key stay put."""
+        if self.config is None or not self.units:
+            return None
+        share = self.swapped_units / self.units
+        if share >= 0.9 * self.config.rate:
+            return None
+        return (
+            f"swapped {100 * share:.1f}% of {self.unit}, not the {100 * self.config.rate:g}% "
+            f"asked for: selected units with no partner sharing their key "
+            f"({self.config.match_on}) in the sort order stay put"
+        )
+
     def summary(self) -> dict:
         return {
             "preset": self.config.name if self.config else None,
+            "partners_share": self.config.match_on if self.config else None,
             "unit": self.unit,
             "units": self.units,
             "swapped_units": self.swapped_units,
             "swapped_share": self.swapped_units / self.units if self.units else 0.0,
+            "target_share": self.config.rate if self.config else None,
             "moved_persons": self.moved_persons,
             "invariants_kept": self.invariants,
         }
@@ -156,6 +185,17 @@ def swap(md: Microdata, config: SwapConfig | str = "swap-lo", seed: int = 0) -> 
     # 1. key
     u = rng.random(nu)
     key = size + np.where(u < cfg.p_minus, -1, 0) + np.where(u >= 1 - cfg.p_plus, 1, 0)
+    if cfg.match_on == "size+adults":
+        adults = np.bincount(unit_of, weights=md.age >= 18, minlength=nu).astype(np.int64)
+        key = key * (int(size.max()) + 2) + adults
+    elif cfg.match_on == "composition":
+        # each household's sorted (sex, agebin) multiset: one padded row per household
+        sa = md.sex.astype(np.int64) * 64 + AGEBIN_OF_AGE[md.age]
+        o = np.lexsort((sa, unit_of))
+        slot = np.arange(len(md)) - np.repeat(np.cumsum(size) - size, size)
+        rows = np.full((nu, int(size.max()) if nu else 0), -1, dtype=np.int64)
+        rows[unit_of[o], slot] = sa[o]
+        key = np.unique(rows, axis=0, return_inverse=True)[1].reshape(-1) + 1
     # 2. pseudo-tract
     r = rng.random(nu)
     by_county = _permute_within(county, tract, rng)
