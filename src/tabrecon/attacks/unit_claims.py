@@ -39,7 +39,7 @@ from ..errors import TabreconError
 from ..schema.catalog import HOUSING_UNITS
 from ..schema.spec import Schema, Units
 from ..unit_tables import table_by_name, tables_of
-from .solvers import Extensible, SolverOptions, prove_forms, solve
+from .solvers import Extensible, SolverOptions, prove_forms
 from .unit_reconstruct import block_program, block_tables
 
 CLAIM_COLUMNS = {
@@ -131,6 +131,7 @@ def generate_then_verify(
             continue
         t0 = time.perf_counter()
         prog, adm = block_program(W, V[b], Wc)
+        base = Extensible(prog, opts)  # built once, cloned for every solve and proof below
         # 1. generate
         sols: list[np.ndarray] = []
         short = False  # fewer than K solutions: the block's time ran out while generating
@@ -143,7 +144,7 @@ def generate_then_verify(
                     short = True
                     continue
                 limit = min(limit, max(left, 0.5))
-            s = solve(replace(prog, c=obj), replace(opts, time_limit=limit))
+            s = base.solve_base(obj, opts=replace(opts, time_limit=limit))
             if s.has_solution and s.x is not None:
                 sols.append(s.x)
         if not sols:
@@ -153,7 +154,6 @@ def generate_then_verify(
             continue
         X = np.stack(sols)  # K x admissible types
         codes = schema.decode(feas[adm])
-        base = Extensible(prog, opts)
         pool = list(sols)  # every solution known: the K generated and those refuting candidates
         n_cand = n_ver = 0
         status = "time-limit" if short else "ok"  # fewer solutions: more candidates, all proven

@@ -31,7 +31,7 @@ from ..errors import InputError
 from ..schema.catalog import HOUSING_UNITS
 from ..schema.spec import Schema, Units
 from ..unit_tables import compiled, tables_of
-from .solvers import Extensible, IntProgram, SolverOptions, solve
+from .solvers import Extensible, IntProgram, SolverOptions
 
 
 @dataclass
@@ -61,7 +61,8 @@ def reconstruct_units(
     for b, geoid in enumerate(geoids):
         t0 = time.perf_counter()
         prog, adm = block_program(W, V[b], Wc)
-        sol = solve(prog, opts)
+        base = Extensible(prog, opts)  # built once: the solve and the uniqueness proof clone it
+        sol = base.solve_base()
         if not sol.has_solution or sol.x is None:
             why = "infeasible" if sol.status == "infeasible" else "failed"  # tables contradict
             stats.append((geoid, 0, int(adm.size), why, time.perf_counter() - t0))
@@ -69,7 +70,7 @@ def reconstruct_units(
         x = sol.x
         status = "unknown"
         if check_unique:
-            once = _unique(prog, x, opts)
+            once = _unique(base, x)
             status = "undecided" if once is None else ("unique" if once else "varies")
         pos = np.flatnonzero(x)
         rows.append(np.repeat(feas[adm[pos]], x[pos]))
@@ -122,24 +123,29 @@ def block_program(
 ) -> tuple[IntProgram, np.ndarray]:
     """One block's count program (A x = v over the admissible types) and the admissible types'
     positions among the feasible types: a type is ruled out by any zero cell it lies in, and
-    bounded by the smallest cell it lies in. ``Wc`` is ``W`` in CSC form, converted once by
-    callers that build many blocks."""
+    bounded by the smallest cell it lies in; cells left with no type and a zero value are
+    dropped (the program's rows are the block's remaining cells, in order). ``Wc`` is ``W`` in
+    CSC form, converted once by callers that build many blocks."""
     zero = np.flatnonzero(v == 0)
     ruled_out = np.asarray(W[zero].sum(axis=0)).ravel() > 0
     adm = np.flatnonzero(~ruled_out)
     A = (W.tocsc() if Wc is None else Wc)[:, adm].tocsr()
+    # a zero cell whose types are all ruled out says 0 = 0: most of a small block's cells do,
+    # and the solvers need not read them (a nonzero cell without types stays: it is infeasible)
+    keep = (np.diff(A.indptr) > 0) | (v != 0)
+    if not keep.all():
+        A, v = A[keep], v[keep]
     big = np.iinfo(np.int64).max
     ub = np.full(adm.size, big, dtype=np.int64)
-    for c in range(A.shape[0]):
-        cols = A.indices[A.indptr[c] : A.indptr[c + 1]]
-        ub[cols] = np.minimum(ub[cols], v[c])
+    np.minimum.at(ub, A.indices, np.repeat(v, np.diff(A.indptr)))
     return IntProgram(A=A, lo=v, hi=v, ub=np.where(ub == big, 0, ub)), adm
 
 
-def _unique(prog: IntProgram, x: np.ndarray, opts: SolverOptions) -> bool | None:
+def _unique(base: Extensible, x: np.ndarray) -> bool | None:
     """No other solution: none with x_t <= x*_t - 1 for some reconstructed type t (the block's
     total is published, so any other solution has fewer units of some type). None when the
     solver reached its limit without deciding."""
+    prog = base.prog
     pos = np.flatnonzero(x > 0)
     n, nv = pos.size, prog.n_vars
     M = prog.ub[pos] - x[pos] + 1  # z_t = 0 leaves x_t <= ub_t
@@ -150,7 +156,7 @@ def _unique(prog: IntProgram, x: np.ndarray, opts: SolverOptions) -> bool | None
         ]
     ).tocsr()
     one = sp.hstack([sp.csr_matrix((1, nv)), sp.csr_matrix(np.ones((1, n)))]).tocsr()
-    sol = Extensible(prog, opts).solve(
+    sol = base.solve(
         n,
         np.ones(n, dtype=np.int64),
         sp.vstack([rows, one]).tocsr().astype(np.int64),
