@@ -185,6 +185,23 @@ def test_household_claims_command_writes_the_study_layout_resumes_and_refuses_mi
     assert "Traceback" not in other.stderr
 
 
+def test_household_claims_command_names_the_identity_a_block_breaks(tmp_path):
+    """A block whose tables contradict each other is named with an identity they break (the
+    identities derived from the table declarations), and the run exits 1."""
+    import polars as pl
+
+    _, units = synthesize_households(SynthConfig(persons=250), seed=7)
+    long = tabulate_units(units)
+    g = long["geoid"][0]
+    long.filter(pl.col("geoid") == g).with_columns(
+        pl.when(pl.col("cell") == "H0040004").then(pl.col("value") + 1).otherwise("value")
+    ).write_csv(tmp_path / "t.csv")
+    run = _cli(["claims", "t.csv", "--schema", "households", "--k", "2", "-K", "2"], tmp_path)
+    assert run.returncode == 1, run.stderr
+    assert f"block {g}: its tables contradict each other" in run.stderr
+    assert "H0030002 = H0040002 + H0040003 + H0040004 fails" in run.stderr
+
+
 def test_household_claims_command_names_bad_input(tmp_path):
     (tmp_path / "t.csv").write_text(
         "geoid,cell,value\n990010001001000,H0010001,3\n990010001001000,H0030001,x\n"

@@ -690,7 +690,17 @@ def tables_from_long(df: pl.DataFrame, p: str = "tables") -> TableSet:
         ).any()
     ).item()
     if any_bad:
-        fail(pl.col("_ci").is_null(), "unknown cell id")
+        unknown = pl.col("_ci").is_null()
+        housing = df.filter(unknown)["cell"].str.to_uppercase().str.starts_with("H").any()
+        fail(
+            unknown,
+            "unknown cell id"
+            + (
+                "; H cells are housing-unit tables, read with --schema households"
+                if housing
+                else ""
+            ),
+        )
         whole = pl.col("value").str.contains(r"^[+-]?\d+$")
         fail(pl.col("_v").is_null() & whole, "count out of range (above 9,223,372,036,854,775,807)")
         fail(
@@ -766,7 +776,7 @@ class Identity:
         agg = "Σblocks " if self.level == "tract" else ""
 
         def fmt(c: str) -> str:
-            return f"{agg}{c}" if get_cell(c).level == "block" and self.level == "tract" else c
+            return f"{agg}{c}" if self.level == "tract" and get_cell(c).level == "block" else c
 
         return f"{fmt(self.lhs)} = " + " + ".join(fmt(c) for c in self.rhs)
 

@@ -36,7 +36,7 @@ from .io import read_rows
 from .schema import AGE_MAX, AGEBIN_OF_AGE, PERSONS, PERSONS_BINNED
 from .schema.catalog import AGE_RANGES, HOUSING_UNITS
 from .schema.spec import Schema, Units
-from .tables import SF1_TABLES, Cell, all_cells
+from .tables import SF1_TABLES, Cell, ConsistencyReport, Identity, Violation, all_cells
 
 Predicate = Mapping[str, tuple[int, ...]]
 
@@ -518,3 +518,127 @@ def complete_tables(long: pl.DataFrame) -> tuple[str, ...]:
     """The declared housing-unit tables every cell of which the long table holds."""
     have = set(long["cell"].unique().to_list())
     return tuple(t.name for t in HOUSING_TABLES if {c.id for c in t.cells()} <= have)
+
+
+# --------------------------------------------------------------------------------------------------
+# Consistency: identities derived from any schema's declared tables
+# --------------------------------------------------------------------------------------------------
+def _family(table: str) -> str:
+    """A table's iteration family: ``P12A`` ... ``P12I`` -> ``P12*`` (an iterated table's name
+    is its base table's with a letter after the number); other tables are their own."""
+    return re.sub(r"(?<=\d)[A-Z]$", "*", table)
+
+
+@cache
+def identities_of(schema: Schema, names: tuple[str, ...] | None = None) -> tuple[Identity, ...]:
+    """Linear identities between the cells of ``schema``'s block tables (``names``: all declared)
+    that every tabulation satisfies, derived from the cells' predicates alone:
+
+    * equal: two cells that count the same feasible types (``H0010001 = H0030001``);
+    * partitions: a cell equals the sum of the cells of one table, or of one family of
+      iterations (P12A-G), that lie inside it, when they are disjoint and cover it (occupied
+      units = the tenure lines of H4; P12's males under 5 = P12A-G's, race by race).
+
+    The same derivation as the person tables' block identities (:func:`tabrecon.tables.identities`),
+    written over a schema's weight matrix.
+
+    >>> from tabrecon.schema.catalog import HOUSING_UNITS
+    >>> ids = identities_of(HOUSING_UNITS, ("H1", "H3", "H4"))
+    >>> for i in ids:
+    ...     print(i.text())
+    H0010001 = H0030001
+    H0010001 = H0030002 + H0030003
+    H0030001 = H0030002 + H0030003
+    H0030002 = H0040001
+    H0030002 = H0040002 + H0040003 + H0040004
+    H0040001 = H0040002 + H0040003 + H0040004
+    """
+    names = names or tuple(t.name for t in tables_of(schema))
+    cells, W = compiled(schema, names)
+    S = (W != 0).astype(np.int32).tocsr()
+    inter = (S @ S.T).toarray()
+    size = np.asarray(S.sum(axis=1)).ravel()
+    tables = np.array([c.table for c in cells])
+    families = np.array([_family(c.table) for c in cells])
+    out: dict[tuple, Identity] = {}
+
+    def add(i: Identity) -> None:
+        out.setdefault((i.lhs, tuple(sorted(i.rhs))), i)
+
+    # equal type sets: the first cell of each set equals every other
+    same = (inter == size[:, None]) & (inter == size[None, :])
+    rep = same.argmax(axis=1)  # each cell's first twin
+    for i in range(len(cells)):
+        if rep[i] == i:
+            for j in np.flatnonzero(same[i])[1:]:
+                add(Identity("block", cells[i].id, (cells[j].id,), "equal"))
+    # partitions by one table's maximal cells strictly inside a cell
+    inside = (inter == size[None, :]) & (size[None, :] < size[:, None])  # [c, g]: g inside c
+    for ci in range(len(cells)):
+        if size[ci] == 0:  # (a twin's partitions follow from its first's, but a file may
+            continue  # hold only the twin: each is written out)
+        groups = [(t, tables == t) for t in np.unique(tables[inside[ci]])]
+        groups += [(f, families == f) for f in np.unique(families[inside[ci]])]
+        for name, members in groups:
+            cand = np.flatnonzero(inside[ci] & members & (size > 0))
+            if cand.size < 2:
+                continue
+            sub = inside[np.ix_(cand, cand)]
+            maximal = cand[~sub.any(axis=0)]
+            # a family's overlapping iterations (P12H, Hispanic, across P12A-G's races) are
+            # dropped, most overlapping first, until the rest are disjoint
+            ii = inter[np.ix_(maximal, maximal)].copy()
+            np.fill_diagonal(ii, 0)
+            while maximal.size and ii.any():
+                worst = int((ii > 0).sum(axis=1).argmax())
+                maximal = np.delete(maximal, worst)
+                ii = np.delete(np.delete(ii, worst, axis=0), worst, axis=1)
+            if maximal.size < 2 or size[maximal].sum() != size[ci]:
+                continue
+            rhs = tuple(cells[m].id for m in maximal)
+            add(Identity("block", cells[ci].id, rhs, f"partition:{name}"))
+    order = {c.id: k for k, c in enumerate(cells)}
+    return tuple(sorted(out.values(), key=lambda x: (order[x.lhs], [order[r] for r in x.rhs])))
+
+
+def check_unit_consistency(long: pl.DataFrame, schema: Schema = HOUSING_UNITS) -> ConsistencyReport:
+    """Evaluate every identity of ``schema``'s tables (:func:`identities_of`) on every block of a
+    long table (geoid, cell, value); each violated one is reported with the block, the cells and
+    both sides' values. Identities with a cell the file does not hold for a block are skipped
+    (counted in ``skipped``).
+
+    >>> from tabrecon.schema.catalog import HOUSING_UNITS
+    >>> t = pl.DataFrame({"geoid": ["010010201001000"] * 3,
+    ...                   "cell": ["H0030001", "H0030002", "H0030003"], "value": [5, 3, 1]})
+    >>> [str(v) for v in check_unit_consistency(t, HOUSING_UNITS).violations]
+    ['010010201001000: H0030001 = H0030002 + H0030003 fails (left side 5, right side 4)']
+    """
+    ids = identities_of(schema)
+    have = set(long["cell"].unique().to_list())
+    wide = long.pivot(on="cell", index="geoid", values="value").sort("geoid")
+    geoids = wide["geoid"].to_numpy()
+    cols = [c for c in wide.columns if c != "geoid"]
+    where = {c: j for j, c in enumerate(cols)}
+    present = ~wide.select(pl.col(cols).is_null()).to_numpy()
+    V = wide.select(pl.col(cols).fill_null(0).cast(pl.Int64)).to_numpy()
+    usable = [i for i in ids if i.lhs in have and all(r in have for r in i.rhs)]
+    checked = skipped = 0
+    skipped += (len(ids) - len(usable)) * len(geoids)
+    viols: list[Violation] = []
+    if usable:
+        rows, colsi, data = [], [], []
+        for k, i in enumerate(usable):
+            for c, w in ((i.lhs, 1), *((r, -1) for r in i.rhs)):
+                rows.append(k)
+                colsi.append(where[c])
+                data.append(w)
+        D = sp.csr_matrix((data, (rows, colsi)), shape=(len(usable), len(cols)))
+        miss = (~present).astype(np.int64) @ (D != 0).astype(np.int64).T
+        resid = np.asarray(V @ D.T)
+        checked += int((miss == 0).sum())
+        skipped += int((miss != 0).sum())
+        for gi, k in np.argwhere((resid != 0) & (miss == 0)):
+            ident = usable[k]
+            lhs = int(V[gi, where[ident.lhs]])
+            viols.append(Violation(str(geoids[gi]), ident, lhs, lhs - int(resid[gi, k])))
+    return ConsistencyReport(checked, skipped, viols)

@@ -321,10 +321,12 @@ def _household_claims(
 ) -> None:
     """``tabrecon claims --schema households``: Generate-then-Verify on a release's housing-unit
     tables, block by block (written as each finishes, resumable), figures in the study's layout."""
+    import polars as pl
+
     from ..attacks.unit_claims import household_claims
     from ..schema.catalog import HOUSING_UNITS
     from ..schema.spec import read_units
-    from ..unit_tables import read_unit_tables
+    from ..unit_tables import check_unit_consistency, read_unit_tables
 
     positive_finite(block_time_limit=block_time_limit)
     try:
@@ -359,11 +361,18 @@ def _household_claims(
     for r in run.failed:
         err.print(f"[red]block {r['unit']}: {r['status']}[/red] -- {r.get('message', '')}")
     bad = run.problem_blocks
+    contradicted = bad.filter(pl.col("status") == "infeasible")["geoid"].to_list()
+    broken: dict[str, str] = {}
+    if contradicted:  # name an identity the block's tables break, where one does
+        rep = check_unit_consistency(long.filter(pl.col("geoid").is_in(contradicted)))
+        for v in rep.violations:
+            broken.setdefault(v.geoid, str(v).split(": ", 1)[1])
     for r in bad.head(20).iter_rows(named=True):
         what = {
             "time-limit": f"reached --block-time-limit {block_time_limit:g} s; "
             f"{r['verified']} claim(s) verified before it are kept",
-            "infeasible": "its tables contradict each other (no housing units fit them)",
+            "infeasible": "its tables contradict each other (no housing units fit them)"
+            + (f": {broken[r['geoid']]}" if r["geoid"] in broken else ""),
         }.get(r["status"], "no solution found within the solver's limit")
         err.print(f"[yellow]block {r['geoid']}:[/yellow] {what}")
     if bad.height > 20:

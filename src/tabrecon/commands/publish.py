@@ -18,6 +18,7 @@ from ..terminal import (
     at_least,
     console,
     err,
+    one_of,
     table,
 )
 
@@ -147,8 +148,6 @@ def tables_list(
 ) -> None:
     """List the person tables (the 34 of Abowd et al., then P3-P5), or with ``--schema
     households`` the housing-unit tables, with their level, universe and number of cells."""
-    from ..terminal import one_of
-
     one_of(schema, ("persons", "households"), "--schema")
     cols = ["table", "level", "cells", "title", "universe (line 1)"]
     if schema == "households":
@@ -213,13 +212,27 @@ def tables_describe(
 def check_tables(
     tables_file: Annotated[Path, typer.Argument(help="Long table file (geoid, cell, value)")],
     limit: Annotated[int, typer.Option(help="Print at most this many violations")] = 20,
+    schema: Annotated[
+        str,
+        typer.Option(
+            help="'persons' (SF1 person tables: block and tract identities, race tallies) or "
+            "'households' (housing-unit tables: identities derived from their declarations)"
+        ),
+    ] = "persons",
 ) -> None:
     """Validate a table file and check every identity between its cells; exit 1 on any violation."""
-    from ..published import read_tables
-    from ..tables import check_consistency
-
+    one_of(schema, ("persons", "households"), "--schema")
     at_least(0, limit=limit)
-    rep = check_consistency(read_tables(tables_file))
+    if schema == "households":
+        from ..schema.catalog import HOUSING_UNITS
+        from ..unit_tables import check_unit_consistency, read_unit_tables
+
+        rep = check_unit_consistency(read_unit_tables(tables_file), HOUSING_UNITS)
+    else:
+        from ..published import read_tables
+        from ..tables import check_consistency
+
+        rep = check_consistency(read_tables(tables_file))
     console.print(
         f"{tables_file}: {rep.checked:,} identity checks, {rep.skipped:,} skipped (cells not "
         "published)"

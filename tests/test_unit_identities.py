@@ -1,0 +1,175 @@
+"""Consistency identities derived from any schema's table declarations: they hold on every
+tabulation, they imply the identities written by hand for SF1's housing-unit tables and every
+block identity of the person pipeline, a broken cell is named, and the CLI checks a housing-unit
+table file with them."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import polars as pl
+import pytest
+
+from tabrecon.households import synthesize_households
+from tabrecon.schema import PERSONS, person_units
+from tabrecon.schema.catalog import HOUSING_UNITS
+from tabrecon.schema.spec import write_units
+from tabrecon.synth import SynthConfig, synthesize
+from tabrecon.tables import Identity, identities
+from tabrecon.unit_tables import (
+    check_unit_consistency,
+    identities_of,
+    tables_of,
+    tabulate_units,
+)
+
+
+def _vectors(schema, ids):
+    cells = [c.id for t in tables_of(schema) for c in t.cells()]
+    where = {c: i for i, c in enumerate(cells)}
+    out = np.zeros((len(ids), len(cells)))
+    for k, i in enumerate(ids):
+        out[k, where[i.lhs]] += 1
+        for r in i.rhs:
+            out[k, where[r]] -= 1
+    return out, where
+
+
+def _implied(schema, given):
+    """True when every identity in ``given`` follows linearly from the derived ones."""
+    G, _ = _vectors(schema, identities_of(schema))
+    B, _ = _vectors(schema, given)
+    return np.linalg.matrix_rank(np.vstack([G, B])) == np.linalg.matrix_rank(G)
+
+
+def _sum(lhs, *rhs):
+    return Identity("block", lhs, tuple(rhs), "hand")
+
+
+#: the SF1 housing-unit identities written by hand in test_unit_tables (an independent oracle)
+HAND = [
+    _sum("H0010001", "H0030001"),
+    _sum("H0030001", "H0030002", "H0030003"),
+    _sum("H0050001", "H0030003"),
+    *(
+        _sum(t, "H0030002")
+        for t in (
+            "H0040001",
+            "H0060001",
+            "H0070001",
+            "H0130001",
+            "H0140001",
+            "H0150001",
+            "H0160001",
+            "H0170001",
+            "P0180001",
+        )  # fmt: skip
+    ),
+    _sum("H0140002", "H0040002", "H0040003"),
+    _sum("H0040004", "H0140010"),
+    _sum("H0050001", *(f"H005000{k}" for k in range(2, 9))),
+    _sum("H0030002", *(f"H01300{k:02d}" for k in range(2, 9))),
+    *(
+        _sum(f"{t}{first:04d}", *(f"{t}{first + k:04d}" for k in range(1, 8)))
+        for first in (2, 10)
+        for t in ("H007", "H014", "H016")
+    ),
+    _sum("H0170002", *(f"H017{k:04d}" for k in range(3, 12))),
+    _sum("P0180002", "P0180003", "P0180004"),
+    _sum("P0180004", "P0180005", "P0180006"),
+    _sum("P0180007", "P0180008", "P0180009"),
+    _sum("P0180008", "H0130002"),
+    _sum("H0070002", "H0150003", "H0150006"),
+]
+
+
+def test_derived_identities_imply_the_hand_written_housing_ones():
+    assert _implied(HOUSING_UNITS, HAND)
+    # and not vacuously: a false one is not implied
+    assert not _implied(HOUSING_UNITS, [_sum("H0040002", "H0140002")])
+
+
+def test_derived_identities_imply_every_person_block_identity():
+    """The person pipeline's block identities (its own derivation, with the P12A-G family
+    declared by hand) over the cells both declare: every one follows from the generic ones,
+    which find more (P6's 'alone or in combination' lines as sums of P8's races)."""
+    cells = {c.id for t in tables_of(PERSONS) for c in t.cells()}
+    person = [
+        i
+        for i in identities()
+        if i.level == "block"
+        and i.rule != "tally"
+        and i.lhs in cells
+        and all(r in cells for r in i.rhs)
+    ]
+    assert len(person) > 150
+    assert _implied(PERSONS, person)
+    G, _ = _vectors(PERSONS, identities_of(PERSONS))
+    B, _ = _vectors(PERSONS, person)
+    assert np.linalg.matrix_rank(G) > np.linalg.matrix_rank(B)
+
+
+@pytest.mark.parametrize("seed", [0, 5])
+def test_identities_hold_on_every_housing_tabulation(seed):
+    _, units = synthesize_households(SynthConfig(persons=3_000), seed=seed)
+    long = tabulate_units(units)
+    rep = check_unit_consistency(long, HOUSING_UNITS)
+    blocks = long["geoid"].n_unique()
+    assert rep.ok and rep.skipped == 0
+    assert rep.checked == len(identities_of(HOUSING_UNITS)) * blocks
+
+
+def test_identities_hold_on_person_tabulations():
+    md = synthesize(SynthConfig(persons=1_500), seed=4)
+    long = tabulate_units(person_units(md))
+    rep = check_unit_consistency(long, PERSONS)
+    assert rep.ok and rep.checked == len(identities_of(PERSONS)) * long["geoid"].n_unique()
+
+
+@pytest.mark.realdata
+def test_identities_hold_on_the_real_sample(real_md):
+    rep = check_unit_consistency(tabulate_units(person_units(real_md)), PERSONS)
+    assert rep.ok and rep.checked == len(identities_of(PERSONS)) * 8_530
+
+
+def test_a_changed_cell_is_named_and_a_missing_one_skipped():
+    _, units = synthesize_households(SynthConfig(persons=600), seed=1)
+    long = tabulate_units(units)
+    geoid = long["geoid"][0]
+    hit = (pl.col("geoid") == geoid) & (pl.col("cell") == "H0130003")
+    bad = long.with_columns(pl.when(hit).then(pl.col("value") + 2).otherwise("value"))
+    rep = check_unit_consistency(bad, HOUSING_UNITS)
+    assert not rep.ok and {v.geoid for v in rep.violations} == {geoid}
+    texts = [str(v) for v in rep.violations]
+    assert any("H0030002 = H0130002 + H0130003" in t and "right side" in t for t in texts)
+    # a cell not held for a block: its identities are skipped there, not failed
+    dropped = long.filter(~((pl.col("geoid") == geoid) & (pl.col("cell") == "H0130003")))
+    rep = check_unit_consistency(dropped, HOUSING_UNITS)
+    assert rep.ok and rep.skipped > 0
+
+
+def test_check_tables_takes_the_household_schema(tmp_path):
+    _, units = synthesize_households(SynthConfig(persons=600), seed=3)
+    write_units(units, tmp_path / "u.csv")
+    long = tabulate_units(units)
+    long.write_csv(tmp_path / "t.csv")
+    first = long["geoid"][0]
+    long.with_columns(
+        pl.when((pl.col("geoid") == first) & (pl.col("cell") == "H0040004"))
+        .then(pl.col("value") + 1)
+        .otherwise("value")
+    ).write_csv(tmp_path / "bad.csv")
+    exe = [sys.executable, "-m", "tabrecon.cli", "check-tables"]
+
+    def run(*a):
+        return subprocess.run([*exe, *a], cwd=tmp_path, capture_output=True, text=True)
+
+    ok = run("t.csv", "--schema", "households")
+    assert ok.returncode == 0 and "every identity holds" in ok.stdout, ok.stderr
+    bad = run("bad.csv", "--schema", "households")
+    assert bad.returncode == 1 and first in bad.stdout and "H0040004" in bad.stdout
+    wrong = run("t.csv")  # housing cells read as person tables: the message says what to do
+    assert wrong.returncode == 2 and "--schema households" in wrong.stderr
+    assert "Traceback" not in wrong.stderr + bad.stderr
