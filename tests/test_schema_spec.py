@@ -165,9 +165,10 @@ def test_feasible_types_are_exactly_those_no_rule_refuses():
 
 
 def test_person_tables_over_the_schema_tabulate_as_sf1_does(tmp_path):
-    """The SF1 block person tables declared over the person schema (tabrecon.unit_tables) give,
-    through the code written for any schema, every block cell the person tabulation gives --
-    the reference oracle's cells -- except the four race tallies (not counts of records)."""
+    """The SF1 person tables declared over the person schema (tabrecon.unit_tables) give,
+    through the code written for any schema, every block and tract cell the person tabulation
+    gives -- the reference oracle's cells -- except the four race tallies (not counts of
+    records)."""
     from tabrecon.schema import person_units
     from tabrecon.synth import SynthConfig, synthesize
     from tabrecon.tables import tabulate, write_tables
@@ -176,8 +177,9 @@ def test_person_tables_over_the_schema_tabulate_as_sf1_does(tmp_path):
     md = synthesize(SynthConfig(persons=1500), seed=5)
     generic = tabulate_units(person_units(md))
     path = tmp_path / "t.parquet"
-    write_tables(tabulate(md, "block"), path)
+    write_tables(tabulate(md), path)  # block and tract tables
     ref = pl.read_parquet(path)
+    assert ref.filter(pl.col("geoid").str.len_chars() == 11).height > 0
     both = generic.join(ref, on=["geoid", "cell"], how="full", suffix="_sf1")
     tallies = set(both.filter(pl.col("value").is_null())["cell_sf1"])
     assert tallies == {"P0060001", "P0070001", "P0070002", "P0070009"}
@@ -202,7 +204,8 @@ def test_reconstruction_and_claims_over_any_schema_run_on_persons():
     blocks = [g for g, c in zip(geo.tolist(), n.tolist(), strict=True) if 3 <= c <= 25][:3]
     long = tabulate_units(units).filter(pl.col("geoid").is_in(blocks))
     rec = reconstruct_units(long, PERSONS)
-    assert tabulate_units(rec.units).sort("geoid", "cell").equals(long.sort("geoid", "cell"))
+    back = tabulate_units(rec.units).filter(pl.col("geoid").is_in(blocks))
+    assert back.sort("geoid", "cell").equals(long.sort("geoid", "cell"))
     res = generate_then_verify(
         long, schema=PERSONS, blocks=blocks, truth=units, K=5, k_values=(2, 3)
     )
@@ -278,7 +281,7 @@ def test_generic_uniqueness_proof_agrees_with_person_certification_on_real_block
     from tabrecon.attacks.certify import certify
     from tabrecon.attacks.reconstruct import reconstruct
     from tabrecon.attacks.unit_reconstruct import reconstruct_units
-    from tabrecon.schema import PERSONS_BINNED, person_units
+    from tabrecon.schema import AGEBIN_OF_AGE, PERSONS, PERSONS_BINNED, person_units
     from tabrecon.tables import tabulate
     from tabrecon.unit_tables import tabulate_units
 
@@ -294,3 +297,13 @@ def test_generic_uniqueness_proof_agrees_with_person_certification_on_real_block
         g for g, s in person.items() if s == "unique"
     }
     assert "varies" in generic.values()  # both verdicts occur
+    # with the tract tables (PCT12, PCT12A-O by single year) over the person schema, the blocks
+    # of each tract solved jointly: every block unique at agebin38, as the Bureau proved and as
+    # person certification at block+tract finds
+    tsb = tabulate(md)
+    cert_bt = certify(tsb, reconstruct(tsb, "block+tract").records, "block+tract").blocks
+    long = tabulate_units(person_units(md))
+    bt = reconstruct_units(long, PERSONS, level="block+tract", unique_on={"age": AGEBIN_OF_AGE})
+    assert set(cert_bt["status"].to_list()) == set(bt.blocks["status"].to_list()) == {"unique"}
+    assert bt.blocks.height == 219
+    assert tabulate_units(bt.units).sort("geoid", "cell").equals(long.sort("geoid", "cell"))

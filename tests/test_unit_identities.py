@@ -121,17 +121,31 @@ def test_identities_hold_on_every_housing_tabulation(seed):
     assert rep.checked == len(identities_of(HOUSING_UNITS)) * blocks
 
 
+def _expected(schema, long):
+    """Identities x geounits, level by level (block identities on blocks, tract on tracts)."""
+    n = long.group_by(pl.col("geoid").str.len_chars().alias("n")).agg(pl.col("geoid").n_unique())
+    units = dict(zip(n["n"].to_list(), n["geoid"].to_list(), strict=True))
+    length = {"block": 15, "tract": 11}
+    return sum(units.get(length[i.level], 0) for i in identities_of(schema))
+
+
 def test_identities_hold_on_person_tabulations():
+    """Block and tract identities (PCT12's ages summing to the tract's P1, its A-O iterations
+    to the tract's race counts), each on the geounits of its level."""
     md = synthesize(SynthConfig(persons=1_500), seed=4)
     long = tabulate_units(person_units(md))
     rep = check_unit_consistency(long, PERSONS)
-    assert rep.ok and rep.checked == len(identities_of(PERSONS)) * long["geoid"].n_unique()
+    levels = {i.level for i in identities_of(PERSONS)}
+    assert levels == {"block", "tract"}
+    assert rep.ok and rep.skipped == 0 and rep.checked == _expected(PERSONS, long)
 
 
 @pytest.mark.realdata
 def test_identities_hold_on_the_real_sample(real_md):
-    rep = check_unit_consistency(tabulate_units(person_units(real_md)), PERSONS)
-    assert rep.ok and rep.checked == len(identities_of(PERSONS)) * 8_530
+    long = tabulate_units(person_units(real_md))
+    rep = check_unit_consistency(long, PERSONS)
+    assert rep.ok and rep.skipped == 0 and rep.checked == _expected(PERSONS, long)
+    assert long.filter(pl.col("geoid").str.len_chars() == 15)["geoid"].n_unique() == 8_530
 
 
 def test_a_changed_cell_is_named_and_a_missing_one_skipped():

@@ -64,3 +64,55 @@ def test_a_block_is_unique_only_when_no_other_population_fits():
     assert status == {a: "unique", b: "varies"}
     got = rec.units.to_frame().filter(pl.col("block_geoid") == a)["vacancy_status"]
     assert sorted(got.to_list()) == [1, 5, 5]
+
+
+def test_tract_tables_join_a_tracts_blocks_in_one_model():
+    """Persons at block+tract over the schema: the tract tables (PCT12, PCT12A-O) constrain the
+    sum of a tract's blocks; the reconstruction tabulates back to every block and tract cell,
+    and every block unique from its block tables stays unique with the tract's."""
+    import polars as pl
+
+    from tabrecon.schema import AGEBIN_OF_AGE, PERSONS, person_units
+    from tabrecon.synth import SynthConfig, synthesize
+
+    units = person_units(synthesize(SynthConfig(persons=1_200), seed=3))
+    long = tabulate_units(units)
+    on = {"age": AGEBIN_OF_AGE}
+    bt = reconstruct_units(long, PERSONS, level="block+tract", unique_on=on)
+    assert tabulate_units(bt.units).sort("geoid", "cell").equals(long.sort("geoid", "cell"))
+    b = reconstruct_units(long, PERSONS, level="block", unique_on=on)
+    alone = set(b.blocks.filter(pl.col("status") == "unique")["geoid"].to_list())
+    joint = set(bt.blocks.filter(pl.col("status") == "unique")["geoid"].to_list())
+    assert alone and alone <= joint and bt.blocks.height == b.blocks.height
+    # a tract cell the blocks cannot meet: every block of that tract is named infeasible
+    tract = long.filter(pl.col("geoid").str.len_chars() == 11)["geoid"][0]
+    bad = long.with_columns(
+        pl.when((pl.col("geoid") == tract) & (pl.col("cell") == "PCT0120001"))
+        .then(pl.col("value") + 1)
+        .otherwise("value")
+    )
+    res = reconstruct_units(bad, PERSONS, level="block+tract", unique_on=on)
+    mine = res.blocks.filter(pl.col("geoid").str.starts_with(tract))
+    assert mine.height and set(mine["status"].to_list()) == {"infeasible"}
+    assert set(res.blocks.filter(~pl.col("geoid").str.starts_with(tract))["status"]) <= {
+        "unique",
+        "varies",
+    }
+
+
+def test_block_and_tract_level_misuse_is_named():
+    import polars as pl
+
+    from tabrecon.errors import InputError, TabreconError
+    from tabrecon.schema import PERSONS, person_units
+    from tabrecon.synth import SynthConfig, synthesize
+
+    _, units = synthesize_households(SynthConfig(persons=300), seed=4)
+    with pytest.raises(TabreconError, match="no tract tables among those used"):
+        reconstruct_units(tabulate_units(units), level="block+tract")
+    with pytest.raises(TabreconError, match="level must be one of block, block"):
+        reconstruct_units(tabulate_units(units), level="tract")
+    long = tabulate_units(person_units(synthesize(SynthConfig(persons=300), seed=1)))
+    blocks_only = long.filter(pl.col("geoid").str.len_chars() == 15)
+    with pytest.raises(InputError, match="tables lack cells"):
+        reconstruct_units(blocks_only, PERSONS, level="block+tract")

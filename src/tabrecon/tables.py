@@ -776,7 +776,8 @@ class Identity:
         agg = "Σblocks " if self.level == "tract" else ""
 
         def fmt(c: str) -> str:
-            return f"{agg}{c}" if self.level == "tract" and get_cell(c).level == "block" else c
+            summed = self.level == "tract" and c in cell_index() and get_cell(c).level == "block"
+            return f"{agg}{c}" if summed else c
 
         return f"{fmt(self.lhs)} = " + " + ".join(fmt(c) for c in self.rhs)
 

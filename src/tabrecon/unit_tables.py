@@ -32,6 +32,7 @@ import polars as pl
 import scipy.sparse as sp
 
 from .errors import InputError, TabreconError
+from .geo import LENGTH, prefix
 from .io import read_rows
 from .schema import AGE_MAX, AGEBIN_OF_AGE, PERSONS, PERSONS_BINNED
 from .schema.catalog import AGE_RANGES, HOUSING_UNITS
@@ -234,19 +235,18 @@ def _person_predicate(c: Cell) -> Predicate:
 
 @cache
 def person_tables() -> tuple[UnitTable, ...]:
-    """SF1's block-level person tables (:data:`tabrecon.tables.SF1_TABLES`) as tables over the
-    person schema (:data:`tabrecon.schema.PERSONS`), so that tabulation, the count model and
-    Generate-then-Verify over a schema run on persons too, from the same cell definitions. The
-    race tallies (P6 and P7's first cells: a person counted once per race) are not a count of
-    records and are left out; every other block cell keeps its official id.
+    """SF1's person tables (:data:`tabrecon.tables.SF1_TABLES`: the block tables and the tract
+    tables PCT12, PCT12A-O) as tables over the person schema (:data:`tabrecon.schema.PERSONS`),
+    so that tabulation, the count model and Generate-then-Verify over a schema run on persons
+    too, from the same cell definitions. The race tallies (P6 and P7's first cells: a person
+    counted once per race) are not a count of records and are left out; every other cell keeps
+    its official id.
 
     >>> table_by_name("P12A", PERSONS).cells()[1].id
     'P012A002'
     """
     out = []
     for t in SF1_TABLES:
-        if t.level != "block":
-            continue
         cells = [c for c in all_cells() if c.table == t.name and c.measure == "persons"]
         out.append(
             UnitTable(
@@ -256,6 +256,7 @@ def person_tables() -> tuple[UnitTable, ...]:
                 {},
                 tuple((c.description(), _person_predicate(c)) for c in cells),
                 prefix=t.prefix,
+                level=t.level,
                 schema=PERSONS,
                 ids=tuple(c.id for c in cells),
             )
@@ -301,10 +302,13 @@ def declare_tables(schema: Schema, tables: Sequence[UnitTable]) -> None:
 
 @cache
 def binned_person_tables() -> tuple[UnitTable, ...]:
-    """:func:`person_tables` over :data:`tabrecon.schema.PERSONS_BINNED`: every block cell's age
-    range falls on agebin38 boundaries, so each becomes a set of agebins exactly."""
+    """:func:`person_tables`' block tables over :data:`tabrecon.schema.PERSONS_BINNED`: every
+    block cell's age range falls on agebin38 boundaries, so each becomes a set of agebins
+    exactly (the tract tables' single years do not, and are left out)."""
     out = []
     for t in person_tables():
+        if t.level != "block":  # PCT12's single years are no set of agebins
+            continue
         lines = []
         for label, pred in t.lines:
             p = dict(pred)
@@ -381,29 +385,39 @@ def compiled(schema: Schema, names: tuple[str, ...]) -> tuple[list[UnitCell], sp
 
 
 def tabulate_units(units: Units, tables: Sequence[str] | None = None) -> pl.DataFrame:
-    """Long table (geoid, cell, value) of ``units`` for every block, one row per published
-    cell (zeros included), from one sparse product: block x type histogram times the tables'
-    weight matrix."""
+    """Long table (geoid, cell, value) of ``units`` for every block (and every tract, for a
+    schema's tract tables), one row per published cell (zeros included), from one sparse
+    product per level: geounit x type histogram times the tables' weight matrix."""
     declared = tables_of(units.schema)
     names = tuple(t.upper() for t in tables) if tables else tuple(t.name for t in declared)
     for n in names:
         table_by_name(n, units.schema)
-    cells, W = compiled(units.schema, names)
     feas = units.schema.feasible_types()
     t = units.types
     pos = np.searchsorted(feas, t)
     if (pos >= feas.size).any() or (feas[np.minimum(pos, feas.size - 1)] != t).any():
         raise TabreconError("a unit has a type no rule admits; read it with read_units()")
-    geo, block = np.unique(units.block_geoid, return_inverse=True)
-    H = sp.csr_matrix((np.ones(t.size, dtype=np.int64), (block, pos)), shape=(geo.size, feas.size))
-    counts = (H @ W.T).toarray()
-    return pl.DataFrame(
-        {
-            "geoid": np.repeat(geo, len(cells)),
-            "cell": np.tile(np.array([c.id for c in cells]), geo.size),
-            "value": counts.ravel(),
-        }
-    )
+    frames = []
+    for level in ("block", "tract"):
+        at = tuple(n for n in names if table_by_name(n, units.schema).level == level)
+        if not at:
+            continue
+        cells, W = compiled(units.schema, at)
+        geo, where = np.unique(prefix(units.block_geoid, level), return_inverse=True)
+        H = sp.csr_matrix(
+            (np.ones(t.size, dtype=np.int64), (where, pos)), shape=(geo.size, feas.size)
+        )
+        counts = (H @ W.T).toarray()
+        frames.append(
+            pl.DataFrame(
+                {
+                    "geoid": np.repeat(geo, len(cells)),
+                    "cell": np.tile(np.array([c.id for c in cells]), geo.size),
+                    "value": counts.ravel(),
+                }
+            )
+        )
+    return pl.concat(frames)
 
 
 def read_unit_tables(path: str | Path) -> pl.DataFrame:
@@ -531,8 +545,9 @@ def _family(table: str) -> str:
 
 @cache
 def identities_of(schema: Schema, names: tuple[str, ...] | None = None) -> tuple[Identity, ...]:
-    """Linear identities between the cells of ``schema``'s block tables (``names``: all declared)
-    that every tabulation satisfies, derived from the cells' predicates alone:
+    """Linear identities between the cells of ``schema``'s tables (``names``: all declared) that
+    every tabulation satisfies, derived from the cells' predicates alone, among the tables of
+    one level (block, tract) at a time:
 
     * equal: two cells that count the same feasible types (``H0010001 = H0030001``);
     * partitions: a cell equals the sum of the cells of one table, or of one family of
@@ -554,6 +569,16 @@ def identities_of(schema: Schema, names: tuple[str, ...] | None = None) -> tuple
     H0040001 = H0040002 + H0040003 + H0040004
     """
     names = names or tuple(t.name for t in tables_of(schema))
+    out: list[Identity] = []
+    for level in ("block", "tract"):  # cells of one level only: they describe the same geounit
+        at = tuple(n for n in names if table_by_name(n, schema).level == level)
+        if at:
+            out += _identities(schema, at, level)
+    return tuple(out)
+
+
+def _identities(schema: Schema, names: tuple[str, ...], level: str) -> list[Identity]:
+    """:func:`identities_of` among tables of one level."""
     cells, W = compiled(schema, names)
     S = (W != 0).astype(np.int32).tocsr()
     inter = (S @ S.T).toarray()
@@ -571,7 +596,7 @@ def identities_of(schema: Schema, names: tuple[str, ...] | None = None) -> tuple
     for i in range(len(cells)):
         if rep[i] == i:
             for j in np.flatnonzero(same[i])[1:]:
-                add(Identity("block", cells[i].id, (cells[j].id,), "equal"))
+                add(Identity(level, cells[i].id, (cells[j].id,), "equal"))
     # partitions by one table's maximal cells strictly inside a cell
     inside = (inter == size[None, :]) & (size[None, :] < size[:, None])  # [c, g]: g inside c
     for ci in range(len(cells)):
@@ -596,16 +621,17 @@ def identities_of(schema: Schema, names: tuple[str, ...] | None = None) -> tuple
             if maximal.size < 2 or size[maximal].sum() != size[ci]:
                 continue
             rhs = tuple(cells[m].id for m in maximal)
-            add(Identity("block", cells[ci].id, rhs, f"partition:{name}"))
+            add(Identity(level, cells[ci].id, rhs, f"partition:{name}"))
     order = {c.id: k for k, c in enumerate(cells)}
-    return tuple(sorted(out.values(), key=lambda x: (order[x.lhs], [order[r] for r in x.rhs])))
+    return sorted(out.values(), key=lambda x: (order[x.lhs], [order[r] for r in x.rhs]))
 
 
 def check_unit_consistency(long: pl.DataFrame, schema: Schema = HOUSING_UNITS) -> ConsistencyReport:
-    """Evaluate every identity of ``schema``'s tables (:func:`identities_of`) on every block of a
-    long table (geoid, cell, value); each violated one is reported with the block, the cells and
-    both sides' values. Identities with a cell the file does not hold for a block are skipped
-    (counted in ``skipped``).
+    """Evaluate every identity of ``schema``'s tables (:func:`identities_of`) on every geounit of
+    its level in a long table (geoid, cell, value): block identities on every block (15-digit
+    geoid), tract identities on every tract (11 digits). Each violated one is reported with the
+    geounit, the cells and both sides' values. Identities with a cell the file does not hold for
+    a geounit are skipped there (counted in ``skipped``).
 
     >>> from tabrecon.schema.catalog import HOUSING_UNITS
     >>> t = pl.DataFrame({"geoid": ["010010201001000"] * 3,
@@ -613,32 +639,38 @@ def check_unit_consistency(long: pl.DataFrame, schema: Schema = HOUSING_UNITS) -
     >>> [str(v) for v in check_unit_consistency(t, HOUSING_UNITS).violations]
     ['010010201001000: H0030001 = H0030002 + H0030003 fails (left side 5, right side 4)']
     """
-    ids = identities_of(schema)
-    have = set(long["cell"].unique().to_list())
-    wide = long.pivot(on="cell", index="geoid", values="value").sort("geoid")
-    geoids = wide["geoid"].to_numpy()
-    cols = [c for c in wide.columns if c != "geoid"]
-    where = {c: j for j, c in enumerate(cols)}
-    present = ~wide.select(pl.col(cols).is_null()).to_numpy()
-    V = wide.select(pl.col(cols).fill_null(0).cast(pl.Int64)).to_numpy()
-    usable = [i for i in ids if i.lhs in have and all(r in have for r in i.rhs)]
     checked = skipped = 0
-    skipped += (len(ids) - len(usable)) * len(geoids)
     viols: list[Violation] = []
-    if usable:
+    for level in ("block", "tract"):
+        ids = [i for i in identities_of(schema) if i.level == level]
+        if not ids:
+            continue
+        part = long.filter(pl.col("geoid").str.len_chars() == LENGTH[level])
+        cols = sorted({c for i in ids for c in (i.lhs, *i.rhs)})
+        where = {c: j for j, c in enumerate(cols)}
+        part = part.filter(pl.col("cell").is_in(cols))
+        geoids = np.sort(part["geoid"].unique().to_numpy())
+        if geoids.size == 0:
+            continue
+        g = np.searchsorted(geoids, part["geoid"].to_numpy())
+        c = part["cell"].replace_strict(where, return_dtype=pl.Int64).to_numpy()
+        V = np.zeros((geoids.size, len(cols)), dtype=np.int64)
+        present = np.zeros(V.shape, dtype=bool)
+        V[g, c] = part["value"].cast(pl.Int64).to_numpy()
+        present[g, c] = True
         rows, colsi, data = [], [], []
-        for k, i in enumerate(usable):
-            for c, w in ((i.lhs, 1), *((r, -1) for r in i.rhs)):
+        for k, i in enumerate(ids):
+            for cell, w in ((i.lhs, 1), *((r, -1) for r in i.rhs)):
                 rows.append(k)
-                colsi.append(where[c])
+                colsi.append(where[cell])
                 data.append(w)
-        D = sp.csr_matrix((data, (rows, colsi)), shape=(len(usable), len(cols)))
-        miss = (~present).astype(np.int64) @ (D != 0).astype(np.int64).T
-        resid = np.asarray(V @ D.T)
+        D = sp.csr_matrix((data, (rows, colsi)), shape=(len(ids), len(cols)))
+        miss = np.asarray(((D != 0).astype(np.int64) @ (~present).T.astype(np.int64)).T)
+        resid = np.asarray((D @ V.T).T)
         checked += int((miss == 0).sum())
         skipped += int((miss != 0).sum())
         for gi, k in np.argwhere((resid != 0) & (miss == 0)):
-            ident = usable[k]
+            ident = ids[k]
             lhs = int(V[gi, where[ident.lhs]])
             viols.append(Violation(str(geoids[gi]), ident, lhs, lhs - int(resid[gi, k])))
     return ConsistencyReport(checked, skipped, viols)

@@ -99,9 +99,13 @@ def generate_then_verify(
 
     ``block_seconds`` caps each block's time: a block that reaches it keeps the claims verified
     so far (those of every k proven before) and is marked ``time-limit`` (the rest are not
-    verified). A block whose tables admit no units at all is marked ``infeasible``."""
+    verified). A block whose tables admit no units at all is marked ``infeasible``. Claims are
+    about one block, so only block tables are used (by default all the schema declares)."""
     opts = replace((opts or SolverOptions()).for_task("claims"), presolve="light")
-    names = tables or tuple(t.name for t in tables_of(schema))
+    names = tables or tuple(t.name for t in tables_of(schema) if t.level == "block")
+    for n in names:
+        if table_by_name(n, schema).level != "block":
+            raise TabreconError(f"Generate-then-Verify uses block tables; {n} is a tract table")
     cells, W, geoids, V = block_tables(long, schema, names)
     feas = schema.feasible_types()
     Wc = W.tocsc()  # one conversion for every block's columns

@@ -21,17 +21,19 @@ True
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
 import scipy.sparse as sp
 
-from ..errors import InputError
+from ..errors import InputError, TabreconError
+from ..geo import prefix
 from ..schema.catalog import HOUSING_UNITS
 from ..schema.spec import Schema, Units
-from ..unit_tables import compiled, tables_of
-from .solvers import Extensible, IntProgram, SolverOptions
+from ..unit_tables import compiled, table_by_name, tables_of
+from .solvers import Extensible, IntProgram, SolverOptions, prove_forms
 
 
 @dataclass
@@ -44,38 +46,98 @@ class UnitReconstruction:
     # themselves) | failed (no solution within the limit) | unknown (not checked)
 
 
+LEVELS = ("block", "block+tract")
+
+
 def reconstruct_units(
     long: pl.DataFrame,
     schema: Schema = HOUSING_UNITS,
     tables: tuple[str, ...] | None = None,
     opts: SolverOptions | None = None,
     check_unique: bool = True,
+    level: str = "block",
+    unique_on: Mapping[str, np.ndarray] | None = None,
 ) -> UnitReconstruction:
-    """Reconstruct every block of a long table (geoid, cell, value) of ``schema``'s tables."""
+    """Reconstruct every block of a long table (geoid, cell, value) of ``schema``'s tables.
+
+    ``level`` "block" solves each block from its block tables alone; "block+tract" solves the
+    blocks of each tract jointly, the tract tables (persons: PCT12, PCT12A-O, by single year of
+    age) constraining their sum. Uniqueness is asked of each block's histogram over the schema's
+    types, or over coarser ones: ``unique_on`` maps an attribute's codes to coarser codes before
+    the question (``{"age": AGEBIN_OF_AGE}``: certification's resolution for persons); a block's
+    status is then "unique" when every solution gives it the same coarse histogram. At
+    "block+tract" a block's ``seconds`` is its tract's time shared evenly among its blocks.
+    """
+    if level not in LEVELS:
+        raise TabreconError(f"level must be one of {', '.join(LEVELS)} (got {level!r})")
     opts = (opts or SolverOptions()).for_task("certify")
     names = tables or tuple(t.name for t in tables_of(schema))
-    cells, W, geoids, V = block_tables(long, schema, names)
+    of_level = {
+        lv: tuple(n for n in names if table_by_name(n, schema).level == lv)
+        for lv in ("block", "tract")
+    }
+    cells, W, geoids, V = block_tables(long, schema, of_level["block"])
     feas = schema.feasible_types()
     Wc = W.tocsc()
+    if level == "block":
+        groups = [([b], None) for b in range(len(geoids))]
+        Wt = None
+    else:
+        if not of_level["tract"]:
+            raise TabreconError(
+                f"no tract tables among those used ({', '.join(names)}): level 'block+tract' "
+                f"needs some (the {schema.name} schema declares "
+                f"{', '.join(t.name for t in tables_of(schema) if t.level == 'tract') or 'none'})"
+            )
+        _tc, Wt, tgeo, Vt = block_tables(long, schema, of_level["tract"])
+        tract_of = prefix(np.asarray(geoids, dtype=str), "tract")
+        known = dict(zip(tgeo, range(len(tgeo)), strict=True))
+        lacking = sorted(set(tract_of.tolist()) - set(known))
+        if lacking:
+            raise InputError(
+                f"tract {lacking[0]} has blocks but no tract table values "
+                f"({len(lacking) - 1} more such tracts): level 'block+tract' needs "
+                f"{', '.join(of_level['tract'])} for every tract"
+            )
+        groups = [
+            (np.flatnonzero(tract_of == t).tolist(), Vt[known[t]])
+            for t in np.unique(tract_of).tolist()
+        ]
+    Wtc = Wt.tocsc() if Wt is not None else None
     rows, geo_out, stats = [], [], []
-    for b, geoid in enumerate(geoids):
+    for bs, vt in groups:
         t0 = time.perf_counter()
-        prog, adm = block_program(W, V[b], Wc)
+        if vt is None:
+            prog, adm = block_program(W, V[bs[0]], Wc)
+            adms = [adm]
+        else:
+            assert Wt is not None and Wtc is not None
+            prog, adms = tract_program(W, Wc, V[bs], Wt, Wtc, vt)
         base = Extensible(prog, opts)  # built once: the solve and the uniqueness proof clone it
         sol = base.solve_base()
+        share = 1.0 / len(bs)
         if not sol.has_solution or sol.x is None:
             why = "infeasible" if sol.status == "infeasible" else "failed"  # tables contradict
-            stats.append((geoid, 0, int(adm.size), why, time.perf_counter() - t0))
+            took = (time.perf_counter() - t0) * share
+            stats += [(geoids[b], 0, int(a.size), why, took) for b, a in zip(bs, adms, strict=True)]
             continue
         x = sol.x
-        status = "unknown"
+        status = ["unknown"] * len(bs)
         if check_unique:
-            once = _unique(base, x)
-            status = "undecided" if once is None else ("unique" if once else "varies")
-        pos = np.flatnonzero(x)
-        rows.append(np.repeat(feas[adm[pos]], x[pos]))
-        geo_out.append(np.full(int(x.sum()), geoid))
-        stats.append((geoid, int(x.sum()), int(adm.size), status, time.perf_counter() - t0))
+            if vt is None and unique_on is None:
+                once = _unique(base, x)
+                status = ["undecided" if once is None else ("unique" if once else "varies")]
+            else:
+                status = _unique_blocks(base, x, adms, feas, schema, unique_on)
+        took = (time.perf_counter() - t0) * share
+        off = 0
+        for b, a, st in zip(bs, adms, status, strict=True):
+            xb = x[off : off + a.size]
+            off += a.size
+            pos = np.flatnonzero(xb)
+            rows.append(np.repeat(feas[a[pos]], xb[pos]))
+            geo_out.append(np.full(int(xb.sum()), geoids[b]))
+            stats.append((geoids[b], int(xb.sum()), int(a.size), st, took))
     types = np.concatenate(rows) if rows else np.zeros(0, dtype=np.int64)
     units = Units(
         schema,
@@ -86,8 +148,54 @@ def reconstruct_units(
     )
     blocks = pl.DataFrame(
         stats, schema=["geoid", "units", "types", "status", "seconds"], orient="row"
-    )
+    ).sort("geoid")
     return UnitReconstruction(units, blocks)
+
+
+def _unique_blocks(
+    base: Extensible,
+    x: np.ndarray,
+    adms: list[np.ndarray],
+    feas: np.ndarray,
+    schema: Schema,
+    unique_on: Mapping[str, np.ndarray] | None,
+) -> list[str]:
+    """Each block's verdict in one proof over the joint program: the forms are every block's
+    count of each (coarse) type it holds (:func:`tabrecon.attacks.solvers.prove_forms`); a block
+    is unique when all its forms are proven, varies when one is refuted, undecided when the
+    proof stopped at the limit first."""
+    nb = len(adms)
+    blk = np.repeat(np.arange(nb), [a.size for a in adms])
+    cols = schema.decode(feas[np.concatenate(adms)]) if blk.size else {}
+    parts = [blk]
+    for a in schema.attributes:
+        c = np.asarray(cols[a.name]) if blk.size else np.zeros(0, dtype=np.int64)
+        if unique_on and a.name in unique_on:
+            c = np.asarray(unique_on[a.name])[c]
+        parts.append(c.astype(np.int64))
+    if not blk.size:
+        return ["unique"] * nb
+    _, form = np.unique(np.stack(parts, axis=1), axis=0, return_inverse=True)
+    form = form.reshape(-1)
+    F = sp.csr_matrix(
+        (np.ones(blk.size, dtype=np.int64), (form, np.arange(blk.size))),
+        shape=(int(form.max()) + 1, blk.size),
+    )
+    m = F @ x
+    sel = np.flatnonzero(m > 0)  # the totals are published: another histogram lowers one of these
+    proof = prove_forms(base, F[sel], m[sel], [x], base.opts.time_limit)
+    form_block = np.zeros(F.shape[0], dtype=np.int64)
+    form_block[form] = blk
+    out = []
+    for b in range(nb):
+        mine = form_block[sel] == b
+        if proof.verified[mine].all():
+            out.append("unique")
+        elif proof.complete:
+            out.append("varies")
+        else:
+            out.append("undecided")
+    return out
 
 
 def block_tables(
@@ -119,15 +227,21 @@ def block_tables(
 
 
 def block_program(
-    W: sp.csr_matrix, v: np.ndarray, Wc: sp.csc_matrix | None = None
+    W: sp.csr_matrix,
+    v: np.ndarray,
+    Wc: sp.csc_matrix | None = None,
+    exclude: np.ndarray | None = None,
 ) -> tuple[IntProgram, np.ndarray]:
     """One block's count program (A x = v over the admissible types) and the admissible types'
     positions among the feasible types: a type is ruled out by any zero cell it lies in, and
     bounded by the smallest cell it lies in; cells left with no type and a zero value are
     dropped (the program's rows are the block's remaining cells, in order). ``Wc`` is ``W`` in
-    CSC form, converted once by callers that build many blocks."""
+    CSC form, converted once by callers that build many blocks; ``exclude`` rules out more types
+    (those a tract's zero cells rule out)."""
     zero = np.flatnonzero(v == 0)
     ruled_out = np.asarray(W[zero].sum(axis=0)).ravel() > 0
+    if exclude is not None:
+        ruled_out |= exclude
     adm = np.flatnonzero(~ruled_out)
     A = (W.tocsc() if Wc is None else Wc)[:, adm].tocsr()
     # a zero cell whose types are all ruled out says 0 = 0: most of a small block's cells do,
@@ -139,6 +253,36 @@ def block_program(
     ub = np.full(adm.size, big, dtype=np.int64)
     np.minimum.at(ub, A.indices, np.repeat(v, np.diff(A.indptr)))
     return IntProgram(A=A, lo=v, hi=v, ub=np.where(ub == big, 0, ub)), adm
+
+
+def tract_program(
+    W: sp.csr_matrix,
+    Wc: sp.csc_matrix,
+    V: np.ndarray,
+    Wt: sp.csr_matrix,
+    Wtc: sp.csc_matrix,
+    vt: np.ndarray,
+) -> tuple[IntProgram, list[np.ndarray]]:
+    """The joint count program of a tract's blocks (``V``: blocks x block cells) under its tract
+    cells ``vt``: each block's program (:func:`block_program`, types a zero tract cell rules out
+    excluded too) side by side, and one row per tract cell summing the blocks' types in it
+    (zero cells left without types dropped). Returns the program and each block's admissible
+    types; the variables are the blocks' in order."""
+    out_t = np.asarray(Wt[np.flatnonzero(vt == 0)].sum(axis=0)).ravel() > 0
+    progs, adms = [], []
+    for v in V:
+        p, a = block_program(W, v, Wc, out_t)
+        progs.append(p)
+        adms.append(a)
+    At = sp.hstack([Wtc[:, a] for a in adms], format="csr") if adms else Wt[:, :0]
+    keep = (np.diff(At.indptr) > 0) | (vt != 0)
+    A = sp.vstack([sp.block_diag([p.A for p in progs], format="csr"), At[keep]], format="csr")
+    v = np.concatenate([p.lo for p in progs] + [vt[keep]])
+    big = np.iinfo(np.int64).max
+    ub = np.full(A.shape[1], big, dtype=np.int64)
+    np.minimum.at(ub, A.indices, np.repeat(v, np.diff(A.indptr)))
+    prog = IntProgram(A=A.astype(np.int64), lo=v, hi=v, ub=np.where(ub == big, 0, ub))
+    return prog, adms
 
 
 def _unique(base: Extensible, x: np.ndarray) -> bool | None:
