@@ -27,21 +27,31 @@ from tabrecon.unit_tables import (
 
 
 def _vectors(schema, ids):
-    cells = [c.id for t in tables_of(schema) for c in t.cells()]
+    """Identities as rows over the variables they relate: each cell, and each block cell summed
+    over a tract (a block cell in a tract identity) as a variable of its own."""
+    block = [c.id for t in tables_of(schema) if t.level == "block" for c in t.cells()]
+    cells = [c.id for t in tables_of(schema) for c in t.cells()] + [f"Σ{c}" for c in block]
     where = {c: i for i, c in enumerate(cells)}
+    blocks = set(block)
+
+    def var(i, c):
+        return where[f"Σ{c}" if i.level == "tract" and c in blocks else c]
+
     out = np.zeros((len(ids), len(cells)))
     for k, i in enumerate(ids):
-        out[k, where[i.lhs]] += 1
+        out[k, var(i, i.lhs)] += 1
         for r in i.rhs:
-            out[k, where[r]] -= 1
+            out[k, var(i, r)] -= 1
     return out, where
 
 
 def _implied(schema, given):
-    """True when every identity in ``given`` follows linearly from the derived ones."""
+    """True when every identity in ``given`` follows linearly from the derived ones (each is a
+    combination of them: least squares leaves no residual)."""
     G, _ = _vectors(schema, identities_of(schema))
     B, _ = _vectors(schema, given)
-    return np.linalg.matrix_rank(np.vstack([G, B])) == np.linalg.matrix_rank(G)
+    x, *_ = np.linalg.lstsq(G.T, B.T, rcond=None)
+    return bool(np.abs(G.T @ x - B.T).max() < 1e-6)
 
 
 def _sum(lhs, *rhs):
@@ -91,24 +101,27 @@ def test_derived_identities_imply_the_hand_written_housing_ones():
     assert not _implied(HOUSING_UNITS, [_sum("H0040002", "H0140002")])
 
 
-def test_derived_identities_imply_every_person_block_identity():
-    """The person pipeline's block identities (its own derivation, with the P12A-G family
-    declared by hand) over the cells both declare: every one follows from the generic ones,
-    which find more (P6's 'alone or in combination' lines as sums of P8's races)."""
+def test_derived_identities_imply_every_person_identity():
+    """The person pipeline's identities (its own derivation, with the P12A-G and PCT12A-O
+    families declared by hand), block and tract (a tract cell against its blocks' sum), over
+    the cells both declare: every one follows from the generic ones, which find more (P6's
+    'alone or in combination' lines as sums of P8's races)."""
     cells = {c.id for t in tables_of(PERSONS) for c in t.cells()}
     person = [
         i
         for i in identities()
-        if i.level == "block"
-        and i.rule != "tally"
-        and i.lhs in cells
-        and all(r in cells for r in i.rhs)
+        if i.rule != "tally" and i.lhs in cells and all(r in cells for r in i.rhs)
     ]
-    assert len(person) > 150
+    by_level = {lv: sum(i.level == lv for i in person) for lv in ("block", "tract")}
+    assert by_level["block"] > 150 and by_level["tract"] > 1_000
     assert _implied(PERSONS, person)
     G, _ = _vectors(PERSONS, identities_of(PERSONS))
     B, _ = _vectors(PERSONS, person)
     assert np.linalg.matrix_rank(G) > np.linalg.matrix_rank(B)
+    # and not vacuously: a tract's males against its blocks' females is not implied, its
+    # population against its blocks' is
+    assert not _implied(PERSONS, [Identity("tract", "PCT0120002", ("P0120026",), "x")])
+    assert _implied(PERSONS, [Identity("tract", "PCT0120001", ("P0010001",), "x")])
 
 
 @pytest.mark.parametrize("seed", [0, 5])
@@ -138,6 +151,20 @@ def test_identities_hold_on_person_tabulations():
     levels = {i.level for i in identities_of(PERSONS)}
     assert levels == {"block", "tract"}
     assert rep.ok and rep.skipped == 0 and rep.checked == _expected(PERSONS, long)
+    # a tract's count off by one is named against its blocks' sum
+    tract = long.filter(pl.col("geoid").str.len_chars() == 11)["geoid"][0]
+    hit = (pl.col("geoid") == tract) & (pl.col("cell") == "PCT0120001")
+    bad = check_unit_consistency(
+        long.with_columns(pl.when(hit).then(pl.col("value") + 1).otherwise("value")), PERSONS
+    )
+    texts = {str(v) for v in bad.violations}
+    assert {v.geoid for v in bad.violations} == {tract}
+    assert any(t.startswith(f"{tract}: Σblocks P0010001 = PCT0120001 fails") for t in texts)
+    # a block lacking a cell: the tract identities summing it are skipped there, not failed
+    block = long.filter(pl.col("geoid").str.starts_with(tract) & (pl.col("geoid") != tract))
+    gone = (pl.col("geoid") == block["geoid"][0]) & (pl.col("cell") == "P0010001")
+    part = check_unit_consistency(long.filter(~gone), PERSONS)
+    assert part.ok and part.skipped > 0
 
 
 @pytest.mark.realdata

@@ -546,8 +546,10 @@ def _family(table: str) -> str:
 @cache
 def identities_of(schema: Schema, names: tuple[str, ...] | None = None) -> tuple[Identity, ...]:
     """Linear identities between the cells of ``schema``'s tables (``names``: all declared) that
-    every tabulation satisfies, derived from the cells' predicates alone, among the tables of
-    one level (block, tract) at a time:
+    every tabulation satisfies, derived from the cells' predicates alone: block identities
+    among the block tables' cells, and tract identities among the tract tables' cells and the
+    block cells summed over the tract's blocks (``Σblocks P0010001 = PCT0120001``; each holds
+    at least one tract cell):
 
     * equal: two cells that count the same feasible types (``H0010001 = H0030001``);
     * partitions: a cell equals the sum of the cells of one table, or of one family of
@@ -569,11 +571,16 @@ def identities_of(schema: Schema, names: tuple[str, ...] | None = None) -> tuple
     H0040001 = H0040002 + H0040003 + H0040004
     """
     names = names or tuple(t.name for t in tables_of(schema))
-    out: list[Identity] = []
-    for level in ("block", "tract"):  # cells of one level only: they describe the same geounit
-        at = tuple(n for n in names if table_by_name(n, schema).level == level)
-        if at:
-            out += _identities(schema, at, level)
+    blocks = tuple(n for n in names if table_by_name(n, schema).level == "block")
+    tracts = tuple(n for n in names if table_by_name(n, schema).level == "tract")
+    out: list[Identity] = _identities(schema, blocks, "block") if blocks else []
+    if tracts:  # a tract's cells, and its blocks' cells summed over it: one geounit
+        mine = {c.id for n in tracts for c in table_by_name(n, schema).cells()}
+        out += [
+            i
+            for i in _identities(schema, blocks + tracts, "tract")
+            if i.lhs in mine or any(r in mine for r in i.rhs)
+        ]
     return tuple(out)
 
 
@@ -585,6 +592,17 @@ def _identities(schema: Schema, names: tuple[str, ...], level: str) -> list[Iden
     size = np.asarray(S.sum(axis=1)).ravel()
     tables = np.array([c.table for c in cells])
     families = np.array([_family(c.table) for c in cells])
+    # a family partitions a cell through its disjoint iterations that cover what they all
+    # cover (P12A-G's races; PCT12H with PCT12I-O): those sets, one per group name
+    covers = {}
+    for fam in np.unique(families):
+        members = np.unique(tables[families == fam])
+        if members.size > 1:
+            for chosen in _covering_sets(S, tables, members):
+                letters = "".join(t[-1] for t in chosen)
+                run = letters in "ABCDEFGHIJKLMNOPQRSTUVWXYZ"  # consecutive: P12A-G
+                name = f"{fam[:-1]}{letters[0]}-{letters[-1]}" if run else ",".join(chosen)
+                covers[name] = np.isin(tables, chosen)
     out: dict[tuple, Identity] = {}
 
     def add(i: Identity) -> None:
@@ -603,15 +621,15 @@ def _identities(schema: Schema, names: tuple[str, ...], level: str) -> list[Iden
         if size[ci] == 0:  # (a twin's partitions follow from its first's, but a file may
             continue  # hold only the twin: each is written out)
         groups = [(t, tables == t) for t in np.unique(tables[inside[ci]])]
-        groups += [(f, families == f) for f in np.unique(families[inside[ci]])]
+        groups += [(f, m) for f, m in covers.items() if (m & inside[ci]).any()]
         for name, members in groups:
             cand = np.flatnonzero(inside[ci] & members & (size > 0))
             if cand.size < 2:
                 continue
             sub = inside[np.ix_(cand, cand)]
             maximal = cand[~sub.any(axis=0)]
-            # a family's overlapping iterations (P12H, Hispanic, across P12A-G's races) are
-            # dropped, most overlapping first, until the rest are disjoint
+            # cells that still overlap (within one table) are dropped, most overlapping
+            # first, until the rest are disjoint
             ii = inter[np.ix_(maximal, maximal)].copy()
             np.fill_diagonal(ii, 0)
             while maximal.size and ii.any():
@@ -626,12 +644,41 @@ def _identities(schema: Schema, names: tuple[str, ...], level: str) -> list[Iden
     return sorted(out.values(), key=lambda x: (order[x.lhs], [order[r] for r in x.rhs]))
 
 
+def _covering_sets(S: sp.csr_matrix, tables: np.ndarray, members: np.ndarray) -> list[list[str]]:
+    """The sets of a family's iterations (``members``, table names) that are pairwise disjoint
+    and together cover every type any of them covers: each maximal set of disjoint iterations
+    (Bron-Kerbosch over at most a few dozen tables) whose union is the family's. For SF1's
+    PCT12A-O: A-G (the races) and H, I-O (Hispanic, then not Hispanic by race)."""
+    span = [np.asarray(S[tables == t].sum(axis=0)).ravel() > 0 for t in members.tolist()]
+    n = len(span)
+    disjoint = np.array(
+        [[i != j and not (span[i] & span[j]).any() for j in range(n)] for i in range(n)]
+    )
+    union = np.logical_or.reduce(span)
+    out: list[list[str]] = []
+
+    def grow(chosen: list[int], cand: set[int], done: set[int]) -> None:
+        if not cand and not done:
+            if np.array_equal(np.logical_or.reduce([span[i] for i in chosen]), union):
+                out.append([str(members[i]) for i in sorted(chosen)])
+            return
+        for v in list(cand):
+            nb = set(np.flatnonzero(disjoint[v]).tolist())
+            grow([*chosen, v], cand & nb, done & nb)
+            cand = cand - {v}
+            done = done | {v}
+
+    grow([], set(range(n)), set())
+    return sorted(out)
+
+
 def check_unit_consistency(long: pl.DataFrame, schema: Schema = HOUSING_UNITS) -> ConsistencyReport:
     """Evaluate every identity of ``schema``'s tables (:func:`identities_of`) on every geounit of
     its level in a long table (geoid, cell, value): block identities on every block (15-digit
-    geoid), tract identities on every tract (11 digits). Each violated one is reported with the
-    geounit, the cells and both sides' values. Identities with a cell the file does not hold for
-    a geounit are skipped there (counted in ``skipped``).
+    geoid), tract identities on every tract (11 digits) with its blocks' cells summed. Each
+    violated one is reported with the geounit, the cells and both sides' values. Identities with
+    a cell the file does not hold for a geounit (for a block cell summed over a tract: for one
+    of its blocks) are skipped there (counted in ``skipped``).
 
     >>> from tabrecon.schema.catalog import HOUSING_UNITS
     >>> t = pl.DataFrame({"geoid": ["010010201001000"] * 3,
@@ -645,19 +692,34 @@ def check_unit_consistency(long: pl.DataFrame, schema: Schema = HOUSING_UNITS) -
         ids = [i for i in identities_of(schema) if i.level == level]
         if not ids:
             continue
-        part = long.filter(pl.col("geoid").str.len_chars() == LENGTH[level])
         cols = sorted({c for i in ids for c in (i.lhs, *i.rhs)})
         where = {c: j for j, c in enumerate(cols)}
-        part = part.filter(pl.col("cell").is_in(cols))
-        geoids = np.sort(part["geoid"].unique().to_numpy())
+        mine = long.filter(
+            (pl.col("geoid").str.len_chars() == LENGTH[level]) & pl.col("cell").is_in(cols)
+        )
+        geoids = np.sort(mine["geoid"].unique().to_numpy())
         if geoids.size == 0:
             continue
+        part = mine.select("geoid", "cell", pl.col("value").cast(pl.Int64), n=pl.lit(1))
+        if level == "tract":  # block cells summed over the tract: held when every block has it
+            blocks = long.filter(pl.col("geoid").str.len_chars() == LENGTH["block"])
+            tract = pl.col("geoid").str.slice(0, LENGTH["tract"])
+            nblocks = blocks.group_by(tract).agg(pl.col("geoid").n_unique().alias("of"))
+            summed = (
+                blocks.filter(pl.col("cell").is_in(cols))
+                .group_by(tract, "cell")
+                .agg(pl.col("value").cast(pl.Int64).sum(), pl.len().cast(pl.Int32).alias("n"))
+                .join(nblocks, on="geoid")
+                .filter(pl.col("geoid").is_in(geoids.tolist()))
+                .select("geoid", "cell", "value", (pl.col("n") == pl.col("of")).cast(pl.Int32))
+            )
+            part = pl.concat([part.with_columns(pl.col("n").cast(pl.Int32)), summed])
         g = np.searchsorted(geoids, part["geoid"].to_numpy())
         c = part["cell"].replace_strict(where, return_dtype=pl.Int64).to_numpy()
         V = np.zeros((geoids.size, len(cols)), dtype=np.int64)
         present = np.zeros(V.shape, dtype=bool)
-        V[g, c] = part["value"].cast(pl.Int64).to_numpy()
-        present[g, c] = True
+        V[g, c] = part["value"].to_numpy()
+        present[g, c] = part["n"].to_numpy() > 0
         rows, colsi, data = [], [], []
         for k, i in enumerate(ids):
             for cell, w in ((i.lhs, 1), *((r, -1) for r in i.rhs)):
