@@ -116,3 +116,43 @@ def test_block_and_tract_level_misuse_is_named():
     blocks_only = long.filter(pl.col("geoid").str.len_chars() == 15)
     with pytest.raises(InputError, match="tables lack cells"):
         reconstruct_units(blocks_only, PERSONS, level="block+tract")
+
+
+def test_class_program_gives_the_type_programs_verdicts():
+    """block+tract at the block tables' own resolution (a block variable per class of types no
+    block cell tells apart, the tract's per type) gives every block the verdict the program
+    over types gives, and its reconstruction tabulates back; a question finer than the classes
+    is refused, not answered coarsely."""
+    from tabrecon.attacks.unit_reconstruct import type_classes
+    from tabrecon.errors import TabreconError
+    from tabrecon.schema import AGEBIN_OF_AGE, PERSONS, person_units
+    from tabrecon.synth import SynthConfig, synthesize
+    from tabrecon.unit_tables import compiled, tables_of
+
+    units = person_units(synthesize(SynthConfig(persons=1_200), seed=5))
+    long = tabulate_units(units)
+    on = {"age": AGEBIN_OF_AGE}
+    kw = {"level": "block+tract", "unique_on": on}
+    by_class = reconstruct_units(long, PERSONS, tract_model="classes", **kw)
+    by_type = reconstruct_units(long, PERSONS, tract_model="types", **kw)
+    verdicts = by_class.blocks.select("geoid", "status")
+    assert verdicts.equals(by_type.blocks.select("geoid", "status"))
+    assert {"unique", "varies"} <= set(verdicts["status"].to_list())
+    back = tabulate_units(by_class.units).sort("geoid", "cell")
+    assert back.equals(long.sort("geoid", "cell"))
+    with pytest.raises(TabreconError, match="tract_model 'classes' answers uniqueness only"):
+        reconstruct_units(long, PERSONS, level="block+tract", tract_model="classes")
+    # the classes of the person block tables: one sex, race and origin over one agebin38 range
+    block = tuple(t.name for t in tables_of(PERSONS) if t.level == "block")
+    cls, first = type_classes(compiled(PERSONS, block)[1])
+    cols = PERSONS.decode(PERSONS.feasible_types())
+    key = pl.DataFrame(
+        {
+            "sex": cols["sex"],
+            "bin": AGEBIN_OF_AGE[np.asarray(cols["age"])],
+            "race": cols["race"],
+            "hispanic": cols["hispanic"],
+        }
+    )
+    assert first.size == key.unique().height
+    assert key.with_columns(c=cls).group_by("c").n_unique().drop("c").max().row(0) == (1,) * 4

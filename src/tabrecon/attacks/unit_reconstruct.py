@@ -9,6 +9,12 @@ fewer units of some reconstructed type: infeasible means the block's full recons
 unique (a proof), a solution means it is not (Liu et al. 2025: 1 of their 50 median blocks was
 unique).
 
+With a schema's tract tables (persons: PCT12, PCT12A-O by single year of age) a tract's blocks
+are solved in one program whose block sums meet the tract's cells: either a block variable per
+type (:func:`tract_program`) or, with the same solutions and far fewer variables, a block
+variable per class of types no block cell tells apart and a tract variable per type
+(:func:`tract_class_program`), the classes found from the tables' weight matrix.
+
 >>> from tabrecon.households import synthesize_households
 >>> from tabrecon.synth import SynthConfig
 >>> from tabrecon.unit_tables import tabulate_units
@@ -57,6 +63,7 @@ def reconstruct_units(
     check_unique: bool = True,
     level: str = "block",
     unique_on: Mapping[str, np.ndarray] | None = None,
+    tract_model: str = "auto",
 ) -> UnitReconstruction:
     """Reconstruct every block of a long table (geoid, cell, value) of ``schema``'s tables.
 
@@ -67,9 +74,17 @@ def reconstruct_units(
     the question (``{"age": AGEBIN_OF_AGE}``: certification's resolution for persons); a block's
     status is then "unique" when every solution gives it the same coarse histogram. At
     "block+tract" a block's ``seconds`` is its tract's time shared evenly among its blocks.
+
+    ``tract_model`` picks the block+tract program: "types" gives each block a variable per
+    type (:func:`tract_program`); "classes" one per class of types no block cell tells apart,
+    the tract a variable per type (:func:`tract_class_program`: the same solutions, far fewer
+    variables), valid when uniqueness is asked no finer than the classes; "auto" takes
+    "classes" whenever it is valid.
     """
     if level not in LEVELS:
         raise TabreconError(f"level must be one of {', '.join(LEVELS)} (got {level!r})")
+    if tract_model not in ("auto", "types", "classes"):
+        raise TabreconError(f"tract_model must be auto, types or classes (got {tract_model!r})")
     opts = (opts or SolverOptions()).for_task("certify")
     names = tables or tuple(t.name for t in tables_of(schema))
     of_level = {
@@ -79,6 +94,8 @@ def reconstruct_units(
     cells, W, geoids, V = block_tables(long, schema, of_level["block"])
     feas = schema.feasible_types()
     Wc = W.tocsc()
+    cls = first = np.zeros(0, dtype=np.int64)
+    aggregate = False
     if level == "block":
         groups = [([b], None) for b in range(len(geoids))]
         Wt = None
@@ -103,13 +120,29 @@ def reconstruct_units(
             (np.flatnonzero(tract_of == t).tolist(), Vt[known[t]])
             for t in np.unique(tract_of).tolist()
         ]
+        cls, first = type_classes(W)
+        # at the block tables' resolution when the question asked is no finer
+        key = _coarse_key(feas, schema, unique_on)
+        valid = not check_unique or bool(
+            (np.bincount(cls, minlength=first.size) == 1).all() or (key == key[first[cls]]).all()
+        )
+        if tract_model == "classes" and not valid:
+            raise TabreconError(
+                "tract_model 'classes' answers uniqueness only as coarse as the block tables "
+                "publish: pass unique_on (persons: {'age': AGEBIN_OF_AGE}) or tract_model 'types'"
+            )
+        aggregate = valid and tract_model != "types"
     Wtc = Wt.tocsc() if Wt is not None else None
     rows, geo_out, stats = [], [], []
     for bs, vt in groups:
         t0 = time.perf_counter()
+        ytypes = None
         if vt is None:
             prog, adm = block_program(W, V[bs[0]], Wc)
             adms = [adm]
+        elif aggregate:
+            assert Wt is not None and Wtc is not None
+            prog, adms, ytypes = tract_class_program(W, V[bs], Wt, Wtc, vt, cls, first)
         else:
             assert Wt is not None and Wtc is not None
             prog, adms = tract_program(W, Wc, V[bs], Wt, Wtc, vt)
@@ -130,14 +163,19 @@ def reconstruct_units(
             else:
                 status = _unique_blocks(base, x, adms, feas, schema, unique_on)
         took = (time.perf_counter() - t0) * share
-        off = 0
-        for b, a, st in zip(bs, adms, status, strict=True):
-            xb = x[off : off + a.size]
-            off += a.size
-            pos = np.flatnonzero(xb)
-            rows.append(np.repeat(feas[a[pos]], xb[pos]))
-            geo_out.append(np.full(int(xb.sum()), geoids[b]))
-            stats.append((geoids[b], int(xb.sum()), int(a.size), st, took))
+        nx = int(sum(a.size for a in adms))
+        if ytypes is not None:
+            dealt = _deal(x[:nx], adms, cls, ytypes, x[nx:])
+        else:
+            dealt, off = [], 0
+            for a in adms:
+                xb = x[off : off + a.size]
+                off += a.size
+                dealt.append(np.repeat(a[xb > 0], xb[xb > 0]))
+        for b, a, got, st in zip(bs, adms, dealt, status, strict=True):
+            rows.append(feas[got])
+            geo_out.append(np.full(got.size, geoids[b]))
+            stats.append((geoids[b], int(got.size), int(a.size), st, took))
     types = np.concatenate(rows) if rows else np.zeros(0, dtype=np.int64)
     units = Units(
         schema,
@@ -150,6 +188,23 @@ def reconstruct_units(
         stats, schema=["geoid", "units", "types", "status", "seconds"], orient="row"
     ).sort("geoid")
     return UnitReconstruction(units, blocks)
+
+
+def _coarse_key(
+    feas: np.ndarray, schema: Schema, unique_on: Mapping[str, np.ndarray] | None
+) -> np.ndarray:
+    """Each feasible type's key at the resolution uniqueness is asked at (``unique_on``'s
+    coarser codes; the type itself without it)."""
+    if unique_on is None:
+        return np.arange(feas.size)
+    cols = schema.decode(feas)
+    parts = []
+    for a in schema.attributes:
+        c = np.asarray(cols[a.name])
+        if a.name in unique_on:
+            c = np.asarray(unique_on[a.name])[c]
+        parts.append(c.astype(np.int64))
+    return np.unique(np.stack(parts, axis=1), axis=0, return_inverse=True)[1].reshape(-1)
 
 
 def _unique_blocks(
@@ -177,9 +232,9 @@ def _unique_blocks(
         return ["unique"] * nb
     _, form = np.unique(np.stack(parts, axis=1), axis=0, return_inverse=True)
     form = form.reshape(-1)
-    F = sp.csr_matrix(
+    F = sp.csr_matrix(  # over the blocks' variables (a class program's tract ones follow)
         (np.ones(blk.size, dtype=np.int64), (form, np.arange(blk.size))),
-        shape=(int(form.max()) + 1, blk.size),
+        shape=(int(form.max()) + 1, base.prog.n_vars),
     )
     m = F @ x
     sel = np.flatnonzero(m > 0)  # the totals are published: another histogram lowers one of these
@@ -283,6 +338,117 @@ def tract_program(
     np.minimum.at(ub, A.indices, np.repeat(v, np.diff(A.indptr)))
     prog = IntProgram(A=A.astype(np.int64), lo=v, hi=v, ub=np.where(ub == big, 0, ub))
     return prog, adms
+
+
+def type_classes(W: sp.csr_matrix) -> tuple[np.ndarray, np.ndarray]:
+    """The feasible types that no block cell tells apart, as classes: each type's class and
+    each class's first type. Two types are in one class when every cell counts both or
+    neither (equal columns of ``W``); for persons with the block tables, a class is one sex,
+    race and origin over one agebin38 age range (the tables publish no finer age by block)."""
+    Wt = W.T.tocsr()
+    key: dict[bytes, int] = {}
+    cls = np.empty(Wt.shape[0], dtype=np.int64)
+    for t in range(Wt.shape[0]):
+        lo, hi = Wt.indptr[t], Wt.indptr[t + 1]
+        k = Wt.indices[lo:hi].tobytes() + Wt.data[lo:hi].tobytes()
+        cls[t] = key.setdefault(k, len(key))
+    first = np.full(len(key), -1, dtype=np.int64)
+    first[cls[::-1]] = np.arange(cls.size)[::-1]
+    return cls, first
+
+
+def tract_class_program(
+    W: sp.csr_matrix,
+    V: np.ndarray,
+    Wt: sp.csr_matrix,
+    Wtc: sp.csc_matrix,
+    vt: np.ndarray,
+    cls: np.ndarray,
+    first: np.ndarray,
+) -> tuple[IntProgram, list[np.ndarray], np.ndarray]:
+    """The joint program of a tract's blocks at the block tables' own resolution: each block's
+    variables count the type classes (:func:`type_classes`) its cells admit, the tract's count
+    every type its zero cells leave, and for every class the blocks' counts sum to the tract's
+    counts of its types. A solution of this program is one of :func:`tract_program`'s with the
+    tract's types dealt out to the blocks (any dealing: no block cell tells them apart), with far
+    fewer variables. Returns the program, each block's admissible classes (as their first
+    types' positions) and the tract variables' types; the variables are the blocks' in order,
+    then the tract's."""
+    Wcls = W[:, first]
+    Wclsc = Wcls.tocsc()
+    out_t = np.asarray(Wt[np.flatnonzero(vt == 0)].sum(axis=0)).ravel() > 0
+    n_cls = first.size
+    open_in_class = np.bincount(cls[~out_t], minlength=n_cls)
+    progs, adms = [], []
+    for v in V:
+        p, a = block_program(Wcls, v, Wclsc, open_in_class == 0)
+        progs.append(p)
+        adms.append(a)
+    used = np.zeros(n_cls, dtype=bool)
+    for a in adms:
+        used[a] = True
+    ytypes = np.flatnonzero(~out_t & used[cls])
+    At = Wtc[:, ytypes].tocsr()
+    keep = (np.diff(At.indptr) > 0) | (vt != 0)
+    At, vk = At[keep], vt[keep]
+    nx = int(sum(a.size for a in adms))
+    ny = ytypes.size
+    row_of = np.full(n_cls, -1, dtype=np.int64)
+    row_of[used] = np.arange(int(used.sum()))
+    xcls = np.concatenate(adms) if adms else np.zeros(0, dtype=np.int64)
+    C = sp.hstack(
+        [
+            sp.csr_matrix(
+                (np.ones(nx, dtype=np.int64), (row_of[xcls], np.arange(nx))),
+                shape=(int(used.sum()), nx),
+            ),
+            sp.csr_matrix(
+                (-np.ones(ny, dtype=np.int64), (row_of[cls[ytypes]], np.arange(ny))),
+                shape=(int(used.sum()), ny),
+            ),
+        ]
+    )
+    B = sp.block_diag([p.A for p in progs], format="csr") if progs else sp.csr_matrix((0, 0))
+    A = sp.vstack(
+        [
+            sp.hstack([B, sp.csr_matrix((B.shape[0], ny), dtype=np.int64)]),
+            sp.hstack([sp.csr_matrix((At.shape[0], nx), dtype=np.int64), At]),
+            C,
+        ],
+        format="csr",
+    ).astype(np.int64)
+    v = np.concatenate([p.lo for p in progs] + [vk, np.zeros(C.shape[0], dtype=np.int64)])
+    ubx = np.concatenate([p.ub for p in progs]) if progs else np.zeros(0, dtype=np.int64)
+    big = np.iinfo(np.int64).max
+    uby = np.full(ny, big, dtype=np.int64)
+    np.minimum.at(uby, At.indices, np.repeat(vk, np.diff(At.indptr)))
+    cap = np.bincount(xcls, weights=ubx, minlength=n_cls).astype(np.int64)  # blocks' room
+    uby = np.minimum(uby, cap[cls[ytypes]])
+    prog = IntProgram(A=A, lo=v, hi=v, ub=np.concatenate([ubx, uby]))
+    return prog, [first[a] for a in adms], ytypes
+
+
+def _deal(
+    x: np.ndarray, adms: list[np.ndarray], cls: np.ndarray, ytypes: np.ndarray, y: np.ndarray
+) -> list[np.ndarray]:
+    """Each block's types from a class solution: the tract's units of each class's types dealt
+    to the blocks in order of the blocks' counts of that class."""
+    pool: dict[int, list[int]] = {}
+    for t, n in zip(ytypes[y > 0].tolist(), y[y > 0].tolist(), strict=True):
+        pool.setdefault(int(cls[t]), []).extend([t] * n)
+    taken: dict[int, int] = {}
+    out, off = [], 0
+    for a in adms:
+        xb = x[off : off + a.size]
+        off += a.size
+        types = []
+        for rep, n in zip(a[xb > 0].tolist(), xb[xb > 0].tolist(), strict=True):
+            c = int(cls[rep])
+            k = taken.get(c, 0)
+            types.extend(pool[c][k : k + n])
+            taken[c] = k + n
+        out.append(np.asarray(types, dtype=np.int64))
+    return out
 
 
 def _unique(base: Extensible, x: np.ndarray) -> bool | None:
