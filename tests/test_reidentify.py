@@ -168,6 +168,17 @@ def test_empty_overlap_reports_without_dividing_by_zero(tmp_path):
     assert "n/a" in (tmp_path / "report.md").read_text()
 
 
+def test_an_empty_reconstruction_is_named_not_an_index_error():
+    """A reconstruction with no records (every block infeasible, say) links nobody: the API
+    says so, as the CLI does, instead of failing inside the linkage."""
+    truth = tiny()
+    empty = truth.take(np.zeros(0, dtype=np.int64))
+    with pytest.raises(TabreconError, match="the reconstruction holds no person records"):
+        reidentify(empty, truth)
+    with pytest.raises(TabreconError, match="the truth holds no person records"):
+        reidentify(truth, empty)
+
+
 def test_commercial_attacker_on_synthetic_county(small_md, tmp_path):
     from tabrecon.attacks.reconstruct import reconstruct
     from tabrecon.tables import tabulate

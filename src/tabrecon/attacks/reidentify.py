@@ -605,6 +605,9 @@ def reidentify(
     """
     from ..tables import tabulate
 
+    for name, md in (("reconstruction", recon), ("truth", truth)):
+        if md.block.size == 0:  # nothing to link or to confirm against: no rate to report
+            raise TabreconError(f"the {name} holds no person records: there is nothing to link")
     rng = np.random.default_rng(seed)
     if isinstance(attacker, str) and attacker in ATTACKER_PRESETS:
         att = simulate_attacker(truth, attacker, seed, errors)
