@@ -112,6 +112,8 @@ def test_block_and_tract_level_misuse_is_named():
         reconstruct_units(tabulate_units(units), level="block+tract")
     with pytest.raises(TabreconError, match="level must be one of block, block"):
         reconstruct_units(tabulate_units(units), level="tract")
+    with pytest.raises(TabreconError, match="tract_model must be auto, types or classes"):
+        reconstruct_units(tabulate_units(units), tract_model="agebins")
     long = tabulate_units(person_units(synthesize(SynthConfig(persons=300), seed=1)))
     blocks_only = long.filter(pl.col("geoid").str.len_chars() == 15)
     with pytest.raises(InputError, match="tables lack cells"):
