@@ -11,10 +11,11 @@ from hypothesis import strategies as st
 
 from tabrecon.attacks.reconstruct import reconstruct, reconstruct_tract
 from tabrecon.attacks.solvers import SolverOptions
+from tabrecon.consistency import check_consistency
 from tabrecon.metrics.agreement import agree
 from tabrecon.schema import from_arrays
 from tabrecon.synth import SynthConfig, synthesize
-from tabrecon.tables import MISSING, Grid, TableSet, check_consistency, drop_cells, tabulate
+from tabrecon.tables import MISSING, Grid, TableSet, drop_cells, tabulate
 
 
 def _same_tables(a: TableSet, b: TableSet, levels=("block", "tract")) -> bool:

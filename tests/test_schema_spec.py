@@ -167,8 +167,8 @@ def test_feasible_types_are_exactly_those_no_rule_refuses():
 def test_person_tables_over_the_schema_tabulate_as_sf1_does(tmp_path):
     """The SF1 person tables declared over the person schema (tabrecon.unit_tables) give,
     through the code written for any schema, every block and tract cell the person tabulation
-    gives -- the reference oracle's cells -- except the four race tallies (not counts of
-    records)."""
+    gives -- the reference oracle's cells, P3-P5 included -- except the four race tallies (not
+    counts of records)."""
     from tabrecon.schema import person_units
     from tabrecon.synth import SynthConfig, synthesize
     from tabrecon.tables import tabulate, write_tables
@@ -177,7 +177,7 @@ def test_person_tables_over_the_schema_tabulate_as_sf1_does(tmp_path):
     md = synthesize(SynthConfig(persons=1500), seed=5)
     generic = tabulate_units(person_units(md))
     path = tmp_path / "t.parquet"
-    write_tables(tabulate(md), path)  # block and tract tables
+    write_tables(tabulate(md, "published"), path)  # block and tract tables, P3-P5 too
     ref = pl.read_parquet(path)
     assert ref.filter(pl.col("geoid").str.len_chars() == 11).height > 0
     both = generic.join(ref, on=["geoid", "cell"], how="full", suffix="_sf1")

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tabrecon.consistency import check_consistency
 from tabrecon.errors import InputError
 from tabrecon.published import read_tables
 from tabrecon.schema import RACES, from_arrays
@@ -17,7 +18,6 @@ from tabrecon.tables import (
     Grid,
     TableSet,
     all_cells,
-    check_consistency,
     tabulate,
     write_tables,
 )

@@ -116,8 +116,12 @@ def test_block_and_tract_level_misuse_is_named():
         reconstruct_units(tabulate_units(units), tract_model="agebins")
     long = tabulate_units(person_units(synthesize(SynthConfig(persons=300), seed=1)))
     blocks_only = long.filter(pl.col("geoid").str.len_chars() == 15)
-    with pytest.raises(InputError, match="tables lack cells"):
+    with pytest.raises(TabreconError, match="no tract tables among those used.*declares PCT12"):
         reconstruct_units(blocks_only, PERSONS, level="block+tract")
+    # a table held in part is refused by name, never used in part
+    partial = long.filter(pl.col("cell") != "PCT0120050")
+    with pytest.raises(InputError, match="tables lack cells \\['PCT0120050'\\]"):
+        reconstruct_units(partial, PERSONS, level="block+tract")
 
 
 def test_class_program_gives_the_type_programs_verdicts():

@@ -53,7 +53,7 @@ _EXPORTS: dict[str, str] = {
     "agree": "metrics.agreement",
     "audit": "audit",
     "certify": "attacks.certify",
-    "check_consistency": "tables",
+    "check_consistency": "consistency",
     "claims": "attacks.claims",
     "download": "download",
     "evaluate_defense": "evaluate",
@@ -86,6 +86,7 @@ if TYPE_CHECKING:  # the same names, for type checkers and the API documentation
     from .attacks.reidentify import reidentify
     from .audit import audit, run_demo
     from .config import AuditConfig, load_config
+    from .consistency import check_consistency
     from .defenses.defense import Defense, Protected
     from .defenses.matrix import Budget, Strategy, Workload
     from .defenses.mechanisms import PrivacyCost
@@ -105,7 +106,6 @@ if TYPE_CHECKING:  # the same names, for type checkers and the API documentation
     from .tables import (
         SF1_TABLES,
         TableSet,
-        check_consistency,
         tabulate,
         write_tables,
     )

@@ -224,7 +224,8 @@ class ChunkRunner:
 
     # -- stages -----------------------------------------------------------------------------------
     def tabulate(self, md, given=None):
-        from .tables import check_consistency, read_long_tables, tabulate, write_tables
+        from .consistency import check_consistency
+        from .tables import read_long_tables, tabulate, write_tables
 
         path = self.dir / "tables.parquet"
         if (hit := self.resumed("tabulate", path, read_long_tables)) is not None:

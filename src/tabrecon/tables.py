@@ -1,5 +1,5 @@
-"""The published tables: SF1 person tables declared as data, tabulation, table files and
-consistency.
+"""The published tables: SF1 person tables declared as data, tabulation and table files (their
+consistency identities: :mod:`tabrecon.consistency`).
 
 A table is a :class:`TableSpec`: a universe (a partial predicate on sex, age, race and ethnicity), a
 layout naming how its lines are generated (also data: :data:`LAYOUTS`), and its geographic level.
@@ -752,16 +752,8 @@ def tables_from_long(df: pl.DataFrame, p: str = "tables") -> TableSet:
 
 
 # --------------------------------------------------------------------------------------------------
-# Consistency: identities derived from the specs
+# Consistency: an identity and what checking one finds (derived and checked in tabrecon.consistency)
 # --------------------------------------------------------------------------------------------------
-#: Table families whose same-numbered lines partition another table's line.
-FAMILIES: dict[str, tuple[str, ...]] = {
-    "P12A-G": tuple(f"P12{L}" for L in "ABCDEFG"),
-    "PCT12A-G": tuple(f"PCT12{L}" for L in "ABCDEFG"),
-    "PCT12H,I-O": tuple(f"PCT12{L}" for L in "HIJKLMNO"),
-}
-
-
 @dataclass(frozen=True)
 class Identity:
     """``lhs = sum(rhs)`` at ``level``; at tract level, block cells mean their sum over the
@@ -780,95 +772,6 @@ class Identity:
             return f"{agg}{c}" if summed else c
 
         return f"{fmt(self.lhs)} = " + " + ".join(fmt(c) for c in self.rhs)
-
-
-@functools.lru_cache(maxsize=1)
-def identities() -> tuple[Identity, ...]:
-    """Linear identities between cells that every tabulation satisfies, derived from the specs.
-
-    * equal weights: two cells with the same weight vector (P1 = P8.001 = P12.001 ...);
-    * partitions: a cell equals the sum of the maximal cells of one table (or family) inside it,
-      when those are disjoint and cover it (P12 male = its bins; P12 0-4 = P14 ages 0..4;
-      P12 = P12A + ... + P12G; tract PCT12 male 85-99,100-104,... = Σblocks P12 male 85+);
-    * tallies: a race tally equals the sum of its six alone-or-in-combination lines.
-    Block-level identities use block cells; tract-level ones use tract cells and block cells summed
-    over the tract's blocks, and always involve at least one tract cell.
-    """
-    cells = all_cells()
-    W = weight_matrix()  # types x cells
-    S = (W != 0).astype(np.int32)
-    inter = (S.T @ S).toarray()
-    size = np.asarray(S.sum(axis=0)).ravel()
-    is_block = np.array([c.level == "block" for c in cells])
-    persons = np.array([c.measure == "persons" for c in cells])
-    subset = inter == size[None, :]  # subset[c, g]: g inside c
-    groups: dict[str, np.ndarray] = {}
-    for t in ALL_TABLES:
-        groups[t.name] = np.array([cell_index()[c.id] for c in t.cells()])
-    for fam, names in FAMILIES.items():
-        groups[fam] = np.concatenate([groups[m] for m in names])
-    out: dict[tuple, Identity] = {}
-
-    def add(i: Identity) -> None:
-        out.setdefault((i.level, i.lhs, tuple(sorted(i.rhs))), i)
-
-    strict = subset & (size[None, :] < size[:, None])
-    gnames = list(groups)
-    G = np.zeros((len(cells), len(gnames)), dtype=np.int32)
-    for k, gname in enumerate(gnames):
-        G[groups[gname], k] = 1
-    ncand = (strict & persons[None, :]).astype(np.int32) @ G
-    # equal weight vectors
-    Wd = W.T.tocsr()
-    keys: dict[bytes, list[int]] = {}
-    for i in range(len(cells)):
-        row = Wd.getrow(i)
-        keys.setdefault(row.indices.tobytes() + row.data.tobytes(), []).append(i)
-    for members in keys.values():
-        for j in members[1:]:
-            a, b = cells[members[0]], cells[j]
-            lvl = "block" if a.level == b.level == "block" else "tract"
-            add(Identity(lvl, a.id, (b.id,), "equal"))
-    # partitions
-    for ci, c in enumerate(cells):
-        if not persons[ci]:
-            continue
-        for kk in np.flatnonzero(ncand[ci] >= 2):
-            gname = gnames[int(kk)]
-            g = groups[gname]
-            g = g[g != ci]
-            g = g[persons[g]]
-            lvl = "block" if (c.level == "block" and is_block[g].all()) else "tract"
-            if lvl == "block" and c.level != "block":
-                continue
-            cand = g[subset[ci, g] & (size[g] < size[ci])]
-            if cand.size < 2:
-                continue
-            sub = subset[np.ix_(cand, cand)] & (size[cand][None, :] < size[cand][:, None])
-            maximal = cand[~sub.any(axis=0)]
-            if maximal.size < 2:
-                continue
-            ii = inter[np.ix_(maximal, maximal)]
-            if (ii - np.diag(np.diag(ii))).any() or size[maximal].sum() != size[ci]:
-                continue
-            if lvl == "tract" and c.level == "block" and is_block[maximal].all():
-                continue
-            add(Identity(lvl, c.id, tuple(cells[m].id for m in maximal), f"partition:{gname}"))
-    # tallies
-    for c in cells:
-        if c.measure != "race_tally":
-            continue
-        parts = [
-            d.id
-            for d in cells
-            if d.table == c.table
-            and d.race.startswith("includes:")
-            and (d.sex, d.age_min, d.age_max, d.hispanic)
-            == (c.sex, c.age_min, c.age_max, c.hispanic)
-        ]
-        if len(parts) == 6:
-            add(Identity("block", c.id, tuple(parts), "tally"))
-    return tuple(sorted(out.values(), key=lambda x: (x.level, cell_index()[x.lhs], x.rhs)))
 
 
 @dataclass
@@ -894,87 +797,6 @@ class ConsistencyReport:
     @property
     def ok(self) -> bool:
         return not self.violations
-
-
-def _tract_frame(ts: TableSet) -> tuple[np.ndarray, np.ndarray, dict[str, int]] | None:
-    """Tract-level values with block cells summed over each tract's blocks."""
-    cols: dict[str, int] = {}
-    parts_geo = []
-    block = ts.grids.get("block")
-    tract = ts.grids.get("tract")
-    if tract is None:
-        return None
-    geoids = tract.geoids
-    blocks_v = None
-    if block is not None:
-        tr = np.array([g[:11] for g in block.geoids])
-        pos = np.searchsorted(geoids, tr)
-        ok = (pos < len(geoids)) & (geoids[np.minimum(pos, len(geoids) - 1)] == tr)
-        agg = np.zeros((len(geoids), len(block.cells)), dtype=np.int64)
-        missing = np.zeros((len(geoids), len(block.cells)), dtype=bool)
-        np.add.at(agg, pos[ok], block.values[ok])
-        np.logical_or.at(missing, pos[ok], block.values[ok] == MISSING)
-        agg[missing] = MISSING
-        blocks_v = agg
-        for j, c in enumerate(block.cells):
-            cols["B:" + c] = j
-    parts_geo.append(geoids)
-    nb = 0 if blocks_v is None else blocks_v.shape[1]
-    for j, c in enumerate(tract.cells):
-        cols[c] = nb + j
-    vals = tract.values if blocks_v is None else np.hstack([blocks_v, tract.values])
-    return geoids, vals, cols
-
-
-def check_consistency(ts: TableSet) -> ConsistencyReport:
-    """Evaluate every identity on every geounit; report each violated one (geoid, cells, values).
-
-    Identities with a cell that is not published are skipped (counted in ``skipped``).
-    """
-    ids = identities()
-    viols: list[Violation] = []
-    checked = skipped = 0
-    frames: dict[str, tuple[np.ndarray, np.ndarray, dict[str, int]]] = {}
-    if "block" in ts.grids:
-        g = ts.grids["block"]
-        frames["block"] = (g.geoids, g.values, {c: j for j, c in enumerate(g.cells)})
-    tf = _tract_frame(ts)
-    if tf is not None:
-        frames["tract"] = tf
-    for lvl, (geoids, vals, cols) in frames.items():
-        rel = [i for i in ids if i.level == lvl]
-        if not rel:
-            continue
-
-        def key(c: str, lvl: str = lvl) -> str:
-            return "B:" + c if lvl == "tract" and get_cell(c).level == "block" else c
-
-        usable = [i for i in rel if key(i.lhs) in cols and all(key(r) in cols for r in i.rhs)]
-        skipped += (len(rel) - len(usable)) * len(geoids)
-        if not usable:
-            continue
-        rows, colsi, data = [], [], []
-        for k, i in enumerate(usable):
-            rows.append(k)
-            colsi.append(cols[key(i.lhs)])
-            data.append(1)
-            for r in i.rhs:
-                rows.append(k)
-                colsi.append(cols[key(r)])
-                data.append(-1)
-        D = sp.csr_matrix((data, (rows, colsi)), shape=(len(usable), vals.shape[1]))
-        A = (D != 0).astype(np.int64)
-        miss = (vals == MISSING).astype(np.int64) @ A.T  # identities touching a missing value
-        V = np.where(vals == MISSING, 0, vals)
-        resid = np.asarray(V @ D.T)
-        checked += int((miss == 0).sum())
-        skipped += int((miss != 0).sum())
-        bad = np.argwhere((resid != 0) & (miss == 0))
-        for gi, k in bad:
-            ident = usable[k]
-            lhs = int(V[gi, cols[key(ident.lhs)]])
-            viols.append(Violation(str(geoids[gi]), ident, lhs, lhs - int(resid[gi, k])))
-    return ConsistencyReport(checked, skipped, viols)
 
 
 def drop_cells(ts: TableSet, cells: Iterable[str]) -> TableSet:

@@ -32,12 +32,12 @@ import polars as pl
 import scipy.sparse as sp
 
 from .errors import InputError, TabreconError
-from .geo import LENGTH, prefix
+from .geo import prefix
 from .io import read_rows
 from .schema import AGE_MAX, AGEBIN_OF_AGE, PERSONS, PERSONS_BINNED
 from .schema.catalog import AGE_RANGES, HOUSING_UNITS
 from .schema.spec import Schema, Units
-from .tables import SF1_TABLES, Cell, ConsistencyReport, Identity, Violation, all_cells
+from .tables import ALL_TABLES, Cell, all_cells
 
 Predicate = Mapping[str, tuple[int, ...]]
 
@@ -235,8 +235,9 @@ def _person_predicate(c: Cell) -> Predicate:
 
 @cache
 def person_tables() -> tuple[UnitTable, ...]:
-    """SF1's person tables (:data:`tabrecon.tables.SF1_TABLES`: the block tables and the tract
-    tables PCT12, PCT12A-O) as tables over the person schema (:data:`tabrecon.schema.PERSONS`),
+    """SF1's person tables (:data:`tabrecon.tables.ALL_TABLES`: the 34 -- block tables and the
+    tract tables PCT12, PCT12A-O -- and P3-P5) as tables over the person schema
+    (:data:`tabrecon.schema.PERSONS`),
     so that tabulation, the count model and Generate-then-Verify over a schema run on persons
     too, from the same cell definitions. The race tallies (P6 and P7's first cells: a person
     counted once per race) are not a count of records and are left out; every other cell keeps
@@ -246,7 +247,7 @@ def person_tables() -> tuple[UnitTable, ...]:
     'P012A002'
     """
     out = []
-    for t in SF1_TABLES:
+    for t in ALL_TABLES:
         cells = [c for c in all_cells() if c.table == t.name and c.measure == "persons"]
         out.append(
             UnitTable(
@@ -528,211 +529,31 @@ def _long_of_wide(df: pl.DataFrame, where: str) -> tuple[pl.DataFrame, np.ndarra
     return long.drop("__line"), long["__line"].to_numpy()
 
 
+def tables_in(long: pl.DataFrame, schema: Schema, level: str | None = None) -> tuple[str, ...]:
+    """The tables declared over ``schema`` (of ``level``, or any) that a long table holds a cell
+    of: the tables a release publishes, for the attacks' default (one it holds in part is then
+    refused by name, never used in part).
+
+    >>> from tabrecon.schema.catalog import HOUSING_UNITS
+    >>> tables_in(pl.DataFrame({"geoid": ["1" * 15], "cell": ["H0040001"], "value": [1]}),
+    ...           HOUSING_UNITS)
+    ('H4',)
+    """
+    have = set(long["cell"].unique().to_list())
+    out = tuple(
+        t.name
+        for t in tables_of(schema)
+        if (level is None or t.level == level) and any(c.id in have for c in t.cells())
+    )
+    if not out:
+        raise InputError(
+            f"the tables hold no cell of the {schema.name} schema's tables "
+            f"({', '.join(t.name for t in tables_of(schema))})"
+        )
+    return out
+
+
 def complete_tables(long: pl.DataFrame) -> tuple[str, ...]:
     """The declared housing-unit tables every cell of which the long table holds."""
     have = set(long["cell"].unique().to_list())
     return tuple(t.name for t in HOUSING_TABLES if {c.id for c in t.cells()} <= have)
-
-
-# --------------------------------------------------------------------------------------------------
-# Consistency: identities derived from any schema's declared tables
-# --------------------------------------------------------------------------------------------------
-def _family(table: str) -> str:
-    """A table's iteration family: ``P12A`` ... ``P12I`` -> ``P12*`` (an iterated table's name
-    is its base table's with a letter after the number); other tables are their own."""
-    return re.sub(r"(?<=\d)[A-Z]$", "*", table)
-
-
-@cache
-def identities_of(schema: Schema, names: tuple[str, ...] | None = None) -> tuple[Identity, ...]:
-    """Linear identities between the cells of ``schema``'s tables (``names``: all declared) that
-    every tabulation satisfies, derived from the cells' predicates alone: block identities
-    among the block tables' cells, and tract identities among the tract tables' cells and the
-    block cells summed over the tract's blocks (``Σblocks P0010001 = PCT0120001``; each holds
-    at least one tract cell):
-
-    * equal: two cells that count the same feasible types (``H0010001 = H0030001``);
-    * partitions: a cell equals the sum of the cells of one table, or of one family of
-      iterations (P12A-G), that lie inside it, when they are disjoint and cover it (occupied
-      units = the tenure lines of H4; P12's males under 5 = P12A-G's, race by race).
-
-    The same derivation as the person tables' block identities (:func:`tabrecon.tables.identities`),
-    written over a schema's weight matrix.
-
-    >>> from tabrecon.schema.catalog import HOUSING_UNITS
-    >>> ids = identities_of(HOUSING_UNITS, ("H1", "H3", "H4"))
-    >>> for i in ids:
-    ...     print(i.text())
-    H0010001 = H0030001
-    H0010001 = H0030002 + H0030003
-    H0030001 = H0030002 + H0030003
-    H0030002 = H0040001
-    H0030002 = H0040002 + H0040003 + H0040004
-    H0040001 = H0040002 + H0040003 + H0040004
-    """
-    names = names or tuple(t.name for t in tables_of(schema))
-    blocks = tuple(n for n in names if table_by_name(n, schema).level == "block")
-    tracts = tuple(n for n in names if table_by_name(n, schema).level == "tract")
-    out: list[Identity] = _identities(schema, blocks, "block") if blocks else []
-    if tracts:  # a tract's cells, and its blocks' cells summed over it: one geounit
-        mine = {c.id for n in tracts for c in table_by_name(n, schema).cells()}
-        out += [
-            i
-            for i in _identities(schema, blocks + tracts, "tract")
-            if i.lhs in mine or any(r in mine for r in i.rhs)
-        ]
-    return tuple(out)
-
-
-def _identities(schema: Schema, names: tuple[str, ...], level: str) -> list[Identity]:
-    """:func:`identities_of` among tables of one level."""
-    cells, W = compiled(schema, names)
-    S = (W != 0).astype(np.int32).tocsr()
-    inter = (S @ S.T).toarray()
-    size = np.asarray(S.sum(axis=1)).ravel()
-    tables = np.array([c.table for c in cells])
-    families = np.array([_family(c.table) for c in cells])
-    # a family partitions a cell through its disjoint iterations that cover what they all
-    # cover (P12A-G's races; PCT12H with PCT12I-O): those sets, one per group name
-    covers = {}
-    for fam in np.unique(families):
-        members = np.unique(tables[families == fam])
-        if members.size > 1:
-            for chosen in _covering_sets(S, tables, members):
-                letters = "".join(t[-1] for t in chosen)
-                run = letters in "ABCDEFGHIJKLMNOPQRSTUVWXYZ"  # consecutive: P12A-G
-                name = f"{fam[:-1]}{letters[0]}-{letters[-1]}" if run else ",".join(chosen)
-                covers[name] = np.isin(tables, chosen)
-    out: dict[tuple, Identity] = {}
-
-    def add(i: Identity) -> None:
-        out.setdefault((i.lhs, tuple(sorted(i.rhs))), i)
-
-    # equal type sets: the first cell of each set equals every other
-    same = (inter == size[:, None]) & (inter == size[None, :])
-    rep = same.argmax(axis=1)  # each cell's first twin
-    for i in range(len(cells)):
-        if rep[i] == i:
-            for j in np.flatnonzero(same[i])[1:]:
-                add(Identity(level, cells[i].id, (cells[j].id,), "equal"))
-    # partitions by one table's maximal cells strictly inside a cell
-    inside = (inter == size[None, :]) & (size[None, :] < size[:, None])  # [c, g]: g inside c
-    for ci in range(len(cells)):
-        if size[ci] == 0:  # (a twin's partitions follow from its first's, but a file may
-            continue  # hold only the twin: each is written out)
-        groups = [(t, tables == t) for t in np.unique(tables[inside[ci]])]
-        groups += [(f, m) for f, m in covers.items() if (m & inside[ci]).any()]
-        for name, members in groups:
-            cand = np.flatnonzero(inside[ci] & members & (size > 0))
-            if cand.size < 2:
-                continue
-            sub = inside[np.ix_(cand, cand)]
-            maximal = cand[~sub.any(axis=0)]
-            # cells that still overlap (within one table) are dropped, most overlapping
-            # first, until the rest are disjoint
-            ii = inter[np.ix_(maximal, maximal)].copy()
-            np.fill_diagonal(ii, 0)
-            while maximal.size and ii.any():
-                worst = int((ii > 0).sum(axis=1).argmax())
-                maximal = np.delete(maximal, worst)
-                ii = np.delete(np.delete(ii, worst, axis=0), worst, axis=1)
-            if maximal.size < 2 or size[maximal].sum() != size[ci]:
-                continue
-            rhs = tuple(cells[m].id for m in maximal)
-            add(Identity(level, cells[ci].id, rhs, f"partition:{name}"))
-    order = {c.id: k for k, c in enumerate(cells)}
-    return sorted(out.values(), key=lambda x: (order[x.lhs], [order[r] for r in x.rhs]))
-
-
-def _covering_sets(S: sp.csr_matrix, tables: np.ndarray, members: np.ndarray) -> list[list[str]]:
-    """The sets of a family's iterations (``members``, table names) that are pairwise disjoint
-    and together cover every type any of them covers: each maximal set of disjoint iterations
-    (Bron-Kerbosch over at most a few dozen tables) whose union is the family's. For SF1's
-    PCT12A-O: A-G (the races) and H, I-O (Hispanic, then not Hispanic by race)."""
-    span = [np.asarray(S[tables == t].sum(axis=0)).ravel() > 0 for t in members.tolist()]
-    n = len(span)
-    disjoint = np.array(
-        [[i != j and not (span[i] & span[j]).any() for j in range(n)] for i in range(n)]
-    )
-    union = np.logical_or.reduce(span)
-    out: list[list[str]] = []
-
-    def grow(chosen: list[int], cand: set[int], done: set[int]) -> None:
-        if not cand and not done:
-            if np.array_equal(np.logical_or.reduce([span[i] for i in chosen]), union):
-                out.append([str(members[i]) for i in sorted(chosen)])
-            return
-        for v in list(cand):
-            nb = set(np.flatnonzero(disjoint[v]).tolist())
-            grow([*chosen, v], cand & nb, done & nb)
-            cand = cand - {v}
-            done = done | {v}
-
-    grow([], set(range(n)), set())
-    return sorted(out)
-
-
-def check_unit_consistency(long: pl.DataFrame, schema: Schema = HOUSING_UNITS) -> ConsistencyReport:
-    """Evaluate every identity of ``schema``'s tables (:func:`identities_of`) on every geounit of
-    its level in a long table (geoid, cell, value): block identities on every block (15-digit
-    geoid), tract identities on every tract (11 digits) with its blocks' cells summed. Each
-    violated one is reported with the geounit, the cells and both sides' values. Identities with
-    a cell the file does not hold for a geounit (for a block cell summed over a tract: for one
-    of its blocks) are skipped there (counted in ``skipped``).
-
-    >>> from tabrecon.schema.catalog import HOUSING_UNITS
-    >>> t = pl.DataFrame({"geoid": ["010010201001000"] * 3,
-    ...                   "cell": ["H0030001", "H0030002", "H0030003"], "value": [5, 3, 1]})
-    >>> [str(v) for v in check_unit_consistency(t, HOUSING_UNITS).violations]
-    ['010010201001000: H0030001 = H0030002 + H0030003 fails (left side 5, right side 4)']
-    """
-    checked = skipped = 0
-    viols: list[Violation] = []
-    for level in ("block", "tract"):
-        ids = [i for i in identities_of(schema) if i.level == level]
-        if not ids:
-            continue
-        cols = sorted({c for i in ids for c in (i.lhs, *i.rhs)})
-        where = {c: j for j, c in enumerate(cols)}
-        mine = long.filter(
-            (pl.col("geoid").str.len_chars() == LENGTH[level]) & pl.col("cell").is_in(cols)
-        )
-        geoids = np.sort(mine["geoid"].unique().to_numpy())
-        if geoids.size == 0:
-            continue
-        part = mine.select("geoid", "cell", pl.col("value").cast(pl.Int64), n=pl.lit(1))
-        if level == "tract":  # block cells summed over the tract: held when every block has it
-            blocks = long.filter(pl.col("geoid").str.len_chars() == LENGTH["block"])
-            tract = pl.col("geoid").str.slice(0, LENGTH["tract"])
-            nblocks = blocks.group_by(tract).agg(pl.col("geoid").n_unique().alias("of"))
-            summed = (
-                blocks.filter(pl.col("cell").is_in(cols))
-                .group_by(tract, "cell")
-                .agg(pl.col("value").cast(pl.Int64).sum(), pl.len().cast(pl.Int32).alias("n"))
-                .join(nblocks, on="geoid")
-                .filter(pl.col("geoid").is_in(geoids.tolist()))
-                .select("geoid", "cell", "value", (pl.col("n") == pl.col("of")).cast(pl.Int32))
-            )
-            part = pl.concat([part.with_columns(pl.col("n").cast(pl.Int32)), summed])
-        g = np.searchsorted(geoids, part["geoid"].to_numpy())
-        c = part["cell"].replace_strict(where, return_dtype=pl.Int64).to_numpy()
-        V = np.zeros((geoids.size, len(cols)), dtype=np.int64)
-        present = np.zeros(V.shape, dtype=bool)
-        V[g, c] = part["value"].to_numpy()
-        present[g, c] = part["n"].to_numpy() > 0
-        rows, colsi, data = [], [], []
-        for k, i in enumerate(ids):
-            for cell, w in ((i.lhs, 1), *((r, -1) for r in i.rhs)):
-                rows.append(k)
-                colsi.append(where[cell])
-                data.append(w)
-        D = sp.csr_matrix((data, (rows, colsi)), shape=(len(ids), len(cols)))
-        miss = np.asarray(((D != 0).astype(np.int64) @ (~present).T.astype(np.int64)).T)
-        resid = np.asarray((D @ V.T).T)
-        checked += int((miss == 0).sum())
-        skipped += int((miss != 0).sum())
-        for gi, k in np.argwhere((resid != 0) & (miss == 0)):
-            ident = ids[k]
-            lhs = int(V[gi, where[ident.lhs]])
-            viols.append(Violation(str(geoids[gi]), ident, lhs, lhs - int(resid[gi, k])))
-    return ConsistencyReport(checked, skipped, viols)

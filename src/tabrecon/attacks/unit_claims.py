@@ -38,7 +38,7 @@ from scipy.stats import binom
 from ..errors import TabreconError
 from ..schema.catalog import HOUSING_UNITS
 from ..schema.spec import Schema, Units
-from ..unit_tables import table_by_name, tables_of
+from ..unit_tables import table_by_name, tables_in
 from .solvers import Extensible, SolverOptions, prove_forms
 from .unit_reconstruct import block_program, block_tables
 
@@ -100,9 +100,10 @@ def generate_then_verify(
     ``block_seconds`` caps each block's time: a block that reaches it keeps the claims verified
     so far (those of every k proven before) and is marked ``time-limit`` (the rest are not
     verified). A block whose tables admit no units at all is marked ``infeasible``. Claims are
-    about one block, so only block tables are used (by default all the schema declares)."""
+    about one block, so only block tables are used (by default every one the long table holds a
+    cell of)."""
     opts = replace((opts or SolverOptions()).for_task("claims"), presolve="light")
-    names = tables or tuple(t.name for t in tables_of(schema) if t.level == "block")
+    names = tables or tables_in(long, schema, "block")
     for n in names:
         if table_by_name(n, schema).level != "block":
             raise TabreconError(f"Generate-then-Verify uses block tables; {n} is a tract table")

@@ -38,7 +38,7 @@ from ..errors import InputError, TabreconError
 from ..geo import prefix
 from ..schema.catalog import HOUSING_UNITS
 from ..schema.spec import Schema, Units
-from ..unit_tables import compiled, table_by_name, tables_of
+from ..unit_tables import compiled, table_by_name, tables_in, tables_of
 from .solvers import Extensible, IntProgram, SolverOptions, prove_forms
 
 
@@ -65,7 +65,9 @@ def reconstruct_units(
     unique_on: Mapping[str, np.ndarray] | None = None,
     tract_model: str = "auto",
 ) -> UnitReconstruction:
-    """Reconstruct every block of a long table (geoid, cell, value) of ``schema``'s tables.
+    """Reconstruct every block of a long table (geoid, cell, value) of ``schema``'s tables
+    (``tables``: by default every declared table the long table holds a cell of; one it holds in
+    part is refused, naming the cells it lacks).
 
     ``level`` "block" solves each block from its block tables alone; "block+tract" solves the
     blocks of each tract jointly, the tract tables (persons: PCT12, PCT12A-O, by single year of
@@ -86,7 +88,7 @@ def reconstruct_units(
     if tract_model not in ("auto", "types", "classes"):
         raise TabreconError(f"tract_model must be auto, types or classes (got {tract_model!r})")
     opts = (opts or SolverOptions()).for_task("certify")
-    names = tables or tuple(t.name for t in tables_of(schema))
+    names = tables or tables_in(long, schema)
     of_level = {
         lv: tuple(n for n in names if table_by_name(n, schema).level == lv)
         for lv in ("block", "tract")

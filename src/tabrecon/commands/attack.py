@@ -324,9 +324,10 @@ def _household_claims(
     import polars as pl
 
     from ..attacks.unit_claims import household_claims
+    from ..consistency import check_unit_consistency
     from ..schema.catalog import HOUSING_UNITS
     from ..schema.spec import read_units
-    from ..unit_tables import check_unit_consistency, read_unit_tables
+    from ..unit_tables import read_unit_tables
 
     positive_finite(block_time_limit=block_time_limit)
     try:

@@ -224,13 +224,14 @@ def check_tables(
     one_of(schema, ("persons", "households"), "--schema")
     at_least(0, limit=limit)
     if schema == "households":
+        from ..consistency import check_unit_consistency
         from ..schema.catalog import HOUSING_UNITS
-        from ..unit_tables import check_unit_consistency, read_unit_tables
+        from ..unit_tables import read_unit_tables
 
         rep = check_unit_consistency(read_unit_tables(tables_file), HOUSING_UNITS)
     else:
+        from ..consistency import check_consistency
         from ..published import read_tables
-        from ..tables import check_consistency
 
         rep = check_consistency(read_tables(tables_file))
     console.print(
