@@ -184,7 +184,7 @@ def identities() -> tuple[Identity, ...]:
     combination" lines.
 
     >>> print(next(i.text() for i in identities() if i.rule == "tally"))
-    P0060001 = P0060002 + P0060003 + P0060004 + P0060005 + P0060006 + P0060007
+    P0060001 = P0060002..P0060007
     """
     out = list(identities_of(PERSONS))
     cells = all_cells()

@@ -765,13 +765,37 @@ class Identity:
     rule: str
 
     def text(self) -> str:
+        """The identity as a line; four or more consecutive cells of one table are written as
+        a range (``PCT0120003..PCT0120105``: every cell from the first to the last).
+
+        >>> Identity("block", "P0120002", tuple(f"P0120{k:03d}" for k in range(3, 26)), "x").text()
+        'P0120002 = P0120003..P0120025'
+        """
         agg = "Σblocks " if self.level == "tract" else ""
 
         def fmt(c: str) -> str:
             summed = self.level == "tract" and c in cell_index() and get_cell(c).level == "block"
             return f"{agg}{c}" if summed else c
 
-        return f"{fmt(self.lhs)} = " + " + ".join(fmt(c) for c in self.rhs)
+        def next_of(a: str, b: str) -> bool:  # b is the line after a in a's table
+            return (
+                len(a) == len(b)
+                and a[:-3] == b[:-3]
+                and a[-3:].isdigit()
+                and b[-3:].isdigit()
+                and int(b[-3:]) == int(a[-3:]) + 1
+            )
+
+        runs: list[list[str]] = []
+        for c in self.rhs:
+            if runs and next_of(runs[-1][-1], c):
+                runs[-1].append(c)
+            else:
+                runs.append([c])
+        parts = [
+            f"{fmt(r[0])}..{r[-1]}" if len(r) >= 4 else " + ".join(fmt(c) for c in r) for r in runs
+        ]
+        return f"{fmt(self.lhs)} = " + " + ".join(parts)
 
 
 @dataclass
