@@ -37,6 +37,21 @@ from tabrecon.tables import tabulate
 from tabrecon.unit_tables import tabulate_units
 
 
+def _compare(generic: pl.DataFrame, cert: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame, int]:
+    """Block by block, the generic verdict beside person certification's: the joined frame,
+    the table of verdict pairs (printed), and the number of blocks both call unique or not."""
+    both = generic.select("geoid", pl.col("status").alias("generic")).join(
+        cert.select(pl.col("block_geoid").alias("geoid"), pl.col("status").alias("person")),
+        on="geoid",
+        how="full",
+        coalesce=True,
+    )
+    table = both.group_by("person", "generic").len().sort("person", "generic")
+    print(table)
+    same = (both["person"] == "unique") == (both["generic"] == "unique")
+    return both, table, int(same.fill_null(False).sum())
+
+
 def main() -> dict:
     ap = argparse.ArgumentParser()
     ap.add_argument("--tracts", type=int, default=28)
@@ -56,17 +71,7 @@ def main() -> dict:
     t = time.perf_counter()
     rec = reconstruct_units(tabulate_units(units), PERSONS_BINNED)
     t_generic = time.perf_counter() - t
-    both = rec.blocks.select("geoid", pl.col("status").alias("generic")).join(
-        cert.select(pl.col("block_geoid").alias("geoid"), pl.col("status").alias("person")),
-        on="geoid",
-        how="full",
-        coalesce=True,
-    )
-    table = both.group_by("person", "generic").len().sort("person", "generic")
-    print(table)
-    agree = int(
-        ((both["person"] == "unique") == (both["generic"] == "unique")).fill_null(False).sum()
-    )
+    both, table, agree = _compare(rec.blocks, cert)
     print(
         f"blocks: {both.height:,}; the same verdict on {agree:,} "
         f"({100 * agree / max(both.height, 1):.2f}%); person tabulate+reconstruct+certify "
@@ -97,17 +102,7 @@ def main() -> dict:
         by_type.blocks.select("geoid", "status")
     )
     exact = tabulate_units(rec.units).sort("geoid", "cell").equals(long.sort("geoid", "cell"))
-    both = rec.blocks.select("geoid", pl.col("status").alias("generic")).join(
-        cert.select(pl.col("block_geoid").alias("geoid"), pl.col("status").alias("person")),
-        on="geoid",
-        how="full",
-        coalesce=True,
-    )
-    table = both.group_by("person", "generic").len().sort("person", "generic")
-    print(table)
-    agree = int(
-        ((both["person"] == "unique") == (both["generic"] == "unique")).fill_null(False).sum()
-    )
+    both, table, agree = _compare(rec.blocks, cert)
     print(
         f"block+tract: blocks {both.height:,}; the same verdict on {agree:,}; the generic "
         f"reconstruction tabulates back to every block and tract cell: {exact}; person "
