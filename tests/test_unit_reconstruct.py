@@ -162,3 +162,19 @@ def test_class_program_gives_the_type_programs_verdicts():
     )
     assert first.size == key.unique().height
     assert key.with_columns(c=cls).group_by("c").n_unique().drop("c").max().row(0) == (1,) * 4
+
+
+def test_a_solution_that_does_not_deal_out_is_refused():
+    """Dealing a tract's types to its blocks: the blocks' class counts must use up the tract's
+    counts exactly; a point that does not (a solver's bug) is refused, never dealt in part."""
+    from tabrecon.attacks.unit_reconstruct import _deal
+    from tabrecon.errors import TabreconError
+
+    cls = np.array([0, 0, 1])  # types 0 and 1 form class 0, type 2 class 1
+    adms = [np.array([0, 2]), np.array([0])]  # blocks' admissible classes, by first type
+    ytypes = np.array([0, 1, 2])
+    x = np.array([1, 1, 1])  # block 0: one of class 0, one of class 1; block 1: one of class 0
+    got = _deal(x, adms, cls, ytypes, np.array([1, 1, 1]))
+    assert [g.tolist() for g in got] == [[0, 2], [1]]
+    with pytest.raises(TabreconError, match="does not deal out"):
+        _deal(x, adms, cls, ytypes, np.array([2, 1, 1]))  # the tract holds one unit more

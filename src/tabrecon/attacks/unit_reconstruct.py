@@ -447,9 +447,15 @@ def _deal(
         for rep, n in zip(a[xb > 0].tolist(), xb[xb > 0].tolist(), strict=True):
             c = int(cls[rep])
             k = taken.get(c, 0)
-            types.extend(pool[c][k : k + n])
+            types.extend(pool.get(c, [])[k : k + n])
             taken[c] = k + n
         out.append(np.asarray(types, dtype=np.int64))
+    short = {c: n for c, n in taken.items() if n != len(pool.get(c, []))}
+    if short or set(pool) - set(taken):  # the class sums hold in every solution: a solver bug
+        raise TabreconError(
+            f"a tract's solution does not deal out: the blocks' counts of {len(short)} classes "
+            "differ from the tract's (a solver returned a point outside its program)"
+        )
     return out
 
 
