@@ -98,6 +98,7 @@ def reconstruct_units(
     Wc = W.tocsc()
     cls = first = np.zeros(0, dtype=np.int64)
     aggregate = False
+    key = _coarse_key(feas, schema, unique_on)  # the resolution uniqueness is asked at
     if level == "block":
         groups = [([b], None) for b in range(len(geoids))]
         Wt = None
@@ -124,7 +125,6 @@ def reconstruct_units(
         ]
         cls, first = type_classes(W)
         # at the block tables' resolution when the question asked is no finer
-        key = _coarse_key(feas, schema, unique_on)
         valid = not check_unique or bool(
             (np.bincount(cls, minlength=first.size) == 1).all() or (key == key[first[cls]]).all()
         )
@@ -163,7 +163,7 @@ def reconstruct_units(
                 once = _unique(base, x)
                 status = ["undecided" if once is None else ("unique" if once else "varies")]
             else:
-                status = _unique_blocks(base, x, adms, feas, schema, unique_on)
+                status = _unique_blocks(base, x, adms, key)
         took = (time.perf_counter() - t0) * share
         nx = int(sum(a.size for a in adms))
         if ytypes is not None:
@@ -210,30 +210,18 @@ def _coarse_key(
 
 
 def _unique_blocks(
-    base: Extensible,
-    x: np.ndarray,
-    adms: list[np.ndarray],
-    feas: np.ndarray,
-    schema: Schema,
-    unique_on: Mapping[str, np.ndarray] | None,
+    base: Extensible, x: np.ndarray, adms: list[np.ndarray], key: np.ndarray
 ) -> list[str]:
     """Each block's verdict in one proof over the joint program: the forms are every block's
-    count of each (coarse) type it holds (:func:`tabrecon.attacks.solvers.prove_forms`); a block
-    is unique when all its forms are proven, varies when one is refuted, undecided when the
-    proof stopped at the limit first."""
+    count of each coarse type it holds (``key``: each feasible type's, :func:`_coarse_key`;
+    :func:`tabrecon.attacks.solvers.prove_forms`); a block is unique when all its forms are
+    proven, varies when one is refuted, undecided when the proof stopped at the limit first."""
     nb = len(adms)
     blk = np.repeat(np.arange(nb), [a.size for a in adms])
-    cols = schema.decode(feas[np.concatenate(adms)]) if blk.size else {}
-    parts = [blk]
-    for a in schema.attributes:
-        c = np.asarray(cols[a.name]) if blk.size else np.zeros(0, dtype=np.int64)
-        if unique_on and a.name in unique_on:
-            c = np.asarray(unique_on[a.name])[c]
-        parts.append(c.astype(np.int64))
     if not blk.size:
         return ["unique"] * nb
-    _, form = np.unique(np.stack(parts, axis=1), axis=0, return_inverse=True)
-    form = form.reshape(-1)
+    pairs = np.stack([blk, key[np.concatenate(adms)]], axis=1)
+    form = np.unique(pairs, axis=0, return_inverse=True)[1].reshape(-1)
     F = sp.csr_matrix(  # over the blocks' variables (a class program's tract ones follow)
         (np.ones(blk.size, dtype=np.int64), (form, np.arange(blk.size))),
         shape=(int(form.max()) + 1, base.prog.n_vars),
