@@ -60,8 +60,9 @@ def identities_of(schema: Schema, names: tuple[str, ...] | None = None) -> tuple
       iterations (P12A-G), that lie inside it, when they are disjoint and cover it (occupied
       units = the tenure lines of H4; P12's males under 5 = P12A-G's, race by race).
 
-    The same derivation as the person tables' block identities (:func:`tabrecon.tables.identities`),
-    written over a schema's weight matrix.
+    A family partitions a cell through each set of its iterations that are disjoint and cover
+    what they all cover (PCT12A-G by race; PCT12H with PCT12I-O, by origin then race), found
+    from the weight matrix, not listed by hand.
 
     >>> from tabrecon.schema.catalog import HOUSING_UNITS
     >>> ids = identities_of(HOUSING_UNITS, ("H1", "H3", "H4"))
