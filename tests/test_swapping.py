@@ -164,3 +164,33 @@ def test_a_rate_the_partners_cannot_meet_is_reported(small_md):
     assert r.swapped_units / r.units < 0.9 * 0.04
     assert "not the 4% asked for" in r.shortfall() and "composition" in r.shortfall()
     assert r.summary()["target_share"] == 0.04
+
+
+def test_close_partner_pass_is_a_second_swap_between_equal_compositions(small_md):
+    """close_rate: after the swap, a further share of households is swapped with partners of the
+    same sex x agebin composition -- exactly a second composition-matched pass on the swapped
+    file, at that rate and with the same selection -- and block populations are kept."""
+    from dataclasses import replace
+
+    base = SwapConfig(rate=0.04, target_power=0.7, name="t")
+    both = swap(small_md, replace(base, close_rate=0.3), seed=5)
+    first = swap(small_md, base, seed=5)
+    second = swap(first.records, replace(base, rate=0.3, match_on="composition"), seed=6)
+    assert np.array_equal(
+        both.records.geoids[both.records.block], second.records.geoids[second.records.block]
+    )
+    assert both.close_units == second.swapped_units > 0
+    assert both.swapped_units == first.swapped_units + second.swapped_units
+    assert both.invariants["block populations"]
+    s = both.summary()
+    assert s["close_partner_units"] == both.close_units and s["close_partner_share_max"] == 0.3
+    # the close pass cannot meet its rate (few households share a composition): only the first
+    # pass's rate is held against what was asked
+    assert second.shortfall() is not None
+    assert both.shortfall() == first.shortfall()
+    assert PRESETS["swap-2010"].close_rate > 0
+
+
+def test_close_rate_is_checked():
+    with pytest.raises(TabreconError, match="close_rate must be in"):
+        SwapConfig(rate=0.1, close_rate=1.5)

@@ -37,7 +37,8 @@ def swap(
         str,
         typer.Option(
             help="swap-lo (5%, within tract), swap-hi (50%, size noise, 30/40/30) or swap-2010 "
-            "(4%, risk-targeted at small blocks)"
+            "(4%, risk-targeted at small blocks, then up to 1.5% with partners of the same "
+            "sex x agebin make-up)"
         ),
     ] = "swap-lo",
     rate: Annotated[
@@ -75,8 +76,13 @@ def swap(
     s = res.summary()
     console.print(
         f"{s['preset']}: swapped {s['swapped_units']:,} of {s['units']:,} {s['unit']} "
-        f"({100 * s['swapped_share']:.1f}%), {s['moved_persons']:,} persons changed block -> "
-        f"{paths[0]}"
+        f"({100 * s['swapped_share']:.1f}%"
+        + (
+            f"; {s['close_partner_units']:,} with close partners"
+            if s["close_partner_units"]
+            else ""
+        )
+        + f"), {s['moved_persons']:,} persons changed block -> {paths[0]}"
     )
     if res.shortfall():
         console.print(f"[yellow]note:[/yellow] {res.shortfall()}")
