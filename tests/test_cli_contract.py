@@ -155,6 +155,7 @@ CASES: list[tuple[str, str, int, str]] = [
     ),
     ("synth-persons-zero", "synth --persons 0 --out {D}/x.csv", 2, "--persons"),
     ("synth-bad-state", "synth --state 1 --out {D}/x.csv", 2, "--state"),
+    ("synth-bad-profile", "synth --profile flat --out {D}/x.csv", 2, "--profile"),
     ("demo-persons-negative", "demo --persons -5 --out {D}/demo", 2, "--persons"),
     ("topdown-rho-negative", "topdown {D}/md.csv --rho -1 --out {D}/p.parquet", 2, "--rho"),
     ("topdown-rho-inf", "topdown {D}/md.csv --rho inf --out {D}/p.parquet", 2, "--rho"),

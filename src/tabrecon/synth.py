@@ -156,10 +156,50 @@ class SynthConfig:
     county: str = "001"
     tract_min: int = 1_200
     tract_max: int = 8_000
-    #: probability that a household takes its block's dominant race x ethnicity
+    #: probability that a household takes its block's dominant race x ethnicity (in a block of
+    #: s persons: ``block_cohesion - cohesion_slope * log10(s)``, clipped to [0, 1])
     block_cohesion: float = 0.63
     #: probability that a household member shares the household's race x ethnicity
     household_cohesion: float = 0.95
+    #: how much less cohesive a block is per tenfold of its population (0: every block alike)
+    cohesion_slope: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.household_cohesion <= 1:
+            raise TabreconError(
+                f"household_cohesion must be a probability (got {self.household_cohesion})"
+            )
+        if self.cohesion_slope < 0 or self.block_cohesion < 0:
+            raise TabreconError(
+                "block_cohesion and cohesion_slope must not be negative "
+                f"(got {self.block_cohesion}, {self.cohesion_slope})"
+            )
+        if self.cohesion_slope == 0 and self.block_cohesion > 1:
+            raise TabreconError(
+                f"block_cohesion must be a probability when cohesion_slope is 0 "
+                f"(got {self.block_cohesion})"
+            )
+
+    @classmethod
+    def reid_2010(cls, persons: int = 20_000, **kw: Any) -> SynthConfig:
+        """A county whose small blocks are homogeneous and large blocks mixed, as the nation's
+        were in 2010: a household takes its block's group with probability 1 in blocks of up to
+        about 10 persons, 0.7 at 100 and 0.4 at 1,000.
+
+        The Bureau's figures imply it: about 10% of persons in blocks under 100 were nonmodal
+        (13.2 of about 129 million) against about 35% in larger blocks (Abowd et al., Table 5
+        and text), where the default county has about 22% at every size. The two parameters are
+        the ones, on a grid, with which tabrecon's perfect attacker reproduces the Bureau's
+        CEF_atkr after ``swap-2010`` (``python -m benchmarks.bench_perfect_attacker``): precision
+        for all persons and for nonmodal persons, overall and by block size. Figures measured on
+        the default county are unchanged; this one is for comparisons with the Bureau's
+        linkage (``benchmarks.bench_attacker`` fits ``commercial-2010`` on it).
+
+        >>> cfg = SynthConfig.reid_2010(persons=1000)
+        >>> (cfg.block_cohesion, cfg.cohesion_slope)
+        (1.3, 0.3)
+        """
+        return cls(persons=persons, **{"block_cohesion": 1.3, "cohesion_slope": 0.3, **kw})
 
 
 def _block_sizes(rng: np.random.Generator, n: int) -> np.ndarray:
@@ -187,8 +227,9 @@ def draw_races(
     n_blocks: int,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(race code, hispanic) of each person: a dominant race x ethnicity group per block, a group
-    per household (the block's with probability ``block_cohesion``), a person's group (the
-    household's with probability ``household_cohesion``)."""
+    per household (the block's with probability ``block_cohesion``, less ``cohesion_slope`` per
+    tenfold of the block's population), a person's group (the household's with probability
+    ``household_cohesion``)."""
     codes, hisps, prob = _race_groups()
     ng = len(prob)
     N = block.size
@@ -196,8 +237,10 @@ def draw_races(
     block_dom = rng.choice(ng, size=n_blocks, p=prob)
     hh_block = np.zeros(n_hh, dtype=np.int64)
     hh_block[household] = block
+    size = np.maximum(np.bincount(block, minlength=n_blocks), 1)
+    cohesion = np.clip(cfg.block_cohesion - cfg.cohesion_slope * np.log10(size), 0.0, 1.0)
     hh_grp = np.where(
-        rng.random(n_hh) < cfg.block_cohesion,
+        rng.random(n_hh) < cohesion[hh_block],
         block_dom[hh_block],
         rng.choice(ng, size=n_hh, p=prob),
     )

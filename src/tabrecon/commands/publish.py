@@ -43,6 +43,14 @@ def synth(
             "get household roles (householder, spouse, partner, child, relative, nonrelative)"
         ),
     ] = None,
+    profile: Annotated[
+        str,
+        typer.Option(
+            help="default (every block as cohesive in race x ethnicity) or reid-2010 (small blocks "
+            "homogeneous, large ones mixed: the county on which the perfect attacker reproduces "
+            "the Bureau's CEF_atkr; SynthConfig.reid_2010)"
+        ),
+    ] = "default",
 ) -> None:
     """Write a realistic synthetic county and print its calibration against 2010 figures."""
     from ..schema import write_microdata
@@ -51,8 +59,10 @@ def synth(
     at_least(1, persons=persons)
     if not (state.isdigit() and len(state) == 2 and county.isdigit() and len(county) == 3):
         raise TabreconError("--state must be 2 digits and --county 3 digits")
+    one_of(profile, ("default", "reid-2010"), "--profile")
     check_suffix(out)
-    cfg = SynthConfig(persons=persons, state=state, county=county)
+    make = SynthConfig.reid_2010 if profile == "reid-2010" else SynthConfig
+    cfg = make(persons=persons, state=state, county=county)
     if households is None:
         md = synthesize(cfg, seed=seed)
     else:
