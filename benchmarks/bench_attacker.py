@@ -4,9 +4,11 @@ its residuals and each error rate's effect on the attack's advantage over PRG.
 Run (from the repository root):
 python -m benchmarks.bench_attacker [--persons 1000000] [--fit-persons 200000] [--evals 120]
 
-1. A synthetic population with the 2010 national block-size mix (``--persons``), released as the
-   Bureau's HDF was -- through ``swap-2010``, the risk-targeted swap sized to the HDF-CEF
-   agreement by block size -- tabulated and reconstructed at block+tract (rHDF_b,t).
+1. A synthetic population with the 2010 national block-size mix whose small blocks are
+   homogeneous and large blocks mixed as the nation's were (``SynthConfig.reid_2010``: on it the
+   perfect attacker reproduces CEF_atkr; ``benchmarks.bench_perfect_attacker``; ``--persons``),
+   released as the Bureau's HDF was -- through ``swap-2010``, the risk-targeted swap sized to the
+   HDF-CEF agreement by block size -- tabulated and reconstructed at block+tract (rHDF_b,t).
 2. The error process (coverage, stale addresses and where they land, ages off by one and by 2-10
    years, the other sex, records of nobody) is fitted on a ``--fit-persons`` population of the
    same design by Nelder-Mead, in alternating stages, to
@@ -120,7 +122,7 @@ def with_coverage(e: CommercialErrors, coverage: float) -> CommercialErrors:
 
 def release(persons: int, seed: int):
     t = time.perf_counter()
-    md = synthesize(SynthConfig(persons=persons), seed=seed)
+    md = synthesize(SynthConfig.reid_2010(persons=persons), seed=seed)
     prot = Defense.parse("swap-2010").protect(md, seed)
     run = reconstruct(tabulate(prot.records), "block+tract", workers=2)
     if run.failed:
