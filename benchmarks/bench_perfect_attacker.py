@@ -15,8 +15,9 @@ measures, side by side, on the release ``bench_attacker`` uses (a synthetic popu
    Bureau's figures imply about 10% nonmodal in blocks under 100 and 35% above. Each row, for
    ``--seed``: nonmodal share by block size, precision for all and nonmodal persons
    (reconstruction / truth) and nonmodal precision by block size beside CEF_atkr's; then the
-   sum of squared residuals (those 11 figures) for three seeds and their mean, which
-   ``reid_2010`` minimises on this grid.
+   sum of squared residuals (those 11 figures) for three seeds and their mean. The best fits lie
+   on a ridge (block_cohesion about 0.7 + 2 x slope) and differ along it by less than the spread
+   between seeds; ``reid_2010`` is one of them.
 2. **The release,** on ``reid_2010``: no swap, ``swap-2010`` without its close-partner pass, and
    ``swap-2010`` itself, each with the swapped file's binned agreement with the input by block
    size (the Bureau's HDF-CEF: 74.0% in 1-9, 96.4% overall).
