@@ -110,11 +110,12 @@ def main() -> dict:
             f"input {ag.binned_pct:.1f}% overall, by block size {' / '.join(map(str, by))} "
             f"(HDF-CEF 96.4 overall, 74.0 in 1-9, 99.3 in 1000+)"
         )
+        rt = _attack(md, rel)
         out[f"release: {name}"] = {
             "swapped_share": round(share, 4),
             "agreement_binned": round(ag.binned_pct, 1),
             "agreement_binned_by_bin": by,
-            **_report(f"  {name} ({time.perf_counter() - t:.0f} s)", len(md), _attack(md, rel)),
+            **_report(f"  {name} ({time.perf_counter() - t:.0f} s)", len(md), rt),
         }
     return out
 
