@@ -193,19 +193,19 @@ class CommercialErrors:
 #: blocks homogeneous, on which the perfect attacker reproduces CEF_atkr -- released through
 #: ``swap-2010`` and reconstructed at block+tract; 240 Nelder-Mead evaluations on 200,034
 #: persons) to what the Bureau's COMRCL did relative to its perfect attacker (Abowd et al. Tables
-#: 4-5). On 1,000,139 persons it gives putative 57.9% (Bureau 57.5), precision 41.5% for the
-#: reconstruction (41.2) and 48.6% for the truth (49.4), 0.936 records per person (0.937), and
-#: nonmodal precision within 4.3 points of COMRCL's in every block-size bin up to 500-999; the
+#: 4-5). On 1,000,139 persons it gives putative 57.6% (Bureau 57.5), precision 41.4% for the
+#: reconstruction (41.2) and 48.5% for the truth (49.4), 0.936 records per person (0.937), and
+#: nonmodal precision within 3.2 points of COMRCL's in every block-size bin up to 500-999; the
 #: README has the fit by block size and its residuals.
 COMMERCIAL_2010 = CommercialErrors(
-    coverage=0.8378,
-    age_off_by_one=0.0416,
-    wrong_block=0.5964,
+    coverage=0.8532,
+    age_off_by_one=0.0710,
+    wrong_block=0.5994,
     duplicates=0.03,
-    extras=0.0879,
-    age_far=0.0191,
-    sex_error=0.0219,
-    address_weight=0.3321,
+    extras=0.0676,
+    age_far=0.0244,
+    sex_error=0.0144,
+    address_weight=0.3172,
 )
 #: Attacker presets: the Bureau's CEF_atkr (``perfect``), the hand-sized ``commercial`` and the
 #: fitted ``commercial-2010``.

@@ -93,7 +93,7 @@ class SwapConfig:
 #: attack after it as precise as the Bureau's perfect attacker CEF_atkr was in blocks of 1-9
 #: (nonmodal 86.0%): a size-matched partner's persons rarely share the residents' (sex, agebin),
 #: so they drop out of the linkage instead of linking to the wrong person: without the second
-#: pass precision stays near 92%, with it 86.8% at 72.7% binned agreement in 1-9, on the
+#: pass precision stays at 93%, with it 84.9% at 72.7% binned agreement in 1-9, on the
 #: ``SynthConfig.reid_2010`` county (``python -m benchmarks.bench_perfect_attacker``).
 PRESETS: dict[str, SwapConfig] = {
     "swap-lo": SwapConfig(rate=0.05, name="swap-lo"),
