@@ -47,7 +47,6 @@ from tabrecon.tables import tabulate
 #: nonmodal precision by block size
 ATKR_ALL = (77.9, 86.1)
 ATKR_NONMODAL = (86.0, 71.5, 56.0, 41.9, 30.7, 24.9, 22.1)
-PIK_SHARE = 276.0 / 308.7
 
 
 def main() -> dict:
@@ -76,18 +75,17 @@ def main() -> dict:
     seeds = (args.seed, args.seed + 1, args.seed + 2)
     for name, cfg in grid:
         t = time.perf_counter()
-        ssr = []
+        rows = []
         for sd in seeds:
             md = synthesize(cfg, seed=sd)
             r = _attack(md, Defense.parse("swap-2010").protect(md, sd).records)
-            if sd == args.seed:
+            first = sd == args.seed
+            with contextlib.nullcontext() if first else contextlib.redirect_stdout(io.StringIO()):
+                rows.append(_report(name, len(md), r))
+            if first:
                 share = _nonmodal_share(md)
-                row = _report(name, len(md), r)
                 print(f"  nonmodal share by block size {' / '.join(map(str, share))}%")
-            else:
-                with contextlib.redirect_stdout(io.StringIO()):
-                    ssr.append(_report(name, len(md), r)["sum_sq_residuals"])
-        ssr.insert(0, row["sum_sq_residuals"])
+        ssr = [x["sum_sq_residuals"] for x in rows]
         print(
             f"  sum of squared residuals over seeds {', '.join(map(str, seeds))}: "
             f"{' / '.join(map(str, ssr))}, mean {sum(ssr) / len(ssr):.1f} "
@@ -96,7 +94,7 @@ def main() -> dict:
         out[f"population: {name}"] = {
             "nonmodal_share_by_bin": share,
             "sum_sq_residuals_by_seed": ssr,
-            **row,
+            **rows[0],
         }
     md = synthesize(SynthConfig.reid_2010(persons=args.persons), seed=args.seed)
     s2010 = PRESETS["swap-2010"]
@@ -129,10 +127,8 @@ def main() -> dict:
 
 
 #: (block_cohesion, cohesion_slope) of SynthConfig.reid_2010
-REID = (
-    SynthConfig.reid_2010().block_cohesion,
-    SynthConfig.reid_2010().cohesion_slope,
-)
+_REID_CFG = SynthConfig.reid_2010()
+REID = (_REID_CFG.block_cohesion, _REID_CFG.cohesion_slope)
 
 
 def _attack(md, released) -> pl.DataFrame:
