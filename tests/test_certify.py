@@ -218,10 +218,10 @@ def test_synthetic_county_distances_equal_the_textbook_formulation(
     it solves quickly). With tract tables this pins the bounding route too: own-rows upper
     bounds, joint lower bounds, unique blocks held fixed, searches only where bounds differ;
     and, with CP-SAT cut off at once, every search handed to HiGHS with the bounds combined."""
-    import tabrecon.attacks.certify as certify_module
+    import tabrecon.attacks.variability as variability
 
     if escalate_after is not None:
-        monkeypatch.setattr(certify_module, "ESCALATE_AFTER", escalate_after)
+        monkeypatch.setattr(variability, "ESCALATE_AFTER", escalate_after)
     ts = tabulate(small_md)
     rec = reconstruct(ts, level).records
     blocks = certify(ts, rec, level).blocks

@@ -25,7 +25,6 @@ full model.
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -49,8 +48,10 @@ from ..schema import (
     size_bin,
 )
 from ..tables import MISSING, TABLES_BY_NAME, TableSet, tabulate
+from . import variability
 from .reconstruct import RECON_LEVELS, build_tract_model, diagnose
 from .solvers import Extensible, IntProgram, SolverOptions, tighten
+from .variability import capped, drop_fixed, hold_forms, max_shortfall, search_shortfall
 
 #: The status of a block proven to have exactly one consistent population (solvar 0).
 UNIQUE = "unique"
@@ -62,8 +63,6 @@ JOINT_ROUNDS = 1
 OWN_ROWS_LIMIT = 0.2
 #: Seconds for each joint maximisation (it supplies lower bounds only: any population will do).
 JOINT_LIMIT = 0.3
-#: Seconds CP-SAT gets on a block's distance before HiGHS takes it over (solver ``auto`` only).
-ESCALATE_AFTER = 1.0
 
 
 def binned_type(t: np.ndarray) -> np.ndarray:
@@ -117,58 +116,6 @@ def _check_recon(ts: TableSet, tract: str, level: str, recon: Microdata) -> list
     return bad
 
 
-def _fix_unique_blocks(
-    prog: IntProgram, G: sp.csr_matrix, c: np.ndarray, key_block: np.ndarray, unique: np.ndarray
-) -> IntProgram:
-    """``prog`` with every key of a proven-unique block held at its reconstructed count: a key
-    with one variable by its bounds, a key with several (single ages in a bin) by an equality
-    row. Exact: those blocks have no other consistent binned histogram."""
-    fixed = unique[key_block]
-    Gf = G[np.flatnonzero(fixed)].tocsr()
-    cf = c[fixed]
-    nvar = np.diff(Gf.indptr)
-    lb = np.zeros(prog.n_vars, dtype=np.int64) if prog.lb is None else prog.lb.astype(np.int64)
-    ub = prog.ub.astype(np.int64).copy()
-    single = np.flatnonzero(nvar == 1)
-    v = Gf.indices[Gf.indptr[single]]
-    lb[v] = ub[v] = cf[single]
-    zero = np.flatnonzero((nvar > 1) & (cf == 0))
-    ub[Gf[zero].indices] = 0
-    multi = np.flatnonzero((nvar > 1) & (cf > 0))
-    return IntProgram(
-        A=sp.vstack([prog.A, Gf[multi]]).tocsr(),
-        lo=np.concatenate([prog.lo, cf[multi]]),
-        hi=np.concatenate([prog.hi, cf[multi]]),
-        ub=ub,
-        lb=lb,
-    )
-
-
-def _drop_fixed(prog: IntProgram) -> tuple[IntProgram, np.ndarray, np.ndarray]:
-    """``prog`` without its fixed variables (lb == ub; their values moved into the row bounds)
-    and without the rows left empty, with the kept variables' and rows' indices. Cloning and
-    presolving the smaller program is what each per-block search pays for."""
-    lb = np.zeros(prog.n_vars, dtype=np.int64) if prog.lb is None else prog.lb.astype(np.int64)
-    ub = prog.ub.astype(np.int64)
-    fixed = lb == ub
-    keep = np.flatnonzero(~fixed)
-    A = prog.A.tocsc()
-    shift = np.asarray(A[:, np.flatnonzero(fixed)] @ lb[fixed]).ravel()
-    Ak = A[:, keep].tocsr()
-    rows = np.flatnonzero(np.diff(Ak.indptr) > 0)
-    return (
-        IntProgram(
-            A=Ak[rows],
-            lo=prog.lo[rows] - shift[rows],
-            hi=prog.hi[rows] - shift[rows],
-            ub=ub[keep],
-            lb=lb[keep],
-        ),
-        keep,
-        rows,
-    )
-
-
 def _presolved(
     model: Any, G: sp.csr_matrix, c: np.ndarray, ymax: np.ndarray
 ) -> tuple[IntProgram, sp.csr_matrix, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -191,7 +138,7 @@ def _presolved(
     ub = np.minimum(ub, prog.ub)
     if (lb > ub).any():
         return same
-    reduced, kept, rows = _drop_fixed(replace(prog, lb=lb, ub=ub))
+    reduced, kept, rows = drop_fixed(replace(prog, lb=lb, ub=ub))
     fixed = np.ones(prog.n_vars, dtype=bool)
     fixed[kept] = False
     y0 = np.asarray(G[:, np.flatnonzero(fixed)] @ lb[fixed]).ravel().astype(np.int64)
@@ -209,68 +156,6 @@ def _presolved(
         model.var_block[kept],
         model.row_block[rows],
     )
-
-
-def _capped(opts: SolverOptions, seconds: float) -> SolverOptions:
-    """``opts`` with its time limit lowered to ``seconds`` (never raised)."""
-    return replace(opts, time_limit=min(opts.time_limit or math.inf, seconds))
-
-
-def _search(
-    prog: IntProgram,
-    Gb: sp.csr_matrix,
-    cb: np.ndarray,
-    ymax: np.ndarray,
-    opts: SolverOptions,
-    escalate: bool,
-    cpsat: Extensible | None = None,
-) -> tuple[int, int, bool]:
-    """A block's largest distance on ``prog``: (lower, upper, proven). CP-SAT (``opts``, or the
-    given extensible model) first; with ``escalate``, a maximum it has not proven within
-    :data:`ESCALATE_AFTER` seconds goes to HiGHS, whose LP bounds close what CP-SAT's search
-    cannot (seen: a 1,716-person block's 112 proven in 2 s by HiGHS, 220 s by CP-SAT), and the
-    two runs' bounds are combined."""
-    ext = cpsat or Extensible(prog, _capped(opts, ESCALATE_AFTER) if escalate else opts)
-    lo, hi, exact, _ = _max_distance(ext, Gb, cb, ymax)
-    if exact or not escalate:
-        return lo, hi, exact
-    lo2, hi2, exact2, _ = _max_distance(
-        Extensible(prog, replace(opts, backend="highs")), Gb, cb, ymax
-    )
-    lo, hi = max(lo, lo2), min(hi, hi2)
-    return lo, hi, exact2 or lo >= hi
-
-
-def _max_distance(
-    ext: Extensible, Gb: sp.csr_matrix, cb: np.ndarray, ymax: np.ndarray
-) -> tuple[int, int, bool, np.ndarray | None]:
-    """Largest sum_k (c_k - y_k)^+ over some keys with c_k > 0 (``Gb`` maps the program's
-    variables to those keys' counts y): (lower, upper, proven, the population found or None).
-
-    d_k <= c_k w_k ;  d_k + y_k + M_k w_k <= c_k + M_k ;  maximise sum d, with M_k = ymax_k - c_k
-    (w_k = 0 then leaves y_k <= ymax_k, which always holds; the block's population as M made the
-    relaxation so weak that 1,000-person blocks timed out)."""
-    n, nx = cb.size, Gb.shape[1]
-    Mk = ymax - cb
-    eye = sp.identity(n, format="csr", dtype=np.int64)
-    r1 = sp.hstack([sp.csr_matrix((n, nx), dtype=np.int64), eye, -sp.diags(cb, dtype=np.int64)])
-    r2 = sp.hstack([Gb, eye, sp.diags(Mk, dtype=np.int64)])
-    cobj = np.concatenate(
-        [np.zeros(nx, dtype=np.int64), np.ones(n, dtype=np.int64), np.zeros(n, dtype=np.int64)]
-    )
-    sol = ext.solve(
-        2 * n,
-        np.concatenate([cb, np.ones(n, dtype=np.int64)]),
-        sp.vstack([r1, r2]).tocsr(),
-        np.concatenate([np.full(n, -int(cb.max()), dtype=np.int64), np.zeros(n, dtype=np.int64)]),
-        np.concatenate([np.zeros(n, dtype=np.int64), cb + Mk]),
-        c=cobj,
-        maximize=True,
-    )
-    lo = int(round(sol.objective)) if sol.objective is not None else 0
-    hi = int(np.floor(sol.bound + 1e-6)) if sol.bound is not None else int(cb.sum())
-    x = sol.x[:nx] if sol.x is not None else None  # a feasible population, even on a time-out
-    return lo, hi, sol.status == "optimal", x
 
 
 def certify_tract(
@@ -405,7 +290,7 @@ def certify_tract(
     if distance and (state == 2).any():
         dopts = opts
         if distance_time_limit is not None:  # a bound per block instead of a long search
-            dopts = _capped(opts, distance_time_limit)
+            dopts = capped(opts, distance_time_limit)
         varying = np.flatnonzero(state == 2)
 
         def keys_of(bs: np.ndarray) -> np.ndarray:
@@ -418,7 +303,7 @@ def certify_tract(
         #    to the proven 59), and any bound it reaches is still valid.
         own_opts = dopts
         if level != "block":
-            own_opts = _capped(dopts, OWN_ROWS_LIMIT)
+            own_opts = capped(dopts, OWN_ROWS_LIMIT)
         for b in varying:
             kb = keys_of(np.array([b]))
             vs = np.flatnonzero(var_block == b)
@@ -431,11 +316,13 @@ def certify_tract(
                 lb=None if p.lb is None else p.lb[vs],
             )
             if level == "block":  # the exact search
-                lo_b, hi_b, exact = _search(sub, G[kb][:, vs], c[kb], ymax[kb], dopts, escalate)
+                lo_b, hi_b, exact = search_shortfall(
+                    sub, G[kb][:, vs], c[kb], ymax[kb], dopts, escalate
+                )
                 lower[b] = max(lower[b], lo_b)
                 upper[b] = lower[b] if exact else min(upper[b], hi_b)
             else:
-                _, hi_b, _, _ = _max_distance(
+                _, hi_b, _, _ = max_shortfall(
                     Extensible(sub, own_opts), G[kb][:, vs], c[kb], ymax[kb]
                 )
                 upper[b] = min(upper[b], hi_b)
@@ -445,17 +332,19 @@ def certify_tract(
             #    open blocks' summed distance gives each a lower bound (its distance in that
             #    population); a block whose lower bound meets its own-rows upper bound is proven
             #    without a search of its own. Then 3. a search per open block.
-            reduced, kept, _ = _drop_fixed(_fix_unique_blocks(p, G, c, key_block, state == 1))
-            shared = Extensible(reduced, _capped(dopts, ESCALATE_AFTER) if escalate else dopts)
+            reduced, kept, _ = drop_fixed(hold_forms(p, G, c, (state == 1)[key_block]))
+            shared = Extensible(
+                reduced, capped(dopts, variability.ESCALATE_AFTER) if escalate else dopts
+            )
             Gk = G[:, kept].tocsr()
-            joint = Extensible(reduced, _capped(dopts, JOINT_LIMIT))
+            joint = Extensible(reduced, capped(dopts, JOINT_LIMIT))
             is_open = np.zeros(nb, dtype=bool)
             is_open[varying] = lower[varying] < upper[varying]
             for _ in range(JOINT_ROUNDS):
                 if not is_open.any():
                     break
                 ka = keys_of(np.flatnonzero(is_open))
-                *_, x = _max_distance(joint, Gk[ka], c[ka], ymax[ka])
+                *_, x = max_shortfall(joint, Gk[ka], c[ka], ymax[ka])
                 if x is None:
                     break
                 y = Gk @ x
@@ -467,7 +356,7 @@ def certify_tract(
                 is_open &= ~closed
             for b in np.flatnonzero(is_open):
                 kb = keys_of(np.array([b]))
-                lo_b, hi_b, exact = _search(
+                lo_b, hi_b, exact = search_shortfall(
                     reduced, Gk[kb], c[kb], ymax[kb], dopts, escalate, cpsat=shared
                 )
                 lower[b] = max(lower[b], lo_b)
