@@ -178,3 +178,119 @@ def test_a_solution_that_does_not_deal_out_is_refused():
     assert [g.tolist() for g in got] == [[0, 2], [1]]
     with pytest.raises(TabreconError, match="does not deal out"):
         _deal(x, adms, cls, ytypes, np.array([2, 1, 1]))  # the tract holds one unit more
+
+
+def _largest_shortfall(prog, c: np.ndarray) -> int | None:
+    """The oracle: every solution of a small block's program enumerated (CP-SAT), the largest
+    number of the reconstruction's units any of them lacks; None if there are too many."""
+    from ortools.sat.python import cp_model
+
+    m = cp_model.CpModel()
+    xs = [m.new_int_var(0, int(u), f"x{i}") for i, u in enumerate(prog.ub)]
+    A = prog.A.tocsr()
+    for r in range(A.shape[0]):
+        lo, hi = A.indptr[r], A.indptr[r + 1]
+        row = zip(A.indices[lo:hi], A.data[lo:hi], strict=True)
+        m.add(sum(int(a) * xs[i] for i, a in row) == prog.lo[r])
+    best, seen = [0], [0]
+
+    class Each(cp_model.CpSolverSolutionCallback):
+        def on_solution_callback(self) -> None:
+            y = np.array([self.value(v) for v in xs])
+            best[0] = max(best[0], int(np.maximum(c - y, 0).sum()))
+            seen[0] += 1
+            if seen[0] > 20_000:
+                self.stop_search()
+
+    s = cp_model.CpSolver()
+    s.parameters.enumerate_all_solutions = True
+    s.parameters.num_workers = 1
+    done = s.solve(m, Each()) == cp_model.OPTIMAL
+    return best[0] if done else None
+
+
+def test_distances_equal_the_largest_shortfall_over_every_solution():
+    """Solution variability over the housing-unit schema: a varying block's solvar is the largest
+    share of its reconstructed units that some consistent population lacks, checked against the
+    enumeration of every solution of the blocks small enough to enumerate."""
+    from tabrecon.attacks.unit_reconstruct import block_program, block_tables
+    from tabrecon.unit_tables import tables_in
+
+    _, units = synthesize_households(SynthConfig(persons=500), seed=3)
+    sizes = units.to_frame().group_by("block_geoid").len()
+    small = sizes.filter(pl.col("len") <= 25)["block_geoid"].to_list()  # large: seconds each
+    long = tabulate_units(units).filter(pl.col("geoid").is_in(small))
+    rec = reconstruct_units(long, distance=True)
+    b = rec.blocks
+    assert (b.filter(pl.col("status") == "unique")["solvar"] == 0).all()
+    varies = b.filter(pl.col("status") == "varies")
+    assert varies.height and (varies["solvar"] > 0).all()
+    assert (varies["solvar_lo"] == varies["solvar"]).all()
+    _, W, geoids, V = block_tables(long, HOUSING_UNITS, tables_in(long, HOUSING_UNITS))
+    feas = HOUSING_UNITS.feasible_types()
+    rgeo = rec.units.block_geoid.astype(str)
+    checked = 0
+    for row in varies.iter_rows(named=True):
+        prog, adm = block_program(W, V[geoids.index(row["geoid"])])
+        if prog.n_vars > 40:
+            continue
+        pos = np.searchsorted(feas, rec.units.types[rgeo == row["geoid"]])
+        want = _largest_shortfall(prog, np.bincount(np.searchsorted(adm, pos), minlength=adm.size))
+        if want is not None:
+            assert round(row["solvar"] * row["units"] / 100) == want, row
+            checked += 1
+    assert checked >= 3
+
+
+def test_a_person_reconstruction_certified_over_the_schema_gets_certifications_distances():
+    """Certification written over any schema: the person pipeline's own reconstruction given as
+    ``reference`` to the count model over the person schema (block+tract, uniqueness and
+    distance at agebin38) gets, block for block, the verdict and the solution variability person
+    certification proves for it."""
+    from tabrecon.attacks.certify import certify
+    from tabrecon.attacks.reconstruct import reconstruct
+    from tabrecon.schema import AGEBIN_OF_AGE, PERSONS, person_units
+    from tabrecon.synth import SynthConfig, synthesize
+    from tabrecon.tables import tabulate
+
+    md = synthesize(SynthConfig(persons=1_200), seed=5)
+    ts = tabulate(md)
+    recmd = reconstruct(ts, "block+tract").records
+    cert = certify(ts, recmd, "block+tract").blocks
+    rec = reconstruct_units(
+        tabulate_units(person_units(md)),
+        PERSONS,
+        level="block+tract",
+        unique_on={"age": AGEBIN_OF_AGE},
+        reference=person_units(recmd),
+        distance=True,
+    )
+    both = rec.blocks.join(
+        cert.select(
+            pl.col("block_geoid").alias("geoid"), "persons", pl.col("status").alias("p")
+        ).with_columns(psv=cert["solvar"]),
+        on="geoid",
+    )
+    assert both.height == cert.height == rec.blocks.height
+    assert (both["status"] == both["p"]).all()
+    assert (both["units"] == both["persons"]).all()  # the reference's units, not a new solve
+    assert both.filter(pl.col("status") == "varies").height >= 3
+    assert ((both["solvar"] - both["psv"]).abs() < 1e-9).all()
+
+
+def test_a_reference_that_breaks_the_tables_is_refused_by_block():
+    """A reconstruction given to certify that breaks a published cell of a block (a unit
+    dropped) is refused there; the other blocks are still answered."""
+    _, units = synthesize_households(SynthConfig(persons=300), seed=4)
+    long = tabulate_units(units)
+    first = units.block_geoid[0]
+    keep = np.ones(len(units), dtype=bool)
+    keep[0] = False
+    short = Units(
+        HOUSING_UNITS, units.block_geoid[keep], {k: v[keep] for k, v in units.codes.items()}
+    )
+    rec = reconstruct_units(long, reference=short)
+    status = dict(zip(rec.blocks["geoid"], rec.blocks["status"], strict=True))
+    assert status[first] == "refused"
+    assert {s for g, s in status.items() if g != first} <= {"unique", "varies"}
+    assert len(status) == long.filter(pl.col("geoid").str.len_chars() == 15)["geoid"].n_unique()

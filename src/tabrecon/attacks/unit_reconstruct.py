@@ -39,7 +39,9 @@ from ..geo import prefix
 from ..schema.catalog import HOUSING_UNITS
 from ..schema.spec import Schema, Units
 from ..unit_tables import compiled, table_by_name, tables_in, tables_of
+from . import variability
 from .solvers import Extensible, IntProgram, SolverOptions, prove_forms
+from .variability import capped, drop_fixed, hold_forms, search_shortfall
 
 
 @dataclass
@@ -47,9 +49,11 @@ class UnitReconstruction:
     """Reconstructed units and, per block, whether they are the only consistent ones."""
 
     units: Units
-    blocks: pl.DataFrame  # geoid, units, types, status, seconds
+    blocks: pl.DataFrame  # geoid, units, types, status, seconds, solvar, solvar_lo, solvar_hi
     # status: unique | varies | undecided (limit hit) | infeasible (the tables contradict
-    # themselves) | failed (no solution within the limit) | unknown (not checked)
+    # themselves) | failed (no solution within the limit) | refused (the reference breaks the
+    # tables) | unknown (not checked); solvar in percent of the block's units, NaN where not
+    # measured (unique blocks are 0)
 
 
 LEVELS = ("block", "block+tract")
@@ -64,6 +68,9 @@ def reconstruct_units(
     level: str = "block",
     unique_on: Mapping[str, np.ndarray] | None = None,
     tract_model: str = "auto",
+    reference: Units | None = None,
+    distance: bool = False,
+    distance_time_limit: float | None = None,
 ) -> UnitReconstruction:
     """Reconstruct every block of a long table (geoid, cell, value) of ``schema``'s tables
     (``tables``: by default every declared table the long table holds a cell of; one it holds in
@@ -82,12 +89,24 @@ def reconstruct_units(
     the tract a variable per type (:func:`tract_class_program`: the same solutions, far fewer
     variables), valid when uniqueness is asked no finer than the classes; "auto" takes
     "classes" whenever it is valid.
+
+    ``reference`` certifies a reconstruction made elsewhere (another tool's, or the truth)
+    instead of solving for one: each block's units are checked against its program (a block
+    whose units break a published cell, or hold a type its zeros rule out, is "refused") and
+    the questions are asked of them. With ``distance`` each block that varies also gets its
+    solution variability (:mod:`tabrecon.attacks.variability`): the largest share of its units
+    that differ, at the resolution uniqueness is asked at, in any population the tables allow
+    (``solvar``, percent; ``solvar_lo``/``solvar_hi`` bound it when a search stops at
+    ``distance_time_limit`` seconds or the solver's limit; unique blocks are 0).
     """
     if level not in LEVELS:
         raise TabreconError(f"level must be one of {', '.join(LEVELS)} (got {level!r})")
     if tract_model not in ("auto", "types", "classes"):
         raise TabreconError(f"tract_model must be auto, types or classes (got {tract_model!r})")
+    if distance and not check_unique:
+        raise TabreconError("distance needs check_unique: distances are measured where blocks vary")
     opts = (opts or SolverOptions()).for_task("certify")
+    escalate = opts.backend == "auto"  # a distance CP-SAT cannot close soon goes to HiGHS
     names = tables or tables_in(long, schema)
     of_level = {
         lv: tuple(n for n in names if table_by_name(n, schema).level == lv)
@@ -135,6 +154,22 @@ def reconstruct_units(
             )
         aggregate = valid and tract_model != "types"
     Wtc = Wt.tocsc() if Wt is not None else None
+    ref_pos = ref_geo = None
+    if reference is not None:
+        if reference.schema.name != schema.name:
+            raise TabreconError(
+                f"the reference holds {reference.schema.name} records, the tables are "
+                f"{schema.name}'s"
+            )
+        rt = reference.types
+        ref_pos = np.searchsorted(feas, rt)
+        ok = (ref_pos < feas.size) & (feas[np.minimum(ref_pos, feas.size - 1)] == rt)
+        if not ok.all():
+            raise InputError(
+                f"the reference's unit in block {reference.block_geoid[np.argmin(ok)]} is of no "
+                f"feasible {schema.name} type ({int((~ok).sum())} such units)"
+            )
+        ref_geo = reference.block_geoid.astype(str)
     rows, geo_out, stats = [], [], []
     for bs, vt in groups:
         t0 = time.perf_counter()
@@ -149,21 +184,43 @@ def reconstruct_units(
             assert Wt is not None and Wtc is not None
             prog, adms = tract_program(W, Wc, V[bs], Wt, Wtc, vt)
         base = Extensible(prog, opts)  # built once: the solve and the uniqueness proof clone it
-        sol = base.solve_base()
         share = 1.0 / len(bs)
-        if not sol.has_solution or sol.x is None:
-            why = "infeasible" if sol.status == "infeasible" else "failed"  # tables contradict
-            took = (time.perf_counter() - t0) * share
-            stats += [(geoids[b], 0, int(a.size), why, took) for b, a in zip(bs, adms, strict=True)]
-            continue
-        x = sol.x
+        nan = (np.nan, np.nan, np.nan)
+        if ref_pos is not None and ref_geo is not None:
+            x = _reference_x(prog, [geoids[b] for b in bs], adms, ref_pos, ref_geo, cls, ytypes)
+            if x is None:
+                took = (time.perf_counter() - t0) * share
+                stats += [
+                    (geoids[b], 0, int(a.size), "refused", took, *nan)
+                    for b, a in zip(bs, adms, strict=True)
+                ]
+                continue
+        else:
+            sol = base.solve_base()
+            if not sol.has_solution or sol.x is None:
+                why = "infeasible" if sol.status == "infeasible" else "failed"  # contradiction
+                took = (time.perf_counter() - t0) * share
+                stats += [
+                    (geoids[b], 0, int(a.size), why, took, *nan)
+                    for b, a in zip(bs, adms, strict=True)
+                ]
+                continue
+            x = sol.x
         status = ["unknown"] * len(bs)
+        spread = [nan] * len(bs)
         if check_unique:
-            if vt is None and unique_on is None:
+            if vt is None and unique_on is None and not distance:
                 once = _unique(base, x)
                 status = ["undecided" if once is None else ("unique" if once else "varies")]
             else:
-                status = _unique_blocks(base, x, adms, key)
+                F, m, form_block = _block_forms(base.prog.n_vars, x, adms, key)
+                status = _unique_blocks(base, F, m, form_block, x, len(bs))
+            if distance:
+                spread = _distances(
+                    base, F, m, form_block, status, opts, distance_time_limit, escalate
+                )
+            else:
+                spread = [(0.0, 0.0, 0.0) if s == "unique" else nan for s in status]
         took = (time.perf_counter() - t0) * share
         nx = int(sum(a.size for a in adms))
         if ytypes is not None:
@@ -174,10 +231,10 @@ def reconstruct_units(
                 xb = x[off : off + a.size]
                 off += a.size
                 dealt.append(np.repeat(a[xb > 0], xb[xb > 0]))
-        for b, a, got, st in zip(bs, adms, dealt, status, strict=True):
+        for b, a, got, st, sv in zip(bs, adms, dealt, status, spread, strict=True):
             rows.append(feas[got])
             geo_out.append(np.full(got.size, geoids[b]))
-            stats.append((geoids[b], int(got.size), int(a.size), st, took))
+            stats.append((geoids[b], int(got.size), int(a.size), st, took, *sv))
     types = np.concatenate(rows) if rows else np.zeros(0, dtype=np.int64)
     units = Units(
         schema,
@@ -187,7 +244,18 @@ def reconstruct_units(
         "reconstruction",
     )
     blocks = pl.DataFrame(
-        stats, schema=["geoid", "units", "types", "status", "seconds"], orient="row"
+        stats,
+        schema={
+            "geoid": pl.String,
+            "units": pl.Int64,
+            "types": pl.Int64,
+            "status": pl.String,
+            "seconds": pl.Float64,
+            "solvar": pl.Float64,
+            "solvar_lo": pl.Float64,
+            "solvar_hi": pl.Float64,
+        },
+        orient="row",
     ).sort("geoid")
     return UnitReconstruction(units, blocks)
 
@@ -209,28 +277,42 @@ def _coarse_key(
     return np.unique(np.stack(parts, axis=1), axis=0, return_inverse=True)[1].reshape(-1)
 
 
-def _unique_blocks(
-    base: Extensible, x: np.ndarray, adms: list[np.ndarray], key: np.ndarray
-) -> list[str]:
-    """Each block's verdict in one proof over the joint program: the forms are every block's
-    count of each coarse type it holds (``key``: each feasible type's, :func:`_coarse_key`;
-    :func:`tabrecon.attacks.solvers.prove_forms`); a block is unique when all its forms are
-    proven, varies when one is refuted, undecided when the proof stopped at the limit first."""
-    nb = len(adms)
-    blk = np.repeat(np.arange(nb), [a.size for a in adms])
+def _block_forms(
+    n_vars: int, x: np.ndarray, adms: list[np.ndarray], key: np.ndarray
+) -> tuple[sp.csr_matrix, np.ndarray, np.ndarray]:
+    """Every block's count of each coarse type it admits, as forms over the program's
+    variables (a class program's tract ones follow the blocks'), with their values at ``x`` and
+    each form's block (``key``: each feasible type's coarse key, :func:`_coarse_key`)."""
+    blk = np.repeat(np.arange(len(adms)), [a.size for a in adms])
     if not blk.size:
-        return ["unique"] * nb
+        return sp.csr_matrix((0, n_vars), dtype=np.int64), np.zeros(0, np.int64), blk
     pairs = np.stack([blk, key[np.concatenate(adms)]], axis=1)
     form = np.unique(pairs, axis=0, return_inverse=True)[1].reshape(-1)
-    F = sp.csr_matrix(  # over the blocks' variables (a class program's tract ones follow)
+    F = sp.csr_matrix(
         (np.ones(blk.size, dtype=np.int64), (form, np.arange(blk.size))),
-        shape=(int(form.max()) + 1, base.prog.n_vars),
+        shape=(int(form.max()) + 1, n_vars),
     )
-    m = F @ x
-    sel = np.flatnonzero(m > 0)  # the totals are published: another histogram lowers one of these
-    proof = prove_forms(base, F[sel], m[sel], [x], base.opts.time_limit)
     form_block = np.zeros(F.shape[0], dtype=np.int64)
     form_block[form] = blk
+    return F, np.asarray(F @ x, dtype=np.int64), form_block
+
+
+def _unique_blocks(
+    base: Extensible,
+    F: sp.csr_matrix,
+    m: np.ndarray,
+    form_block: np.ndarray,
+    x: np.ndarray,
+    nb: int,
+) -> list[str]:
+    """Each block's verdict in one proof over the joint program: the forms are every block's
+    count of each coarse type it holds (:func:`_block_forms`;
+    :func:`tabrecon.attacks.solvers.prove_forms`); a block is unique when all its forms are
+    proven, varies when one is refuted, undecided when the proof stopped at the limit first."""
+    if not F.shape[0]:
+        return ["unique"] * nb
+    sel = np.flatnonzero(m > 0)  # the totals are published: another histogram lowers one of these
+    proof = prove_forms(base, F[sel], m[sel], [x], base.opts.time_limit)
     out = []
     for b in range(nb):
         mine = form_block[sel] == b
@@ -241,6 +323,100 @@ def _unique_blocks(
         else:
             out.append("undecided")
     return out
+
+
+def _distances(
+    base: Extensible,
+    F: sp.csr_matrix,
+    m: np.ndarray,
+    form_block: np.ndarray,
+    status: list[str],
+    opts: SolverOptions,
+    time_limit: float | None,
+    escalate: bool,
+) -> list[tuple[float, float, float]]:
+    """Each block's solution variability in percent of its units, (solvar, lower, upper): 0 for
+    unique blocks; for those that vary the largest shortfall of their coarse histogram against
+    ``m`` (:func:`tabrecon.attacks.variability.search_shortfall`) on the program with every
+    unique block's counts held (exact: they take no other values) and what that fixes removed;
+    solvar is NaN where the search stopped with the bounds apart."""
+    nb = len(status)
+    prog = base.prog
+    N = np.bincount(form_block, weights=m, minlength=nb).astype(np.int64)
+    ymax = np.minimum(np.asarray(F @ prog.ub.astype(np.int64)).ravel(), N[form_block])
+    ymax = np.maximum(ymax, m)
+    unique = np.array([s == "unique" for s in status])
+    dopts = opts if time_limit is None else capped(opts, time_limit)
+    out: list[tuple[float, float, float]] = []
+    varying = [b for b in range(nb) if status[b] == "varies"]
+    if varying:
+        held = unique[form_block]
+        reduced, kept, _ = drop_fixed(hold_forms(prog, F, m, held) if held.any() else prog)
+        Fk = F[:, kept].tocsr()
+        shared = Extensible(
+            reduced, capped(dopts, variability.ESCALATE_AFTER) if escalate else dopts
+        )
+    for b in range(nb):
+        if status[b] == "unique":
+            out.append((0.0, 0.0, 0.0))
+            continue
+        if status[b] != "varies" or N[b] == 0:
+            out.append((np.nan, np.nan, np.nan))
+            continue
+        kb = np.flatnonzero((form_block == b) & (m > 0))
+        lo, hi, exact = search_shortfall(
+            reduced, Fk[kb], m[kb], ymax[kb], dopts, escalate, cpsat=shared
+        )
+        pct = 100.0 / N[b]
+        out.append((lo * pct if exact or lo >= hi else np.nan, lo * pct, hi * pct))
+    return out
+
+
+def _reference_x(
+    prog: IntProgram,
+    geoids: list[str],
+    adms: list[np.ndarray],
+    ref_pos: np.ndarray,
+    ref_geo: np.ndarray,
+    cls: np.ndarray,
+    ytypes: np.ndarray | None,
+) -> np.ndarray | None:
+    """The program's variables at a given reconstruction (``ref_pos``: each unit's position
+    among the feasible types, ``ref_geo`` its block), or None when its units do not fit the
+    program (a type the zeros rule out, or a published cell it breaks). A class program's
+    blocks count classes, its tract the types (``ytypes``)."""
+    parts = []
+    in_group = np.zeros(ref_geo.size, dtype=bool)
+    for g, a in zip(geoids, adms, strict=True):
+        mine = ref_geo == g
+        in_group |= mine
+        pos = ref_pos[mine]
+        if ytypes is not None:  # classes: a is each admissible class's first type
+            pos, a = cls[pos], cls[a]
+        order = np.argsort(a)
+        at = np.searchsorted(a, pos, sorter=order)
+        at = np.minimum(at, max(a.size - 1, 0))
+        if a.size == 0 and pos.size:
+            return None
+        idx = order[at] if a.size else at
+        if pos.size and (a[idx] != pos).any():
+            return None
+        parts.append(np.bincount(idx, minlength=a.size).astype(np.int64))
+    if ytypes is not None:
+        pos = ref_pos[in_group]
+        at = np.searchsorted(ytypes, pos)
+        at = np.minimum(at, max(ytypes.size - 1, 0))
+        if pos.size and (ytypes.size == 0 or (ytypes[at] != pos).any()):
+            return None
+        parts.append(np.bincount(at, minlength=ytypes.size).astype(np.int64))
+    x = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+    if x.size != prog.n_vars:
+        return None
+    ax = prog.A @ x
+    lb = 0 if prog.lb is None else prog.lb
+    if (ax < prog.lo).any() or (ax > prog.hi).any() or (x > prog.ub).any() or (x < lb).any():
+        return None
+    return x
 
 
 def block_tables(
