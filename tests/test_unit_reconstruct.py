@@ -294,3 +294,46 @@ def test_a_reference_that_breaks_the_tables_is_refused_by_block():
     assert status[first] == "refused"
     assert {s for g, s in status.items() if g != first} <= {"unique", "varies"}
     assert len(status) == long.filter(pl.col("geoid").str.len_chars() == 15)["geoid"].n_unique()
+
+
+def test_uniqueness_without_a_published_total_proves_every_count():
+    """The zero test's shortcut (a different histogram lacks some unit) needs the block's total
+    fixed. Here it is not: x0 = 1 is published, x1 (reconstructed 0) is free up to 2. The
+    shortcut would call the block unique; the full proof finds x1 = 1 and says it varies. With
+    a total row added, the shortcut applies and the verdict is unique."""
+    import scipy.sparse as sp
+
+    from tabrecon.attacks.solvers import Extensible, IntProgram, SolverOptions
+    from tabrecon.attacks.unit_reconstruct import _totals_fixed, _unique_blocks
+
+    F = sp.identity(2, format="csr", dtype=np.int64)
+    x, m, blk = np.array([1, 0]), np.array([1, 0]), np.array([0, 0])
+    open_total = IntProgram(
+        A=sp.csr_matrix(np.array([[1, 0]])), lo=np.array([1]), hi=np.array([1]), ub=np.array([1, 2])
+    )
+    assert not _totals_fixed(open_total, F, blk, 1).any()
+    assert _unique_blocks(Extensible(open_total, SolverOptions()), F, m, blk, x, 1) == ["varies"]
+    with_total = IntProgram(
+        A=sp.csr_matrix(np.array([[1, 0], [1, 1]])),
+        lo=np.array([1, 1]),
+        hi=np.array([1, 1]),
+        ub=np.array([1, 2]),
+    )
+    assert _totals_fixed(with_total, F, blk, 1).all()
+    assert _unique_blocks(Extensible(with_total, SolverOptions()), F, m, blk, x, 1) == ["unique"]
+
+
+def test_a_block_missing_or_repeating_a_cell_is_named():
+    """The long table must give every block each cell of the tables used exactly once: a
+    missing value and a repeated one are named by block and cell, never filled or summed."""
+    from tabrecon.errors import InputError
+
+    _, units = synthesize_households(SynthConfig(persons=300), seed=4)
+    long = tabulate_units(units)
+    row = long.filter(pl.col("cell") == "H0030002").row(0, named=True)
+    gone = long.filter(~((pl.col("geoid") == row["geoid"]) & (pl.col("cell") == "H0030002")))
+    with pytest.raises(InputError, match=f"block {row['geoid']} lacks cell H0030002 \\(0 more"):
+        reconstruct_units(gone)
+    twice = pl.concat([long, pl.DataFrame([row], schema=long.schema)])
+    with pytest.raises(InputError, match=f"block {row['geoid']} has cell H0030002 2 times"):
+        reconstruct_units(twice)

@@ -51,7 +51,14 @@ from ..tables import MISSING, TABLES_BY_NAME, TableSet, tabulate
 from . import variability
 from .reconstruct import RECON_LEVELS, build_tract_model, diagnose
 from .solvers import Extensible, IntProgram, SolverOptions, tighten
-from .variability import capped, drop_fixed, hold_forms, max_shortfall, search_shortfall
+from .variability import (
+    capped,
+    drop_fixed,
+    hold_forms,
+    max_shortfall,
+    search_shortfall,
+    zero_test,
+)
 
 #: The status of a block proven to have exactly one consistent population (solvar 0).
 UNIQUE = "unique"
@@ -242,47 +249,8 @@ def certify_tract(
     state[N == 0] = 1
     # a block none of whose keys can fall below its count cannot differ at all
     state[np.bincount(key_block[c > 0], minlength=nb) == 0] = 1
-    base = Extensible(p, opts)
     t0 = time.perf_counter()
-    proofs = 0
-    while (state == 0).any():
-        act = np.flatnonzero((c > 0) & (state[key_block] == 0))
-        M = ymax[act] - c[act] + 1  # z = 0 leaves y_k <= ymax_k, which always holds
-        na = act.size
-        rows = sp.hstack(
-            [G[act], sp.csr_matrix((M, (np.arange(na), np.arange(na))), shape=(na, na))]
-        )
-        srow = sp.hstack(
-            [
-                sp.csr_matrix((1, p.n_vars), dtype=np.int64),
-                sp.csr_matrix(np.ones((1, na), dtype=np.int64)),
-            ]
-        )
-        sol = base.solve(
-            na,
-            np.ones(na, dtype=np.int64),
-            sp.vstack([rows, srow]).tocsr(),
-            np.concatenate([np.zeros(na, dtype=np.int64), [1]]),
-            np.concatenate([c[act] - 1 + M, [na]]),
-        )
-        proofs += 1
-        if sol.status == "infeasible":
-            state[state == 0] = 1
-            break
-        if not sol.has_solution or sol.x is None:
-            state[state == 0] = 3
-            break
-        y = G @ sol.x[: p.n_vars]
-        deficit = np.maximum(c - y, 0)
-        per_block = np.bincount(key_block, weights=deficit, minlength=nb).astype(np.int64)
-        newly = (state == 0) & (per_block > 0)
-        if (
-            not newly.any()
-        ):  # cannot happen: sum z >= 1 forces a deficit; guard against a solver slip
-            state[state == 0] = 3
-            break
-        state[newly] = 2
-        lower[newly] = per_block[newly]
+    proofs = zero_test(Extensible(p, opts), G, c, ymax, key_block, state, lower)
     t1 = time.perf_counter()
     upper = np.where(state == 1, 0, N).astype(np.int64)
     proven = state == 1

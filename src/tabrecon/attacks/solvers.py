@@ -203,8 +203,15 @@ class Extensible:
         hi: np.ndarray,
         c: np.ndarray | None = None,
         maximize: bool = False,
+        time_limit: float | None = None,
     ) -> Solution:
+        """The base program with ``n_new`` more variables (bounds 0..``new_ub``) and more rows
+        (``lo <= rows @ [x, new] <= hi``), under objective ``c`` when given; ``time_limit``
+        lowers the options' limit for this solve."""
         p = self.prog
+        opts = self.opts
+        if time_limit is not None:
+            opts = replace(opts, time_limit=min(opts.time_limit or time_limit, time_limit))
         if self._base is None:
             A = sp.vstack(
                 [sp.hstack([p.A, sp.csr_matrix((p.n_rows, n_new), dtype=np.int64)]), rows]
@@ -220,14 +227,14 @@ class Extensible:
                 c=c,
                 maximize=maximize,
             )
-            return solve(ext, self.opts)
+            return solve(ext, opts)
         t0 = time.perf_counter()
         m = self._base.clone()
         _add_vars(m.proto, np.zeros(n_new, dtype=np.int64), np.asarray(new_ub, dtype=np.int64))
         _add_rows(m.proto, rows.tocsr(), lo, hi)
         if c is not None:
             _set_objective(m.proto, c, maximize)
-        return solve_cpsat_model(m, p.n_vars + n_new, self.opts, t0, maximize)
+        return solve_cpsat_model(m, p.n_vars + n_new, opts, t0, maximize)
 
     def solve_base(
         self, c: np.ndarray | None = None, maximize: bool = False, opts: SolverOptions | None = None

@@ -40,7 +40,7 @@ from ..schema.catalog import HOUSING_UNITS
 from ..schema.spec import Schema, Units
 from ..unit_tables import table_by_name, tables_in
 from .solvers import Extensible, SolverOptions, prove_forms
-from .unit_reconstruct import block_program, block_tables
+from .unit_reconstruct import block_program, block_tables, cell_degree
 
 CLAIM_COLUMNS = {
     "geoid": pl.String,
@@ -109,7 +109,7 @@ def generate_then_verify(
             raise TabreconError(f"Generate-then-Verify uses block tables; {n} is a tract table")
     cells, W, geoids, V = block_tables(long, schema, names)
     feas = schema.feasible_types()
-    Wc = W.tocsc()  # one conversion for every block's columns
+    Wc, deg = W.tocsc(), cell_degree(W)  # once for every block
     rng = np.random.default_rng(seed)
     subsets = {k: list(itertools.combinations(range(len(schema.attributes)), k)) for k in k_values}
     found: list[tuple] = []
@@ -135,7 +135,7 @@ def generate_then_verify(
         if want is not None and geoid not in want:
             continue
         t0 = time.perf_counter()
-        prog, adm = block_program(W, V[b], Wc)
+        prog, adm = block_program(W, V[b], Wc, degree=deg)
         base = Extensible(prog, opts)  # built once, cloned for every solve and proof below
         # 1. generate
         sols: list[np.ndarray] = []
