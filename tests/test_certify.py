@@ -277,7 +277,7 @@ def test_tightened_bounds_keep_every_feasible_solution(spec):
 def test_certification_without_presolved_bounds_is_unchanged(small_md, bounds, monkeypatch):
     """When presolve gives nothing, or bounds the reconstruction violates (a guard that should
     never fire), certification runs on the whole program and reports the same blocks."""
-    import tabrecon.attacks.certify as certify_module
+    import tabrecon.attacks.variability as variability_module
 
     ts = tabulate(small_md)
     rec = reconstruct(ts, "block+tract").records
@@ -289,6 +289,6 @@ def test_certification_without_presolved_bounds_is_unchanged(small_md, bounds, m
         ub = prog.ub.astype(np.int64)
         return ub, ub  # every variable at its upper bound: no reconstruction satisfies that
 
-    monkeypatch.setattr(certify_module, "tighten", fake)
+    monkeypatch.setattr(variability_module, "tighten", fake)
     got = certify(ts, rec, "block+tract").blocks
     assert got.equals(want)

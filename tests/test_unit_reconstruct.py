@@ -304,7 +304,7 @@ def test_uniqueness_without_a_published_total_proves_every_count():
     import scipy.sparse as sp
 
     from tabrecon.attacks.solvers import Extensible, IntProgram, SolverOptions
-    from tabrecon.attacks.unit_reconstruct import _totals_fixed, _unique_blocks
+    from tabrecon.attacks.unit_reconstruct import _certify, _totals_fixed
 
     F = sp.identity(2, format="csr", dtype=np.int64)
     x, m, blk = np.array([1, 0]), np.array([1, 0]), np.array([0, 0])
@@ -312,7 +312,7 @@ def test_uniqueness_without_a_published_total_proves_every_count():
         A=sp.csr_matrix(np.array([[1, 0]])), lo=np.array([1]), hi=np.array([1]), ub=np.array([1, 2])
     )
     assert not _totals_fixed(open_total, F, blk, 1).any()
-    assert _unique_blocks(Extensible(open_total, SolverOptions()), F, m, blk, x, 1) == ["varies"]
+    assert _certify(Extensible(open_total, SolverOptions()), F, m, blk, x)[0] == ["varies"]
     with_total = IntProgram(
         A=sp.csr_matrix(np.array([[1, 0], [1, 1]])),
         lo=np.array([1, 1]),
@@ -320,7 +320,7 @@ def test_uniqueness_without_a_published_total_proves_every_count():
         ub=np.array([1, 2]),
     )
     assert _totals_fixed(with_total, F, blk, 1).all()
-    assert _unique_blocks(Extensible(with_total, SolverOptions()), F, m, blk, x, 1) == ["unique"]
+    assert _certify(Extensible(with_total, SolverOptions()), F, m, blk, x)[0] == ["unique"]
 
 
 def test_a_block_missing_or_repeating_a_cell_is_named():

@@ -17,6 +17,12 @@ maximisation of their distance, which reports a proven value or a (lower, upper)
 Before any of it, one presolve per tract (:func:`tabrecon.attacks.solvers.tighten`) removes the
 variables every consistent population shares, so the many small solves carry only the rest.
 
+All of that is :func:`tabrecon.attacks.variability.block_variability`, written over any count
+program: what is the persons' own here is the tract's count model
+(:func:`tabrecon.attacks.reconstruct.build_tract_model`) and the certification key. The count
+model over any schema certifies with the same function
+(:func:`tabrecon.attacks.unit_reconstruct.reconstruct_units` with ``distance``).
+
 For block+tract tables the binned model (tract cells summed to age bins) is used: with complete
 tract tables its solutions are exactly the binned projections of the full model's (single ages are
 then a transportation problem, :func:`tabrecon.attacks.reconstruct.spread_ages`); otherwise the
@@ -26,7 +32,7 @@ full model.
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -50,26 +56,10 @@ from ..schema import (
 from ..tables import MISSING, TABLES_BY_NAME, TableSet, tabulate
 from . import variability
 from .reconstruct import RECON_LEVELS, build_tract_model, diagnose
-from .solvers import Extensible, IntProgram, SolverOptions, tighten
-from .variability import (
-    capped,
-    drop_fixed,
-    hold_forms,
-    max_shortfall,
-    search_shortfall,
-    zero_test,
-)
+from .solvers import SolverOptions
 
 #: The status of a block proven to have exactly one consistent population (solvar 0).
 UNIQUE = "unique"
-
-#: Joint maximisations of the open blocks' summed distance before one search per block (synthetic
-#: 100,000 persons: 1 round of 0.3 s gave 47.6 s in all, 3 rounds of 2 s 60.9 s, none 49.7 s)
-JOINT_ROUNDS = 1
-#: Seconds for a block's own-rows bound when tract tables couple the blocks (it is only a bound).
-OWN_ROWS_LIMIT = 0.2
-#: Seconds for each joint maximisation (it supplies lower bounds only: any population will do).
-JOINT_LIMIT = 0.3
 
 
 def binned_type(t: np.ndarray) -> np.ndarray:
@@ -123,48 +113,6 @@ def _check_recon(ts: TableSet, tract: str, level: str, recon: Microdata) -> list
     return bad
 
 
-def _presolved(
-    model: Any, G: sp.csr_matrix, c: np.ndarray, ymax: np.ndarray
-) -> tuple[IntProgram, sp.csr_matrix, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The tract's count program without the variables every consistent population shares
-    (:func:`tighten`), as (program, G, c, ymax, var_block, row_block) measured from the fixed
-    part: key k's count is y0_k + G_k x, so its deficit (c_k - y_k)^+ is (c_k - y0_k - G_k x)^+.
-    On 30 tracts (126,790 persons) of the synthetic 10-million-person state presolve fixes 83% of
-    the binned tract programs' variables (2.3 s); every proof and search used to presolve them
-    again (certification 38.9 -> 17.5 core-s there, the same bounds for every block).
-
-    The original program is returned unchanged when presolve fails or its bounds would exclude
-    the reconstruction (which satisfies the tables): a guard, never expected to fire."""
-    prog = model.prog
-    same = (prog, G, c, ymax, model.var_block, model.row_block)
-    bounds = tighten(prog)
-    if bounds is None:
-        return same
-    lb, ub = bounds
-    lb = np.maximum(lb, 0 if prog.lb is None else prog.lb)
-    ub = np.minimum(ub, prog.ub)
-    if (lb > ub).any():
-        return same
-    reduced, kept, rows = drop_fixed(replace(prog, lb=lb, ub=ub))
-    fixed = np.ones(prog.n_vars, dtype=bool)
-    fixed[kept] = False
-    y0 = np.asarray(G[:, np.flatnonzero(fixed)] @ lb[fixed]).ravel().astype(np.int64)
-    Gk = G[:, kept].tocsr()
-    free = np.diff(Gk.indptr) > 0
-    # the reconstruction's counts must lie in the bounds: at least y0, exactly y0 when fixed
-    if (c < y0).any() or (c[~free] != y0[~free]).any():
-        return same
-    ytop = np.minimum(ymax, np.asarray(G @ ub).ravel().astype(np.int64))
-    return (
-        reduced,
-        Gk,
-        c - y0,
-        np.maximum(ytop, c) - y0,
-        model.var_block[kept],
-        model.row_block[rows],
-    )
-
-
 def certify_tract(
     ts: TableSet,
     tract: str,
@@ -179,10 +127,8 @@ def certify_tract(
     solver's limit), keeping its (lower, upper) bounds."""
     if level not in RECON_LEVELS:
         raise TabreconError(f"unknown level {level!r}; choose 'block' or 'block+tract'")
-    # light presolve: each search here is small and presolve was most of its time (synthetic
-    # 100,000 persons, block+tract: 49.0 -> 36.4 s, the same proven values)
     escalate = opts.backend == "auto"  # a distance search CP-SAT cannot close soon goes to HiGHS
-    opts = replace(opts.for_task("certify"), presolve="light")
+    opts = opts.for_task("certify")
     model = build_tract_model(ts, tract, level, binned=level == "block+tract")
     if level == "block+tract" and not model.tract_complete:
         model = build_tract_model(ts, tract, level)
@@ -228,123 +174,38 @@ def certify_tract(
         ), None
     c = np.zeros(len(keys), dtype=np.int64)
     c[pos] = rk_c
-    key_block = (keys // N_TYPES).astype(np.int64)
-    N = np.bincount(rblock, minlength=nb).astype(np.int64)
     G = sp.csr_matrix(
         (np.ones(len(vk), dtype=np.int64), (vk, np.arange(len(vk)))),
         shape=(len(keys), model.n_vars),
     )
-    # the largest count each key can reach in any consistent population (its variables' bounds,
-    # which the published cells set): the big-M of both searches below. Using N_b instead made
-    # the LP relaxation so weak that 1,000-person blocks timed out at 120 s; with these bounds
-    # the same maximisations are proven in 0.1 s.
-    ymax = np.minimum(np.asarray(G @ model.prog.ub.astype(np.int64)).ravel(), N[key_block])
-    ymax = np.maximum(ymax, c)
-    # Every search below works on the tract program without the variables the tables fix
-    # outright (presolve, once per tract): counts are then measured from the fixed part y0, so
-    # c becomes c - y0 (a key whose variables are all fixed has c == y0 and can never differ).
-    p, G, c, ymax, var_block, row_block = _presolved(model, G, c, ymax)
-    state = np.zeros(nb, dtype=np.int8)  # 0 unknown, 1 unique, 2 varies, 3 undecided
-    lower = np.zeros(nb, dtype=np.int64)  # lower bound on sum (x* - x)^+
-    state[N == 0] = 1
-    # a block none of whose keys can fall below its count cannot differ at all
-    state[np.bincount(key_block[c > 0], minlength=nb) == 0] = 1
-    t0 = time.perf_counter()
-    proofs = zero_test(Extensible(p, opts), G, c, ymax, key_block, state, lower)
-    t1 = time.perf_counter()
-    upper = np.where(state == 1, 0, N).astype(np.int64)
-    proven = state == 1
-    value = np.where(state == 1, 0, -1).astype(np.int64)
-    if distance and (state == 2).any():
-        dopts = opts
-        if distance_time_limit is not None:  # a bound per block instead of a long search
-            dopts = capped(opts, distance_time_limit)
-        varying = np.flatnonzero(state == 2)
-
-        def keys_of(bs: np.ndarray) -> np.ndarray:
-            return np.flatnonzero(np.isin(key_block, bs) & (c > 0))
-
-        # 1. Each block on its own rows and variables: exact with block tables only (blocks are
-        #    independent), an upper bound with tract tables (it drops the coupling).
-        #    As a bound it gets a short limit: a large block alone can be much harder than with
-        #    its tract (seen: 1,758 persons, 60 s alone for bounds 104..145; 0.25 s with the tract
-        #    to the proven 59), and any bound it reaches is still valid.
-        own_opts = dopts
-        if level != "block":
-            own_opts = capped(dopts, OWN_ROWS_LIMIT)
-        for b in varying:
-            kb = keys_of(np.array([b]))
-            vs = np.flatnonzero(var_block == b)
-            rs = np.flatnonzero(row_block == b)
-            sub = IntProgram(
-                A=p.A[rs][:, vs].tocsr(),
-                lo=p.lo[rs],
-                hi=p.hi[rs],
-                ub=p.ub[vs],
-                lb=None if p.lb is None else p.lb[vs],
-            )
-            if level == "block":  # the exact search
-                lo_b, hi_b, exact = search_shortfall(
-                    sub, G[kb][:, vs], c[kb], ymax[kb], dopts, escalate
-                )
-                lower[b] = max(lower[b], lo_b)
-                upper[b] = lower[b] if exact else min(upper[b], hi_b)
-            else:
-                _, hi_b, _, _ = max_shortfall(
-                    Extensible(sub, own_opts), G[kb][:, vs], c[kb], ymax[kb]
-                )
-                upper[b] = min(upper[b], hi_b)
-        if level != "block":
-            # 2. The tract program in which every proven-unique block is held at its counts
-            #    (exact: it has no other binned histogram) and removed. One maximisation of the
-            #    open blocks' summed distance gives each a lower bound (its distance in that
-            #    population); a block whose lower bound meets its own-rows upper bound is proven
-            #    without a search of its own. Then 3. a search per open block.
-            reduced, kept, _ = drop_fixed(hold_forms(p, G, c, (state == 1)[key_block]))
-            shared = Extensible(
-                reduced, capped(dopts, variability.ESCALATE_AFTER) if escalate else dopts
-            )
-            Gk = G[:, kept].tocsr()
-            joint = Extensible(reduced, capped(dopts, JOINT_LIMIT))
-            is_open = np.zeros(nb, dtype=bool)
-            is_open[varying] = lower[varying] < upper[varying]
-            for _ in range(JOINT_ROUNDS):
-                if not is_open.any():
-                    break
-                ka = keys_of(np.flatnonzero(is_open))
-                *_, x = max_shortfall(joint, Gk[ka], c[ka], ymax[ka])
-                if x is None:
-                    break
-                y = Gk @ x
-                got = np.bincount(key_block, weights=np.maximum(c - y, 0), minlength=nb)
-                lower[is_open] = np.maximum(lower[is_open], got[is_open].astype(np.int64))
-                closed = is_open & (lower >= upper)
-                if not closed.any():
-                    break
-                is_open &= ~closed
-            for b in np.flatnonzero(is_open):
-                kb = keys_of(np.array([b]))
-                lo_b, hi_b, exact = search_shortfall(
-                    reduced, Gk[kb], c[kb], ymax[kb], dopts, escalate, cpsat=shared
-                )
-                lower[b] = max(lower[b], lo_b)
-                upper[b] = lower[b] if exact else min(upper[b], hi_b)
-        done = varying[lower[varying] >= upper[varying]]
-        proven[done] = True
-        value[done] = upper[done] = lower[done]
-    t2 = time.perf_counter()
-    with np.errstate(divide="ignore", invalid="ignore"):
-        lo_pct = np.where(N > 0, 100.0 * lower / N, 0.0)
-        hi_pct = np.where(N > 0, 100.0 * upper / N, 0.0)
+    counts = variability.Counts.of(
+        model.prog,
+        G,
+        c,
+        (keys // N_TYPES).astype(np.int64),
+        model.var_block,
+        nb,
+        model.row_block,
+    )
+    v = variability.block_variability(
+        counts,
+        opts,
+        coupled=level != "block",
+        distance=distance,
+        distance_time_limit=distance_time_limit,
+        escalate=escalate,
+    )
+    solvar, lo_pct, hi_pct = v.percent()
+    state = v.state
     status_names = np.array(["unknown", UNIQUE, "varies", "undecided"])
     df = pl.DataFrame(
         {
             "block_geoid": model.block_geoids.astype(str),
-            "persons": N,
-            "solvar": np.where(proven, lo_pct, np.nan),
+            "persons": v.N,
+            "solvar": solvar,
             "solvar_lo": lo_pct,
             "solvar_hi": hi_pct,
-            "proven": proven,
+            "proven": v.proven,
             "status": status_names[state],
             "level": np.full(nb, level),
         }
@@ -354,9 +215,9 @@ def certify_tract(
         unique_blocks=int((state == 1).sum()),
         varying_blocks=int((state == 2).sum()),
         undecided_blocks=int((state == 3).sum()),
-        proofs=proofs,
-        seconds_zero_test=t1 - t0,
-        seconds_distance=t2 - t1,
+        proofs=v.proofs,
+        seconds_zero_test=v.seconds_zero_test,
+        seconds_distance=v.seconds_distance,
     )
     return res, df
 

@@ -41,7 +41,7 @@ from ..schema.spec import Schema, Units
 from ..unit_tables import compiled, table_by_name, tables_in, tables_of
 from . import variability
 from .solvers import Extensible, IntProgram, SolverOptions, prove_forms
-from .variability import capped, drop_fixed, hold_forms, search_shortfall
+from .variability import capped
 
 
 @dataclass
@@ -211,13 +211,17 @@ def reconstruct_units(
         spread = [nan] * len(bs)
         if check_unique:
             F, m, form_block = _block_forms(base.prog.n_vars, x, adms, key)
-            status = _unique_blocks(base, F, m, form_block, x, len(bs))
-            if distance:
-                spread = _distances(
-                    base, F, m, form_block, status, opts, distance_time_limit, escalate
-                )
-            else:
-                spread = [(0.0, 0.0, 0.0) if s == "unique" else nan for s in status]
+            status, spread = _certify(
+                base,
+                F,
+                m,
+                form_block,
+                x,
+                coupled=vt is not None,
+                distance=distance,
+                distance_time_limit=distance_time_limit,
+                escalate=escalate,
+            )
         took = (time.perf_counter() - t0) * share
         nx = int(sum(a.size for a in adms))
         if ytypes is not None:
@@ -294,46 +298,73 @@ def _block_forms(
     return F, np.asarray(F @ x, dtype=np.int64), form_block
 
 
-def _unique_blocks(
+def _certify(
     base: Extensible,
     F: sp.csr_matrix,
     m: np.ndarray,
     form_block: np.ndarray,
     x: np.ndarray,
-    nb: int,
-) -> list[str]:
-    """Each block's verdict over the joint program, the forms being every block's count of each
-    coarse type it admits (:func:`_block_forms`): unique when every solution gives it ``m``,
-    varies when one does not, undecided when a proof stopped at the limit first.
+    coupled: bool = False,
+    distance: bool = False,
+    distance_time_limit: float | None = None,
+    escalate: bool = False,
+) -> tuple[list[str], list[tuple[float, float, float]]]:
+    """Each block's verdict over the joint program and, with ``distance``, its solution
+    variability as (solvar, lower, upper) in percent of its units, the forms being every
+    block's count of each coarse type it admits (:func:`_block_forms`). A block is unique when
+    every solution gives it ``m``, varies when one does not, undecided when a proof stopped at
+    the limit first; solvar is 0 where unique, NaN where unmeasured or unproven.
 
-    When the program fixes every block's total (a published total cell: P1, H1), a different
-    histogram lacks some unit of the block's, and certification's zero test decides all blocks
-    in a few proofs (:func:`tabrecon.attacks.variability.zero_test`: the real sample's 8,530
-    person blocks at block+tract, 3.8x faster than :func:`prove_forms`). Otherwise every form,
-    zero counts included, is proven equal to its value (:func:`prove_forms`)."""
+    When the program fixes every block's total (a published total cell: P1, H1), this is person
+    certification's algorithm, the same function
+    (:func:`tabrecon.attacks.variability.block_variability`): one presolve, the zero test (a
+    different histogram lacks some unit of the block's) deciding all blocks in a few proofs, and
+    the distances of those that vary. Otherwise every form, zero counts included, is proven
+    equal to its value (:func:`prove_forms`) and the distances are searched after it."""
+    nb = int(form_block.max()) + 1 if form_block.size else 0
+    nan = (np.nan, np.nan, np.nan)
     if not F.shape[0]:
-        return ["unique"] * nb
+        return ["unique"] * nb, [(0.0, 0.0, 0.0)] * nb
     names = np.array(["unknown", "unique", "varies", "undecided"])
+    var_block = np.full(base.prog.n_vars, -1, dtype=np.int64)
+    var_block[F.indices] = np.repeat(form_block, np.diff(F.indptr))
+    cp = variability.Counts.of(base.prog, F, m, form_block, var_block, nb)
+    opts = base.opts
     if _totals_fixed(base.prog, F, form_block, nb).all():
-        N = np.bincount(form_block, weights=m, minlength=nb).astype(np.int64)
-        ymax = np.minimum(np.asarray(F @ base.prog.ub.astype(np.int64)).ravel(), N[form_block])
-        state = np.where(N == 0, variability.UNIQUE, variability.UNKNOWN).astype(np.int8)
-        lower = np.zeros(nb, dtype=np.int64)
-        variability.zero_test(
-            base, F, m, np.maximum(ymax, m), form_block, state, lower, base.opts.time_limit
+        v = variability.block_variability(
+            cp,
+            opts,
+            coupled,
+            distance=distance,
+            distance_time_limit=distance_time_limit,
+            escalate=escalate,
+            zero_seconds=opts.time_limit,
+            presolve=False,
+            base=base,
         )
-        return names[state].tolist()
-    proof = prove_forms(base, F, m, [x], base.opts.time_limit)
-    out = []
-    for b in range(nb):
-        mine = form_block == b
-        if proof.verified[mine].all():
-            out.append("unique")
-        elif proof.complete:
-            out.append("varies")
-        else:
-            out.append("undecided")
-    return out
+    else:
+        proof = prove_forms(base, F, m, [x], opts.time_limit)
+        state = np.full(nb, variability.UNIQUE, dtype=np.int8)
+        for b in range(nb):
+            if not proof.verified[form_block == b].all():
+                state[b] = variability.VARIES if proof.complete else variability.UNDECIDED
+        lower = np.zeros(nb, dtype=np.int64)
+        upper = np.where(state == variability.UNIQUE, 0, cp.N).astype(np.int64)
+        if distance and (state == variability.VARIES).any():
+            dopts = opts if distance_time_limit is None else capped(opts, distance_time_limit)
+            upper = variability.distances(cp, state, lower, dopts, coupled, escalate)
+        v = variability.BlockVariability(state, lower, upper, cp.N, 0, 0.0, 0.0)
+    status = names[v.state].tolist()
+    solvar, lo, hi = v.percent()
+    spread = [
+        (0.0, 0.0, 0.0)
+        if st == "unique"
+        else (sv, lo_b, hi_b)
+        if distance and st == "varies"
+        else nan
+        for st, sv, lo_b, hi_b in zip(status, solvar, lo, hi, strict=True)
+    ]
+    return status, spread
 
 
 def _totals_fixed(
@@ -360,53 +391,6 @@ def _totals_fixed(
     whole &= nnz == n_of[np.maximum(b, 0)]
     out = np.zeros(nb, dtype=bool)
     out[b[whole]] = True
-    return out
-
-
-def _distances(
-    base: Extensible,
-    F: sp.csr_matrix,
-    m: np.ndarray,
-    form_block: np.ndarray,
-    status: list[str],
-    opts: SolverOptions,
-    time_limit: float | None,
-    escalate: bool,
-) -> list[tuple[float, float, float]]:
-    """Each block's solution variability in percent of its units, (solvar, lower, upper): 0 for
-    unique blocks; for those that vary the largest shortfall of their coarse histogram against
-    ``m`` (:func:`tabrecon.attacks.variability.search_shortfall`) on the program with every
-    unique block's counts held (exact: they take no other values) and what that fixes removed;
-    solvar is NaN where the search stopped with the bounds apart."""
-    nb = len(status)
-    prog = base.prog
-    N = np.bincount(form_block, weights=m, minlength=nb).astype(np.int64)
-    ymax = np.minimum(np.asarray(F @ prog.ub.astype(np.int64)).ravel(), N[form_block])
-    ymax = np.maximum(ymax, m)
-    unique = np.array([s == "unique" for s in status])
-    dopts = opts if time_limit is None else capped(opts, time_limit)
-    out: list[tuple[float, float, float]] = []
-    varying = [b for b in range(nb) if status[b] == "varies"]
-    if varying:
-        held = unique[form_block]
-        reduced, kept, _ = drop_fixed(hold_forms(prog, F, m, held) if held.any() else prog)
-        Fk = F[:, kept].tocsr()
-        shared = Extensible(
-            reduced, capped(dopts, variability.ESCALATE_AFTER) if escalate else dopts
-        )
-    for b in range(nb):
-        if status[b] == "unique":
-            out.append((0.0, 0.0, 0.0))
-            continue
-        if status[b] != "varies" or N[b] == 0:
-            out.append((np.nan, np.nan, np.nan))
-            continue
-        kb = np.flatnonzero((form_block == b) & (m > 0))
-        lo, hi, exact = search_shortfall(
-            reduced, Fk[kb], m[kb], ymax[kb], dopts, escalate, cpsat=shared
-        )
-        pct = 100.0 / N[b]
-        out.append((lo * pct if exact or lo >= hi else np.nan, lo * pct, hi * pct))
     return out
 
 

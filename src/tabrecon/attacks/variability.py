@@ -12,9 +12,14 @@ is twice the units one of them lacks, so the distance is measured as the largest
 :func:`max_shortfall` poses that maximisation on a program built once (:class:`Extensible`);
 :func:`search_shortfall` gives CP-SAT a first try and hands what it cannot close to HiGHS;
 :func:`hold_forms` and :func:`drop_fixed` fix the blocks already proven unique and remove what
-they fix, so the searches for the others carry only the rest. Person certification
-(:mod:`tabrecon.attacks.certify`) and the count model over any schema
-(:mod:`tabrecon.attacks.unit_reconstruct`) both measure distances with these functions.
+they fix, so the searches for the others carry only the rest.
+
+:func:`block_variability` is certification itself, over any count program whose blocks' totals
+are fixed: one presolve (:func:`presolved`), the zero test (:func:`zero_test`: which blocks have
+one histogram, in a few proofs) and the distances of the others (:func:`distances`). Person
+certification (:mod:`tabrecon.attacks.certify`) and the count model over any schema
+(:mod:`tabrecon.attacks.unit_reconstruct`) both call it; what each adds is only its program and
+the keys its blocks are measured on (:class:`Counts`).
 
 >>> import scipy.sparse as sp
 >>> from tabrecon.attacks.solvers import IntProgram, SolverOptions
@@ -29,15 +34,22 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 import scipy.sparse as sp
 
-from .solvers import Extensible, IntProgram, SolverOptions
+from .solvers import Extensible, IntProgram, SolverOptions, tighten
 
 #: Seconds CP-SAT gets on a block's distance before HiGHS takes it over (solver ``auto`` only).
 ESCALATE_AFTER = 1.0
+#: Joint maximisations of the open blocks' summed distance before one search per block (synthetic
+#: 100,000 persons: 1 round of 0.3 s gave 47.6 s in all, 3 rounds of 2 s 60.9 s, none 49.7 s)
+JOINT_ROUNDS = 1
+#: Seconds for a block's own-rows bound when the blocks are coupled (it is only a bound).
+OWN_ROWS_LIMIT = 0.2
+#: Seconds for each joint maximisation (it supplies lower bounds only: any population will do).
+JOINT_LIMIT = 0.3
 
 
 def capped(opts: SolverOptions, seconds: float) -> SolverOptions:
@@ -238,3 +250,274 @@ def drop_fixed(prog: IntProgram) -> tuple[IntProgram, np.ndarray, np.ndarray]:
         keep,
         rows,
     )
+
+
+@dataclass(frozen=True)
+class Counts:
+    """A count program and the histograms its blocks are measured on: key ``k``'s count is
+    ``y0_k + G_k x`` for a solution ``x`` of ``prog``, the reconstruction's is ``y0_k + c_k``
+    (``y0``: the part presolve fixed; zero until :func:`presolved`), and ``ymax_k - y0_k`` bounds
+    it in any solution. ``key_block``, ``var_block`` and ``row_block`` give each key's, variable's
+    and row's block (-1: a variable or row of no one block, such as a tract's)."""
+
+    prog: IntProgram
+    G: sp.csr_matrix
+    c: np.ndarray
+    ymax: np.ndarray
+    key_block: np.ndarray
+    var_block: np.ndarray
+    row_block: np.ndarray
+    N: np.ndarray  # each block's units in the reconstruction
+
+    @classmethod
+    def of(
+        cls,
+        prog: IntProgram,
+        G: sp.csr_matrix,
+        c: np.ndarray,
+        key_block: np.ndarray,
+        var_block: np.ndarray,
+        nb: int,
+        row_block: np.ndarray | None = None,
+    ) -> Counts:
+        """The counts of a reconstruction ``c`` (per key of ``G``) on ``prog``; each key's bound
+        is the largest count its variables' bounds allow, at most its block's total (the big-M of
+        every search: the block's population instead made the LP relaxation so weak that
+        1,000-person blocks timed out at 120 s; with these bounds they are proven in 0.1 s).
+        ``row_block`` defaults to the block of the variables a row holds (-1 when they are of
+        several blocks or of none)."""
+        c = np.asarray(c, dtype=np.int64)
+        N = np.bincount(key_block, weights=c, minlength=nb).astype(np.int64)
+        ymax = np.minimum(np.asarray(G @ prog.ub.astype(np.int64)).ravel(), N[key_block])
+        if row_block is None:
+            row_block = rows_block(prog.A, var_block)
+        return cls(prog, G.tocsr(), c, np.maximum(ymax, c), key_block, var_block, row_block, N)
+
+
+def rows_block(A: sp.spmatrix, var_block: np.ndarray) -> np.ndarray:
+    """Each row's block: the block of every variable it holds, -1 when they are of several
+    blocks or of none (a tract's rows)."""
+    A = sp.csr_matrix(A)
+    n = A.shape[0]
+    row_of = np.repeat(np.arange(n), np.diff(A.indptr))
+    vb = var_block[A.indices].astype(np.int64)
+    lo = np.full(n, np.iinfo(np.int64).max)
+    hi = np.full(n, -2, dtype=np.int64)
+    np.minimum.at(lo, row_of, vb)
+    np.maximum.at(hi, row_of, vb)
+    return np.where((lo == hi) & (lo >= 0), lo, -1)
+
+
+def presolved(cp: Counts) -> Counts:
+    """``cp`` without the variables every consistent population shares (:func:`tighten`,
+    CP-SAT's presolve alone), counts measured from the fixed part ``y0``: key ``k``'s deficit
+    ``(c_k - y_k)^+`` becomes ``(c_k - y0_k - G_k x)^+``. On 30 tracts (126,790 persons) of the
+    synthetic 10-million-person state presolve fixes 83% of the binned tract programs' variables
+    (2.3 s); every proof and search used to presolve them again (certification 38.9 -> 17.5
+    core-s there, the same bounds for every block).
+
+    ``cp`` is returned unchanged when presolve fails or its bounds would exclude the
+    reconstruction (which satisfies the tables): a guard, never expected to fire."""
+    prog, G, c = cp.prog, cp.G, cp.c
+    bounds = tighten(prog)
+    if bounds is None:
+        return cp
+    lb, ub = bounds
+    lb = np.maximum(lb, 0 if prog.lb is None else prog.lb)
+    ub = np.minimum(ub, prog.ub)
+    if (lb > ub).any():
+        return cp
+    reduced, kept, rows = drop_fixed(replace(prog, lb=lb, ub=ub))
+    fixed = np.ones(prog.n_vars, dtype=bool)
+    fixed[kept] = False
+    y0 = np.asarray(G[:, np.flatnonzero(fixed)] @ lb[fixed]).ravel().astype(np.int64)
+    Gk = G[:, kept].tocsr()
+    free = np.diff(Gk.indptr) > 0
+    # the reconstruction's counts must lie in the bounds: at least y0, exactly y0 when fixed
+    if (c < y0).any() or (c[~free] != y0[~free]).any():
+        return cp
+    ytop = np.minimum(cp.ymax, np.asarray(G @ ub).ravel().astype(np.int64))
+    return replace(
+        cp,
+        prog=reduced,
+        G=Gk,
+        c=c - y0,
+        ymax=np.maximum(ytop, c) - y0,
+        var_block=cp.var_block[kept],
+        row_block=cp.row_block[rows],
+    )
+
+
+def distances(
+    cp: Counts,
+    state: np.ndarray,
+    lower: np.ndarray,
+    opts: SolverOptions,
+    coupled: bool,
+    escalate: bool,
+) -> np.ndarray:
+    """The largest shortfall of every block ``state`` marks ``VARIES``: raises ``lower`` in place
+    and returns each block's upper bound (0 for unique blocks, the block's total before any
+    search). A block is proven where the two meet.
+
+    1. Each varying block on its own rows and variables: exact when the blocks are independent
+       (``coupled`` false: a block's search is the whole question), an upper bound when rows such
+       as a tract's couple them. As a bound it gets :data:`OWN_ROWS_LIMIT` seconds: a large block
+       alone can be far harder than with its tract (seen: 1,758 persons, 60 s alone for bounds
+       104..145; 0.25 s with the tract to the proven 59), and any bound it reaches is valid.
+    2. Coupled only: the program with every unique block held at its counts (exact: it has no
+       other histogram) and what that fixes removed; one maximisation of the open blocks' summed
+       shortfall gives each a lower bound (its shortfall in that population), which closes the
+       blocks whose own-rows bound it meets; then 3. one search per block still open."""
+    p, G, c, ymax, key_block = cp.prog, cp.G, cp.c, cp.ymax, cp.key_block
+    nb = state.size
+    upper = np.where(state == UNIQUE, 0, cp.N).astype(np.int64)
+    varying = np.flatnonzero(state == VARIES)
+    if not varying.size:
+        return upper
+
+    def keys_of(bs: np.ndarray) -> np.ndarray:
+        return np.flatnonzero(np.isin(key_block, bs) & (c > 0))
+
+    own_opts = capped(opts, OWN_ROWS_LIMIT) if coupled else opts
+    for b in varying:
+        kb = keys_of(np.array([b]))
+        vs = np.flatnonzero(cp.var_block == b)
+        rs = np.flatnonzero(cp.row_block == b)
+        sub = IntProgram(
+            A=p.A[rs][:, vs].tocsr(),
+            lo=p.lo[rs],
+            hi=p.hi[rs],
+            ub=p.ub[vs],
+            lb=None if p.lb is None else p.lb[vs],
+        )
+        if not coupled:  # the exact search
+            lo_b, hi_b, exact = search_shortfall(sub, G[kb][:, vs], c[kb], ymax[kb], opts, escalate)
+            lower[b] = max(lower[b], lo_b)
+            upper[b] = lower[b] if exact else min(upper[b], hi_b)
+        else:
+            _, hi_b, _, _ = max_shortfall(Extensible(sub, own_opts), G[kb][:, vs], c[kb], ymax[kb])
+            upper[b] = min(upper[b], hi_b)
+    if coupled:
+        reduced, kept, _ = drop_fixed(hold_forms(p, G, c, (state == UNIQUE)[key_block]))
+        shared = Extensible(reduced, capped(opts, ESCALATE_AFTER) if escalate else opts)
+        Gk = G[:, kept].tocsr()
+        joint = Extensible(reduced, capped(opts, JOINT_LIMIT))
+        is_open = np.zeros(nb, dtype=bool)
+        is_open[varying] = lower[varying] < upper[varying]
+        for _ in range(JOINT_ROUNDS):
+            if not is_open.any():
+                break
+            ka = keys_of(np.flatnonzero(is_open))
+            *_, x = max_shortfall(joint, Gk[ka], c[ka], ymax[ka])
+            if x is None:
+                break
+            got = np.bincount(key_block, weights=np.maximum(c - Gk @ x, 0), minlength=nb)
+            lower[is_open] = np.maximum(lower[is_open], got[is_open].astype(np.int64))
+            closed = is_open & (lower >= upper)
+            if not closed.any():
+                break
+            is_open &= ~closed
+        for b in np.flatnonzero(is_open):
+            kb = keys_of(np.array([b]))
+            lo_b, hi_b, exact = search_shortfall(
+                reduced, Gk[kb], c[kb], ymax[kb], opts, escalate, cpsat=shared
+            )
+            lower[b] = max(lower[b], lo_b)
+            upper[b] = lower[b] if exact else min(upper[b], hi_b)
+    return upper
+
+
+@dataclass
+class BlockVariability:
+    """Certification's answer for each block of one program: ``state`` (``UNIQUE``, ``VARIES``
+    or ``UNDECIDED``), the shortfall's bounds in units (``lower`` .. ``upper``; solvar is
+    ``100 * shortfall / N``), whether it is proven, and what it took."""
+
+    state: np.ndarray
+    lower: np.ndarray
+    upper: np.ndarray
+    N: np.ndarray
+    proofs: int
+    seconds_zero_test: float
+    seconds_distance: float
+
+    @property
+    def proven(self) -> np.ndarray:
+        """Blocks whose shortfall is known exactly (unique ones: 0)."""
+        return (self.state == UNIQUE) | ((self.state == VARIES) & (self.lower >= self.upper))
+
+    def percent(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(solvar, lower, upper) in percent of each block's units; solvar is NaN where
+        unproven (an empty block is 0)."""
+        with np.errstate(divide="ignore", invalid="ignore"):
+            lo = np.where(self.N > 0, 100.0 * self.lower / self.N, 0.0)
+            hi = np.where(self.N > 0, 100.0 * self.upper / self.N, 0.0)
+        return np.where(self.proven, lo, np.nan), lo, hi
+
+
+def block_variability(
+    cp: Counts,
+    opts: SolverOptions,
+    coupled: bool,
+    distance: bool = True,
+    distance_time_limit: float | None = None,
+    escalate: bool = False,
+    zero_seconds: float | None = None,
+    presolve: bool = True,
+    base: Extensible | None = None,
+) -> BlockVariability:
+    """Certification over any count program whose blocks' totals are fixed (module docstring):
+    presolve once, decide every block by the zero test, then, with ``distance``, measure the
+    shortfall of those that vary (each search stopped at ``distance_time_limit`` seconds when
+    given, keeping its bounds). ``coupled``: rows tie the blocks together (tract tables);
+    ``escalate``: a distance CP-SAT has not proven within :data:`ESCALATE_AFTER` seconds goes to
+    HiGHS; ``zero_seconds`` bounds the zero test's time (blocks it leaves are ``UNDECIDED``).
+
+    ``presolve`` pays where the tables fix most of a program and many solves follow (person
+    certification's tract programs: 83% of their variables fixed); on the count model over any
+    schema, one program per block or per tract with few proofs each, it cost more than it saved
+    (real sample, 6 tracts at block+tract with a block variable per type: 14.7 s without, 23.2 s
+    with). ``base``, the caller's model of ``cp.prog`` already built (with its own options), then
+    runs the zero test instead of a new one.
+
+    >>> from tabrecon.attacks.solvers import IntProgram, SolverOptions
+    >>> p = IntProgram(A=sp.csr_matrix(np.array([[1, 1, 0, 0], [0, 0, 1, 1], [0, 0, 1, 0]])),
+    ...                lo=np.array([2, 1, 1]), hi=np.array([2, 1, 1]), ub=np.array([2, 2, 1, 1]))
+    >>> G = sp.identity(4, format="csr", dtype=np.int64)  # block 0: x0, x1; block 1: x2, x3
+    >>> cp = Counts.of(p, G, np.array([1, 1, 1, 0]), np.array([0, 0, 1, 1]),
+    ...                np.array([0, 0, 1, 1]), 2)
+    >>> v = block_variability(cp, SolverOptions(), coupled=False)
+    >>> v.state.tolist(), v.lower.tolist(), v.proven.tolist()
+    ([2, 1], [1, 0], [True, True])
+    >>> v.percent()[0].tolist()   # block 0 can lose one of its two units: solvar 50%
+    [50.0, 0.0]
+    """
+    opts = replace(opts, presolve="light")  # each search is small; presolve was most of it
+    nb = cp.N.size
+    state = np.zeros(nb, dtype=np.int8)
+    lower = np.zeros(nb, dtype=np.int64)
+    state[cp.N == 0] = UNIQUE
+    if presolve:
+        reduced = presolved(cp)
+        if reduced is not cp:
+            cp, base = reduced, None
+    # a block none of whose keys can fall below its count cannot differ at all
+    state[np.bincount(cp.key_block[cp.c > 0], minlength=nb) == 0] = UNIQUE
+    t0 = time.perf_counter()
+    proofs = zero_test(
+        base or Extensible(cp.prog, opts),
+        cp.G,
+        cp.c,
+        cp.ymax,
+        cp.key_block,
+        state,
+        lower,
+        zero_seconds,
+    )
+    t1 = time.perf_counter()
+    upper = np.where(state == UNIQUE, 0, cp.N).astype(np.int64)
+    if distance and (state == VARIES).any():
+        dopts = opts if distance_time_limit is None else capped(opts, distance_time_limit)
+        upper = distances(cp, state, lower, dopts, coupled, escalate)
+    return BlockVariability(state, lower, upper, cp.N, proofs, t1 - t0, time.perf_counter() - t1)
