@@ -94,6 +94,7 @@ def _files(d: Path) -> None:
     (d / "adir").mkdir()
     (d / "afile.txt").write_text("x")
     (d / "unknown_key.toml").write_text("[run]\nseeds = 3\n")
+    (d / "unknown_section.toml").write_text("[defend]\ndefenses = []\n")
     (d / "bad_value.toml").write_text("[run]\nworkers = -2\n")
     (d / "malformed.toml").write_text("[run\nseed = \n")
     (d / "attacker_bad.csv").write_text("pik,block_geoid,sex\n1,2,3\n")
@@ -221,6 +222,13 @@ CASES: list[tuple[str, str, int, str]] = [
         "audit {D}/md.csv --config {D}/unknown_key.toml --out {D}/au",
         2,
         "seeds",
+    ),
+    # the section's name in brackets, printed as written (not taken for terminal markup)
+    (
+        "config-unknown-section",
+        "audit {D}/md.csv --config {D}/unknown_section.toml --out {D}/au",
+        2,
+        "unknown section [defend]",
     ),
     ("config-bad-value", "audit {D}/md.csv --config {D}/bad_value.toml --out {D}/au", 2, "workers"),
     (

@@ -30,6 +30,21 @@ def test_every_spec_parses_to_its_defense():
     assert eps.cost.epsilon == pytest.approx(17.14, abs=0.01)
 
 
+def test_tradeoff_help_names_every_defense_the_parser_takes():
+    """``tradeoff --defenses``' help is written out (the CLI does not import the defenses to
+    print it); every named spec of the parser's grammar must be in it, and each must parse."""
+    import re
+
+    from tabrecon.commands.defend import DEFENSES_HELP
+    from tabrecon.defenses.defense import GRAMMAR
+
+    names = [n for n in re.split(r",\s*|\s+or\s+", GRAMMAR) if n and "<" not in n]
+    assert {"swap-2010", "dhc2020-production"} <= set(names)
+    for name in names:
+        assert name in DEFENSES_HELP, name
+        assert Defense.parse(name).name == name
+
+
 @pytest.mark.parametrize(
     "spec, message",
     [

@@ -9,6 +9,7 @@ import sys
 import warnings
 
 import typer
+from rich.markup import escape
 
 from . import __version__
 from .commands import attack, audit, defend, lab, publish
@@ -63,21 +64,25 @@ def run(argv: list[str] | None = None) -> int:
         if code is None:
             return EXIT_OK
         if not isinstance(code, int):
-            err.print(str(code), highlight=False)
+            err.print(escape(str(code)), highlight=False)
             return EXIT_FAILED_UNITS
         if code == EXIT_INTERRUPTED:  # an interrupt outside any unit of work
             err.print("interrupted; nothing was being kept at that moment", highlight=False)
         return code
     except Interrupted as exc:
-        err.print(f"{exc}; {_RESUME_HINT.get(_command(argv), _RESUME_HINT[''])}", highlight=False)
+        err.print(
+            f"{escape(str(exc))}; {_RESUME_HINT.get(_command(argv), _RESUME_HINT[''])}",
+            highlight=False,
+        )
         return EXIT_INTERRUPTED
     except TabreconError as exc:
-        err.print(f"[red]error:[/red] {exc}", highlight=False)
+        err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
         return EXIT_BAD_INPUT
     except OSError as exc:  # an output path that is a directory, under a file, read-only, full
         where = exc.filename if exc.filename is not None else ""
         what = exc.strerror or str(exc)
-        err.print(f"[red]error:[/red] {where}{': ' if where else ''}{what}", highlight=False)
+        said = f"{where}: {what}" if where else what
+        err.print(f"[red]error:[/red] {escape(said)}", highlight=False)
         return EXIT_BAD_INPUT
     except Exception:  # a bug: say so in one line, keep the traceback for the report
         return _internal_error()
@@ -95,7 +100,7 @@ def _internal_error() -> int:
     kind, value = sys.exc_info()[:2]
     name = kind.__name__ if kind is not None else "error"
     err.print(
-        f"[red]internal error[/red] ({name}: {value}); this is a bug in tabrecon, "
+        f"[red]internal error[/red] ({escape(f'{name}: {value}')}); this is a bug in tabrecon, "
         f"please report it with the traceback saved in {path}",
         highlight=False,
     )

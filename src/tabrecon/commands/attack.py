@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 
 from ..errors import TabreconError
 from ..io import check_suffix
@@ -170,7 +171,7 @@ def solvar(
             distance_time_limit or None,
         )
     for r in run.failed:
-        err.print(f"[red]tract {r['unit']}: {r['status']}[/red] -- {r.get('message', '')}")
+        err.print(f"[red]tract {r['unit']}: {r['status']}[/red] -- {escape(r.get('message', ''))}")
     if not run.blocks.height:
         raise TabreconError("no tract could be certified")
     paths = run.write(out, rec)
@@ -284,7 +285,7 @@ def claims(
             ts, rec, blocks, level, opts, k_solutions, seed, workers, out, not fresh, tick
         )
     for r in run.failed:
-        err.print(f"[red]tract {r['unit']}: {r['status']}[/red] -- {r.get('message', '')}")
+        err.print(f"[red]tract {r['unit']}: {r['status']}[/red] -- {escape(r.get('message', ''))}")
     el = time.perf_counter() - t0
     paths = run.write(out, seed, el)
     cols = {
@@ -360,7 +361,7 @@ def _household_claims(
             units,
         )
     for r in run.failed:
-        err.print(f"[red]block {r['unit']}: {r['status']}[/red] -- {r.get('message', '')}")
+        err.print(f"[red]block {r['unit']}: {r['status']}[/red] -- {escape(r.get('message', ''))}")
     bad = run.problem_blocks
     contradicted = bad.filter(pl.col("status") == "infeasible")["geoid"].to_list()
     broken: dict[str, str] = {}
@@ -375,7 +376,7 @@ def _household_claims(
             "infeasible": "its tables contradict each other (no housing units fit them)"
             + (f": {broken[r['geoid']]}" if r["geoid"] in broken else ""),
         }.get(r["status"], "no solution found within the solver's limit")
-        err.print(f"[yellow]block {r['geoid']}:[/yellow] {what}")
+        err.print(f"[yellow]block {r['geoid']}:[/yellow] {escape(str(what))}")
     if bad.height > 20:
         err.print(f"[yellow]... and {bad.height - 20} more such blocks[/yellow]")
     el = time.perf_counter() - t0
@@ -460,7 +461,7 @@ def reidentify(
     how = f"tabrecon reidentify --recon {recon} --truth {truth} --attacker {attacker} --seed {seed}"
     summ = write_reid_report(res, out, how + (f" --solvar {solvar_file}" if solvar_file else ""))
     for line in res.attacker_report.lines():
-        err.print(f"[yellow]attacker data:[/yellow] {line}")
+        err.print(f"[yellow]attacker data:[/yellow] {escape(str(line))}")
     keys = ("attacker_records", "putative", "confirmed")
     rows = [
         [

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 
 from ..errors import TabreconError
 from ..io import check_suffix
@@ -19,6 +20,13 @@ from ..terminal import (
     frame_table,
     one_of,
     positive_finite,
+)
+
+#: The defenses ``tradeoff`` takes (kept to the parser's grammar, ``defenses.defense.GRAMMAR``,
+#: by a test: the CLI does not import the defenses to print its help).
+DEFENSES_HELP = (
+    "Comma list: none, swap-lo, swap-hi, swap-2010, swap=<rate>, dhc2023-like, "
+    "dhc2020-production, rho=<budget>, eps=<budget>"
 )
 
 app = typer.Typer()
@@ -160,7 +168,7 @@ def topdown(
         )
     )
     for f in res.fallbacks:
-        err.print(f"[yellow]fallback:[/yellow] {f}")
+        err.print(f"[yellow]fallback:[/yellow] {escape(str(f))}")
 
 
 @app.command("reconstruct-noisy")
@@ -201,7 +209,7 @@ def reconstruct_noisy(
         f"at: {nr.fitted_at} -> {out}"
     )
     for f in nr.failed[:10]:
-        err.print(f"[yellow]block failed:[/yellow] {f}")
+        err.print(f"[yellow]block failed:[/yellow] {escape(str(f))}")
     if nr.failed:
         raise typer.Exit(1)
 
@@ -211,10 +219,7 @@ def tradeoff(
     microdata: Annotated[Path, typer.Argument(help="Confidential person file")],
     defenses: Annotated[
         str,
-        typer.Option(
-            help="Comma list: none, swap-lo, swap-hi, swap=<rate>, dhc2023-like, rho=<budget>, "
-            "eps=<budget>"
-        ),
+        typer.Option(help=DEFENSES_HELP),
     ] = "none,swap-lo,swap-hi,rho=0.5,dhc2023-like,rho=50",
     out: Annotated[Path, typer.Option("--out", "-o")] = Path("tradeoff"),
     seed: Seed = 0,
@@ -388,7 +393,7 @@ def frontier(
             failed.append(s.name)
             problems.append(exc)
             if len(strategies) > 1:
-                err.print(f"[red]error:[/red] {exc}", highlight=False)
+                err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
     if not frames:  # nothing to write: bad input, exit 2 (each problem printed above)
         if len(strategies) > 1:
             raise typer.Exit(2)
