@@ -144,6 +144,7 @@ def test_report_and_files(small_audit):
         'id="tbl-reid-all"',
         'id="tbl-solvar"',
         'id="tbl-defenses"',
+        'id="tbl-release-agreement"',
         'id="fig-precision"',
         "data:image/png;base64,",
         "swap-lo",
@@ -234,6 +235,12 @@ def test_report_numbers_equal_results_and_read_as_words(small_audit):
     for row, csv_row in zip(body, d.iter_rows(named=True), strict=True):
         for h, text in zip(head, row, strict=True):
             assert text == _fmt(csv_row[raw[h]], raw[h]), (h, text, csv_row[raw[h]])
+    # each release's agreement with the input by block size (Table 3 layout), against the CSV
+    head, *body = tables["tbl-release-agreement"]
+    for row, csv_row in zip(body, d.iter_rows(named=True), strict=True):
+        assert row[0] == csv_row["defense"]
+        for h, c in (("age bin, all (%)", ""), ("age bin, 1-9 (%)", "_1-9")):
+            assert row[head.index(h)] == _fmt(csv_row[f"agreement_binned_pct{c}"], h), h
     # Table 5 against results/reid_rates.csv, and the headline against Table 5
     rates = pl.read_csv(out / "results" / "reid_rates.csv").filter(
         (pl.col("group") == "nonmodal") & (pl.col("bin") == "all")

@@ -276,6 +276,29 @@ def legend_html(columns: Sequence[str]) -> str:
     return f'<ul class="legend muted">{"".join(items)}</ul>' if items else ""
 
 
+def _release_agreement(d: pl.DataFrame, th: int) -> list[str]:
+    """Each release's agreement with the input by true block size (Abowd et al. Table 3
+    layout): the protected records matched one-to-one to the input's, exact age and age bin."""
+    by_size = [c for c in d.columns if c.startswith("agreement_binned_pct_")]
+    if not by_size or "agreement_binned_pct" not in d.columns:
+        return []
+    t = d.select(
+        "defense",
+        pl.col("agreement_exact_pct").alias("exact age, all (%)"),
+        pl.col("agreement_binned_pct").alias("age bin, all (%)"),
+        *[
+            pl.col(c).alias(f"age bin, {c.removeprefix('agreement_binned_pct_')} (%)")
+            for c in by_size
+        ],
+    )
+    return [
+        "<p>What each release keeps of the input: its records matched one-to-one to the "
+        "input's on block, sex, race, ethnicity and age (exact) or age bin, by true block size "
+        "(Abowd et al. Table 3 layout; n/a where the input has no block of that size).</p>",
+        table_html(t, th, "Agreement of each release with the input", "tbl-release-agreement"),
+    ]
+
+
 def table_html(df: pl.DataFrame, threshold: int, caption: str = "", table_id: str = "") -> str:
     """An HTML table; counts in (0, threshold) and the per cents of their row are marked."""
     cols = df.columns
@@ -769,6 +792,7 @@ def write_audit_report(
             table_html(d.select(keep), th, "Risk and accuracy per defense", "tbl-defenses")
         )
         parts.append(legend_html(keep))
+        parts += _release_agreement(d, th)
         parts += [f"<p>{x}</p>" for x in _surprises(summary)]
         if "fig-tradeoff" in figs:
             parts.append(
