@@ -26,6 +26,35 @@ def test_tabulate_of_reconstruct_is_the_tables(seed):
     assert rec.blocks.sort("geoid")["units"].to_list() == per_block.to_list()
 
 
+def test_a_contradictory_block_is_named_alone_and_its_tract_answered():
+    """Block tables solve a tract's blocks in one program; when one block's cells contradict
+    each other, that block alone is named infeasible and every other block of its tract is still
+    reconstructed and answered (the tract is retried block by block)."""
+    _, units = synthesize_households(SynthConfig(persons=600), seed=2)
+    long = tabulate_units(units)
+    tract_of = long["geoid"].str.slice(0, 11)
+    tract = tract_of.value_counts().sort("count")["geoid"][-1]
+    blocks = sorted(set(long.filter(tract_of == tract)["geoid"].to_list()) - {tract})
+    bad = blocks[0]
+    # more occupied units (H3 occupied) than housing units (H1) in one block
+    broken = long.with_columns(
+        pl.when((pl.col("geoid") == bad) & (pl.col("cell") == "H0030002"))
+        .then(pl.col("value") + 1)
+        .otherwise(pl.col("value"))
+        .alias("value")
+    )
+    rec = reconstruct_units(broken)
+    status = dict(zip(rec.blocks["geoid"], rec.blocks["status"], strict=True))
+    assert status[bad] == "infeasible"
+    assert len(blocks) > 2
+    assert all(status[b] in ("unique", "varies") for b in blocks[1:])
+    good = rec.units.block_geoid != bad
+    kept = Units(
+        HOUSING_UNITS, rec.units.block_geoid[good], {k: v[good] for k, v in rec.units.codes.items()}
+    )
+    assert tabulate_units(kept).equals(long.filter(pl.col("geoid") != bad))
+
+
 def _units(rows: list[tuple[str, dict]]) -> Units:
     names = HOUSING_UNITS.names
     codes = {n: np.array([r[n] for _, r in rows], dtype=np.int64) for n in names}

@@ -27,6 +27,7 @@ True
 from __future__ import annotations
 
 import time
+from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -120,7 +121,13 @@ def reconstruct_units(
     aggregate = False
     key = _coarse_key(feas, schema, unique_on)  # the resolution uniqueness is asked at
     if level == "block":
-        groups = [([b], None) for b in range(len(geoids))]
+        # the blocks of a tract side by side in one program (they share no row): one model to
+        # build and one zero test per tract instead of per block, which dominated on small
+        # blocks; a tract whose program fails is retried block by block (below)
+        tract_of = prefix(np.asarray(geoids, dtype=str), "tract")
+        groups = [
+            (np.flatnonzero(tract_of == t).tolist(), None) for t in np.unique(tract_of).tolist()
+        ]
         Wt = None
     else:
         if not of_level["tract"]:
@@ -172,12 +179,13 @@ def reconstruct_units(
             )
         ref_geo = reference.block_geoid.astype(str)
     rows, geo_out, stats = [], [], []
-    for bs, vt in groups:
+    queue = deque(groups)
+    while queue:
+        bs, vt = queue.popleft()
         t0 = time.perf_counter()
         ytypes = None
         if vt is None:
-            prog, adm = block_program(W, V[bs[0]], Wc, degree=deg)
-            adms = [adm]
+            prog, adms = blocks_program(W, Wc, V[bs], deg)
         elif aggregate:
             assert Wt is not None and Wtc is not None
             prog, adms, ytypes = tract_class_program(W, V[bs], Wt, Wtc, vt, cls, first)
@@ -189,6 +197,9 @@ def reconstruct_units(
         nan = (np.nan, np.nan, np.nan)
         if ref_pos is not None and ref_geo is not None:
             x = _reference_x(prog, [geoids[b] for b in bs], adms, ref_pos, ref_geo, cls, ytypes)
+            if x is None and vt is None and len(bs) > 1:  # find the block(s) at fault
+                queue.extendleft(([b], None) for b in reversed(bs))
+                continue
             if x is None:
                 took = (time.perf_counter() - t0) * share
                 stats += [
@@ -198,6 +209,9 @@ def reconstruct_units(
                 continue
         else:
             sol = base.solve_base()
+            if (not sol.has_solution or sol.x is None) and vt is None and len(bs) > 1:
+                queue.extendleft(([b], None) for b in reversed(bs))
+                continue
             if not sol.has_solution or sol.x is None:
                 why = "infeasible" if sol.status == "infeasible" else "failed"  # contradiction
                 took = (time.perf_counter() - t0) * share
@@ -533,6 +547,28 @@ def block_program(
     ub = np.full(adm.size, big, dtype=np.int64)
     np.minimum.at(ub, A.indices, np.repeat(v, np.diff(A.indptr)))
     return IntProgram(A=A, lo=v, hi=v, ub=np.where(ub == big, 0, ub)), adm
+
+
+def blocks_program(
+    W: sp.csr_matrix, Wc: sp.csc_matrix, V: np.ndarray, degree: np.ndarray | None = None
+) -> tuple[IntProgram, list[np.ndarray]]:
+    """Independent blocks' programs (:func:`block_program`, ``V``: blocks x cells) side by side
+    in one: a solution is each block's solution, and one model serves them all. Returns the
+    program and each block's admissible types; the variables are the blocks' in order."""
+    progs, adms = [], []
+    for v in V:
+        p, a = block_program(W, v, Wc, degree=degree)
+        progs.append(p)
+        adms.append(a)
+    return (
+        IntProgram(
+            A=sp.block_diag([p.A for p in progs], format="csr").astype(np.int64),
+            lo=np.concatenate([p.lo for p in progs]),
+            hi=np.concatenate([p.hi for p in progs]),
+            ub=np.concatenate([p.ub for p in progs]),
+        ),
+        adms,
+    )
 
 
 def tract_program(
