@@ -550,14 +550,19 @@ def block_program(
 
 
 def blocks_program(
-    W: sp.csr_matrix, Wc: sp.csc_matrix, V: np.ndarray, degree: np.ndarray | None = None
+    W: sp.csr_matrix,
+    Wc: sp.csc_matrix,
+    V: np.ndarray,
+    degree: np.ndarray | None = None,
+    exclude: np.ndarray | None = None,
 ) -> tuple[IntProgram, list[np.ndarray]]:
-    """Independent blocks' programs (:func:`block_program`, ``V``: blocks x cells) side by side
-    in one: a solution is each block's solution, and one model serves them all. Returns the
-    program and each block's admissible types; the variables are the blocks' in order."""
+    """Independent blocks' programs (:func:`block_program`, ``V``: blocks x cells; ``exclude``
+    rules out more types in every block) side by side in one: a solution is each block's
+    solution, and one model serves them all. Returns the program and each block's admissible
+    types; the variables are the blocks' in order."""
     progs, adms = [], []
     for v in V:
-        p, a = block_program(W, v, Wc, degree=degree)
+        p, a = block_program(W, v, Wc, exclude, degree)
         progs.append(p)
         adms.append(a)
     return (
@@ -585,16 +590,11 @@ def tract_program(
     (zero cells left without types dropped). Returns the program and each block's admissible
     types; the variables are the blocks' in order."""
     out_t = np.asarray(Wt[np.flatnonzero(vt == 0)].sum(axis=0)).ravel() > 0
-    progs, adms = [], []
-    deg = cell_degree(W)
-    for v in V:
-        p, a = block_program(W, v, Wc, out_t, deg)
-        progs.append(p)
-        adms.append(a)
+    blocks, adms = blocks_program(W, Wc, V, cell_degree(W), out_t)
     At = sp.hstack([Wtc[:, a] for a in adms], format="csr") if adms else Wt[:, :0]
     keep = (np.diff(At.indptr) > 0) | (vt != 0)
-    A = sp.vstack([sp.block_diag([p.A for p in progs], format="csr"), At[keep]], format="csr")
-    v = np.concatenate([p.lo for p in progs] + [vt[keep]])
+    A = sp.vstack([blocks.A, At[keep]], format="csr")
+    v = np.concatenate([blocks.lo, vt[keep]])
     big = np.iinfo(np.int64).max
     ub = np.full(A.shape[1], big, dtype=np.int64)
     np.minimum.at(ub, A.indices, np.repeat(v, np.diff(A.indptr)))
