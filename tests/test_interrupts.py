@@ -54,3 +54,43 @@ def test_a_worker_killed_while_sending_its_result_does_not_hang_the_exit(tmp_pat
     assert run.returncode == 0, run.stderr
     assert "manager alive: False" in run.stdout
     assert "Traceback" not in run.stderr
+
+
+def _ok_unit(u: str):
+    import polars as pl
+
+    return {"unit": u, "status": "ok"}, pl.DataFrame({"unit": [u]})
+
+
+def test_an_interrupt_while_a_unit_is_written_counts_only_what_was_kept(tmp_path, monkeypatch):
+    """The interrupt lands while the third unit's result is being written (its file, before its
+    status line): the message must count the two units a rerun will skip, not three; the rerun
+    then does the other two and keeps the first two as they were."""
+    import json
+
+    import polars as pl
+
+    from tabrecon.interrupts import Interrupted
+    from tabrecon.runner import run_units
+
+    real = pl.DataFrame.write_parquet
+    calls = [0]
+
+    def flaky(self, *a, **k):
+        calls[0] += 1
+        if calls[0] == 3:
+            raise KeyboardInterrupt
+        return real(self, *a, **k)
+
+    monkeypatch.setattr(pl.DataFrame, "write_parquet", flaky)
+    parts = tmp_path / "out.parts"
+    units = ["a", "b", "c", "d"]
+    with pytest.raises(Interrupted) as e:
+        run_units(units, lambda u: u, _ok_unit, tag="t", parts=parts)
+    assert (e.value.kept, e.value.total) == (2, 4)
+    assert "2 of 4 units finished" in str(e.value)
+    monkeypatch.setattr(pl.DataFrame, "write_parquet", real)
+    statuses, frames = run_units(units, lambda u: u, _ok_unit, tag="t", parts=parts)
+    assert [s["unit"] for s in statuses] == units and set(frames) == set(units)
+    lines = [json.loads(x)["unit"] for x in (parts / "status.jsonl").read_text().splitlines()]
+    assert sorted(lines) == units  # nothing done twice
