@@ -61,6 +61,30 @@ def test_a_contradictory_block_is_named_alone_and_its_tract_answered():
     assert tabulate_units(kept).equals(long.filter(pl.col("geoid") != bad))
 
 
+def test_published_empty_blocks_are_answered_beside_inhabited_ones():
+    """Published tables list empty blocks too (every cell 0). Sharing a program with inhabited
+    blocks of their tract, last in it or alone, they are reconstructed empty and unique."""
+    from tabrecon.schema import PERSONS_BINNED, person_units
+    from tabrecon.synth import synthesize
+
+    md = synthesize(SynthConfig(persons=300), seed=2)
+    long = tabulate_units(person_units(md, binned=True))
+    last = max(g for g in long["geoid"].to_list() if len(g) == 15)
+    empty = [last[:-4] + "9998", last[:-4] + "9999"]  # after every block of the last tract
+    cells = long.filter(pl.col("geoid") == last).select("cell")
+    zeros = pl.concat(
+        [
+            cells.with_columns(geoid=pl.lit(g), value=pl.lit(0, dtype=long["value"].dtype))
+            for g in empty
+        ]
+    ).select(long.columns)
+    rec = reconstruct_units(pl.concat([long, zeros]), PERSONS_BINNED, distance=True)
+    got = rec.blocks.filter(pl.col("geoid").is_in(empty))
+    assert got["status"].to_list() == ["unique", "unique"]
+    assert got["units"].to_list() == [0, 0] and got["solvar"].to_list() == [0.0, 0.0]
+    assert tabulate_units(rec.units).equals(long)
+
+
 def _units(rows: list[tuple[str, dict]]) -> Units:
     names = HOUSING_UNITS.names
     codes = {n: np.array([r[n] for _, r in rows], dtype=np.int64) for n in names}
@@ -347,7 +371,7 @@ def test_uniqueness_without_a_published_total_proves_every_count():
         A=sp.csr_matrix(np.array([[1, 0]])), lo=np.array([1]), hi=np.array([1]), ub=np.array([1, 2])
     )
     assert not _totals_fixed(open_total, F, blk, 1).any()
-    assert _certify(Extensible(open_total, SolverOptions()), F, m, blk, x)[0] == ["varies"]
+    assert _certify(Extensible(open_total, SolverOptions()), F, m, blk, x, 1)[0] == ["varies"]
     with_total = IntProgram(
         A=sp.csr_matrix(np.array([[1, 0], [1, 1]])),
         lo=np.array([1, 1]),
@@ -355,7 +379,7 @@ def test_uniqueness_without_a_published_total_proves_every_count():
         ub=np.array([1, 2]),
     )
     assert _totals_fixed(with_total, F, blk, 1).all()
-    assert _certify(Extensible(with_total, SolverOptions()), F, m, blk, x)[0] == ["unique"]
+    assert _certify(Extensible(with_total, SolverOptions()), F, m, blk, x, 1)[0] == ["unique"]
 
 
 def test_a_block_missing_or_repeating_a_cell_is_named():

@@ -241,6 +241,7 @@ def reconstruct_units(
                 m,
                 form_block,
                 x,
+                len(bs),
                 coupled=vt is not None,
                 distance=distance,
                 distance_time_limit=distance_time_limit,
@@ -328,6 +329,7 @@ def _certify(
     m: np.ndarray,
     form_block: np.ndarray,
     x: np.ndarray,
+    nb: int,
     coupled: bool = False,
     distance: bool = False,
     distance_time_limit: float | None = None,
@@ -344,8 +346,8 @@ def _certify(
     (:func:`tabrecon.attacks.variability.block_variability`): one presolve, the zero test (a
     different histogram lacks some unit of the block's) deciding all blocks in a few proofs, and
     the distances of those that vary. Otherwise every form, zero counts included, is proven
-    equal to its value (:func:`prove_forms`) and the distances are searched after it."""
-    nb = int(form_block.max()) + 1 if form_block.size else 0
+    equal to its value (:func:`prove_forms`) and the distances are searched after it. ``nb``:
+    the program's blocks (an empty one has no form)."""
     nan = (np.nan, np.nan, np.nan)
     if not F.shape[0]:
         return ["unique"] * nb, [(0.0, 0.0, 0.0)] * nb
