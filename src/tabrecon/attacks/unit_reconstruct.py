@@ -352,11 +352,10 @@ def _certify(
     if not F.shape[0]:
         return ["unique"] * nb, [(0.0, 0.0, 0.0)] * nb
     names = np.array(["unknown", "unique", "varies", "undecided"])
-    var_block = np.full(base.prog.n_vars, -1, dtype=np.int64)
-    var_block[F.indices] = np.repeat(form_block, np.diff(F.indptr))
+    var_block = _var_block(F, form_block, base.prog.n_vars)
     cp = variability.Counts.of(base.prog, F, m, form_block, var_block, nb)
     opts = base.opts
-    if _totals_fixed(base.prog, F, form_block, nb).all():
+    if _totals_fixed(base.prog, F, form_block, nb, var_block, cp.row_block).all():
         v = variability.block_variability(
             cp,
             opts,
@@ -393,26 +392,33 @@ def _certify(
     return status, spread
 
 
+def _var_block(F: sp.csr_matrix, form_block: np.ndarray, n_vars: int) -> np.ndarray:
+    """Each variable's block, read off the forms (-1 for a variable no form holds: a tract's)."""
+    F = F.tocsr()
+    var_block = np.full(n_vars, -1, dtype=np.int64)
+    var_block[F.indices] = np.repeat(form_block, np.diff(F.indptr))
+    return var_block
+
+
 def _totals_fixed(
-    prog: IntProgram, F: sp.csr_matrix, form_block: np.ndarray, nb: int
+    prog: IntProgram,
+    F: sp.csr_matrix,
+    form_block: np.ndarray,
+    nb: int,
+    var_block: np.ndarray | None = None,
+    row_block: np.ndarray | None = None,
 ) -> np.ndarray:
     """Whether the program fixes each block's total: some equality row counts every one of the
-    block's variables once and nothing else."""
-    F = F.tocsr()
-    var_block = np.full(prog.n_vars, -1, dtype=np.int64)
-    var_block[F.indices] = np.repeat(form_block, np.diff(F.indptr))
-    n_of = np.bincount(var_block[var_block >= 0], minlength=nb)
+    block's variables once and nothing else (``var_block``, ``row_block``: the variables' and
+    rows' blocks when the caller has them, :func:`tabrecon.attacks.variability.rows_block`)."""
+    if var_block is None:
+        var_block = _var_block(F, form_block, prog.n_vars)
     A = prog.A.tocsr()
+    b = variability.rows_block(A, var_block) if row_block is None else row_block
     nnz = np.diff(A.indptr)
-    row_of = np.repeat(np.arange(A.shape[0]), nnz)
-    rb = var_block[A.indices]
-    lo_b = np.full(A.shape[0], np.iinfo(np.int64).max)
-    hi_b = np.full(A.shape[0], -2)
-    np.minimum.at(lo_b, row_of, rb)
-    np.maximum.at(hi_b, row_of, rb)
     ones = np.ones(A.shape[0], dtype=bool)
-    np.logical_and.at(ones, row_of, A.data == 1)
-    b = np.where((lo_b == hi_b) & (lo_b >= 0), lo_b, -1)
+    np.logical_and.at(ones, np.repeat(np.arange(A.shape[0]), nnz), A.data == 1)
+    n_of = np.bincount(var_block[var_block >= 0], minlength=nb)
     whole = (b >= 0) & ones & (nnz > 0) & (prog.lo == prog.hi)
     whole &= nnz == n_of[np.maximum(b, 0)]
     out = np.zeros(nb, dtype=bool)
