@@ -21,7 +21,9 @@ import numpy as np
 import polars as pl
 import pytest
 
+from tabrecon.households import synthesize_households
 from tabrecon.schema import write_microdata
+from tabrecon.schema.spec import write_units
 from tabrecon.synth import SynthConfig, synthesize
 from tabrecon.tables import Grid, TableSet, tabulate, write_tables
 
@@ -43,7 +45,7 @@ def _env(tmp: Path) -> dict[str, str]:
 
 def _files(d: Path) -> None:
     """Every kind of bad input file the cases below point at."""
-    md = synthesize(SynthConfig(persons=600), seed=3)
+    md, units = synthesize_households(SynthConfig(persons=600), seed=3)
     write_microdata(md, d / "md.csv")
     write_microdata(synthesize(SynthConfig(persons=600, county="002"), seed=4), d / "other.csv")
     ts = tabulate(md)
@@ -100,6 +102,14 @@ def _files(d: Path) -> None:
     (d / "attacker_bad.csv").write_text("pik,block_geoid,sex\n1,2,3\n")
     # a reconstruction output made from other tables, to be resumed into
     (d / "stale").mkdir()
+    # inputs that an output could destroy: links to md.csv, a file named like an output's
+    # companion, a config inside an output folder
+    (d / "link.csv").symlink_to("md.csv")
+    os.link(d / "md.csv", d / "hard.csv")
+    write_microdata(md, d / "sv_flags.parquet")
+    (d / "au_cfg").mkdir()
+    (d / "au_cfg" / "config.toml").write_text("[run]\nseed = 3\n")
+    write_units(units, d / "units.csv")
 
 
 # (name, arguments, exit code, text the message must contain); {D} is the fixture folder
@@ -299,6 +309,95 @@ CASES: list[tuple[str, str, int, str]] = [
         2,
         ".gz",
     ),
+    # an output never replaces an input, nor another output (exit 2 before any work, naming both)
+    ("out-is-input", "tabulate {D}/md.csv --out {D}/md.csv", 2, "--out {D}/md.csv is MICRODATA"),
+    ("out-is-input-dotted", "tabulate {D}/md.csv --out {D}/./md.csv", 2, "MICRODATA {D}/md.csv"),
+    ("out-is-input-symlink", "tabulate {D}/md.csv --out {D}/link.csv", 2, "the same file as"),
+    ("out-is-input-hardlink", "tabulate {D}/md.csv --out {D}/hard.csv", 2, "the same file as"),
+    ("input-is-symlink-to-out", "tabulate {D}/link.csv --out {D}/md.csv", 2, "MICRODATA"),
+    (
+        "two-outputs-one-file",
+        "synth --persons 100 --out {D}/x2.csv --households {D}/x2.csv",
+        2,
+        "--out {D}/x2.csv and --households {D}/x2.csv would overwrite each other",
+    ),
+    (
+        "recon-out-is-tables",
+        "reconstruct {D}/tables.parquet --out {D}/tables.parquet",
+        2,
+        "TABLES_FILE {D}/tables.parquet",
+    ),
+    (
+        "solvar-out-is-recon",
+        "solvar {D}/tables.parquet --recon {D}/md.csv --out {D}/md.csv",
+        2,
+        "--recon",
+    ),
+    (
+        "solvar-companion-is-input",  # sv.parquet writes sv_flags.parquet beside it
+        "solvar {D}/tables.parquet --recon {D}/sv_flags.parquet --out {D}/sv.parquet",
+        2,
+        "--out {D}/sv_flags.parquet is --recon",
+    ),
+    ("agree-out-is-input", "agree {D}/md.csv {D}/other.csv --out {D}/other.csv", 2, "RIGHT"),
+    ("swap-out-is-input", "swap {D}/md.csv --out {D}/md.csv", 2, "MICRODATA"),
+    ("topdown-out-is-input", "topdown {D}/md.csv --out {D}/md.csv", 2, "MICRODATA"),
+    (
+        "noisy-out-is-tables",
+        "reconstruct-noisy {D}/text.parquet --tables {D}/tables.parquet --out {D}/tables.parquet",
+        2,
+        "--tables",
+    ),
+    (
+        "households-out-is-input",
+        "tabulate {D}/units.csv --schema households --out {D}/units.csv",
+        2,
+        "MICRODATA",
+    ),
+    ("audit-out-holds-input", "audit {D}/md.csv --out {D}", 2, "lies inside --out"),
+    (
+        "audit-out-holds-config",  # the audit writes config.toml into its folder
+        "audit {D}/md.csv --config {D}/au_cfg/config.toml --out {D}/au_cfg",
+        2,
+        "--config {D}/au_cfg/config.toml lies inside --out",
+    ),
+    (
+        "audit-households-is-out",
+        "audit {D}/md.csv --households {D}/md.csv --out {D}/md.csv",
+        2,
+        "--out",
+    ),
+    (
+        "reidentify-out-holds-input",
+        "reidentify --recon {D}/md.csv --truth {D}/md.csv --out {D}",
+        2,
+        "inside --out",
+    ),
+    (
+        "claims-out-holds-input",
+        "claims {D}/tables.parquet --recon {D}/md.csv --solvar {D}/md.csv --out {D}",
+        2,
+        "inside --out",
+    ),
+    (
+        "tradeoff-out-holds-input",
+        "tradeoff {D}/md.csv --defenses none --out {D}",
+        2,
+        "inside --out",
+    ),
+    (
+        "demo-out-holds-config",
+        "demo --config {D}/au_cfg/config.toml --out {D}/au_cfg",
+        2,
+        "inside --out",
+    ),
+    (
+        "reidentify-attacker-is-out",
+        "reidentify --recon {D}/other.csv --truth {D}/other.csv --attacker {D}/md.csv "
+        "--out {D}/md.csv",
+        2,
+        "--attacker",
+    ),
     # runs that finish with failures, and checks that find violations: exit 1
     (
         "reconstruct-infeasible",
@@ -335,10 +434,21 @@ CASES: list[tuple[str, str, int, str]] = [
 ]
 
 
+def _digests(d: Path) -> dict[str, str]:
+    import hashlib
+
+    return {
+        str(p.relative_to(d)): hashlib.md5(p.read_bytes()).hexdigest()
+        for p in sorted(d.rglob("*"))
+        if p.is_file() and not p.is_symlink()
+    }
+
+
 @pytest.fixture(scope="module")
 def results(tmp_path_factory):
     d = tmp_path_factory.mktemp("contract")
     _files(d)
+    inputs = _digests(d)
     env = _env(d)
     subst = {
         "{D}": str(d),
@@ -358,12 +468,14 @@ def results(tmp_path_factory):
 
     with ThreadPoolExecutor(max_workers=4) as ex:
         out = dict(ex.map(run, CASES))
-    return out, subst
+    after = _digests(d)
+    changed = sorted(k for k, v in inputs.items() if after.get(k) != v)
+    return out, subst, changed
 
 
 @pytest.mark.parametrize("name,args,code,fragment", CASES, ids=[c[0] for c in CASES])
 def test_bad_invocation(results, name, args, code, fragment):
-    out, subst = results
+    out, subst, _ = results
     p = out[name]
     text = p.stdout + p.stderr
     for k, v in subst.items():
@@ -372,6 +484,11 @@ def test_bad_invocation(results, name, args, code, fragment):
     assert "internal error" not in text, text
     assert p.returncode == code, f"exit {p.returncode}, wanted {code}:\n{text}"
     assert fragment in text, f"{fragment!r} not in:\n{text}"
+
+
+def test_no_input_is_destroyed(results):
+    """Every file the cases read is byte for byte what it was before all of them ran."""
+    assert results[2] == []
 
 
 def test_enough_cases():

@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 import platform
 import resource
-import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -37,9 +36,9 @@ from .config import AuditConfig, RunConfig
 from .defenses.defense import Defense
 from .errors import TabreconError
 from .evaluate import DefenseOutcome, EvaluationPlan, evaluate_defense, outcome_frame
-from .io import write_json, write_parquet, write_text
+from .io import file_digest, remove_tree, write_csv, write_json, write_parquet, write_text
 from .provenance import check_or_record, digest_path, fingerprint
-from .runner import tree_cpu
+from .runner import notice, tree_cpu
 from .schema import write_microdata
 
 PRECISION_GRID = np.linspace(0.0, 1.0, 101)
@@ -192,10 +191,22 @@ class ChunkRunner:
     ) -> tuple[Any, dict] | None:
         """(the stage's output, its info) when an earlier run finished it and ``resume`` is on."""
         info = self.done(stage)
-        if info is None or not path.exists():
+        if info is None or not path.exists() or not self.intact(stage, info):
             return None
         self.skip(stage)
         return load(path), info
+
+    def intact(self, stage: str, info: dict) -> bool:
+        """Whether every file the stage wrote still has the checksum its marker recorded (a
+        damaged one makes the stage run again, and says so)."""
+        bad = [
+            name
+            for name, digest in info.get("outputs", {}).items()
+            if not (self.dir / name).exists() or file_digest(self.dir / name) != digest
+        ]
+        if bad:
+            notice(f"{self.dir}: {stage} redone, its output damaged on disk ({', '.join(bad)})")
+        return not bad
 
     def skip(self, stage: str) -> None:
         """A stage finished by an earlier run: kept, counted as resumed."""
@@ -207,10 +218,15 @@ class ChunkRunner:
         self._cpu0 = tree_cpu()
         return time.perf_counter()
 
-    def mark(self, stage: str, t0: float, info: dict) -> dict:
+    def mark(self, stage: str, t0: float, info: dict, *outputs: Path) -> dict:
+        """The stage is done: its marker, with its timings and the checksum of each of its
+        ``outputs`` (checked by :meth:`intact` before a resumed run reuses them), written last."""
         sec = time.perf_counter() - t0
         core = tree_cpu() - self._cpu0
         info = {**info, "seconds": round(sec, 2), "core_seconds": round(core, 2)}
+        info["outputs"] = {
+            str(p.relative_to(self.dir)): file_digest(p) for p in outputs if p.exists()
+        }
         write_json(self.dir / f"{stage.replace(':', '_')}.done.json", info)
         self.log.add(stage, sec, core)
         self.on_stage(stage)
@@ -242,7 +258,7 @@ class ChunkRunner:
             "tables_present": ts.tables_present(),
             "blocks": int(ts.grids["block"].geoids.size) if "block" in ts.grids else 0,
         }
-        return ts, self.mark("tabulate", t0, info)
+        return ts, self.mark("tabulate", t0, info, path)
 
     def reconstruct(self, ts, level: str, md):
         from .attacks.reconstruct import reconstruct
@@ -274,13 +290,13 @@ class ChunkRunner:
         if md is not None:
             a = agree(run.records, truth=md)
             info["agree_resolution"] = a.resolution
-            write_parquet(
+            agreed = write_parquet(
                 a.by_bin.select("bin", "blocks", "persons", "exact", "binned"),
                 self.dir / f"agree_{level.replace('+', '_')}.parquet",
             )
         if not path.exists():  # no tract solved: keep an empty file so the stage is complete
-            run.records.to_frame().write_parquet(path)
-        return run.records, self.mark(stage, t0, info)
+            write_parquet(run.records.to_frame(), path)
+        return run.records, self.mark(stage, t0, info, path, *([agreed] if md is not None else []))
 
     def certify(self, ts, recon, level: str):
         from .attacks.certify import certify
@@ -304,7 +320,7 @@ class ChunkRunner:
             distance_time_limit=self.cfg.certify.distance_time_limit or None,
         )
         info = {"blocks": run.blocks.height, "failed_tracts": [f["unit"] for f in run.failed]}
-        return run.blocks, self.mark(stage, t0, info)
+        return run.blocks, self.mark(stage, t0, info, path)
 
     def reidentify(self, recon, md, ts, blocks):
         from dataclasses import asdict
@@ -328,7 +344,7 @@ class ChunkRunner:
         hist = {s: _hist(res.person_precision(s)) for s in PREC_SOURCES[:-1]}
         hist["francis"] = _hist(res.francis["precision"].to_numpy())
         totals = {s: int(h[0]) for s, h in hist.items()}
-        write_parquet(
+        hist_path = write_parquet(
             pl.DataFrame({"p": PRECISION_GRID, **{s: hist[s] for s in PREC_SOURCES}}),
             self.dir / "precision_hist.parquet",
         )
@@ -343,7 +359,7 @@ class ChunkRunner:
             "recon_certified_unique": int((flags["certified"] & (flags["bsab_unique"] == 1)).sum()),
         }
         write_parquet(rates, path)
-        return rates, self.mark(stage, t0, info)
+        return rates, self.mark(stage, t0, info, path, hist_path)
 
     def defense(self, md, spec: str) -> DefenseOutcome:
         """Protect this chunk with ``spec`` and attack the release (:func:`evaluate_defense`);
@@ -351,7 +367,8 @@ class ChunkRunner:
         stage = f"defense:{spec}"
         folder = self.dir / f"def_{spec.replace('=', '').replace('.', 'p')}"
         path = folder / "outcome.json"
-        if self.done(stage) is not None and path.exists():
+        info = self.done(stage)
+        if info is not None and path.exists() and self.intact(stage, info):
             self.skip(stage)
             return DefenseOutcome.from_json(path.read_text())
         t0 = self.start()
@@ -370,7 +387,7 @@ class ChunkRunner:
             progress=progress,
         )
         write_text(path, outcome.to_json())
-        self.mark(stage, t0, {"defense": spec})
+        self.mark(stage, t0, {"defense": spec}, path)
         return outcome
 
 
@@ -550,12 +567,12 @@ def audit(
         dask_client(cfg.run.scheduler)
     work = out / "work"
     if work.exists() and not resume:
-        shutil.rmtree(work)
+        remove_tree(work)
     fp = _fingerprint(cfg, md_path, ts_path, hh_path)
     advice = "run without --resume (resume=False in Python) to start over, or choose another --out"
     check_or_record(work / "run.json", fp, str(work), advice, outputs=(work,))
     out.mkdir(parents=True, exist_ok=True)
-    (out / "config.toml").write_text(cfg.to_toml())
+    write_text(out / "config.toml", cfg.to_toml())
     t_start = time.perf_counter()
     log = StageLog()
     given = read_release(ts_path) if ts_path is not None else None
@@ -666,7 +683,7 @@ def audit(
         frames["solvar_cdf"] = solvar_table(allb)
         frames["solvar_zero_by_block_size"] = zero_share_by_size(allb)
         cum = cumulative_solvar(allb)
-        allb.write_parquet(res / "solvar_blocks.parquet")
+        write_parquet(allb, res / "solvar_blocks.parquet")
     if rates_frames:
         frames["reid_rates"] = pct_rates(pl.concat(rates_frames))
         frames["precision_cdf"] = pl.DataFrame(
@@ -692,7 +709,7 @@ def audit(
                 log.add("frontier", time.perf_counter() - t_front)
     frames.update(hframes)
     for name, df in frames.items():
-        df.write_csv(res / f"{name}.csv")
+        write_csv(df, res / f"{name}.csv")
     log.add("aggregate", time.perf_counter() - t_agg)
     summary = _summary(
         cfg,
@@ -1026,7 +1043,7 @@ def audit_households(
         raise TabreconError(f"{units_path}: file not found")
     work = out / "work"
     if work.exists() and not resume:
-        shutil.rmtree(work)
+        remove_tree(work)
     conf = cfg.to_dict()
     fp = fingerprint(
         households=digest_path(units_path),
@@ -1039,7 +1056,7 @@ def audit_households(
     advice = "run without --resume (resume=False in Python) to start over, or choose another --out"
     check_or_record(work / "run.json", fp, str(work), advice, outputs=(work,))
     out.mkdir(parents=True, exist_ok=True)
-    (out / "config.toml").write_text(cfg.to_toml())
+    write_text(out / "config.toml", cfg.to_toml())
     con = console or Console(stderr=True)
     prog = Progress(
         TextColumn("{task.description}"),
@@ -1062,7 +1079,7 @@ def audit_households(
     res = out / "results"
     res.mkdir(exist_ok=True)
     for name, df in frames.items():
-        df.write_csv(res / f"{name}.csv")
+        write_csv(df, res / f"{name}.csv")
     total = {
         "households": summary,
         "failures": summary["failures"],

@@ -4,9 +4,15 @@ Exit codes are the contract of :func:`run`."""
 
 from __future__ import annotations
 
+import functools
+import inspect
 import os
 import sys
+import typing
 import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 import typer
 from rich.markup import escape
@@ -14,6 +20,7 @@ from rich.markup import escape
 from . import __version__
 from .commands import attack, audit, defend, lab, publish
 from .errors import TabreconError
+from .io import Reads, Writes, clash, protecting
 from .terminal import console, err
 
 app = typer.Typer(
@@ -27,6 +34,70 @@ for _stage in (publish, attack, audit, defend):  # the commands in pipeline orde
     app.registered_commands += _stage.app.registered_commands
 app.add_typer(publish.tables_app, name="tables")
 app.add_typer(lab.dn_app, name="dn")
+
+
+def _option_name(name: str, meta: tuple) -> str:
+    """How the user wrote the parameter: its long option (``--out``) or its argument's name."""
+    for m in meta:
+        if isinstance(m, typer.models.OptionInfo):
+            decls = [m.default] if isinstance(m.default, str) else []
+            decls += list(m.param_decls or ())
+            return next((d for d in decls if d.startswith("--")), f"--{name.replace('_', '-')}")
+        if isinstance(m, typer.models.ArgumentInfo):
+            return name.upper()
+    return f"--{name.replace('_', '-')}"
+
+
+def _say_resumed(text: str) -> None:
+    err.print(f"[dim]resumed: {escape(text)}[/dim]", highlight=False)
+
+
+def _guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` (a command) that first refuses outputs which would replace or clear an input or
+    each other (exit 2, naming both; :func:`tabrecon.io.clash`), then runs with its inputs
+    protected from every write (:func:`tabrecon.io.protecting`) and what a resumed run keeps
+    printed (:func:`tabrecon.runner.notices`). Outputs are the parameters
+    marked :class:`~tabrecon.io.Writes`; inputs every other path, and text marked
+    :class:`~tabrecon.io.Reads` that names an existing file."""
+    hints = typing.get_type_hints(fn, include_extras=True)
+    sig = inspect.signature(fn)
+    roles: list[tuple[str, str, Writes | None]] = []  # (parameter, option, Writes or None)
+    for name in sig.parameters:
+        hint = hints.get(name)
+        meta = getattr(hint, "__metadata__", ())
+        base = typing.get_args(hint)[0] if meta else hint
+        writes = next((m for m in meta if isinstance(m, Writes)), None)
+        is_path = Path in (base, *typing.get_args(base))
+        if writes is not None or is_path or any(isinstance(m, Reads) for m in meta):
+            roles.append((name, _option_name(name, meta), writes))
+
+    @functools.wraps(fn)
+    def run_command(*args: Any, **kwargs: Any) -> Any:
+        given = sig.bind(*args, **kwargs).arguments
+        inputs: list[tuple[str, Path]] = []
+        outputs: list[tuple[str, Path, bool]] = []
+        for name, option, writes in roles:
+            value = given.get(name, sig.parameters[name].default)
+            if value is None or value is inspect.Parameter.empty:
+                continue
+            if writes is not None:
+                outputs += [(option, p, folder) for p, folder in writes.targets(Path(value))]
+            elif isinstance(value, Path) or Path(str(value)).exists():
+                inputs.append((option, Path(value)))
+        if (problem := clash(inputs, outputs)) is not None:
+            raise TabreconError(problem)
+        from .runner import notices
+
+        with protecting(p for _, p in inputs), notices(_say_resumed):
+            return fn(*args, **kwargs)
+
+    return run_command
+
+
+for _typer in (app, publish.tables_app, lab.dn_app):
+    for _info in _typer.registered_commands:
+        if _info.callback is not None:
+            _info.callback = _guarded(_info.callback)
 
 
 @app.command()

@@ -30,6 +30,7 @@ from .attacks.reidentify import GROUPS, reidentify
 from .attacks.solvers import SolverOptions
 from .defenses.defense import Defense, Protected
 from .geo import LEVELS
+from .io import remove_file, write_parquet, write_text
 from .metrics.accuracy import block_accuracy, block_cell_sq_error, l1_by_level
 from .metrics.agreement import agree
 from .schema import BLOCK_SIZE_LABELS, read_microdata, write_microdata
@@ -315,12 +316,12 @@ def _protect(
         m = pl.read_parquet(meas) if meas.exists() else None
         return Protected(read_microdata(rec), json.loads(info.read_text()), m, d.cost)
     for f in (rec, info, meas):
-        f.unlink(missing_ok=True)
+        remove_file(f)
     prot = d.protect(truth, seed, plan.workers)
     write_microdata(prot.records, rec)
     if prot.measurements is not None:
-        prot.measurements.write_parquet(meas)
-    info.write_text(json.dumps(prot.info, default=str))  # written last: the release is complete
+        write_parquet(prot.measurements, meas)
+    write_text(info, json.dumps(prot.info, default=str))  # written last: the release is complete
     return prot
 
 

@@ -1,6 +1,13 @@
 """Reading and writing files: every format tabrecon takes (CSV, gzip CSV, Parquet) read as text
 columns for validation, output names checked against what they will hold, and atomic writes (a
-file appears whole or not at all, so an interrupted run never leaves half a result)."""
+file appears whole or not at all, so an interrupted run or a full disk never leaves half a
+result).
+
+Every file tabrecon writes goes through :func:`_atomic` and every folder it clears through
+:func:`remove_tree`, so one guard protects the inputs: inside :func:`protecting` (the command line
+wraps every command in it), writing over an input, or clearing a folder that holds one, raises
+:class:`~tabrecon.errors.TabreconError` instead. The command line also refuses such a run before
+any work, from the outputs its options declare (:class:`Writes`)."""
 
 from __future__ import annotations
 
@@ -8,7 +15,10 @@ import contextlib
 import gzip
 import json
 import os
-from collections.abc import Callable, Collection
+import shutil
+from collections.abc import Callable, Collection, Iterable, Iterator
+from contextvars import ContextVar
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -86,10 +96,166 @@ def read_rows(
     return df.drop("__line"), df["__line"].to_numpy()
 
 
-def _atomic(path: str | Path, write: Callable[[Path], Any]) -> Path:
-    """Write through a hidden temporary beside ``path`` and rename it into place; a failure names
-    ``path`` (never the temporary) and leaves nothing behind."""
+#: Data suffixes longest first, so that ``x.csv.gz`` has the stem ``x``.
+_STEM_SUFFIXES = (".csv.gz", ".parquet", ".csv", ".json", ".md")
+
+
+def beside(path: str | Path, suffix: str) -> Path:
+    """The file written next to output ``path``: its stem (the name without its data suffix)
+    followed by ``suffix``.
+
+    >>> str(beside("out/solvar.parquet", "_table_s4.csv"))
+    'out/solvar_table_s4.csv'
+    >>> str(beside("swapped.csv.gz", "_swap.json"))
+    'swapped_swap.json'
+    """
+    p = str(path)
+    for suf in _STEM_SUFFIXES:
+        if p.lower().endswith(suf):
+            return Path(p[: -len(suf)] + suffix)
+    return Path(p.rsplit(".", 1)[0] + suffix if "." in Path(p).name else p + suffix)
+
+
+@dataclass(frozen=True)
+class Writes:
+    """Marks a command's path option as an output, in its ``Annotated`` type (the command line
+    reads it; typer ignores it): a file (with the files it writes ``beside`` it and, with
+    ``parts``, its resumable ``<out>.parts`` folder) or a ``folder``. Every other path option is an
+    input, and an output that is an input, or holds one, is refused before any work."""
+
+    folder: bool = False
+    beside: tuple[str, ...] = ()
+    parts: bool = False
+
+    def targets(self, value: Path) -> list[tuple[Path, bool]]:
+        """(path, is a folder) for everything an output option's ``value`` makes the command
+        write or clear."""
+        if self.folder:
+            return [(value, True)]
+        out = [(value, False)] + [(beside(value, s), False) for s in self.beside]
+        if self.parts:
+            out.append((Path(str(value) + ".parts"), True))
+        return out
+
+
+@dataclass(frozen=True)
+class Reads:
+    """Marks a text option that may name an input file (``reidentify --attacker``): protected
+    like a path input when it names an existing file."""
+
+
+def file_digest(path: str | Path) -> str:
+    """A checksum of the file's bytes (BLAKE2b, 128 bits, hex): what a run records beside each
+    part it writes, so that a rerun never reads a part damaged on disk."""
+    import hashlib
+
+    with open(path, "rb") as fh:
+        return hashlib.file_digest(fh, lambda: hashlib.blake2b(digest_size=16)).hexdigest()
+
+
+def same_file(a: Path, b: Path) -> bool:
+    """Whether ``a`` and ``b`` are one file: the same inode when both exist (hard and symbolic
+    links included), else the same resolved path."""
+    try:
+        if a.exists() and b.exists():
+            return os.path.samefile(a, b)
+    except OSError:
+        pass
+    return _resolved(a) == _resolved(b)
+
+
+def _resolved(p: Path) -> Path:
+    try:
+        return p.resolve()
+    except OSError:  # a symlink loop: compare it as written
+        return p.absolute()
+
+
+def _inside(p: Path, folder: Path) -> bool:
+    return _resolved(p).is_relative_to(_resolved(folder))
+
+
+def clash(
+    inputs: Iterable[tuple[str, Path]], outputs: Iterable[tuple[str, Path, bool]]
+) -> str | None:
+    """Why writing ``outputs`` (option, path, is a folder) could destroy one of ``inputs``
+    (option, path) or another output, naming both; None when it cannot.
+
+    >>> clash([("MICRODATA", Path("a.csv"))], [("--out", Path("./a.csv"), False)])
+    '--out a.csv is MICRODATA a.csv: an output never replaces an input; choose another --out'
+    """
+    outs = list(outputs)
+    for name, inp in inputs:
+        for oname, out, folder in outs:
+            if same_file(inp, out):
+                what = "the same folder" if folder else "the same file"
+                verb = "is" if inp.absolute() == out.absolute() else f"is {what} as"
+                return (
+                    f"{oname} {out} {verb} {name} {inp}: an output never replaces an input; "
+                    f"choose another {oname}"
+                )
+            if folder and _inside(inp, out):
+                return (
+                    f"{name} {inp} lies inside {oname} {out}, a folder this command writes and "
+                    f"clears: choose an {oname} that does not hold the inputs"
+                )
+            if inp.is_dir() and not folder and out.exists() and _inside(out, inp):
+                return f"{oname} {out} would replace a file of {name} {inp}: choose another {oname}"
+    for i, (a, pa, fa) in enumerate(outs):
+        for b, pb, fb in outs[i + 1 :]:
+            if a != b and (
+                same_file(pa, pb) or (fa and _inside(pb, pa)) or (fb and _inside(pa, pb))
+            ):
+                return f"{a} {pa} and {b} {pb} would overwrite each other: give them other paths"
+    return None
+
+
+_PROTECTED: ContextVar[tuple[Path, ...]] = ContextVar("tabrecon_protected", default=())
+
+
+@contextlib.contextmanager
+def protecting(paths: Iterable[Path]) -> Iterator[None]:
+    """Within the block, writing over one of ``paths`` (or a file inside one that is a folder),
+    or clearing a folder that holds one, raises :class:`~tabrecon.errors.TabreconError`."""
+    token = _PROTECTED.set(_PROTECTED.get() + tuple(Path(p) for p in paths))
+    try:
+        yield
+    finally:
+        _PROTECTED.reset(token)
+
+
+def _guard_write(p: Path) -> None:
+    for inp in _PROTECTED.get():
+        if same_file(p, inp) or (inp.is_dir() and p.exists() and _inside(p, inp)):
+            raise TabreconError(
+                f"{p}: not written, it is the input {inp} (an output never replaces an input)"
+            )
+
+
+def remove_tree(folder: str | Path) -> None:
+    """Delete ``folder`` and what it holds (an earlier run's results), unless it holds an input
+    (:func:`protecting`)."""
+    f = Path(folder)
+    for inp in _PROTECTED.get():
+        if _inside(inp, f):
+            raise TabreconError(f"{f}: not cleared, it holds the input {inp}")
+    shutil.rmtree(f)
+
+
+def remove_file(path: str | Path) -> None:
+    """Delete ``path`` if it exists (an earlier run's result), unless it is an input."""
     p = Path(path)
+    _guard_write(p)
+    p.unlink(missing_ok=True)
+
+
+def _atomic(path: str | Path, write: Callable[[Path], Any]) -> Path:
+    """Write through a hidden temporary beside ``path`` and rename it into place; a failure (a
+    full disk included) names ``path`` (never the temporary) and leaves nothing behind, and the
+    file that was there before, if any, stays as it was. Refuses to write over an input
+    (:func:`protecting`)."""
+    p = Path(path)
+    _guard_write(p)
     tmp = p.with_name("." + p.name + ".tmp")
     try:
         write(tmp)
@@ -135,11 +301,46 @@ def write_parquet(df: pl.DataFrame, path: str | Path) -> Path:
     return _atomic(path, df.write_parquet)
 
 
+def append_row(path: str | Path, row: dict[str, Any]) -> Path:
+    """Add ``row`` to the CSV file ``path`` (with a header when the file is new or empty), by
+    writing the whole file anew and renaming it into place: a crash or a full disk leaves the
+    file as it was, never with half a row."""
+    p = Path(path)
+    old = p.read_bytes() if p.exists() else b""
+    line = pl.DataFrame([row]).write_csv(include_header=not old).encode()
+    if old and not old.endswith(b"\n"):
+        old += b"\n"
+    return _atomic(p, lambda tmp: tmp.write_bytes(old + line))
+
+
+def write_csv(df: pl.DataFrame, path: str | Path) -> Path:
+    """Write ``df`` as CSV, atomically, whatever the name's suffix (``.csv`` by convention)."""
+    return _atomic(path, df.write_csv)
+
+
+def write_figure(fig: Any, path: str | Path, **savefig: Any) -> Path:
+    """Save a matplotlib figure atomically, in the format its name's suffix says (``.png``)."""
+    fmt = Path(path).suffix.lstrip(".") or "png"
+    return _atomic(path, lambda tmp: fig.savefig(tmp, format=fmt, **savefig))
+
+
 __all__ = [
     "DATA_SUFFIXES",
+    "Reads",
+    "append_row",
+    "Writes",
+    "beside",
     "check_suffix",
+    "clash",
+    "file_digest",
+    "protecting",
+    "remove_file",
+    "remove_tree",
+    "same_file",
     "read_text_frame",
     "scan_text",
+    "write_csv",
+    "write_figure",
     "write_frame",
     "write_json",
     "write_parquet",

@@ -15,6 +15,7 @@ from rich.console import Console
 from .defenses.defense import Defense
 from .errors import TabreconError
 from .evaluate import DefenseOutcome, EvaluationPlan, evaluate_defense
+from .io import append_row, remove_file, write_figure
 from .provenance import check_or_record, digest_microdata, fingerprint
 from .schema import BLOCK_SIZE_LABELS, Microdata
 
@@ -70,8 +71,8 @@ def run_tradeoff(
     csv_path = out / "tradeoff.csv"
     record = out / "tradeoff.run.json"
     if not resume:
-        csv_path.unlink(missing_ok=True)
-        record.unlink(missing_ok=True)
+        remove_file(csv_path)
+        remove_file(record)
     plan_opts = {k: v for k, v in asdict(plan).items() if k != "workers"}
     fp = fingerprint(truth=digest_microdata(truth), seed=seed, plan=plan_opts)
     check_or_record(record, fp, str(csv_path), outputs=(csv_path,))
@@ -93,13 +94,9 @@ def run_tradeoff(
         row = outcome.to_row()
         row["seconds"] = round(time.perf_counter() - t0, 1)
         row["info"] = json.dumps(outcome.info, default=str)
-        df = pl.DataFrame([row])
         if csv_path.exists() and csv_path.stat().st_size:
             _same_version(csv_path, row, exact=True)
-            with open(csv_path, "a") as fh:
-                fh.write(df.write_csv(include_header=False))
-        else:
-            df.write_csv(csv_path)
+        append_row(csv_path, row)
         con.print(
             f"{d.name}: nonmodal precision attack {row['attack_nonmodal_precision']:.1f}% vs PRG "
             f"{row['prg_nonmodal_precision']:.1f}% / MDG {row['mdg_nonmodal_precision']:.1f}%; "
@@ -155,5 +152,5 @@ def tradeoff_plot(df: pl.DataFrame, path: Path) -> None:
         if a.get_legend_handles_labels()[0]:
             a.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(path)
+    write_figure(fig, path)
     plt.close(fig)

@@ -2,9 +2,11 @@
 
 A unit's result is a status dict (with at least ``unit`` and ``status``) and an optional table. With
 a parts folder, the table goes to ``<parts>/<unit>.<tag>.parquet`` (written to a temporary name and
-renamed, so nothing half-written is ever read back) and the status is appended to
-``<parts>/status.jsonl``. A rerun skips units whose status is ``ok`` and whose file exists. A unit
-that raises is retried (``retries`` times), then recorded as ``error``, and the run goes on.
+renamed, so nothing half-written is ever read back) and the status, with the part's checksum, is
+appended to ``<parts>/status.jsonl``. A rerun skips units whose status is ``ok`` and whose file
+exists with the recorded checksum; a part damaged on disk is redone, never read, and the rerun says
+so (:func:`notices`). A unit that raises is retried (``retries`` times), then recorded as
+``error``, and the run goes on.
 
 Where units run: in this process (``workers=1``), in a local process pool (``workers>1``), or on a
 Dask cluster when a scheduler address is set with :func:`execution` (every run inside the ``with``
@@ -17,7 +19,6 @@ from __future__ import annotations
 import functools
 import json
 import os
-import shutil
 import time
 from collections.abc import Callable, Generator, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -31,6 +32,7 @@ import polars as pl
 
 from . import provenance
 from .interrupts import Interrupted, process_pool, shielded, terminate_all_pools
+from .io import file_digest, remove_tree, write_parquet
 from .provenance import check_or_record
 
 Worker = Callable[[Any], tuple[dict, pl.DataFrame | None]]
@@ -38,6 +40,18 @@ Worker = Callable[[Any], tuple[dict, pl.DataFrame | None]]
 _SCHEDULER: ContextVar[str] = ContextVar("tabrecon_scheduler", default="")
 _RETRIES: ContextVar[int] = ContextVar("tabrecon_retries", default=0)
 _CLIENTS: dict[str, Any] = {}
+_NOTICE: ContextVar[Callable[[str], None] | None] = ContextVar("tabrecon_notice", default=None)
+
+
+@contextmanager
+def notices(say: Callable[[str], None]) -> Iterator[None]:
+    """Within the block, every resumed run tells ``say`` what it kept from an earlier run and
+    which damaged parts it redoes (the command line prints it)."""
+    token = _NOTICE.set(say)
+    try:
+        yield
+    finally:
+        _NOTICE.reset(token)
 
 
 @contextmanager
@@ -74,27 +88,54 @@ def dask_client(address: str) -> Any:
     return c
 
 
-def _kept(parts: Path, tag: str) -> dict[str, dict]:
-    """The units a rerun would skip: status ``ok`` in ``status.jsonl`` and their file there."""
+def notice(text: str) -> None:
+    """Tell the current :func:`notices` receiver (if any) what a resumed run reused or redid."""
+    say = _NOTICE.get()
+    if say is not None:
+        say(text)
+
+
+def _kept(parts: Path, tag: str, damaged: list[str] | None = None) -> dict[str, dict]:
+    """The units a rerun would skip: status ``ok`` in ``status.jsonl`` and their file there with
+    the checksum recorded beside the status (a unit whose file differs is added to
+    ``damaged``)."""
     status_file = parts / "status.jsonl"
     done: dict[str, dict] = {}
     if not status_file.exists():
         return done
-    for line in status_file.read_text().splitlines():
+    for line in status_file.read_text(errors="replace").splitlines():
         try:
             st = json.loads(line)
         except json.JSONDecodeError:
             continue  # a torn line from a killed run
-        if not isinstance(st, dict) or st.get("tag") != tag:
+        if not isinstance(st, dict) or st.get("tag") != tag or st.get("status") != "ok":
             continue
-        if st.get("status") == "ok" and (parts / f"{st['unit']}.{tag}.parquet").exists():
-            done[st["unit"]] = st
+        part = parts / f"{st.get('unit')}.{tag}.parquet"
+        if not part.exists():
+            continue
+        if "digest" in st and file_digest(part) != st["digest"]:
+            if damaged is not None:
+                damaged.append(str(st["unit"]))
+            continue
+        done[st["unit"]] = st
     return done
 
 
-def _load_done(parts: Path, tag: str) -> tuple[dict[str, dict], dict[str, pl.DataFrame]]:
-    done = _kept(parts, tag)
+def _load_done(
+    parts: Path, tag: str, units: Sequence[str]
+) -> tuple[dict[str, dict], dict[str, pl.DataFrame]]:
+    damaged: list[str] = []
+    done = _kept(parts, tag, damaged)
     frames = {u: pl.read_parquet(parts / f"{u}.{tag}.parquet") for u in done}
+    say = _NOTICE.get()
+    kept = len(set(units) & set(done))
+    if say is not None and (kept or damaged):
+        text = f"{parts}: {kept} of {len(units)} units kept from an earlier run"
+        if damaged:
+            text += f"; {len(damaged)} damaged on disk (checksum differs) and redone: " + ", ".join(
+                sorted(set(damaged))[:5]
+            )
+        say(text)
     return done, frames
 
 
@@ -227,13 +268,13 @@ def run_units(
     frames: dict[str, pl.DataFrame] = {}
     if parts is not None:
         if not resume and parts.exists():
-            shutil.rmtree(parts)
+            remove_tree(parts)
         record = parts / "run.json"
         fp = provenance.fingerprint(tag=tag, **(fingerprint or {}))
         check_or_record(record, fp, str(parts), outputs=(parts / "status.jsonl",))
         status_file = parts / "status.jsonl"
         if resume:
-            done, frames = _load_done(parts, tag)
+            done, frames = _load_done(parts, tag, units)
         if status_file.exists() and status_file.stat().st_size:
             with open(status_file, "rb+") as fh:  # a killed run may have left a torn last line
                 fh.seek(-1, os.SEEK_END)
@@ -249,9 +290,8 @@ def run_units(
             frames[st["unit"]] = df
         if parts is not None:
             if df is not None:
-                tmp = parts / f".{st['unit']}.{tag}.parquet.tmp"
-                df.write_parquet(tmp)
-                os.replace(tmp, parts / f"{st['unit']}.{tag}.parquet")
+                part = write_parquet(df, parts / f"{st['unit']}.{tag}.parquet")
+                st["digest"] = file_digest(part)
             with open(parts / "status.jsonl", "a") as fh:
                 fh.write(json.dumps(st) + "\n")
         if progress is not None:

@@ -22,6 +22,7 @@ from rich.progress import (
 from rich.table import Table
 
 from .errors import TabreconError
+from .io import Writes
 
 console = Console(stderr=False)
 err = Console(stderr=True, soft_wrap=True)  # an error is one line, never wrapped
@@ -44,10 +45,14 @@ TablesArg = Annotated[
     Path, typer.Argument(help="Published tables (long format: geoid, cell, value)")
 ]
 ReconOpt = Annotated[Path, typer.Option("--recon", "-r", help="Reconstruction (person file)")]
-DnOut = Annotated[Path, typer.Option("--out", "-o")]
+DnOut = Annotated[Path, typer.Option("--out", "-o", help="Output folder"), Writes(folder=True)]
 PersonOut = Annotated[
-    Path, typer.Option("--out", "-o", help="Person file to write (.parquet, .csv, .csv.gz)")
+    Path,
+    typer.Option("--out", "-o", help="Person file to write (.parquet, .csv, .csv.gz)"),
+    Writes(),
 ]
+#: a folder of results: the command writes its files there and may clear what it wrote before
+FolderOut = Annotated[Path, typer.Option("--out", "-o", help="Output folder"), Writes(folder=True)]
 TimeLimit = Annotated[float, typer.Option(help="Solver time limit per model, seconds")]
 Quiet = Annotated[bool, typer.Option("--quiet", help="No progress bars")]
 

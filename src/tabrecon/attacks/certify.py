@@ -41,7 +41,7 @@ import polars as pl
 import scipy.sparse as sp
 
 from ..errors import TabreconError
-from ..io import write_frame, write_text
+from ..io import beside, write_csv, write_frame, write_parquet, write_text
 from ..provenance import run_fingerprint
 from ..schema import (
     AGEBIN_OF_AGE,
@@ -271,21 +271,20 @@ class CertRun:
         ``<stem>_table_s4.csv`` (cumulative solvar, Table S4), ``<stem>_zero_by_size.csv``,
         ``<stem>_flags.parquet`` (uniqueness flags per record) and ``<stem>_summary.md``."""
         out = Path(out)
-        stem = str(out).rsplit(".", 1)[0]
         if not out.exists():
             write_frame(self.blocks, out)
-        paths = [out, Path(f"{stem}_table_s4.csv"), Path(f"{stem}_zero_by_size.csv")]
-        solvar_table(self.blocks).write_csv(paths[1])
-        zero_share_by_size(self.blocks).write_csv(paths[2])
-        paths.append(Path(f"{stem}_flags.parquet"))
-        uniqueness_flags(recon, self.blocks).write_parquet(paths[-1])
+        paths = [out, beside(out, "_table_s4.csv"), beside(out, "_zero_by_size.csv")]
+        write_csv(solvar_table(self.blocks), paths[1])
+        write_csv(zero_share_by_size(self.blocks), paths[2])
+        paths.append(beside(out, "_flags.parquet"))
+        write_parquet(uniqueness_flags(recon, self.blocks), paths[-1])
         lines = [f"# Solution variability ({self.level} tables)", "", *self.summary_lines(recon)]
         lines += [
             "",
             "Measured by `tabrecon solvar` (zero test: one infeasibility proof per tract; "
             "distance: maximum of sum (x* - x)^+ per block over all tables).",
         ]
-        paths.append(Path(f"{stem}_summary.md"))
+        paths.append(beside(out, "_summary.md"))
         write_text(paths[-1], "\n".join(lines) + "\n")
         return paths
 

@@ -36,7 +36,7 @@ import polars as pl
 import scipy.sparse as sp
 
 from ..errors import TabreconError
-from ..io import write_json, write_parquet, write_text
+from ..io import write_csv, write_json, write_parquet, write_text
 from ..provenance import run_fingerprint
 from ..schema import (
     AGEBIN38,
@@ -606,7 +606,7 @@ class ClaimsRun:
         out.mkdir(parents=True, exist_ok=True)
         by_k = self.by_k()
         paths = [out / "claims_by_k.csv", out / "summary.json", out / "summary.md"]
-        by_k.write_csv(paths[0])
+        write_csv(by_k, paths[0])
         if self.persons.height:
             paths.append(write_parquet(self.persons, out / "claims_persons.parquet"))
         write_json(paths[1], {**self.summary(), "seconds": round(seconds, 2), "seed": seed})

@@ -36,6 +36,7 @@ import scipy.sparse as sp
 from scipy.stats import binom
 
 from ..errors import TabreconError
+from ..io import write_figure
 from ..schema.catalog import HOUSING_UNITS
 from ..schema.spec import Schema, Units
 from ..unit_tables import table_by_name, tables_in
@@ -591,7 +592,7 @@ def plot_by_k(by_k: pl.DataFrame, path: Path) -> Path | None:
     ax.set_ylim(0, 100)
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    write_figure(fig, path, dpi=120)
     plt.close(fig)
     return path
 

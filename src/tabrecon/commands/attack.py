@@ -11,11 +11,11 @@ import typer
 from rich.markup import escape
 
 from ..errors import TabreconError
-from ..io import check_suffix
+from ..io import Reads, Writes, check_suffix
 from ..terminal import (
+    FolderOut,
     Fresh,
     Level,
-    PersonOut,
     ReconOpt,
     Solver,
     TablesArg,
@@ -41,7 +41,11 @@ RECON_LEVELS = ("block", "block+tract")
 @app.command()
 def reconstruct(
     tables_file: TablesArg,
-    out: PersonOut = Path("recon.parquet"),
+    out: Annotated[
+        Path,
+        typer.Option("--out", "-o", help="Person file to write (.parquet, .csv, .csv.gz)"),
+        Writes(parts=True),
+    ] = Path("recon.parquet"),
     level: Level = "block+tract",
     solver: Solver = "auto",
     threads: Threads = 1,
@@ -83,7 +87,9 @@ def agree(
         Path, typer.Argument(help="Person file compared with it (e.g. a reconstruction)")
     ],
     out: Annotated[
-        Path | None, typer.Option("--out", "-o", help="Write the Table 3-style rows as CSV")
+        Path | None,
+        typer.Option("--out", "-o", help="Write the Table 3-style rows as CSV"),
+        Writes(beside=("_by_bin.csv",)),
     ] = None,
 ) -> None:
     """Agreement of two person files within blocks (exact age, then age bin), as in Abowd et al.
@@ -119,7 +125,12 @@ def solvar(
     tables_file: TablesArg,
     recon: ReconOpt,
     out: Annotated[
-        Path, typer.Option("--out", "-o", help="Per-block results (.parquet or .csv)")
+        Path,
+        typer.Option("--out", "-o", help="Per-block results (.parquet or .csv)"),
+        Writes(
+            beside=("_table_s4.csv", "_zero_by_size.csv", "_flags.parquet", "_summary.md"),
+            parts=True,
+        ),
     ] = Path("solvar.parquet"),
     level: Level = "block+tract",
     distance: Annotated[
@@ -207,7 +218,7 @@ def claims(
             help="Per-block output of `tabrecon solvar` for this reconstruction (persons only)",
         ),
     ] = None,
-    out: Annotated[Path, typer.Option("--out", "-o", help="Output folder")] = Path("claims"),
+    out: FolderOut = Path("claims"),
     level: Level = "block",
     k_solutions: Annotated[
         int,
@@ -413,8 +424,9 @@ def reidentify(
             help="'perfect', 'commercial', 'commercial-2010' (fitted to the Bureau's COMRCL "
             "rates), or an attacker file (pik, block_geoid, sex, age)"
         ),
+        Reads(),
     ] = "perfect",
-    out: Annotated[Path, typer.Option("--out", "-o", help="Report folder")] = Path("reid"),
+    out: FolderOut = Path("reid"),
     tables_file: Annotated[
         Path | None,
         typer.Option(

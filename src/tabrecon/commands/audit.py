@@ -8,7 +8,9 @@ from typing import Annotated
 
 import typer
 
+from ..io import Writes
 from ..terminal import (
+    FolderOut,
     Quiet,
     Seed,
     at_least,
@@ -25,6 +27,12 @@ def _print_audit(res, out: Path) -> None:
     s = res.summary
     console.print(table("audit headline", ["figure", "value"], res.headline()))
     console.print(f"time per stage (s): {s['timings_s']}")
+    if s.get("resumed_stages"):
+        kept = s["resumed_stages"]
+        err.print(
+            f"[dim]resumed: {len(kept)} stage(s) kept from an earlier run in {out / 'work'}: "
+            f"{', '.join(kept[:8])}{' ...' if len(kept) > 8 else ''}[/dim]"
+        )
     if s.get("failures"):
         err.print(
             f"[yellow]{len(s['failures'])} unit(s) failed:[/yellow] " + "; ".join(s["failures"][:5])
@@ -44,7 +52,9 @@ def audit(
         ),
     ] = None,
     out: Annotated[
-        Path, typer.Option("--out", "-o", help="Output folder (report.html, results/, work/)")
+        Path,
+        typer.Option("--out", "-o", help="Output folder (report.html, results/, work/)"),
+        Writes(folder=True),
     ] = Path("tabrecon-audit"),
     config: Annotated[
         Path | None, typer.Option("--config", "-c", help="TOML configuration (see README)")
@@ -123,7 +133,7 @@ def audit(
 
 @app.command()
 def demo(
-    out: Annotated[Path, typer.Option("--out", "-o", help="Output folder")] = Path("tabrecon-demo"),
+    out: FolderOut = Path("tabrecon-demo"),
     persons: Annotated[int, typer.Option(help="Size of the synthetic county")] = 20_000,
     seed: Seed = 2010,
     config: Annotated[

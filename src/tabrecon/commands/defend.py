@@ -10,8 +10,9 @@ import typer
 from rich.markup import escape
 
 from ..errors import TabreconError
-from ..io import check_suffix
+from ..io import Writes, check_suffix
 from ..terminal import (
+    FolderOut,
     Fresh,
     Seed,
     at_least,
@@ -38,9 +39,11 @@ def swap(
     microdata: Annotated[
         Path, typer.Argument(help="Person file to protect (a household_id column swaps households)")
     ],
-    out: Annotated[Path, typer.Option("--out", "-o", help="Swapped person file")] = Path(
-        "swapped.parquet"
-    ),
+    out: Annotated[
+        Path,
+        typer.Option("--out", "-o", help="Swapped person file"),
+        Writes(beside=("_swap.json",)),
+    ] = Path("swapped.parquet"),
     preset: Annotated[
         str,
         typer.Option(
@@ -104,7 +107,9 @@ def swap(
 def topdown(
     microdata: Annotated[Path, typer.Argument(help="Person file to protect")],
     out: Annotated[
-        Path, typer.Option("--out", "-o", help="Protected person file (the MDF)")
+        Path,
+        typer.Option("--out", "-o", help="Protected person file (the MDF)"),
+        Writes(beside=("_measurements.parquet", "_topdown.json", "_pl94_measurements.parquet")),
     ] = Path("protected.parquet"),
     preset: Annotated[
         str, typer.Option(help="dhc2023-like (level shares of the 2023 DHC) or uniform")
@@ -181,7 +186,7 @@ def reconstruct_noisy(
         typer.Option("--tables", help="The published (post-processed) tables: geography and P1"),
     ],
     out: Annotated[
-        Path, typer.Option("--out", "-o", help="Person file of the fitted records")
+        Path, typer.Option("--out", "-o", help="Person file of the fitted records"), Writes()
     ] = Path("recon_noisy.parquet"),
     use_totals: Annotated[
         bool, typer.Option(help="Hold each block's published total (P1) exactly")
@@ -221,7 +226,7 @@ def tradeoff(
         str,
         typer.Option(help=DEFENSES_HELP),
     ] = "none,swap-lo,swap-hi,rho=0.5,dhc2023-like,rho=50",
-    out: Annotated[Path, typer.Option("--out", "-o")] = Path("tradeoff"),
+    out: FolderOut = Path("tradeoff"),
     seed: Seed = 0,
     config: Annotated[
         Path | None,
@@ -321,7 +326,7 @@ def frontier(
     rr: Annotated[
         bool, typer.Option("--rr/--no-rr", help="Randomized response's frontier as well")
     ] = True,
-    out: Annotated[Path, typer.Option("--out", "-o")] = Path("frontier"),
+    out: FolderOut = Path("frontier"),
 ) -> None:
     """The privacy-accuracy frontier: what accuracy each budget buys for a workload through each
     strategy (matrix mechanism, exact expected error), its slope dI/d epsilon, and the measured

@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from ..errors import TabreconError
-from ..io import check_suffix
+from ..io import Writes, check_suffix
 from ..terminal import (
     Fresh,
     PersonOut,
@@ -42,6 +42,7 @@ def synth(
             help="Also write the county's housing units here (.csv[.gz] or .parquet): persons then "
             "get household roles (householder, spouse, partner, child, relative, nonrelative)"
         ),
+        Writes(),
     ] = None,
     profile: Annotated[
         str,
@@ -95,7 +96,9 @@ def synth(
 def tabulate(
     microdata: Annotated[Path, typer.Argument(help="Person file (CSV, CSV.gz or Parquet)")],
     out: Annotated[
-        Path, typer.Option("--out", "-o", help="Long table to write (.parquet or .csv[.gz])")
+        Path,
+        typer.Option("--out", "-o", help="Long table to write (.parquet or .csv[.gz])"),
+        Writes(),
     ] = Path("tables.parquet"),
     tables: Annotated[
         str,
@@ -284,7 +287,9 @@ def download(
     state: Annotated[str, typer.Option(help="2-digit state FIPS code, e.g. 39")],
     county: Annotated[str, typer.Option(help="3-digit county FIPS code, e.g. 059")],
     out: Annotated[
-        Path, typer.Option("--out", "-o", help="Long table file to write (.parquet or .csv[.gz])")
+        Path,
+        typer.Option("--out", "-o", help="Long table file to write (.parquet or .csv[.gz])"),
+        Writes(parts=True),
     ] = Path("tables.parquet"),
     tables: Annotated[
         str, typer.Option(help="'published' (the 34 tables and P3-P5), 'all' or a comma list")

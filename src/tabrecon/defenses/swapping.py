@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import TabreconError
-from ..io import write_json
+from ..io import beside, write_json
 from ..schema import AGEBIN_OF_AGE, Microdata, write_microdata
 
 #: What swap partners must share: the (noisy) size key only (the Bureau's simulation); also the
@@ -152,7 +152,7 @@ class SwapResult:
         """Write the swapped records (``out``: Parquet, CSV or gzip CSV) and what the run did
         (``<stem>_swap.json``)."""
         write_microdata(self.records, out)
-        info = Path(str(out).rsplit(".", 1)[0] + "_swap.json")
+        info = beside(out, "_swap.json")
         write_json(info, self.summary())
         return [Path(out), info]
 

@@ -40,7 +40,7 @@ import scipy.sparse as sp
 
 from ..errors import TabreconError
 from ..geo import LENGTH, LEVEL_OF_LENGTH, LEVELS, prefix
-from ..io import write_json, write_parquet
+from ..io import beside, write_json, write_parquet
 from ..schema import (
     AGEBIN_OF_AGE,
     N_TYPES,
@@ -288,12 +288,11 @@ class TopDownResult:
         """Write the protected records (``out``, the MDF), the noisy measurements
         (``<stem>_measurements.parquet``, what ``tabrecon reconstruct-noisy`` attacks) and the
         run's privacy, timings and fallbacks with ``info`` (``<stem>_topdown.json``)."""
-        stem = str(out).rsplit(".", 1)[0]
         write_microdata(self.records, out)
-        paths = [Path(out), Path(f"{stem}_measurements.parquet"), Path(f"{stem}_topdown.json")]
+        paths = [Path(out), beside(out, "_measurements.parquet"), beside(out, "_topdown.json")]
         write_parquet(self.measurements, paths[1])
         if self.pl94_measurements is not None:
-            paths.append(Path(f"{stem}_pl94_measurements.parquet"))
+            paths.append(beside(out, "_pl94_measurements.parquet"))
             write_parquet(self.pl94_measurements, paths[-1])
         about = {
             "privacy": self.privacy,

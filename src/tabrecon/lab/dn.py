@@ -13,7 +13,6 @@ whatever else runs.
 
 from __future__ import annotations
 
-import csv
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -35,6 +34,7 @@ from ..attacks.linear import (
     queries_needed,
 )
 from ..errors import TabreconError
+from ..io import append_row, remove_file, write_csv, write_figure
 from ..provenance import check_or_record
 
 Progress = Callable[[str], None] | None
@@ -59,25 +59,20 @@ class Sweep:
         self.done: set[tuple] = set()
         record = path.with_suffix(".run.json")
         if not resume:
-            record.unlink(missing_ok=True)
+            remove_file(record)
         fp = provenance.fingerprint(**(fingerprint or {}))
         check_or_record(record, fp, str(path), outputs=(path,) if resume else ())
         if resume and path.exists() and path.stat().st_size:
             df = pl.read_csv(path)
             self.done = {tuple(str(v) for v in r) for r in df.select(list(keys)).iter_rows()}
         elif path.exists():
-            path.unlink()
+            remove_file(path)
 
     def has(self, **key) -> bool:
         return tuple(str(key[k]) for k in self.keys) in self.done
 
     def add(self, row: dict) -> None:
-        new = not self.path.exists() or not self.path.stat().st_size
-        with open(self.path, "a", newline="") as fh:
-            w = csv.DictWriter(fh, fieldnames=list(row))
-            if new:
-                w.writeheader()
-            w.writerow(row)
+        append_row(self.path, row)
         self.done.add(tuple(str(row[k]) for k in self.keys))
 
     def frame(self) -> pl.DataFrame:
@@ -108,7 +103,7 @@ def save_figure(fig, axes, path: Path) -> None:
         a.grid(alpha=0.3)
         a.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path)
+    write_figure(fig, path)
     plt.close(fig)
 
 
@@ -176,7 +171,7 @@ def recovery_vs_queries(
         )
         .sort("m")
     )
-    summ.write_csv(out / "recovery_vs_queries_summary.csv")
+    write_csv(summ, out / "recovery_vs_queries_summary.csv")
     plt = _plot()
     fig, ax = plt.subplots(figsize=(6.5, 4), dpi=110)
     ax.fill_between(summ["m"], summ["p10"], summ["p90"], alpha=0.25, label="10-90% of trials")
@@ -294,9 +289,8 @@ def queries_needed_vs_n(
     )
     bx.set(xlabel="database size n", ylabel="queries / n", title="Ratio to n")
     save_figure(fig, [ax, bx], out / "queries_needed.png")
-    pl.DataFrame({"decoder": list(slopes), "slope": list(slopes.values())}).write_csv(
-        out / "queries_needed_slope.csv"
-    )
+    slope = pl.DataFrame({"decoder": list(slopes), "slope": list(slopes.values())})
+    write_csv(slope, out / "queries_needed_slope.csv")
     # the plot shows every decoder in the directory; the slopes returned are the ones asked for
     return {labels[d]: slopes[labels[d]] for d in decoders if labels[d] in slopes}
 
@@ -350,7 +344,7 @@ def recovery_under_gaussian(
         .agg(pl.col("recovered").mean().alias("mean"), pl.len().alias("trials"))
         .sort("n", "m")
     )
-    df.write_csv(out / "recovery_gaussian_summary.csv")
+    write_csv(df, out / "recovery_gaussian_summary.csv")
     plt = _plot()
     fig, ax = plt.subplots(figsize=(6.5, 4), dpi=110)
     for n in ns:
@@ -427,7 +421,7 @@ def epsilon_grid(
         .agg(pl.col("recovered").mean().alias("mean"))
         .sort("epsilon", "multiple")
     )
-    df.write_csv(out / "epsilon_grid_summary.csv")
+    write_csv(df, out / "epsilon_grid_summary.csv")
     piv = df.pivot(on="multiple", index="epsilon", values="mean").sort("epsilon")
     plt = _plot()
     fig, ax = plt.subplots(figsize=(6, 4), dpi=110)
@@ -451,7 +445,7 @@ def epsilon_grid(
             ax.text(j, i, f"{piv[c][i]:.2f}", ha="center", va="center", color="w", fontsize=8)
     fig.colorbar(im)
     fig.tight_layout()
-    fig.savefig(out / "epsilon_grid.png")
+    write_figure(fig, out / "epsilon_grid.png")
     plt.close(fig)
     return df
 
@@ -496,7 +490,7 @@ def laplace_sum_accuracy(
             )
     df = pl.DataFrame(rows)
     out.mkdir(parents=True, exist_ok=True)
-    df.write_csv(out / "laplace_sum_accuracy.csv")
+    write_csv(df, out / "laplace_sum_accuracy.csv")
     plt = _plot()
     fig, ax = plt.subplots(figsize=(6.5, 4), dpi=110)
     for eps in epsilons:

@@ -8,6 +8,7 @@ import numpy as np
 import polars as pl
 
 from ..defenses import randomized_response as rr
+from ..io import write_csv
 from .dn import save_figure
 
 
@@ -43,7 +44,7 @@ def rr_experiment(
         )
     df = pl.DataFrame(rows)
     out.mkdir(parents=True, exist_ok=True)
-    df.write_csv(out / "randomized_response.csv")
+    write_csv(df, out / "randomized_response.csv")
     import matplotlib
 
     matplotlib.use("Agg")

@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from ..io import beside, write_csv
 from ..schema import (
     AGEBIN_OF_AGE,
     BLOCK_SIZE_LABELS,
@@ -63,9 +64,9 @@ class Agreement:
         """Write the Table 3 row (``out``, CSV) and the rows by block size
         (``<stem>_by_bin.csv``)."""
         out = Path(out)
-        by_bin = Path(str(out).removesuffix(".csv") + "_by_bin.csv")
-        self.table3(pair).write_csv(out)
-        self.by_bin.write_csv(by_bin)
+        by_bin = beside(out, "_by_bin.csv")
+        write_csv(self.table3(pair), out)
+        write_csv(self.by_bin, by_bin)
         return [out, by_bin]
 
 

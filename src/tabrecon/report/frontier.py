@@ -8,6 +8,8 @@ from pathlib import Path
 
 import polars as pl
 
+from ..io import write_figure
+
 
 def _plt():
     import matplotlib
@@ -21,7 +23,7 @@ def _plt():
 def frontier_plot(front: pl.DataFrame, path: Path, title: str = "") -> None:
     """:func:`frontier_figure` written to ``path``."""
     fig = frontier_figure(front, title)
-    fig.savefig(path)
+    write_figure(fig, path)
     _plt().close(fig)
 
 
@@ -130,5 +132,5 @@ def rr_plot(rr: pl.DataFrame, path: Path) -> None:
         a.grid(alpha=0.3, which="both")
         a.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path)
+    write_figure(fig, path)
     plt.close(fig)

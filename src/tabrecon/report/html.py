@@ -16,6 +16,7 @@ from typing import Any
 import polars as pl
 
 from ..config import AuditConfig
+from ..io import write_text
 from .reid import LABELS, RVR_NOTE, paper_tables_from_rates
 
 COUNT_COLUMNS = {
@@ -952,11 +953,7 @@ def _write_page(out: Path, title: str, parts: list[str]) -> Path:
         + "\n".join(parts)
         + "</body></html>"
     )
-    path = out / "report.html"
-    tmp = out / ".report.html.tmp"
-    tmp.write_text(doc)
-    tmp.replace(path)
-    return path
+    return write_text(out / "report.html", doc)
 
 
 def _provenance(summary: dict, cfg: AuditConfig) -> list[str]:

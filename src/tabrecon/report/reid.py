@@ -9,6 +9,7 @@ from pathlib import Path
 import polars as pl
 
 from ..attacks.reidentify import GROUPS, SOURCES, ReidResult, precision_cdf
+from ..io import write_csv, write_figure, write_text
 from ..schema import BLOCK_SIZE_LABELS
 
 LABELS = {
@@ -146,7 +147,7 @@ def precision_plot(res: ReidResult, path: Path) -> None:
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path)
+    write_figure(fig, path)
     plt.close(fig)
 
 
@@ -156,12 +157,12 @@ def write_reid_report(res: ReidResult, out: str | Path, how: str = "") -> dict:
     out.mkdir(parents=True, exist_ok=True)
     tabs = paper_tables(res)
     for name, df in tabs.items():
-        df.write_csv(out / f"{name}.csv")
-    res.rates(by_bin=True).write_csv(out / "rates_by_group_source_bin.csv")
+        write_csv(df, out / f"{name}.csv")
+    write_csv(res.rates(by_bin=True), out / "rates_by_group_source_bin.csv")
     precision_plot(res, out / "precision_cdf.png")
     summ = res.summary()
     summ["how_measured"] = how or "tabrecon reidentify"
-    (out / "summary.json").write_text(json.dumps(summ, indent=2))
+    write_text(out / "summary.json", json.dumps(summ, indent=2))
     s = summ
     pct = lambda src, g: s[src][g]["precision_pct"]  # noqa: E731
     lines = [
@@ -221,5 +222,5 @@ def write_reid_report(res: ReidResult, out: str | Path, how: str = "") -> dict:
         f"{', '.join(GROUPS)}.",
         f"How measured: {summ['how_measured']}.",
     ]
-    (out / "report.md").write_text("\n".join(lines) + "\n")
+    write_text(out / "report.md", "\n".join(lines) + "\n")
     return summ
