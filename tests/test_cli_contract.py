@@ -110,6 +110,23 @@ def _files(d: Path) -> None:
     (d / "au_cfg").mkdir()
     (d / "au_cfg" / "config.toml").write_text("[run]\nseed = 3\n")
     write_units(units, d / "units.csv")
+    # files in other encodings and shapes
+    (d / "utf16.toml").write_bytes("[run]\nseed = 3\n".encode("utf-16"))
+    (d / "latin1.csv").write_bytes((d / "md.csv").read_bytes().replace(b"block_geoid", b"bl\xe9"))
+    (d / "ragged.csv").write_text("\n".join(rows[:4] + [rows[4] + ",1,2"] + rows[5:]) + "\n")
+    (d / "utf16_tables.csv").write_bytes((d / "tables.csv").read_text().encode("utf-16"))
+    pl.DataFrame({"block_geoid": ["x"], "y": [1]}).write_csv(d / "not_solvar.csv")
+    meas = pl.DataFrame(
+        {
+            "level": ["state", "block"],
+            "geoid": ["99", str(g.geoids[0])],
+            "query": ["total", "total"],
+            "group": [0, 0],
+            "noisy": [600, 3],
+            "variance": [4.0, -1.0],
+        }
+    )
+    meas.write_parquet(d / "negative_variance.parquet")
 
 
 # (name, arguments, exit code, text the message must contain); {D} is the fixture folder
@@ -397,6 +414,98 @@ CASES: list[tuple[str, str, int, str]] = [
         "--out {D}/md.csv",
         2,
         "--attacker",
+    ),
+    # a file of another kind, encoding or shape: named as such (never a library's words)
+    (
+        "solvar-file-is-tables",
+        "reidentify --recon {D}/md.csv --truth {D}/md.csv --solvar {D}/tables.parquet --out {D}/rs",
+        2,
+        "tables.parquet: is a long table file (geoid, cell, value), not certification results",
+    ),
+    (
+        "claims-solvar-is-tables",
+        "claims {D}/tables.parquet --recon {D}/md.csv --solvar {D}/tables.parquet --out {D}/cs",
+        2,
+        "not certification results",
+    ),
+    (
+        "solvar-file-columns",
+        "reidentify --recon {D}/md.csv --truth {D}/md.csv --solvar {D}/not_solvar.csv --out {D}/r",
+        2,
+        "missing required column(s) solvar, status of certification results",
+    ),
+    ("recon-is-tables", "agree {D}/md.csv {D}/tables.parquet", 2, "not a person file"),
+    ("tables-is-persons", "check-tables {D}/md.csv", 2, "md.csv"),
+    (
+        "units-is-persons",
+        "tabulate {D}/md.csv --schema households --out {D}/hu.parquet",
+        2,
+        "md.csv: is a person file, not a housing-unit file",
+    ),
+    (
+        "measurements-are-tables",
+        "reconstruct-noisy {D}/tables.parquet --tables {D}/tables.parquet",
+        2,
+        "not TopDown's noisy measurements",
+    ),
+    (
+        "measurements-negative-variance",
+        "reconstruct-noisy {D}/negative_variance.parquet --tables {D}/tables.parquet",
+        2,
+        "variance -1.0 is not a finite number > 0",
+    ),
+    (
+        "config-utf16",
+        "audit {D}/md.csv --config {D}/utf16.toml --out {D}/au16",
+        2,
+        "is UTF-16 text",
+    ),
+    ("config-is-folder", "audit {D}/md.csv --config {D}/adir --out {D}/auf", 2, "is a folder"),
+    (
+        "csv-latin1",
+        "tabulate {D}/latin1.csv --out {D}/t1.parquet",
+        2,
+        "is not UTF-8 text (byte 0xe9)",
+    ),
+    ("csv-ragged", "tabulate {D}/ragged.csv --out {D}/t2.parquet", 2, "line 5: this row has"),
+    ("tables-utf16", "check-tables {D}/utf16_tables.csv", 2, "is UTF-16 text"),
+    ("person-file-is-folder", "agree {D}/adir {D}/md.csv", 2, "adir: is a folder, not a file"),
+    (
+        "attacker-is-folder",
+        "reidentify --recon {D}/md.csv --truth {D}/md.csv --attacker {D}/adir --out {D}/ra",
+        2,
+        "is a folder",
+    ),
+    # downloads: codes and addresses checked before any request; the network has its own code
+    (
+        "download-bad-url",
+        "download --state 39 --county 059 --api not-a-url --out {D}/d.parquet",
+        2,
+        "--api",
+    ),
+    (
+        "download-bad-ipv6",
+        "download --state 39 --county 059 --api http://[::1 --out {D}/d.parquet",
+        2,
+        "not a valid address",
+    ),
+    (
+        "download-unknown-state",
+        "download --state 99 --county 001 --out {D}/d.parquet",
+        2,
+        "--state 99",
+    ),
+    (
+        "download-unknown-county",
+        "download --state 39 --county 999 --out {D}/d.parquet",
+        2,
+        "--county 999",
+    ),
+    (
+        "download-unreachable",
+        "download --state 39 --county 059 --api http://127.0.0.1:9/data --out {D}/d.parquet",
+        75,
+        "network failure: tracts of 39059: no answer from 127.0.0.1:9",
     ),
     # runs that finish with failures, and checks that find violations: exit 1
     (

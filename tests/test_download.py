@@ -81,20 +81,29 @@ def _serve(fake: FakeAPI):
     return server
 
 
+@pytest.fixture(scope="module")
+def county_md():
+    """A small county with the FIPS codes of a real one (Guernsey County, Ohio): download
+    refuses codes that no county has before any request."""
+    from tabrecon.synth import SynthConfig, synthesize
+
+    return synthesize(SynthConfig(persons=3000, state="39", county="059"), seed=7)
+
+
 @pytest.fixture
-def api(small_md):
-    fake = FakeAPI(tabulate(small_md, TABLES))
+def api(county_md):
+    fake = FakeAPI(tabulate(county_md, TABLES))
     server = _serve(fake)
     yield fake
     server.shutdown()
 
 
-def test_the_2020_dhc_is_fetched_under_its_2020_names(small_md, tmp_path):
-    fake = FakeAPI(tabulate(small_md, "P1,P12,PCT12"), name_2020)
+def test_the_2020_dhc_is_fetched_under_its_2020_names(county_md, tmp_path):
+    fake = FakeAPI(tabulate(county_md, "P1,P12,PCT12"), name_2020)
     server = _serve(fake)
     try:
         out = download(
-            "99", "001", tmp_path / "dhc.parquet", "P1,P12,PCT12", base_url=fake.url, year=2020
+            "39", "059", tmp_path / "dhc.parquet", "P1,P12,PCT12", base_url=fake.url, year=2020
         )
     finally:
         server.shutdown()
@@ -105,7 +114,7 @@ def test_the_2020_dhc_is_fetched_under_its_2020_names(small_md, tmp_path):
 
 
 def test_a_county_downloads_whole_and_reads_back_identical(api, tmp_path):
-    out = download("99", "001", tmp_path / "county.parquet", TABLES, base_url=api.url, pause=0)
+    out = download("39", "059", tmp_path / "county.parquet", TABLES, base_url=api.url, pause=0)
     got, want = read_tables(out), api.ts
     for level, g in want.grids.items():
         h = got.grids[level]
@@ -118,24 +127,75 @@ def test_a_county_downloads_whole_and_reads_back_identical(api, tmp_path):
 def test_failed_requests_are_retried_and_a_rerun_skips_finished_tracts(api, tmp_path):
     tracts = sorted({g[5:11] for g in api.ts.grids["tract"].geoids})
     api.fail[tracts[1]] = (503, 2)  # two failures, then answers
-    download("99", "001", tmp_path / "a.parquet", TABLES, base_url=api.url, pause=0)
+    download("39", "059", tmp_path / "a.parquet", TABLES, base_url=api.url, pause=0)
     api.fail[tracts[1]] = (503, 99)  # fails for good: the first tract is kept
-    with pytest.raises(TabreconError, match=rf"tract 99001{tracts[1]}.*no answer after 3 attempts"):
-        download("99", "001", tmp_path / "b.parquet", TABLES, base_url=api.url, retries=2, pause=0)
+    with pytest.raises(
+        TabreconError, match=rf"tract 39059{tracts[1]}.*no answer from .* after 3 attempts"
+    ):
+        download("39", "059", tmp_path / "b.parquet", TABLES, base_url=api.url, retries=2, pause=0)
     assert (tmp_path / "b.parquet.parts" / f"{tracts[0]}.parquet").exists()
     api.fail.clear()
     api.requests.clear()
-    download("99", "001", tmp_path / "b.parquet", TABLES, base_url=api.url, pause=0)
+    download("39", "059", tmp_path / "b.parquet", TABLES, base_url=api.url, pause=0)
     fetched = {dict(p.split(":") for p in q["in"].split(" ")).get("tract") for q in api.requests}
     assert tracts[0] not in fetched  # finished before the failure: not fetched again
     with pytest.raises(TabreconError, match="state.*other|before"):
-        download("99", "001", tmp_path / "b.parquet", "P1", base_url=api.url, pause=0)
+        download("39", "059", tmp_path / "b.parquet", "P1", base_url=api.url, pause=0)
 
 
 def test_api_refusals_are_named(api, tmp_path):
     tracts = sorted({g[5:11] for g in api.ts.grids["tract"].geoids})
     api.fail[tracts[0]] = (400, 1)
-    with pytest.raises(TabreconError, match=rf"tract 99001{tracts[0]}.*refused it \(HTTP 400"):
-        download("99", "001", tmp_path / "c.parquet", TABLES, base_url=api.url, pause=0)
+    with pytest.raises(TabreconError, match=rf"tract 39059{tracts[0]}.*refused it \(HTTP 400"):
+        download("39", "059", tmp_path / "c.parquet", TABLES, base_url=api.url, pause=0)
     with pytest.raises(TabreconError, match="--state must be 2 digits"):
         download("9", "001", tmp_path / "d.parquet", base_url=api.url)
+
+
+def test_codes_no_county_has_are_refused_before_any_request(api, tmp_path):
+    with pytest.raises(TabreconError, match=r"--state 99: not the FIPS code of a state"):
+        download("99", "001", tmp_path / "e.parquet", TABLES, base_url=api.url)
+    with pytest.raises(TabreconError, match=r"--county 999: no county of OH \(state 39\)"):
+        download("39", "999", tmp_path / "e.parquet", TABLES, base_url=api.url)
+    # a county of 2010 that the 2020 Census no longer has (Bedford city, VA)
+    with pytest.raises(TabreconError, match="in the 2020 Census"):
+        download("51", "515", tmp_path / "e.parquet", "P1", base_url=api.url, year=2020)
+    with pytest.raises(TabreconError, match="--api 'ftp://x'"):
+        download("39", "059", tmp_path / "e.parquet", TABLES, base_url="ftp://x")
+    assert api.requests == []
+
+
+def test_an_unreachable_server_is_a_network_failure_not_bad_input(tmp_path):
+    import socket
+
+    from tabrecon.errors import NetworkError
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    url = f"http://127.0.0.1:{port}/data"
+    with pytest.raises(NetworkError, match=rf"no answer from 127.0.0.1:{port} after 2 attempts"):
+        download("39", "059", tmp_path / "f.parquet", TABLES, base_url=url, retries=1, pause=0)
+
+
+def test_an_answer_about_another_place_is_refused(county_md, tmp_path):
+    fake = FakeAPI(tabulate(county_md, TABLES))
+    plain = fake.answer
+
+    def elsewhere(q):  # the server files every row under another state
+        status, body = plain(q)
+        rows = json.loads(body) if status == 200 else None
+        if rows and "block" in rows[0]:
+            i = rows[0].index("state")
+            for r in rows[1:]:
+                r[i] = "40"
+            body = json.dumps(rows)
+        return status, body
+
+    fake.answer = elsewhere
+    server = _serve(fake)
+    try:
+        with pytest.raises(TabreconError, match="of another place .*state 40"):
+            download("39", "059", tmp_path / "g.parquet", TABLES, base_url=fake.url, pause=0)
+    finally:
+        server.shutdown()

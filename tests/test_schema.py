@@ -97,7 +97,7 @@ def test_missing_column_is_named(tmp_path):
         "010730051031000,male,4,0,1,0,0,0,0,0\n",
         header="block_geoid,sexx,age,white,black,aian,asian,nhpi,sor,hispanic\n",
     )
-    with pytest.raises(InputError, match=r"missing required column\(s\) \['sex'\].*sexx"):
+    with pytest.raises(InputError, match=r"column\(s\) sex of a person file.*sexx"):
         read_microdata(p)
 
 

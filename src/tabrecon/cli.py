@@ -19,7 +19,7 @@ from rich.markup import escape
 
 from . import __version__
 from .commands import attack, audit, defend, lab, publish
-from .errors import TabreconError
+from .errors import NetworkError, TabreconError
 from .io import Reads, Writes, clash, protecting
 from .terminal import console, err
 
@@ -107,6 +107,7 @@ def version() -> None:
 
 
 EXIT_OK, EXIT_FAILED_UNITS, EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 70, 130
+EXIT_NETWORK = 75  # sysexits' EX_TEMPFAIL: a server unreachable or failing; try again later
 _RESUME_HINT = {
     "": "rerun the same command to resume, or add --fresh to start over",
     "audit": "rerun with --resume to go on from there",
@@ -119,8 +120,9 @@ def run(argv: list[str] | None = None) -> int:
 
     0 success; 1 the run finished but some unit failed or a check found violations (the others
     are written); 2 bad input or usage (one line naming the file, line, column, cell, block or
-    option); 130 interrupted (finished units kept); 70 an internal error (a bug; the traceback is
-    saved and its path printed).
+    option); 75 a network failure (a server unreachable or failing after retries: not the
+    input's fault; rerun later to resume); 130 interrupted (finished units kept); 70 an internal
+    error (a bug; the traceback is saved and its path printed).
     """
     from .interrupts import Interrupted, install
 
@@ -146,6 +148,9 @@ def run(argv: list[str] | None = None) -> int:
             highlight=False,
         )
         return EXIT_INTERRUPTED
+    except NetworkError as exc:
+        err.print(f"[red]network failure:[/red] {escape(str(exc))}", highlight=False)
+        return EXIT_NETWORK
     except TabreconError as exc:
         err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
         return EXIT_BAD_INPUT

@@ -257,8 +257,15 @@ def load_config(path: str | Path | None = None, **overrides: dict[str, Any]) -> 
         where = str(p)
         if not p.exists():
             raise ConfigError(f"{p}: file not found")
+        from .errors import InputError
+        from .io import check_readable
+
         try:
-            data = tomllib.loads(p.read_text())
+            check_readable(p, text=True)
+        except InputError as exc:
+            raise ConfigError(f"{exc} (a TOML configuration is expected)") from None
+        try:
+            data = tomllib.loads(p.read_text(encoding="utf-8-sig"))  # a UTF-8 BOM is fine
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"{p}: not valid TOML: {exc}") from None
     for sec, vals in overrides.items():

@@ -15,6 +15,7 @@ Variables are named as the API names them (``P001001``, ``P012A003``, ``PCT01210
 
 from __future__ import annotations
 
+import http.client
 import json
 import time
 import urllib.error
@@ -25,7 +26,8 @@ from pathlib import Path
 
 import polars as pl
 
-from .errors import TabreconError
+from .errors import NetworkError, TabreconError
+from .geo import check_county
 from .io import check_suffix, write_frame
 from .provenance import check_or_record, fingerprint
 from .published import frame_of_rows, name_2020, tables_from_wide
@@ -49,6 +51,27 @@ def api_name(cell: str) -> str:
     if cell[-4].isdigit() and not cell[-5].isalpha():
         return cell[:-4] + cell[-3:]
     return cell
+
+
+def check_url(url: str) -> str:
+    """``url`` when it is an http(s) address with a host; else an error naming ``--api``.
+
+    >>> check_url("ftp://example.org/data")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    tabrecon.errors.TabreconError: --api 'ftp://example.org/data': give an http:// or https:// ...
+    """
+    try:
+        parts = urllib.parse.urlsplit(url)
+        port = parts.port  # raises on a port that is not a number
+    except ValueError as exc:
+        raise TabreconError(f"--api {url!r}: not a valid address ({exc})") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise TabreconError(
+            f"--api {url!r}: give an http:// or https:// address such as {API_2010_SF1}"
+        )
+    del port
+    return url
 
 
 class _Client:
@@ -77,13 +100,13 @@ class _Client:
                         f"{what}: the Census API refused it ({last}): {detail}"
                     ) from None
                 continue
-            except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
+            except (OSError, http.client.HTTPException) as exc:  # refused, reset, DNS, timeout
                 last = str(getattr(exc, "reason", exc))
                 continue
             return _parse(body, what)
-        raise TabreconError(
-            f"{what}: no answer after {self.retries + 1} attempts ({last}); rerun to resume, "
-            "finished tracts are kept"
+        raise NetworkError(
+            f"{what}: no answer from {urllib.parse.urlsplit(self.base).netloc} after "
+            f"{self.retries + 1} attempts ({last}); rerun to resume, finished tracts are kept"
         )
 
 
@@ -136,11 +159,10 @@ def download(
     Path
         ``out``.
     """
-    if not (state.isdigit() and len(state) == 2 and county.isdigit() and len(county) == 3):
-        raise TabreconError("--state must be 2 digits and --county 3 digits (FIPS codes)")
     if year not in ENDPOINTS:
         raise TabreconError(f"--year must be 2010 or 2020 (got {year})")
-    base_url = base_url or ENDPOINTS[year]
+    check_county(state, county, year)
+    base_url = check_url(base_url or ENDPOINTS[year])
     name = api_name if year == 2010 else name_2020
     out = check_suffix(out)
     names = resolve_tables(tables)
@@ -186,6 +208,17 @@ def download(
                 if missing or len(keys) < (4 if level == "block" else 3):
                     raise TabreconError(
                         f"{what}: the answer lacks {', '.join(missing or ['geography'])}"
+                    )
+                other = f.filter(
+                    (pl.col("state") != state)
+                    | (pl.col("county") != county)
+                    | (pl.col("tract") != tract)
+                )
+                if other.height:  # never file another place's counts under this tract
+                    r = other.row(0, named=True)
+                    raise TabreconError(
+                        f"{what}: the answer holds {other.height} row(s) of another place (e.g. "
+                        f"state {r['state']} county {r['county']} tract {r['tract']})"
                     )
                 wide = f if wide is None else wide.join(f, on=keys, how="full", coalesce=True)
             assert wide is not None

@@ -38,5 +38,10 @@ class InputError(TabreconError):
         self.path, self.line, self.column = path, line, column
 
 
+class NetworkError(TabreconError):
+    """A server that could not be reached or kept failing (not the user's input): the command
+    line exits with its own code (75, try again later), and what finished is kept."""
+
+
 class InfeasibleError(TabreconError):
     """Published tables that no population can satisfy."""

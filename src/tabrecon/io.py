@@ -56,15 +56,206 @@ def scan_text(path: str | Path) -> pl.LazyFrame:
     return pl.scan_csv(p, infer_schema=False)
 
 
+_BOMS = (
+    (b"\xff\xfe\x00\x00", "UTF-32"),
+    (b"\x00\x00\xfe\xff", "UTF-32"),
+    (b"\xff\xfe", "UTF-16"),
+    (b"\xfe\xff", "UTF-16"),
+)
+_SNIFF = 1 << 16
+
+
+def _head(path: Path) -> bytes:
+    """The first 64 KiB of the file's text (decompressed when its name ends in .gz)."""
+    opener = gzip.open if path.name.lower().endswith(".gz") else open
+    try:
+        with opener(path, "rb") as fh:
+            return fh.read(_SNIFF)
+    except (OSError, EOFError) as exc:  # a gzip file cut short or not gzip at all
+        raise InputError(f"cannot be read as gzip ({exc})", path=str(path)) from None
+
+
+def check_readable(path: str | Path, text: bool | None = None) -> Path:
+    r"""``path`` when it is a file tabrecon can read; else an :class:`InputError` in the user's
+    terms: not found, a folder, not UTF-8 text (naming the encoding a byte-order mark declares,
+    or the line of the first byte that is not UTF-8), not Parquet. ``text``: whether the file
+    must be text (default: unless its name ends in ``.parquet``). A UTF-8 byte-order mark is
+    fine.
+
+    >>> import tempfile, os
+    >>> d = tempfile.mkdtemp()
+    >>> check_readable(d)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    tabrecon.errors.InputError: ...: is a folder, not a file
+    >>> p = os.path.join(d, "t.csv")
+    >>> _ = open(p, "wb").write("a,b\n1,2\n".encode("utf-16"))
+    >>> check_readable(p)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    tabrecon.errors.InputError: ...t.csv: is UTF-16 text (...byte-order mark); save it as UTF-8
+    """
+    p = Path(path)
+    if not p.exists():
+        raise InputError("file not found", path=str(p))
+    if p.is_dir():
+        raise InputError("is a folder, not a file", path=str(p))
+    if text is None:
+        text = not p.name.lower().endswith(".parquet")
+    if not text:
+        with open(p, "rb") as fh:
+            magic = fh.read(4)
+        if magic != b"PAR1":
+            what = "empty" if not magic else "not a Parquet file (it does not start with PAR1)"
+            raise InputError(what, path=str(p))
+        return p
+    head = _head(p)
+    for bom, name in _BOMS:
+        if head.startswith(bom):
+            raise InputError(
+                f"is {name} text (it starts with a {name} byte-order mark); save it as UTF-8",
+                path=str(p),
+            )
+    import codecs
+
+    try:
+        codecs.getincrementaldecoder("utf-8")().decode(head, final=len(head) < _SNIFF)
+    except UnicodeDecodeError as exc:
+        line = head[: exc.start].count(b"\n") + 1
+        byte = head[exc.start]
+        hint = "; it looks like Latin-1 or Windows-1252" if byte >= 0x80 else ""
+        raise InputError(
+            f"is not UTF-8 text (byte 0x{byte:02x}){hint}; save it as UTF-8", path=str(p), line=line
+        ) from None
+    if b"\x00" in head:
+        raise InputError("is not a text file (it holds NUL bytes)", path=str(p))
+    return p
+
+
+def _ragged(path: Path) -> tuple[int, int, int] | None:
+    """(line, fields, header fields) of the first CSV row whose field count differs from the
+    header's, or None."""
+    import csv
+    import io as _io
+
+    opener = gzip.open if path.name.lower().endswith(".gz") else open
+    with opener(path, "rb") as raw:
+        reader = csv.reader(_io.TextIOWrapper(raw, encoding="utf-8-sig", errors="replace"))
+        header = next(reader, None)
+        if header is None:
+            return None
+        for row in reader:
+            if row and len(row) != len(header):
+                return reader.line_num, len(row), len(header)
+    return None
+
+
+def read_error(path: str | Path, exc: BaseException) -> InputError:
+    """The reader's exception ``exc`` on ``path`` in the user's terms (the line of a ragged row,
+    the encoding), never the library's own words where tabrecon knows better."""
+    p = Path(path)
+    parquet = p.name.lower().endswith(".parquet")
+    text = str(exc).strip()
+    if not parquet and ("more fields" in text or "fewer fields" in text):
+        where = _ragged(p)
+        if where is not None:
+            line, n, m = where
+            return InputError(f"this row has {n} fields, the header {m}", path=str(p), line=line)
+    if "utf-8" in text.lower() or "utf8" in text.lower():
+        return InputError("is not UTF-8 text; save it as UTF-8", path=str(p))
+    first = text.splitlines()[0] if text else type(exc).__name__
+    return InputError(f"cannot be read as {'Parquet' if parquet else 'CSV'}: {first}", path=str(p))
+
+
+#: The files tabrecon reads and writes, told apart by their columns (so that an option handed
+#: the wrong kind of file says which kind it got): a name and the columns that identify it.
+FILE_KINDS: tuple[tuple[str, frozenset[str]], ...] = (
+    ("a long table file (geoid, cell, value)", frozenset({"geoid", "cell", "value"})),
+    (
+        "TopDown's noisy measurements (tabrecon topdown)",
+        frozenset({"level", "geoid", "query", "noisy", "variance"}),
+    ),
+    ("certification results (tabrecon solvar)", frozenset({"block_geoid", "solvar", "status"})),
+    ("a tradeoff table (tabrecon tradeoff)", frozenset({"defense", "rho", "tvd_block"})),
+    ("an attacker file (pik, block_geoid, sex, age)", frozenset({"pik", "block_geoid", "sex"})),
+    ("a housing-unit file", frozenset({"block_geoid", "tenure", "vacancy_status"})),
+    ("a person file", frozenset({"block_geoid", "sex", "age"})),
+)
+
+
+def kind_of(columns: Collection[str]) -> str | None:
+    """Which of tabrecon's files has these ``columns`` (:data:`FILE_KINDS`; a wide table file
+    has SF1 or Census API cell names), or None.
+
+    >>> kind_of(["geoid", "cell", "value"])
+    'a long table file (geoid, cell, value)'
+    >>> kind_of(["GEO_ID", "P0010001", "P0120003"])
+    'a wide table file (one column per cell)'
+    """
+    import re
+
+    cols = set(columns)
+    for name, need in FILE_KINDS:
+        if need <= cols:
+            return name
+    if any(re.fullmatch(r"(PCT|P|H)\d{6,7}|(PCT|P|H)\d+[A-Z]?_\d{3}N?", c) for c in cols):
+        return "a wide table file (one column per cell)"
+    return None
+
+
+def wrong_kind(path: str | Path, columns: Collection[str], expected: str) -> InputError:
+    """An error for a file handed where ``expected`` (e.g. "a person file (block_geoid, sex,
+    age, ...)") was wanted: which kind of file it is, or the columns it has."""
+    kind = kind_of(columns)
+    cols = list(columns)
+    got = (
+        f"is {kind}"
+        if kind
+        else f"has columns {', '.join(cols[:8])}{' ...' if len(cols) > 8 else ''}"
+        if cols
+        else "has no columns"
+    )
+    return InputError(f"{got}, not {expected}", path=str(path))
+
+
+def require_columns(
+    path: str | Path, columns: Collection[str], need: Collection[str], expected: str
+) -> None:
+    """Refuse a file without the columns ``need`` of the kind ``expected`` (a name of
+    :data:`FILE_KINDS`, e.g. "a person file"): one of another kind is named as such; one of the
+    right kind (or of none known) gets the missing columns named.
+
+    >>> require_columns("t.parquet", ["geoid", "cell", "value"], ["block_geoid"], "a person file")
+    ... # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    tabrecon.errors.InputError: t.parquet: is a long table file (...), not a person file (...)
+    """
+    missing = [c for c in need if c not in columns]
+    if not missing:
+        return
+    kind = kind_of(columns)
+    if (kind is not None and not kind.startswith(expected)) or len(missing) == len(need):
+        raise wrong_kind(path, columns, f"{expected} (columns {', '.join(need)})")
+    unknown = [c for c in columns if c not in need]
+    hint = (
+        f"; it has {', '.join(unknown[:8])}{' ...' if len(unknown) > 8 else ''}" if unknown else ""
+    )
+    raise InputError(
+        f"missing required column(s) {', '.join(missing)} of {expected} ({', '.join(need)}){hint}",
+        path=str(path),
+    )
+
+
 def read_text_frame(
     path: str | Path, counties: Collection[str] | None = None, geo_column: str = "block_geoid"
 ) -> pl.DataFrame:
     """A data file as text columns; with ``counties`` (5-digit state+county codes) only the rows
     whose ``geo_column`` lies in them (streamed, so memory follows the selection, not the file),
-    with a ``__line`` column keeping each row's line in the file. Errors name the file."""
+    with a ``__line`` column keeping each row's line in the file. Errors name the file
+    (:func:`check_readable`, :func:`read_error`)."""
     p = str(path)
-    if not Path(p).exists():
-        raise InputError("file not found", path=p)
+    check_readable(p)
     try:
         if counties is not None:
             lf = scan_text(p).with_row_index("__line", offset=2)
@@ -79,10 +270,7 @@ def read_text_frame(
     except InputError:
         raise
     except Exception as exc:  # polars raises several exception types for malformed files
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise InputError(
-            f"cannot be read as {'Parquet' if p.endswith('.parquet') else 'CSV'}: {first}", path=p
-        ) from None
+        raise read_error(p, exc) from None
 
 
 def read_rows(
@@ -329,10 +517,16 @@ __all__ = [
     "Reads",
     "append_row",
     "Writes",
+    "FILE_KINDS",
     "beside",
+    "check_readable",
     "check_suffix",
     "clash",
     "file_digest",
+    "kind_of",
+    "read_error",
+    "require_columns",
+    "wrong_kind",
     "protecting",
     "remove_file",
     "remove_tree",

@@ -148,9 +148,14 @@ def solver_options(
 
 
 def read_blocks(path: Path) -> Any:
-    """A per-block ``tabrecon solvar`` output (Parquet or CSV)."""
-    import polars as pl
+    """A per-block ``tabrecon solvar`` output (Parquet or CSV), its columns checked."""
+    from .io import read_text_frame, require_columns
 
     if not path.exists():
         raise TabreconError(f"{path}: file not found (run `tabrecon solvar` first)")
+    text = read_text_frame(path)
+    need = ("block_geoid", "solvar", "status")
+    require_columns(path, text.columns, need, "certification results (tabrecon solvar)")
+    import polars as pl
+
     return pl.read_parquet(path) if str(path).endswith(".parquet") else pl.read_csv(path)

@@ -25,8 +25,9 @@ import polars as pl
 import scipy.sparse as sp
 
 from ..defenses.topdown import QUERIES
-from ..errors import TabreconError
-from ..geo import LEVEL_OF_LENGTH
+from ..errors import InputError, TabreconError
+from ..geo import LEVEL_OF_LENGTH, LEVELS
+from ..io import check_readable, read_error, require_columns
 from ..schema import Microdata, decode_types
 from ..tables import TableSet
 
@@ -159,20 +160,34 @@ def read_measurements(path: str | Path) -> pl.DataFrame:
     """TopDown's noisy measurements as ``tabrecon topdown`` writes them
     (``<stem>_measurements.parquet``); errors name the file."""
     p = Path(path)
-    if not p.exists():
-        raise TabreconError(f"{p}: file not found")
+    check_readable(p, text=False)
     try:
         meas = pl.read_parquet(p)
     except Exception as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise TabreconError(f"{p}: cannot be read as Parquet: {first}") from None
-    missing = [
-        c
-        for c in ("level", "geoid", "query", "group", "noisy", "variance")
-        if c not in meas.columns
-    ]
-    if missing:
-        raise TabreconError(f"{p}: not TopDown measurements (no column {', '.join(missing)})")
+        raise read_error(p, exc) from None
+    need = ("level", "geoid", "query", "group", "noisy", "variance")
+    require_columns(p, meas.columns, need, "TopDown's noisy measurements")
+    for col in ("noisy", "variance"):
+        v = meas[col].cast(pl.Float64, strict=False)
+        bad = v.is_null() | ~v.is_finite()
+        if col == "variance":
+            bad = bad | (v <= 0)
+        if bad.any():
+            i = int(bad.arg_max() or 0)
+            raise InputError(
+                f"row {i + 1} ({meas['level'][i]} {meas['geoid'][i]}, query "
+                f"{meas['query'][i]}): {col} {meas[col][i]!r} is not "
+                + ("a finite number > 0" if col == "variance" else "a finite number")
+                + f" (and {int(bad.sum()) - 1} more such rows)",
+                path=str(p),
+            )
+    unknown = sorted(set(meas["level"].cast(pl.String).to_list()) - set(LEVELS))
+    if unknown:
+        raise InputError(
+            f"unknown geographic level(s) {', '.join(map(repr, unknown))}; known: "
+            f"{', '.join(LEVELS)}",
+            path=str(p),
+        )
     return meas
 
 

@@ -30,7 +30,7 @@ import polars as pl
 
 from ..errors import InputError, TabreconError
 from ..geo import prefix
-from ..io import read_rows, scan_text, write_frame
+from ..io import read_rows, require_columns, scan_text, write_frame
 from .catalog import HOUSING_UNITS
 from .spec import Attribute, Schema, Units, refuse_rows
 
@@ -496,11 +496,7 @@ def read_microdata(path: str | Path, counties: Collection[str] | None = None) ->
     """
     p = str(path)
     df, lines = read_rows(p, counties)
-    missing = [c for c in REQUIRED_COLUMNS if c not in df.columns]
-    if missing:
-        unknown = [c for c in df.columns if c not in BASE_COLUMNS]
-        hint = f"; columns not in the schema: {unknown}" if unknown else ""
-        raise InputError(f"missing required column(s) {missing}{hint}", path=p)
+    require_columns(p, df.columns, REQUIRED_COLUMNS, "a person file")
     if df.height == 0:
         where = f" in counties {', '.join(sorted(counties))}" if counties is not None else ""
         raise InputError(f"no person records{where}", path=p)

@@ -33,7 +33,7 @@ import numpy as np
 import polars as pl
 
 from ..errors import InputError, TabreconError
-from ..io import read_rows, write_frame
+from ..io import read_rows, require_columns, write_frame
 
 
 @dataclass(frozen=True)
@@ -256,12 +256,7 @@ def read_units(path: str | Path, schema: Schema) -> Units:
     p = str(path)
     df, lines = read_rows(p)
     need = ["block_geoid", *schema.names]
-    missing = [c for c in need if c not in df.columns]
-    if missing:
-        raise InputError(
-            f"missing required column(s) {missing} of the {schema.name} schema ({', '.join(need)})",
-            path=p,
-        )
+    require_columns(p, df.columns, need, f"a {schema.unit.replace(' ', '-')} file")
     if df.height == 0:
         raise InputError(f"no {schema.unit} records", path=p)
 
