@@ -47,7 +47,9 @@ def _files(d: Path) -> None:
     """Every kind of bad input file the cases below point at."""
     md, units = synthesize_households(SynthConfig(persons=600), seed=3)
     write_microdata(md, d / "md.csv")
-    write_microdata(synthesize(SynthConfig(persons=600, county="002"), seed=4), d / "other.csv")
+    other = synthesize(SynthConfig(persons=600, county="002"), seed=4)
+    write_microdata(other, d / "other.csv")
+    write_tables(tabulate(other, "P1,P8"), d / "other_tables.parquet")
     ts = tabulate(md)
     write_tables(ts, d / "tables.parquet")
     write_tables(tabulate(md, "P1,P8,P9,P12"), d / "few.parquet")
@@ -127,6 +129,15 @@ def _files(d: Path) -> None:
         }
     )
     meas.write_parquet(d / "negative_variance.parquet")
+    other_block = "990020001001000"  # a block of other.csv's county
+    meas.with_columns(
+        pl.Series("geoid", ["99", other_block]), pl.Series("variance", [4.0, 1.0])
+    ).write_parquet(d / "other_measurements.parquet")
+    pl.DataFrame(  # certification results of md.csv's blocks
+        {"block_geoid": [str(x) for x in g.geoids], "solvar": 0.0, "status": "unique"}
+    ).write_csv(d / "sv.csv")
+    first = md.geoids[md.block[0]]  # md.csv without its first block: a partial overlap
+    write_microdata(md.take(np.flatnonzero(md.block_geoid != first)), d / "partial.csv")
 
 
 # (name, arguments, exit code, text the message must contain); {D} is the fixture folder
@@ -507,6 +518,84 @@ CASES: list[tuple[str, str, int, str]] = [
         75,
         "network failure: tracts of 39059: no answer from 127.0.0.1:9",
     ),
+    # nothing selected, nothing in common: refused, naming the files (a partial overlap goes on)
+    (
+        "tables-empty-selection",
+        "tabulate {D}/md.csv --tables , --out {D}/e.parquet",
+        2,
+        "no table selected",
+    ),
+    (
+        "households-empty-selection",
+        "tabulate {D}/units.csv --schema households --tables , --out {D}/e2.parquet",
+        2,
+        "selects no table",
+    ),
+    ("agree-disjoint", "agree {D}/md.csv {D}/other.csv", 2, "no inhabited blocks in common"),
+    (
+        "solvar-disjoint",
+        "solvar {D}/tables.parquet --recon {D}/other.csv --out {D}/sd.parquet",
+        2,
+        "{D}/tables.parquet and {D}/other.csv have no inhabited blocks in common",
+    ),
+    (
+        "claims-disjoint",
+        "claims {D}/tables.parquet --recon {D}/other.csv --solvar {D}/sv.csv --out {D}/cd",
+        2,
+        "no inhabited blocks in common",
+    ),
+    (
+        "reidentify-disjoint",
+        "reidentify --recon {D}/md.csv --truth {D}/other.csv --out {D}/rd",
+        2,
+        "no inhabited blocks in common",
+    ),
+    (
+        "reidentify-tables-disjoint",
+        "reidentify --recon {D}/md.csv --truth {D}/md.csv --tables {D}/other_tables.parquet "
+        "--out {D}/rt",
+        2,
+        "other_tables.parquet and {D}/md.csv have no inhabited blocks",
+    ),
+    (
+        "noisy-disjoint",
+        "reconstruct-noisy {D}/other_measurements.parquet --tables {D}/tables.parquet --out "
+        "{D}/nd.parquet",
+        2,
+        "have no blocks in common",
+    ),
+    # companion files read and checked before the first stage
+    (
+        "audit-households-wrong-kind",
+        "audit {D}/md.csv --households {D}/md.csv --out {D}/auh",
+        2,
+        "md.csv: is a person file, not a housing-unit file",
+    ),
+    (
+        "audit-households-other-people",
+        "audit {D}/other.csv --households {D}/units.csv --out {D}/auo",
+        2,
+        "a person's block is not the block of their housing unit",
+    ),
+    (
+        "frontier-tradeoff-wrong-kind",
+        "frontier --tradeoff {D}/md.csv --rhos 1 --no-rr --out {D}/frk",
+        2,
+        "md.csv: is a person file, not a tradeoff table",
+    ),
+    # an infeasible tract: named with its block and cells, and counted in the headline
+    (
+        "audit-infeasible-tract-cells",
+        "audit --tables {D}/infeasible.parquet --out {D}/aui --quiet",
+        1,
+        "P0120003 published",
+    ),
+    (
+        "audit-infeasible-tract-headline",
+        "audit --tables {D}/infeasible.parquet --out {D}/aui2 --quiet",
+        1,
+        "in failed tracts, not certified",
+    ),
     # runs that finish with failures, and checks that find violations: exit 1
     (
         "reconstruct-infeasible",
@@ -538,7 +627,12 @@ CASES: list[tuple[str, str, int, str]] = [
         "cannot answer 574 of the workload's 844 cells",
     ),
     # warnings that succeed
-    ("agree-different-blocks", "agree {D}/md.csv {D}/other.csv", 0, "only in"),
+    (
+        "agree-partial-overlap",
+        "agree {D}/md.csv {D}/partial.csv",
+        0,
+        "1 inhabited block(s) only in",
+    ),
     ("age-top-coded", "tabulate {D}/age117.csv --out {D}/t117.parquet", 0, "line 2"),
 ]
 

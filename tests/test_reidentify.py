@@ -153,7 +153,7 @@ def test_bad_attacker_data_is_counted_and_reported(tmp_path):
     assert rate(res, "attack", "all")["confirmed"] == 1
     g = tmp_path / "bad.csv"
     g.write_text("pik,block,sex,age\na,1,male,3\n")
-    with pytest.raises(InputError, match="missing column"):
+    with pytest.raises(InputError, match="missing required column"):
         reidentify(truth, truth, str(g))
 
 
@@ -162,6 +162,9 @@ def test_empty_overlap_reports_without_dividing_by_zero(tmp_path):
     att = pl.DataFrame(
         {"pik": ["z"], "block_geoid": ["999999999999999"], "sex": ["male"], "age": [3]}
     )
+    with pytest.raises(TabreconError, match="have no blocks in common"):
+        reidentify(truth, truth, att)  # attacker data about another place: nothing to measure
+    att = att.with_columns(pl.lit(B1).alias("block_geoid"))  # the block, but nobody aged 3
     res = reidentify(truth, truth, att)
     s = write_reid_report(res, tmp_path)
     assert s["attack"]["all"]["putative"] == 0 and s["attack"]["all"]["precision_pct"] is None

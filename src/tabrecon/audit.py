@@ -257,6 +257,9 @@ class ChunkRunner:
             "tracts": len(ts.tracts()),
             "tables_present": ts.tables_present(),
             "blocks": int(ts.grids["block"].geoids.size) if "block" in ts.grids else 0,
+            "inhabited_blocks": int((pop > 0).sum())
+            if (pop := ts.block_population()) is not None
+            else 0,
         }
         return ts, self.mark("tabulate", t0, info, path)
 
@@ -283,9 +286,7 @@ class ChunkRunner:
         info = {
             "records": len(run.records),
             "failed_tracts": [r.tract for r in run.failed],
-            "failures": [
-                f"{r.tract}: {r.status} {getattr(r, 'message', '')}".strip() for r in run.failed
-            ],
+            "failures": [r.where() for r in run.failed],
         }
         if md is not None:
             a = agree(run.records, truth=md)
@@ -446,11 +447,13 @@ class AuditResult:
                     ]
                 )
         if c := s.get("certify"):
+            missing = c.get("uncertified_blocks", 0)
             rows.append(
                 [
                     f"blocks with one solution ({c['level']})",
                     f"{c['unique_blocks']:,} of {c['inhabited_blocks']:,} "
-                    f"({pct(c['unique_blocks_pct'])})",
+                    f"({pct(c['unique_blocks_pct'])})"
+                    + (f"; {missing:,} in failed tracts, not certified" if missing else ""),
                 ]
             )
         if r := s.get("reidentification", {}):
@@ -561,6 +564,8 @@ def audit(
     for p in (md_path, ts_path, hh_path):
         if p is not None and not p.exists():
             raise TabreconError(f"{p}: file not found")
+    if hh_path is not None:  # a bad companion file is refused before minutes of person stages
+        check_households_file(hh_path, md_path)
     if cfg.run.scheduler:  # fail at once, not once per chunk, when the cluster is unreachable
         from .runner import dask_client
 
@@ -645,7 +650,7 @@ def audit(
                 resolutions.setdefault(lv, set()).add(text)
             for lv, f in part.agree.items():
                 agree_frames[lv].append(f)
-            if part.blocks is not None:
+            if part.blocks is not None and part.blocks.height:  # none when every tract failed
                 blocks_frames.append(part.blocks)
             if part.rates is not None and part.hist is not None:
                 rates_frames.append(part.rates)
@@ -796,6 +801,19 @@ def _fingerprint(
     )
 
 
+def check_households_file(hh_path: Path, md_path: Path | None) -> None:
+    """Read the housing-unit file of an audit and, with the person file, check that both describe
+    the same households; raise naming the file, line and column of the first problem."""
+    from .households import check_households
+    from .schema import read_microdata
+    from .schema.catalog import HOUSING_UNITS
+    from .schema.spec import read_units
+
+    units = read_units(hh_path, HOUSING_UNITS)
+    if md_path is not None:
+        check_households(read_microdata(md_path), units)
+
+
 def _households(
     hh_path: Path,
     md_path: Path | None,
@@ -824,6 +842,7 @@ def _households(
 FACTS = (
     "persons",
     "blocks",
+    "inhabited_blocks",
     "tracts",
     "table_values",
     "identity_checks",
@@ -876,6 +895,7 @@ def _run_chunk(
     ts, tinfo = cr.tabulate(md, given)
     for k in ("table_values", "identity_checks", "identity_violations", "tracts", "blocks"):
         facts[k] += tinfo[k]
+    facts["inhabited_blocks"] += tinfo.get("inhabited_blocks", 0)
     out.tables_present = tinfo.get("tables_present", [])
     if md is None:
         facts["persons"] += int(pop.sum()) if (pop := ts.block_population()) is not None else 0
@@ -938,16 +958,30 @@ def _summary(
                 "binned_pct": r["binned_pct"],
                 "persons": r["persons"],
             }
+    if allb is None and cfg.certify.enabled and facts.get("inhabited_blocks"):
+        allb = pl.DataFrame(  # every tract failed: no block is certified, and the headline says so
+            {"block_geoid": [], "persons": [], "proven": [], "solvar": [], "status": []},
+            schema={
+                "block_geoid": pl.String,
+                "persons": pl.Int64,
+                "proven": pl.Boolean,
+                "solvar": pl.Float64,
+                "status": pl.String,
+            },
+        )
     if allb is not None:
         inh = allb.filter(pl.col("persons") > 0)
         uniq = inh.filter(proven_unique(inh))
+        # blocks of a tract that failed are not in ``allb``: they count as not proven unique
+        inhabited = max(inh.height, int(facts.get("inhabited_blocks", 0)))
         s["certify"] = {
             "level": "block+tract"
             if "block+tract" in cfg.reconstruct.levels
             else cfg.reconstruct.levels[0],
-            "inhabited_blocks": inh.height,
+            "inhabited_blocks": inhabited,
+            "uncertified_blocks": inhabited - inh.height,
             "unique_blocks": uniq.height,
-            "unique_blocks_pct": 100.0 * uniq.height / inh.height if inh.height else None,
+            "unique_blocks_pct": 100.0 * uniq.height / inhabited if inhabited else None,
             "unique_persons": int(uniq["persons"].sum()),
             "unique_persons_pct": 100.0 * uniq["persons"].sum() / inh["persons"].sum()
             if inh.height

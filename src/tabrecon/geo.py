@@ -107,6 +107,35 @@ def states(year: int = 2010) -> dict[str, str]:
     return {r["state"]: r["usps"] for r in csv.DictReader(text.splitlines())}
 
 
+def overlap(
+    left: np.ndarray | list[str] | set[str],
+    right: np.ndarray | list[str] | set[str],
+    lname: str,
+    rname: str,
+    what: str = "inhabited blocks",
+) -> tuple[int, int, int]:
+    """(in both, only in ``left``, only in ``right``) for two sets of geoids, refusing two that
+    have none in common (a comparison of disjoint files measures nothing): the error names both
+    files and an example of each side's. An empty side is not refused (nothing came back is a
+    finding, not a mismatch).
+
+    >>> overlap(["990010001001000"], ["390590001001000"], "a.csv", "b.csv")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    tabrecon.errors.TabreconError: a.csv and b.csv have no inhabited blocks in common ...
+    >>> overlap(["1", "2"], ["2", "3", "4"], "a", "b")
+    (1, 1, 2)
+    """
+    a, b = {str(x) for x in left}, {str(x) for x in right}
+    both = a & b
+    if not both and a and b:
+        raise TabreconError(
+            f"{lname} and {rname} have no {what} in common ({len(a):,} in {lname}, e.g. "
+            f"{min(a)}; {len(b):,} in {rname}, e.g. {min(b)}): they describe different places"
+        )
+    return len(both), len(a - b), len(b - a)
+
+
 def check_county(state: str, county: str, year: int = 2010) -> str:
     """The county's name when ``state`` and ``county`` are the FIPS codes of a county of the
     ``year`` Census (checked without any request); else an error saying what is wrong.
@@ -143,6 +172,7 @@ __all__ = [
     "LEVEL_OF_LENGTH",
     "TABLE_LEVELS",
     "check_county",
+    "overlap",
     "counties",
     "level_of",
     "parent",

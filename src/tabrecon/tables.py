@@ -419,6 +419,11 @@ def resolve_tables(tables: Iterable[str] | str | None) -> list[str]:
         if name not in TABLES_BY_NAME:
             raise InputError(f"unknown table {t!r}; known tables: {', '.join(TABLES_BY_NAME)}")
         out.append(name)
+    if not out:
+        raise InputError(
+            "no table selected: give 'all', 'published', 'block', 'tract' or a comma list such as "
+            "P1,P12,PCT12"
+        )
     return out
 
 
@@ -459,6 +464,15 @@ class TableSet:
 
     def levels(self) -> list[str]:
         return list(self.grids)
+
+    def inhabited_blocks(self) -> np.ndarray:
+        """The geoids of the blocks whose published population is above zero (every block when
+        no whole-population cell is published; none without block tables)."""
+        g = self.grids.get("block")
+        if g is None:
+            return np.zeros(0, dtype=str)
+        pop = self.block_population()
+        return g.geoids if pop is None else g.geoids[pop > 0]
 
     def block_population(self) -> np.ndarray | None:
         """Each block's total population from whichever whole-population cell is published (P1,

@@ -41,6 +41,7 @@ import polars as pl
 import scipy.sparse as sp
 
 from ..errors import TabreconError
+from ..geo import overlap
 from ..io import beside, write_csv, write_frame, write_parquet, write_text
 from ..provenance import run_fingerprint
 from ..schema import (
@@ -155,6 +156,13 @@ def certify_tract(
         return result(
             "infeasible",
             message="tables infeasible: " + "; ".join(f"{c['geoid']} {c['cell']}" for c in conf),
+        ), None
+    inhabited = ts.subset(tract).inhabited_blocks()
+    if len(recon) == 0 and inhabited.size:
+        return result(
+            "refused",
+            message=f"the reconstruction has no records in this tract ({inhabited.size} inhabited "
+            f"block(s) published, e.g. {inhabited[0]}): was its reconstruction a failed tract?",
         ), None
     bad = _check_recon(ts, tract, level, recon)
     if bad:
@@ -306,6 +314,12 @@ def certify(
     from ..runner import run_units
 
     t0 = time.perf_counter()
+    overlap(
+        tables.inhabited_blocks(),
+        recon.inhabited_blocks(),
+        tables.source or "the tables",
+        recon.source or "the reconstruction",
+    )
     opts = solver or SolverOptions()
     tracts = tables.tracts()
     by_tract = recon.rows_by_prefix(tracts)

@@ -36,6 +36,7 @@ import polars as pl
 import scipy.sparse as sp
 
 from ..errors import TabreconError
+from ..geo import overlap
 from ..io import write_csv, write_json, write_parquet, write_text
 from ..provenance import run_fingerprint
 from ..schema import (
@@ -678,6 +679,12 @@ def claims(
         raise TabreconError(
             "certification results need columns block_geoid and status (tabrecon solvar)"
         )
+    overlap(
+        tables.inhabited_blocks(),
+        recon.inhabited_blocks(),
+        tables.source or "the tables",
+        recon.source or "the reconstruction",
+    )
     opts = solver or SolverOptions()
     status = dict(
         zip(cert_blocks["block_geoid"].to_list(), cert_blocks["status"].to_list(), strict=True)

@@ -26,7 +26,7 @@ import scipy.sparse as sp
 
 from ..defenses.topdown import QUERIES
 from ..errors import InputError, TabreconError
-from ..geo import LEVEL_OF_LENGTH, LEVELS
+from ..geo import LEVEL_OF_LENGTH, LEVELS, overlap, prefix
 from ..io import check_readable, read_error, require_columns
 from ..schema import Microdata, decode_types
 from ..tables import TableSet
@@ -197,12 +197,25 @@ def reconstruct_noisy_release(
     use_totals: bool = True,
     time_limit: float = 10.0,
     name: str = "the tables",
+    measurements_name: str = "the measurements",
 ) -> NoisyRecon:
     """Fit every published block to the noisy measurements; with ``use_totals`` each block keeps
-    its published population (P1) exactly, as the released tables hold it."""
+    its published population (P1) exactly, as the released tables hold it. Measurements that
+    share no geounit with the tables at their finest level are refused (they are of another
+    release)."""
     g = tables.grids.get("block")
     if g is None:
         raise TabreconError(f"{name}: no block-level tables (the fit is per block)")
+    measured = set(measurements["level"].cast(pl.String).to_list())
+    finest = next((lv for lv in reversed(LEVELS) if lv in measured and lv != "nation"), None)
+    if finest is not None:
+        overlap(
+            measurements.filter(pl.col("level") == finest)["geoid"].cast(pl.String).unique(),
+            np.unique(prefix(g.geoids, finest)),
+            measurements_name,
+            name,
+            f"{finest}s",
+        )
     totals = None
     if use_totals:
         if "P0010001" not in set(g.cells.tolist()):

@@ -324,6 +324,20 @@ class TractResult:
     def to_json(self) -> str:
         return json.dumps(asdict(self))
 
+    def where(self, most: int = 5) -> str:
+        """The tract's failure in one line: its status and message, and for an infeasible tract
+        the blocks and published cells of the smallest change that makes it feasible."""
+        text = f"tract {self.tract}: {self.status} -- {self.message}".rstrip(" -")
+        if self.conflicts:
+            cells = [
+                f"block {c['geoid']} {c['cell']} published {c['published']} ({c['adjust']:+d})"
+                for c in self.conflicts[:most]
+            ]
+            more = len(self.conflicts) - most
+            text += "; the smallest change that fits a population: " + ", ".join(cells)
+            text += f" and {more} more" if more > 0 else ""
+        return text
+
 
 def solve_model(model: TractModel, opts: SolverOptions) -> Solution:
     """Solve a tract model as one program (block-only models are block-diagonal; presolve splits

@@ -36,7 +36,7 @@ import numpy as np
 import polars as pl
 
 from ..errors import InputError, TabreconError
-from ..geo import prefix
+from ..geo import overlap, prefix
 from ..schema import (
     AGE_MAX,
     AGEBIN_OF_AGE,
@@ -338,15 +338,11 @@ class AttackerReport:
 def read_attacker(path: str | Path) -> pl.DataFrame:
     """Read an attacker file (CSV/Parquet with pik, block_geoid, sex, age); errors name file and
     line."""
-    from ..io import read_text_frame
+    from ..io import read_text_frame, require_columns
 
     p = str(path)
     df = read_text_frame(p)
-    missing = [c for c in ("pik", "block_geoid", "sex", "age") if c not in df.columns]
-    if missing:
-        raise InputError(
-            f"missing column(s) {missing}; an attacker file has pik, block_geoid, sex, age", path=p
-        )
+    require_columns(p, df.columns, ("pik", "block_geoid", "sex", "age"), "an attacker file")
     if df.height == 0:
         raise InputError("no attacker records", path=p)
     return df.select(
@@ -611,6 +607,15 @@ def reidentify(
     for name, md in (("reconstruction", recon), ("truth", truth)):
         if md.block.size == 0:  # nothing to link or to confirm against: no rate to report
             raise TabreconError(f"the {name} holds no person records: there is nothing to link")
+    truth_name = truth.source or "the truth"
+    overlap(
+        recon.inhabited_blocks(),
+        truth.inhabited_blocks(),
+        recon.source or "the reconstruction",
+        truth_name,
+    )
+    if tables is not None:
+        overlap(tables.inhabited_blocks(), truth.inhabited_blocks(), tables.source, truth_name)
     rng = np.random.default_rng(seed)
     if isinstance(attacker, str) and attacker in ATTACKER_PRESETS:
         att = simulate_attacker(truth, attacker, seed, errors)
@@ -619,6 +624,14 @@ def reidentify(
         att, preset = read_attacker(attacker), attacker
     else:
         att, preset = attacker, "given"
+    if not isinstance(attacker, str) or attacker not in ATTACKER_PRESETS:
+        overlap(
+            att["block_geoid"].unique().to_numpy().astype(str),
+            truth.inhabited_blocks(),
+            attacker if isinstance(attacker, str) else "the attacker data",
+            truth_name,
+            "blocks",
+        )
     geoids = np.union1d(truth.geoids, recon.geoids)
     att, rep = validate_attacker(
         att, geoids, preset if preset not in (*ATTACKER_PRESETS, "given") else "attacker"

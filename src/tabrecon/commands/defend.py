@@ -207,6 +207,7 @@ def reconstruct_noisy(
         use_totals,
         time_limit,
         str(tables_file),
+        str(measurements),
     )
     write_microdata(nr.records, out)
     console.print(
@@ -352,8 +353,15 @@ def frontier(
     if draws == 1:
         raise TabreconError("--draws must be 0 or at least 2 (a standard error needs two)")
     budgets = _budgets(rhos, epsilons, noise)
-    if tradeoff_csv is not None and not tradeoff_csv.exists():
-        raise TabreconError(f"{tradeoff_csv}: file not found (write it with `tabrecon tradeoff`)")
+    measured = None
+    if tradeoff_csv is not None:  # read and checked before any computing
+        from ..metrics.frontier import read_tradeoff
+
+        if not tradeoff_csv.exists():
+            raise TabreconError(
+                f"{tradeoff_csv}: file not found (write it with `tabrecon tradeoff`)"
+            )
+        measured = read_tradeoff(tradeoff_csv)
     workload = Workload.from_tables(tables, None if level == "one" else level)
     specs = strategy or ["identity", "workload", "marginals", "topdown"]
     strategies = [Strategy.parse(s, workload) for s in specs]
@@ -404,8 +412,16 @@ def frontier(
             raise typer.Exit(2)
         raise problems[0]
     front = pl.concat(frames, how="diagonal_relaxed")
-    if tradeoff_csv is not None:
-        front = join_tradeoff(front, pl.read_csv(tradeoff_csv, infer_schema_length=None))
+    if measured is not None:
+        front = join_tradeoff(front, measured)
+        hits = front.filter(pl.col("defense").is_not_null())["rho"].n_unique()
+        err.print(
+            f"[dim]{tradeoff_csv}: measured risk joined at {hits} of "
+            f"{front['rho'].n_unique()} budget(s)[/dim]"
+            if hits
+            else f"[yellow]{tradeoff_csv}: no defense of it has one of these budgets; the "
+            "frontier is written without measured risk[/yellow]"
+        )
     out.mkdir(parents=True, exist_ok=True)
     write_frame(front, out / "frontier.csv")
     if errors:

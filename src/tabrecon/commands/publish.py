@@ -132,8 +132,15 @@ def tabulate(
 
         if level not in (None, "block"):
             raise TabreconError("housing-unit tables are tabulated by block only")
-        units = read_units(microdata, SCHEMAS[schema])
         names = None if tables == "all" else [t.strip() for t in tables.split(",") if t.strip()]
+        if names is not None:
+            from ..unit_tables import table_by_name
+
+            if not names:
+                raise TabreconError(f"--tables {tables!r} selects no table ('all' or H3,H13,P18)")
+            for n in names:
+                table_by_name(n.upper(), SCHEMAS[schema])
+        units = read_units(microdata, SCHEMAS[schema])
         long = tabulate_units(units, names)
         write_frame(long, out)
         console.print(
@@ -141,6 +148,9 @@ def tabulate(
             f"({time.perf_counter() - t0:.2f} s)"
         )
         return
+    from ..tables import resolve_tables
+
+    resolve_tables(tables)  # a bad selection is refused before the file is read
     md = read_microdata(microdata)
     ts = _tab(md, tables, level=level)
     write_tables(ts, out)

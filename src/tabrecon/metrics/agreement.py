@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from ..geo import overlap
 from ..io import beside, write_csv
 from ..schema import (
     AGEBIN_OF_AGE,
@@ -120,10 +121,10 @@ def _geo_of(k: np.ndarray) -> np.ndarray:
 def _warn_if_different(left: Microdata, right: Microdata, geoids: np.ndarray) -> None:
     nl = np.bincount(np.searchsorted(geoids, left.geoids)[left.block], minlength=geoids.size)
     nr = np.bincount(np.searchsorted(geoids, right.geoids)[right.block], minlength=geoids.size)
+    lname, rname = left.source or "the reference", right.source or "the compared file"
     only_l, only_r = int(((nl > 0) & (nr == 0)).sum()), int(((nr > 0) & (nl == 0)).sum())
     differ = int(((nl > 0) & (nr > 0) & (nl != nr)).sum())
     if only_l or only_r or differ:
-        lname, rname = left.source or "the reference", right.source or "the compared file"
         warnings.warn(
             f"the files describe different populations: {only_l:,} inhabited block(s) only in "
             f"{lname}, {only_r:,} only in {rname}, {differ:,} block(s) with other totals "
@@ -138,7 +139,8 @@ def agree(recon: Microdata, truth: Microdata, warn: bool = True) -> Agreement:
 
     Files of different geographies or block totals are compared all the same (the shortfall is
     disagreement), with a warning that gives the counts unless ``warn`` is False (a fit to noisy
-    totals differs by design).
+    totals differs by design); files with no inhabited block in common are refused
+    (:func:`tabrecon.geo.overlap`).
 
     >>> import tabrecon as tr
     >>> md = tr.synthesize(tr.SynthConfig(persons=200), seed=3)
@@ -147,6 +149,12 @@ def agree(recon: Microdata, truth: Microdata, warn: bool = True) -> Agreement:
     """
     left, right = truth, recon
     geoids = np.union1d(left.geoids, right.geoids)
+    overlap(
+        np.asarray(left.geoids)[np.unique(left.block)],
+        np.asarray(right.geoids)[np.unique(right.block)],
+        left.source or "the reference",
+        right.source or "the compared file",
+    )
     if warn:
         _warn_if_different(left, right, geoids)
     kl = _exact_keys(left, np.searchsorted(geoids, left.geoids)[left.block])

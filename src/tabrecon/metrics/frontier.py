@@ -27,6 +27,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import polars as pl
@@ -265,6 +266,28 @@ RISK_COLUMNS = (
     "tvd_block",
     "rmse_block_cell",
 )
+
+
+def read_tradeoff(path: str | Path) -> pl.DataFrame:
+    """A ``tradeoff.csv`` written by ``tabrecon tradeoff``, its columns and budgets checked
+    (errors name the file, and the line of a budget that is not a number)."""
+    from ..io import check_readable, read_error, require_columns
+
+    p = check_readable(path, text=True)
+    try:
+        df = pl.read_csv(p, infer_schema=False)
+    except Exception as exc:  # polars raises several exception types for malformed files
+        raise read_error(p, exc) from None
+    require_columns(p, df.columns, ("defense", "rho"), "a tradeoff table")
+    rho = df["rho"].cast(pl.Float64, strict=False)
+    bad = rho.is_null() & df["rho"].is_not_null() & (df["rho"].str.strip_chars() != "")
+    if bad.any():
+        i = int(bad.arg_max() or 0)
+        raise InputError(f"rho {df['rho'][i]!r} is not a number", path=str(p), line=i + 2)
+    try:
+        return pl.read_csv(p, infer_schema_length=None)
+    except Exception as exc:
+        raise read_error(p, exc) from None
 
 
 def join_tradeoff(front: pl.DataFrame, tradeoff: pl.DataFrame) -> pl.DataFrame:

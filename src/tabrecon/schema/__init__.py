@@ -323,6 +323,10 @@ class Microdata:
         uniq, inv = np.unique(prefixes, return_inverse=True)
         return uniq, inv[self.block]
 
+    def inhabited_blocks(self) -> np.ndarray:
+        """The geoids of the blocks that hold at least one record."""
+        return np.asarray(self.geoids)[np.unique(self.block)]
+
     def rows_by_prefix(self, units: list[str] | np.ndarray, n: int = 11) -> dict[str, np.ndarray]:
         """Row indices of each unit (a geoid prefix of length ``n``, e.g. a tract), by one sort."""
         pre = np.array([g[:n] for g in self.geoids])[self.block]
