@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import polars as pl
 import pytest
 
@@ -36,5 +38,55 @@ def test_a_missing_or_malformed_file_is_named(tmp_path):
     with pytest.raises(InputError, match="file not found"):
         read_text_frame(tmp_path / "none.csv")
     (tmp_path / "bad.parquet").write_text("not parquet")
-    with pytest.raises(InputError, match="cannot be read as Parquet"):
+    with pytest.raises(InputError, match="bad.parquet: not a Parquet file"):
         read_text_frame(tmp_path / "bad.parquet")
+    (tmp_path / "cut.parquet").write_bytes(b"PAR1 and then nothing")
+    with pytest.raises(InputError, match="cut.parquet: cannot be read as Parquet"):
+        read_text_frame(tmp_path / "cut.parquet")
+
+
+def test_inputs_are_protected_from_every_write(tmp_path):
+    """Inside ``protecting`` no writer replaces an input, whatever the path says (a symlink, a
+    hard link), nor clears a folder that holds one; other files are written as usual."""
+    import os
+
+    from tabrecon.errors import TabreconError
+    from tabrecon.io import protecting, remove_tree, write_csv, write_text
+
+    src = tmp_path / "in.csv"
+    src.write_text("a\n1\n")
+    (tmp_path / "link.csv").symlink_to("in.csv")
+    os.link(src, tmp_path / "hard.csv")
+    df = pl.DataFrame({"a": [2]})
+    with protecting([src]):
+        for name in ("in.csv", "link.csv", "hard.csv"):
+            with pytest.raises(TabreconError, match="not written, it is the input"):
+                write_csv(df, tmp_path / name)
+        with pytest.raises(TabreconError, match="not cleared, it holds the input"):
+            remove_tree(tmp_path)
+        write_text(tmp_path / "other.txt", "fine")
+    assert src.read_text() == "a\n1\n" and (tmp_path / "other.txt").read_text() == "fine"
+
+
+def test_an_append_is_whole_or_absent(tmp_path, monkeypatch):
+    """A row appended to a CSV file is written with the file anew and renamed: a full disk
+    leaves the file as it was."""
+    import errno
+
+    from tabrecon.errors import TabreconError
+    from tabrecon.io import append_row
+
+    p = tmp_path / "rows.csv"
+    append_row(p, {"k": 1, "v": "a"})
+    append_row(p, {"k": 2, "v": "b"})
+    before = p.read_bytes()
+
+    def full(self, data):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(Path, "write_bytes", full)
+    with pytest.raises(TabreconError, match="rows.csv: cannot be written \\(No space left"):
+        append_row(p, {"k": 3, "v": "c"})
+    monkeypatch.undo()
+    assert p.read_bytes() == before
+    assert pl.read_csv(p)["k"].to_list() == [1, 2]

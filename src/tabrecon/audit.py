@@ -320,7 +320,14 @@ class ChunkRunner:
             progress=tick,
             distance_time_limit=self.cfg.certify.distance_time_limit or None,
         )
-        info = {"blocks": run.blocks.height, "failed_tracts": [f["unit"] for f in run.failed]}
+        info = {
+            "blocks": run.blocks.height,
+            "failed_tracts": [f["unit"] for f in run.failed],
+            "failures": [
+                f"tract {f['unit']}: {f['status']} -- {f.get('message', '')}".rstrip(" -")
+                for f in run.failed
+            ],
+        }
         return run.blocks, self.mark(stage, t0, info, path)
 
     def reidentify(self, recon, md, ts, blocks):
@@ -910,7 +917,8 @@ def _run_chunk(
     if cfg.certify.enabled:
         blocks, cinfo = cr.certify(ts, recons[rich_level], rich_level)
         out.failures += [
-            f"{ch.name} certify: tract {t} failed" for t in cinfo.get("failed_tracts", [])
+            f"{ch.name} certify: {f}"
+            for f in cinfo.get("failures", [f"tract {t} failed" for t in cinfo["failed_tracts"]])
         ]
         out.blocks = blocks
     if md is None:

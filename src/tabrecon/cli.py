@@ -139,14 +139,17 @@ def run(argv: list[str] | None = None) -> int:
         if not isinstance(code, int):
             err.print(escape(str(code)), highlight=False)
             return EXIT_FAILED_UNITS
-        if code == EXIT_INTERRUPTED:  # an interrupt outside any unit of work
-            err.print("interrupted; nothing was being kept at that moment", highlight=False)
+        if code == EXIT_INTERRUPTED:  # an interrupt outside run_units (typer's Exit(130))
+            _say_interrupted(argv)
         return code
     except Interrupted as exc:
         err.print(
             f"{escape(str(exc))}; {_RESUME_HINT.get(_command(argv), _RESUME_HINT[''])}",
             highlight=False,
         )
+        return EXIT_INTERRUPTED
+    except KeyboardInterrupt:  # outside run_units and outside typer's own handling
+        _say_interrupted(argv)
         return EXIT_INTERRUPTED
     except NetworkError as exc:
         err.print(f"[red]network failure:[/red] {escape(str(exc))}", highlight=False)
@@ -163,6 +166,20 @@ def run(argv: list[str] | None = None) -> int:
     except Exception:  # a bug: say so in one line, keep the traceback for the report
         return _internal_error()
     return EXIT_OK
+
+
+def _say_interrupted(argv: list[str] | None) -> None:
+    """An interrupt outside run_units: what the run declared it keeps (a sweep's rows, a
+    download's tracts: :func:`tabrecon.interrupts.keeps`), read back from disk."""
+    from .interrupts import kept_now
+
+    kept = kept_now()
+    text = (
+        f"{kept}; {_RESUME_HINT.get(_command(argv), _RESUME_HINT[''])}"
+        if kept is not None
+        else "interrupted; nothing was being kept at that moment"
+    )
+    err.print(escape(text), highlight=False)
 
 
 def _internal_error() -> int:

@@ -28,6 +28,7 @@ import polars as pl
 
 from .errors import NetworkError, TabreconError
 from .geo import check_county
+from .interrupts import Interrupted, keeps
 from .io import check_suffix, write_frame
 from .provenance import check_or_record, fingerprint
 from .published import frame_of_rows, name_2020, tables_from_wide
@@ -183,6 +184,14 @@ def download(
     tracts = sorted(r[listing[0].index("tract")] for r in listing[1:])
     if not tracts:
         raise TabreconError(f"the Census API lists no tracts in {state}{county}")
+    keeps(
+        lambda: Interrupted(
+            sum((parts / f"{t}.parquet").exists() for t in tracts),
+            len(tracts),
+            str(parts),
+            "tracts",
+        )
+    )
     for tract in tracts:
         part = parts / f"{tract}.parquet"
         if part.exists():

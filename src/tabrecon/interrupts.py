@@ -21,9 +21,10 @@ import multiprocessing.context
 import os
 import signal
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 
@@ -33,11 +34,38 @@ class Interrupted(BaseException):
     A BaseException, like KeyboardInterrupt, so that code which goes on after a failed unit
     (``except Exception``) does not go on after an interrupt."""
 
-    def __init__(self, kept: int, total: int, where: str = "") -> None:
+    def __init__(self, kept: int, total: int | None, where: str = "", what: str = "units") -> None:
         self.kept, self.total, self.where = kept, total, where
-        text = f"interrupted: {kept} of {total} units finished"
+        text = (
+            f"interrupted: {kept} of {total} {what}"
+            if total is not None
+            else (f"interrupted: {kept} {what}")
+        )
+        text += " finished"
         text += f" and are kept in {where}" if where and kept else (" (none kept)" if where else "")
         super().__init__(text)
+
+
+_KEEPER: ContextVar[Callable[[], Interrupted] | None] = ContextVar("tabrecon_keeper", default=None)
+
+
+def keeps(report: Callable[[], Interrupted]) -> None:
+    """Declare what the run in progress keeps if it is interrupted now: ``report`` reads it back
+    from disk and says how much of how much (a sweep's rows, a download's tracts). The command
+    line calls it when an interrupt arrives outside :func:`tabrecon.runner.run_units`."""
+    _KEEPER.set(report)
+
+
+def kept_now() -> Interrupted | None:
+    """What the run in progress keeps (:func:`keeps`), read back from disk; None if nothing was
+    declared."""
+    report = _KEEPER.get()
+    if report is None:
+        return None
+    try:
+        return report()
+    except Exception:  # the record is unreadable: say nothing rather than something wrong
+        return None
 
 
 _active: set[Any] = set()

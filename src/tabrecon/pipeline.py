@@ -15,6 +15,7 @@ from rich.console import Console
 from .defenses.defense import Defense
 from .errors import TabreconError
 from .evaluate import DefenseOutcome, EvaluationPlan, evaluate_defense
+from .interrupts import Interrupted, keeps
 from .io import append_row, remove_file, write_figure
 from .provenance import check_or_record, digest_microdata, fingerprint
 from .schema import BLOCK_SIZE_LABELS, Microdata
@@ -81,6 +82,14 @@ def run_tradeoff(
     con.print(
         f"attacker: {plan.attacker} ({ATTACKER_SOURCES.get(plan.attacker, 'an attacker file')})"
     )
+
+    def on_disk() -> set[str]:
+        if not csv_path.exists() or not csv_path.stat().st_size:
+            return set()
+        return set(pl.read_csv(csv_path, infer_schema=False)["defense"].to_list())
+
+    names = {d.name for d in parsed}
+    keeps(lambda: Interrupted(len(on_disk() & names), len(names), str(csv_path), "defenses"))
     done = set()
     if resume and csv_path.exists() and csv_path.stat().st_size:
         _same_version(csv_path, DefenseOutcome("", None, None).to_row())

@@ -210,7 +210,7 @@ def reconstruct_noisy_release(
     finest = next((lv for lv in reversed(LEVELS) if lv in measured and lv != "nation"), None)
     if finest is not None:
         overlap(
-            measurements.filter(pl.col("level") == finest)["geoid"].cast(pl.String).unique(),
+            measurements.filter(pl.col("level") == finest)["geoid"].cast(pl.String).to_numpy(),
             np.unique(prefix(g.geoids, finest)),
             measurements_name,
             name,

@@ -138,8 +138,8 @@ def tabulate(
 
             if not names:
                 raise TabreconError(f"--tables {tables!r} selects no table ('all' or H3,H13,P18)")
-            for n in names:
-                table_by_name(n.upper(), SCHEMAS[schema])
+            for name in names:
+                table_by_name(name.upper(), SCHEMAS[schema])
         units = read_units(microdata, SCHEMAS[schema])
         long = tabulate_units(units, names)
         write_frame(long, out)

@@ -34,8 +34,10 @@ from ..attacks.linear import (
     queries_needed,
 )
 from ..errors import TabreconError
+from ..interrupts import Interrupted, keeps
 from ..io import append_row, remove_file, write_csv, write_figure
 from ..provenance import check_or_record
+from ..runner import notice
 
 Progress = Callable[[str], None] | None
 
@@ -53,6 +55,7 @@ class Sweep:
         keys: tuple[str, ...],
         resume: bool = True,
         fingerprint: dict | None = None,
+        total: int | None = None,
     ) -> None:
         self.path, self.keys = path, keys
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -63,10 +66,18 @@ class Sweep:
         fp = provenance.fingerprint(**(fingerprint or {}))
         check_or_record(record, fp, str(path), outputs=(path,) if resume else ())
         if resume and path.exists() and path.stat().st_size:
-            df = pl.read_csv(path)
-            self.done = {tuple(str(v) for v in r) for r in df.select(list(keys)).iter_rows()}
+            self.done = self._on_disk()
+            notice(f"{path}: {len(self.done)} result(s) kept from an earlier run")
         elif path.exists():
             remove_file(path)
+        keeps(lambda: Interrupted(len(self._on_disk()), total, str(path), "results"))
+
+    def _on_disk(self) -> set[tuple]:
+        """The keys of the rows in the CSV file (what a rerun skips)."""
+        if not self.path.exists() or not self.path.stat().st_size:
+            return set()
+        df = pl.read_csv(self.path)
+        return {tuple(str(v) for v in r) for r in df.select(list(self.keys)).iter_rows()}
 
     def has(self, **key) -> bool:
         return tuple(str(key[k]) for k in self.keys) in self.done
@@ -141,6 +152,7 @@ def recovery_vs_queries(
         ("n", "m", "trial"),
         resume,
         {"decoder": decoder, "seed": seed},
+        total=len(set(ms)) * trials,
     )
     for t in range(trials):
         inst = None
@@ -220,6 +232,7 @@ def queries_needed_vs_n(
         ("decoder", "n", "trial"),
         resume,
         {"seed": seed, "exact_time_limit": exact_time_limit},
+        total=len(decoders) * len(set(ns)) * trials,
     )
     labels = {
         d: f"exact/{exact_finder}" if d == "exact" and exact_finder != "auto" else d
@@ -316,6 +329,7 @@ def recovery_under_gaussian(
         ("n", "m", "trial"),
         resume,
         {"decoder": decoder, "seed": seed},
+        total=sum(len({max(1, int(f * n)) for f in multiples}) for n in set(ns)) * trials,
     )
     for n in ns:
         sigma = jason_sigma(n)
@@ -390,6 +404,7 @@ def epsilon_grid(
         ("n", "epsilon", "multiple", "trial"),
         resume,
         {"decoder": decoder, "seed": seed},
+        total=len(set(epsilons)) * len(set(multiples)) * trials,
     )
     for eps in epsilons:
         for t in range(trials):
