@@ -53,7 +53,8 @@ def render() -> str:
         "",
         "Generated from the command line's definitions by `scripts/gen_commands_doc.py`. Every "
         "command exits 0 on success, 1 when the run finished but a unit failed, 2 on bad input "
-        "(one line naming the file, line, cell, block or option), 130 when interrupted.",
+        "(one line naming the file, line, cell, block or option), 75 on a network failure "
+        "(download), 130 when interrupted.",
         "",
     ]
     for c in app.registered_commands:

@@ -27,7 +27,7 @@ from tabrecon.schema.spec import write_units
 from tabrecon.synth import SynthConfig, synthesize
 from tabrecon.tables import Grid, TableSet, tabulate, write_tables
 
-EXE = [sys.executable, "-c", "from tabrecon.cli import main; main()"]
+EXE = [sys.executable, "-c", "from tabrecon.entry import main; main()"]
 
 
 def _env(tmp: Path) -> dict[str, str]:

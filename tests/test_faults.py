@@ -23,7 +23,7 @@ from tabrecon.schema import read_microdata
 from tabrecon.synth import SynthConfig, synthesize
 from tabrecon.tables import tabulate, write_tables
 
-EXE = [sys.executable, "-c", "from tabrecon.cli import main; main()"]
+EXE = [sys.executable, "-c", "from tabrecon.entry import main; main()"]
 
 
 @pytest.fixture(scope="module")

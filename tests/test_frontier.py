@@ -245,7 +245,7 @@ def test_frontier_command_writes_everything(tmp_path):
         [
             sys.executable,
             "-c",
-            "from tabrecon.cli import main; main()",
+            "from tabrecon.entry import main; main()",
             "frontier",
             "--tables",
             "P1,P12",

@@ -17,7 +17,7 @@ from tabrecon.schema.spec import write_units
 from tabrecon.synth import SynthConfig
 from tabrecon.unit_tables import tabulate_units
 
-EXE = [sys.executable, "-c", "from tabrecon.cli import main; main()"]
+EXE = [sys.executable, "-c", "from tabrecon.entry import main; main()"]
 FAST = """
 [households]
 k_values = [2, 3]

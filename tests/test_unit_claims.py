@@ -136,7 +136,7 @@ def test_contradictory_tables_mark_the_block_infeasible():
 # --------------------------------------------------------------------------------------------------
 # tabrecon claims --schema households: the command's contract
 # --------------------------------------------------------------------------------------------------
-EXE = [sys.executable, "-c", "from tabrecon.cli import main; main()"]
+EXE = [sys.executable, "-c", "from tabrecon.entry import main; main()"]
 
 
 def _cli(args: list[str], cwd: Path) -> subprocess.CompletedProcess:

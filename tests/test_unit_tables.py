@@ -108,7 +108,7 @@ def test_tables_list_and_describe_cover_the_housing_unit_tables(tmp_path):
     import subprocess
     import sys
 
-    exe = [sys.executable, "-c", "from tabrecon.cli import main; main()"]
+    exe = [sys.executable, "-c", "from tabrecon.entry import main; main()"]
 
     def run(*a: str) -> subprocess.CompletedProcess:
         return subprocess.run([*exe, *a], capture_output=True, text=True, cwd=tmp_path)

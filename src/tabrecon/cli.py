@@ -211,8 +211,12 @@ def main() -> None:
 
     try:
         code = run()
-    except KeyboardInterrupt:  # a second Ctrl-C while the first one was being reported
+    except KeyboardInterrupt:  # before run() was ready, or a second Ctrl-C while reporting one
         code = EXIT_INTERRUPTED
+        try:
+            err.print("interrupted; nothing was being kept at that moment", highlight=False)
+        except KeyboardInterrupt:
+            pass
     while True:  # the outcome is known: exit without interruption
         try:
             for sig in (signal.SIGINT, signal.SIGTERM):

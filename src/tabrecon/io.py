@@ -387,8 +387,6 @@ def clash(
                     f"{name} {inp} lies inside {oname} {out}, a folder this command writes and "
                     f"clears: choose an {oname} that does not hold the inputs"
                 )
-            if inp.is_dir() and not folder and out.exists() and _inside(out, inp):
-                return f"{oname} {out} would replace a file of {name} {inp}: choose another {oname}"
     for i, (a, pa, fa) in enumerate(outs):
         for b, pb, fb in outs[i + 1 :]:
             if a != b and (
@@ -403,8 +401,8 @@ _PROTECTED: ContextVar[tuple[Path, ...]] = ContextVar("tabrecon_protected", defa
 
 @contextlib.contextmanager
 def protecting(paths: Iterable[Path]) -> Iterator[None]:
-    """Within the block, writing over one of ``paths`` (or a file inside one that is a folder),
-    or clearing a folder that holds one, raises :class:`~tabrecon.errors.TabreconError`."""
+    """Within the block, writing over one of ``paths``, or clearing a folder that holds one,
+    raises :class:`~tabrecon.errors.TabreconError`."""
     token = _PROTECTED.set(_PROTECTED.get() + tuple(Path(p) for p in paths))
     try:
         yield
@@ -413,8 +411,10 @@ def protecting(paths: Iterable[Path]) -> Iterator[None]:
 
 
 def _guard_write(p: Path) -> None:
+    # an input folder (an SF1 distribution) is read only through its segment files, whose names no
+    # output can take (outputs are .parquet, .csv, .csv.gz, .json, .md, .png, .toml, .html)
     for inp in _PROTECTED.get():
-        if same_file(p, inp) or (inp.is_dir() and p.exists() and _inside(p, inp)):
+        if same_file(p, inp):
             raise TabreconError(
                 f"{p}: not written, it is the input {inp} (an output never replaces an input)"
             )

@@ -31,7 +31,7 @@ import polars as pl
 
 from .errors import InputError
 from .geo import LENGTH, LEVEL_OF_LENGTH
-from .io import read_text_frame
+from .io import kind_of, read_text_frame
 from .tables import MISSING, Grid, TableSet, all_cells, cell_index, tables_from_long
 
 _VARIABLE = re.compile(r"^(P|PCT)(\d{3})([A-Z]?)(\d{3,4})$")
@@ -216,9 +216,11 @@ def tables_from_wide(df: pl.DataFrame, where: str = "tables") -> TableSet:
         variables.append(c)
         cells.append(cell)
     if not variables:
+        kind = kind_of(df.columns)
         raise InputError(
-            "no table variables: expected columns such as P0010001 (summary-file style) or "
-            "P001001 (Census API style), or a long file with columns geoid, cell, value",
+            (f"is {kind}, not published tables; " if kind else "no table variables: ")
+            + "expected columns such as P0010001 (summary-file style) or P001001 (Census API "
+            "style), or a long file with columns geoid, cell, value",
             path=where,
         )
     dup = sorted({c for c in cells if cells.count(c) > 1})
