@@ -137,6 +137,9 @@ def _files(d: Path) -> None:
         {"block_geoid": [str(x) for x in g.geoids], "solvar": 0.0, "status": "unique"}
     ).write_csv(d / "sv.csv")
     first = md.geoids[md.block[0]]  # md.csv without its first block: a partial overlap
+    pl.DataFrame(  # attacker data about md.csv's first block that links to nobody
+        {"pik": ["z"], "block_geoid": [first], "sex": ["female"], "age": ["109"]}
+    ).write_csv(d / "attacker_nolink.csv")
     write_microdata(md.take(np.flatnonzero(md.block_geoid != first)), d / "partial.csv")
 
 
@@ -563,6 +566,13 @@ CASES: list[tuple[str, str, int, str]] = [
         "{D}/nd.parquet",
         2,
         "have no blocks in common",
+    ),
+    (
+        "reidentify-nothing-linked",  # the report is written, but no precision was measured
+        "reidentify --recon {D}/md.csv --truth {D}/md.csv --attacker {D}/attacker_nolink.csv "
+        "--out {D}/rn",
+        1,
+        "no precision was measured",
     ),
     # companion files read and checked before the first stage
     (

@@ -131,7 +131,7 @@ def _cmdline(pid: int) -> str:
 def big(tmp_path_factory):
     """A county whose tracts take a while on two workers, and its clean reconstruction."""
     d = tmp_path_factory.mktemp("faults")
-    write_tables(tabulate(synthesize(SynthConfig(persons=60_000), seed=9)), d / "tables.parquet")
+    write_tables(tabulate(synthesize(SynthConfig(persons=30_000), seed=9)), d / "tables.parquet")
     clean = subprocess.run(
         EXE + ["reconstruct", "tables.parquet", "--out", "clean.parquet", "--workers", "2"],
         cwd=d,

@@ -46,7 +46,7 @@ def _alive(pids: list[str], grace: float = 3.0) -> list[str]:
 
 @pytest.mark.slow
 def test_twenty_interrupts_with_both_cores_busy(tmp_path):
-    write_tables(tabulate(synthesize(SynthConfig(persons=60_000), seed=11)), tmp_path / "t.parquet")
+    write_tables(tabulate(synthesize(SynthConfig(persons=30_000), seed=11)), tmp_path / "t.parquet")
     args = ["reconstruct", "t.parquet", "--out", "r.parquet", "--workers", "2", "--fresh"]
     status = tmp_path / "r.parquet.parts" / "status.jsonl"
     rng = random.Random(2026)
@@ -58,7 +58,7 @@ def test_twenty_interrupts_with_both_cores_busy(tmp_path):
             p = subprocess.Popen(
                 EXE + args, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
             )
-            want = rng.choice([0, 1, 1, 2, 3])  # finished tracts to wait for (0: a delay)
+            want = rng.choice([0, 1, 1, 2])  # finished tracts to wait for (0: a delay)
             delay = rng.uniform(0.1, 3.0)
             t0 = time.monotonic()
             while p.poll() is None and time.monotonic() - t0 < 300:

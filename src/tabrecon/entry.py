@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import signal
 import sys
-from typing import NoReturn
 
 #: the contract's exit code of an interrupted run (:func:`tabrecon.cli.run`)
 EXIT_INTERRUPTED = 130
@@ -17,7 +16,7 @@ def _raise_interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
-def main() -> NoReturn:
+def main() -> None:
     """Run the command line; an interrupt before it is ready exits 130 with one line."""
     signal.signal(signal.SIGTERM, _raise_interrupt)  # SIGINT already raises KeyboardInterrupt
     try:

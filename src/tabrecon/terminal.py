@@ -64,8 +64,20 @@ def table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> 
         left = c in ("figure", "cell", "table", "description", "bin", "group", "source")
         t.add_column(c, justify="left" if left else "right")
     for r in rows:
-        t.add_row(*[f"{v:.3f}" if isinstance(v, float) else str(v) for v in r])
+        t.add_row(*[_cell(v) for v in r])
     return t
+
+
+def _cell(v: Any) -> str:
+    """A table cell: floats with three decimals, a missing number (NaN, None) as "n/a"."""
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "n/a"
+    return f"{v:.3f}" if isinstance(v, float) else str(v)
+
+
+def pct1(v: float | None) -> str:
+    """A percentage with one decimal, "n/a" where there is nothing to divide (an empty bin)."""
+    return "n/a" if v is None or v != v else f"{v:.1f}"
 
 
 def frame_table(title: str, df: Any, columns: dict[str, str]) -> Table:

@@ -27,6 +27,7 @@ from ..terminal import (
     err,
     frame_table,
     one_of,
+    pct1,
     positive_finite,
     progress,
     read_blocks,
@@ -101,7 +102,7 @@ def agree(
         check_suffix(out, (".csv",))
     a = _agree(read_microdata(right), truth=read_microdata(left))
     rows = [
-        [r["bin"], r["blocks"], r["persons"], f"{r['exact_pct']:.1f}", f"{r['binned_pct']:.1f}"]
+        [r["bin"], r["blocks"], r["persons"], pct1(r["exact_pct"]), pct1(r["binned_pct"])]
         for r in a.by_bin.iter_rows(named=True)
     ]
     rows.append(
@@ -109,8 +110,8 @@ def agree(
             "all",
             int(a.by_bin["blocks"].sum()),
             a.population,
-            f"{a.exact_pct:.1f}",
-            f"{a.binned_pct:.1f}",
+            pct1(a.exact_pct),
+            pct1(a.binned_pct),
         ]
     )
     console.print(f"binned pass compares on: {a.resolution}")
@@ -487,9 +488,10 @@ def reidentify(
     ]
     cols = ["group", "source", "attacker records", "putative", "confirmed", "precision %"]
     console.print(table("reidentification (precision = confirmed / putative)", cols, rows))
-    if not summ["attack"]["all"]["putative"]:
-        console.print(
-            "[yellow]no attacker record could be linked: the attacker data and the release share "
-            "no block, sex and age[/yellow]"
-        )
     console.print(f"report written to {out}/report.md")
+    if not summ["attack"]["all"]["putative"]:  # every precision is n/a: nothing was measured
+        err.print(
+            "[yellow]no attacker record could be linked: the attacker data and the release share "
+            "no block, sex and age, so no precision was measured (exit 1)[/yellow]"
+        )
+        raise typer.Exit(1)
