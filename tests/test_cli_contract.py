@@ -8,12 +8,9 @@ finished but a unit failed or a check found violations; 2 bad input or usage; 13
 from __future__ import annotations
 
 import gzip
-import json
 import os
-import signal
 import subprocess
 import sys
-import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -755,134 +752,6 @@ def test_reusing_an_output_with_other_tables_or_options_is_refused(tmp_path):
     assert (
         again.returncode == 2 and "microdata" in again.stderr and "without --resume" in again.stderr
     )
-
-
-@pytest.fixture(scope="module")
-def big_county(tmp_path_factory):
-    """A county large enough that its tracts take several seconds on two workers."""
-    d = tmp_path_factory.mktemp("big")
-    md = synthesize(SynthConfig(persons=120_000), seed=11)
-    write_microdata(md, d / "county.parquet")
-    write_tables(tabulate(md), d / "tables.parquet")
-    return d
-
-
-def _alive_after(pids: list[str], grace: float = 3.0) -> list[str]:
-    """The processes still alive ``grace`` seconds on (helper processes such as multiprocessing's
-    fork server end when they see their parent gone, within a moment)."""
-    t0 = time.monotonic()
-    while True:
-        alive = [k for k in pids if Path(f"/proc/{k}").exists() and _state(k) != "Z"]
-        if not alive or time.monotonic() - t0 > grace:
-            return alive
-        time.sleep(0.1)
-
-
-def _state(pid: str) -> str:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0]
-    except (OSError, IndexError):
-        return "Z"
-
-
-def _status_lines(path: Path) -> list[str]:
-    return path.read_text().splitlines() if path.exists() else []
-
-
-def _interrupt_when(
-    p: subprocess.Popen, status: Path, at_least: int, sig: int, twice: bool = False
-) -> tuple[list[str], float]:
-    """Send ``sig`` once ``status`` has ``at_least`` lines (``twice``: again 0.1 s later, as an
-    impatient user does); return the children then and the time the run took to stop."""
-    t0 = time.monotonic()
-    while len(_status_lines(status)) < at_least:
-        assert p.poll() is None, "the run ended before it could be interrupted"
-        assert time.monotonic() - t0 < 300
-        time.sleep(0.05)
-    kids = subprocess.run(
-        ["pgrep", "-P", str(p.pid)], capture_output=True, text=True
-    ).stdout.split()
-    t1 = time.monotonic()
-    p.send_signal(sig)
-    if twice:
-        time.sleep(0.1)
-        if p.poll() is None:
-            p.send_signal(sig)
-    p.wait(timeout=30)
-    return kids, time.monotonic() - t1
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize(
-    "sig,twice",
-    [(signal.SIGINT, False), (signal.SIGTERM, False), (signal.SIGINT, True)],
-    ids=["SIGINT", "SIGTERM", "SIGINT-twice"],
-)
-def test_interrupted_reconstruct_keeps_finished_tracts_and_resumes(
-    big_county, tmp_path, sig, twice
-):
-    args = [
-        "reconstruct",
-        str(big_county / "tables.parquet"),
-        "--out",
-        "r.parquet",
-        "--workers",
-        "2",
-    ]
-    p = subprocess.Popen(
-        EXE + args, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
-    status = tmp_path / "r.parquet.parts" / "status.jsonl"
-    kids, took = _interrupt_when(p, status, 2, sig, twice)
-    err = p.stderr.read()
-    assert p.returncode == 130, err
-    assert took <= 5.0
-    assert "Traceback" not in err and "interrupted:" in err and "rerun the same command" in err
-    assert kids and not _alive_after(kids), "orphan worker processes"
-    kept = {json.loads(x)["unit"] for x in _status_lines(status)}
-    assert f"{len(kept)} of" in err
-    again = _cli(args, tmp_path)
-    assert again.returncode == 0, again.stderr
-    lines = [json.loads(x)["unit"] for x in _status_lines(status)]
-    assert len(lines) == len(set(lines)), "a finished tract was redone"
-    assert kept < set(lines)
-
-
-@pytest.mark.slow
-def test_interrupted_audit_resumes(big_county, tmp_path):
-    (tmp_path / "fast.toml").write_text(
-        "[reconstruct]\nlevels = ['block+tract']\n[certify]\nenabled = false\n"
-    )
-    args = [
-        "audit",
-        str(big_county / "county.parquet"),
-        "--out",
-        "au",
-        "--workers",
-        "2",
-        "--defenses",
-        "",
-        "--config",
-        "fast.toml",
-        "--quiet",
-    ]
-    p = subprocess.Popen(
-        EXE + args, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
-    status = (
-        tmp_path / "au" / "work" / "chunk-000" / "recon_block_tract.parquet.parts" / "status.jsonl"
-    )
-    kids, took = _interrupt_when(p, status, 2, signal.SIGINT)
-    err = p.stderr.read()
-    assert p.returncode == 130, err
-    assert took <= 5.0, took
-    assert "Traceback" not in err and "--resume" in err, err
-    assert not _alive_after(kids), "orphan worker processes"
-    kept = {json.loads(x)["unit"] for x in _status_lines(status)}
-    again = _cli(args + ["--resume"], tmp_path)
-    assert again.returncode == 0, again.stderr
-    lines = [json.loads(x)["unit"] for x in _status_lines(status)]
-    assert len(lines) == len(set(lines)) and kept < set(lines)
 
 
 def test_sweeps_and_tradeoff_refuse_to_mix_runs(tmp_path):

@@ -132,15 +132,15 @@ def big(tmp_path_factory):
     """A county whose tracts take a while on two workers, and its clean reconstruction."""
     d = tmp_path_factory.mktemp("faults")
     write_tables(tabulate(synthesize(SynthConfig(persons=30_000), seed=9)), d / "tables.parquet")
-    clean = subprocess.run(
-        EXE + ["reconstruct", "tables.parquet", "--out", "clean.parquet", "--workers", "2"],
-        cwd=d,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
+    clean = _reconstruct(d, "clean.parquet")
     assert clean.returncode == 0, clean.stderr
     return d
+
+
+def _reconstruct(d: Path, out: str) -> subprocess.CompletedProcess:
+    """``tabrecon reconstruct`` of the county on two workers, run to its end (resuming)."""
+    args = ["reconstruct", "tables.parquet", "--out", out, "--workers", "2"]
+    return subprocess.run(EXE + args, cwd=d, capture_output=True, text=True, timeout=900)
 
 
 def _start(d: Path, out: str) -> tuple[subprocess.Popen, Path]:
@@ -185,13 +185,7 @@ def test_the_program_killed_with_sigkill_resumes_to_the_same_result(big):
     os.kill(p.pid, signal.SIGKILL)
     p.wait(timeout=30)
     kept = {json.loads(x)["unit"] for x in status.read_text().splitlines() if x.strip()}
-    again = subprocess.run(
-        EXE + ["reconstruct", "tables.parquet", "--out", "m.parquet", "--workers", "2"],
-        cwd=big,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
+    again = _reconstruct(big, "m.parquet")
     assert again.returncode == 0, again.stderr
     assert f"{len(kept)} of" in again.stderr and "kept from an earlier run" in again.stderr
     _same_records(big, "m.parquet")

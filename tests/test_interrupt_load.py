@@ -46,7 +46,7 @@ def _alive(pids: list[str], grace: float = 3.0) -> list[str]:
 
 @pytest.mark.slow
 def test_twenty_interrupts_with_both_cores_busy(tmp_path):
-    write_tables(tabulate(synthesize(SynthConfig(persons=30_000), seed=11)), tmp_path / "t.parquet")
+    write_tables(tabulate(synthesize(SynthConfig(persons=15_000), seed=11)), tmp_path / "t.parquet")
     args = ["reconstruct", "t.parquet", "--out", "r.parquet", "--workers", "2", "--fresh"]
     status = tmp_path / "r.parquet.parts" / "status.jsonl"
     rng = random.Random(2026)
