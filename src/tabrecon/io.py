@@ -20,12 +20,13 @@ from collections.abc import Callable, Collection, Iterable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import numpy as np
-import polars as pl
+from typing import TYPE_CHECKING, Any
 
 from .errors import InputError, TabreconError
+
+if TYPE_CHECKING:  # polars and numpy load on first read or write: the command line starts faster
+    import numpy as np
+    import polars as pl
 
 #: What a data file may be named: its format follows from its suffix.
 DATA_SUFFIXES = (".parquet", ".csv", ".csv.gz")
@@ -50,6 +51,8 @@ def check_suffix(path: str | Path, allowed: tuple[str, ...] = DATA_SUFFIXES) -> 
 
 def scan_text(path: str | Path) -> pl.LazyFrame:
     """A lazy frame of the file's columns as text (Parquet columns cast to text)."""
+    import polars as pl
+
     p = str(path)
     if p.endswith(".parquet"):
         return pl.scan_parquet(p).with_columns(pl.all().cast(pl.String))
@@ -254,6 +257,8 @@ def read_text_frame(
     whose ``geo_column`` lies in them (streamed, so memory follows the selection, not the file),
     with a ``__line`` column keeping each row's line in the file. Errors name the file
     (:func:`check_readable`, :func:`read_error`)."""
+    import polars as pl
+
     p = str(path)
     check_readable(p)
     try:
@@ -493,6 +498,8 @@ def append_row(path: str | Path, row: dict[str, Any]) -> Path:
     """Add ``row`` to the CSV file ``path`` (with a header when the file is new or empty), by
     writing the whole file anew and renaming it into place: a crash or a full disk leaves the
     file as it was, never with half a row."""
+    import polars as pl
+
     p = Path(path)
     old = p.read_bytes() if p.exists() else b""
     line = pl.DataFrame([row]).write_csv(include_header=not old).encode()
