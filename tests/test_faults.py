@@ -182,8 +182,16 @@ def test_a_worker_killed_with_sigkill_is_survived(big):
 def test_the_program_killed_with_sigkill_resumes_to_the_same_result(big):
     p, status = _start(big, "m.parquet")
     _wait_for(p, status, 2)
+    family = [k for c in _children(p.pid) for k in [c, *_children(c)]]  # fork server, workers
+    assert family
     os.kill(p.pid, signal.SIGKILL)
     p.wait(timeout=30)
+    t0 = time.monotonic()  # nobody can terminate them now: they must see their program gone
+    while (
+        left := [k for k in family if Path(f"/proc/{k}").exists()]
+    ) and time.monotonic() - t0 < 10:
+        time.sleep(0.2)
+    assert not left, f"processes left behind by the killed program: {left}"
     kept = {json.loads(x)["unit"] for x in status.read_text().splitlines() if x.strip()}
     again = _reconstruct(big, "m.parquet")
     assert again.returncode == 0, again.stderr

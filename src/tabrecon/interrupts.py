@@ -131,8 +131,13 @@ def install() -> None:
     _installed = True
 
 
-def worker_init() -> None:
-    """In a worker process: leave interrupts to the parent, which terminates the worker."""
+def worker_init(parent: int | None = None) -> None:
+    """In a worker process: leave interrupts to the parent, which terminates the worker; and end
+    when ``parent`` (the process that made the pool) is gone. A parent killed with SIGKILL
+    cannot terminate its workers, and a fork server's worker is not its child, so it would never
+    see it go: the workers and the fork server were seen alive hours later."""
+    if parent is not None:
+        threading.Thread(target=_end_with, args=(parent,), daemon=True).start()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     try:
@@ -141,6 +146,20 @@ def worker_init() -> None:
         pass
     global _installed
     _installed = False
+
+
+def _end_with(parent: int, every: float = 1.0) -> None:
+    """End this process (at once, as SIGKILL would) once process ``parent`` no longer exists."""
+    import time
+
+    while True:
+        time.sleep(every)
+        try:
+            os.kill(parent, 0)
+        except ProcessLookupError:
+            os._exit(1)
+        except PermissionError:  # it exists (another user's process cannot be the parent: rare)
+            pass
 
 
 def _context() -> multiprocessing.context.BaseContext:
@@ -160,7 +179,12 @@ def process_pool(workers: int) -> Iterator[ProcessPoolExecutor]:
     """A process pool whose workers leave interrupts to this process. Leaving the block normally
     waits for the workers; leaving it by an exception (an interrupt above all) terminates them at
     once instead of waiting for the units they are running."""
-    ex = ProcessPoolExecutor(max_workers=workers, initializer=worker_init, mp_context=_context())
+    ex = ProcessPoolExecutor(
+        max_workers=workers,
+        initializer=worker_init,
+        initargs=(os.getpid(),),
+        mp_context=_context(),
+    )
     with _lock:
         _pools.add(ex)
     try:
