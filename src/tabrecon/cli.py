@@ -59,24 +59,30 @@ def _guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
     printed (:func:`tabrecon.runner.notices`). Outputs are the parameters
     marked :class:`~tabrecon.io.Writes`; inputs every other path, and text marked
     :class:`~tabrecon.io.Reads` that names an existing file."""
-    hints = typing.get_type_hints(fn, include_extras=True)
     sig = inspect.signature(fn)
-    roles: list[tuple[str, str, Writes | None]] = []  # (parameter, option, Writes or None)
-    for name in sig.parameters:
-        hint = hints.get(name)
-        meta = getattr(hint, "__metadata__", ())
-        base = typing.get_args(hint)[0] if meta else hint
-        writes = next((m for m in meta if isinstance(m, Writes)), None)
-        is_path = Path in (base, *typing.get_args(base))
-        if writes is not None or is_path or any(isinstance(m, Reads) for m in meta):
-            roles.append((name, _option_name(name, meta), writes))
+
+    @functools.cache
+    def roles() -> list[tuple[str, str, Writes | None]]:
+        """(parameter, option, Writes or None) of every path parameter: worked out when the
+        command runs, not when the program starts (every command's hints cost ~80 ms)."""
+        hints = typing.get_type_hints(fn, include_extras=True)
+        out = []
+        for name in sig.parameters:
+            hint = hints.get(name)
+            meta = getattr(hint, "__metadata__", ())
+            base = typing.get_args(hint)[0] if meta else hint
+            writes = next((m for m in meta if isinstance(m, Writes)), None)
+            is_path = Path in (base, *typing.get_args(base))
+            if writes is not None or is_path or any(isinstance(m, Reads) for m in meta):
+                out.append((name, _option_name(name, meta), writes))
+        return out
 
     @functools.wraps(fn)
     def run_command(*args: Any, **kwargs: Any) -> Any:
         given = sig.bind(*args, **kwargs).arguments
         inputs: list[tuple[str, Path]] = []
         outputs: list[tuple[str, Path, bool]] = []
-        for name, option, writes in roles:
+        for name, option, writes in roles():
             value = given.get(name, sig.parameters[name].default)
             if value is None or value is inspect.Parameter.empty:
                 continue

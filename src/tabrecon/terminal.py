@@ -161,13 +161,17 @@ def solver_options(
 
 def read_blocks(path: Path) -> Any:
     """A per-block ``tabrecon solvar`` output (Parquet or CSV), its columns checked."""
-    from .io import read_text_frame, require_columns
+    import polars as pl
+
+    from .io import check_readable, read_error, require_columns
 
     if not path.exists():
         raise TabreconError(f"{path}: file not found (run `tabrecon solvar` first)")
-    text = read_text_frame(path)
+    check_readable(path)
+    try:  # read once, typed; the columns are checked on what was read
+        df = pl.read_parquet(path) if str(path).endswith(".parquet") else pl.read_csv(path)
+    except Exception as exc:  # polars raises several exception types for malformed files
+        raise read_error(path, exc) from None
     need = ("block_geoid", "solvar", "status")
-    require_columns(path, text.columns, need, "certification results (tabrecon solvar)")
-    import polars as pl
-
-    return pl.read_parquet(path) if str(path).endswith(".parquet") else pl.read_csv(path)
+    require_columns(path, df.columns, need, "certification results (tabrecon solvar)")
+    return df
