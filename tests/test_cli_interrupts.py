@@ -19,6 +19,9 @@ from tabrecon.synth import SynthConfig, synthesize
 from tabrecon.tables import tabulate, write_tables
 
 EXE = [sys.executable, "-c", "from tabrecon.entry import main; main()"]
+# Seconds after the signal beyond which a run hangs. Not a speed mark: CI runs this beside four
+# other processes on two cores, where an answer took 5.1 s; idle, every run ends within a second.
+HANG = 30.0
 
 
 def _cli(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
@@ -104,7 +107,7 @@ def test_interrupted_reconstruct_keeps_finished_tracts_and_resumes(
     kids, took = _interrupt_when(p, status, 2, sig, twice)
     err = p.stderr.read()
     assert p.returncode == 130, err
-    assert took <= 5.0
+    assert took <= HANG, took
     assert "Traceback" not in err and "interrupted:" in err and "rerun the same command" in err
     assert kids and not _alive_after(kids), "orphan worker processes"
     kept = {json.loads(x)["unit"] for x in _status_lines(status)}
@@ -143,7 +146,7 @@ def test_interrupted_audit_resumes(big_county, tmp_path):
     kids, took = _interrupt_when(p, status, 2, signal.SIGINT)
     err = p.stderr.read()
     assert p.returncode == 130, err
-    assert took <= 5.0, took
+    assert took <= HANG, took
     assert "Traceback" not in err and "--resume" in err, err
     assert not _alive_after(kids), "orphan worker processes"
     kept = {json.loads(x)["unit"] for x in _status_lines(status)}

@@ -189,7 +189,7 @@ def test_the_program_killed_with_sigkill_resumes_to_the_same_result(big):
     t0 = time.monotonic()  # nobody can terminate them now: they must see their program gone
     while (
         left := [k for k in family if Path(f"/proc/{k}").exists()]
-    ) and time.monotonic() - t0 < 10:
+    ) and time.monotonic() - t0 < 30:  # they look each second; 30: a loaded machine
         time.sleep(0.2)
     assert not left, f"processes left behind by the killed program: {left}"
     kept = {json.loads(x)["unit"] for x in status.read_text().splitlines() if x.strip()}
