@@ -4,7 +4,7 @@
 Run (from the repository root):
 python -m benchmarks.bench_households [--persons 200000] [--blocks 50] [--K 20] [--workers 2]
 
-Generate-then-Verify runs through ``household_claims`` (the runner ``tabrecon claims --schema
+Generate-then-Verify runs through ``release_claims`` (the runner ``tabrecon claims --schema
 households`` uses), block by block on ``--workers`` processes.
 
 Not the study's setting: Liu et al. used the 2020 DHC household tables (621 statistics per block,
@@ -22,9 +22,10 @@ import numpy as np
 import polars as pl
 
 from benchmarks.common import RESULTS, machine, record
-from tabrecon.attacks.unit_claims import STUDY_TABLES_2_3, household_claims, matching_units
+from tabrecon.attacks.unit_claims import STUDY_TABLES_2_3, matching_units, release_claims
 from tabrecon.attacks.unit_reconstruct import reconstruct_units
 from tabrecon.households import synthesize_households
+from tabrecon.schema.catalog import HOUSING_UNITS
 from tabrecon.synth import SynthConfig
 from tabrecon.unit_tables import tabulate_units
 
@@ -62,7 +63,9 @@ def main() -> dict:
     )
     t = time.perf_counter()
     ks = tuple(int(x) for x in a.k.split(","))
-    run = household_claims(sub, ks, a.K, seed=0, block_seconds=None, workers=a.workers, truth=units)
+    run = release_claims(
+        sub, HOUSING_UNITS, ks, a.K, seed=0, block_seconds=None, workers=a.workers, truth=units
+    )
     wall = time.perf_counter() - t
     sec = run.blocks["seconds"].to_numpy()
     print(

@@ -87,7 +87,7 @@ SLOW = (
     "test_reidentify.py::test_real_sample_nonmodal_precision_far_above_baselines",
     "test_audit.py::",
     "test_unit_claims.py::test_household_claims_command_writes_the_study_layout",
-    "test_households_audit.py::",
+    "test_units_audit.py::",
     "test_linear.py::test_queries_needed_slope_near_half",
     "test_reconstruct.py::test_real_block_tract_is_exact_and_unique",
     "test_certify.py::test_real_block_tract_every_block_certified",

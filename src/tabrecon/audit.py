@@ -546,7 +546,7 @@ def audit(
     ``OUT/summary.json``. See the module docstring for chunks, units of work and resuming.
 
     ``households`` (a housing-unit file describing the same households as ``microdata``) adds
-    the households part (:mod:`tabrecon.households_audit`) and the report's section on it."""
+    the households part (:mod:`tabrecon.units_audit`) and the report's section on it."""
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -833,13 +833,15 @@ def _households(
     """The households stage of a person audit: its summary and frames, or ``{"error": ...}``
     (a bad housing-unit file, or one that disagrees with the person file, is reported and the
     audit exits non-zero; the person findings stand)."""
-    from .households_audit import households_stage
     from .schema import read_microdata
+    from .schema.registry import population
+    from .units_audit import units_stage
 
     t0 = time.perf_counter()
     try:
         persons = read_microdata(md_path) if md_path is not None else None
-        summary, frames, _ = households_stage(hh_path, work, cfg, resume, progress, persons)
+        pop = population("households")  # the housing units of the person file's households
+        summary, frames, _ = units_stage(pop, hh_path, work, cfg, resume, progress, persons)
     except TabreconError as exc:
         return {"error": str(exc), "failures": [f"households: {exc}"]}, {}
     log.add("households", time.perf_counter() - t0)
@@ -1060,7 +1062,8 @@ def run_demo(
     )
 
 
-def audit_households(
+def audit_units(
+    name: str,
     units_path: str | Path,
     out: str | Path,
     cfg: AuditConfig | None = None,
@@ -1069,15 +1072,18 @@ def audit_households(
     show_progress: bool = True,
     command: str = "",
 ) -> AuditResult:
-    """``tabrecon audit --schema households``: the households part alone, on a housing-unit
-    file; writes ``OUT/report.html``, ``OUT/results/households_*.csv`` and ``OUT/summary.json``
-    and returns an :class:`~tabrecon.audit.AuditResult`."""
+    """``tabrecon audit --schema NAME`` for a population on the generic engine (housing units,
+    group quarters, ...): its Generate-then-Verify part alone, on a file of its records; writes
+    ``OUT/report.html``, ``OUT/results/<name>_*.csv`` and ``OUT/summary.json`` and returns an
+    :class:`~tabrecon.audit.AuditResult`."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-    from .households_audit import households_stage
-    from .report.html import write_households_report
+    from .report.html import write_units_report
     from .runner import execution
+    from .schema.registry import population
+    from .units_audit import units_stage
 
+    pop = population(name)
     cfg = cfg or AuditConfig()
     out = Path(out)
     units_path = Path(units_path)
@@ -1088,7 +1094,7 @@ def audit_households(
         remove_tree(work)
     conf = cfg.to_dict()
     fp = fingerprint(
-        households=digest_path(units_path),
+        **{pop.name: digest_path(units_path)},
         config={
             "households": conf["households"],
             "seed": cfg.run.seed,
@@ -1117,20 +1123,21 @@ def audit_households(
 
     t0 = time.perf_counter()
     with execution(cfg.run.scheduler, cfg.run.retries), prog:
-        summary, frames, _ = households_stage(units_path, work, cfg, resume, progress)
+        summary, frames, _ = units_stage(pop, units_path, work, cfg, resume, progress)
     res = out / "results"
     res.mkdir(exist_ok=True)
-    for name, df in frames.items():
-        write_csv(df, res / f"{name}.csv")
+    for stem, df in frames.items():
+        write_csv(df, res / f"{stem}.csv")
     total = {
-        "households": summary,
+        "population": pop.name,
+        pop.name: summary,
         "failures": summary["failures"],
-        "timings_s": {"households": round(time.perf_counter() - t0, 2)},
+        "timings_s": {pop.name: round(time.perf_counter() - t0, 2)},
         "peak_memory": _peak_mb(),
         "versions": _versions(),
         "command": command,
         "seed": cfg.run.seed,
     }
     write_json(out / "summary.json", total)
-    report = write_households_report(out, total, frames, cfg)
+    report = write_units_report(out, total, frames, cfg)
     return AuditResult(out, total, report)

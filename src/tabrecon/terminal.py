@@ -23,6 +23,7 @@ from rich.table import Table
 
 from .errors import TabreconError
 from .io import Writes
+from .populations import choices_help
 
 console = Console(stderr=False)
 err = Console(stderr=True, soft_wrap=True)  # an error is one line, never wrapped
@@ -40,6 +41,14 @@ Solver = Annotated[
 Threads = Annotated[int, typer.Option(help="Solver threads per tract")]
 Seed = Annotated[int, typer.Option(help="Random seed")]
 Workers = Annotated[int, typer.Option(help="Tracts run in parallel (processes)")]
+SchemaName = Annotated[
+    str,
+    typer.Option(
+        "--schema",
+        help=f"What the records are: {choices_help()} (each a population declared in "
+        "tabrecon.populations; tabrecon tables list --schema NAME shows its tables)",
+    ),
+]
 Level = Annotated[str, typer.Option(help="Tables the attacker uses: 'block' or 'block+tract'")]
 TablesArg = Annotated[
     Path, typer.Argument(help="Published tables (long format: geoid, cell, value)")

@@ -50,16 +50,18 @@ class UnitCell:
     table: str
     label: str
     predicate: Predicate = field(hash=False, compare=False)
+    schema: Schema = field(default=HOUSING_UNITS, hash=False, compare=False)
 
-    def description(self, schema: Schema = HOUSING_UNITS) -> str:
+    def description(self, schema: Schema | None = None) -> str:
         """The records the cell counts, in words: each restricted column and the labels it
         admits ("all housing units" when nothing is restricted)."""
+        schema = schema or self.schema
         parts = []
         for a in schema.attributes:
             if a.name in self.predicate and len(self.predicate[a.name]) < a.size:
                 labels = [a.labels[i] for i in a.index(np.asarray(self.predicate[a.name]))]
                 parts.append(f"{a.name} in {{{', '.join(map(str, labels))}}}")
-        return "; ".join(parts) or "all housing units"
+        return "; ".join(parts) or f"all {_plural(schema.unit)}"
 
 
 @dataclass(frozen=True)
@@ -77,6 +79,8 @@ class UnitTable:
     #: the cells' official ids where they do not follow ``prefix + number + line`` (iterations
     #: such as ``P012A003``)
     ids: tuple[str, ...] | None = field(default=None, hash=False, compare=False)
+    #: the universe in the Bureau's words, where the table was declared from its layout
+    universe_label: str = field(default="", compare=False)
 
     def cells(self) -> list[UnitCell]:
         out = []
@@ -85,8 +89,13 @@ class UnitTable:
             for k, v in pred.items():
                 both[k] = tuple(sorted(set(both.get(k, v)) & set(v)))
             cid = self.ids[i - 1] if self.ids else f"{self.prefix}{self.number:03d}{i:04d}"
-            out.append(UnitCell(cid, self.name, label, both))
+            out.append(UnitCell(cid, self.name, label, both, self.schema))
         return out
+
+
+def _plural(unit: str) -> str:
+    """``housing unit`` -> ``housing units``; ``person`` -> ``persons``."""
+    return unit if unit.endswith("s") else f"{unit}s"
 
 
 def _codes(name: str) -> dict[str, int]:
@@ -265,15 +274,16 @@ def person_tables() -> tuple[UnitTable, ...]:
     return tuple(out)
 
 
-#: tables declared over schemas beyond the two built in, by schema name (:func:`declare_tables`)
-_DECLARED: dict[str, tuple[UnitTable, ...]] = {}
+#: the schemas whose tables :func:`declare_tables` declared (and may declare again)
+_DECLARED: set[str] = set()
 
 
 def declare_tables(schema: Schema, tables: Sequence[UnitTable]) -> None:
     """Make ``tables`` the tables published over ``schema``: tabulation, reconstruction and
     Generate-then-Verify then run on it as on persons and housing units -- a third schema and
-    its tables are a declaration, not a module. Declare once per schema (the compiled weight
-    matrices are cached).
+    its tables are a declaration, not a module. For a schema users choose with ``--schema``,
+    register a :class:`~tabrecon.schema.registry.Population` in a module of
+    :mod:`tabrecon.populations` instead (this registers one that is not listed).
 
     >>> from tabrecon.schema.spec import Attribute
     >>> toy = Schema("toy", "thing", (Attribute("colour", ((0, "red"), (1, "blue"))),))
@@ -282,7 +292,9 @@ def declare_tables(schema: Schema, tables: Sequence[UnitTable]) -> None:
     >>> print(*(c.id for c in table_by_name("T1", toy).cells()))
     T0010001 T0010002
     """
-    if schema.name in (HOUSING_UNITS.name, PERSONS.name, PERSONS_BINNED.name):
+    from .schema import registry
+
+    if schema.name in registry.names(listed=False) and schema.name not in _DECLARED:
         raise TabreconError(f"the tables of the built-in schema {schema.name!r} are fixed")
     names = [t.name for t in tables]
     if len(set(names)) != len(names):
@@ -298,7 +310,76 @@ def declare_tables(schema: Schema, tables: Sequence[UnitTable]) -> None:
                 unknown = set(codes) - set(known[attr].codes.tolist())
                 if unknown:
                     raise TabreconError(f"cell {c.id}: {attr} has no category {sorted(unknown)}")
-    _DECLARED[schema.name] = tuple(tables)
+    fixed = tuple(tables)
+    _DECLARED.add(schema.name)
+    registry.register(
+        registry.Population(
+            name=schema.name, schema=schema, noun=schema.unit, tables=lambda: fixed, listed=False
+        ),
+        replace=True,
+    )
+
+
+def from_layout(
+    table: str,
+    schema: Schema,
+    stubs: Mapping[str, Predicate],
+    universe: Predicate | None = None,
+) -> UnitTable:
+    """The SF1 2010 table ``table`` over ``schema``: one line per field of the file, each cell's
+    predicate the intersection of its stub path's (``stubs`` maps :func:`stub_key` of a stub to
+    its predicate; ``universe`` restricts every cell, e.g. occupied units). A stub missing from
+    the vocabulary, or a predicate naming an attribute or code the schema lacks, is refused
+    naming the cell: a table is declared whole or not at all.
+
+    >>> from tabrecon.schema.spec import Attribute, Schema
+    >>> s = Schema("toy", "person", (Attribute("sex", ((0, "male"), (1, "female"))),))
+    >>> from_layout("P12", s, {"Total": {}, "Male": {"sex": (0,)}})  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    tabrecon.errors.TabreconError: P0120003: no predicate for the stub 'Under 5 years' ...
+    """
+    from .layout import STUB_SEPARATOR, level_of, rows, stub_key
+
+    df = rows([table])
+    vocab = {stub_key(k): v for k, v in stubs.items()}
+    known = {a.name: set(a.codes.tolist()) for a in schema.attributes}
+    lines: list[tuple[str, Predicate]] = []
+    for cell, label in zip(df["cell"], df["label"], strict=True):
+        pred: dict[str, tuple[int, ...]] = {}
+        for stub in label.split(STUB_SEPARATOR):
+            key = stub_key(stub)
+            if key not in vocab:
+                raise TabreconError(
+                    f"{cell}: no predicate for the stub {key!r} (of {table}, over the "
+                    f"{schema.name} schema)"
+                )
+            for attr, codes in vocab[key].items():
+                if attr not in known:
+                    raise TabreconError(f"{cell}: {attr!r} is not an attribute of {schema.name}")
+                if set(codes) - known[attr]:
+                    raise TabreconError(
+                        f"{cell}: {attr} has no category {sorted(set(codes) - known[attr])}"
+                    )
+                both = set(pred.get(attr, codes)) & set(codes)
+                pred[attr] = tuple(sorted(both))
+        lines.append((label, pred))
+    m = re.match(r"^(PCT|HCT|P|H)(\d+)", table)
+    if m is None:  # every SF1 table is named so
+        raise TabreconError(f"{table}: not an SF1 table name")
+    title = re.sub(r"\s*\[\d+\]\s*$", "", str(df["table_title"][0]))
+    return UnitTable(
+        table,
+        int(m.group(2)),
+        title,
+        dict(universe or {}),
+        tuple(lines),
+        prefix=m.group(1),
+        level=level_of(table),
+        schema=schema,
+        ids=tuple(df["cell"].to_list()),
+        universe_label=str(df["universe"][0]),
+    )
 
 
 @cache
@@ -321,31 +402,32 @@ def binned_person_tables() -> tuple[UnitTable, ...]:
 
 
 def tables_of(schema: Schema) -> tuple[UnitTable, ...]:
-    """The tables declared over ``schema``: SF1's housing-unit tables, its block-level person
-    tables (by single year or by agebin38), or those given to :func:`declare_tables`."""
-    if schema.name == HOUSING_UNITS.name:
-        return HOUSING_TABLES
-    if schema.name == PERSONS.name:
-        return person_tables()
-    if schema.name == PERSONS_BINNED.name:
-        return binned_person_tables()
-    if schema.name in _DECLARED:
-        return _DECLARED[schema.name]
-    raise TabreconError(
-        f"no tables are declared over the schema {schema.name!r} (tabrecon.unit_tables."
-        "declare_tables)"
+    """The tables declared over ``schema``: those its registered population publishes
+    (:mod:`tabrecon.schema.registry`)."""
+    from .schema.registry import of_schema
+
+    return tuple(of_schema(schema).tables())
+
+
+def cell_by_id(cell: str, schema: Schema | None = None) -> UnitCell:
+    """A declared cell by its id (``H0130002``, ``P0430004``): of ``schema``'s tables, or of any
+    registered population's (persons last: their cells are described by :mod:`tabrecon.tables`)."""
+    from .populations import choices_help
+    from .schema import registry
+
+    pops = (
+        [registry.of_schema(schema)]
+        if schema is not None
+        else [registry.population(n) for n in registry.names() if n != PERSONS.name]
     )
-
-
-def cell_by_id(cell: str) -> UnitCell:
-    """A declared housing-unit cell by its id (``H0130002``)."""
-    for t in HOUSING_TABLES:
-        for c in t.cells():
-            if c.id == cell.upper():
-                return c
+    for pop in pops:
+        for t in pop.tables():
+            for c in t.cells():
+                if c.id == cell.upper():
+                    return c
     raise TabreconError(
-        f"unknown table or cell id {cell!r}; see tabrecon tables list (persons) and tabrecon "
-        "tables list --schema households"
+        f"unknown table or cell id {cell!r}; see tabrecon tables list --schema NAME "
+        f"({choices_help()})"
     )
 
 
@@ -421,14 +503,14 @@ def tabulate_units(units: Units, tables: Sequence[str] | None = None) -> pl.Data
     return pl.concat(frames)
 
 
-def read_unit_tables(path: str | Path) -> pl.DataFrame:
-    """A long table (geoid, cell, value) of housing-unit cells from a CSV, CSV.gz or Parquet
-    file in the long form, or the block rows of a wide table (the Census API's JSON, a
-    data.census.gov or summary-file style CSV: variables ``H0130002`` or ``H013002``), checked:
-    the three columns present, 15-digit block geoids, non-negative whole values,
-    no (geoid, cell) twice, every cell id a declared housing-unit or SF1 person cell (person
-    cells, as in a file holding both halves of a release, are left out). Each problem names the
-    file, line and column, with the number of rows that share it.
+def read_unit_tables(path: str | Path, schema: Schema = HOUSING_UNITS) -> pl.DataFrame:
+    """A long table (geoid, cell, value) of ``schema``'s cells (housing units unless told) from
+    a CSV, CSV.gz or Parquet file in the long form, or the block rows of a wide table (the
+    Census API's JSON, a data.census.gov or summary-file style CSV: variables ``H0130002`` or
+    ``H013002``), checked: the three columns present, 15-digit block geoids, non-negative whole
+    values, no (geoid, cell) twice, every cell id one of SF1 2010's (cells of other tables, as
+    in a file holding a whole release, are left out). Each problem names the file, line and
+    column, with the number of rows that share it.
 
     >>> import tempfile, os
     >>> p = os.path.join(tempfile.mkdtemp(), "t.csv")
@@ -445,8 +527,9 @@ def read_unit_tables(path: str | Path) -> pl.DataFrame:
         df, lines = read_api_json(Path(p)), None
     else:
         df, lines = read_rows(path)
+    mine = {c.id for t in tables_of(schema) for c in t.cells()}
     if not {"geoid", "cell", "value"} <= set(df.columns):
-        df, lines = _long_of_wide(df, p)
+        df, lines = _long_of_wide(df, p, mine, schema)
     df = df.select(
         pl.col("geoid").str.strip_chars(),
         pl.col("cell").str.strip_chars().str.to_uppercase(),
@@ -472,43 +555,49 @@ def read_unit_tables(path: str | Path) -> pl.DataFrame:
     refuse(~df["geoid"].str.contains(r"^\d{15}$"), "geoid", "{!r} is not a 15-digit block geoid")
     value = df["value"].cast(pl.Int64, strict=False)
     refuse(value.is_null() | (value < 0), "value", "{!r} is not a count (a whole number >= 0)")
+    from .layout import layout
     from .tables import ALL_TABLES
 
-    housing = {c.id for t in HOUSING_TABLES for c in t.cells()}
-    persons = {c.id for t in ALL_TABLES for c in t.cells()}
+    sf1 = set(layout()["cell"].to_list()) | {c.id for t in ALL_TABLES for c in t.cells()}
     refuse(
-        ~df["cell"].is_in(list(housing | persons)),
+        ~df["cell"].is_in(list(mine | sf1)),
         "cell",
-        "{!r} is not a housing-unit cell (tabrecon tables list --schema households) nor a person "
-        "cell",
+        "{!r} is not a cell of SF1 2010 (tabrecon tables list --schema " + schema.name + ")",
     )
-    df = df.with_columns(value.alias("value")).filter(pl.col("cell").is_in(list(housing)))
+    df = df.with_columns(value.alias("value")).filter(pl.col("cell").is_in(list(mine)))
     twice = df.select(pl.struct("geoid", "cell").is_duplicated()).to_series()
     refuse(twice, "cell", "{!r} appears twice for the same block")
     if not df.height:
-        raise InputError("holds no housing-unit cells (H0010001 ...)", path=p)
+        first = min(mine)
+        raise InputError(f"holds no cells of the {schema.name} tables ({first} ...)", path=p)
     return df.drop("__row", "__column", strict=False)
 
 
-_HOUSING_VARIABLE = re.compile(r"^(H|P)(\d{3})(\d{3,4})$")
+#: a summary-file variable (``H0130002``, ``P012A003``) or a 2010 API one (``H013002``)
+_VARIABLE = re.compile(r"^(PCT|HCT|P|H)(\d{3})([A-Z]?)(\d{3,4})$")
 
 
-def _long_of_wide(df: pl.DataFrame, where: str) -> tuple[pl.DataFrame, np.ndarray]:
+def _long_of_wide(
+    df: pl.DataFrame, where: str, mine: set[str], schema: Schema
+) -> tuple[pl.DataFrame, np.ndarray]:
     """The block rows of a wide table (one row per geography: the Census API's JSON, a
     data.census.gov or summary-file style CSV) as a long table, and each value's file line.
     Variables are read in the summary-file style (``H0130002``) or the 2010 API style
-    (``H013002``); P18 (``P018002``) is the one P table of households."""
+    (``H013002``); those that are cells of ``mine`` (``schema``'s) are kept."""
     from .published import geography_of
 
     cells = {}
     for c in df.columns:
-        m = _HOUSING_VARIABLE.match(c.strip().upper())
-        if m and (m.group(1) == "H" or int(m.group(2)) == 18):
-            cells[c] = f"{m.group(1)}{int(m.group(2)):03d}{int(m.group(3)):04d}"
+        m = _VARIABLE.match(c.strip().upper())
+        if m:
+            cid = f"{m.group(1)}{m.group(2)}{m.group(3)}{int(m.group(4)):04d}"
+            if cid in mine:
+                cells[c] = cid
     if not cells:
+        example = min(mine)
         raise InputError(
-            "neither a long table (columns geoid, cell, value) nor a wide one with housing-unit "
-            f"variables such as H0130002 or H013002 (found: {', '.join(df.columns[:8])})",
+            f"neither a long table (columns geoid, cell, value) nor a wide one with {schema.name} "
+            f"variables such as {example} (found: {', '.join(df.columns[:8])})",
             path=where,
         )
     geo = geography_of(df, where)
@@ -553,7 +642,7 @@ def tables_in(long: pl.DataFrame, schema: Schema, level: str | None = None) -> t
     return out
 
 
-def complete_tables(long: pl.DataFrame) -> tuple[str, ...]:
-    """The declared housing-unit tables every cell of which the long table holds."""
+def complete_tables(long: pl.DataFrame, schema: Schema = HOUSING_UNITS) -> tuple[str, ...]:
+    """The tables declared over ``schema`` every cell of which the long table holds."""
     have = set(long["cell"].unique().to_list())
-    return tuple(t.name for t in HOUSING_TABLES if {c.id for c in t.cells()} <= have)
+    return tuple(t.name for t in tables_of(schema) if {c.id for c in t.cells()} <= have)

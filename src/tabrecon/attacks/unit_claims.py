@@ -26,7 +26,7 @@ from __future__ import annotations
 import itertools
 import time
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -318,13 +318,13 @@ def _unit_seed(seed: int, unit: str) -> int:
 
 
 def _block_worker(args: tuple) -> tuple[dict, pl.DataFrame | None]:
-    geoid, long, tables, k_values, K, seed, opts, block_seconds = args
+    geoid, long, schema, tables, k_values, K, seed, opts, block_seconds = args
     from .unit_reconstruct import reconstruct_units
 
-    rec = reconstruct_units(long, HOUSING_UNITS, tables, opts)
+    rec = reconstruct_units(long, schema, tables, opts)
     res = generate_then_verify(
         long,
-        HOUSING_UNITS,
+        schema,
         tables,
         k_values,
         K,
@@ -347,8 +347,9 @@ def _block_worker(args: tuple) -> tuple[dict, pl.DataFrame | None]:
 
 
 @dataclass
-class HouseholdClaimsRun:
-    """Verified claims about housing units for every block of a release.
+class ClaimsRun:
+    """Verified claims about the records of ``schema`` (housing units, group-quarters persons,
+    ...) for every block of a release.
 
     ``blocks`` has one row per block: units, admissible types, solutions generated, candidate and
     verified claims, seconds, ``status`` (ok | time-limit: claims verified before the block's
@@ -364,6 +365,14 @@ class HouseholdClaimsRun:
     k_values: tuple[int, ...]
     K: int
     truth: Units | None = None
+    schema: Schema = HOUSING_UNITS
+
+    @property
+    def noun(self) -> str:
+        """What the records are called (``housing units``)."""
+        from ..schema.registry import of_schema
+
+        return of_schema(self.schema).noun
 
     @property
     def failed(self) -> list[dict]:
@@ -398,7 +407,7 @@ class HouseholdClaimsRun:
         )
         t = np.repeat(types, counts)
         geo = np.repeat(geos, counts).astype(str)
-        return Units(HOUSING_UNITS, geo, HOUSING_UNITS.decode(t), None, "reconstruction")
+        return Units(self.schema, geo, self.schema.decode(t), None, "reconstruction")
 
     def by_k(self) -> pl.DataFrame:
         """The study's layout by number of columns k: blocks with a verified singleton (count and
@@ -412,8 +421,8 @@ class HouseholdClaimsRun:
         truth = self.truth
         base_from = truth if truth is not None else self._reconstruction_units()
         if truth is not None and c.height:
-            found = _found(c)
-            hits = _matching(found, HOUSING_UNITS, truth)
+            found = _found(c, self.schema)
+            hits = _matching(found, self.schema, truth)
         else:
             found, hits = [], []
         tract_of = base_from.block_geoid.astype("U11")
@@ -426,12 +435,12 @@ class HouseholdClaimsRun:
             single = ck.filter(pl.col("m") == 1)
             base = []
             for row in single.iter_rows(named=True):
-                cols = tuple(HOUSING_UNITS.names.index(n) for n in row["columns"].split(","))
+                cols = tuple(self.schema.names.index(n) for n in row["columns"].split(","))
                 tract = row["geoid"][:11]
                 if (tract, cols) not in key_cache:
                     idx = np.flatnonzero(tract_of == tract)
                     key_cache[(tract, cols)] = _keys(
-                        HOUSING_UNITS.decode(base_from.types[idx]), HOUSING_UNITS, cols
+                        self.schema.decode(base_from.types[idx]), self.schema, cols
                     )
                 keys = key_cache[(tract, cols)]
                 p = float((keys == row["key"]).mean()) if keys.size else 0.0
@@ -467,7 +476,7 @@ class HouseholdClaimsRun:
         )
         occupied = int(b["units"].sum()) if b.height else 0
         return {
-            "schema": "households",
+            "schema": self.schema.name,
             "tables": list(self.tables),
             "k_values": list(self.k_values),
             "k_solutions": self.K,
@@ -490,7 +499,7 @@ class HouseholdClaimsRun:
         s = self.summary()
         lines = [
             f"- tables: {', '.join(self.tables)}; K = {self.K} generated solutions per block",
-            f"- blocks: {s['blocks']:,}, housing units: {s['units']:,}; full reconstruction "
+            f"- blocks: {s['blocks']:,}, {self.noun}: {s['units']:,}; full reconstruction "
             f"proven unique in {s['blocks_unique_reconstruction']:,} block(s), varies in "
             f"{s['blocks_reconstruction_varies']:,}, undecided in "
             f"{s['blocks_reconstruction_undecided']:,}",
@@ -507,18 +516,21 @@ class HouseholdClaimsRun:
         return lines
 
     def write(self, out: str | Path, seed: int = 0, seconds: float = 0.0) -> list[Path]:
-        """Write ``out/households_by_k.csv`` (the study's Figure 2 / Tables 2-3 layout),
-        ``households_claims.csv``, ``households_blocks.csv``, ``summary.json``, ``summary.md``
-        and ``households_by_k.png``."""
+        """Write ``out/<schema>_by_k.csv`` (the study's Figure 2 / Tables 2-3 layout;
+        ``households_by_k.csv`` for housing units), ``<schema>_claims.csv``,
+        ``<schema>_blocks.csv``, ``summary.json``, ``summary.md`` and ``<schema>_by_k.png``."""
         from ..io import write_frame, write_json, write_text
+        from ..schema.registry import of_schema
 
         out = Path(out)
         out.mkdir(parents=True, exist_ok=True)
         by_k = self.by_k()
+        name = self.schema.name
+        study = of_schema(self.schema).study_by_k
         paths = [
-            write_frame(by_k, out / "households_by_k.csv"),
-            write_frame(self.claims, out / "households_claims.csv"),
-            write_frame(self.blocks, out / "households_blocks.csv"),
+            write_frame(by_k, out / f"{name}_by_k.csv"),
+            write_frame(self.claims, out / f"{name}_claims.csv"),
+            write_frame(self.blocks, out / f"{name}_blocks.csv"),
             write_json(
                 out / "summary.json", {**self.summary(), "seconds": round(seconds, 2), "seed": seed}
             ),
@@ -526,31 +538,37 @@ class HouseholdClaimsRun:
                 out / "summary.md",
                 "\n".join(
                     [
-                        "# Verified claims about housing units (Generate-then-Verify)",
+                        f"# Verified claims about {self.noun} (Generate-then-Verify)",
                         "",
                         *self.summary_lines(seconds),
                         "",
-                        *by_k_markdown(by_k),
+                        *by_k_markdown(by_k, self.noun, study),
                     ]
                 )
                 + "\n",
             ),
         ]
-        png = plot_by_k(by_k, out / "households_by_k.png")
+        png = plot_by_k(by_k, out / f"{name}_by_k.png", study)
         if png is not None:
             paths.append(png)
         return paths
 
 
-def by_k_markdown(by_k: pl.DataFrame) -> list[str]:
-    """The by-k figures as a Markdown table, with the study's where it has them."""
+def by_k_markdown(
+    by_k: pl.DataFrame,
+    noun: str = "housing units",
+    study: Mapping[int, tuple[int, int]] | None = None,
+) -> list[str]:
+    """The by-k figures as a Markdown table, with a study's (``study``: k -> records singled out,
+    covered) where it has them."""
     truth = "units_singled_out" in by_k.columns
     head = "| k | blocks with a verified singleton | verified singletons | verified claims |"
-    head += " households singled out | households covered |" if truth else ""
-    head += " median baseline | the study (singled out / covered, of 486) |"
+    head += f" {noun} singled out | {noun} covered |" if truth else ""
+    head += " median baseline |"
+    head += " the study (singled out / covered, of 486) |" if study else ""
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     for r in by_k.iter_rows(named=True):
-        study = STUDY_TABLES_2_3.get(r["k"])
+        ref = (study or {}).get(r["k"])
         row = (
             f"| {r['k']} | {r['blocks_with_singleton']:,} of {r['blocks']:,} "
             f"({r['blocks_with_singleton_pct']:.0f}%) | {r['verified_singletons']:,} | "
@@ -558,13 +576,15 @@ def by_k_markdown(by_k: pl.DataFrame) -> list[str]:
         )
         if truth:
             row += f" {r['units_singled_out']:,} | {r['units_covered']:,} |"
-        row += f" {r['baseline_median']:.3f} | {f'{study[0]} / {study[1]}' if study else ''} |"
+        row += f" {r['baseline_median']:.3f} |"
+        row += f" {f'{ref[0]} / {ref[1]}' if ref else ''} |" if study else ""
         lines.append(row)
     return lines
 
 
-# Liu et al. (2025) Tables 2 and 3: households singled out by verified singletons and covered by
-# any verified claim, of 486 in 50 median blocks (their DHC tables; methods.md section 7)
+#: Liu et al. (2025) Tables 2 and 3: households singled out by verified singletons and covered by
+#: any verified claim, of 486 in 50 median blocks (their DHC tables; methods.md section 7); the
+#: housing-unit population shows them beside its own (``Population.study_by_k``)
 STUDY_TABLES_2_3 = {
     5: (166, 431),
     6: (148, 379),
@@ -575,8 +595,11 @@ STUDY_TABLES_2_3 = {
 }
 
 
-def plot_by_k(by_k: pl.DataFrame, path: Path) -> Path | None:
-    """Blocks with a verified singleton by k (the study's Figure 2 layout) as a PNG."""
+def plot_by_k(
+    by_k: pl.DataFrame, path: Path, study: Mapping[int, tuple[int, int]] | None = None
+) -> Path | None:
+    """Blocks with a verified singleton by k (the study's Figure 2 layout) as a PNG; with the
+    study's figures, its k = 5 mark."""
     if not by_k.height:
         return None
     import matplotlib
@@ -586,7 +609,8 @@ def plot_by_k(by_k: pl.DataFrame, path: Path) -> Path | None:
 
     fig, ax = plt.subplots(figsize=(5, 3.2))
     ax.plot(by_k["k"], by_k["blocks_with_singleton_pct"], marker="o", label="this release")
-    ax.axhline(90, ls=":", c="grey", label="the study at k = 5: > 90%")
+    if study:
+        ax.axhline(90, ls=":", c="grey", label="the study at k = 5: > 90%")
     ax.set_xlabel("columns in the claim (k)")
     ax.set_ylabel("blocks with a verified singleton, %")
     ax.set_ylim(0, 100)
@@ -598,17 +622,18 @@ def plot_by_k(by_k: pl.DataFrame, path: Path) -> Path | None:
 
 
 def matching_units(claims: pl.DataFrame, truth: Units) -> list[np.ndarray]:
-    """For each verified claim (a row of a run's ``claims``), the indices of the true housing
-    units of its block that match it: as many as the claim's m when the claim is true."""
-    return _matching(_found(claims), HOUSING_UNITS, truth) if claims.height else []
+    """For each verified claim (a row of a run's ``claims``), the indices of the true records
+    (of ``truth``'s schema) of its block that match it: as many as the claim's m when the claim
+    is true."""
+    return _matching(_found(claims, truth.schema), truth.schema, truth) if claims.height else []
 
 
-def _found(c: pl.DataFrame) -> list[tuple]:
+def _found(c: pl.DataFrame, schema: Schema) -> list[tuple]:
     return [
         (
             r["geoid"],
             r["k"],
-            tuple(HOUSING_UNITS.names.index(n) for n in r["columns"].split(",")),
+            tuple(schema.names.index(n) for n in r["columns"].split(",")),
             r["key"],
             r["m"],
             None,
@@ -617,9 +642,10 @@ def _found(c: pl.DataFrame) -> list[tuple]:
     ]
 
 
-def household_claims(
+def release_claims(
     long: pl.DataFrame,
-    k_values: tuple[int, ...] = (5, 6, 7, 8, 9, 10),
+    schema: Schema = HOUSING_UNITS,
+    k_values: tuple[int, ...] | None = None,
     K: int = 20,
     seed: int = 0,
     solver: SolverOptions | None = None,
@@ -629,32 +655,37 @@ def household_claims(
     resume: bool = True,
     progress: Callable[[dict], None] | None = None,
     truth: Units | None = None,
-) -> HouseholdClaimsRun:
-    """Generate-then-Verify on every block of a release's housing-unit tables, block by block
-    (the module docstring says how; blocks are independent, their tables alone constrain them).
-    Only the housing-unit tables the long table holds in full are used. With ``out`` each
-    block's claims go to ``<out>/claims.parts/`` as it finishes and a rerun resumes (a rerun
-    with other tables or options is refused)."""
+) -> ClaimsRun:
+    """Generate-then-Verify on every block of a release's tables over ``schema`` (housing units
+    unless told), block by block (the module docstring says how; blocks are independent, their
+    tables alone constrain them). Only the schema's tables the long table holds in full are
+    used; ``k_values`` defaults to the population's (:mod:`tabrecon.schema.registry`). With
+    ``out`` each block's claims go to ``<out>/claims.parts/`` as it finishes and a rerun
+    resumes (a rerun with other tables or options is refused)."""
     from ..provenance import digest_arrays
     from ..runner import run_units
+    from ..schema.registry import of_schema
     from ..unit_tables import complete_tables
 
-    tables = complete_tables(long)
+    tables = complete_tables(long, schema)
     if not tables:
         raise TabreconError(
-            "no housing-unit table is complete in these tables; see tabrecon tables list "
-            "--schema households"
+            f"no {schema.name} table is complete in these tables; see tabrecon tables list "
+            f"--schema {schema.name}"
         )
-    bad = [k for k in k_values if not 1 <= k <= len(HOUSING_UNITS.attributes)]
+    k_values = of_schema(schema).k_values if k_values is None else k_values
+    n_attr = len(schema.attributes)
+    bad = [k for k in k_values if not 1 <= k <= n_attr]
     if bad or not k_values:
         raise TabreconError(
-            f"k (columns per claim) must lie in 1..{len(HOUSING_UNITS.attributes)} (got {bad})"
+            f"k (columns per claim) must lie in 1..{n_attr}, the {schema.name} schema's columns "
+            f"(got {bad or 'none'})"
         )
     if K < 1:
         raise TabreconError(f"K (solutions generated per block) must be >= 1 (got {K})")
     opts = solver or SolverOptions()
     long = long.filter(
-        pl.col("cell").is_in([c.id for n in tables for c in table_by_name(n).cells()])
+        pl.col("cell").is_in([c.id for n in tables for c in table_by_name(n, schema).cells()])
     )
     by_block = long.partition_by("geoid", as_dict=True)
     geoids = sorted(g for (g,) in by_block)
@@ -672,12 +703,13 @@ def household_claims(
             "seed": seed,
             "block_seconds": block_seconds,
             "solver": str(opts),
+            "schema": schema.name,
         }
     statuses, frames = run_units(
         geoids,
-        lambda g: (g, by_block[(g,)], tables, k_values, K, seed, opts, block_seconds),
+        lambda g: (g, by_block[(g,)], schema, tables, k_values, K, seed, opts, block_seconds),
         _block_worker,
-        tag="household-claims",
+        tag=f"{schema.name}-claims",
         parts=parts,
         resume=resume,
         workers=workers,
@@ -692,4 +724,4 @@ def household_claims(
         if block_rows
         else pl.DataFrame(schema={**BLOCK_COLUMNS, "reconstruction": pl.String})
     )
-    return HouseholdClaimsRun(statuses, claims, blocks, tables, k_values, K, truth)
+    return ClaimsRun(statuses, claims, blocks, tables, k_values, K, truth, schema)

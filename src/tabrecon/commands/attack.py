@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
@@ -17,6 +17,7 @@ from ..terminal import (
     Fresh,
     Level,
     ReconOpt,
+    SchemaName,
     Solver,
     TablesArg,
     Threads,
@@ -34,6 +35,9 @@ from ..terminal import (
     solver_options,
     table,
 )
+
+if TYPE_CHECKING:
+    from ..schema.registry import Population
 
 app = typer.Typer()
 RECON_LEVELS = ("block", "block+tract")
@@ -233,36 +237,39 @@ def claims(
     seed: Annotated[int, typer.Option(help="Seed of the random objectives and the solver")] = 0,
     workers: Workers = 1,
     fresh: Fresh = False,
-    schema: Annotated[
+    schema: SchemaName = "persons",
+    k: Annotated[
         str,
         typer.Option(
-            help="'persons' (SF1 person tables, with --recon and --solvar) or 'households' "
-            "(housing-unit tables: Generate-then-Verify block by block)"
+            "--k",
+            help="Not persons: columns per claim, a comma list (default: the population's, "
+            "5,6,7,8,9,10 for households)",
         ),
-    ] = "persons",
-    k: Annotated[
-        str, typer.Option("--k", help="Households: columns per claim, a comma list")
-    ] = "5,6,7,8,9,10",
+    ] = "",
     truth: Annotated[
         Path | None,
         typer.Option(
-            "--truth", help="Households: the housing-unit file behind the tables (units covered)"
+            "--truth",
+            help="Not persons: the file of records behind the tables (records covered)",
         ),
     ] = None,
     block_time_limit: Annotated[
         float,
         typer.Option(
-            help="Households: seconds per block; a block that reaches it keeps the claims "
+            help="Not persons: seconds per block; a block that reaches it keeps the claims "
             "verified so far and is reported"
         ),
     ] = 300.0,
 ) -> None:
-    """Verified claims (generate-then-verify): persons, or housing units, singled out by claims
+    """Verified claims (generate-then-verify): persons, housing units, ... singled out by claims
     every consistent population makes true."""
-    one_of(schema, ("persons", "households"), "--schema")
+    from ..schema.registry import Engine, population
+
+    pop = population(schema)
     at_least(1, k_solutions=k_solutions)
-    if schema == "households":
-        _household_claims(
+    if pop.engine is Engine.GENERIC:
+        _release_claims(
+            pop,
             tables_file,
             out,
             k,
@@ -278,9 +285,14 @@ def claims(
         )
         return
     if recon is None or solvar_file is None:
+        from ..schema.registry import names
+
+        others = [n for n in names() if population(n).engine is Engine.GENERIC]
         raise TabreconError(
             "claims about persons need --recon (the reconstruction) and --solvar (its "
-            "certification); for housing units use --schema households"
+            "certification); for another population give its --schema ("
+            + ", ".join(f"--schema {n}" for n in others)
+            + ")"
         )
     from ..attacks.claims import claims as _claims
     from ..published import read_tables
@@ -318,7 +330,8 @@ def claims(
         raise typer.Exit(1)
 
 
-def _household_claims(
+def _release_claims(
+    pop: Population,
     tables_file: Path,
     out: Path,
     k: str,
@@ -332,35 +345,36 @@ def _household_claims(
     workers: int,
     fresh: bool,
 ) -> None:
-    """``tabrecon claims --schema households``: Generate-then-Verify on a release's housing-unit
-    tables, block by block (written as each finishes, resumable), figures in the study's layout."""
+    """``tabrecon claims --schema NAME`` for a population on the generic engine: Generate-then-
+    Verify on a release's tables, block by block (written as each finishes, resumable), figures
+    in the study's layout."""
     import polars as pl
 
-    from ..attacks.unit_claims import household_claims
+    from ..attacks.unit_claims import release_claims
     from ..consistency import check_unit_consistency
-    from ..schema.catalog import HOUSING_UNITS
     from ..schema.spec import read_units
     from ..unit_tables import read_unit_tables
 
     positive_finite(block_time_limit=block_time_limit)
     try:
-        ks = tuple(sorted({int(x) for x in k.split(",") if x.strip()}))
+        ks = tuple(sorted({int(x) for x in k.split(",") if x.strip()})) or pop.k_values
     except ValueError:
         raise TabreconError(f"--k: {k!r} is not a comma list of numbers such as 5,6,7") from None
     if tables_file.is_dir():
         raise TabreconError(
-            f"{tables_file}: housing-unit tables are read from a file -- long (geoid, cell, "
-            "value: tabrecon tabulate --schema households writes one) or wide (the Census API's "
+            f"{tables_file}: the {pop.name} tables are read from a file -- long (geoid, cell, "
+            f"value: tabrecon tabulate --schema {pop.name} writes one) or wide (the Census API's "
             "JSON, a data.census.gov CSV); SF1 folders are read for persons only"
         )
-    long = read_unit_tables(tables_file)
-    units = read_units(truth, HOUSING_UNITS) if truth is not None else None
+    long = read_unit_tables(tables_file, pop.schema)
+    units = read_units(truth, pop.schema) if truth is not None else None
     opts = solver_options(solver, threads, time_limit, seed, workers)
     t0 = time.perf_counter()
-    prog, tick = progress(long["geoid"].n_unique(), "household claims")
+    prog, tick = progress(long["geoid"].n_unique(), f"{pop.name} claims")
     with prog:
-        run = household_claims(
+        run = release_claims(
             long,
+            pop.schema,
             ks,
             k_solutions,
             seed,
@@ -378,14 +392,14 @@ def _household_claims(
     contradicted = bad.filter(pl.col("status") == "infeasible")["geoid"].to_list()
     broken: dict[str, str] = {}
     if contradicted:  # name an identity the block's tables break, where one does
-        rep = check_unit_consistency(long.filter(pl.col("geoid").is_in(contradicted)))
+        rep = check_unit_consistency(long.filter(pl.col("geoid").is_in(contradicted)), pop.schema)
         for v in rep.violations:
             broken.setdefault(v.geoid, str(v).split(": ", 1)[1])
     for r in bad.head(20).iter_rows(named=True):
         what = {
             "time-limit": f"reached --block-time-limit {block_time_limit:g} s; "
             f"{r['verified']} claim(s) verified before it are kept",
-            "infeasible": "its tables contradict each other (no housing units fit them)"
+            "infeasible": f"its tables contradict each other (no {pop.noun} fit them)"
             + (f": {broken[r['geoid']]}" if r["geoid"] in broken else ""),
         }.get(r["status"], "no solution found within the solver's limit")
         err.print(f"[yellow]block {r['geoid']}:[/yellow] {escape(str(what))}")
@@ -403,7 +417,7 @@ def _household_claims(
     }
     if truth is not None:
         cols |= {"units_singled_out": "singled out", "units_covered": "covered"}
-    console.print(frame_table("verified claims about housing units by k", run.by_k(), cols))
+    console.print(frame_table(f"verified claims about {pop.noun} by k", run.by_k(), cols))
     console.print("\n".join(run.summary_lines(el)))
     console.print(f"written {', '.join(map(str, paths))}")
     if run.failed or (bad["status"] != "time-limit").any():

@@ -87,8 +87,9 @@ def audit(
     schema: Annotated[
         str,
         typer.Option(
-            help="'persons' (MICRODATA is a person file) or 'households' (MICRODATA is a "
-            "housing-unit file: the households part alone)"
+            help="What MICRODATA's records are: 'persons' (a person file: the full audit) or "
+            "another population (e.g. 'households', 'group_quarters': its Generate-then-Verify "
+            "part alone)"
         ),
     ] = "persons",
 ) -> None:
@@ -97,20 +98,20 @@ def audit(
     from ..audit import audit as _audit
     from ..config import load_config
     from ..errors import TabreconError
-    from ..terminal import one_of
+    from ..schema.registry import Engine, population
 
-    one_of(schema, ("persons", "households"), "--schema")
-    if schema == "households":
+    pop = population(schema)
+    if pop.engine is Engine.GENERIC:
         if microdata is None or tables_path is not None or households is not None:
             raise TabreconError(
-                "--schema households audits one housing-unit file: give it as MICRODATA, "
+                f"--schema {pop.name} audits one file of {pop.noun}: give it as MICRODATA, "
                 "without --tables or --households"
             )
-        from ..audit import audit_households
+        from ..audit import audit_units
 
         cfg = load_config(config, run={"workers": workers, "seed": seed, "scheduler": scheduler})
         cmd = "tabrecon audit " + " ".join(sys.argv[2:])
-        res = audit_households(microdata, out, cfg, resume, err, not quiet, cmd)
+        res = audit_units(pop.name, microdata, out, cfg, resume, err, not quiet, cmd)
         _print_audit(res, out)
         if res.summary.get("failures"):
             raise typer.Exit(1)

@@ -14,6 +14,7 @@ from ..io import Writes, check_suffix
 from ..terminal import (
     Fresh,
     PersonOut,
+    SchemaName,
     Seed,
     at_least,
     console,
@@ -52,8 +53,10 @@ def synth(
             "the Bureau's CEF_atkr; SynthConfig.reid_2010)"
         ),
     ] = "default",
+    schema: SchemaName = "persons",
 ) -> None:
-    """Write a realistic synthetic county and print its calibration against 2010 figures."""
+    """Write a realistic synthetic county and print its calibration against 2010 figures; with
+    another ``--schema``, that population's records in the same county (group quarters, ...)."""
     from ..schema import write_microdata
     from ..synth import SynthConfig, calibration, synthesize
 
@@ -64,6 +67,23 @@ def synth(
     check_suffix(out)
     make = SynthConfig.reid_2010 if profile == "reid-2010" else SynthConfig
     cfg = make(persons=persons, state=state, county=county)
+    from ..schema.registry import Engine, population
+
+    pop = population(schema)
+    if pop.engine is not Engine.PERSON:
+        from ..schema.spec import write_units
+
+        if households is not None:
+            raise TabreconError("--households goes with the person file (--schema persons)")
+        if pop.synthesize is None:
+            raise TabreconError(f"the {pop.name} population has no synthetic data")
+        units = pop.synthesize(cfg, seed)
+        write_units(units, out)
+        console.print(
+            f"wrote {len(units):,} {pop.noun} in {len(set(units.block_geoid.tolist())):,} "
+            f"blocks to {out} (seed {seed})"
+        )
+        return
     if households is None:
         md = synthesize(cfg, seed=seed)
     else:
@@ -104,47 +124,43 @@ def tabulate(
         str,
         typer.Option(
             help="'all' (the 34 tables), 'published' (and P3-P5), 'block', 'tract' or a comma list "
-            "such as P1,P12,PCT12; with --schema households 'all' or a list such as H3,H13,P18"
+            "such as P1,P12,PCT12; with another --schema 'all' or a list such as H3,H13,P18"
         ),
     ] = "all",
     level: Annotated[
         str | None, typer.Option(help="Tabulate every table at this level (state ... block)")
     ] = None,
-    schema: Annotated[
-        str,
-        typer.Option(help="What the file's rows are: 'persons' or 'households' (housing units)"),
-    ] = "persons",
+    schema: SchemaName = "persons",
 ) -> None:
-    """Tabulate person records into the SF1 person tables, or housing units into the SF1
-    housing-unit tables (long format: geoid, cell, value)."""
-    from ..schema import SCHEMAS, read_microdata
+    """Tabulate records into their SF1 tables: persons into the person tables, housing units
+    into the housing-unit tables, ... (long format: geoid, cell, value)."""
+    from ..schema import read_microdata
+    from ..schema.registry import Engine, population
     from ..tables import tabulate as _tab
     from ..tables import write_tables
 
-    if schema not in SCHEMAS:
-        raise TabreconError(f"unknown schema {schema!r}; choose from {', '.join(SCHEMAS)}")
+    pop = population(schema)
     check_suffix(out)
     t0 = time.perf_counter()
-    if schema != "persons":
+    if pop.engine is Engine.GENERIC:
         from ..io import write_frame
         from ..schema.spec import read_units
-        from ..unit_tables import tabulate_units
+        from ..unit_tables import table_by_name, tabulate_units
 
         if level not in (None, "block"):
-            raise TabreconError("housing-unit tables are tabulated by block only")
+            raise TabreconError(f"the {pop.name} tables are tabulated by block only")
         names = None if tables == "all" else [t.strip() for t in tables.split(",") if t.strip()]
         if names is not None:
-            from ..unit_tables import table_by_name
-
             if not names:
-                raise TabreconError(f"--tables {tables!r} selects no table ('all' or H3,H13,P18)")
+                some = ",".join(t.name for t in pop.tables()[:3])
+                raise TabreconError(f"--tables {tables!r} selects no table ('all' or {some})")
             for name in names:
-                table_by_name(name.upper(), SCHEMAS[schema])
-        units = read_units(microdata, SCHEMAS[schema])
+                table_by_name(name.upper(), pop.schema)
+        units = read_units(microdata, pop.schema)
         long = tabulate_units(units, names)
         write_frame(long, out)
         console.print(
-            f"{len(units):,} housing units -> {long.height:,} values -> {out} "
+            f"{len(units):,} {pop.noun} -> {long.height:,} values -> {out} "
             f"({time.perf_counter() - t0:.2f} s)"
         )
         return
@@ -164,23 +180,28 @@ def tabulate(
 
 
 @tables_app.command("list")
-def tables_list(
-    schema: Annotated[
-        str, typer.Option(help="'persons' (SF1 person tables) or 'households' (housing units)")
-    ] = "persons",
-) -> None:
-    """List the person tables (the 34 of Abowd et al., then P3-P5), or with ``--schema
-    households`` the housing-unit tables, with their level, universe and number of cells."""
-    one_of(schema, ("persons", "households"), "--schema")
-    cols = ["table", "level", "cells", "title", "universe (line 1)"]
-    if schema == "households":
-        from ..unit_tables import HOUSING_TABLES
+def tables_list(schema: SchemaName = "persons") -> None:
+    """List a population's tables (persons: the 34 of Abowd et al., then P3-P5), with their
+    level, universe and number of cells, and the number of cells published per block."""
+    from ..schema.registry import Engine, population
 
+    pop = population(schema)
+    cols = ["table", "level", "cells", "title", "universe (line 1)"]
+    if pop.engine is Engine.GENERIC:
+        declared = pop.tables()
         rows = [
-            [t.name, t.level, len(t.cells()), t.title, t.cells()[0].description()]
-            for t in HOUSING_TABLES
+            [
+                t.name,
+                t.level,
+                len(t.cells()),
+                t.title,
+                t.universe_label or t.cells()[0].description(),
+            ]
+            for t in declared
         ]
-        console.print(table("SF1 2010 housing-unit tables", cols, rows))
+        console.print(table(f"SF1 2010 tables over the {pop.name} schema", cols, rows))
+        per_block = sum(len(t.cells()) for t in declared if t.level == "block")
+        console.print(f"{per_block:,} cells per block in {len(declared)} tables")
         return
     from ..tables import ALL_TABLES
 
@@ -198,18 +219,25 @@ def tables_describe(
 ) -> None:
     """Show the definition of a table's cells or of one cell (person or housing-unit)."""
     from ..errors import InputError
+    from ..schema.registry import Engine, names, population
     from ..tables import TABLES_BY_NAME, get_cell
-    from ..unit_tables import HOUSING_TABLES, cell_by_id, table_by_name
+    from ..unit_tables import cell_by_id
 
     key = name.upper()
     if key not in TABLES_BY_NAME:
         try:
             person = get_cell(key)
         except InputError:
-            housing = {t.name for t in HOUSING_TABLES}
-            ucells = table_by_name(key).cells() if key in housing else [cell_by_id(key)]
+            generic = [population(n) for n in names() if population(n).engine is Engine.GENERIC]
+            found = [(p, t) for p in generic for t in p.tables() if t.name == key]
+            if found:
+                pop, t = found[0]
+                ucells = t.cells()
+            else:
+                ucells = [cell_by_id(key)]
+                pop = next(p for p in generic if p.schema.name == ucells[0].schema.name)
             rows = [[c.id, c.table, c.label, c.description()] for c in ucells]
-            console.print(table(key, ["cell", "table", "line", "housing units counted"], rows))
+            console.print(table(key, ["cell", "table", "line", f"{pop.noun} counted"], rows))
             return
         cells = [person]
     else:
@@ -235,23 +263,20 @@ def tables_describe(
 def check_tables(
     tables_file: Annotated[Path, typer.Argument(help="Long table file (geoid, cell, value)")],
     limit: Annotated[int, typer.Option(help="Print at most this many violations")] = 20,
-    schema: Annotated[
-        str,
-        typer.Option(
-            help="'persons' (SF1 person tables: block and tract identities, race tallies) or "
-            "'households' (housing-unit tables: identities derived from their declarations)"
-        ),
-    ] = "persons",
+    schema: SchemaName = "persons",
 ) -> None:
-    """Validate a table file and check every identity between its cells; exit 1 on any violation."""
-    one_of(schema, ("persons", "households"), "--schema")
+    """Validate a table file and check every identity between its cells (persons: block and
+    tract identities, race tallies; other populations: identities derived from their tables'
+    declarations); exit 1 on any violation."""
+    from ..schema.registry import Engine, population
+
+    pop = population(schema)
     at_least(0, limit=limit)
-    if schema == "households":
+    if pop.engine is Engine.GENERIC:
         from ..consistency import check_unit_consistency
-        from ..schema.catalog import HOUSING_UNITS
         from ..unit_tables import read_unit_tables
 
-        rep = check_unit_consistency(read_unit_tables(tables_file), HOUSING_UNITS)
+        rep = check_unit_consistency(read_unit_tables(tables_file, pop.schema), pop.schema)
     else:
         from ..consistency import check_consistency
         from ..published import read_tables

@@ -807,7 +807,7 @@ def write_audit_report(
         if "frontier" in frames:
             parts += _frontier_section(frames["frontier"], th, out)
     if "households" in summary:
-        parts += households_section(summary["households"], frames, th, out, "6. ")
+        parts += claims_section(summary["households"], frames, th, out, "6. ")
     t = summary.get("timings_s", {})
     parts.append(
         f'<h2 id="run">{7 if "households" in summary else 6}. Run: configuration, versions, '
@@ -856,24 +856,29 @@ def write_audit_report(
     return _write_page(out, cfg.report.title, parts)
 
 
-def households_section(
+def claims_section(
     h: dict, frames: dict[str, pl.DataFrame], th: int, out: Path | None, number: str = ""
 ) -> list[str]:
-    """The report's households section: Generate-then-Verify on the housing-unit tables, the
-    figures in the study's layout beside its own (Liu et al. 2025, Tables 2-3 and Figure 2)."""
-    from ..attacks.unit_claims import STUDY_TABLES_2_3, plot_by_k
+    """The report's section on one population attacked by Generate-then-Verify (housing units,
+    group-quarters persons, ...): its tables, the figures in the study's layout, beside the
+    study's own where the population has them (Liu et al. 2025, Tables 2-3 and Figure 2)."""
+    from ..attacks.unit_claims import plot_by_k
+    from ..schema.registry import population
 
+    pop = population(h["population"])
+    noun = html.escape(pop.noun)
+    aside = f" ({html.escape(h['aside'])})" if h.get("aside") else ""
     parts = [
-        f'<h2 id="households">{number}Households: claims every consistent answer makes true</h2>'
-        f"<p>Housing-unit file {html.escape(h['file'])}: {h['housing_units']:,} housing units "
-        f"({h['occupied']:,} occupied) in {h['blocks_in_file']:,} blocks. Attacked: "
-        f"{html.escape(h['sample'])}, with the SF1 2010 housing-unit tables "
-        f"{html.escape(', '.join(h['tables']))}. For each block, {h['k_solutions']} solutions of "
-        "the tables were generated; a claim (\u201cexactly m housing units of this block have "
-        "these values on these k columns\u201d) common to all of them and not a published cell "
-        "was verified by proving that every other count is impossible. A verified claim with "
-        "m = 1 singles out one household.</p>",
-        f"<p>Full reconstruction of the block's units is proven unique in "
+        f'<h2 id="{pop.name}">{number}{html.escape(pop.noun.capitalize())}: claims every '
+        "consistent answer makes true</h2>"
+        f"<p>File {html.escape(h['file'])}: {h['records']:,} {noun}{aside} in "
+        f"{h['blocks_in_file']:,} blocks. Attacked: {html.escape(h['sample'])}, with the SF1 "
+        f"2010 tables {html.escape(', '.join(h['tables']))}. For each block, "
+        f"{h['k_solutions']} solutions of the tables were generated; a claim (\u201cexactly m "
+        f"{noun} of this block have these values on these k columns\u201d) common to all of "
+        "them and not a published cell was verified by proving that every other count is "
+        f"impossible. A verified claim with m = 1 singles out one of the {noun}.</p>",
+        f"<p>Full reconstruction of the block's {noun} is proven unique in "
         f"{h['blocks_unique_reconstruction']:,} of {h['blocks']:,} blocks (varies in "
         f"{h['blocks_reconstruction_varies']:,}, undecided in "
         f"{h['blocks_reconstruction_undecided']:,}); verified claims "
@@ -886,50 +891,48 @@ def households_section(
             "[households] block_time_limit: their claims verified before it are counted, the "
             "rest were not tried, so the figures below are lower bounds.</p>"
         )
-    by_k = frames.get("households_by_k")
+    by_k = frames.get(f"{pop.name}_by_k")
     if by_k is not None and by_k.height:
-        study = pl.DataFrame(
-            {
-                "k": list(STUDY_TABLES_2_3),
-                "study_singled_out_of_486": [v[0] for v in STUDY_TABLES_2_3.values()],
-                "study_covered_of_486": [v[1] for v in STUDY_TABLES_2_3.values()],
-            }
-        )
-        shown = by_k.join(study, on="k", how="left")
-        parts.append(
-            table_html(
-                shown,
-                th,
-                "Verified claims by number of columns k (the study: its DHC tables, 50 median "
-                "blocks, 486 households; > 90% of blocks with a verified 5-column singleton)",
-                "tbl-households",
+        shown = by_k
+        caption = "Verified claims by number of columns k"
+        if pop.study_by_k:
+            study = pl.DataFrame(
+                {
+                    "k": list(pop.study_by_k),
+                    "study_singled_out_of_486": [v[0] for v in pop.study_by_k.values()],
+                    "study_covered_of_486": [v[1] for v in pop.study_by_k.values()],
+                }
             )
-        )
+            shown = by_k.join(study, on="k", how="left")
+            caption += (
+                " (the study: its DHC tables, 50 median blocks, 486 households; > 90% of "
+                "blocks with a verified 5-column singleton)"
+            )
+        parts.append(table_html(shown, th, caption, f"tbl-{pop.name}"))
         if out is not None:
-            png = plot_by_k(by_k, out / "households_by_k.png")
+            png = plot_by_k(by_k, out / f"{pop.name}_by_k.png", pop.study_by_k)
             if png is not None:
                 b64 = base64.b64encode(png.read_bytes()).decode()
                 parts.append(
-                    _figure(b64, "Blocks with a verified singleton by k", "fig-households", None)
+                    _figure(b64, "Blocks with a verified singleton by k", f"fig-{pop.name}", None)
                 )
     parts.append(
-        '<p class="muted">The study attacked the 2020 DHC household tables (621 statistics per '
-        "block); these are the 2010 SF1 tables tabrecon declares (120 per block), which never "
-        "publish presence of children or people 65 and over, nor the detailed household type, "
-        "so claims on those columns rest on the other tables alone. Baseline: P(exactly one of "
-        "the block's units matches) when each matches with the tract's share.</p>"
+        f'<p class="muted">{html.escape(pop.report_note)} Baseline: P(exactly one of the '
+        "block's records matches) when each matches with the tract's share.</p>"
     )
     return parts
 
 
-def write_households_report(
+def write_units_report(
     out: Path, summary: dict, frames: dict[str, pl.DataFrame], cfg: AuditConfig
 ) -> Path:
-    """``out/report.html`` of ``tabrecon audit --schema households``: the households section,
-    then the run (configuration, versions, time)."""
+    """``out/report.html`` of ``tabrecon audit --schema NAME`` (housing units, group quarters,
+    ...): the population's section, then the run (configuration, versions, time)."""
     th = cfg.report.small_cell_threshold
-    parts = [f"<h1>{html.escape(cfg.report.title)}: housing units</h1>"]
-    parts += households_section(summary["households"], frames, th, out, "1. ")
+    name = summary["population"]
+    h = summary[name]
+    parts = [f"<h1>{html.escape(cfg.report.title)}: {html.escape(h['noun'])}</h1>"]
+    parts += claims_section(h, frames, th, out, "1. ")
     if summary.get("failures"):
         parts.append(
             '<p class="fail">Failed:</p><ul>'
@@ -938,7 +941,7 @@ def write_households_report(
         )
     parts.append('<h2 id="run">2. Run</h2>')
     parts.append(
-        f"<p>Time {summary['timings_s']['households']:.1f} s; seed {cfg.run.seed}; peak memory "
+        f"<p>Time {summary['timings_s'][name]:.1f} s; seed {cfg.run.seed}; peak memory "
         f"main process {_fmt(summary['peak_memory'].get('main_process_mb'))} MB.</p>"
     )
     parts += _provenance(summary, cfg)

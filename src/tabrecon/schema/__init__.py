@@ -14,7 +14,8 @@ released reconstruction ``census2010_rhdf_28tracts.csv.gz``; extra columns (e.g.
 
 The same schema as data is :data:`PERSONS`, a value of :class:`tabrecon.schema.spec.Schema` whose
 type encoding is exactly :func:`encode_types`'s; the housing unit is another value
-(:data:`tabrecon.schema.catalog.HOUSING_UNITS`), and :data:`SCHEMAS` names them.
+(:data:`tabrecon.schema.catalog.HOUSING_UNITS`); :mod:`tabrecon.schema.registry` names every
+population users choose with ``--schema``.
 """
 
 from __future__ import annotations
@@ -31,7 +32,6 @@ import polars as pl
 from ..errors import InputError, TabreconError
 from ..geo import prefix
 from ..io import read_rows, require_columns, scan_text, write_frame
-from .catalog import HOUSING_UNITS
 from .spec import Attribute, Schema, Units, refuse_rows
 
 RACES: tuple[str, ...] = ("white", "black", "aian", "asian", "nhpi", "sor")
@@ -235,8 +235,6 @@ PERSONS_BINNED = Schema(
     ),
     description="One row per person: block, sex, agebin38, race, Hispanic origin",
 )
-#: Every declared schema by the name the command line takes (``--schema``).
-SCHEMAS: dict[str, Schema] = {PERSONS.name: PERSONS, HOUSING_UNITS.name: HOUSING_UNITS}
 
 #: Attributes of every type, for building cell predicates as vectorised masks.
 TYPE_SEX, TYPE_AGE, TYPE_RACE, TYPE_HISP = decode_types(np.arange(N_TYPES))

@@ -11,11 +11,11 @@ import polars as pl
 import pytest
 
 from tabrecon.households import synthesize_households
-from tabrecon.households_audit import median_blocks
 from tabrecon.schema import write_microdata
 from tabrecon.schema.spec import write_units
 from tabrecon.synth import SynthConfig
 from tabrecon.unit_tables import tabulate_units
+from tabrecon.units_audit import median_blocks
 
 EXE = [sys.executable, "-c", "from tabrecon.entry import main; main()"]
 FAST = """

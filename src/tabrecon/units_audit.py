@@ -1,11 +1,14 @@
-"""The households part of an audit: from a housing-unit file (and, beside a person file, the
-check that both describe the same households) to the housing-unit tables, Generate-then-Verify
-on the study's sample of median-size blocks, and the figures the report shows.
+"""The Generate-then-Verify part of an audit, for any registered population (housing units,
+group-quarters persons, ...): from a file of its records (and, for housing units beside a person
+file, the check that both describe the same households) to its tables, Generate-then-Verify on the
+study's sample of median-size blocks, and the figures the report shows.
 
 Liu et al. (2025) attacked 50 blocks, each of its state's median size; ``[households] blocks``
-(default 50) picks the blocks nearest the median number of housing units the same way (0: every
-block). Each block's claims are written as it finishes under ``work/households/`` and a resumed
-audit keeps them.
+(default 50) picks the blocks nearest the median number of records the same way (0: every
+block). The ``[households]`` settings hold for every population audited this way; ``k_values``
+left at its default becomes the population's own (1..3 for group quarters: it has three
+columns). Each block's claims are written as it finishes under ``work/<population>/`` and a
+resumed audit keeps them.
 """
 
 from __future__ import annotations
@@ -18,22 +21,23 @@ from typing import Any
 import polars as pl
 
 from .attacks.solvers import SolverOptions
-from .attacks.unit_claims import HouseholdClaimsRun, household_claims
-from .config import AuditConfig
-from .schema.catalog import HOUSING_UNITS
+from .attacks.unit_claims import ClaimsRun, release_claims
+from .config import AuditConfig, HouseholdsConfig
+from .schema.registry import Population
 from .schema.spec import Units, read_units
 from .unit_tables import tabulate_units
 
 
-def median_blocks(long: pl.DataFrame, n: int) -> list[str]:
-    """The ``n`` blocks whose number of housing units (cell H0010001) is nearest the median
-    (ties by geoid); every block when ``n`` is 0 or at least the number of blocks.
+def median_blocks(long: pl.DataFrame, n: int, size_cell: str = "H0010001") -> list[str]:
+    """The ``n`` blocks whose number of records (``size_cell``: housing units, H0010001, unless
+    told) is nearest the median (ties by geoid); every block when ``n`` is 0 or at least the
+    number of blocks.
 
     >>> t = pl.DataFrame({"geoid": ["a", "b", "c"], "cell": ["H0010001"] * 3, "value": [1, 5, 9]})
     >>> median_blocks(t, 1)
     ['b']
     """
-    size = long.filter(pl.col("cell") == "H0010001").select("geoid", "value")
+    size = long.filter(pl.col("cell") == size_cell).select("geoid", "value")
     if n <= 0 or n >= size.height:
         return sorted(size["geoid"].to_list())
     med = float(size["value"].median())  # type: ignore[arg-type]
@@ -45,7 +49,15 @@ def median_blocks(long: pl.DataFrame, n: int) -> list[str]:
     return sorted(pick.to_list())
 
 
-def households_stage(
+def k_values_for(pop: Population, cfg: AuditConfig) -> tuple[int, ...]:
+    """The configured k values, or the population's own where the configuration keeps the
+    default (the housing units' 5..10 mean nothing to a schema of three columns)."""
+    ks = cfg.households.k_values
+    return pop.k_values if ks == HouseholdsConfig().k_values else ks
+
+
+def units_stage(
+    pop: Population,
     units_path: Path,
     work: Path,
     cfg: AuditConfig,
@@ -53,44 +65,46 @@ def households_stage(
     progress: Callable[[str, int], Callable[[dict], None]] | None = None,
     persons: Any = None,
 ) -> tuple[dict, dict[str, pl.DataFrame], Units]:
-    """Run the households part; return its summary, its frames (``households_by_k``,
-    ``households_blocks``) and the units read. With ``persons`` (the audit's person file read)
+    """Run the part of ``pop``; return its summary, its frames (``<name>_by_k``,
+    ``<name>_blocks``) and the records read. With ``persons`` (the audit's person file read)
     the two files must describe the same households (:func:`check_households` names the first
     disagreement)."""
     h = cfg.households
     t0 = time.perf_counter()
-    units = read_units(units_path, HOUSING_UNITS)
+    units = read_units(units_path, pop.schema)
     if persons is not None:
         from .households import check_households
 
         check_households(persons, units)
     long = tabulate_units(units)
-    pick = median_blocks(long, h.blocks)
+    pick = median_blocks(long, h.blocks, pop.size_cell)
     sub = long.filter(pl.col("geoid").is_in(pick))
     opts = SolverOptions(
         backend=cfg.reconstruct.solver, time_limit=min(cfg.reconstruct.time_limit, 60.0)
     )
-    tick = progress("households: claims", len(pick)) if progress is not None else None
-    run = household_claims(
+    tick = progress(f"{pop.name}: claims", len(pick)) if progress is not None else None
+    run = release_claims(
         sub,
-        h.k_values,
+        pop.schema,
+        k_values_for(pop, cfg),
         h.k_solutions,
         cfg.run.seed,
         opts,
         h.block_time_limit,
         cfg.run.workers,
-        work / "households",
+        work / pop.name,
         resume,
         tick,
         units,
     )
     by_k = run.by_k()  # matches every claim against the truth: once
-    summary = household_summary(run, by_k, units, long, pick, h.blocks, time.perf_counter() - t0)
-    return summary, {"households_by_k": by_k, "households_blocks": run.blocks}, units
+    summary = units_summary(pop, run, by_k, units, long, pick, h.blocks, time.perf_counter() - t0)
+    return summary, {f"{pop.name}_by_k": by_k, f"{pop.name}_blocks": run.blocks}, units
 
 
-def household_summary(
-    run: HouseholdClaimsRun,
+def units_summary(
+    pop: Population,
+    run: ClaimsRun,
     by_k: pl.DataFrame,
     units: Units,
     long: pl.DataFrame,
@@ -100,20 +114,21 @@ def household_summary(
 ) -> dict:
     """The figures the report cites, with how they were measured."""
     s = run.summary()
-    sizes = long.filter(pl.col("cell") == "H0010001")["value"]
-    occupied = int((units.codes["vacancy_status"] == 0).sum())
+    sizes = long.filter(pl.col("cell") == pop.size_cell)["value"]
     return {
         **s,
+        "population": pop.name,
+        "noun": pop.noun,
         "file": str(units.source),
-        "housing_units": len(units),
-        "occupied": occupied,
+        "records": len(units),
+        "aside": pop.aside(units) if pop.aside is not None else "",
         "blocks_in_file": int(sizes.len()),
         "median_units_per_block": float(sizes.median()),  # type: ignore[arg-type]
         "sample": (
             "every block"
             if len(pick) == int(sizes.len())
             else f"the {len(pick)} blocks nearest the median of "
-            f"{float(sizes.median()):g} housing units"  # type: ignore[arg-type]
+            f"{float(sizes.median()):g} {pop.noun}"  # type: ignore[arg-type]
         ),
         "blocks_wanted": wanted,
         "failures": [f"block {r['unit']}: {r.get('message', r['status'])}" for r in run.failed]

@@ -1,0 +1,126 @@
+"""The registry of populations: every schema tabrecon attacks, by the name ``--schema`` takes.
+
+A :class:`Population` is a declaration: a :class:`~tabrecon.schema.spec.Schema`, the tables
+published over it, what its records are called, how to synthesize a file of them, and the
+defaults its attacks use. Each lives in one module of the package :mod:`tabrecon.populations`
+(persons, housing units, group quarters), which registers it when imported; the registry imports
+every module of that package the first time it is asked, so a new population is one new file
+there and nothing else. Commands take their ``--schema`` choices and their dispatch from here,
+never from names written in their code.
+
+>>> sorted(names())
+['group_quarters', 'households', 'persons']
+>>> population("households").noun
+'housing units'
+>>> population("hogwarts")  # doctest: +ELLIPSIS
+Traceback (most recent call last):
+...
+tabrecon.errors.TabreconError: unknown schema 'hogwarts'; choose from ...
+"""
+
+from __future__ import annotations
+
+import enum
+import importlib
+import pkgutil
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import TabreconError
+from .spec import Schema
+
+
+class Engine(enum.StrEnum):
+    """Which attack code a population runs on. ``generic`` is written once over any schema
+    (:mod:`tabrecon.attacks.unit_reconstruct`, :mod:`tabrecon.attacks.unit_claims`); ``person``
+    is the staged person pipeline (age classes at block level, single years where the tract
+    tables resolve them, solution variability), which the generic code does not yet replace."""
+
+    GENERIC = "generic"
+    PERSON = "person"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Population:
+    """One registered schema and what the commands need to know of it."""
+
+    #: the name ``--schema`` takes (``households``)
+    name: str
+    schema: Schema
+    #: what its records are called, plural (``housing units``)
+    noun: str
+    #: the tables published over it (called once, lazily: declarations may read files)
+    tables: Callable[[], Sequence[Any]] = field(compare=False)
+    #: a synthetic county's records (:class:`~tabrecon.schema.spec.Units`) from a
+    #: :class:`~tabrecon.synth.SynthConfig` and a seed
+    synthesize: Callable[[Any, int], Any] | None = field(default=None, compare=False)
+    #: the cell that holds a block's number of records (a block's size, to pick median blocks)
+    size_cell: str = ""
+    #: columns per verified claim when the user does not say (1..number of attributes)
+    k_values: tuple[int, ...] = ()
+    #: a published study's figures to show beside verified claims: k -> (records singled out,
+    #: records covered)
+    study_by_k: Mapping[int, tuple[int, int]] = field(default_factory=dict, compare=False)
+    #: a few words a report adds after the number of records (``12,345 occupied``)
+    aside: Callable[[Any], str] | None = field(default=None, compare=False)
+    #: what a report says of the tables and the comparison (a paragraph, plain text)
+    report_note: str = ""
+    engine: Engine = Engine.GENERIC
+    #: shown in ``--schema`` help and ``tables list``; False for internal resolutions
+    listed: bool = True
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        n = len(self.schema.attributes)
+        if any(not 1 <= k <= n for k in self.k_values):
+            raise TabreconError(f"{self.name}: k values must lie in 1..{n} ({self.k_values})")
+
+
+_REGISTRY: dict[str, Population] = {}
+_LOADED: list[bool] = []
+
+
+def register(p: Population, replace: bool = False) -> Population:
+    """Add ``p`` (refused when its name or schema is taken, unless ``replace``)."""
+    old = _REGISTRY.get(p.name)
+    if old is not None and not replace and old.schema != p.schema:
+        raise TabreconError(f"a population named {p.name!r} is registered already")
+    _REGISTRY[p.name] = p
+    return p
+
+
+def _load() -> None:
+    """Import every module of :mod:`tabrecon.populations` once (each registers its own)."""
+    if _LOADED:
+        return
+    _LOADED.append(True)
+    pkg = importlib.import_module("tabrecon.populations")
+    for m in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda m: m.name):
+        importlib.import_module(f"tabrecon.populations.{m.name}")
+
+
+def names(listed: bool = True) -> list[str]:
+    """The registered names, in registration order (``listed``: those users choose from)."""
+    _load()
+    return [n for n, p in _REGISTRY.items() if p.listed or not listed]
+
+
+def population(name: str) -> Population:
+    """The population registered as ``name``; an unknown name is refused with the choices."""
+    _load()
+    if name not in _REGISTRY:
+        raise TabreconError(f"unknown schema {name!r}; choose from {', '.join(names())}")
+    return _REGISTRY[name]
+
+
+def of_schema(schema: Schema) -> Population:
+    """The population whose schema is ``schema`` (by name)."""
+    _load()
+    for p in _REGISTRY.values():
+        if p.schema.name == schema.name:
+            return p
+    raise TabreconError(
+        f"no tables are declared over the schema {schema.name!r} (register a "
+        "tabrecon.schema.registry.Population, or tabrecon.unit_tables.declare_tables)"
+    )
