@@ -55,7 +55,7 @@ def main() -> dict:
     )
     sub = long.filter(pl.col("geoid").is_in(pick))
     t = time.perf_counter()
-    rec = reconstruct_units(sub)
+    rec = reconstruct_units(sub, HOUSING_UNITS)
     unique = int((rec.blocks["status"] == "unique").sum())
     print(
         f"{len(pick)} blocks of about the median {median} units: reconstruction "

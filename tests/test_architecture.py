@@ -91,3 +91,46 @@ def test_no_import_cycle():
         if m not in seen:
             visit(m)
     assert not cycles, "import cycles:\n" + "\n".join(" -> ".join(c) for c in cycles)
+
+
+#: the code written once over any schema: it may know a Schema, never a particular one
+ENGINE = (
+    "tabrecon.attacks.unit_reconstruct",
+    "tabrecon.attacks.unit_claims",
+    "tabrecon.attacks.solvers",
+    "tabrecon.attacks.variability",
+    "tabrecon.units_audit",
+    "tabrecon.layout",
+    "tabrecon.schema.spec",
+    "tabrecon.schema.registry",
+)
+#: the modules that declare one population (persons, housing units, group quarters, ...)
+SCHEMA_SPECIFIC = (
+    "tabrecon.populations.",
+    "tabrecon.schema.catalog",
+    "tabrecon.households",
+    "tabrecon.tables",
+    "tabrecon.published",
+    "tabrecon.synth",
+)
+
+
+def test_the_engine_imports_no_schema_specific_module():
+    imports = _imports()
+    bad = [
+        f"{mod}:{line} imports {target}"
+        for mod in ENGINE
+        for target, _, line in imports[mod]
+        if target == "tabrecon.schema"  # the person schema's module
+        or any(target == s or target.startswith(s) for s in SCHEMA_SPECIFIC)
+    ]
+    assert not bad, "the engine depends on a particular schema:\n" + "\n".join(bad)
+
+
+def test_every_population_is_one_module_found_by_the_registry():
+    from tabrecon.populations import available
+    from tabrecon.schema.registry import names
+
+    listed = set(names())
+    assert listed <= set(available()), "a listed population is not named after its module"
+    assert {"persons", "households", "group_quarters"} <= listed

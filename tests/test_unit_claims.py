@@ -11,6 +11,7 @@ import pytest
 
 from tabrecon.attacks.unit_claims import generate_then_verify
 from tabrecon.households import synthesize_households
+from tabrecon.schema.catalog import HOUSING_UNITS
 from tabrecon.synth import SynthConfig
 from tabrecon.unit_tables import tabulate_units
 
@@ -26,7 +27,9 @@ def _county(seed: int):
 @pytest.mark.parametrize("seed", [3, 4, 11])
 def test_every_verified_claim_is_true_of_the_units(seed):
     units, long, blocks = _county(seed)
-    res = generate_then_verify(long, blocks=blocks, truth=units, K=5, k_values=(2, 3))
+    res = generate_then_verify(
+        long, HOUSING_UNITS, blocks=blocks, truth=units, K=5, k_values=(2, 3)
+    )
     assert res.blocks.height == len(blocks)
     assert (res.blocks["verified"] <= res.blocks["candidates"]).all()
     if res.claims.height:
@@ -38,7 +41,7 @@ def test_claims_a_single_cell_reads_off_are_dropped():
     """Tenure, vacancy status, size and householder race are each one published table (H3-H6,
     H13): no claim on one of those columns alone is a finding."""
     units, long, blocks = _county(3)
-    res = generate_then_verify(long, blocks=blocks, truth=units, K=3, k_values=(1,))
+    res = generate_then_verify(long, HOUSING_UNITS, blocks=blocks, truth=units, K=3, k_values=(1,))
     published = {"tenure", "vacancy_status", "household_size", "householder_race"}
     assert not set(res.claims["columns"].to_list()) & published if res.claims.height else True
 
@@ -50,7 +53,9 @@ def test_figures_by_k_count_the_units_claims_single_out():
     from tabrecon.attacks.unit_claims import claims_by_k
 
     units, long, blocks = _county(4)
-    res = generate_then_verify(long, blocks=blocks, truth=units, K=5, k_values=(2, 3, 4))
+    res = generate_then_verify(
+        long, HOUSING_UNITS, blocks=blocks, truth=units, K=5, k_values=(2, 3, 4)
+    )
     fig = claims_by_k(res, units)
     c = res.claims
     for row in fig.iter_rows(named=True):
@@ -86,7 +91,9 @@ def test_a_claim_no_single_table_publishes_is_found_and_proven():
     ]  # fmt: skip
     codes = {n: np.array([r[n] for r in rows]) for n in HOUSING_UNITS.names}
     units = Units(HOUSING_UNITS, np.array([g, g]), codes)
-    res = generate_then_verify(tabulate_units(units), truth=units, K=5, k_values=(2,))
+    res = generate_then_verify(
+        tabulate_units(units), HOUSING_UNITS, truth=units, K=5, k_values=(2,)
+    )
     hit = res.claims.filter(res.claims["columns"] == "household_size,householder_race")
     assert "household_size=1-person household; householder_race=White alone" in hit["values"]
     assert (hit["m"] == 1).all() and (hit["true_matches"] == 1).all()
@@ -106,7 +113,7 @@ def test_a_block_out_of_time_keeps_its_verified_claims_and_says_so():
     the limit (all true), never dropped."""
     units, long, blocks = _county(11)
     res = generate_then_verify(
-        long, blocks=blocks, truth=units, K=3, k_values=(2, 3), block_seconds=1e-9
+        long, HOUSING_UNITS, blocks=blocks, truth=units, K=3, k_values=(2, 3), block_seconds=1e-9
     )
     assert res.blocks.height == len(blocks)
     assert set(res.blocks["status"].to_list()) == {"time-limit"}
@@ -128,7 +135,7 @@ def test_contradictory_tables_mark_the_block_infeasible():
         .otherwise(pl.col("value"))
         .alias("value")
     )
-    res = generate_then_verify(bad, blocks=[b], K=2, k_values=(2,))
+    res = generate_then_verify(bad, HOUSING_UNITS, blocks=[b], K=2, k_values=(2,))
     assert res.blocks.row(0, named=True)["status"] == "infeasible"
     assert res.claims.height == 0
 

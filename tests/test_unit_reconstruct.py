@@ -19,7 +19,7 @@ from tabrecon.unit_tables import tabulate_units
 def test_tabulate_of_reconstruct_is_the_tables(seed):
     _, units = synthesize_households(SynthConfig(persons=600), seed=seed)
     long = tabulate_units(units)
-    rec = reconstruct_units(long)
+    rec = reconstruct_units(long, HOUSING_UNITS)
     assert tabulate_units(rec.units).equals(long)
     assert (rec.blocks["status"] != "failed").all()
     per_block = units.to_frame().group_by("block_geoid").len().sort("block_geoid")["len"]
@@ -118,7 +118,7 @@ def test_a_block_is_unique_only_when_no_other_population_fits():
             (b, OCCUPIED),
         ]
     )
-    rec = reconstruct_units(tabulate_units(units))
+    rec = reconstruct_units(tabulate_units(units), HOUSING_UNITS)
     status = dict(zip(rec.blocks["geoid"], rec.blocks["status"], strict=True))
     assert status == {a: "unique", b: "varies"}
     got = rec.units.to_frame().filter(pl.col("block_geoid") == a)["vacancy_status"]
@@ -168,11 +168,11 @@ def test_block_and_tract_level_misuse_is_named():
 
     _, units = synthesize_households(SynthConfig(persons=300), seed=4)
     with pytest.raises(TabreconError, match="no tract tables among those used"):
-        reconstruct_units(tabulate_units(units), level="block+tract")
+        reconstruct_units(tabulate_units(units), HOUSING_UNITS, level="block+tract")
     with pytest.raises(TabreconError, match="level must be one of block, block"):
-        reconstruct_units(tabulate_units(units), level="tract")
+        reconstruct_units(tabulate_units(units), HOUSING_UNITS, level="tract")
     with pytest.raises(TabreconError, match="tract_model must be auto, types or classes"):
-        reconstruct_units(tabulate_units(units), tract_model="agebins")
+        reconstruct_units(tabulate_units(units), HOUSING_UNITS, tract_model="agebins")
     long = tabulate_units(person_units(synthesize(SynthConfig(persons=300), seed=1)))
     blocks_only = long.filter(pl.col("geoid").str.len_chars() == 15)
     with pytest.raises(TabreconError, match="no tract tables among those used.*declares PCT12"):
@@ -279,7 +279,7 @@ def test_distances_equal_the_largest_shortfall_over_every_solution():
     sizes = units.to_frame().group_by("block_geoid").len()
     small = sizes.filter(pl.col("len") <= 25)["block_geoid"].to_list()  # large: seconds each
     long = tabulate_units(units).filter(pl.col("geoid").is_in(small))
-    rec = reconstruct_units(long, distance=True)
+    rec = reconstruct_units(long, HOUSING_UNITS, distance=True)
     b = rec.blocks
     assert (b.filter(pl.col("status") == "unique")["solvar"] == 0).all()
     varies = b.filter(pl.col("status") == "varies")
@@ -348,7 +348,7 @@ def test_a_reference_that_breaks_the_tables_is_refused_by_block():
     short = Units(
         HOUSING_UNITS, units.block_geoid[keep], {k: v[keep] for k, v in units.codes.items()}
     )
-    rec = reconstruct_units(long, reference=short)
+    rec = reconstruct_units(long, HOUSING_UNITS, reference=short)
     status = dict(zip(rec.blocks["geoid"], rec.blocks["status"], strict=True))
     assert status[first] == "refused"
     assert {s for g, s in status.items() if g != first} <= {"unique", "varies"}
@@ -392,7 +392,7 @@ def test_a_block_missing_or_repeating_a_cell_is_named():
     row = long.filter(pl.col("cell") == "H0030002").row(0, named=True)
     gone = long.filter(~((pl.col("geoid") == row["geoid"]) & (pl.col("cell") == "H0030002")))
     with pytest.raises(InputError, match=f"block {row['geoid']} lacks cell H0030002 \\(0 more"):
-        reconstruct_units(gone)
+        reconstruct_units(gone, HOUSING_UNITS)
     twice = pl.concat([long, pl.DataFrame([row], schema=long.schema)])
     with pytest.raises(InputError, match=f"block {row['geoid']} has cell H0030002 2 times"):
-        reconstruct_units(twice)
+        reconstruct_units(twice, HOUSING_UNITS)

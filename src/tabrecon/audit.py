@@ -474,12 +474,13 @@ class AuditResult:
                     pct(r["attack"]["certified_uniques"]["precision_pct"]),
                 ]
             )
-        if h := s.get("households"):
+        name = s.get("population", "households")  # a generic audit's, or a person audit's part
+        if h := s.get(name):
             five = h.get("singleton_blocks_by_k", {})
             for k in ["5"] if "5" in five else sorted(five, key=int)[:1]:  # the study's k
                 rows.append(
                     [
-                        f"households: blocks with a verified {k}-column singleton",
+                        f"{name}: blocks with a verified {k}-column singleton",
                         f"{five[k]:,} of {h['blocks']:,} ({pct(100.0 * five[k] / h['blocks'])})"
                         if h["blocks"]
                         else "n/a",
@@ -487,7 +488,7 @@ class AuditResult:
                 )
             rows.append(
                 [
-                    "households: blocks whose full reconstruction is unique",
+                    f"{name}: blocks whose full reconstruction is unique",
                     f"{h['blocks_unique_reconstruction']:,} of {h['blocks']:,}",
                 ]
             )
@@ -839,9 +840,12 @@ def _households(
 
     t0 = time.perf_counter()
     try:
+        from .households import check_households
+
         persons = read_microdata(md_path) if md_path is not None else None
         pop = population("households")  # the housing units of the person file's households
-        summary, frames, _ = units_stage(pop, hh_path, work, cfg, resume, progress, persons)
+        same = None if persons is None else (lambda u: check_households(persons, u))
+        summary, frames, _ = units_stage(pop, hh_path, work, cfg, resume, progress, same)
     except TabreconError as exc:
         return {"error": str(exc), "failures": [f"households: {exc}"]}, {}
     log.add("households", time.perf_counter() - t0)

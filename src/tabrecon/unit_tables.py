@@ -573,8 +573,21 @@ def read_unit_tables(path: str | Path, schema: Schema = HOUSING_UNITS) -> pl.Dat
     return df.drop("__row", "__column", strict=False)
 
 
-#: a summary-file variable (``H0130002``, ``P012A003``) or a 2010 API one (``H013002``)
-_VARIABLE = re.compile(r"^(PCT|HCT|P|H)(\d{3})([A-Z]?)(\d{3,4})$")
+def _spellings(mine: set[str]) -> dict[str, str]:
+    """Every spelling of the cells ``mine`` a wide file may use, to the cell id: the summary
+    file's (``P0120003``, ``P012A003``, ``H016A0003``) and the 2010 API's (``P012003``), the
+    latter from the Bureau's layout where it has the cell, else by its rule (a three-digit
+    line)."""
+    from .layout import layout
+
+    lay = layout().filter(pl.col("cell").is_in(list(mine)))
+    out = {c: c for c in mine}
+    out |= dict(zip(lay["api_name"].to_list(), lay["cell"].to_list(), strict=True))
+    for c in mine:
+        m = re.match(r"^(PCT|HCT|P|H)(\d{3}[A-Z]?)(\d{4})$", c)
+        if m and int(m.group(3)) < 1000:
+            out.setdefault(f"{m.group(1)}{m.group(2)}{m.group(3)[1:]}", c)
+    return out
 
 
 def _long_of_wide(
@@ -586,13 +599,8 @@ def _long_of_wide(
     (``H013002``); those that are cells of ``mine`` (``schema``'s) are kept."""
     from .published import geography_of
 
-    cells = {}
-    for c in df.columns:
-        m = _VARIABLE.match(c.strip().upper())
-        if m:
-            cid = f"{m.group(1)}{m.group(2)}{m.group(3)}{int(m.group(4)):04d}"
-            if cid in mine:
-                cells[c] = cid
+    spelled = _spellings(mine)
+    cells = {c: spelled[c.strip().upper()] for c in df.columns if c.strip().upper() in spelled}
     if not cells:
         example = min(mine)
         raise InputError(

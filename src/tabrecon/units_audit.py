@@ -63,19 +63,17 @@ def units_stage(
     cfg: AuditConfig,
     resume: bool,
     progress: Callable[[str, int], Callable[[dict], None]] | None = None,
-    persons: Any = None,
+    check: Callable[[Units], Any] | None = None,
 ) -> tuple[dict, dict[str, pl.DataFrame], Units]:
     """Run the part of ``pop``; return its summary, its frames (``<name>_by_k``,
-    ``<name>_blocks``) and the records read. With ``persons`` (the audit's person file read)
-    the two files must describe the same households (:func:`check_households` names the first
-    disagreement)."""
+    ``<name>_blocks``) and the records read. ``check`` is called on the records before any
+    work (a person audit passes the check that its person file describes the same households)
+    and raises to refuse them."""
     h = cfg.households
     t0 = time.perf_counter()
     units = read_units(units_path, pop.schema)
-    if persons is not None:
-        from .households import check_households
-
-        check_households(persons, units)
+    if check is not None:
+        check(units)
     long = tabulate_units(units)
     pick = median_blocks(long, h.blocks, pop.size_cell)
     sub = long.filter(pl.col("geoid").is_in(pick))

@@ -37,7 +37,6 @@ from scipy.stats import binom
 
 from ..errors import TabreconError
 from ..io import write_figure
-from ..schema.catalog import HOUSING_UNITS
 from ..schema.spec import Schema, Units
 from ..unit_tables import table_by_name, tables_in
 from .solvers import Extensible, SolverOptions, prove_forms
@@ -85,7 +84,7 @@ def _keys(codes: dict[str, np.ndarray], schema: Schema, cols: tuple[int, ...]) -
 
 def generate_then_verify(
     long: pl.DataFrame,
-    schema: Schema = HOUSING_UNITS,
+    schema: Schema,
     tables: tuple[str, ...] | None = None,
     k_values: tuple[int, ...] = (5, 6, 7, 8, 9, 10),
     K: int = 20,
@@ -250,14 +249,13 @@ def _matching(found: list[tuple], schema: Schema, truth: Units) -> list[np.ndarr
     return out
 
 
-def claims_by_k(
-    res: UnitClaims, truth: Units, schema: Schema = HOUSING_UNITS, tract_len: int = 11
-) -> pl.DataFrame:
+def claims_by_k(res: UnitClaims, truth: Units, tract_len: int = 11) -> pl.DataFrame:
     """The study's figures by number of columns k (its Figure 2 and Tables 2-3): share of
     blocks with a verified singleton, units singled out by verified singleton claims, units
     covered by any verified claim, and the median binomial baseline of the verified singletons
     -- P(exactly one of the block's N units matches) when each unit matches with the share of
     the tract's units that do (the study's uninformed-but-not-uniform guess)."""
+    schema = truth.schema
     blocks = res.blocks["geoid"].to_list()
     c = res.claims
     geo = truth.block_geoid
@@ -364,8 +362,8 @@ class ClaimsRun:
     tables: tuple[str, ...]
     k_values: tuple[int, ...]
     K: int
+    schema: Schema
     truth: Units | None = None
-    schema: Schema = HOUSING_UNITS
 
     @property
     def noun(self) -> str:
@@ -644,7 +642,7 @@ def _found(c: pl.DataFrame, schema: Schema) -> list[tuple]:
 
 def release_claims(
     long: pl.DataFrame,
-    schema: Schema = HOUSING_UNITS,
+    schema: Schema,
     k_values: tuple[int, ...] | None = None,
     K: int = 20,
     seed: int = 0,
@@ -656,12 +654,12 @@ def release_claims(
     progress: Callable[[dict], None] | None = None,
     truth: Units | None = None,
 ) -> ClaimsRun:
-    """Generate-then-Verify on every block of a release's tables over ``schema`` (housing units
-    unless told), block by block (the module docstring says how; blocks are independent, their
-    tables alone constrain them). Only the schema's tables the long table holds in full are
-    used; ``k_values`` defaults to the population's (:mod:`tabrecon.schema.registry`). With
-    ``out`` each block's claims go to ``<out>/claims.parts/`` as it finishes and a rerun
-    resumes (a rerun with other tables or options is refused)."""
+    """Generate-then-Verify on every block of a release's tables over ``schema``, block by
+    block (the module docstring says how; blocks are independent, their tables alone constrain
+    them). Only the schema's tables the long table holds in full are used; ``k_values``
+    defaults to the population's (:mod:`tabrecon.schema.registry`). With ``out`` each block's
+    claims go to ``<out>/claims.parts/`` as it finishes and a rerun resumes (a rerun with other
+    tables or options is refused)."""
     from ..provenance import digest_arrays
     from ..runner import run_units
     from ..schema.registry import of_schema
@@ -724,4 +722,4 @@ def release_claims(
         if block_rows
         else pl.DataFrame(schema={**BLOCK_COLUMNS, "reconstruction": pl.String})
     )
-    return ClaimsRun(statuses, claims, blocks, tables, k_values, K, truth, schema)
+    return ClaimsRun(statuses, claims, blocks, tables, k_values, K, schema, truth)

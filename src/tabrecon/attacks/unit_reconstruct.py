@@ -19,7 +19,7 @@ variable per class of types no block cell tells apart and a tract variable per t
 >>> from tabrecon.synth import SynthConfig
 >>> from tabrecon.unit_tables import tabulate_units
 >>> _, units = synthesize_households(SynthConfig(persons=300), seed=4)
->>> rec = reconstruct_units(tabulate_units(units))
+>>> rec = reconstruct_units(tabulate_units(units), units.schema)
 >>> tabulate_units(rec.units).equals(tabulate_units(units))
 True
 """
@@ -37,7 +37,6 @@ import scipy.sparse as sp
 
 from ..errors import InputError, TabreconError
 from ..geo import prefix
-from ..schema.catalog import HOUSING_UNITS
 from ..schema.spec import Schema, Units
 from ..unit_tables import compiled, table_by_name, tables_in, tables_of
 from . import variability
@@ -62,7 +61,7 @@ LEVELS = ("block", "block+tract")
 
 def reconstruct_units(
     long: pl.DataFrame,
-    schema: Schema = HOUSING_UNITS,
+    schema: Schema,
     tables: tuple[str, ...] | None = None,
     opts: SolverOptions | None = None,
     check_unique: bool = True,

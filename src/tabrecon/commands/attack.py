@@ -360,6 +360,9 @@ def _release_claims(
         ks = tuple(sorted({int(x) for x in k.split(",") if x.strip()})) or pop.k_values
     except ValueError:
         raise TabreconError(f"--k: {k!r} is not a comma list of numbers such as 5,6,7") from None
+    n_attr = len(pop.schema.attributes)
+    if any(not 1 <= x <= n_attr for x in ks):
+        raise TabreconError(f"--k: columns per claim must lie in 1..{n_attr} for {pop.name}")
     if tables_file.is_dir():
         raise TabreconError(
             f"{tables_file}: the {pop.name} tables are read from a file -- long (geoid, cell, "

@@ -19,6 +19,10 @@ def _synthesize(cfg: SynthConfig, seed: int) -> object:
     return person_units(synthesize(cfg, seed=seed))
 
 
+def _synthesize_binned(cfg: SynthConfig, seed: int) -> object:
+    return person_units(synthesize(cfg, seed=seed), binned=True)
+
+
 register(
     Population(
         name="persons",
@@ -38,6 +42,7 @@ register(
         schema=PERSONS_BINNED,
         noun="persons",
         tables=binned_person_tables,
+        synthesize=_synthesize_binned,
         size_cell="P0010001",
         k_values=(1, 2, 3, 4),
         listed=False,

@@ -1,0 +1,197 @@
+"""The contract every registered population must keep, run over all of them (in the spirit of
+scikit-learn's ``check_estimator``): a new population declared in ``tabrecon.populations`` is
+checked here with no test written for it.
+
+For each population's synthetic county, with the code written once over any schema:
+1. reconstruction tabulates back to every published cell: ``tabulate(reconstruct(t)) == t``;
+2. its uniqueness verdict equals brute-force enumeration on every block small enough to
+   enumerate (every histogram of the block's records over the types its zeros allow), and the
+   reconstruction is one of the enumerated solutions;
+3. every verified claim is true of the records behind the tables, and of every enumerated
+   solution of a small block (a claim is a fact about the release, not about one solution);
+4. a claims run resumed after losing half its finished blocks equals an uninterrupted one;
+5. every published form the readers take (long CSV and Parquet, wide summary-file and API
+   spellings, the API's JSON) reads back to the same long table.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+import pytest
+
+from tabrecon.attacks.unit_claims import ClaimsRun, matching_units, release_claims
+from tabrecon.attacks.unit_reconstruct import reconstruct_units
+from tabrecon.layout import layout
+from tabrecon.schema.registry import Population, names, population
+from tabrecon.synth import SynthConfig
+from tabrecon.unit_tables import compiled, read_unit_tables, tables_in, tabulate_units
+
+#: every registered population, users' and internal ones (persons by agebin38) alike
+POPULATIONS = names(listed=False)
+#: a county small enough for a test, big enough to have small and large blocks (persons of the
+#: county; group quarters are one facility per 2,500 of them)
+PERSONS = {"group_quarters": 30_000, "households": 300}
+ENUMERATE_AT_MOST = 20_000  # candidate histograms per block for brute force
+#: columns per claim: the smallest, which every schema has (the contract, not the study's k)
+K_VALUES = (1, 2)
+
+
+@dataclass
+class County:
+    pop: Population
+    units: Any
+    long: pl.DataFrame  # the block tables
+    rec: Any  # the reconstruction (reconstruct_units)
+    claims: ClaimsRun  # Generate-then-Verify on every block
+
+
+@pytest.fixture(scope="module", params=POPULATIONS)
+def county(request: pytest.FixtureRequest) -> County:
+    pop = population(request.param)
+    if pop.synthesize is None:
+        pytest.skip(f"{pop.name} has no synthetic data")
+    units = pop.synthesize(SynthConfig(persons=PERSONS.get(pop.name, 700)), 7)
+    block_tables = tables_in(tabulate_units(units), pop.schema, "block")
+    long = tabulate_units(units, block_tables)
+    rec = reconstruct_units(long, pop.schema)
+    run = release_claims(long, pop.schema, K_VALUES, K=5, block_seconds=None)
+    return County(pop, units, long, rec, run)
+
+
+def _solutions(W: np.ndarray, v: np.ndarray, n: int) -> np.ndarray | None:
+    """Every multiset of ``n`` feasible types whose cells sum to ``v`` (rows: sorted type
+    positions), or None when there are too many candidates to enumerate."""
+    zero = v == 0
+    adm = np.flatnonzero(W[zero].sum(axis=0) == 0) if zero.any() else np.arange(W.shape[1])
+    if n == 0 or math.comb(adm.size + n - 1, n) > ENUMERATE_AT_MOST:
+        return None
+    combos = np.array(list(itertools.combinations_with_replacement(adm, n)), dtype=np.int64)
+    sums = W[:, combos].sum(axis=2)  # cells x candidates
+    return combos[(sums == v[:, None]).all(axis=0)]
+
+
+def test_reconstruction_tabulates_back_to_every_cell(county):
+    pop, long, rec = county.pop, county.long, county.rec
+    names_ = tuple(tables_in(long, pop.schema, "block"))
+    back = tabulate_units(rec.units, names_).sort("geoid", "cell")
+    assert back.equals(long.sort("geoid", "cell")), pop.name
+    assert set(rec.blocks["status"].to_list()) <= {"unique", "varies"}
+
+
+def test_uniqueness_equals_brute_force_on_small_blocks(county):
+    pop, long, rec = county.pop, county.long, county.rec
+    names_ = tuple(tables_in(long, pop.schema, "block"))
+    cells, Wsp = compiled(pop.schema, names_)
+    W = Wsp.toarray()
+    ids = [c.id for c in cells]
+    feas = pop.schema.feasible_types()
+    status = dict(rec.blocks.select("geoid", "status").iter_rows())
+    rec_types = rec.units.types
+    checked = 0
+    for (geoid,), g in long.partition_by("geoid", as_dict=True).items():
+        v = g.select("cell", "value").to_dict(as_series=False)
+        val = dict(zip(v["cell"], v["value"], strict=True))
+        vec = np.array([val[i] for i in ids], dtype=np.int64)
+        sols = _solutions(W, vec, int(val[pop.size_cell]))
+        if sols is None:
+            continue
+        checked += 1
+        want = "unique" if len(sols) == 1 else "varies"
+        assert status[geoid] == want, (pop.name, geoid, len(sols))
+        mine = np.sort(np.searchsorted(feas, rec_types[rec.units.block_geoid == geoid]))
+        assert any(np.array_equal(mine, s) for s in sols), (pop.name, geoid)
+    assert checked >= 3, f"{pop.name}: only {checked} blocks small enough to enumerate"
+
+
+def test_every_verified_claim_is_true(county):
+    pop, units, c = county.pop, county.units, county.claims.claims
+    assert c.height, f"{pop.name}: no verified claim to check"
+    hits = matching_units(c, units)  # the true records each claim describes
+    assert [len(h) for h in hits] == c["m"].to_list(), pop.name
+
+
+def test_claims_hold_in_every_solution_of_small_blocks(county):
+    pop, long, run = county.pop, county.long, county.claims
+    names_ = tuple(tables_in(long, pop.schema, "block"))
+    cells, Wsp = compiled(pop.schema, names_)
+    W = Wsp.toarray()
+    ids = [c.id for c in cells]
+    codes = pop.schema.decode(pop.schema.feasible_types())
+    checked = 0
+    for (geoid,), g in long.partition_by("geoid", as_dict=True).items():
+        mine = run.claims.filter(pl.col("geoid") == geoid)
+        if not mine.height:
+            continue
+        val = dict(g.select("cell", "value").iter_rows())
+        sols = _solutions(W, np.array([val[i] for i in ids]), int(val[pop.size_cell]))
+        if sols is None:
+            continue
+        for claim in mine.iter_rows(named=True):
+            want = dict(p.split("=", 1) for p in claim["values"].split("; "))
+            match = np.ones(W.shape[1], dtype=bool)
+            for col, label in want.items():
+                att = pop.schema.attribute(col)
+                match &= codes[col] == att.codes[att.labels.index(label)]
+            for s in sols:
+                assert int(match[s].sum()) == claim["m"], (pop.name, geoid, claim)
+            checked += 1
+    if run.claims.height:
+        assert checked, f"{pop.name}: no claim on a block small enough to enumerate"
+
+
+def test_a_resumed_claims_run_equals_an_uninterrupted_one(county, tmp_path):
+    pop, long, whole = county.pop, county.long, county.claims
+    some = sorted(set(long["geoid"].to_list()))[:4]  # four blocks: the contract, not the county
+    long = long.filter(pl.col("geoid").is_in(some))
+    release_claims(long, pop.schema, K_VALUES, K=5, block_seconds=None, out=tmp_path)
+    status = tmp_path / "claims.parts" / "status.jsonl"
+    lines = status.read_text().splitlines()
+    status.write_text("\n".join(lines[: len(lines) // 2]) + "\n")  # half the blocks lost
+    again = release_claims(long, pop.schema, K_VALUES, K=5, block_seconds=None, out=tmp_path)
+    key = ["geoid", "k", "columns", "key"]
+    want = whole.claims.filter(pl.col("geoid").is_in(some)).sort(key)
+    assert again.claims.sort(key).equals(want), pop.name
+    cols = ["geoid", "units", "candidates", "verified", "status"]
+    assert again.blocks.select(cols).equals(
+        whole.blocks.filter(pl.col("geoid").is_in(some)).select(cols)
+    )
+
+
+def _wide(long: pl.DataFrame, api: bool) -> pl.DataFrame:
+    """One row per block, one column per cell: SF1's spelling or the 2010 API's (the Bureau's
+    layout says how each cell is spelled there)."""
+    w = long.pivot(on="cell", index="geoid", values="value")
+    if api:
+        lay = layout()
+        to_api = dict(zip(lay["cell"].to_list(), lay["api_name"].to_list(), strict=True))
+        w = w.rename({c: to_api[c] for c in w.columns if c != "geoid"})
+    return w.rename({"geoid": "GEO_ID"}).with_columns(
+        ("1000000US" + pl.col("GEO_ID")).alias("GEO_ID")
+    )
+
+
+def test_every_published_form_reads_back(county, tmp_path: Path):
+    pop, long = county.pop, county.long
+    want = long.sort("geoid", "cell")
+    long.write_csv(tmp_path / "long.csv")
+    long.write_parquet(tmp_path / "long.parquet")
+    _wide(long, api=False).write_csv(tmp_path / "wide.csv")
+    _wide(long, api=True).write_csv(tmp_path / "wide_api.csv")
+    api = _wide(long, api=True)
+    rows = [api.columns, *[[str(x) for x in r] for r in api.iter_rows()]]
+    (tmp_path / "api.json").write_text(json.dumps(rows))
+    for f in ("long.csv", "long.parquet", "wide.csv", "wide_api.csv", "api.json"):
+        got = read_unit_tables(tmp_path / f, pop.schema).select("geoid", "cell", "value")
+        got = got.with_columns(pl.col("value").cast(pl.Int64)).sort("geoid", "cell")
+        assert got.equals(want.select("geoid", "cell", pl.col("value").cast(pl.Int64))), (
+            pop.name,
+            f,
+        )
