@@ -78,6 +78,23 @@ def _solutions(W: np.ndarray, v: np.ndarray, n: int) -> np.ndarray | None:
     return combos[(sums == v[:, None]).all(axis=0)]
 
 
+def _enumerated(county: County) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Per block small enough to enumerate: every solution of its tables (rows of feasible-type
+    positions), and the weight matrix (cells x feasible types) they were checked against."""
+    pop, long = county.pop, county.long
+    cells, Wsp = compiled(pop.schema, tuple(tables_in(long, pop.schema, "block")))
+    W = Wsp.toarray()
+    ids = [c.id for c in cells]
+    out = {}
+    for (geoid,), g in long.partition_by("geoid", as_dict=True).items():
+        val = dict(g.select("cell", "value").iter_rows())
+        vec = np.array([val[i] for i in ids], dtype=np.int64)
+        sols = _solutions(W, vec, int(val[pop.size_cell]))
+        if sols is not None:
+            out[geoid] = (sols, W)
+    return out
+
+
 def test_reconstruction_tabulates_back_to_every_cell(county):
     pop, long, rec = county.pop, county.long, county.rec
     names_ = tuple(tables_in(long, pop.schema, "block"))
@@ -87,28 +104,17 @@ def test_reconstruction_tabulates_back_to_every_cell(county):
 
 
 def test_uniqueness_equals_brute_force_on_small_blocks(county):
-    pop, long, rec = county.pop, county.long, county.rec
-    names_ = tuple(tables_in(long, pop.schema, "block"))
-    cells, Wsp = compiled(pop.schema, names_)
-    W = Wsp.toarray()
-    ids = [c.id for c in cells]
+    pop, rec = county.pop, county.rec
     feas = pop.schema.feasible_types()
     status = dict(rec.blocks.select("geoid", "status").iter_rows())
     rec_types = rec.units.types
-    checked = 0
-    for (geoid,), g in long.partition_by("geoid", as_dict=True).items():
-        v = g.select("cell", "value").to_dict(as_series=False)
-        val = dict(zip(v["cell"], v["value"], strict=True))
-        vec = np.array([val[i] for i in ids], dtype=np.int64)
-        sols = _solutions(W, vec, int(val[pop.size_cell]))
-        if sols is None:
-            continue
-        checked += 1
+    small = _enumerated(county)
+    for geoid, (sols, _) in small.items():
         want = "unique" if len(sols) == 1 else "varies"
         assert status[geoid] == want, (pop.name, geoid, len(sols))
         mine = np.sort(np.searchsorted(feas, rec_types[rec.units.block_geoid == geoid]))
         assert any(np.array_equal(mine, s) for s in sols), (pop.name, geoid)
-    assert checked >= 3, f"{pop.name}: only {checked} blocks small enough to enumerate"
+    assert len(small) >= 3, f"{pop.name}: only {len(small)} blocks small enough to enumerate"
 
 
 def test_every_verified_claim_is_true(county):
@@ -119,22 +125,11 @@ def test_every_verified_claim_is_true(county):
 
 
 def test_claims_hold_in_every_solution_of_small_blocks(county):
-    pop, long, run = county.pop, county.long, county.claims
-    names_ = tuple(tables_in(long, pop.schema, "block"))
-    cells, Wsp = compiled(pop.schema, names_)
-    W = Wsp.toarray()
-    ids = [c.id for c in cells]
+    pop, run = county.pop, county.claims
     codes = pop.schema.decode(pop.schema.feasible_types())
     checked = 0
-    for (geoid,), g in long.partition_by("geoid", as_dict=True).items():
-        mine = run.claims.filter(pl.col("geoid") == geoid)
-        if not mine.height:
-            continue
-        val = dict(g.select("cell", "value").iter_rows())
-        sols = _solutions(W, np.array([val[i] for i in ids]), int(val[pop.size_cell]))
-        if sols is None:
-            continue
-        for claim in mine.iter_rows(named=True):
+    for geoid, (sols, W) in _enumerated(county).items():
+        for claim in run.claims.filter(pl.col("geoid") == geoid).iter_rows(named=True):
             want = dict(p.split("=", 1) for p in claim["values"].split("; "))
             match = np.ones(W.shape[1], dtype=bool)
             for col, label in want.items():

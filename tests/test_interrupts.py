@@ -94,3 +94,32 @@ def test_an_interrupt_while_a_unit_is_written_counts_only_what_was_kept(tmp_path
     assert [s["unit"] for s in statuses] == units and set(frames) == set(units)
     lines = [json.loads(x)["unit"] for x in (parts / "status.jsonl").read_text().splitlines()]
     assert sorted(lines) == units  # nothing done twice
+
+
+def test_a_late_worker_of_a_dead_pool_ends_quietly_and_nothing_else_does():
+    """The fork server's hook (tabrecon.worker_boot) keeps quiet about exactly one error: the
+    semaphore of a pool torn down by an interrupt, missing when a late worker unpickles it."""
+    import sys
+
+    from tabrecon import worker_boot
+
+    ns: dict = {}
+    exec(
+        compile(
+            "def __setstate__():\n    raise FileNotFoundError(2, 'gone')\n",
+            "/usr/lib/python3/multiprocessing/synchronize.py",
+            "exec",
+        ),
+        ns,
+    )
+    try:
+        ns["__setstate__"]()
+    except FileNotFoundError:
+        late = sys.exc_info()
+    assert worker_boot._pool_gone(late[1], late[2])
+    try:
+        raise FileNotFoundError(2, "a user's file")
+    except FileNotFoundError:
+        other = sys.exc_info()
+    assert not worker_boot._pool_gone(other[1], other[2])
+    assert not worker_boot._pool_gone(ValueError("x"), late[2])

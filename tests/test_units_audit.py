@@ -76,7 +76,7 @@ def test_audit_of_a_housing_unit_file_reports_households_and_resumes(county):
     assert again.returncode == 0, again.stderr
     assert pl.read_csv(d / "ha" / "results" / "households_by_k.csv").equals(by_k)
     mixed = _cli(["audit", "u.parquet", "--schema", "households", "--tables", "x.csv"], d)
-    assert mixed.returncode == 2 and "one housing-unit file" in mixed.stderr
+    assert mixed.returncode == 2 and "audits one file of housing units" in mixed.stderr
 
 
 @pytest.mark.slow

@@ -171,7 +171,11 @@ def _context() -> multiprocessing.context.BaseContext:
     As with any non-fork start, a script that starts workers needs the usual
     ``if __name__ == "__main__":`` guard (the CLI has it)."""
     methods = multiprocessing.get_all_start_methods()
-    return multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
+    if "forkserver" not in methods:
+        return multiprocessing.get_context("spawn")
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(["tabrecon.worker_boot"])  # quiet late workers of a dead pool
+    return ctx
 
 
 @contextmanager
