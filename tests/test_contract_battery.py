@@ -9,7 +9,8 @@ For each population's synthetic county, with the code written once over any sche
    reconstruction is one of the enumerated solutions;
 3. every verified claim is true of the records behind the tables, and of every enumerated
    solution of a small block (a claim is a fact about the release, not about one solution);
-4. a claims run resumed after losing half its finished blocks equals an uninterrupted one;
+4. a claims run, and a reconstruction, resumed after losing half their finished units equal
+   uninterrupted ones;
 5. every published form the readers take (long CSV and Parquet, wide summary-file and API
    spellings, the API's JSON) reads back to the same long table.
 """
@@ -28,7 +29,7 @@ import polars as pl
 import pytest
 
 from tabrecon.attacks.unit_claims import ClaimsRun, matching_units, release_claims
-from tabrecon.attacks.unit_reconstruct import reconstruct_units
+from tabrecon.attacks.unit_reconstruct import reconstruct_release, reconstruct_units
 from tabrecon.layout import layout
 from tabrecon.schema.registry import Population, names, population
 from tabrecon.synth import SynthConfig
@@ -190,3 +191,19 @@ def test_every_published_form_reads_back(county, tmp_path: Path):
             pop.name,
             f,
         )
+
+
+def test_a_resumed_reconstruction_equals_an_uninterrupted_one(county, tmp_path):
+    pop, long, whole = county.pop, county.long, county.rec
+    out = tmp_path / "rec.parquet"
+    first = reconstruct_release(long, pop.schema, out=out)
+    status = tmp_path / "rec.parquet.parts" / "status.jsonl"
+    lines = status.read_text().splitlines()
+    status.write_text("\n".join(lines[: len(lines) // 2]) + ("\n" if len(lines) > 1 else ""))
+    again = reconstruct_release(long, pop.schema, out=out)
+    assert not first.failed and not again.failed
+    for run in (first, again):
+        cols = ["geoid", "units", "types", "status"]
+        assert run.blocks.select(cols).equals(whole.blocks.select(cols)), pop.name
+        back = tabulate_units(run.units, tuple(tables_in(long, pop.schema, "block")))
+        assert back.sort("geoid", "cell").equals(long.sort("geoid", "cell")), pop.name

@@ -48,10 +48,21 @@ def reconstruct(
     tables_file: TablesArg,
     out: Annotated[
         Path,
-        typer.Option("--out", "-o", help="Person file to write (.parquet, .csv, .csv.gz)"),
-        Writes(parts=True),
+        typer.Option(
+            "--out",
+            "-o",
+            help="Records to write (.parquet, .csv, .csv.gz); with another --schema also "
+            "OUT's stem + _blocks.csv, each block's verdict",
+        ),
+        Writes(parts=True, beside=("_blocks.csv",)),
     ] = Path("recon.parquet"),
-    level: Level = "block+tract",
+    level: Annotated[
+        str,
+        typer.Option(
+            help="Tables the attacker uses: 'block' or 'block+tract' (default: block+tract for "
+            "persons, block for a population without tract tables)"
+        ),
+    ] = "",
     solver: Solver = "auto",
     threads: Threads = 1,
     time_limit: TimeLimit = 300.0,
@@ -61,11 +72,41 @@ def reconstruct(
         str, typer.Option(help="staged (binned model, then ages) or full (single-age model)")
     ] = "staged",
     fresh: Fresh = False,
+    schema: SchemaName = "persons",
+    distance: Annotated[
+        bool,
+        typer.Option(
+            "--distance",
+            help="Not persons: each block that varies also gets its solution variability "
+            "(solvar, percent of its records; persons: tabrecon solvar)",
+        ),
+    ] = False,
 ) -> None:
-    """Rebuild person records from published tables, tract by tract (written as each finishes)."""
+    """Rebuild records from published tables, tract by tract (written as each finishes): persons,
+    or another population's records with each block's verdict (unique or varies)."""
     from ..attacks.reconstruct import reconstruct as _recon
     from ..published import read_tables
+    from ..schema.registry import Engine, population
 
+    pop = population(schema)
+    if pop.engine is Engine.GENERIC:
+        _reconstruct_release(
+            pop,
+            tables_file,
+            out,
+            level or "block",
+            solver,
+            threads,
+            time_limit,
+            seed,
+            workers,
+            fresh,
+            distance,
+        )
+        return
+    if distance:
+        raise TabreconError("--distance is for other populations; persons: tabrecon solvar")
+    level = level or "block+tract"
     one_of(level, RECON_LEVELS, "--level")
     one_of(strategy, ("staged", "full"), "--strategy")
     opts = solver_options(solver, threads, time_limit, seed, workers)
@@ -82,6 +123,61 @@ def reconstruct(
     for line in run.failure_lines():
         err.print(line)
     if run.failed:
+        raise typer.Exit(1)
+
+
+def _reconstruct_release(
+    pop: Population,
+    tables_file: Path,
+    out: Path,
+    level: str,
+    solver: str,
+    threads: int,
+    time_limit: float,
+    seed: int,
+    workers: int,
+    fresh: bool,
+    distance: bool,
+) -> None:
+    """``tabrecon reconstruct --schema NAME`` for a population on the generic engine: every
+    tract with the runner (resume, workers, Dask, progress), the records and each block's
+    verdict written; exit 1 when a tract failed or a block's tables admit no records."""
+    import polars as pl
+
+    from ..attacks.unit_reconstruct import ReconstructOptions, reconstruct_release
+    from ..io import beside, write_csv
+    from ..schema.spec import write_units
+    from ..unit_tables import read_unit_tables
+
+    one_of(level, RECON_LEVELS, "--level")
+    check_suffix(out)
+    opts = ReconstructOptions(
+        level=level,
+        solver=solver_options(solver, threads, time_limit, seed, workers),
+        distance=distance,
+    )
+    if tables_file.is_dir():
+        raise TabreconError(
+            f"{tables_file}: the {pop.name} tables are read from a file (long, or wide: the "
+            "Census API's JSON, a data.census.gov CSV); SF1 folders are read for persons only"
+        )
+    long = read_unit_tables(tables_file, pop.schema)
+    n = long["geoid"].str.slice(0, 11).n_unique()
+    prog, tick = progress(n, f"{pop.name} reconstruct")
+    with prog:
+        run = reconstruct_release(
+            long, pop.schema, opts, workers=workers, out=out, resume=not fresh, progress=tick
+        )
+    write_units(run.units, out)
+    blocks_path = write_csv(run.blocks, beside(out, "_blocks.csv"))
+    console.print("\n".join(run.summary_lines()))
+    console.print(f"written {out}, {blocks_path}")
+    bad = run.blocks.filter(pl.col("status").is_in(["infeasible", "failed"]))
+    for r in bad.head(20).iter_rows(named=True):
+        err.print(f"[red]block {r['geoid']}:[/red] {r['status']}")
+    for r in run.failed:
+        err.print(f"[red]tract {r['unit']}: {r['status']}[/red] -- {escape(r.get('message', ''))}")
+    if run.failed or bad.height:
         raise typer.Exit(1)
 
 

@@ -1,0 +1,74 @@
+"""A third population from the command line, as a new user meets it: group-quarters persons go
+through synth, tabulate, tables, check-tables, reconstruct, claims and audit with nothing but
+``--schema group_quarters``; wrong choices get one line and exit 2."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import polars as pl
+
+EXE = [sys.executable, "-c", "from tabrecon.entry import main; main()"]
+
+
+def _run(tmp_path, *args):
+    return subprocess.run(EXE + list(args), cwd=tmp_path, capture_output=True, text=True)
+
+
+def test_group_quarters_run_through_every_command(tmp_path):
+    gq = ["--schema", "group_quarters"]
+    steps = [
+        ("synth", "--persons", "30000", "--seed", "2", "--out", "gq.csv", *gq),
+        ("tabulate", "gq.csv", "--out", "t.csv", *gq),
+        ("tables", "list", *gq),
+        ("check-tables", "t.csv", *gq),
+        ("reconstruct", "t.csv", "--out", "r.csv", "--workers", "2", *gq),
+        ("claims", "t.csv", "--truth", "gq.csv", "--out", "c", *gq),
+        ("audit", "gq.csv", "--out", "a", "--quiet", *gq),
+    ]
+    for step in steps:
+        r = _run(tmp_path, *step)
+        assert r.returncode == 0, (step, r.stderr)
+        assert "Traceback" not in r.stderr
+    listing = _run(tmp_path, "tables", "list", *gq).stdout
+    assert "P42" in listing and "P43" in listing and "73 cells per block" in listing
+    truth = pl.read_csv(tmp_path / "gq.csv")
+    rec = pl.read_csv(tmp_path / "r.csv")
+    key = ["block_geoid", "sex", "age_group", "gq_type"]
+    assert rec.select(key).sort(key).equals(truth.select(key).sort(key))  # P43 is the whole
+    blocks = pl.read_csv(tmp_path / "r_blocks.csv")
+    assert set(blocks["status"]) == {"unique"}
+    claims = pl.read_csv(tmp_path / "c" / "group_quarters_claims.csv")
+    assert claims.height and set(claims["k"]) <= {1, 2}  # every 3-column claim is a P43 cell
+    summary = json.loads((tmp_path / "a" / "summary.json").read_text())
+    assert summary["population"] == "group_quarters"
+    assert summary["group_quarters"]["records"] == truth.height
+    assert "Group-quarters persons" in (tmp_path / "a" / "report.html").read_text()
+
+
+def test_wrong_population_choices_are_refused_with_one_line(tmp_path):
+    assert _run(tmp_path, "synth", "--schema", "group_quarters", "--out", "gq.csv").returncode == 0
+    assert _run(tmp_path, "tabulate", "gq.csv", "--out", "t.csv", "--schema", "group_quarters")
+    cases = [
+        (("tabulate", "gq.csv", "--schema", "hogwarts"), "unknown schema 'hogwarts'"),
+        (
+            ("claims", "t.csv", "--schema", "group_quarters", "--k", "4"),
+            "must lie in 1..3 for group_quarters",
+        ),
+        (
+            ("reconstruct", "t.csv", "--schema", "group_quarters", "--level", "block+tract"),
+            "needs tract tables",
+        ),
+        (("reconstruct", "t.csv", "--distance"), "--distance is for other populations"),
+        (("claims", "t.csv", "--schema", "households"), "holds no cells of the households"),
+        (
+            ("tabulate", "gq.csv", "--schema", "households", "--out", "x.csv"),
+            "gq.csv",  # a group-quarters file is not a housing-unit file: named
+        ),
+    ]
+    for args, says in cases:
+        r = _run(tmp_path, *args)
+        assert r.returncode == 2, (args, r.stderr)
+        assert says in r.stderr and "Traceback" not in r.stderr, (args, r.stderr)
