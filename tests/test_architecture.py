@@ -100,6 +100,7 @@ ENGINE = (
     "tabrecon.attacks.solvers",
     "tabrecon.attacks.variability",
     "tabrecon.units_audit",
+    "tabrecon.unit_tables",
     "tabrecon.layout",
     "tabrecon.schema.spec",
     "tabrecon.schema.registry",

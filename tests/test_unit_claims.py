@@ -237,8 +237,8 @@ def test_candidates_proven_together_are_those_proven_one_by_one():
     from tabrecon.attacks.solvers import Extensible, SolverOptions, prove_forms, solve
     from tabrecon.attacks.unit_claims import _forms, _keys
     from tabrecon.attacks.unit_reconstruct import block_program, block_tables
+    from tabrecon.populations.households import HOUSING_TABLES
     from tabrecon.schema.catalog import HOUSING_UNITS as S
-    from tabrecon.unit_tables import HOUSING_TABLES
 
     units, long, blocks = _county(3)
     _cells, W, geoids, V = block_tables(long, S, tuple(t.name for t in HOUSING_TABLES))

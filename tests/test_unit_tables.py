@@ -12,9 +12,11 @@ import pytest
 
 from tabrecon.errors import InputError, TabreconError
 from tabrecon.households import synthesize_households
+from tabrecon.populations.households import HOUSING_TABLES
+from tabrecon.schema.catalog import HOUSING_UNITS
 from tabrecon.schema.spec import write_units
 from tabrecon.synth import SynthConfig
-from tabrecon.unit_tables import HOUSING_TABLES, table_by_name, tabulate_units
+from tabrecon.unit_tables import table_by_name, tabulate_units
 
 
 @pytest.fixture(scope="module", params=[0, 5])
@@ -74,10 +76,10 @@ def test_sf1_identities_hold(counted):
 
 
 def test_table_lookup_names_the_choices():
-    assert [c.id for c in table_by_name("p18").cells()][-1] == "P0180009"
+    assert [c.id for c in table_by_name("p18", HOUSING_UNITS).cells()][-1] == "P0180009"
     assert sum(len(t.cells()) for t in HOUSING_TABLES) == 120
     with pytest.raises(TabreconError, match="unknown housing-unit table 'H99'; choose from H1"):
-        table_by_name("H99")
+        table_by_name("H99", HOUSING_UNITS)
 
 
 def test_tabulate_command_takes_the_household_schema(tmp_path):
@@ -145,10 +147,10 @@ def test_housing_unit_tables_are_read_from_the_census_api_json_too(tmp_path):
         rows.append([g[:2], g[2:5], g[5:11], g[11:], *[str(r[c]) for c in cells]])
     rows.append(["99", "001", "000100", None, *["0"] * len(cells)])  # a tract row: left out
     (tmp_path / "api.json").write_text(json.dumps(rows))
-    back = read_unit_tables(tmp_path / "api.json").sort("geoid", "cell")
+    back = read_unit_tables(tmp_path / "api.json", HOUSING_UNITS).sort("geoid", "cell")
     assert back.equals(long.sort("geoid", "cell").with_columns(pl.col("value").cast(pl.Int64)))
     rows[3][6] = "-1"
     (tmp_path / "bad.json").write_text(json.dumps(rows))
     # the file's own variable is named, not tabrecon's long-form 'value'
     with pytest.raises(InputError, match=rf"bad.json, line 4, column '{rows[0][6]}': '-1'"):
-        read_unit_tables(tmp_path / "bad.json")
+        read_unit_tables(tmp_path / "bad.json", HOUSING_UNITS)

@@ -27,11 +27,12 @@ from pathlib import Path
 import polars as pl
 
 from .errors import NetworkError, TabreconError
+from .forms import frame_of_rows
 from .geo import check_county
 from .interrupts import Interrupted, keeps
 from .io import check_suffix, write_frame
 from .provenance import check_or_record, fingerprint
-from .published import frame_of_rows, name_2020, tables_from_wide
+from .published import name_2020, tables_from_wide
 from .tables import TABLES_BY_NAME, resolve_tables, tables_from_long
 
 #: The 2010 SF1 endpoint of the Census Data API.

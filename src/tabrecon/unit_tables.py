@@ -1,18 +1,16 @@
 """Tables over any schema: cells as predicates over a :class:`~tabrecon.schema.spec.Schema`'s
-attributes, compiled to one sparse matrix over its feasible types, tabulated by block.
+attributes, compiled to one sparse matrix over its feasible types, tabulated by block, read from
+every published form.
 
 A :class:`UnitTable` is data: a name, a universe and cells, each cell a mapping from attribute to
-the file codes it admits (an empty mapping admits every record of the universe). The housing-unit
-tables of SF1 2010 that the ten-column schema determines are declared here
-(:data:`HOUSING_TABLES`, official cell ids such as ``H0130002``): housing units (H1), occupancy
-(H3), tenure (H4), vacancy status (H5), race and Hispanic origin of the householder (H6, H7),
-household size (H13), tenure by race, origin, size and age of the householder (H14-H17) and
-household type (P18, a table of households). These are the 2010 SF1 numbers; the 2020 DHC tables
-the Generate-then-Verify study used (P16, H12, H13, ... with other numbers and iterations) are not
-declared yet.
+the file codes it admits (an empty mapping admits every record of the universe). Which tables a
+population publishes is its declaration (a module of :mod:`tabrecon.populations`: the SF1 2010
+housing-unit tables, the person tables, P42 and P43 of group quarters), found through
+:mod:`tabrecon.schema.registry`; :func:`from_layout` declares one from the Bureau's own layout.
+This module knows no particular schema.
 
 >>> from tabrecon.schema.catalog import HOUSING_UNITS
->>> t = table_by_name("H4")
+>>> t = table_by_name("H4", HOUSING_UNITS)
 >>> [c.id for c in t.cells()]
 ['H0040001', 'H0040002', 'H0040003', 'H0040004']
 >>> weight_matrix(HOUSING_UNITS, [t]).shape[0]
@@ -23,7 +21,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
@@ -34,10 +32,7 @@ import scipy.sparse as sp
 from .errors import InputError, TabreconError
 from .geo import prefix
 from .io import read_rows
-from .schema import AGE_MAX, AGEBIN_OF_AGE, PERSONS, PERSONS_BINNED
-from .schema.catalog import AGE_RANGES, HOUSING_UNITS
 from .schema.spec import Schema, Units
-from .tables import ALL_TABLES, Cell, all_cells
 
 Predicate = Mapping[str, tuple[int, ...]]
 
@@ -50,7 +45,7 @@ class UnitCell:
     table: str
     label: str
     predicate: Predicate = field(hash=False, compare=False)
-    schema: Schema = field(default=HOUSING_UNITS, hash=False, compare=False)
+    schema: Schema = field(hash=False, compare=False)
 
     def description(self, schema: Schema | None = None) -> str:
         """The records the cell counts, in words: each restricted column and the labels it
@@ -75,7 +70,7 @@ class UnitTable:
     lines: tuple[tuple[str, Predicate], ...] = field(hash=False, compare=False)
     prefix: str = "H"
     level: str = "block"
-    schema: Schema = field(default=HOUSING_UNITS, hash=False, compare=False)
+    schema: Schema = field(kw_only=True, hash=False, compare=False)
     #: the cells' official ids where they do not follow ``prefix + number + line`` (iterations
     #: such as ``P012A003``)
     ids: tuple[str, ...] | None = field(default=None, hash=False, compare=False)
@@ -96,182 +91,6 @@ class UnitTable:
 def _plural(unit: str) -> str:
     """``housing unit`` -> ``housing units``; ``person`` -> ``persons``."""
     return unit if unit.endswith("s") else f"{unit}s"
-
-
-def _codes(name: str) -> dict[str, int]:
-    """Label -> code of a housing-unit attribute."""
-    return {lab: c for c, lab in HOUSING_UNITS.attribute(name).categories}
-
-
-OCCUPIED: Predicate = {"vacancy_status": (0,)}
-VACANT: Predicate = {"vacancy_status": (1, 2, 3, 4, 5, 6, 7)}
-OWNER: Predicate = {"tenure": (1, 2)}
-RENTER: Predicate = {"tenure": (3,)}
-RACES7 = tuple(lab for c, lab in HOUSING_UNITS.attribute("householder_race").categories if c)
-SIZES = tuple((f"{k}-person household", (k,)) for k in range(1, 7)) + (
-    ("7-or-more-person household", (7,)),
-)
-
-
-def _by(attr: str, labels: Sequence[tuple[str, tuple[int, ...]]]) -> list[tuple[str, Predicate]]:
-    return [(lab, {attr: codes}) for lab, codes in labels]
-
-
-def _split(
-    first: Sequence[tuple[str, Predicate]], then: Sequence[tuple[str, Predicate]]
-) -> tuple[tuple[str, Predicate], ...]:
-    """Total, then each ``first`` line followed by its ``then`` lines (SF1's nested layout)."""
-    out: list[tuple[str, Predicate]] = [("Total", {})]
-    for lab, pred in first:
-        out.append((lab, pred))
-        out += [(f"{lab} {sub}", {**pred, **sp_}) for sub, sp_ in then]
-    return tuple(out)
-
-
-_RACE_LINES = [(lab, (i,)) for i, lab in enumerate(RACES7, start=1)]
-_HISP = [("Not Hispanic or Latino householder", (1,)), ("Hispanic or Latino householder", (2,))]
-_AGES = [(f"Householder {r} years", (i,)) for i, r in enumerate(AGE_RANGES, start=1)]
-_TENURE2 = [("Owner occupied:", OWNER), ("Renter occupied:", RENTER)]
-
-HOUSING_TABLES: tuple[UnitTable, ...] = (
-    UnitTable("H1", 1, "HOUSING UNITS", {}, (("Total", {}),)),
-    UnitTable(
-        "H3",
-        3,
-        "OCCUPANCY STATUS",
-        {},
-        (("Total", {}), ("Occupied", OCCUPIED), ("Vacant", VACANT)),
-    ),
-    UnitTable(
-        "H4",
-        4,
-        "TENURE",
-        OCCUPIED,
-        (("Total", {}), *_by("tenure", [(lab, (c,)) for lab, c in _codes("tenure").items() if c])),
-    ),
-    UnitTable(
-        "H5",
-        5,
-        "VACANCY STATUS",
-        VACANT,
-        (
-            ("Total", {}),
-            *_by(
-                "vacancy_status", [(lab, (c,)) for lab, c in _codes("vacancy_status").items() if c]
-            ),
-        ),
-    ),
-    UnitTable(
-        "H6",
-        6,
-        "RACE OF HOUSEHOLDER",
-        OCCUPIED,
-        (("Total", {}), *_by("householder_race", _RACE_LINES)),
-    ),
-    UnitTable(
-        "H7",
-        7,
-        "HISPANIC OR LATINO ORIGIN OF HOUSEHOLDER BY RACE OF HOUSEHOLDER",
-        OCCUPIED,
-        _split(_by("hispanic_householder", _HISP), _by("householder_race", _RACE_LINES)),
-    ),
-    UnitTable(
-        "H13", 13, "HOUSEHOLD SIZE", OCCUPIED, (("Total", {}), *_by("household_size", SIZES))
-    ),
-    UnitTable(
-        "H14",
-        14,
-        "TENURE BY RACE OF HOUSEHOLDER",
-        OCCUPIED,
-        _split(_TENURE2, _by("householder_race", _RACE_LINES)),
-    ),
-    UnitTable(
-        "H15",
-        15,
-        "TENURE BY HISPANIC OR LATINO ORIGIN OF HOUSEHOLDER",
-        OCCUPIED,
-        _split(_TENURE2, _by("hispanic_householder", _HISP)),
-    ),
-    UnitTable(
-        "H16",
-        16,
-        "TENURE BY HOUSEHOLD SIZE",
-        OCCUPIED,
-        _split(_TENURE2, _by("household_size", SIZES)),
-    ),
-    UnitTable(
-        "H17",
-        17,
-        "TENURE BY AGE OF HOUSEHOLDER",
-        OCCUPIED,
-        _split(_TENURE2, _by("householder_age", _AGES)),
-    ),
-    UnitTable(
-        "P18",
-        18,
-        "HOUSEHOLD TYPE",
-        OCCUPIED,
-        (
-            ("Total", {}),
-            ("Family households:", {"household_type": (1, 2, 3)}),
-            ("Husband-wife family", {"household_type": (1,)}),
-            ("Other family:", {"household_type": (2, 3)}),
-            ("Male householder, no wife present", {"household_type": (2,)}),
-            ("Female householder, no husband present", {"household_type": (3,)}),
-            ("Nonfamily households:", {"household_type": (4, 5, 6, 7)}),
-            ("Householder living alone", {"household_type": (4, 6)}),
-            ("Householder not living alone", {"household_type": (5, 7)}),
-        ),
-        prefix="P",
-    ),
-)
-
-
-def _person_predicate(c: Cell) -> Predicate:
-    """An SF1 person cell's predicate over the person schema's file codes (only the attributes it
-    restricts)."""
-    pred: dict[str, tuple[int, ...]] = {}
-    if c.sex != "any":
-        pred["sex"] = (0,) if c.sex == "male" else (1,)
-    if (c.age_min, c.age_max) != (0, AGE_MAX):
-        pred["age"] = tuple(range(c.age_min, c.age_max + 1))
-    if c.race != "any":
-        pred["race"] = tuple(int(i) + 1 for i in np.flatnonzero(c.race_mask()))
-    if c.hispanic != "any":
-        pred["hispanic"] = (int(c.hispanic),)
-    return pred
-
-
-@cache
-def person_tables() -> tuple[UnitTable, ...]:
-    """SF1's person tables (:data:`tabrecon.tables.ALL_TABLES`: the 34 -- block tables and the
-    tract tables PCT12, PCT12A-O -- and P3-P5) as tables over the person schema
-    (:data:`tabrecon.schema.PERSONS`),
-    so that tabulation, the count model and Generate-then-Verify over a schema run on persons
-    too, from the same cell definitions. The race tallies (P6 and P7's first cells: a person
-    counted once per race) are not a count of records and are left out; every other cell keeps
-    its official id.
-
-    >>> table_by_name("P12A", PERSONS).cells()[1].id
-    'P012A002'
-    """
-    out = []
-    for t in ALL_TABLES:
-        cells = [c for c in all_cells() if c.table == t.name and c.measure == "persons"]
-        out.append(
-            UnitTable(
-                t.name,
-                t.number,
-                t.title,
-                {},
-                tuple((c.description(), _person_predicate(c)) for c in cells),
-                prefix=t.prefix,
-                level=t.level,
-                schema=PERSONS,
-                ids=tuple(c.id for c in cells),
-            )
-        )
-    return tuple(out)
 
 
 #: the schemas whose tables :func:`declare_tables` declared (and may declare again)
@@ -382,25 +201,6 @@ def from_layout(
     )
 
 
-@cache
-def binned_person_tables() -> tuple[UnitTable, ...]:
-    """:func:`person_tables`' block tables over :data:`tabrecon.schema.PERSONS_BINNED`: every
-    block cell's age range falls on agebin38 boundaries, so each becomes a set of agebins
-    exactly (the tract tables' single years do not, and are left out)."""
-    out = []
-    for t in person_tables():
-        if t.level != "block":  # PCT12's single years are no set of agebins
-            continue
-        lines = []
-        for label, pred in t.lines:
-            p = dict(pred)
-            if "age" in p:
-                p["agebin"] = tuple(sorted({int(AGEBIN_OF_AGE[a]) for a in p.pop("age")}))
-            lines.append((label, p))
-        out.append(replace(t, lines=tuple(lines), schema=PERSONS_BINNED))
-    return tuple(out)
-
-
 def tables_of(schema: Schema) -> tuple[UnitTable, ...]:
     """The tables declared over ``schema``: those its registered population publishes
     (:mod:`tabrecon.schema.registry`)."""
@@ -411,14 +211,18 @@ def tables_of(schema: Schema) -> tuple[UnitTable, ...]:
 
 def cell_by_id(cell: str, schema: Schema | None = None) -> UnitCell:
     """A declared cell by its id (``H0130002``, ``P0430004``): of ``schema``'s tables, or of any
-    registered population's (persons last: their cells are described by :mod:`tabrecon.tables`)."""
+    registered population's on the generic engine (person cells: :mod:`tabrecon.tables`)."""
     from .populations import choices_help
     from .schema import registry
 
     pops = (
         [registry.of_schema(schema)]
         if schema is not None
-        else [registry.population(n) for n in registry.names() if n != PERSONS.name]
+        else [
+            registry.population(n)
+            for n in registry.names()
+            if registry.population(n).engine is registry.Engine.GENERIC
+        ]
     )
     for pop in pops:
         for t in pop.tables():
@@ -431,8 +235,8 @@ def cell_by_id(cell: str, schema: Schema | None = None) -> UnitCell:
     )
 
 
-def table_by_name(name: str, schema: Schema = HOUSING_UNITS) -> UnitTable:
-    """A table declared over ``schema`` (the housing units unless told) by its name."""
+def table_by_name(name: str, schema: Schema) -> UnitTable:
+    """A table declared over ``schema`` by its name."""
     declared = tables_of(schema)
     for t in declared:
         if t.name == name.upper():
@@ -503,8 +307,8 @@ def tabulate_units(units: Units, tables: Sequence[str] | None = None) -> pl.Data
     return pl.concat(frames)
 
 
-def read_unit_tables(path: str | Path, schema: Schema = HOUSING_UNITS) -> pl.DataFrame:
-    """A long table (geoid, cell, value) of ``schema``'s cells (housing units unless told) from
+def read_unit_tables(path: str | Path, schema: Schema) -> pl.DataFrame:
+    """A long table (geoid, cell, value) of ``schema``'s cells from
     a CSV, CSV.gz or Parquet file in the long form, or the block rows of a wide table (the
     Census API's JSON, a data.census.gov or summary-file style CSV: variables ``H0130002`` or
     ``H013002``), checked: the three columns present, 15-digit block geoids, non-negative whole
@@ -515,14 +319,15 @@ def read_unit_tables(path: str | Path, schema: Schema = HOUSING_UNITS) -> pl.Dat
     >>> import tempfile, os
     >>> p = os.path.join(tempfile.mkdtemp(), "t.csv")
     >>> _ = open(p, "w").write("geoid,cell,value\\n010010201001000,H0030001,-4\\n")
-    >>> read_unit_tables(p)  # doctest: +ELLIPSIS
+    >>> from tabrecon.schema.catalog import HOUSING_UNITS
+    >>> read_unit_tables(p, HOUSING_UNITS)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
     tabrecon.errors.InputError: ...t.csv, line 2, column 'value': '-4' is not a count (a whole ...
     """
     p = str(path)
     if p.lower().endswith(".json"):
-        from .published import read_api_json
+        from .forms import read_api_json
 
         df, lines = read_api_json(Path(p)), None
     else:
@@ -556,9 +361,8 @@ def read_unit_tables(path: str | Path, schema: Schema = HOUSING_UNITS) -> pl.Dat
     value = df["value"].cast(pl.Int64, strict=False)
     refuse(value.is_null() | (value < 0), "value", "{!r} is not a count (a whole number >= 0)")
     from .layout import layout
-    from .tables import ALL_TABLES
 
-    sf1 = set(layout()["cell"].to_list()) | {c.id for t in ALL_TABLES for c in t.cells()}
+    sf1 = set(layout()["cell"].to_list())
     refuse(
         ~df["cell"].is_in(list(mine | sf1)),
         "cell",
@@ -597,7 +401,7 @@ def _long_of_wide(
     data.census.gov or summary-file style CSV) as a long table, and each value's file line.
     Variables are read in the summary-file style (``H0130002``) or the 2010 API style
     (``H013002``); those that are cells of ``mine`` (``schema``'s) are kept."""
-    from .published import geography_of
+    from .forms import geography_of
 
     spelled = _spellings(mine)
     cells = {c: spelled[c.strip().upper()] for c in df.columns if c.strip().upper() in spelled}
@@ -650,7 +454,7 @@ def tables_in(long: pl.DataFrame, schema: Schema, level: str | None = None) -> t
     return out
 
 
-def complete_tables(long: pl.DataFrame, schema: Schema = HOUSING_UNITS) -> tuple[str, ...]:
+def complete_tables(long: pl.DataFrame, schema: Schema) -> tuple[str, ...]:
     """The tables declared over ``schema`` every cell of which the long table holds."""
     have = set(long["cell"].unique().to_list())
     return tuple(t.name for t in tables_of(schema) if {c.id for c in t.cells()} <= have)

@@ -1,7 +1,7 @@
 """Persons: SF1 2010's person tables over (sex, single year of age, race, Hispanic origin).
 
 The schema and its encoding live in :mod:`tabrecon.schema`; the tables are the 34 of Abowd et
-al. and P3-P5 (:func:`tabrecon.unit_tables.person_tables`). Persons run on the staged person
+al. and P3-P5 (:func:`person_tables`). Persons run on the staged person
 engine (:attr:`~tabrecon.schema.registry.Engine.PERSON`). ``persons_binned`` is the same schema
 on certification's resolution (agebin38), registered for the code written over any schema and
 not offered to users.
@@ -9,10 +9,83 @@ not offered to users.
 
 from __future__ import annotations
 
-from ..schema import PERSONS, PERSONS_BINNED, person_units
+from dataclasses import replace
+from functools import cache
+
+import numpy as np
+
+from ..schema import AGE_MAX, AGEBIN_OF_AGE, PERSONS, PERSONS_BINNED, person_units
 from ..schema.registry import Engine, Population, register
 from ..synth import SynthConfig, synthesize
-from ..unit_tables import binned_person_tables, person_tables
+from ..tables import ALL_TABLES, Cell, all_cells
+from ..unit_tables import Predicate, UnitTable
+
+
+def _person_predicate(c: Cell) -> Predicate:
+    """An SF1 person cell's predicate over the person schema's file codes (only the attributes it
+    restricts)."""
+    pred: dict[str, tuple[int, ...]] = {}
+    if c.sex != "any":
+        pred["sex"] = (0,) if c.sex == "male" else (1,)
+    if (c.age_min, c.age_max) != (0, AGE_MAX):
+        pred["age"] = tuple(range(c.age_min, c.age_max + 1))
+    if c.race != "any":
+        pred["race"] = tuple(int(i) + 1 for i in np.flatnonzero(c.race_mask()))
+    if c.hispanic != "any":
+        pred["hispanic"] = (int(c.hispanic),)
+    return pred
+
+
+@cache
+def person_tables() -> tuple[UnitTable, ...]:
+    """SF1's person tables (:data:`tabrecon.tables.ALL_TABLES`: the 34 -- block tables and the
+    tract tables PCT12, PCT12A-O -- and P3-P5) as tables over the person schema
+    (:data:`tabrecon.schema.PERSONS`),
+    so that tabulation, the count model and Generate-then-Verify over a schema run on persons
+    too, from the same cell definitions. The race tallies (P6 and P7's first cells: a person
+    counted once per race) are not a count of records and are left out; every other cell keeps
+    its official id.
+
+    >>> p12a = next(t for t in person_tables() if t.name == "P12A")
+    >>> p12a.cells()[1].id
+    'P012A002'
+    """
+    out = []
+    for t in ALL_TABLES:
+        cells = [c for c in all_cells() if c.table == t.name and c.measure == "persons"]
+        out.append(
+            UnitTable(
+                t.name,
+                t.number,
+                t.title,
+                {},
+                tuple((c.description(), _person_predicate(c)) for c in cells),
+                prefix=t.prefix,
+                level=t.level,
+                schema=PERSONS,
+                ids=tuple(c.id for c in cells),
+            )
+        )
+    return tuple(out)
+
+
+@cache
+def binned_person_tables() -> tuple[UnitTable, ...]:
+    """:func:`person_tables`' block tables over :data:`tabrecon.schema.PERSONS_BINNED`: every
+    block cell's age range falls on agebin38 boundaries, so each becomes a set of agebins
+    exactly (the tract tables' single years do not, and are left out)."""
+    out = []
+    for t in person_tables():
+        if t.level != "block":  # PCT12's single years are no set of agebins
+            continue
+        lines = []
+        for label, pred in t.lines:
+            p = dict(pred)
+            if "age" in p:
+                p["agebin"] = tuple(sorted({int(AGEBIN_OF_AGE[a]) for a in p.pop("age")}))
+            lines.append((label, p))
+        out.append(replace(t, lines=tuple(lines), schema=PERSONS_BINNED))
+    return tuple(out)
 
 
 def _synthesize(cfg: SynthConfig, seed: int) -> object:
