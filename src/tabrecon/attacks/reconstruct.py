@@ -53,9 +53,10 @@ from ..tables import (
     cell_positions,
     weight_matrix,
 )
+from ..vocab import Level
 from .solvers import IntProgram, Solution, SolverOptions, solve
 
-RECON_LEVELS = ("block", "block+tract")
+RECON_LEVELS = Level.choices()
 
 
 @dataclass

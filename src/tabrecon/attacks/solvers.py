@@ -16,8 +16,9 @@ import scipy.sparse as sp
 
 from ..errors import TabreconError
 from ..interrupts import stoppable
+from ..vocab import Solver
 
-BACKENDS = ("auto", "cpsat", "highs")
+BACKENDS = Solver.choices()
 
 #: What ``auto`` picks for each task, from ``python -m benchmarks.bench_reconstruct`` and
 #: ``bench_certify`` (2 cores, 2026-11-23): HiGHS reconstructs the real sample's block+tract tables

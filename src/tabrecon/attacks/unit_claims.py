@@ -39,6 +39,7 @@ from ..errors import TabreconError
 from ..io import write_figure
 from ..schema.spec import Schema, Units
 from ..unit_tables import table_by_name, tables_in
+from ..vocab import ClaimStatus
 from .solvers import Extensible, SolverOptions, prove_forms
 from .unit_reconstruct import block_program, block_tables, cell_degree
 
@@ -154,16 +155,18 @@ def generate_then_verify(
                 sols.append(s.x)
         if not sols:
             # no solution without a proof that none exists: the time ran out first
-            why = "infeasible" if s.status == "infeasible" else "time-limit"
+            why = ClaimStatus.INFEASIBLE if s.status == "infeasible" else ClaimStatus.TIME_LIMIT
             stats.append((geoid, 0, int(adm.size), 0, 0, 0, time.perf_counter() - t0, why))
             continue
         X = np.stack(sols)  # K x admissible types
         codes = schema.decode(feas[adm])
         pool = list(sols)  # every solution known: the K generated and those refuting candidates
         n_cand = n_ver = 0
-        status = "time-limit" if short else "ok"  # fewer solutions: more candidates, all proven
+        status = (
+            ClaimStatus.TIME_LIMIT if short else ClaimStatus.OK
+        )  # fewer solutions: more candidates, all proven
         for k, subs in subsets.items():
-            if status != "ok":
+            if status != ClaimStatus.OK:
                 break
             cands: list[tuple[tuple[int, ...], int, int, np.ndarray]] = []
             for cols in subs:
@@ -181,7 +184,9 @@ def generate_then_verify(
             ms = np.array([c[2] for c in cands], dtype=np.int64)
             proof = prove_forms(base, _forms(cands, prog.n_vars), ms, pool, remaining)
             if not proof.complete:
-                status = "time-limit"  # this k's candidates unverified; smaller k's claims stand
+                status = (
+                    ClaimStatus.TIME_LIMIT
+                )  # this k's candidates unverified; smaller k's claims stand
                 break
             for cand, v in zip(cands, proof.verified, strict=True):
                 if v:
@@ -380,7 +385,7 @@ class ClaimsRun:
     @property
     def problem_blocks(self) -> pl.DataFrame:
         """Blocks whose claims are incomplete or whose tables admit no units."""
-        return self.blocks.filter(pl.col("status") != "ok")
+        return self.blocks.filter(pl.col("status") != ClaimStatus.OK)
 
     def _reconstruction_units(self) -> Units:
         types = np.concatenate(
@@ -484,8 +489,12 @@ class ClaimsRun:
             "blocks_unique_reconstruction": int(counts.get("unique", 0)),
             "blocks_reconstruction_varies": int(counts.get("varies", 0)),
             "blocks_reconstruction_undecided": int(counts.get("undecided", 0)),
-            "blocks_time_limit": int((b["status"] == "time-limit").sum()) if b.height else 0,
-            "blocks_infeasible": int((b["status"] == "infeasible").sum()) if b.height else 0,
+            "blocks_time_limit": int((b["status"] == ClaimStatus.TIME_LIMIT).sum())
+            if b.height
+            else 0,
+            "blocks_infeasible": int((b["status"] == ClaimStatus.INFEASIBLE).sum())
+            if b.height
+            else 0,
             "verified_claims": self.claims.height,
             "verified_singletons": int((self.claims["m"] == 1).sum()) if self.claims.height else 0,
             "block_seconds_median": float(np.median(b["seconds"].to_numpy())) if b.height else 0.0,

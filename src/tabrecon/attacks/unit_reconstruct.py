@@ -40,6 +40,7 @@ from ..errors import InputError, TabreconError
 from ..geo import prefix
 from ..schema.spec import Schema, Units
 from ..unit_tables import compiled, table_by_name, tables_in, tables_of
+from ..vocab import Level, Verdict
 from . import variability
 from .solvers import Extensible, IntProgram, SolverOptions, prove_forms
 from .variability import capped
@@ -57,7 +58,7 @@ class UnitReconstruction:
     # measured (unique blocks are 0)
 
 
-LEVELS = ("block", "block+tract")
+LEVELS = Level.choices()
 
 
 def reconstruct_units(
@@ -178,7 +179,8 @@ def reconstruct_units(
                 f"feasible {schema.name} type ({int((~ok).sum())} such units)"
             )
         ref_geo = reference.block_geoid.astype(str)
-    rows, geo_out, stats = [], [], []
+    rows, geo_out = [], []
+    stats: list[tuple] = []  # one row per block (the frame below)
     queue: deque[tuple[list[int], np.ndarray | None, tuple | None]] = deque(
         (bs, vt, None) for bs, vt in groups
     )
@@ -213,7 +215,7 @@ def reconstruct_units(
             if x is None:
                 took = (time.perf_counter() - t0) * share
                 stats += [
-                    (geoids[b], 0, int(a.size), "refused", took, *nan)
+                    (geoids[b], 0, int(a.size), Verdict.REFUSED, took, *nan)
                     for b, a in zip(bs, adms, strict=True)
                 ]
                 continue
@@ -223,7 +225,9 @@ def reconstruct_units(
                 queue.extendleft(([b], None, None) for b in reversed(bs))
                 continue
             if not sol.has_solution or sol.x is None:
-                why = "infeasible" if sol.status == "infeasible" else "failed"  # contradiction
+                why = (
+                    Verdict.INFEASIBLE if sol.status == "infeasible" else Verdict.FAILED
+                )  # contradiction
                 took = (time.perf_counter() - t0) * share
                 stats += [
                     (geoids[b], 0, int(a.size), why, took, *nan)
@@ -231,7 +235,7 @@ def reconstruct_units(
                 ]
                 continue
             x = sol.x
-        status = ["unknown"] * len(bs)
+        status: list[str] = [Verdict.UNKNOWN] * len(bs)
         spread = [nan] * len(bs)
         if check_unique:
             F, m, form_block = _block_forms(base.prog.n_vars, x, adms, key)
@@ -350,8 +354,8 @@ def _certify(
     the program's blocks (an empty one has no form)."""
     nan = (np.nan, np.nan, np.nan)
     if not F.shape[0]:
-        return ["unique"] * nb, [(0.0, 0.0, 0.0)] * nb
-    names = np.array(["unknown", "unique", "varies", "undecided"])
+        return [Verdict.UNIQUE] * nb, [(0.0, 0.0, 0.0)] * nb
+    names = np.array([Verdict.UNKNOWN, Verdict.UNIQUE, Verdict.VARIES, Verdict.UNDECIDED])
     var_block = _var_block(F, form_block, base.prog.n_vars)
     cp = variability.Counts.of(base.prog, F, m, form_block, var_block, nb)
     opts = base.opts
@@ -383,9 +387,9 @@ def _certify(
     solvar, lo, hi = v.percent()
     spread = [
         (0.0, 0.0, 0.0)
-        if st == "unique"
+        if st == Verdict.UNIQUE
         else (sv, lo_b, hi_b)
-        if distance and st == "varies"
+        if distance and st == Verdict.VARIES
         else nan
         for st, sv, lo_b, hi_b in zip(status, solvar, lo, hi, strict=True)
     ]
@@ -773,7 +777,7 @@ class ReconstructOptions:
     """
 
     #: "block": each block from its block tables; "block+tract": a tract's blocks jointly
-    level: str = "block"
+    level: Level = Level.BLOCK
     solver: SolverOptions = field(default_factory=SolverOptions)
     #: each block that varies also gets its solution variability (solvar, percent)
     distance: bool = False
@@ -860,7 +864,7 @@ def reconstruct_release(
 
     options = options or ReconstructOptions()
     names = tables_in(long, schema)
-    if options.level == "block+tract" and not any(
+    if options.level == Level.BLOCK_TRACT and not any(
         table_by_name(n, schema).level == "tract" for n in names
     ):
         raise TabreconError(

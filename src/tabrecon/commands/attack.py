@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.markup import escape
 
+from .. import vocab
 from ..errors import TabreconError
 from ..io import Reads, Writes, check_suffix
 from ..terminal import (
@@ -40,7 +41,7 @@ if TYPE_CHECKING:
     from ..schema.registry import Population
 
 app = typer.Typer()
-RECON_LEVELS = ("block", "block+tract")
+RECON_LEVELS = vocab.Level.choices()
 
 
 @app.command()
@@ -152,7 +153,7 @@ def _reconstruct_release(
     one_of(level, RECON_LEVELS, "--level")
     check_suffix(out)
     opts = ReconstructOptions(
-        level=level,
+        level=vocab.Level(level),
         solver=solver_options(solver, threads, time_limit, seed, workers),
         distance=distance,
     )

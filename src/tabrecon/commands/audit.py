@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from .. import vocab
 from ..io import Writes
 from ..terminal import (
     FolderOut,
@@ -20,7 +21,7 @@ from ..terminal import (
 )
 
 app = typer.Typer()
-RECON_LEVELS = ("block", "block+tract")
+RECON_LEVELS = vocab.Level.choices()
 
 
 def _print_audit(res, out: Path) -> None:

@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
+from .. import vocab
 from ..errors import TabreconError
 from ..io import Writes, check_suffix
 from ..terminal import (
@@ -31,7 +32,7 @@ DEFENSES_HELP = (
 )
 
 app = typer.Typer()
-RECON_LEVELS = ("block", "block+tract")
+RECON_LEVELS = vocab.Level.choices()
 
 
 @app.command()

@@ -9,6 +9,7 @@ from typing import Annotated
 
 import typer
 
+from .. import vocab
 from ..errors import TabreconError
 from ..io import Writes, check_suffix
 from ..terminal import (
@@ -24,7 +25,7 @@ from ..terminal import (
 )
 
 app = typer.Typer()
-RECON_LEVELS = ("block", "block+tract")
+RECON_LEVELS = vocab.Level.choices()
 tables_app = typer.Typer(
     help="Browse the table specifications (SF1 cells as predicates).", no_args_is_help=True
 )
