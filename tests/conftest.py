@@ -81,6 +81,9 @@ def small_md():
 #: out of the quick tier ``python -m pytest -m "not slow"``; the full suite (CI) runs them. Marked
 #: here in one place, beside the tests marked ``@pytest.mark.slow`` where they are written.
 SLOW = (
+    "test_defense_battery.py::test_every_defense_family_keeps_the_contract[dhc2023-like]",
+    "test_defense_battery.py::test_every_defense_family_keeps_the_contract[rho=",
+    "test_defense_battery.py::test_every_defense_family_keeps_the_contract[eps=",
     "[households]",  # the contract battery on housing units: Generate-then-Verify, about 60 s
     "test_cli_contract.py::",  # 170 subprocess invocations in one fixture (about 3 min)
     "test_topdown.py::test_pl94_stage_on_the_real_sample",

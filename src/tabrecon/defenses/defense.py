@@ -28,6 +28,7 @@ True
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -43,10 +44,66 @@ from .topdown import PL94_RHO, dhc2023_like, pl94_2020, topdown
 #: The DHC 2023 persons budget (methods.md section 6).
 DHC2023_RHO = 4.9622
 
-GRAMMAR = (
-    f"none, {', '.join(PRESETS)}, swap=<rate>, dhc2023-like, dhc2020-production, "
-    "rho=<budget> or eps=<budget>"
-)
+
+@dataclass(frozen=True, kw_only=True)
+class Family:
+    """One family of defense specs: what a spec of it looks like, how to build its defense, and
+    an example for the grammar and the contract battery (``tests/test_defense_battery.py``).
+
+    A family is named (``names``: whole specs such as ``swap-lo``) or takes a value (``prefix``
+    ``rho=``, with the value's rule ``valid`` and its description ``needs``). ``seeded`` says
+    whether ``protect``'s ``rng`` makes the release reproducible (swapping: yes; TopDown: never,
+    its noise comes from a cryptographic sampler)."""
+
+    #: what the family is, and the word for its value in the grammar (``rho=<budget>``)
+    word: str
+    make: Callable[[str], Defense] = field(compare=False)
+    names: tuple[str, ...] = ()
+    prefix: str = ""
+    valid: Callable[[float], bool] = field(default=lambda v: True, compare=False)
+    needs: str = ""
+    example: str = ""
+    seeded: bool = True
+
+    def owns(self, spec: str) -> bool:
+        return spec in self.names or bool(self.prefix) and spec.startswith(self.prefix)
+
+    def problem(self, spec: str) -> str | None:
+        """What is wrong with a spec this family owns, or ``None``."""
+        if spec in self.names:
+            return None
+        try:
+            value = float(spec[len(self.prefix) :])
+        except ValueError:
+            return f"the value must be a number, {self.needs}, e.g. {self.example}"
+        return (
+            None
+            if self.valid(value)
+            else f"{self.prefix}<value> needs {self.needs}, e.g. {self.example}"
+        )
+
+    @property
+    def grammar(self) -> str:
+        return ", ".join(self.names) if self.names else f"{self.prefix}<{self.word}>"
+
+
+#: every family of defense specs, in the grammar's order (:func:`register_family` adds one)
+FAMILIES: list[Family] = []
+
+
+def register_family(f: Family) -> Family:
+    """Add a family of defense specs (refused when one of its specs is another family's)."""
+    for other in FAMILIES:
+        if set(f.names) & set(other.names) or (f.prefix and f.prefix == other.prefix):
+            raise TabreconError(f"defense family {f.grammar!r} overlaps {other.grammar!r}")
+    FAMILIES.append(f)
+    return f
+
+
+def grammar() -> str:
+    """Every spec the parser takes, in words (``none, swap-lo, ..., rho=<budget> or ...``)."""
+    parts = [f.grammar for f in FAMILIES]
+    return ", ".join(parts[:-1]) + f" or {parts[-1]}" if len(parts) > 1 else "".join(parts)
 
 
 @dataclass
@@ -85,38 +142,15 @@ class Defense:
         problem = Defense.check(spec)
         if problem is not None:
             raise TabreconError(f"defense {spec!r}: {problem}")
-        if spec == "none":
-            return Defense("none")
-        if spec in PRESETS:
-            return Swapping(spec, PRESETS[spec])
-        if spec.startswith("swap="):
-            return Swapping(spec, replace(PRESETS["swap-lo"], rate=float(spec[5:]), name=spec))
-        if spec == "dhc2023-like":
-            return TopDown(spec, DHC2023_RHO)
-        if spec == "dhc2020-production":
-            return TopDown(spec, DHC2023_RHO, pl94_rho=PL94_RHO)
-        value = float(spec[4:])
-        return TopDown(spec, epsilon_to_rho(value) if spec.startswith("eps=") else value)
+        return next(f for f in FAMILIES if f.owns(spec)).make(spec)
 
     @staticmethod
     def check(spec: str) -> str | None:
         """What is wrong with a spec, in words, or ``None`` when it is valid."""
-        if spec in ("none", "dhc2023-like", "dhc2020-production") or spec in PRESETS:
-            return None
-        for pre, ok, example in (
-            ("rho=", lambda v: math.isfinite(v) and v > 0, "rho=2.5"),
-            ("eps=", lambda v: math.isfinite(v) and v > 0, "eps=17.14"),
-            ("swap=", lambda v: 0 < v <= 1, "swap=0.2"),
-        ):
-            if spec.startswith(pre):
-                what = "a rate in (0, 1]" if pre == "swap=" else "a finite positive number"
-                try:
-                    if ok(float(spec[len(pre) :])):
-                        return None
-                except ValueError:
-                    return f"the value must be a number, {what}, e.g. {example}"
-                return f"{pre}<value> needs {what}, e.g. {example}"
-        return f"unknown defense; use {GRAMMAR}"
+        for f in FAMILIES:
+            if f.owns(spec):
+                return f.problem(spec)
+        return f"unknown defense; use {grammar()}"
 
 
 @dataclass(frozen=True)
@@ -161,4 +195,72 @@ class TopDown(Defense):
         return Protected(r.records, info, r.measurements, r.cost)
 
 
-__all__ = ["DHC2023_RHO", "GRAMMAR", "Defense", "Protected", "Swapping", "TopDown"]
+def _positive(v: float) -> bool:
+    return math.isfinite(v) and v > 0
+
+
+for _family in (
+    Family(word="none", names=("none",), make=Defense, example="none"),
+    Family(
+        word="swap presets",
+        names=tuple(PRESETS),
+        make=lambda spec: Swapping(spec, PRESETS[spec]),
+        example="swap-lo",
+    ),
+    Family(
+        word="rate",
+        prefix="swap=",
+        make=lambda spec: Swapping(
+            spec, replace(PRESETS["swap-lo"], rate=float(spec[5:]), name=spec)
+        ),
+        valid=lambda v: 0 < v <= 1,
+        needs="a rate in (0, 1]",
+        example="swap=0.2",
+    ),
+    Family(
+        word="topdown presets",
+        names=("dhc2023-like", "dhc2020-production"),
+        make=lambda spec: (
+            TopDown(spec, DHC2023_RHO)
+            if spec == "dhc2023-like"
+            else TopDown(spec, DHC2023_RHO, pl94_rho=PL94_RHO)
+        ),
+        example="dhc2023-like",
+        seeded=False,
+    ),
+    Family(
+        word="budget",
+        prefix="rho=",
+        make=lambda spec: TopDown(spec, float(spec[4:])),
+        valid=_positive,
+        needs="a finite positive number",
+        example="rho=2.5",
+        seeded=False,
+    ),
+    Family(
+        word="budget",
+        prefix="eps=",
+        make=lambda spec: TopDown(spec, epsilon_to_rho(float(spec[4:]))),
+        valid=_positive,
+        needs="a finite positive number",
+        example="eps=17.14",
+        seeded=False,
+    ),
+):
+    register_family(_family)
+
+#: the grammar in words (kept for its readers; :func:`grammar` is computed from the families)
+GRAMMAR = grammar()
+
+__all__ = [
+    "DHC2023_RHO",
+    "FAMILIES",
+    "GRAMMAR",
+    "Defense",
+    "Family",
+    "Protected",
+    "Swapping",
+    "TopDown",
+    "grammar",
+    "register_family",
+]
