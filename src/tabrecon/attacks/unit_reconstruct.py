@@ -527,6 +527,40 @@ def _spans(indptr: np.ndarray, sel: np.ndarray) -> np.ndarray:
     return offsets + np.arange(int(lens.sum()))
 
 
+def admissible_types(
+    W: sp.csr_matrix,
+    V: np.ndarray,
+    degree: np.ndarray | None = None,
+    exclude: np.ndarray | None = None,
+) -> list[np.ndarray]:
+    """Each block's admissible types (positions among ``W``'s columns) for the blocks' values
+    ``V`` (blocks x cells): a type is ruled out unless every cell it lies in is nonzero, counted
+    over the nonzero cells (few in a small block) for all blocks in one sparse product;
+    ``exclude`` rules out more for every block.
+
+    >>> W = sp.csr_matrix(np.array([[1, 1, 0], [0, 1, 1]]))
+    >>> [a.tolist() for a in admissible_types(W, np.array([[2, 0], [1, 1]]))]
+    [[0], [0, 1, 2]]
+    """
+    deg = cell_degree(W) if degree is None else degree
+    NZ = sp.csr_matrix((np.asarray(V) != 0).astype(np.int64))
+    hits = (NZ @ W).tocsr()  # blocks x types: the nonzero cells each type lies in
+    free = np.flatnonzero(deg == 0)  # in no cell: never ruled out
+    out = []
+    for b in range(hits.shape[0]):
+        s_, e_ = hits.indptr[b], hits.indptr[b + 1]
+        cols, n = hits.indices[s_:e_], hits.data[s_:e_]
+        adm = cols[n == deg[cols]]
+        if free.size:
+            adm = np.union1d(adm, free)
+        else:
+            adm = np.sort(adm)
+        if exclude is not None:
+            adm = adm[~exclude[adm]]
+        out.append(adm)
+    return out
+
+
 def cell_degree(W: sp.csr_matrix) -> np.ndarray:
     """How many of the tables' cells each type lies in (the column counts of ``W``)."""
     return np.bincount(W.indices, minlength=W.shape[1])
@@ -538,21 +572,27 @@ def block_program(
     Wc: sp.csc_matrix | None = None,
     exclude: np.ndarray | None = None,
     degree: np.ndarray | None = None,
+    admissible: np.ndarray | None = None,
 ) -> tuple[IntProgram, np.ndarray]:
     """One block's count program (A x = v over the admissible types) and the admissible types'
     positions among the feasible types: a type is ruled out by any zero cell it lies in, and
     bounded by the smallest cell it lies in; cells left with no type and a zero value are
     dropped (the program's rows are the block's remaining cells, in order). ``Wc`` is ``W`` in
     CSC form, and ``degree`` its :func:`cell_degree`, computed once by callers that build many
-    blocks; ``exclude`` rules out more types (those a tract's zero cells rule out)."""
-    # a type is ruled out unless every cell it lies in is nonzero: counted over the nonzero
-    # cells, which are few in a small block (summing the zero cells' rows was most of the time)
-    nz = np.flatnonzero(v != 0)
-    in_nonzero = np.bincount(W.indices[_spans(W.indptr, nz)], minlength=W.shape[1])
-    ruled_out = in_nonzero < (cell_degree(W) if degree is None else degree)
-    if exclude is not None:
-        ruled_out |= exclude
-    adm = np.flatnonzero(~ruled_out)
+    blocks; ``exclude`` rules out more types (those a tract's zero cells rule out);
+    ``admissible`` gives the admissible types already found (:func:`admissible_types`, for many
+    blocks at once), and then ``exclude`` and ``degree`` are not read."""
+    if admissible is not None:
+        adm = admissible
+    else:
+        # a type is ruled out unless every cell it lies in is nonzero: counted over the nonzero
+        # cells, few in a small block (summing the zero cells' rows was most of the time)
+        nz = np.flatnonzero(v != 0)
+        in_nonzero = np.bincount(W.indices[_spans(W.indptr, nz)], minlength=W.shape[1])
+        ruled_out = in_nonzero < (cell_degree(W) if degree is None else degree)
+        if exclude is not None:
+            ruled_out |= exclude
+        adm = np.flatnonzero(~ruled_out)
     Wc = W.tocsc() if Wc is None else Wc
     pos = _spans(Wc.indptr, adm)  # the admissible columns, gathered without scipy's slicing
     counts = Wc.indptr[adm + 1] - Wc.indptr[adm]
@@ -687,8 +727,8 @@ def tract_class_program(
     open_in_class = np.bincount(cls[~out_t], minlength=n_cls)
     progs, adms = [], []
     deg = cell_degree(Wcls)
-    for v in V:
-        p, a = block_program(Wcls, v, Wclsc, open_in_class == 0, deg)
+    for v, adm in zip(V, admissible_types(Wcls, V, deg, open_in_class == 0), strict=True):
+        p, a = block_program(Wcls, v, Wclsc, admissible=adm)
         progs.append(p)
         adms.append(a)
     used = np.zeros(n_cls, dtype=bool)
