@@ -295,11 +295,16 @@ def tabulate_units(units: Units, tables: Sequence[str] | None = None) -> pl.Data
             (np.ones(t.size, dtype=np.int64), (where, pos)), shape=(geo.size, feas.size)
         )
         counts = (H @ W.T).toarray()
+        # the text columns gathered from their few distinct values: converting millions of
+        # numpy strings to polars was the largest cost of tabulating the real sample's persons
+        n = len(cells)
         frames.append(
             pl.DataFrame(
                 {
-                    "geoid": np.repeat(geo, len(cells)),
-                    "cell": np.tile(np.array([c.id for c in cells]), geo.size),
+                    "geoid": pl.Series(geo.astype(str)).gather(np.repeat(np.arange(geo.size), n)),
+                    "cell": pl.Series([c.id for c in cells]).gather(
+                        np.tile(np.arange(n), geo.size)
+                    ),
                     "value": counts.ravel(),
                 }
             )
