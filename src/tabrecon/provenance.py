@@ -48,6 +48,13 @@ def digest_arrays(*arrays: Any) -> str:
     return h.hexdigest()
 
 
+def digest_long(long: Any) -> str:
+    """The digest of a long table (geoid, cell, value), whatever its row order: what a run over
+    published tables records so that a resume never mixes two releases."""
+    srt = long.sort("geoid", "cell")
+    return digest_arrays(srt["geoid"].to_numpy(), srt["cell"].to_numpy(), srt["value"].to_numpy())
+
+
 def digest_tables(ts: Any) -> str:
     """Digest of a :class:`tabrecon.tables.TableSet`: every level's geoids, cells and values."""
     parts: list[Any] = []

@@ -297,13 +297,15 @@ def tabulate_units(units: Units, tables: Sequence[str] | None = None) -> pl.Data
         counts = (H @ W.T).toarray()
         # the text columns gathered from their few distinct values: converting millions of
         # numpy strings to polars was the largest cost of tabulating the real sample's persons
-        n = len(cells)
+        n_cells = len(cells)
         frames.append(
             pl.DataFrame(
                 {
-                    "geoid": pl.Series(geo.astype(str)).gather(np.repeat(np.arange(geo.size), n)),
+                    "geoid": pl.Series(geo.astype(str)).gather(
+                        np.repeat(np.arange(geo.size), n_cells)
+                    ),
                     "cell": pl.Series([c.id for c in cells]).gather(
-                        np.tile(np.arange(n), geo.size)
+                        np.tile(np.arange(n_cells), geo.size)
                     ),
                     "value": counts.ravel(),
                 }

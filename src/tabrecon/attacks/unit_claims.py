@@ -669,7 +669,7 @@ def release_claims(
     defaults to the population's (:mod:`tabrecon.schema.registry`). With ``out`` each block's
     claims go to ``<out>/claims.parts/`` as it finishes and a rerun resumes (a rerun with other
     tables or options is refused)."""
-    from ..provenance import digest_arrays
+    from ..provenance import digest_long
     from ..runner import run_units
     from ..schema.registry import of_schema
     from ..unit_tables import complete_tables
@@ -699,11 +699,8 @@ def release_claims(
     parts = Path(out) / "claims.parts" if out is not None else None
     fp = None
     if parts is not None:
-        srt = long.sort("geoid", "cell")
         fp = {
-            "tables": digest_arrays(
-                srt["geoid"].to_numpy(), srt["cell"].to_numpy(), srt["value"].to_numpy()
-            ),
+            "tables": digest_long(long),
             "table_names": ",".join(tables),
             "k_values": ",".join(map(str, k_values)),
             "K": K,

@@ -899,7 +899,7 @@ def reconstruct_release(
     ...     tabulate_units(units).sort("geoid", "cell")), run.failed
     (True, [])
     """
-    from ..provenance import digest_arrays
+    from ..provenance import digest_long
     from ..runner import run_units
 
     options = options or ReconstructOptions()
@@ -921,11 +921,8 @@ def reconstruct_release(
     parts = Path(str(out) + ".parts") if out is not None else None
     fp = None
     if parts is not None:
-        srt = long.sort("geoid", "cell")
         fp = {
-            "tables": digest_arrays(
-                srt["geoid"].to_numpy(), srt["cell"].to_numpy(), srt["value"].to_numpy()
-            ),
+            "tables": digest_long(long),
             "table_names": ",".join(names),
             "schema": schema.name,
             "level": options.level,

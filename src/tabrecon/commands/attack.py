@@ -38,6 +38,8 @@ from ..terminal import (
 )
 
 if TYPE_CHECKING:
+    import polars as pl
+
     from ..schema.registry import Population
 
 app = typer.Typer()
@@ -127,6 +129,19 @@ def reconstruct(
         raise typer.Exit(1)
 
 
+def _release_tables(pop: Population, tables_file: Path) -> pl.DataFrame:
+    """A population's published tables from a file (never an SF1 folder: persons only)."""
+    from ..unit_tables import read_unit_tables
+
+    if tables_file.is_dir():
+        raise TabreconError(
+            f"{tables_file}: the {pop.name} tables are read from a file -- long (geoid, cell, "
+            f"value: tabrecon tabulate --schema {pop.name} writes one) or wide (the Census API's "
+            "JSON, a data.census.gov CSV); SF1 folders are read for persons only"
+        )
+    return read_unit_tables(tables_file, pop.schema)
+
+
 def _reconstruct_release(
     pop: Population,
     tables_file: Path,
@@ -148,7 +163,6 @@ def _reconstruct_release(
     from ..attacks.unit_reconstruct import ReconstructOptions, reconstruct_release
     from ..io import beside, write_csv
     from ..schema.spec import write_units
-    from ..unit_tables import read_unit_tables
 
     one_of(level, RECON_LEVELS, "--level")
     check_suffix(out)
@@ -157,12 +171,7 @@ def _reconstruct_release(
         solver=solver_options(solver, threads, time_limit, seed, workers),
         distance=distance,
     )
-    if tables_file.is_dir():
-        raise TabreconError(
-            f"{tables_file}: the {pop.name} tables are read from a file (long, or wide: the "
-            "Census API's JSON, a data.census.gov CSV); SF1 folders are read for persons only"
-        )
-    long = read_unit_tables(tables_file, pop.schema)
+    long = _release_tables(pop, tables_file)
     n = long["geoid"].str.slice(0, 11).n_unique()
     prog, tick = progress(n, f"{pop.name} reconstruct")
     with prog:
@@ -450,7 +459,6 @@ def _release_claims(
     from ..attacks.unit_claims import release_claims
     from ..consistency import check_unit_consistency
     from ..schema.spec import read_units
-    from ..unit_tables import read_unit_tables
 
     positive_finite(block_time_limit=block_time_limit)
     try:
@@ -460,13 +468,7 @@ def _release_claims(
     n_attr = len(pop.schema.attributes)
     if any(not 1 <= x <= n_attr for x in ks):
         raise TabreconError(f"--k: columns per claim must lie in 1..{n_attr} for {pop.name}")
-    if tables_file.is_dir():
-        raise TabreconError(
-            f"{tables_file}: the {pop.name} tables are read from a file -- long (geoid, cell, "
-            f"value: tabrecon tabulate --schema {pop.name} writes one) or wide (the Census API's "
-            "JSON, a data.census.gov CSV); SF1 folders are read for persons only"
-        )
-    long = read_unit_tables(tables_file, pop.schema)
+    long = _release_tables(pop, tables_file)
     units = read_units(truth, pop.schema) if truth is not None else None
     opts = solver_options(solver, threads, time_limit, seed, workers)
     t0 = time.perf_counter()
