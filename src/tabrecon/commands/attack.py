@@ -40,6 +40,7 @@ from ..terminal import (
 if TYPE_CHECKING:
     import polars as pl
 
+    from ..attacks.solvers import SolverOptions
     from ..schema.registry import Population
 
 app = typer.Typer()
@@ -93,18 +94,9 @@ def reconstruct(
 
     pop = population(schema)
     if pop.engine is Engine.GENERIC:
+        opts = solver_options(solver, threads, time_limit, seed, workers)
         _reconstruct_release(
-            pop,
-            tables_file,
-            out,
-            level or "block",
-            solver,
-            threads,
-            time_limit,
-            seed,
-            workers,
-            fresh,
-            distance,
+            pop, tables_file, out, level or "block", opts, workers, fresh, distance
         )
         return
     if distance:
@@ -147,10 +139,7 @@ def _reconstruct_release(
     tables_file: Path,
     out: Path,
     level: str,
-    solver: str,
-    threads: int,
-    time_limit: float,
-    seed: int,
+    solver: SolverOptions,
     workers: int,
     fresh: bool,
     distance: bool,
@@ -168,7 +157,7 @@ def _reconstruct_release(
     check_suffix(out)
     opts = ReconstructOptions(
         level=vocab.Level(level),
-        solver=solver_options(solver, threads, time_limit, seed, workers),
+        solver=solver,
         distance=distance,
     )
     long = _release_tables(pop, tables_file)
@@ -382,9 +371,7 @@ def claims(
             k_solutions,
             truth,
             block_time_limit,
-            solver,
-            threads,
-            time_limit,
+            solver_options(solver, threads, time_limit, seed, workers),
             seed,
             workers,
             fresh,
@@ -444,9 +431,7 @@ def _release_claims(
     k_solutions: int,
     truth: Path | None,
     block_time_limit: float,
-    solver: str,
-    threads: int,
-    time_limit: float,
+    opts: SolverOptions,
     seed: int,
     workers: int,
     fresh: bool,
@@ -470,7 +455,6 @@ def _release_claims(
         raise TabreconError(f"--k: columns per claim must lie in 1..{n_attr} for {pop.name}")
     long = _release_tables(pop, tables_file)
     units = read_units(truth, pop.schema) if truth is not None else None
-    opts = solver_options(solver, threads, time_limit, seed, workers)
     t0 = time.perf_counter()
     prog, tick = progress(long["geoid"].n_unique(), f"{pop.name} claims")
     with prog:
