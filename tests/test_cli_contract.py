@@ -76,6 +76,7 @@ def _files(d: Path) -> None:
     (d / "huge.csv").write_text(f"{head}{blk},P0010001,99999999999999999999999\n")
     (d / "nan_count.csv").write_text(f"{head}{blk},P0010001,abc\n")
     (d / "empty.csv").write_text("")
+    (d / "no_records.csv").write_text((d / "md.csv").read_text().splitlines()[0] + "\n")
     (d / "header_only.csv").write_text(
         "block_geoid,sex,age,agebin,white,black,aian,asian,nhopi,sor,hisp\n"
     )
@@ -282,6 +283,9 @@ CASES: list[tuple[str, str, int, str]] = [
     ("file-missing", "tabulate {D}/nope.csv --out {D}/t.parquet", 2, "nope.csv"),
     ("file-empty", "tabulate {D}/empty.csv --out {D}/t.parquet", 2, "empty.csv"),
     ("file-header-only", "tabulate {D}/header_only.csv --out {D}/t.parquet", 2, "header_only.csv"),
+    # an audit of a file with no record has no chunk to run: the reader says why (was exit 70)
+    ("audit-header-only", "audit {D}/header_only.csv --quiet", 2, "missing required column"),
+    ("audit-no-records", "audit {D}/no_records.csv --quiet", 2, "no person records"),
     ("file-is-directory", "tabulate {D}/adir --out {D}/t.parquet", 2, "adir"),
     ("gzip-truncated", "tabulate {D}/trunc.csv.gz --out {D}/t.parquet", 2, "trunc.csv.gz"),
     ("text-as-parquet", "reconstruct {D}/text.parquet --out {D}/r.parquet", 2, "text.parquet"),

@@ -34,7 +34,7 @@ from .attacks.certify import proven_unique
 from .attacks.reidentify import RATE_COLUMNS
 from .config import AuditConfig, RunConfig
 from .defenses.defense import Defense
-from .errors import TabreconError
+from .errors import InputError, TabreconError
 from .evaluate import DefenseOutcome, EvaluationPlan, evaluate_defense, outcome_frame
 from .io import file_digest, remove_tree, write_csv, write_json, write_parquet, write_text
 from .provenance import check_or_record, digest_path, fingerprint
@@ -82,6 +82,11 @@ def plan_chunks(microdata: Path | None, chunk_persons: int) -> list[Chunk]:
         n += p
     if cur:
         chunks.append(Chunk(len(chunks), cur, n))
+    if not chunks:  # no record at all: the person reader says why (no rows, missing columns)
+        from .schema import read_microdata
+
+        read_microdata(microdata)
+        raise InputError("no person records", path=str(microdata))
     return chunks
 
 
