@@ -23,6 +23,7 @@ from tabrecon.schema import write_microdata
 from tabrecon.schema.spec import write_units
 from tabrecon.synth import SynthConfig, synthesize
 from tabrecon.tables import Grid, TableSet, tabulate, write_tables
+from tabrecon.unit_tables import tabulate_units
 
 EXE = [sys.executable, "-c", "from tabrecon.entry import main; main()"]
 
@@ -110,6 +111,9 @@ def _files(d: Path) -> None:
     (d / "au_cfg").mkdir()
     (d / "au_cfg" / "config.toml").write_text("[run]\nseed = 3\n")
     write_units(units, d / "units.csv")
+    tabulate_units(units, ("H1", "H3", "P18")).write_parquet(d / "hu_tables.parquet")
+    raw = (d / "tables.parquet").read_bytes()
+    (d / "trunc.parquet").write_bytes(raw[: len(raw) // 2])
     # files in other encodings and shapes
     (d / "utf16.toml").write_bytes("[run]\nseed = 3\n".encode("utf-16"))
     (d / "latin1.csv").write_bytes((d / "md.csv").read_bytes().replace(b"block_geoid", b"bl\xe9"))
@@ -138,6 +142,7 @@ def _files(d: Path) -> None:
     pl.DataFrame(  # attacker data about md.csv's first block that links to nobody
         {"pik": ["z"], "block_geoid": [first], "sex": ["female"], "age": ["109"]}
     ).write_csv(d / "attacker_nolink.csv")
+    (d / "attacker_invalid.csv").write_text(f"pik,block_geoid,sex,age\n1,{first},female,abc\n")
     write_microdata(md.take(np.flatnonzero(md.block_geoid != first)), d / "partial.csv")
 
 
@@ -229,6 +234,12 @@ CASES: list[tuple[str, str, int, str]] = [
         2,
         "attacker_bad.csv",
     ),
+    (  # every record excluded leaves nothing to link: the file is bad (was exit 1 after work)
+        "reidentify-attacker-all-invalid",
+        "reidentify --recon {D}/md.csv --truth {D}/md.csv --attacker {D}/attacker_invalid.csv",
+        2,
+        "every attacker record is invalid (1); first: ",
+    ),
     ("dn-trials-zero", "dn recover --trials 0 --out {D}/dn", 2, "trials"),
     ("dn-ns-zero", "dn queries-needed --ns 0 --out {D}/dn", 2, "ns"),
     ("dn-ns-text", "dn queries-needed --ns abc --out {D}/dn", 2, "--ns"),
@@ -283,6 +294,57 @@ CASES: list[tuple[str, str, int, str]] = [
     ("file-missing", "tabulate {D}/nope.csv --out {D}/t.parquet", 2, "nope.csv"),
     ("file-empty", "tabulate {D}/empty.csv --out {D}/t.parquet", 2, "empty.csv"),
     ("file-header-only", "tabulate {D}/header_only.csv --out {D}/t.parquet", 2, "header_only.csv"),
+    # an output that cannot be written where it points is refused before any work (frontier
+    # computed first, then failed with the system's "File exists")
+    (
+        "frontier-out-is-a-file",
+        "frontier --rhos 1 --no-rr --out {D}/md.csv",
+        2,
+        "is a file, and this command writes a folder there",
+    ),
+    ("dn-out-is-a-file", "dn rr --out {D}/md.csv", 2, "is a file, and this command writes"),
+    ("tabulate-out-is-a-folder", "tabulate {D}/md.csv --out {D}/au_cfg", 2, "is a folder: give"),
+    # the same defense twice would read as two measurements; the audit refused it already
+    ("tradeoff-defense-twice", "tradeoff {D}/md.csv --defenses none,none", 2, "given twice"),
+    # a file of one population's tables handed to another's command says whose cells it holds
+    (
+        "households-read-person-tables",
+        "reconstruct {D}/tables.parquet --schema households",
+        2,
+        "they are cells of the persons tables: read it with --schema persons",
+    ),
+    (
+        "persons-read-household-tables",
+        "check-tables {D}/hu_tables.parquet",
+        2,
+        "it is a cell of the households tables, read with --schema households",
+    ),
+    ("parquet-truncated", "check-tables {D}/trunc.parquet", 2, "is damaged or truncated"),
+    # an option the chosen population does not use is refused, never silently ignored
+    (
+        "claims-recon-of-households",
+        "claims {D}/tables.parquet --schema households --recon {D}/md.csv",
+        2,
+        "--recon: an option of claims about persons, not of --schema households",
+    ),
+    (
+        "claims-level-of-households",
+        "claims {D}/tables.parquet --schema group_quarters --level block+tract",
+        2,
+        "--level block+tract: an option of claims about persons",
+    ),
+    (
+        "claims-k-of-persons",
+        "claims {D}/tables.parquet --recon {D}/md.csv --solvar {D}/sv.csv --k 3",
+        2,
+        "--k: an option of claims about other populations, not of --schema persons",
+    ),
+    (
+        "reconstruct-strategy-of-households",
+        "reconstruct {D}/tables.parquet --schema households --strategy full",
+        2,
+        "--strategy full: an option of person reconstruction",
+    ),
     # an audit of a file with no record has no chunk to run: the reader says why (was exit 70)
     ("audit-header-only", "audit {D}/header_only.csv --quiet", 2, "missing required column"),
     ("audit-no-records", "audit {D}/no_records.csv --quiet", 2, "no person records"),

@@ -20,7 +20,7 @@ from rich.markup import escape
 from . import __version__
 from .commands import attack, audit, defend, lab, publish
 from .errors import NetworkError, TabreconError
-from .io import Reads, Writes, clash, protecting
+from .io import Reads, Writes, clash, protecting, unwritable
 from .terminal import console, err
 
 app = typer.Typer(
@@ -90,7 +90,7 @@ def _guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
                 outputs += [(option, p, folder) for p, folder in writes.targets(Path(value))]
             elif isinstance(value, Path) or Path(str(value)).exists():
                 inputs.append((option, Path(value)))
-        if (problem := clash(inputs, outputs)) is not None:
+        if (problem := clash(inputs, outputs) or unwritable(outputs)) is not None:
             raise TabreconError(problem)
         from .runner import notices
 

@@ -166,6 +166,12 @@ def read_error(path: str | Path, exc: BaseException) -> InputError:
             return InputError(f"this row has {n} fields, the header {m}", path=str(p), line=line)
     if "utf-8" in text.lower() or "utf8" in text.lower():
         return InputError("is not UTF-8 text; save it as UTF-8", path=str(p))
+    if parquet and ("PAR1" in text or "out of specification" in text.lower()):
+        return InputError(
+            "is damaged or truncated: a Parquet file ends with the bytes PAR1 and this one does "
+            "not (an interrupted copy or download?)",
+            path=str(p),
+        )
     first = text.splitlines()[0] if text else type(exc).__name__
     return InputError(f"cannot be read as {'Parquet' if parquet else 'CSV'}: {first}", path=str(p))
 
@@ -401,6 +407,28 @@ def clash(
     return None
 
 
+def unwritable(outputs: Iterable[tuple[str, Path, bool]]) -> str | None:
+    """Why an output (option, path, is a folder) cannot be written where it points: a folder
+    output that names an existing file, or a file output that names an existing folder. Checked
+    before any work, so that a command never computes for minutes and then fails to write.
+
+    >>> unwritable([("--out", Path("."), False)])
+    '--out . is a folder: give a file name inside it (such as ./out.parquet)'
+    """
+    for name, path, folder in outputs:
+        if folder and path.exists() and not path.is_dir():
+            return (
+                f"{name} {path} is a file, and this command writes a folder there: choose "
+                f"another {name}"
+            )
+        if not folder and path.is_dir():
+            return (
+                f"{name} {path} is a folder: give a file name inside it (such as "
+                f"{path}/out.parquet)"
+            )
+    return None
+
+
 _PROTECTED: ContextVar[tuple[Path, ...]] = ContextVar("tabrecon_protected", default=())
 
 
@@ -524,6 +552,7 @@ __all__ = [
     "Reads",
     "append_row",
     "Writes",
+    "unwritable",
     "FILE_KINDS",
     "beside",
     "check_readable",

@@ -704,15 +704,16 @@ def tables_from_long(df: pl.DataFrame, p: str = "tables") -> TableSet:
         ).any()
     ).item()
     if any_bad:
+        from .unit_tables import population_of_cells
+
         unknown = pl.col("_ci").is_null()
-        housing = df.filter(unknown)["cell"].str.to_uppercase().str.starts_with("H").any()
+        strangers = df.filter(unknown)["cell"].unique().head(50).to_list()
+        whose = population_of_cells(strangers, but="persons") if strangers else None
         fail(
             unknown,
             "unknown cell id"
             + (
-                "; H cells are housing-unit tables, read with --schema households"
-                if housing
-                else ""
+                f"; it is a cell of the {whose} tables, read with --schema {whose}" if whose else ""
             ),
         )
         whole = pl.col("value").str.contains(r"^[+-]?\d+$")

@@ -378,6 +378,11 @@ def validate_attacker(
                 f"{path}, line {att['_line'][r]}, column {col!r}: {what} (got {att[col][r]!r})"
             )
     ok = ~(bad_age | bad_sex)
+    if att.height and not ok.any():  # nothing left to link: a bad file, not an empty result
+        raise InputError(
+            f"every attacker record is invalid ({att.height:,}); first: {rep.examples[0]}",
+            path=path,
+        )
     att = att.filter(pl.Series(ok)).with_columns(pl.col("age").cast(pl.Float64).cast(pl.Int64))
     unknown = ~np.isin(att["block_geoid"].to_numpy().astype(str), known_blocks)
     rep.unknown_block = int(unknown.sum())

@@ -94,6 +94,11 @@ def reconstruct(
 
     pop = population(schema)
     if pop.engine is Engine.GENERIC:
+        if strategy != "staged":  # the person pipeline's age models; refused, not ignored
+            raise TabreconError(
+                f"--strategy {strategy}: an option of person reconstruction, not of --schema "
+                f"{pop.name}"
+            )
         opts = solver_options(solver, threads, time_limit, seed, workers)
         _reconstruct_release(
             pop, tables_file, out, level or "block", opts, workers, fresh, distance
@@ -362,6 +367,23 @@ def claims(
 
     pop = population(schema)
     at_least(1, k_solutions=k_solutions)
+    # an option the chosen population does not use is refused, never silently ignored
+    person_only = {
+        "--recon": recon is not None,
+        "--solvar": solvar_file is not None,
+        f"--level {level}": level != "block",  # other populations' claims are per block
+    }
+    other_only = {"--k": bool(k.strip()), "--truth": truth is not None}
+    unused = [
+        o
+        for o, given in (other_only if pop.engine is Engine.PERSON else person_only).items()
+        if given
+    ]
+    if unused:
+        whose = "other populations" if pop.engine is Engine.PERSON else "persons"
+        raise TabreconError(
+            f"{', '.join(unused)}: an option of claims about {whose}, not of --schema {pop.name}"
+        )
     if pop.engine is Engine.GENERIC:
         _release_claims(
             pop,

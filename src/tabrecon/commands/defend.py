@@ -251,6 +251,9 @@ def tradeoff(
     for spec in specs:
         if (problem := Defense.check(spec)) is not None:
             raise TabreconError(f"--defenses: {spec!r}: {problem}")
+    twice = sorted({s for s in specs if specs.count(s) > 1})
+    if twice:  # the same rows twice would read as two measurements (the audit refuses too)
+        raise TabreconError(f"--defenses: {', '.join(twice)} given twice; list each defense once")
     plan = EvaluationPlan.from_config(load_config(config))
     df = run_tradeoff(read_microdata(microdata), specs, out, seed, not fresh, console, plan)
     cols = {
