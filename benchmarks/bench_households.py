@@ -1,16 +1,21 @@
 """Households: synthesis, tabulation, reconstruction with uniqueness, and Generate-then-Verify on
-50 blocks of median size (issue 19), with the SF1 2010 housing-unit tables tabrecon declares.
+50 blocks of median size (issues 19, 37), on SF1 2010's household tables declared from the
+Bureau's layout.
 
 Run (from the repository root):
 python -m benchmarks.bench_households [--persons 200000] [--blocks 50] [--K 20] [--workers 2]
+    [--sets full,sf1-12]
 
+Each table set is attacked on the same blocks, side by side in one run: ``full`` is every table
+the housing-unit schema determines (64 tables, 850 cells per block: ``tabrecon tables list
+--schema households``); ``sf1-12`` the 12 tables (120 cells) declared before issue 37.
 Generate-then-Verify runs through ``release_claims`` (the runner ``tabrecon claims --schema
 households`` uses), block by block on ``--workers`` processes.
 
-Not the study's setting: Liu et al. used the 2020 DHC household tables (621 statistics per block,
-which publish presence of children and of people 65+ and the detailed household type); these
-120 cells per block do not. The study's figures are printed beside ours for orientation only.
-Writes ``benchmarks/results/households_by_k.csv`` and ``.png`` (its Figure 2 / Tables 2-3).
+Not the study's setting: Liu et al. used the 2020 DHC household tables (621 statistics per block);
+these are their 2010 counterparts, so the study's figures are printed beside ours for orientation.
+Writes ``benchmarks/results/households_by_k.csv`` and ``.png`` (its Figure 2 / Tables 2-3) for
+the first set.
 """
 
 from __future__ import annotations
@@ -25,9 +30,13 @@ from benchmarks.common import RESULTS, machine, record
 from tabrecon.attacks.unit_claims import STUDY_TABLES_2_3, matching_units, release_claims
 from tabrecon.attacks.unit_reconstruct import reconstruct_units
 from tabrecon.households import synthesize_households
+from tabrecon.populations.households import housing_tables
 from tabrecon.schema.catalog import HOUSING_UNITS
 from tabrecon.synth import SynthConfig
 from tabrecon.unit_tables import tabulate_units
+
+#: the tables households were attacked on before issue 37 (120 cells per block)
+SF1_12 = ("H1", "H3", "H4", "H5", "H6", "H7", "H13", "H14", "H15", "H16", "H17", "P18")
 
 
 def main() -> dict:
@@ -37,6 +46,7 @@ def main() -> dict:
     ap.add_argument("--K", type=int, default=20)
     ap.add_argument("--k", default="2,3,4,5,6,7,8,9,10", help="columns per claim")
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--sets", default="full,sf1-12", help="table sets, side by side")
     a = ap.parse_args()
     print(f"# households benchmark -- {machine()}")
     t = time.perf_counter()
@@ -44,7 +54,11 @@ def main() -> dict:
     print(f"synthesize {len(md):,} persons, {len(units):,} units: {time.perf_counter() - t:.1f} s")
     t = time.perf_counter()
     long = tabulate_units(units)
-    print(f"tabulate 12 tables (120 cells per block): {time.perf_counter() - t:.1f} s")
+    n_tables = len(housing_tables())
+    per_block = long.filter(pl.col("geoid") == long["geoid"][0]).height
+    print(
+        f"tabulate {n_tables} tables ({per_block} cells per block): {time.perf_counter() - t:.1f} s"
+    )
     size = units.to_frame().group_by("block_geoid").len()
     median = int(size["len"].median())
     pick = (
@@ -53,13 +67,26 @@ def main() -> dict:
         .head(a.blocks)["block_geoid"]
         .to_list()
     )
-    sub = long.filter(pl.col("geoid").is_in(pick))
+    out: dict = {"blocks": len(pick), "median_units": median, "workers": a.workers}
+    for i, name in enumerate(a.sets.split(",")):
+        sub = long.filter(pl.col("geoid").is_in(pick))
+        if name == "sf1-12":
+            keep = [c.id for t in housing_tables() if t.name in SF1_12 for c in t.cells()]
+            sub = sub.filter(pl.col("cell").is_in(keep))
+        cells = sub.filter(pl.col("geoid") == pick[0]).height
+        print(f"\n## table set {name}: {cells} cells per block")
+        out[name] = _attack(sub, units, pick, median, a, cells, write=i == 0)
+    return out
+
+
+def _attack(sub: pl.DataFrame, units, pick, median: int, a, cells: int, write: bool) -> dict:
     t = time.perf_counter()
     rec = reconstruct_units(sub, HOUSING_UNITS)
     unique = int((rec.blocks["status"] == "unique").sum())
+    recon_s = time.perf_counter() - t
     print(
         f"{len(pick)} blocks of about the median {median} units: reconstruction "
-        f"{time.perf_counter() - t:.1f} s, {unique} unique (paper: 1 of 50)"
+        f"{recon_s:.1f} s, {unique} unique (paper: 1 of 50)"
     )
     t = time.perf_counter()
     ks = tuple(int(x) for x in a.k.split(","))
@@ -81,9 +108,6 @@ def main() -> dict:
     print(f"verified claims {c.height:,}, all true of the units: {true_ok}")
     n_units = int(rec.blocks["units"].sum())
     fig = run.by_k()
-    out = RESULTS / "households_by_k.csv"
-    RESULTS.mkdir(exist_ok=True)
-    fig.write_csv(out)
     rows = {}
     for r in fig.iter_rows(named=True):
         k = r["k"]
@@ -101,14 +125,16 @@ def main() -> dict:
                 else ""
             )
         )
-    _plot(fig, RESULTS / "households_by_k.png")
-    print(f"Figure 2 / Tables 2-3 layout: {out} and households_by_k.png")
+    if write:
+        RESULTS.mkdir(exist_ok=True)
+        fig.write_csv(RESULTS / "households_by_k.csv")
+        _plot(fig, RESULTS / "households_by_k.png")
+        print(f"Figure 2 / Tables 2-3 layout: {RESULTS / 'households_by_k.csv'} and .png")
     return {
-        "blocks": len(pick),
-        "median_units": median,
+        "cells_per_block": cells,
         "unique": unique,
+        "reconstruct_seconds": round(recon_s, 1),
         "gtv_seconds": round(wall, 1),
-        "workers": a.workers,
         "block_seconds_median": float(np.median(sec)),
         "block_seconds_max": float(sec.max()),
         "verified": c.height,

@@ -72,8 +72,10 @@ def test_figures_by_k_count_the_units_claims_single_out():
 
 def test_a_claim_no_single_table_publishes_is_found_and_proven():
     """Block of two households: an owner living alone (White) and a renting married couple with
-    a child (Black). No table crosses size with race, yet H14 and H16 together prove that
-    exactly one household is a White 1-person household: a verified singleton."""
+    a child (Black). Published are the twelve tables SF1 2010 declares first (H1, H3-H7,
+    H13-H17, P18): none crosses size with race (P28A does, so the full set is not used), yet H14
+    and H16 together prove that exactly one household is a White 1-person household: a verified
+    singleton."""
     import numpy as np
 
     from tabrecon.attacks.unit_claims import claims_by_k
@@ -91,8 +93,9 @@ def test_a_claim_no_single_table_publishes_is_found_and_proven():
     ]  # fmt: skip
     codes = {n: np.array([r[n] for r in rows]) for n in HOUSING_UNITS.names}
     units = Units(HOUSING_UNITS, np.array([g, g]), codes)
+    twelve = ("H1", "H3", "H4", "H5", "H6", "H7", "H13", "H14", "H15", "H16", "H17", "P18")
     res = generate_then_verify(
-        tabulate_units(units), HOUSING_UNITS, truth=units, K=5, k_values=(2,)
+        tabulate_units(units, twelve), HOUSING_UNITS, truth=units, K=5, k_values=(2,)
     )
     hit = res.claims.filter(res.claims["columns"] == "household_size,householder_race")
     assert "household_size=1-person household; householder_race=White alone" in hit["values"]
@@ -237,11 +240,11 @@ def test_candidates_proven_together_are_those_proven_one_by_one():
     from tabrecon.attacks.solvers import Extensible, SolverOptions, prove_forms, solve
     from tabrecon.attacks.unit_claims import _forms, _keys
     from tabrecon.attacks.unit_reconstruct import block_program, block_tables
-    from tabrecon.populations.households import HOUSING_TABLES
+    from tabrecon.populations.households import housing_tables
     from tabrecon.schema.catalog import HOUSING_UNITS as S
 
     units, long, blocks = _county(3)
-    _cells, W, geoids, V = block_tables(long, S, tuple(t.name for t in HOUSING_TABLES))
+    _cells, W, geoids, V = block_tables(long, S, tuple(t.name for t in housing_tables()))
     b = list(geoids).index(blocks[0])
     prog, adm = block_program(W, V[b], W.tocsc())
     x0 = solve(prog, SolverOptions(backend="cpsat")).x

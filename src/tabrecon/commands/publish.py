@@ -202,7 +202,16 @@ def tables_list(schema: SchemaName = "persons") -> None:
         ]
         console.print(table(f"SF1 2010 tables over the {pop.name} schema", cols, rows))
         per_block = sum(len(t.cells()) for t in declared if t.level == "block")
-        console.print(f"{per_block:,} cells per block in {len(declared)} tables")
+        study = f"; the study compared with attacked {pop.study_cells:,}" if pop.study_cells else ""
+        console.print(f"{per_block:,} cells per block in {len(declared)} tables{study}")
+        if pop.left_out:
+            console.print(
+                table(
+                    "Published over the same records but not declared",
+                    ["tables", "why"],
+                    [[k, v] for k, v in pop.left_out.items()],
+                )
+            )
         return
     from ..tables import ALL_TABLES
 

@@ -1,11 +1,20 @@
 """Housing units: the ten columns of Liu et al.'s Generate-then-Verify study
-(:data:`tabrecon.schema.catalog.HOUSING_UNITS`) and the SF1 2010 housing-unit tables that they
-determine (:data:`HOUSING_TABLES`, official cell ids such as ``H0130002``): housing units (H1),
-occupancy (H3), tenure (H4), vacancy status (H5), race and Hispanic origin of the householder
-(H6, H7), household size (H13), tenure by race, origin, size and age of the householder
-(H14-H17) and household type (P18, a table of households). These are the 2010 SF1 numbers; the
-2020 DHC tables the Generate-then-Verify study used (P16, H12, H13, ... with other numbers and
-iterations) are not declared (their shells are not available here).
+(:data:`tabrecon.schema.catalog.HOUSING_UNITS`) and every block-level SF1 2010 household and
+housing-unit table those columns determine, declared from the Bureau's layout
+(:func:`housing_tables`, :mod:`tabrecon.layout`): official ids such as ``H0180006``, line order,
+labels and universes are the file's; what this module adds is the predicate of each stub the
+tables use (:func:`vocabulary`), written once, and of each universe (a race or origin iteration
+such as H16A or P18I restricts its universe to the householder it names).
+
+Declared (:data:`DECLARED`: 64 tables, 850 cells per block against the study's 621): H1, H3-H7,
+H13-H18, H16A-I, H17A-I, P15, P18, P18A-I, P19, P22, P25, P28, P28A-I, P35, P35A-I. Left out,
+each with its reason (:data:`LEFT_OUT`, shown by ``tabrecon tables list --schema households``):
+tables that count persons rather than units, averages, processing flags, and tables that need a
+column the schema does not have (presence of people 60 and over or 75 and over, of nonrelatives,
+ages of children, related children, people under 18 other than householders, spouses and
+partners). The 2020 DHC
+tables the study attacked (621 statistics per block) are not declared: their shells are not
+available here, and 2020 ids are never guessed from 2010 labels.
 
 >>> from tabrecon.unit_tables import table_by_name, weight_matrix
 >>> t = table_by_name("H4", HOUSING_UNITS)
@@ -13,149 +22,162 @@ iterations) are not declared (their shells are not available here).
 ['H0040001', 'H0040002', 'H0040003', 'H0040004']
 >>> weight_matrix(HOUSING_UNITS, [t]).shape[0]
 4
+>>> [c.id for c in table_by_name("H18", HOUSING_UNITS).cells()][5]  # the study's example
+'H0180006'
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from functools import partial
+from functools import cache
 
 from ..attacks.unit_claims import STUDY_TABLES_2_3
 from ..households import synthesize_households
-from ..schema.catalog import AGE_RANGES, HOUSING_UNITS
+from ..layout import universe_of
+from ..schema.catalog import AGE_RANGES, AGED_65_PLUS, HOUSING_UNITS, LIVING_ALONE, WITH_CHILDREN
 from ..schema.registry import Population, register
 from ..synth import SynthConfig
-from ..unit_tables import Predicate, UnitTable
-
-#: a table over the housing-unit schema
-_table = partial(UnitTable, schema=HOUSING_UNITS)
+from ..unit_tables import Predicate, UnitTable, from_layout
 
 
 def _codes(name: str) -> dict[str, int]:
-    """Label -> code of a housing-unit attribute."""
-    return {lab: c for c, lab in HOUSING_UNITS.attribute(name).categories}
+    """Label -> code of a housing-unit attribute (its "not applicable" left out)."""
+    return {lab: c for c, lab in HOUSING_UNITS.attribute(name).categories if c}
 
 
 OCCUPIED: Predicate = {"vacancy_status": (0,)}
 VACANT: Predicate = {"vacancy_status": (1, 2, 3, 4, 5, 6, 7)}
 OWNER: Predicate = {"tenure": (1, 2)}
 RENTER: Predicate = {"tenure": (3,)}
-RACES7 = tuple(lab for c, lab in HOUSING_UNITS.attribute("householder_race").categories if c)
-SIZES = tuple((f"{k}-person household", (k,)) for k in range(1, 7)) + (
-    ("7-or-more-person household", (7,)),
+FAMILY: Predicate = {"household_type": (1, 2, 3)}
+NONFAMILY: Predicate = {"household_type": (4, 5, 6, 7)}
+
+#: the block-level SF1 2010 tables the housing-unit schema determines (iterations A-I included)
+DECLARED: tuple[str, ...] = (
+    *("H1", "H3", "H4", "H5", "H6", "H7", "H13", "H14", "H15", "H16", "H17", "H18"),
+    *("P15", "P18", "P19", "P22", "P25", "P28", "P35"),
+    *(f"{t}{i}" for t in ("H16", "H17", "P18", "P28", "P35") for i in "ABCDEFGHI"),
 )
 
+_PERSONS = "counts persons, not housing units (ties the person and household reconstructions)"
+_AVERAGE = "an average (2 decimals), not a count"
+#: SF1 2010 household and housing tables published by block that are not declared, and why
+LEFT_OUT: dict[str, str] = {
+    "H2": "urban and rural: a property of the block's geography, not of the unit",
+    "H8, H9": "races tallied: every race of a multiracial householder (the schema has 'Two or "
+    "More Races')",
+    "H10, H11, H11A-I": _PERSONS,
+    "H12, H12A-I": _AVERAGE,
+    "H19": "people under 18 other than householders, spouses and partners (the schema's "
+    "under_18 counts every person under 18)",
+    "H20, H21, H22": "substitution and allocation: processing flags, not characteristics",
+    "P16, P16A-I": _PERSONS,
+    "P17, P17A-I": _AVERAGE,
+    "P20": "ages of the people under 18 (under 6, 6 to 17)",
+    "P21, P39, P39A-I": "related children (the schema has own children and people under 18)",
+    "P23, P24": "people 60 and over (the schema has 65 and over)",
+    "P26": "people 75 and over (the schema has 65 and over)",
+    "P27": "nonrelatives",
+    "P29-P34, P29A-I, P31A-I, P34A-I": "persons by relationship: person tables",
+    "P36, P36A-I": _PERSONS,
+    "P37, P37A-I": _AVERAGE,
+    "P38, P38A-I": "ages of own children (under 6, 6 to 17)",
+}
 
-def _by(attr: str, labels: Sequence[tuple[str, tuple[int, ...]]]) -> list[tuple[str, Predicate]]:
-    return [(lab, {attr: codes}) for lab, codes in labels]
+
+@cache
+def vocabulary() -> dict[str, Predicate]:
+    """The predicate of every stub the declared tables use, keyed as the layout spells the stub
+    (:func:`tabrecon.layout.stub_key`). Category stubs are built from the schema's own labels
+    (tenure, vacancy status, race of the householder, household size); the household-type lines
+    follow the HHT codes of :data:`tabrecon.schema.catalog.HOUSEHOLD_TYPE`."""
+    races = _codes("householder_race")
+    ages = {r: i for i, r in enumerate(AGE_RANGES, start=1)}
+    v: dict[str, Predicate] = {"Total": {}, "Occupied": OCCUPIED, "Vacant": VACANT}
+    v |= {"Owner occupied": OWNER, "Owner-occupied": OWNER}
+    v |= {"Renter occupied": RENTER, "Renter-occupied": RENTER}
+    v |= {lab[:1].upper() + lab[1:]: {"tenure": (c,)} for lab, c in _codes("tenure").items()}
+    v |= {
+        lab[:1].upper() + lab[1:]: {"vacancy_status": (c,)}
+        for lab, c in _codes("vacancy_status").items()
+    }
+    v |= {f"Householder who is {lab}": {"householder_race": (c,)} for lab, c in races.items()}
+    v |= {
+        "Householder who is Hispanic or Latino": {"hispanic_householder": (2,)},
+        "Householder who is White alone, not Hispanic or Latino": {
+            "householder_race": (races["White alone"],),
+            "hispanic_householder": (1,),
+        },
+        "Not Hispanic or Latino householder": {"hispanic_householder": (1,)},
+        "Hispanic or Latino householder": {"hispanic_householder": (2,)},
+    }
+    v |= {lab: {"household_size": (c,)} for lab, c in _codes("household_size").items()}
+    v["2-or-more-person household"] = {"household_size": tuple(range(2, 8))}
+    for r, i in ages.items():
+        lo, _, hi = r.partition("-")
+        words = f"{lo} to {hi} years" if hi else f"{lo.rstrip('+')} years and over"
+        v[f"Householder {words}"] = {"householder_age": (i,)}
+    v |= {
+        "Householder 15 to 34 years": {"householder_age": (ages["15-24"], ages["25-34"])},
+        "Householder 35 to 64 years": {
+            "householder_age": tuple(ages[r] for r in ("35-44", "45-54", "55-59", "60-64"))
+        },
+        "Householder 65 years and over": {"householder_age": AGED_65_PLUS},
+    }
+    alone = tuple(LIVING_ALONE)
+    not_alone = tuple(sorted(set(NONFAMILY["household_type"]) - set(alone)))
+    v |= {
+        "Family households": FAMILY,
+        "Husband-wife family": {"household_type": (1,)},
+        "Other family": {"household_type": (2, 3)},
+        "Male householder, no wife present": {"household_type": (2,)},
+        "Female householder, no husband present": {"household_type": (3,)},
+        "Nonfamily households": NONFAMILY,
+        # used only below "Nonfamily households" or "1-person household" (always nonfamily)
+        "Male householder": {"household_type": (4, 5)},
+        "Female householder": {"household_type": (6, 7)},
+        "Living alone": {"household_type": alone},
+        "Not living alone": {"household_type": not_alone},
+        "Householder living alone": {"household_type": alone},
+        "Householder not living alone": {"household_type": not_alone},
+    }
+    own = tuple(WITH_CHILDREN)
+    others = tuple(c for c in range(1, 13) if c not in own)
+    v |= {
+        "With own children under 18 years": {"detailed_household_type": own},
+        "No own children under 18 years": {"detailed_household_type": others},
+        "Households with one or more people 65 years and over": {"over_65": (1,)},
+        "Households with no people 65 years and over": {"over_65": (0,)},
+    }
+    return v
 
 
-def _split(
-    first: Sequence[tuple[str, Predicate]], then: Sequence[tuple[str, Predicate]]
-) -> tuple[tuple[str, Predicate], ...]:
-    """Total, then each ``first`` line followed by its ``then`` lines (SF1's nested layout)."""
-    out: list[tuple[str, Predicate]] = [("Total", {})]
-    for lab, pred in first:
-        out.append((lab, pred))
-        out += [(f"{lab} {sub}", {**pred, **sp_}) for sub, sp_ in then]
-    return tuple(out)
+#: a table's universe in the Bureau's words (before "with a householder who is ...")
+_UNIVERSES: dict[str, Predicate] = {
+    "Housing units": {},
+    "Occupied housing units": OCCUPIED,
+    "Vacant housing units": VACANT,
+    "Households": OCCUPIED,
+    "Families": {**OCCUPIED, **FAMILY},
+}
 
 
-_RACE_LINES = [(lab, (i,)) for i, lab in enumerate(RACES7, start=1)]
-_HISP = [("Not Hispanic or Latino householder", (1,)), ("Hispanic or Latino householder", (2,))]
-_AGES = [(f"Householder {r} years", (i,)) for i, r in enumerate(AGE_RANGES, start=1)]
-_TENURE2 = [("Owner occupied:", OWNER), ("Renter occupied:", RENTER)]
+def _universe(table: str) -> Predicate:
+    """The predicate of ``table``'s universe, read from the layout: its base ("Occupied housing
+    units", "Families") and, for an iteration, the householder it names."""
+    text = universe_of(table)
+    base, _, who = text.partition(" with a householder who is ")
+    pred = dict(_UNIVERSES[base])
+    if who:
+        pred |= vocabulary()[f"Householder who is {who}"]
+    return pred
 
-HOUSING_TABLES: tuple[UnitTable, ...] = (
-    _table("H1", 1, "HOUSING UNITS", {}, (("Total", {}),)),
-    _table(
-        "H3",
-        3,
-        "OCCUPANCY STATUS",
-        {},
-        (("Total", {}), ("Occupied", OCCUPIED), ("Vacant", VACANT)),
-    ),
-    _table(
-        "H4",
-        4,
-        "TENURE",
-        OCCUPIED,
-        (("Total", {}), *_by("tenure", [(lab, (c,)) for lab, c in _codes("tenure").items() if c])),
-    ),
-    _table(
-        "H5",
-        5,
-        "VACANCY STATUS",
-        VACANT,
-        (
-            ("Total", {}),
-            *_by(
-                "vacancy_status", [(lab, (c,)) for lab, c in _codes("vacancy_status").items() if c]
-            ),
-        ),
-    ),
-    _table(
-        "H6",
-        6,
-        "RACE OF HOUSEHOLDER",
-        OCCUPIED,
-        (("Total", {}), *_by("householder_race", _RACE_LINES)),
-    ),
-    _table(
-        "H7",
-        7,
-        "HISPANIC OR LATINO ORIGIN OF HOUSEHOLDER BY RACE OF HOUSEHOLDER",
-        OCCUPIED,
-        _split(_by("hispanic_householder", _HISP), _by("householder_race", _RACE_LINES)),
-    ),
-    _table("H13", 13, "HOUSEHOLD SIZE", OCCUPIED, (("Total", {}), *_by("household_size", SIZES))),
-    _table(
-        "H14",
-        14,
-        "TENURE BY RACE OF HOUSEHOLDER",
-        OCCUPIED,
-        _split(_TENURE2, _by("householder_race", _RACE_LINES)),
-    ),
-    _table(
-        "H15",
-        15,
-        "TENURE BY HISPANIC OR LATINO ORIGIN OF HOUSEHOLDER",
-        OCCUPIED,
-        _split(_TENURE2, _by("hispanic_householder", _HISP)),
-    ),
-    _table(
-        "H16",
-        16,
-        "TENURE BY HOUSEHOLD SIZE",
-        OCCUPIED,
-        _split(_TENURE2, _by("household_size", SIZES)),
-    ),
-    _table(
-        "H17",
-        17,
-        "TENURE BY AGE OF HOUSEHOLDER",
-        OCCUPIED,
-        _split(_TENURE2, _by("householder_age", _AGES)),
-    ),
-    _table(
-        "P18",
-        18,
-        "HOUSEHOLD TYPE",
-        OCCUPIED,
-        (
-            ("Total", {}),
-            ("Family households:", {"household_type": (1, 2, 3)}),
-            ("Husband-wife family", {"household_type": (1,)}),
-            ("Other family:", {"household_type": (2, 3)}),
-            ("Male householder, no wife present", {"household_type": (2,)}),
-            ("Female householder, no husband present", {"household_type": (3,)}),
-            ("Nonfamily households:", {"household_type": (4, 5, 6, 7)}),
-            ("Householder living alone", {"household_type": (4, 6)}),
-            ("Householder not living alone", {"household_type": (5, 7)}),
-        ),
-        prefix="P",
-    ),
-)
+
+@cache
+def housing_tables() -> tuple[UnitTable, ...]:
+    """Every declared table, in :data:`DECLARED`'s order (housing tables, household tables,
+    then the race and origin iterations)."""
+    v = vocabulary()
+    return tuple(from_layout(t, HOUSING_UNITS, v, universe=_universe(t)) for t in DECLARED)
 
 
 def _synthesize(cfg: SynthConfig, seed: int) -> object:
@@ -171,17 +193,23 @@ register(
         name="households",
         schema=HOUSING_UNITS,
         noun="housing units",
-        tables=lambda: HOUSING_TABLES,
+        tables=housing_tables,
         synthesize=_synthesize,
         size_cell="H0010001",
         k_values=(5, 6, 7, 8, 9, 10),
         study_by_k=STUDY_TABLES_2_3,
         aside=_occupied,
+        left_out=LEFT_OUT,
+        study_cells=621,
         report_note="The study attacked the 2020 DHC household tables (621 statistics per "
-        "block); these are the 2010 SF1 tables tabrecon declares (120 per block), which never "
-        "publish presence of children or people 65 and over, nor the detailed household type, "
-        "so claims on those columns rest on the other tables alone.",
-        description="SF1 housing-unit tables (H1, H3-H7, H13-H17, P18): tenure, vacancy, "
-        "size, household type, householder's age, race and origin",
+        "block); these are the block-level SF1 2010 household and housing-unit tables the ten "
+        "columns determine, declared from the Bureau's layout (see tabrecon tables list "
+        "--schema households for the tables left out and why). SF1 2010 publishes the detailed "
+        "household type only through own children (P19), and presence of people under 18 only "
+        "in tables that need columns the schema lacks, so claims on those columns rest on the "
+        "other tables.",
+        description="SF1 2010 household and housing-unit tables (H1, H3-H7, H13-H18 and "
+        "iterations, P15, P18, P19, P22, P25, P28, P35 and iterations): tenure, vacancy, size, "
+        "household type, own children, people 65+, householder's age, race and origin",
     )
 )

@@ -66,6 +66,10 @@ class Population:
     aside: Callable[[Any], str] | None = field(default=None, compare=False)
     #: what a report says of the tables and the comparison (a paragraph, plain text)
     report_note: str = ""
+    #: published tables over the same records that are not declared: tables -> why
+    left_out: Mapping[str, str] = field(default_factory=dict, compare=False)
+    #: statistics per block in the published study the figures are compared with (0: none)
+    study_cells: int = 0
     engine: Engine = Engine.GENERIC
     #: shown in ``--schema`` help and ``tables list``; False for internal resolutions
     listed: bool = True
