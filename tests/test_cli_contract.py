@@ -76,6 +76,7 @@ def _files(d: Path) -> None:
     (d / "fractional.csv").write_text(f"{head}{blk},P0010001,2.5\n")
     (d / "huge.csv").write_text(f"{head}{blk},P0010001,99999999999999999999999\n")
     (d / "nan_count.csv").write_text(f"{head}{blk},P0010001,abc\n")
+    (d / "short_row.csv").write_text(f"{head}{blk},P0010001,3\n{blk}\n")
     (d / "empty.csv").write_text("")
     (d / "no_records.csv").write_text((d / "md.csv").read_text().splitlines()[0] + "\n")
     (d / "header_only.csv").write_text(
@@ -320,6 +321,13 @@ CASES: list[tuple[str, str, int, str]] = [
         "it is a cell of the households tables, read with --schema households",
     ),
     ("parquet-truncated", "check-tables {D}/trunc.parquet", 2, "is damaged or truncated"),
+    # a row with no cell (a short row) was an internal error in the hint naming other tables
+    (
+        "tables-short-row",
+        "check-tables {D}/short_row.csv",
+        2,
+        "short_row.csv, line 3: unknown cell",
+    ),
     # an option the chosen population does not use is refused, never silently ignored
     (
         "claims-recon-of-households",

@@ -209,13 +209,13 @@ def tables_of(schema: Schema) -> tuple[UnitTable, ...]:
     return tuple(of_schema(schema).tables())
 
 
-def population_of_cells(cells: Sequence[str], but: str = "") -> str | None:
+def population_of_cells(cells: Sequence[str | None], but: str = "") -> str | None:
     """The registered population (other than ``but``) whose tables hold most of ``cells``: what a
     message names when a file of one population's tables is handed to another's command."""
     from .schema import registry
 
     best, hits = None, 0
-    wanted = {c.strip().upper() for c in cells}
+    wanted = {c.strip().upper() for c in cells if isinstance(c, str)}  # a short row: None
     for name in registry.names():
         if name == but:
             continue
