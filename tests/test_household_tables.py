@@ -290,3 +290,17 @@ def test_tables_list_shows_the_count_beside_the_study_and_the_tables_left_out():
     assert "H0180006" not in r.stdout  # tables, not cells
     for left in ("H10, H11, H11A-I", "P23, P24", "H19"):
         assert left in r.stdout
+
+
+def test_2020_household_variables_are_refused_not_guessed(tmp_path):
+    """A wide file in the 2020 DHC's spelling (H1_001N, P16_002N) is refused with why: the 2020
+    household tables are not declared, and their ids are never guessed from 2010 labels."""
+    from tabrecon.errors import InputError
+    from tabrecon.unit_tables import read_unit_tables
+
+    f = tmp_path / "dhc.csv"
+    f.write_text("GEO_ID,H1_001N,P16_002N,state,county,tract,block\nx,3,2,99,001,000100,1000\n")
+    with pytest.raises(InputError, match=r"dhc.csv: holds 2020 census variables \(H1_001N"):
+        read_unit_tables(f, HOUSING_UNITS)
+    with pytest.raises(InputError, match="never guessed from 2010 labels"):
+        read_unit_tables(f, HOUSING_UNITS)

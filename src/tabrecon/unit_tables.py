@@ -439,6 +439,15 @@ def _long_of_wide(
 
     spelled = _spellings(mine)
     cells = {c: spelled[c.strip().upper()] for c in df.columns if c.strip().upper() in spelled}
+    dhc = [c for c in df.columns if re.fullmatch(r"(PCT|HCT|P|H)\d+[A-Z]?_\d{3}N", c.strip())]
+    if not cells and dhc:  # 2020 names: never guessed from 2010 labels
+        raise InputError(
+            f"holds 2020 census variables ({', '.join(dhc[:3])}, ...): tabrecon declares the "
+            f"{schema.name} tables of SF1 2010 only (2010 names such as {min(mine)}); the 2020 "
+            "DHC tables over this schema are not declared, because their table shells are not "
+            "available to check them against, and 2020 ids are never guessed from 2010 labels",
+            path=where,
+        )
     if not cells:
         example = min(mine)
         raise InputError(
