@@ -304,3 +304,81 @@ def test_2020_household_variables_are_refused_not_guessed(tmp_path):
         read_unit_tables(f, HOUSING_UNITS)
     with pytest.raises(InputError, match="never guessed from 2010 labels"):
         read_unit_tables(f, HOUSING_UNITS)
+
+
+def _write_sf1_folder(long: pl.DataFrame, folder: Path, skip_segments: tuple[int, ...] = ()):
+    """``long`` (geoid, cell, value; blocks and tracts) written as an SF1 2010 distribution: a
+    geographic header and every segment file the cells need, each cell at the segment and field
+    of the Bureau's layout (``tabrecon.layout``), every other field 0."""
+    from tabrecon.layout import layout
+
+    from test_sf1 import _geo_record
+
+    folder.mkdir(parents=True)
+    lay = layout()
+    width = {
+        int(s): int(w)
+        for s, w in lay.group_by("segment").agg(pl.col("position").cast(pl.Int64).max()).iter_rows()
+    }
+    where = {
+        c: (int(s), int(ps)) for c, s, ps in lay.select("cell", "segment", "position").iter_rows()
+    }
+    geoids = sorted(set(long["geoid"].to_list()), key=lambda g: (len(g), g))
+    logrec = {g: i for i, g in enumerate(geoids, start=1)}
+    recs = [
+        _geo_record("101" if len(g) == 15 else "140", logrec[g], g[:2], g[2:5], g[5:11],
+                    g[11:15] if len(g) == 15 else "    ")
+        for g in geoids
+    ]  # fmt: skip
+    (folder / "zzgeo2010.sf1").write_bytes(("\n".join(recs) + "\n").encode("latin-1"))
+    rows: dict[int, dict[str, list[str]]] = {}
+    for g, cell, value in long.iter_rows():
+        seg, ps = where[cell]
+        row = rows.setdefault(seg, {}).setdefault(
+            g, ["SF1ST", "ZZ", "000", f"{seg:02d}", f"{logrec[g]:07d}"] + ["0"] * width[seg]
+        )
+        row[4 + ps] = str(value)
+    for seg, by_geo in rows.items():
+        if seg in skip_segments:
+            continue
+        body = "\n".join(",".join(by_geo[g]) for g in sorted(by_geo, key=logrec.__getitem__))
+        (folder / f"zz{seg:05d}2010.sf1").write_text(body + "\n")
+
+
+@pytest.fixture(scope="module")
+def both_halves():
+    from tabrecon.households import synthesize_households
+    from tabrecon.synth import SynthConfig
+    from tabrecon.tables import tabulate
+
+    md, units = synthesize_households(SynthConfig(persons=800), seed=3)
+    persons = tabulate(md, "published")
+    return persons, tabulate_units(units)
+
+
+def test_an_sf1_folder_with_persons_and_housing_reads_both_halves(both_halves, tmp_path):
+    """One folder written in the reference layout: the person reader takes its 34 tables and
+    P3-P5, the household reader its 64 tables, each equal to what was written."""
+    from tabrecon.sf1 import read_sf1
+    from tabrecon.unit_tables import read_unit_tables
+
+    persons, households = both_halves
+    _write_sf1_folder(pl.concat([persons.to_frame(), households]), tmp_path / "zz")
+    back = read_sf1(tmp_path / "zz")
+    for level in ("block", "tract"):
+        a, b = persons.grids[level], back.grids[level]
+        for cell in a.cells:
+            assert (a.col(cell) == b.col(cell)).all(), cell
+    got = read_unit_tables(tmp_path / "zz", HOUSING_UNITS).sort("geoid", "cell")
+    want = households.sort("geoid", "cell").with_columns(pl.col("value").cast(pl.Int64))
+    assert got.select("geoid", "cell", "value").equals(want.select("geoid", "cell", "value"))
+
+
+def test_a_missing_housing_segment_is_named(both_halves, tmp_path):
+    from tabrecon.errors import InputError
+    from tabrecon.unit_tables import read_unit_tables
+
+    persons, households = both_halves
+    _write_sf1_folder(pl.concat([persons.to_frame(), households]), tmp_path / "zz", (44,))
+    with pytest.raises(InputError, match=r"data segment file zz000442010.sf1 is missing .*H18"):
+        read_unit_tables(tmp_path / "zz", HOUSING_UNITS)

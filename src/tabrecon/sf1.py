@@ -35,14 +35,18 @@ from __future__ import annotations
 
 import re
 import warnings
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import polars as pl
 
 from .errors import InputError
-from .tables import ALL_TABLES, TABLES_BY_NAME, Grid, TableSet, cell_index
+
+if TYPE_CHECKING:  # the person tables: imported where the person reader runs
+    from .tables import TableSet
 
 #: tables of each data segment, in order, up to the last table tabrecon reads from it
 SEGMENTS: dict[int, tuple[str, ...]] = {
@@ -90,6 +94,8 @@ class Product:
 
     def table(self, name: str) -> str | None:
         """tabrecon's name of one of this product's tables (None: not a person table modelled)."""
+        from .tables import TABLES_BY_NAME
+
         t = self.rename.get(name, name if not self.rename else None)
         return t if t in TABLES_BY_NAME else None
 
@@ -124,6 +130,8 @@ GEO_FIELDS_2020 = {"SUMLEV": 3, "GEOCOMP": 5, "LOGRECNO": 8, "GEOCODE": 10}
 def field_positions(product: Product = SF1) -> dict[str, tuple[int, int]]:
     """Cell id -> (segment, 1-based field number in the segment's rows) for every cell tabrecon
     reads from ``product``'s files."""
+    from .tables import TABLES_BY_NAME
+
     out: dict[str, tuple[int, int]] = {}
     for seg, tabs in product.segments.items():
         pos = HEADER_FIELDS + 1
@@ -233,6 +241,8 @@ def _find(folder: Path, name: str) -> Path | None:
 def read_sf1(folder: str | Path, tables: list[str] | None = None) -> TableSet:
     """Read the person tables tabrecon models (or ``tables``) from a state's SF1 or P.L. 94-171
     folder (told apart by the geographic header's name, ``xxgeo2010.sf1`` or ``xxgeo2010.pl``)."""
+    from .tables import ALL_TABLES, TABLES_BY_NAME, Grid, TableSet, cell_index
+
     folder = Path(folder)
     if not folder.is_dir():
         raise InputError(
@@ -289,59 +299,136 @@ def read_sf1(folder: str | Path, tables: list[str] | None = None) -> TableSet:
     for t in want:
         spec = TABLES_BY_NAME[t]
         cells_by_level[spec.level].extend(c.id for c in spec.cells())
+
+    def holds(seg: int) -> str:
+        need = [t for t in product.segments[seg] if product.table(t)]
+        return f"tables {', '.join(need)}"
+
     grids: dict[str, Grid] = {}
     for level, cells in cells_by_level.items():
         if not cells:
             continue
         cells = sorted(cells, key=idx.__getitem__)
-        g = geo.filter(pl.col("level") == level).sort("geoid")
-        if g.is_empty():
-            continue
-        lrn = g["logrecno"].to_numpy()
-        order = np.argsort(lrn)
-        sorted_lrn = lrn[order]
-        values = np.full((g.height, len(cells)), -1, dtype=np.int64)
-        col_of = {c: j for j, c in enumerate(cells)}
-        by_seg: dict[int, list[str]] = {}
-        rows_in: dict[
-            str, np.ndarray
-        ] = {}  # per segment file: which header records it has rows for
-        for c in cells:
-            by_seg.setdefault(pos[c][0], []).append(c)
-        for seg, seg_cells in sorted(by_seg.items()):
-            name = seg_file[seg]
-            path = _find(folder, name)
-            if path is None:
-                need = [t for t in product.segments[seg] if product.table(t)]
-                raise InputError(
-                    f"data segment file {name} is missing (it holds cells "
-                    f"{seg_cells[0]}..{seg_cells[-1]}, "
-                    f"tables {', '.join(need)})",
-                    path=str(folder),
-                )
-            rows_in[path.name] = _read_segment(
-                path, seg_cells, pos, sorted_lrn, order, values, col_of, product.separator
-            )
-        anywhere = np.logical_or.reduce(list(rows_in.values()))
-        missing = np.flatnonzero(~anywhere)
-        if missing.size:
+        got = _read_level(folder, geo, level, cells, pos, seg_file, holds, product.separator)
+        if got is not None:
+            grids[level] = Grid(level, got[0], np.array(cells), got[1])
+    return TableSet(grids, source=str(folder))
+
+
+def _read_level(
+    folder: Path,
+    geo: pl.DataFrame,
+    level: str,
+    cells: list[str],
+    pos: dict[str, tuple[int, int]],
+    seg_file: dict[int, str],
+    holds: Callable[[int], str],
+    separator: str = ",",
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """The ``level`` records' geoids and their values of ``cells`` (columns in that order), read
+    from the segment files that hold them (``pos``: cell -> segment, field); None when the header
+    has no record of the level. A missing segment file is named with what it holds (``holds``),
+    and a record with rows in some segments and not others is refused."""
+    g = geo.filter(pl.col("level") == level).sort("geoid")
+    if g.is_empty():
+        return None
+    lrn = g["logrecno"].to_numpy()
+    order = np.argsort(lrn)
+    sorted_lrn = lrn[order]
+    values = np.full((g.height, len(cells)), -1, dtype=np.int64)
+    col_of = {c: j for j, c in enumerate(cells)}
+    by_seg: dict[int, list[str]] = {}
+    rows_in: dict[str, np.ndarray] = {}  # per segment file: which header records it has rows for
+    for c in cells:
+        by_seg.setdefault(pos[c][0], []).append(c)
+    for seg, seg_cells in sorted(by_seg.items()):
+        name = seg_file[seg]
+        path = _find(folder, name)
+        if path is None:
             raise InputError(
-                f"{missing.size} {level} record(s) of the geographic header have no data rows "
-                f"(e.g. LOGRECNO {lrn[missing[0]]}, geoid {g['geoid'][int(missing[0])]})",
+                f"data segment file {name} is missing (it holds cells "
+                f"{seg_cells[0]}..{seg_cells[-1]}, {holds(seg)})",
                 path=str(folder),
             )
-        for name, got in rows_in.items():  # a record in some segments and not in others
-            gap = np.flatnonzero(anywhere & ~got)
-            if gap.size:
-                i = int(gap[0])
-                raise InputError(
-                    f"{gap.size} {level} record(s) with data rows in other segments have none "
-                    f"here (e.g. LOGRECNO {lrn[i]}, geoid {g['geoid'][i]}); its cells would "
-                    "silently read as not published",
-                    path=str(folder / name),
-                )
-        grids[level] = Grid(level, g["geoid"].to_numpy().astype(str), np.array(cells), values)
-    return TableSet(grids, source=str(folder))
+        rows_in[path.name] = _read_segment(
+            path, seg_cells, pos, sorted_lrn, order, values, col_of, separator
+        )
+    anywhere = np.logical_or.reduce(list(rows_in.values()))
+    missing = np.flatnonzero(~anywhere)
+    if missing.size:
+        raise InputError(
+            f"{missing.size} {level} record(s) of the geographic header have no data rows "
+            f"(e.g. LOGRECNO {lrn[missing[0]]}, geoid {g['geoid'][int(missing[0])]})",
+            path=str(folder),
+        )
+    for name, got in rows_in.items():  # a record in some segments and not in others
+        gap = np.flatnonzero(anywhere & ~got)
+        if gap.size:
+            i = int(gap[0])
+            raise InputError(
+                f"{gap.size} {level} record(s) with data rows in other segments have none "
+                f"here (e.g. LOGRECNO {lrn[i]}, geoid {g['geoid'][i]}); its cells would "
+                "silently read as not published",
+                path=str(folder / name),
+            )
+    return g["geoid"].to_numpy().astype(str), values
+
+
+def read_sf1_cells(folder: str | Path, cells: Sequence[str]) -> pl.DataFrame:
+    """Any SF1 2010 cells (``H0180006``, ``P0420001``: every field of the Bureau's layout,
+    :mod:`tabrecon.layout`) from a state's SF1 folder, as a long table (geoid, cell, value): each
+    cell is read from the segment and field the layout gives, block tables from block records and
+    tract tables from tract records. What the person reader does for its tables, for any
+    population's: a folder with persons and housing holds both, and each reader takes its own.
+    A missing segment file is named with the tables it holds."""
+    from .layout import layout, level_of
+
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise InputError(
+            "not a folder (an SF1 distribution is a folder of .sf1 files)", path=str(folder)
+        )
+    geos = [p for p in folder.iterdir() if p.name.lower().endswith("geo2010.sf1")]
+    if len(geos) != 1:
+        pl_files = [p.name for p in folder.iterdir() if p.name.lower().endswith((".pl",))]
+        why = " (a P.L. 94-171 folder holds no such tables)" if pl_files else ""
+        raise InputError(
+            f"expected one SF1 geographic header file (xxgeo2010.sf1), found {len(geos)}{why}",
+            path=str(folder),
+        )
+    geo = read_geo_header(geos[0], SUMLEV_BLOCK)
+    st = geos[0].name[:2].lower()
+    lay = layout().filter(pl.col("cell").is_in(list(cells)))
+    pos = {
+        c: (int(sg), HEADER_FIELDS + int(ps))
+        for c, sg, ps in zip(lay["cell"], lay["segment"], lay["position"], strict=True)
+    }
+    table_of = dict(zip(lay["cell"], lay["table"], strict=True))
+    seg_file = {sg: f"{st}{sg:05d}2010.sf1" for sg, _ in pos.values()}
+
+    def holds(seg: int) -> str:
+        names = dict.fromkeys(table_of[c] for c, (sg, _) in pos.items() if sg == seg)
+        return f"tables {', '.join(names)}"
+
+    frames = []
+    for level in ("block", "tract"):
+        mine = sorted((c for c in pos if level_of(table_of[c]) == level), key=pos.__getitem__)
+        got = _read_level(folder, geo, level, mine, pos, seg_file, holds) if mine else None
+        if got is None:
+            continue
+        geoids, values = got
+        frames.append(
+            pl.DataFrame(
+                {
+                    "geoid": np.repeat(geoids, len(mine)),
+                    "cell": np.tile(np.array(mine), geoids.size),
+                    "value": values.reshape(-1),
+                }
+            )
+        )
+    if not frames:
+        raise InputError("no block or tract records for these tables", path=str(folder))
+    return pl.concat(frames)
 
 
 def _read_segment(

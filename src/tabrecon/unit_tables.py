@@ -350,13 +350,18 @@ def read_unit_tables(path: str | Path, schema: Schema) -> pl.DataFrame:
     tabrecon.errors.InputError: ...t.csv, line 2, column 'value': '-4' is not a count (a whole ...
     """
     p = str(path)
-    if p.lower().endswith(".json"):
+    mine = {c.id for t in tables_of(schema) for c in t.cells()}
+    if Path(p).is_dir():  # an SF1 folder: each cell from the segment and field of the layout
+        from .sf1 import read_sf1_cells
+
+        long = read_sf1_cells(p, sorted(mine))
+        df, lines = long.with_columns(pl.col("value").cast(pl.String)), None
+    elif p.lower().endswith(".json"):
         from .forms import read_api_json
 
         df, lines = read_api_json(Path(p)), None
     else:
         df, lines = read_rows(path)
-    mine = {c.id for t in tables_of(schema) for c in t.cells()}
     if not {"geoid", "cell", "value"} <= set(df.columns):
         df, lines = _long_of_wide(df, p, mine, schema)
     df = df.select(

@@ -127,15 +127,9 @@ def reconstruct(
 
 
 def _release_tables(pop: Population, tables_file: Path) -> pl.DataFrame:
-    """A population's published tables from a file (never an SF1 folder: persons only)."""
+    """A population's published tables from a long or wide file or an SF1 folder."""
     from ..unit_tables import read_unit_tables
 
-    if tables_file.is_dir():
-        raise TabreconError(
-            f"{tables_file}: the {pop.name} tables are read from a file -- long (geoid, cell, "
-            f"value: tabrecon tabulate --schema {pop.name} writes one) or wide (the Census API's "
-            "JSON, a data.census.gov CSV); SF1 folders are read for persons only"
-        )
     return read_unit_tables(tables_file, pop.schema)
 
 
