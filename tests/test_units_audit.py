@@ -76,7 +76,40 @@ def test_audit_of_a_housing_unit_file_reports_households_and_resumes(county):
     assert again.returncode == 0, again.stderr
     assert pl.read_csv(d / "ha" / "results" / "households_by_k.csv").equals(by_k)
     mixed = _cli(["audit", "u.parquet", "--schema", "households", "--tables", "x.csv"], d)
-    assert mixed.returncode == 2 and "audits one file of housing units" in mixed.stderr
+    assert mixed.returncode == 2 and "audits one file: its housing units as MICRODATA" in (
+        mixed.stderr
+    )
+    person_only = _cli(["audit", "u.parquet", "--schema", "households", "--defenses", ""], d)
+    assert person_only.returncode == 2
+    assert "--defenses: an option of the person audit" in person_only.stderr
+
+
+@pytest.mark.slow
+def test_audit_of_published_household_tables_alone(county):
+    """``audit --tables T --schema households``: the release alone, no records. The same blocks
+    and claims as the audit of the units that make the tables; nothing is matched to a truth."""
+    d, units = county
+    tabulate_units(units).write_parquet(d / "hu_tables.parquet")
+    # no block time limit in reach: a block stopped by the clock keeps what it verified so far,
+    # which would make the two runs differ on a loaded machine
+    (d / "exact.toml").write_text(FAST.replace("block_time_limit = 1.5", "block_time_limit = 600"))
+    args = ["audit", "--tables", "hu_tables.parquet", "--schema", "households"]
+    run = _cli([*args, "--config", "exact.toml", "--out", "ht", "--quiet"], d)
+    assert run.returncode == 0, run.stderr
+    summary = json.loads((d / "ht" / "summary.json").read_text())["households"]
+    assert summary["input"] == "published tables" and summary["records"] == len(units)
+    html = (d / "ht" / "report.html").read_text()
+    assert "Published tables hu_tables.parquet (no records" in html
+    by_k = pl.read_csv(d / "ht" / "results" / "households_by_k.csv")
+    assert "units_singled_out" not in by_k.columns  # no truth to single anybody out against
+    from_units = _cli(
+        ["audit", "u.parquet", "--schema", "households", "--config", "exact.toml", "--out", "hu",
+         "--quiet"], d
+    )  # fmt: skip
+    assert from_units.returncode == 0, from_units.stderr
+    with_truth = pl.read_csv(d / "hu" / "results" / "households_by_k.csv")
+    same = ["k", "blocks", "blocks_with_singleton", "verified_singletons", "verified_claims"]
+    assert by_k.select(same).equals(with_truth.select(same))
 
 
 @pytest.mark.slow

@@ -1080,10 +1080,12 @@ def audit_units(
     console: Any = None,
     show_progress: bool = True,
     command: str = "",
+    published: bool = False,
 ) -> AuditResult:
     """``tabrecon audit --schema NAME`` for a population on the generic engine (housing units,
-    group quarters, ...): its Generate-then-Verify part alone, on a file of its records; writes
-    ``OUT/report.html``, ``OUT/results/<name>_*.csv`` and ``OUT/summary.json`` and returns an
+    group quarters, ...): its Generate-then-Verify part alone, on a file of its records or
+    (``published``) on its published tables alone; writes ``OUT/report.html``,
+    ``OUT/results/<name>_*.csv`` and ``OUT/summary.json`` and returns an
     :class:`~tabrecon.audit.AuditResult`."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
@@ -1104,6 +1106,7 @@ def audit_units(
     conf = cfg.to_dict()
     fp = fingerprint(
         **{pop.name: digest_path(units_path)},
+        published=published,
         config={
             "households": conf["households"],
             "seed": cfg.run.seed,
@@ -1132,7 +1135,9 @@ def audit_units(
 
     t0 = time.perf_counter()
     with execution(cfg.run.scheduler, cfg.run.retries), prog:
-        summary, frames, _ = units_stage(pop, units_path, work, cfg, resume, progress)
+        summary, frames, _ = units_stage(
+            pop, units_path, work, cfg, resume, progress, published=published
+        )
     res = out / "results"
     res.mkdir(exist_ok=True)
     for stem, df in frames.items():

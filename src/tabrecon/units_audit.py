@@ -25,7 +25,7 @@ from .attacks.unit_claims import ClaimsRun, release_claims
 from .config import AuditConfig, HouseholdsConfig
 from .schema.registry import Population
 from .schema.spec import Units, read_units
-from .unit_tables import tabulate_units
+from .unit_tables import read_unit_tables, tabulate_units
 
 
 def median_blocks(long: pl.DataFrame, n: int, size_cell: str = "H0010001") -> list[str]:
@@ -64,17 +64,24 @@ def units_stage(
     resume: bool,
     progress: Callable[[str, int], Callable[[dict], None]] | None = None,
     check: Callable[[Units], Any] | None = None,
-) -> tuple[dict, dict[str, pl.DataFrame], Units]:
+    published: bool = False,
+) -> tuple[dict, dict[str, pl.DataFrame], Units | None]:
     """Run the part of ``pop``; return its summary, its frames (``<name>_by_k``,
     ``<name>_blocks``) and the records read. ``check`` is called on the records before any
     work (a person audit passes the check that its person file describes the same households)
-    and raises to refuse them."""
+    and raises to refuse them. ``published``: ``units_path`` holds the published tables (any
+    form :func:`~tabrecon.unit_tables.read_unit_tables` reads), not records: the claims are
+    verified without a truth to match them against (no record returned)."""
     h = cfg.households
     t0 = time.perf_counter()
-    units = read_units(units_path, pop.schema)
-    if check is not None:
-        check(units)
-    long = tabulate_units(units)
+    units: Units | None = None
+    if published:
+        long = read_unit_tables(units_path, pop.schema)
+    else:
+        units = read_units(units_path, pop.schema)
+        if check is not None:
+            check(units)
+        long = tabulate_units(units)
     pick = median_blocks(long, h.blocks, pop.size_cell)
     sub = long.filter(pl.col("geoid").is_in(pick))
     opts = SolverOptions(
@@ -96,7 +103,9 @@ def units_stage(
         units,
     )
     by_k = run.by_k()  # matches every claim against the truth: once
-    summary = units_summary(pop, run, by_k, units, long, pick, h.blocks, time.perf_counter() - t0)
+    summary = units_summary(
+        pop, run, by_k, units, long, pick, h.blocks, time.perf_counter() - t0, str(units_path)
+    )
     return summary, {f"{pop.name}_by_k": by_k, f"{pop.name}_blocks": run.blocks}, units
 
 
@@ -104,22 +113,25 @@ def units_summary(
     pop: Population,
     run: ClaimsRun,
     by_k: pl.DataFrame,
-    units: Units,
+    units: Units | None,
     long: pl.DataFrame,
     pick: list[str],
     wanted: int,
     seconds: float,
+    source: str = "",
 ) -> dict:
-    """The figures the report cites, with how they were measured."""
+    """The figures the report cites, with how they were measured (``units`` None: the input was
+    the published tables, whose size cells give the number of records)."""
     s = run.summary()
     sizes = long.filter(pl.col("cell") == pop.size_cell)["value"]
     return {
         **s,
         "population": pop.name,
         "noun": pop.noun,
-        "file": str(units.source),
-        "records": len(units),
-        "aside": pop.aside(units) if pop.aside is not None else "",
+        "file": str(units.source) if units is not None else source,
+        "input": "records" if units is not None else "published tables",
+        "records": len(units) if units is not None else int(sizes.sum()),
+        "aside": pop.aside(units) if pop.aside is not None and units is not None else "",
         "blocks_in_file": int(sizes.len()),
         "median_units_per_block": float(sizes.median()),  # type: ignore[arg-type]
         "sample": (

@@ -103,16 +103,29 @@ def audit(
 
     pop = population(schema)
     if pop.engine is Engine.GENERIC:
-        if microdata is None or tables_path is not None or households is not None:
+        if (microdata is None) == (tables_path is None) or households is not None:
             raise TabreconError(
-                f"--schema {pop.name} audits one file of {pop.noun}: give it as MICRODATA, "
-                "without --tables or --households"
+                f"--schema {pop.name} audits one file: its {pop.noun} as MICRODATA, or their "
+                "published tables as --tables (not both, and without --households)"
+            )
+        unused = [
+            o
+            for o, v in (("--defenses", defenses), ("--chunk-persons", chunk_persons))
+            if v is not None
+        ]
+        if unused:  # refused, never silently ignored
+            raise TabreconError(
+                f"{', '.join(unused)}: an option of the person audit, not of --schema {pop.name}"
             )
         from ..audit import audit_units
 
         cfg = load_config(config, run={"workers": workers, "seed": seed, "scheduler": scheduler})
         cmd = "tabrecon audit " + " ".join(sys.argv[2:])
-        res = audit_units(pop.name, microdata, out, cfg, resume, err, not quiet, cmd)
+        source = microdata if microdata is not None else tables_path
+        assert source is not None  # exactly one of the two, checked above
+        res = audit_units(
+            pop.name, source, out, cfg, resume, err, not quiet, cmd, published=microdata is None
+        )
         _print_audit(res, out)
         if res.summary.get("failures"):
             raise typer.Exit(1)

@@ -871,8 +871,13 @@ def claims_section(
     parts = [
         f'<h2 id="{pop.name}">{number}{html.escape(pop.noun.capitalize())}: claims every '
         "consistent answer makes true</h2>"
-        f"<p>File {html.escape(h['file'])}: {h['records']:,} {noun}{aside} in "
-        f"{h['blocks_in_file']:,} blocks. Attacked: {html.escape(h['sample'])}, with the SF1 "
+        + (
+            f"<p>Published tables {html.escape(h['file'])} (no records: nothing to match the "
+            f"claims against): {h['records']:,} {noun} in "
+            if h.get("input") == "published tables"
+            else f"<p>File {html.escape(h['file'])}: {h['records']:,} {noun}{aside} in "
+        )
+        + f"{h['blocks_in_file']:,} blocks. Attacked: {html.escape(h['sample'])}, with the SF1 "
         f"2010 tables {html.escape(', '.join(h['tables']))}. For each block, "
         f"{h['k_solutions']} solutions of the tables were generated; a claim (\u201cexactly m "
         f"{noun} of this block have these values on these k columns\u201d) common to all of "
