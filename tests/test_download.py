@@ -199,3 +199,46 @@ def test_an_answer_about_another_place_is_refused(county_md, tmp_path):
             download("39", "059", tmp_path / "g.parquet", TABLES, base_url=fake.url, pause=0)
     finally:
         server.shutdown()
+
+
+def test_a_countys_household_tables_download_under_the_layouts_api_names(tmp_path):
+    """``download --schema households``: the 64 household tables, each cell requested under the
+    API name of the Bureau's layout (H016A0003 as H016A003), read back equal to the tables of the
+    units behind them; 2020 household tables are refused, not guessed."""
+    import polars as pl
+
+    from tabrecon.households import synthesize_households
+    from tabrecon.layout import layout
+    from tabrecon.schema.catalog import HOUSING_UNITS
+    from tabrecon.synth import SynthConfig
+    from tabrecon.tables import Grid, TableSet
+    from tabrecon.unit_tables import read_unit_tables, tabulate_units
+
+    _, units = synthesize_households(SynthConfig(persons=1500, state="39", county="059"), seed=2)
+    long = tabulate_units(units)
+    wide = long.pivot(on="cell", index="geoid", values="value").sort("geoid")
+    cells = [c for c in wide.columns if c != "geoid"]
+    geoids = wide["geoid"].to_numpy().astype(str)
+    tracts = np.unique(np.array([g[:11] for g in geoids]))
+    ts = TableSet(
+        {
+            "block": Grid("block", geoids, np.array(cells), wide.select(cells).to_numpy()),
+            "tract": Grid("tract", tracts, np.array([], dtype=str), np.zeros((tracts.size, 0))),
+        }
+    )
+    spelled = dict(layout().select("cell", "api_name").iter_rows())
+    fake = FakeAPI(ts, lambda c: spelled[c])
+    server = _serve(fake)
+    try:
+        out = download(
+            "39", "059", tmp_path / "hu.parquet", "all", base_url=fake.url, pause=0,
+            schema="households",
+        )  # fmt: skip
+        with pytest.raises(TabreconError, match="declared for SF1 2010 only"):
+            download("39", "059", tmp_path / "x.parquet", base_url=fake.url, year=2020,
+                     schema="households")  # fmt: skip
+    finally:
+        server.shutdown()
+    got = read_unit_tables(out, HOUSING_UNITS).sort("geoid", "cell")
+    assert got.equals(long.sort("geoid", "cell").with_columns(pl.col("value").cast(pl.Int64)))
+    assert any("H016A003" in q["get"] for q in fake.requests)

@@ -1,4 +1,5 @@
-"""``tabrecon download``: a county's published SF1 person tables from the Census API.
+"""``tabrecon download``: a county's published SF1 tables from the Census API: the person
+tables (2010 SF1 or the 2020 DHC), or another population's SF1 2010 tables (households).
 
 The county's tracts are listed first; then, tract by tract, its blocks' variables (at most
 :data:`MAX_VARIABLES` per request, the API's limit) and the tract's own tract-level variables are
@@ -31,9 +32,12 @@ from .forms import frame_of_rows
 from .geo import check_county
 from .interrupts import Interrupted, keeps
 from .io import check_suffix, write_frame
+from .layout import layout
 from .provenance import check_or_record, fingerprint
 from .published import name_2020, tables_from_wide
+from .schema.registry import Engine, population
 from .tables import TABLES_BY_NAME, resolve_tables, tables_from_long
+from .unit_tables import table_by_name
 
 #: The 2010 SF1 endpoint of the Census Data API.
 API_2010_SF1 = "https://api.census.gov/data/2010/dec/sf1"
@@ -138,6 +142,7 @@ def download(
     pause: float = 1.0,
     resume: bool = True,
     progress: Callable[[dict], None] | None = None,
+    schema: str = "persons",
 ) -> Path:
     """Fetch a county's block and tract tables and write them as one long table file.
 
@@ -155,6 +160,9 @@ def download(
         2010 (SF1) or 2020 (the DHC: the differentially private release, SF1's table numbers).
     base_url : str, optional
         The endpoint (default: the year's; a local server in the tests).
+    schema : str
+        The population whose tables to fetch (``persons``; ``households``: SF1 2010's household
+        tables, under the API names of the Bureau's layout; 2020's are not declared).
 
     Returns
     -------
@@ -165,19 +173,43 @@ def download(
         raise TabreconError(f"--year must be 2010 or 2020 (got {year})")
     check_county(state, county, year)
     base_url = check_url(base_url or ENDPOINTS[year])
-    name = api_name if year == 2010 else name_2020
     out = check_suffix(out)
-    names = resolve_tables(tables)
     by_level: dict[str, list[str]] = {"block": [], "tract": []}
-    for t in names:
-        spec = TABLES_BY_NAME[t]
-        by_level[spec.level] += [name(c.id) for c in spec.cells()]
+    pop = population(schema)
+    if pop.engine is Engine.PERSON:
+        name = api_name if year == 2010 else name_2020
+        names = resolve_tables(tables)
+        for t in names:
+            spec = TABLES_BY_NAME[t]
+            by_level[spec.level] += [name(c.id) for c in spec.cells()]
+        cell_of: dict[str, str] = {}
+    else:
+        if year != 2010:
+            raise TabreconError(
+                f"--year {year}: the {pop.name} tables are declared for SF1 2010 only (the 2020 "
+                "DHC's shells are not available, and 2020 names are never guessed from 2010 "
+                "labels)"
+            )
+        chosen = (
+            list(pop.tables())
+            if tables in ("published", "all")
+            else [table_by_name(t, pop.schema) for t in _names(tables)]
+        )
+        names = [u.name for u in chosen]
+        spelled = dict(layout().select("cell", "api_name").iter_rows())
+        cell_of = {}
+        for u in chosen:
+            for c in u.cells():
+                cell_of[spelled[c.id]] = c.id
+                by_level[u.level].append(spelled[c.id])
     parts = Path(str(out) + ".parts")
     if not resume and parts.exists():
         for old in parts.iterdir():
             old.unlink()
     parts.mkdir(parents=True, exist_ok=True)
-    fp = fingerprint(state=state, county=county, tables=names, api=base_url, year=year)
+    fp = fingerprint(
+        state=state, county=county, tables=names, api=base_url, year=year, schema=pop.name
+    )
     check_or_record(parts / "run.json", fp, str(parts))
     client = _Client(base_url, key, retries, pause)
     where = {"in": f"state:{state} county:{county}"}
@@ -232,14 +264,49 @@ def download(
                     )
                 wide = f if wide is None else wide.join(f, on=keys, how="full", coalesce=True)
             assert wide is not None
-            frames.append(tables_from_wide(wide, f"tract {state}{county}{tract}").to_frame())
+            if pop.engine is Engine.PERSON:
+                frames.append(tables_from_wide(wide, f"tract {state}{county}{tract}").to_frame())
+            else:
+                frames.append(_long_of(wide, cell_of, level))
         write_frame(pl.concat(frames), part)
         if progress:
             progress({"unit": tract, "status": "ok"})
     long = pl.concat([pl.read_parquet(parts / f"{t}.parquet") for t in tracts])
-    ts = tables_from_long(long.select(pl.all().cast(pl.String)), str(parts))
-    write_frame(ts.to_frame(), out)
+    if pop.engine is Engine.PERSON:
+        ts = tables_from_long(long.select(pl.all().cast(pl.String)), str(parts))
+        write_frame(ts.to_frame(), out)
+    else:  # every value was checked to be a count as its tract arrived
+        write_frame(long.sort("geoid", "cell"), out)
     return out
+
+
+def _names(tables: str | list[str]) -> list[str]:
+    """A comma list (or list) of table names; an empty one is refused."""
+    names = [t.strip() for t in (tables.split(",") if isinstance(tables, str) else tables)]
+    names = [t for t in names if t]
+    if not names:
+        raise TabreconError("no table selected: give 'all' or a comma list such as H1,H18,P28")
+    return names
+
+
+def _long_of(wide: pl.DataFrame, cell_of: dict[str, str], level: str) -> pl.DataFrame:
+    """The API's wide answer (one row per geography) as a long table of cell ids, every value a
+    count (refused naming the variable and the geography otherwise)."""
+    keys = ["state", "county", "tract"] + (["block"] if level == "block" else [])
+    geo = pl.concat_str([pl.col(k) for k in keys]).alias("geoid")
+    long = wide.select(geo, *[pl.col(v) for v in cell_of if v in wide.columns]).unpivot(
+        index="geoid", variable_name="variable", value_name="text"
+    )
+    value = long["text"].cast(pl.Int64, strict=False)
+    bad = (value.is_null() | (value < 0)).to_numpy()
+    if bad.any():
+        r = long.row(int(bad.nonzero()[0][0]), named=True)
+        raise TabreconError(
+            f"the API's {r['variable']} for {r['geoid']} is {r['text']!r}, not a count"
+        )
+    return long.select(
+        "geoid", pl.col("variable").replace_strict(cell_of).alias("cell"), value.alias("value")
+    )
 
 
 __all__ = ["API_2010_SF1", "API_2020_DHC", "MAX_VARIABLES", "api_name", "download"]

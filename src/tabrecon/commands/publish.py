@@ -343,9 +343,11 @@ def download(
     year: Annotated[int, typer.Option(help="2010 (SF1) or 2020 (DHC, the DP release)")] = 2010,
     api: Annotated[str | None, typer.Option(help="API endpoint (default: the year's)")] = None,
     fresh: Fresh = False,
+    schema: SchemaName = "persons",
 ) -> None:
     """Fetch a county's published block and tract tables (2010 SF1 or 2020 DHC) from the Census
-    API, tract by tract (resumable), into one long table file."""
+    API, tract by tract (resumable), into one long table file; with another ``--schema``, that
+    population's SF1 2010 tables (households: the 64 household tables)."""
     import os
 
     from ..download import download as _download
@@ -357,6 +359,15 @@ def download(
         err.print(f"[dim]tract {st['unit']}: {st['status']}[/dim]")
 
     path = _download(
-        state, county, out, tables, api_key, api, year, resume=not fresh, progress=tick
+        state,
+        county,
+        out,
+        tables,
+        api_key,
+        api,
+        year,
+        resume=not fresh,
+        progress=tick,
+        schema=schema,
     )
     console.print(f"written {path} ({time.perf_counter() - t0:.1f} s)")
