@@ -215,6 +215,10 @@ REVIEWED: dict[str, str] = {
     "dn-qn:ns=''": "empty: the default sizes",
     "dn-grid:eps=''": "empty: the default epsilons",
     "dn-grid:mult=''": "empty: the default multiples",
+    **{
+        f"{case}='5,,9'": "an empty item of a comma list is skipped"
+        for case in ("dn-recover:ms", "dn-qn:ns", "dn-noise:ns", "dn-grid:eps", "dn-grid:mult")
+    },
 }
 
 

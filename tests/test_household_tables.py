@@ -310,9 +310,9 @@ def _write_sf1_folder(long: pl.DataFrame, folder: Path, skip_segments: tuple[int
     """``long`` (geoid, cell, value; blocks and tracts) written as an SF1 2010 distribution: a
     geographic header and every segment file the cells need, each cell at the segment and field
     of the Bureau's layout (``tabrecon.layout``), every other field 0."""
-    from tabrecon.layout import layout
-
     from test_sf1 import _geo_record
+
+    from tabrecon.layout import layout
 
     folder.mkdir(parents=True)
     lay = layout()

@@ -704,7 +704,7 @@ def tables_from_long(df: pl.DataFrame, p: str = "tables") -> TableSet:
         ).any()
     ).item()
     if any_bad:
-        from .unit_tables import population_of_cells
+        from .schema.registry import population_of_cells
 
         unknown = pl.col("_ci").is_null()
         strangers = df.filter(unknown)["cell"].unique().head(50).to_list()

@@ -209,23 +209,6 @@ def tables_of(schema: Schema) -> tuple[UnitTable, ...]:
     return tuple(of_schema(schema).tables())
 
 
-def population_of_cells(cells: Sequence[str | None], but: str = "") -> str | None:
-    """The registered population (other than ``but``) whose tables hold most of ``cells``: what a
-    message names when a file of one population's tables is handed to another's command."""
-    from .schema import registry
-
-    best, hits = None, 0
-    wanted = {c.strip().upper() for c in cells if isinstance(c, str)}  # a short row: None
-    for name in registry.names():
-        if name == but:
-            continue
-        ids = {c.id for t in registry.population(name).tables() for c in t.cells()}
-        n = len(wanted & ids)
-        if n > hits:
-            best, hits = name, n
-    return best
-
-
 def cell_by_id(cell: str, schema: Schema | None = None) -> UnitCell:
     """A declared cell by its id (``H0130002``, ``P0430004``): of ``schema``'s tables, or of any
     registered population's on the generic engine (person cells: :mod:`tabrecon.tables`)."""
@@ -387,7 +370,11 @@ def read_unit_tables(path: str | Path, schema: Schema) -> pl.DataFrame:
             )
 
     if not df["cell"].is_in(list(mine)).any():  # another kind of file: say whose cells it holds
-        whose = population_of_cells(df["cell"].unique().head(50).to_list(), but=schema.name)
+        from .schema import registry
+
+        whose = registry.population_of_cells(
+            df["cell"].unique().head(50).to_list(), but=schema.name
+        )
         hint = (
             f"; they are cells of the {whose} tables: read it with --schema {whose}"
             if whose

@@ -128,3 +128,18 @@ def of_schema(schema: Schema) -> Population:
         f"no tables are declared over the schema {schema.name!r} (register a "
         "tabrecon.schema.registry.Population, or tabrecon.unit_tables.declare_tables)"
     )
+
+
+def population_of_cells(cells: Sequence[str | None], but: str = "") -> str | None:
+    """The registered population (other than ``but``) whose tables hold most of ``cells``: what a
+    message names when a file of one population's tables is handed to another's command."""
+    best, hits = None, 0
+    wanted = {c.strip().upper() for c in cells if isinstance(c, str)}  # a short row: None
+    for name in names():
+        if name == but:
+            continue
+        ids = {c.id for t in population(name).tables() for c in t.cells()}
+        n = len(wanted & ids)
+        if n > hits:
+            best, hits = name, n
+    return best
