@@ -32,6 +32,7 @@ from tabrecon.attacks.unit_claims import ClaimsRun, matching_units, release_clai
 from tabrecon.attacks.unit_reconstruct import reconstruct_release, reconstruct_units
 from tabrecon.layout import layout
 from tabrecon.schema.registry import Population, names, population
+from tabrecon.schema.spec import Units
 from tabrecon.synth import SynthConfig
 from tabrecon.unit_tables import compiled, read_unit_tables, tables_in, tabulate_units
 
@@ -40,6 +41,12 @@ POPULATIONS = names(listed=False)
 #: a county small enough for a test, big enough to have small and large blocks (persons of the
 #: county; group quarters are one facility per 2,500 of them)
 PERSONS = {"group_quarters": 30_000, "households": 300}
+#: the largest block kept, where a population's proofs grow slow with the block: with SF1's full
+#: household set a block of 20-30 housing units makes CP-SAT's "some claim differs" proofs run
+#: into their time limit (measured: 60 s each, the block then ends 'time-limit'), which made
+#: this setup take 274 s and its results depend on the machine's speed; the contract is the
+#: same on smaller blocks (performance is the benchmarks' business)
+MAX_RECORDS = {"households": 16}
 ENUMERATE_AT_MOST = 20_000  # candidate histograms per block for brute force
 #: columns per claim: the smallest, which every schema has (the contract, not the study's k)
 K_VALUES = (1, 2)
@@ -62,6 +69,17 @@ def county(request: pytest.FixtureRequest) -> County:
     units = pop.synthesize(SynthConfig(persons=PERSONS.get(pop.name, 700)), 7)
     block_tables = tables_in(tabulate_units(units), pop.schema, "block")
     long = tabulate_units(units, block_tables)
+    if pop.name in MAX_RECORDS:
+        size = long.filter(pl.col("cell") == pop.size_cell)
+        keep = size.filter(pl.col("value") <= MAX_RECORDS[pop.name])["geoid"]
+        long = long.filter(pl.col("geoid").is_in(keep.to_list()))
+        rows = np.isin(units.block_geoid.astype(str), keep.to_numpy())
+        units = Units(
+            units.schema,
+            units.block_geoid[rows],
+            {k: v[rows] for k, v in units.codes.items()},
+            source=units.source,
+        )
     rec = reconstruct_units(long, pop.schema)
     run = release_claims(long, pop.schema, K_VALUES, K=5, block_seconds=None)
     return County(pop, units, long, rec, run)
