@@ -37,7 +37,7 @@ from .provenance import check_or_record, fingerprint
 from .published import name_2020, tables_from_wide
 from .schema.registry import Engine, population
 from .tables import TABLES_BY_NAME, resolve_tables, tables_from_long
-from .unit_tables import table_by_name
+from .unit_tables import select_tables
 
 #: The 2010 SF1 endpoint of the Census Data API.
 API_2010_SF1 = "https://api.census.gov/data/2010/dec/sf1"
@@ -190,11 +190,7 @@ def download(
                 "DHC's shells are not available, and 2020 names are never guessed from 2010 "
                 "labels)"
             )
-        chosen = (
-            list(pop.tables())
-            if tables in ("published", "all")
-            else [table_by_name(t, pop.schema) for t in _names(tables)]
-        )
+        chosen = select_tables(tables if isinstance(tables, str) else ",".join(tables), pop.schema)
         names = [u.name for u in chosen]
         spelled = dict(layout().select("cell", "api_name").iter_rows())
         cell_of = {}
@@ -278,15 +274,6 @@ def download(
     else:  # every value was checked to be a count as its tract arrived
         write_frame(long.sort("geoid", "cell"), out)
     return out
-
-
-def _names(tables: str | list[str]) -> list[str]:
-    """A comma list (or list) of table names; an empty one is refused."""
-    names = [t.strip() for t in (tables.split(",") if isinstance(tables, str) else tables)]
-    names = [t for t in names if t]
-    if not names:
-        raise TabreconError("no table selected: give 'all' or a comma list such as H1,H18,P28")
-    return names
 
 
 def _long_of(wide: pl.DataFrame, cell_of: dict[str, str], level: str) -> pl.DataFrame:

@@ -201,6 +201,23 @@ def from_layout(
     )
 
 
+def select_tables(spec: str, schema: Schema) -> tuple[UnitTable, ...]:
+    """The tables a ``--tables`` value names over ``schema``: ``all`` (or ``published``: every
+    table is published) or a comma list; an empty list or an unknown table is refused.
+
+    >>> from tabrecon.schema.catalog import HOUSING_UNITS
+    >>> [t.name for t in select_tables("h1, P18", HOUSING_UNITS)]
+    ['H1', 'P18']
+    """
+    if spec.strip() in ("all", "published"):
+        return tables_of(schema)
+    names = [t.strip() for t in spec.split(",") if t.strip()]
+    if not names:
+        some = ",".join(t.name for t in tables_of(schema)[:3])
+        raise TabreconError(f"--tables {spec!r} selects no table ('all' or {some})")
+    return tuple(table_by_name(n.upper(), schema) for n in names)
+
+
 def tables_of(schema: Schema) -> tuple[UnitTable, ...]:
     """The tables declared over ``schema``: those its registered population publishes
     (:mod:`tabrecon.schema.registry`)."""

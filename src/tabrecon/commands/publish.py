@@ -146,17 +146,11 @@ def tabulate(
     if pop.engine is Engine.GENERIC:
         from ..io import write_frame
         from ..schema.spec import read_units
-        from ..unit_tables import table_by_name, tabulate_units
+        from ..unit_tables import select_tables, tabulate_units
 
         if level not in (None, "block"):
             raise TabreconError(f"the {pop.name} tables are tabulated by block only")
-        names = None if tables == "all" else [t.strip() for t in tables.split(",") if t.strip()]
-        if names is not None:
-            if not names:
-                some = ",".join(t.name for t in pop.tables()[:3])
-                raise TabreconError(f"--tables {tables!r} selects no table ('all' or {some})")
-            for name in names:
-                table_by_name(name.upper(), pop.schema)
+        names = [t.name for t in select_tables(tables, pop.schema)]
         units = read_units(microdata, pop.schema)
         long = tabulate_units(units, names)
         write_frame(long, out)

@@ -12,9 +12,8 @@ each with its reason (:data:`LEFT_OUT`, shown by ``tabrecon tables list --schema
 tables that count persons rather than units, averages, processing flags, and tables that need a
 column the schema does not have (presence of people 60 and over or 75 and over, of nonrelatives,
 ages of children, related children, people under 18 other than householders, spouses and
-partners). The 2020 DHC
-tables the study attacked (621 statistics per block) are not declared: their shells are not
-available here, and 2020 ids are never guessed from 2010 labels.
+partners). The 2020 DHC tables the study attacked (621 statistics per block) are not declared:
+their shells are not available here, and 2020 ids are never guessed from 2010 labels.
 
 >>> from tabrecon.unit_tables import table_by_name, weight_matrix
 >>> t = table_by_name("H4", HOUSING_UNITS)
