@@ -363,7 +363,7 @@ def test_uniqueness_without_a_published_total_proves_every_count():
     import scipy.sparse as sp
 
     from tabrecon.attacks.solvers import Extensible, IntProgram, SolverOptions
-    from tabrecon.attacks.unit_reconstruct import _certify, _totals_fixed
+    from tabrecon.attacks.unit_reconstruct import _totals_fixed, certify_forms
 
     F = sp.identity(2, format="csr", dtype=np.int64)
     x, m, blk = np.array([1, 0]), np.array([1, 0]), np.array([0, 0])
@@ -371,7 +371,7 @@ def test_uniqueness_without_a_published_total_proves_every_count():
         A=sp.csr_matrix(np.array([[1, 0]])), lo=np.array([1]), hi=np.array([1]), ub=np.array([1, 2])
     )
     assert not _totals_fixed(open_total, F, blk, 1).any()
-    assert _certify(Extensible(open_total, SolverOptions()), F, m, blk, x, 1)[0] == ["varies"]
+    assert certify_forms(Extensible(open_total, SolverOptions()), F, m, blk, x, 1)[0] == ["varies"]
     with_total = IntProgram(
         A=sp.csr_matrix(np.array([[1, 0], [1, 1]])),
         lo=np.array([1, 1]),
@@ -379,7 +379,7 @@ def test_uniqueness_without_a_published_total_proves_every_count():
         ub=np.array([1, 2]),
     )
     assert _totals_fixed(with_total, F, blk, 1).all()
-    assert _certify(Extensible(with_total, SolverOptions()), F, m, blk, x, 1)[0] == ["unique"]
+    assert certify_forms(Extensible(with_total, SolverOptions()), F, m, blk, x, 1)[0] == ["unique"]
 
 
 def test_a_block_missing_or_repeating_a_cell_is_named():

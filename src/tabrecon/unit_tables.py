@@ -272,20 +272,39 @@ def weight_matrix(schema: Schema, tables: Sequence[UnitTable]) -> sp.csr_matrix:
 @cache
 def compiled(schema: Schema, names: tuple[str, ...]) -> tuple[list[UnitCell], sp.csr_matrix]:
     """The named tables' cells and their weight matrix (cells x feasible types), built once."""
+    cells = [c for n in names for c in table_by_name(n, schema).cells()]
+    return cells, predicate_matrix(schema, [c.predicate for c in cells])
+
+
+def predicate_matrix(
+    schema: Schema, predicates: Sequence[Predicate], weight: str | None = None
+) -> sp.csr_matrix:
+    """Predicates x feasible types: 1 where the type satisfies the predicate (or, with
+    ``weight``, the type's code of that attribute: a household's size).
+
+    >>> from tabrecon.schema.catalog import HOUSING_UNITS
+    >>> M = predicate_matrix(HOUSING_UNITS, [{}, {"vacancy_status": (0,)}])
+    >>> M.shape[0], int(M[0].sum()) == HOUSING_UNITS.feasible_types().size
+    (2, True)
+    """
     feas = schema.feasible_types()
     cols = schema.decode(feas)
-    cells = [c for n in names for c in table_by_name(n, schema).cells()]
-    rows, idx = [], []
-    for i, c in enumerate(cells):
+    w = None if weight is None else np.asarray(cols[weight], dtype=np.int64)
+    rows, idx, vals = [], [], []
+    for i, pred in enumerate(predicates):
         m = np.ones(feas.size, dtype=bool)
-        for attr, codes in c.predicate.items():
+        for attr, codes in pred.items():
             m &= np.isin(cols[attr], codes)
+        if w is not None:
+            m &= w != 0
         hit = np.flatnonzero(m)
         rows.append(np.full(hit.size, i))
         idx.append(hit)
-    r, k = np.concatenate(rows), np.concatenate(idx)
-    W = sp.csr_matrix((np.ones(r.size, dtype=np.int64), (r, k)), shape=(len(cells), feas.size))
-    return cells, W
+        vals.append(np.ones(hit.size, dtype=np.int64) if w is None else w[hit])
+    if not rows:
+        return sp.csr_matrix((0, feas.size), dtype=np.int64)
+    r, k, v = np.concatenate(rows), np.concatenate(idx), np.concatenate(vals)
+    return sp.csr_matrix((v, (r, k)), shape=(len(predicates), feas.size))
 
 
 def tabulate_units(units: Units, tables: Sequence[str] | None = None) -> pl.DataFrame:
@@ -400,7 +419,22 @@ def read_unit_tables(path: str | Path, schema: Schema) -> pl.DataFrame:
         raise InputError(
             f"holds no cells of the {schema.name} tables ({min(mine)} ...){hint}", path=p
         )
-    refuse(~df["geoid"].str.contains(r"^\d{15}$"), "geoid", "{!r} is not a 15-digit block geoid")
+    # block cells need a block's 15 digits, tract cells a tract's 11; rows of tables the schema
+    # does not declare (a whole release's other tables) either
+    tract_cells = [c.id for t in tables_of(schema) if t.level == "tract" for c in t.cells()]
+    block_cells = [c.id for c in _cells_at(schema, "block")]
+    digits = pl.col("geoid").str.len_chars()
+    wrong = (
+        ~pl.col("geoid").str.contains(r"^\d+$")
+        | (pl.col("cell").is_in(block_cells) & (digits != 15))
+        | (pl.col("cell").is_in(tract_cells) & (digits != 11))
+        | ~digits.is_in([11, 15])
+    )
+    refuse(
+        df.select(wrong).to_series(),
+        "geoid",
+        "{!r} is not a 15-digit block geoid (an 11-digit tract's for tract cells)",
+    )
     value = df["value"].cast(pl.Int64, strict=False)
     refuse(value.is_null() | (value < 0), "value", "{!r} is not a count (a whole number >= 0)")
     from .layout import layout
@@ -418,6 +452,10 @@ def read_unit_tables(path: str | Path, schema: Schema) -> pl.DataFrame:
         first = min(mine)
         raise InputError(f"holds no cells of the {schema.name} tables ({first} ...)", path=p)
     return df.drop("__row", "__column", strict=False)
+
+
+def _cells_at(schema: Schema, level: str) -> list[UnitCell]:
+    return [c for t in tables_of(schema) if t.level == level for c in t.cells()]
 
 
 def _spellings(mine: set[str]) -> dict[str, str]:

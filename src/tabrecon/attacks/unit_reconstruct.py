@@ -238,8 +238,8 @@ def reconstruct_units(
         status: list[str] = [Verdict.UNKNOWN] * len(bs)
         spread = [nan] * len(bs)
         if check_unique:
-            F, m, form_block = _block_forms(base.prog.n_vars, x, adms, key)
-            status, spread = _certify(
+            F, m, form_block = block_forms(base.prog.n_vars, x, adms, key)
+            status, spread = certify_forms(
                 base,
                 F,
                 m,
@@ -307,7 +307,7 @@ def _coarse_key(
     return np.unique(np.stack(parts, axis=1), axis=0, return_inverse=True)[1].reshape(-1)
 
 
-def _block_forms(
+def block_forms(
     n_vars: int, x: np.ndarray, adms: list[np.ndarray], key: np.ndarray
 ) -> tuple[sp.csr_matrix, np.ndarray, np.ndarray]:
     """Every block's count of each coarse type it admits, as forms over the program's
@@ -327,7 +327,7 @@ def _block_forms(
     return F, np.asarray(F @ x, dtype=np.int64), form_block
 
 
-def _certify(
+def certify_forms(
     base: Extensible,
     F: sp.csr_matrix,
     m: np.ndarray,
@@ -341,7 +341,7 @@ def _certify(
 ) -> tuple[list[str], list[tuple[float, float, float]]]:
     """Each block's verdict over the joint program and, with ``distance``, its solution
     variability as (solvar, lower, upper) in percent of its units, the forms being every
-    block's count of each coarse type it admits (:func:`_block_forms`). A block is unique when
+    block's count of each coarse type it admits (:func:`block_forms`). A block is unique when
     every solution gives it ``m``, varies when one does not, undecided when a proof stopped at
     the limit first; solvar is 0 where unique, NaN where unmeasured or unproven.
 

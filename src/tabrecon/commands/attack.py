@@ -85,14 +85,45 @@ def reconstruct(
             "(solvar, percent of its records; persons: tabrecon solvar)",
         ),
     ] = False,
+    together: Annotated[
+        Path | None,
+        typer.Option(
+            "--with",
+            help="The tables of the population --schema's records tie to, in the same blocks "
+            "(households: the person tables, long/wide file or SF1 folder): both reconstructed "
+            "together, every householder a person of the block; also writes OUT's stem + "
+            "_persons",
+            metavar="TABLES",
+        ),
+    ] = None,
 ) -> None:
     """Rebuild records from published tables, tract by tract (written as each finishes): persons,
-    or another population's records with each block's verdict (unique or varies)."""
+    or another population's records with each block's verdict (unique or varies); with
+    ``--with``, housing units and persons of each block together."""
     from ..attacks.reconstruct import reconstruct as _recon
     from ..published import read_tables
-    from ..schema.registry import Engine, population
+    from ..schema.registry import Engine, names, population
 
     pop = population(schema)
+    if together is not None:
+        if pop.tied is None:
+            tied = [n for n in names() if population(n).tied is not None]
+            raise TabreconError(
+                f"--with: the {pop.name} records declare no ties to another population's "
+                f"(--with works with --schema {', '.join(tied)})"
+            )
+        for flag, given in (
+            ("--level", level not in ("", "block")),
+            ("--distance", distance),
+            ("--strategy", strategy != "staged"),
+        ):
+            if given:
+                raise TabreconError(
+                    f"{flag}: not an option of a reconstruction --with (block tables)"
+                )
+        opts = solver_options(solver, threads, time_limit, seed, workers)
+        _reconstruct_together(pop, tables_file, together, out, opts, workers, fresh)
+        return
     if pop.engine is Engine.GENERIC:
         if strategy != "staged":  # the person pipeline's age models; refused, not ignored
             raise TabreconError(
@@ -173,6 +204,54 @@ def _reconstruct_release(
     bad = run.blocks.filter(pl.col("status").is_in(["infeasible", "failed"]))
     for r in bad.head(20).iter_rows(named=True):
         err.print(f"[red]block {r['geoid']}:[/red] {r['status']}")
+    for r in run.failed:
+        err.print(f"[red]tract {r['unit']}: {r['status']}[/red] -- {escape(r.get('message', ''))}")
+    if run.failed or bad.height:
+        raise typer.Exit(1)
+
+
+def _reconstruct_together(
+    pop: Population,
+    tables_file: Path,
+    together: Path,
+    out: Path,
+    solver: SolverOptions,
+    workers: int,
+    fresh: bool,
+) -> None:
+    """``tabrecon reconstruct --schema NAME --with TABLES``: both populations of every block
+    together, tract by tract with the runner; exit 1 naming each block whose two releases admit
+    no common population (and the ties that cannot hold) after the other blocks are written."""
+    from ..attacks.joint import reconstruct_release_together, write_together
+    from ..schema.registry import population
+    from ..unit_tables import read_unit_tables
+
+    check_suffix(out)
+    assert pop.tied is not None
+    # one SF1 folder holding both halves may be given twice: each reader takes its cells
+    long_a = _release_tables(pop, tables_file)
+    long_b = read_unit_tables(together, population(pop.tied.other).schema)
+    n = long_a["geoid"].str.slice(0, 11).n_unique()
+    prog, tick = progress(n, f"{pop.name} and {pop.tied.known_as} reconstruct")
+    with prog:
+        run = reconstruct_release_together(
+            long_a,
+            long_b,
+            pop.name,
+            solver,
+            workers=workers,
+            out=out,
+            resume=not fresh,
+            progress=tick,
+        )
+    paths = write_together(run.rec, out)
+    console.print("\n".join(run.summary_lines()))
+    console.print(f"written {', '.join(map(str, paths))}")
+    bad = run.bad_blocks
+    for r in bad.head(20).iter_rows(named=True):
+        err.print(f"[red]block {r['geoid']}:[/red] {r['status']}: {escape(r['message'] or '')}")
+    if bad.height > 20:
+        err.print(f"... and {bad.height - 20} more blocks (see {paths[-1]})")
     for r in run.failed:
         err.print(f"[red]tract {r['unit']}: {r['status']}[/red] -- {escape(r.get('message', ''))}")
     if run.failed or bad.height:

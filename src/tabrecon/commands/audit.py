@@ -82,7 +82,7 @@ def audit(
         Path | None,
         typer.Option(
             help="Housing-unit file of the same households: adds Generate-then-Verify on the "
-            "housing-unit tables and a households section (see [households] in the config)"
+            "housing-unit tables and a households section (see \\[households] in the config)"
         ),
     ] = None,
     schema: Annotated[

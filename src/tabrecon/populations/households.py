@@ -32,8 +32,9 @@ from functools import cache
 from ..attacks.unit_claims import STUDY_TABLES_2_3
 from ..households import synthesize_households
 from ..layout import universe_of
+from ..schema import AGEBIN38
 from ..schema.catalog import AGE_RANGES, AGED_65_PLUS, HOUSING_UNITS, LIVING_ALONE, WITH_CHILDREN
-from ..schema.registry import Population, register
+from ..schema.registry import Population, Tie, Ties, register
 from ..synth import SynthConfig
 from ..unit_tables import Predicate, UnitTable, from_layout
 
@@ -179,6 +180,91 @@ def housing_tables() -> tuple[UnitTable, ...]:
     return tuple(from_layout(t, HOUSING_UNITS, v, universe=_universe(t)) for t in DECLARED)
 
 
+#: householder sex by household type (a married couple's householder may be either)
+_MALE_HOUSEHOLDER, _FEMALE_HOUSEHOLDER = (2, 4, 5), (3, 6, 7)
+
+
+def _agebins(lo: int, hi: int) -> tuple[int, ...]:
+    """The agebin38 codes that make up ages ``lo``..``hi`` exactly (refused if they do not)."""
+    bins = tuple(i for i, (a, b) in enumerate(AGEBIN38) if a >= lo and b <= hi)
+    covered = sum(AGEBIN38[i][1] - AGEBIN38[i][0] + 1 for i in bins)
+    if covered != hi - lo + 1:
+        raise AssertionError(f"ages {lo}-{hi} are no union of agebin38's bins")
+    return bins
+
+
+def person_ties() -> tuple[Tie, ...]:
+    """How a block's housing units tie to its persons (person records at agebin38, the person
+    block tables' resolution), each a necessary condition of any population living there:
+
+    * every householder is a distinct person of the block with the householder's age band,
+      race (the seven of H6; "Two or More Races" is any multiracial person) and origin: for
+      each band x race x origin, households are at most such persons, households with a male
+      householder (household types 2, 4, 5) at most such men, with a female one (3, 6, 7) at
+      most such women -- together exactly the condition that householders can be matched to
+      distinct persons (Hall's theorem; a married couple's householder may be either sex);
+    * the households' members are at most the block's persons (a 7-or-more-person household
+      counts 7);
+    * each household with someone under 18 (65 and over) holds a distinct such person.
+
+    >>> len(person_ties())
+    381
+    """
+    races = _codes("householder_race")
+    person_race: dict[int, tuple[int, ...]] = {c: (c,) for c in range(1, 7)}
+    person_race[races["Two or More Races"]] = tuple(range(7, 64))
+    out = []
+    for a_code, band in enumerate(AGE_RANGES, start=1):
+        lo, _, hi = band.partition("-")
+        ages = _agebins(int(lo.rstrip("+")), int(hi) if hi else 110)
+        for r_label, r in races.items():
+            for h, h_label in ((1, "not Hispanic or Latino"), (2, "Hispanic or Latino")):
+                who = f"aged {band}, {r_label}, {h_label}"
+                a = {"householder_age": (a_code,), "householder_race": (r,)}
+                a |= {"hispanic_householder": (h,)}
+                b = {"agebin": ages, "race": person_race[r], "hispanic": (h - 1,)}
+                out.append(Tie(f"householders {who}", a, b))
+                for sex, types, noun in (
+                    (0, _MALE_HOUSEHOLDER, "male"),
+                    (1, _FEMALE_HOUSEHOLDER, "female"),
+                ):
+                    out.append(
+                        Tie(
+                            f"{noun} householders {who} (by household type)",
+                            a | {"household_type": types},
+                            b | {"sex": (sex,)},
+                        )
+                    )
+    out.append(Tie("persons in households (7 for 7-or-more)", OCCUPIED, {}, "household_size"))
+    out.append(
+        Tie(
+            "persons under 18 in households with people under 18 (at least 1 each)",
+            {"under_18": (1,)},
+            {"agebin": _agebins(0, 17)},
+        )
+    )
+    out.append(
+        Tie(
+            "persons 65 and over in households with people 65 and over (at least 1 each)",
+            {"over_65": (1,)},
+            {"agebin": _agebins(65, 110)},
+        )
+    )
+    return tuple(out)
+
+
+_TIES_NOTE = (
+    "Person records carry no household, and the household tables stop at 7-or-more persons, so "
+    "the ties are necessary conditions, not a roster: every householder is a distinct person of "
+    "the block with the householder's age band, race, origin and (where the household type says) "
+    "sex; the households' members (7 for 7-or-more) are at most the block's persons; each "
+    "household with someone under 18 or 65 and over holds a distinct such person. The tables "
+    "that count persons in households (H10, H11, P16, P36) are not declared: with household "
+    "size open above 7 and group-quarters persons outside both schemas, they would tie the two "
+    "only through a count neither reconstruction determines."
+)
+
+
 def _synthesize(cfg: SynthConfig, seed: int) -> object:
     return synthesize_households(cfg, seed=seed)[1]
 
@@ -200,6 +286,7 @@ register(
         aside=_occupied,
         left_out=LEFT_OUT,
         study_cells=621,
+        tied=Ties(other="persons_binned", known_as="persons", ties=person_ties, note=_TIES_NOTE),
         report_note="The study attacked the 2020 DHC household tables (621 statistics per "
         "block); these are the block-level SF1 2010 household and housing-unit tables the ten "
         "columns determine, declared from the Bureau's layout (see tabrecon tables list "

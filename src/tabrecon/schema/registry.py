@@ -41,6 +41,37 @@ class Engine(enum.StrEnum):
     PERSON = "person"
 
 
+@dataclass(frozen=True)
+class Tie:
+    """One necessary relation between two populations' records of a block: the records of
+    population A matching ``a`` (each weighing the code of its attribute ``weight``, else 1)
+    are at most the records of population B matching ``b``. A householder is a person:
+    households whose householder is a Black woman aged 25-34 are at most the block's Black
+    women aged 25-34.
+
+    >>> Tie("households are at most persons", {"vacancy_status": (0,)}, {}).weight is None
+    True
+    """
+
+    what: str
+    a: Mapping[str, tuple[int, ...]]
+    b: Mapping[str, tuple[int, ...]]
+    weight: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Ties:
+    """How a population's records tie to another's in the same block (the households to the
+    persons living in them): the other population as its block-level model (``other``, e.g.
+    ``persons_binned``), the name users know its tables by (``known_as``), the ties (called
+    once, lazily) and what they leave out (``note``, for the docs and reports)."""
+
+    other: str
+    known_as: str
+    ties: Callable[[], Sequence[Tie]] = field(compare=False)
+    note: str = ""
+
+
 @dataclass(frozen=True, kw_only=True)
 class Population:
     """One registered schema and what the commands need to know of it."""
@@ -73,6 +104,8 @@ class Population:
     engine: Engine = Engine.GENERIC
     #: shown in ``--schema`` help and ``tables list``; False for internal resolutions
     listed: bool = True
+    #: how its records tie to another population's in the same block (households: persons)
+    tied: Ties | None = field(default=None, compare=False)
     description: str = ""
 
     def __post_init__(self) -> None:

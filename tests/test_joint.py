@@ -1,0 +1,219 @@
+"""Housing units and persons of a block reconstructed together (tabrecon.attacks.joint): the
+ties hold in every joint reconstruction, the truth satisfies them, adding them never loses a
+unique block, and two releases of a block that admit no common population are named."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+
+from tabrecon.attacks.joint import (
+    CONSISTENT,
+    CONTRADICTION,
+    reconstruct_release_together,
+    reconstruct_together,
+    tie_matrices,
+    tie_violations,
+)
+from tabrecon.attacks.unit_reconstruct import reconstruct_units
+from tabrecon.households import synthesize_households
+from tabrecon.schema import AGEBIN_OF_AGE, PERSONS_BINNED, person_units
+from tabrecon.schema.catalog import HOUSING_UNITS
+from tabrecon.schema.spec import Units, write_units
+from tabrecon.synth import SynthConfig
+from tabrecon.unit_tables import tabulate_units
+
+EXE = [sys.executable, "-c", "from tabrecon.entry import main; main()"]
+
+
+def _cli(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(EXE + args, capture_output=True, text=True, cwd=cwd, timeout=600)
+
+
+@pytest.fixture(scope="module")
+def county():
+    md, units = synthesize_households(SynthConfig(persons=900), seed=12)
+    persons = person_units(md, binned=True)
+    return units, persons, tabulate_units(units), tabulate_units(persons)
+
+
+@pytest.fixture(scope="module")
+def together(county):
+    _, _, lu, lp = county
+    return reconstruct_together(lu, lp, "households")
+
+
+def _histograms(u: Units) -> dict[str, list[int]]:
+    out: dict[str, list[int]] = {}
+    for g, t in zip(u.block_geoid.astype(str).tolist(), u.types.tolist(), strict=True):
+        out.setdefault(g, []).append(int(t))
+    return {g: sorted(v) for g, v in out.items()}
+
+
+def test_the_truth_satisfies_every_tie(county):
+    units, persons, _, _ = county
+    assert tie_violations(units, persons, tie_matrices("households")).height == 0
+
+
+def test_a_joint_reconstruction_meets_both_releases_and_every_tie(county, together):
+    units, persons, lu, lp = county
+    assert set(together.blocks["status"]) == {CONSISTENT}
+    assert together.violations().height == 0
+    key = ["geoid", "cell"]
+    assert tabulate_units(together.units).sort(key).equals(lu.sort(key))
+    assert tabulate_units(together.others).sort(key).equals(lp.sort(key))
+
+
+def test_unique_given_both_releases_means_the_truth(county, together):
+    """The truth is one joint solution, so a half proven unique given both releases is it."""
+    units, persons, _, _ = county
+    b = together.blocks
+    truth_u, truth_p = _histograms(units), _histograms(persons)
+    got_u, got_p = _histograms(together.units), _histograms(together.others)
+    for g in b.filter(pl.col("units_verdict") == "unique")["geoid"]:
+        assert got_u.get(g, []) == truth_u.get(g, []), g
+    for g in b.filter(pl.col("others_verdict") == "unique")["geoid"]:
+        assert got_p.get(g, []) == truth_p.get(g, []), g
+
+
+def test_the_ties_never_lose_a_unique_block_and_here_gain_some(county, together):
+    """More constraints leave fewer populations: every block unique from one release alone is
+    unique given both; on this county the person tables make more households unique."""
+    _, _, lu, lp = county
+    alone_u = reconstruct_units(lu, HOUSING_UNITS).blocks
+    alone_p = reconstruct_units(lp, PERSONS_BINNED).blocks
+    b = together.blocks
+
+    def unique(frame: pl.DataFrame, col: str) -> set[str]:
+        return set(frame.filter(pl.col(col) == "unique")["geoid"])
+
+    assert unique(alone_u, "status") <= unique(b, "units_verdict")
+    assert unique(alone_p, "status") <= unique(b, "others_verdict")
+    assert len(unique(b, "units_verdict")) > len(unique(alone_u, "status"))
+
+
+def test_reconstructions_made_apart_can_break_the_ties(county):
+    """Why the joint model matters: households and persons reconstructed each from its own
+    tables disagree somewhere on this county (a household with someone under 18 where the
+    person reconstruction has nobody under 18, a householder who is no person of the block)."""
+    _, _, lu, lp = county
+    apart = tie_violations(
+        reconstruct_units(lu, HOUSING_UNITS, check_unique=False).units,
+        reconstruct_units(lp, PERSONS_BINNED, check_unique=False).units,
+        tie_matrices("households"),
+    )
+    assert apart.height > 0
+
+
+def _unit(**kw: int) -> dict[str, int]:
+    """An occupied 1-person unit (a householder living alone), with ``kw`` overriding."""
+    base = dict(
+        tenure=3,
+        vacancy_status=0,
+        household_size=1,
+        household_type=6,  # female householder living alone
+        detailed_household_type=5,
+        under_18=0,
+        over_65=0,
+        hispanic_householder=1,
+        householder_age=2,  # 25-34
+        householder_race=2,  # Black alone
+    )
+    return base | kw
+
+
+def _tiny(tmp: Path | None = None) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Two blocks: the first's person tables hold the householder (a Black woman of 30), the
+    second's a White woman of 30 where the household tables say the householder is Black."""
+    rows = [_unit(), _unit()]
+    units = Units(
+        HOUSING_UNITS,
+        np.array(["990010001001000", "990010001001001"]),
+        {k: np.array([r[k] for r in rows]) for k in rows[0]},
+        None,
+        "test",
+    )
+    persons = Units(
+        PERSONS_BINNED,
+        np.array(["990010001001000", "990010001001001"]),
+        {
+            "sex": np.array([1, 1]),
+            "agebin": np.array([AGEBIN_OF_AGE[30]] * 2),
+            "race": np.array([2, 1]),
+            "hispanic": np.array([0, 0]),
+        },
+        None,
+        "test",
+    )
+    lu, lp = tabulate_units(units), tabulate_units(persons)
+    if tmp is not None:
+        lu.write_csv(tmp / "hu.csv")
+        lp.write_csv(tmp / "p.csv")
+    return lu, lp
+
+
+def test_releases_that_admit_no_common_population_are_named():
+    lu, lp = _tiny()
+    rec = reconstruct_together(lu, lp, "households")
+    st = dict(rec.blocks.select("geoid", "status").iter_rows())
+    assert st == {"990010001001000": CONSISTENT, "990010001001001": CONTRADICTION}
+    msg = rec.blocks.filter(pl.col("status") == CONTRADICTION)["message"][0]
+    assert "householders aged 25-34, Black or African American alone" in msg
+    assert "need at least 1" in msg and "allow at most 0" in msg
+
+
+def test_cli_writes_both_halves_and_exits_1_naming_the_block(tmp_path):
+    _tiny(tmp_path)
+    r = _cli(
+        ["reconstruct", "hu.csv", "--schema", "households", "--with", "p.csv", "-o", "r.parquet"],
+        tmp_path,
+    )
+    assert r.returncode == 1, r.stderr
+    assert "block 990010001001001: contradiction" in r.stderr
+    assert "Traceback" not in r.stderr
+    blocks = pl.read_csv(tmp_path / "r_blocks.csv", schema_overrides={"geoid": pl.String})
+    assert blocks.height == 2 and (tmp_path / "r_persons.parquet").exists()
+    assert pl.read_parquet(tmp_path / "r.parquet").height == 1  # the consistent block's unit
+
+
+@pytest.mark.parametrize(
+    "extra, says",
+    [
+        (["--schema", "persons"], "declare no ties"),
+        (["--schema", "households", "--level", "block+tract"], "--level"),
+        (["--schema", "households", "--distance"], "--distance"),
+    ],
+)
+def test_cli_refuses_what_a_joint_run_cannot_do(tmp_path, extra, says):
+    _tiny(tmp_path)
+    r = _cli(["reconstruct", "hu.csv", "--with", "p.csv", *extra], tmp_path)
+    assert r.returncode == 2 and says in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_a_block_in_one_release_only_is_refused_before_any_work(tmp_path):
+    lu, lp = _tiny()
+    lp.filter(pl.col("geoid") != "990010001001001").write_csv(tmp_path / "p.csv")
+    lu.write_csv(tmp_path / "hu.csv")
+    r = _cli(["reconstruct", "hu.csv", "--schema", "households", "--with", "p.csv"], tmp_path)
+    assert r.returncode == 2, r.stderr
+    assert "block 990010001001001 has households tables" in r.stderr
+
+
+def test_the_release_runner_resumes_to_the_same_result(county, tmp_path):
+    units, persons, lu, lp = county
+    first = reconstruct_release_together(lu, lp, "households", out=tmp_path / "r.parquet")
+    again = reconstruct_release_together(lu, lp, "households", out=tmp_path / "r.parquet")
+    assert first.failed == [] and again.failed == []
+    assert again.rec.blocks.drop("seconds").equals(first.rec.blocks.drop("seconds"))
+    assert _histograms(again.rec.units) == _histograms(first.rec.units)
+    with pytest.raises(Exception, match="other|differ|changed"):  # other inputs: refused
+        reconstruct_release_together(
+            lu, lp.with_columns(pl.col("value") * 2), "households", out=tmp_path / "r.parquet"
+        )
+    write_units(units, tmp_path / "u.parquet")  # (the fixture's files stay usable)
