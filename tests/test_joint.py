@@ -217,3 +217,35 @@ def test_the_release_runner_resumes_to_the_same_result(county, tmp_path):
             lu, lp.with_columns(pl.col("value") * 2), "households", out=tmp_path / "r.parquet"
         )
     write_units(units, tmp_path / "u.parquet")  # (the fixture's files stay usable)
+
+
+def test_claims_given_both_releases_keep_every_claim_of_one_and_stay_true(county):
+    """A claim every population of the household release makes true is made true by every
+    population of both releases, and is a candidate in any of their solutions: so every claim
+    verified from the household tables alone is verified given both, and more may be."""
+    from tabrecon.attacks.unit_claims import matching_units, release_claims
+    from tabrecon.units_audit import median_blocks
+
+    units, _, lu, lp = county
+    pick = median_blocks(lu, 4)
+    lu4, lp4 = (t.filter(pl.col("geoid").is_in(pick)) for t in (lu, lp))
+    alone = release_claims(lu4, HOUSING_UNITS, (4, 5), K=8, truth=units)
+    both = release_claims(lu4, HOUSING_UNITS, (4, 5), K=8, truth=units, tied=lp4)
+    assert set(alone.blocks["status"]) == set(both.blocks["status"]) == {"ok"}
+    key = ["geoid", "k", "columns", "values", "m"]
+    a = set(alone.claims.select(key).iter_rows())
+    b = set(both.claims.select(key).iter_rows())
+    assert a <= b and len(b) > len(a)
+    c = both.claims
+    assert all(m.size == n for m, n in zip(matching_units(c, units), c["m"].to_list(), strict=True))
+
+
+def test_cli_claims_with_the_person_tables_names_a_contradicting_block(tmp_path):
+    _tiny(tmp_path)
+    r = _cli(
+        ["claims", "hu.csv", "--schema", "households", "--with", "p.csv", "--k", "2", "-K", "3"],
+        tmp_path,
+    )
+    assert r.returncode == 1, r.stderr
+    assert "block 990010001001001: its two releases admit no common population" in r.stderr
+    assert "Traceback" not in r.stderr

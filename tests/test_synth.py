@@ -52,3 +52,26 @@ def test_zero_slope_is_the_default_county():
 def test_bad_cohesion_is_refused(kw, msg):
     with pytest.raises(TabreconError, match=msg):
         SynthConfig(**kw)
+
+
+def test_household_sizes_follow_2010_and_differ_between_blocks():
+    """Households are one stream of 2010 sizes (SF1 H13) cut at block boundaries: the county's
+    size mix is 2010's within 1.5 points, and blocks do not all start with the same sizes (the
+    generator restarted its stream at every block until 2026-11-26: 37% of households of one
+    person, 30% of two)."""
+    md = synthesize(SynthConfig(persons=200_000), seed=1)
+    hid = md.extra["household_id"].to_numpy()
+    size = np.bincount(hid)
+    share = np.bincount(np.minimum(size, 7), minlength=8)[1:] / size.size
+    h13 = np.array([0.267, 0.328, 0.161, 0.135, 0.064, 0.026, 0.019])  # 2010, 116.7 M households
+    assert np.abs(share - h13).max() < 0.015, share.round(3)
+    # the size of each block's first household: spread like the stream, not one value
+    first = np.unique(md.block, return_index=True)[1]
+    firsts = size[hid[first]]
+    assert np.bincount(np.minimum(firsts, 7), minlength=8)[1:].max() / firsts.size < 0.5
+    # a household never spans two blocks
+    lo = np.full(size.size, np.iinfo(np.int64).max)
+    hi = np.full(size.size, -1)
+    np.minimum.at(lo, hid, md.block)
+    np.maximum.at(hi, hid, md.block)
+    assert (lo == hi).all()

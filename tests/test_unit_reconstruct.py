@@ -312,7 +312,7 @@ def test_a_person_reconstruction_certified_over_the_schema_gets_certifications_d
     from tabrecon.synth import SynthConfig, synthesize
     from tabrecon.tables import tabulate
 
-    md = synthesize(SynthConfig(persons=1_200), seed=5)
+    md = synthesize(SynthConfig(persons=1_200), seed=6)  # 7 of its 25 blocks vary
     ts = tabulate(md)
     recmd = reconstruct(ts, "block+tract").records
     cert = certify(ts, recmd, "block+tract").blocks

@@ -68,10 +68,12 @@ HOUSEHOLD_TARGETS: dict[str, dict[str, float]] = {
         "for migrant workers": 24_161,
         "other vacant": 3_652_759,
     },
-    # Households and Families: 2010 (C2010BR-14): shares of all households
+    # Households and Families: 2010 (C2010BR-14): shares of all households; people 65 and over
+    # (the count SF1 P25 publishes by block) as the brief rounds it, "29 million ... 25 percent"
     "households with (C2010BR-14)": {
         "married couple with own children under 18": 23_600_000,
         "unmarried partners": 7_700_000,
+        "one or more people 65 and over (P25)": 29_000_000,
         "all households": 116_716_292,
     },
 }
@@ -336,6 +338,7 @@ def household_calibration(persons: Microdata, units: Units) -> list[tuple[str, f
         {
             "married couple with own children under 18": float((hht2 == 1).mean()),
             "unmarried partners": float(np.isin(hht2, (3, 4)).mean()),
+            "one or more people 65 and over (P25)": float((c["over_65"][occ] == 1).mean()),
         },
         denominator="all households",
     )

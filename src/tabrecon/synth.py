@@ -80,6 +80,10 @@ _AGE5 = np.array(
 )
 # 2010 household size distribution 1..7 (7 = 7+, drawn as 7-9).
 _HH_SIZE = np.array([0.267, 0.336, 0.158, 0.137, 0.063, 0.024, 0.015])
+#: the stream's 1-person share is scaled by this so that cutting households at block
+#: boundaries (which makes extra small households) leaves about 2010's share (measured:
+#: ``tabrecon synth --persons 200000``'s calibration)
+ONE_PERSON_SCALE = 0.9
 
 
 def age_pmf() -> np.ndarray:
@@ -289,20 +293,18 @@ def synthesize(config: SynthConfig | None = None, seed: int = 0) -> Microdata:
     sizes, geoids = sizes[order], geoids[order].astype(str)
     N = int(sizes.sum())
     block = np.repeat(np.arange(nb, dtype=np.int32), sizes)
-    # households: partition each block's persons into households of 2010 sizes
-    hh_draw = rng.choice(7, size=N, p=_HH_SIZE) + 1
+    # households: one stream of 2010 household sizes cut at block boundaries (a block's last
+    # household is cut short, which makes extra small households: the 1-person share of the
+    # stream is lowered by ONE_PERSON_SCALE so that the county's stays near 2010's). Until
+    # 2026-11-26 the stream restarted at every block, so every block took the same leading
+    # sizes (200,000 persons: 37% of households of 1 person and 30% of 2, against 2010's 27%
+    # and 33%, mean size 2.25 against 2.58); figures measured before then used that county.
+    p = _HH_SIZE.copy()
+    p[0] *= ONE_PERSON_SCALE
+    hh_draw = rng.choice(7, size=N, p=p / p.sum()) + 1
     hh_draw = np.where(hh_draw == 7, rng.integers(7, 10, size=N), hh_draw)
-    hh_end = np.cumsum(hh_draw)
-    pos = np.arange(N)
-    block_start = np.repeat(np.cumsum(sizes) - sizes, sizes)
-    within = pos - block_start
-    # household index within the block from the global stream restarted at each block. Every
-    # block thus takes the *same* leading sizes of one stream, which skews the size mix (200,000
-    # persons: 31% of households of 1 person, 22% of 2, against 2010's 27% and 33%); kept
-    # because every seeded figure rests on it. tabrecon.households partitions anew, correctly.
-    hh_local = np.searchsorted(hh_end, within, side="right")
-    hh_key = block.astype(np.int64) * (N + 1) + hh_local
-    _, household = np.unique(hh_key, return_inverse=True)
+    hh_index = np.searchsorted(np.cumsum(hh_draw), np.arange(N), side="right")
+    _, household = np.unique(block.astype(np.int64) * (N + 1) + hh_index, return_inverse=True)
     race, hisp = draw_races(rng, cfg, block, household, nb)
     age = rng.choice(AGE_MAX + 1, size=N, p=age_pmf()).astype(np.int16)
     pfem = np.select([age < 20, age < 65, age < 80], [0.488, 0.503, 0.55], 0.65)

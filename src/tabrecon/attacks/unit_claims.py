@@ -35,12 +35,12 @@ import polars as pl
 import scipy.sparse as sp
 from scipy.stats import binom
 
-from ..errors import TabreconError
+from ..errors import InputError, TabreconError
 from ..io import write_figure
 from ..schema.spec import Schema, Units
 from ..unit_tables import table_by_name, tables_in
 from ..vocab import ClaimStatus
-from .solvers import Extensible, SolverOptions, prove_forms
+from .solvers import Extensible, IntProgram, SolverOptions, prove_forms
 from .unit_reconstruct import block_program, block_tables, cell_degree
 
 CLAIM_COLUMNS = {
@@ -94,9 +94,14 @@ def generate_then_verify(
     truth: Units | None = None,
     opts: SolverOptions | None = None,
     block_seconds: float | None = None,
+    tied: pl.DataFrame | None = None,
 ) -> UnitClaims:
     """Generate-then-Verify on every block of ``long`` (or the geoids in ``blocks``). With
     ``truth`` the records each verified singleton singles out are counted (households covered).
+    With ``tied``, the block tables of the population the schema's records tie to (households:
+    the person tables; :mod:`tabrecon.attacks.joint`), every solution and every proof is of the
+    two releases together: a claim is verified when every population consistent with *both*
+    releases makes it true.
 
     ``block_seconds`` caps each block's time: a block that reaches it keeps the claims verified
     so far (those of every k proven before) and is marked ``time-limit`` (the rest are not
@@ -132,11 +137,14 @@ def generate_then_verify(
         return any(np.array_equal(idx, other) for other in same)
 
     want = set(blocks) if blocks is not None else None
+    other = _tied_programs(schema, tied) if tied is not None else None
     for b, geoid in enumerate(geoids):
         if want is not None and geoid not in want:
             continue
         t0 = time.perf_counter()
         prog, adm = block_program(W, V[b], Wc, degree=deg)
+        if other is not None:
+            prog = other(geoid, prog, adm)
         base = Extensible(prog, opts)  # built once, cloned for every solve and proof below
         # 1. generate
         sols: list[np.ndarray] = []
@@ -158,7 +166,7 @@ def generate_then_verify(
             why = ClaimStatus.INFEASIBLE if s.status == "infeasible" else ClaimStatus.TIME_LIMIT
             stats.append((geoid, 0, int(adm.size), 0, 0, 0, time.perf_counter() - t0, why))
             continue
-        X = np.stack(sols)  # K x admissible types
+        X = np.stack(sols)[:, : adm.size]  # K x admissible types (a tied release's follow)
         codes = schema.decode(feas[adm])
         pool = list(sols)  # every solution known: the K generated and those refuting candidates
         n_cand = n_ver = 0
@@ -203,6 +211,31 @@ def generate_then_verify(
         orient="row",
     )
     return UnitClaims(claims, per_block)
+
+
+def _tied_programs(
+    schema: Schema, tied: pl.DataFrame
+) -> Callable[[str, IntProgram, np.ndarray], IntProgram]:
+    """For a block, its program joined with the tied release's program of the same block and
+    the ties (:func:`tabrecon.attacks.joint.joint_program`; the schema's variables first)."""
+    from ..schema.registry import of_schema, population
+    from .joint import joint_program, tie_matrices
+
+    pop = of_schema(schema)
+    if pop.tied is None:
+        raise TabreconError(f"the {schema.name} records declare no ties to another population's")
+    other = population(pop.tied.other)
+    _, Wb, geo_b, Vb = block_tables(tied, other.schema, tables_in(tied, other.schema, "block"))
+    row_b = {g: i for i, g in enumerate(geo_b)}
+    Wbc, deg_b, ties = Wb.tocsc(), cell_degree(Wb), tie_matrices(pop.name)
+
+    def join(geoid: str, prog: IntProgram, adm: np.ndarray) -> IntProgram:
+        if geoid not in row_b:
+            raise InputError(f"block {geoid} has no {pop.tied.known_as} tables")  # type: ignore[union-attr]
+        pb, adm_b = block_program(Wb, Vb[row_b[geoid]], Wbc, degree=deg_b)
+        return joint_program(prog, adm, pb, adm_b, ties)[0]
+
+    return join
 
 
 def _forms(cands: list[tuple], nv: int) -> sp.csr_matrix:
@@ -321,10 +354,24 @@ def _unit_seed(seed: int, unit: str) -> int:
 
 
 def _block_worker(args: tuple) -> tuple[dict, pl.DataFrame | None]:
-    geoid, long, schema, tables, k_values, K, seed, opts, block_seconds = args
+    geoid, long, schema, tables, k_values, K, seed, opts, block_seconds, tied = args
     from .unit_reconstruct import reconstruct_units
 
-    rec = reconstruct_units(long, schema, tables, opts)
+    if tied is None:
+        rec = reconstruct_units(long, schema, tables, opts)
+        verdicts = rec.blocks.select("geoid", pl.col("status").alias("reconstruction"))
+    else:  # the full reconstruction's verdict given both releases
+        from ..schema.registry import of_schema
+        from .joint import reconstruct_together
+
+        rec = reconstruct_together(long, tied, of_schema(schema).name, opts)  # type: ignore[assignment]
+        verdicts = rec.blocks.select(
+            "geoid",
+            pl.when(pl.col("status") == "consistent")
+            .then(pl.col("units_verdict"))
+            .otherwise(pl.col("status"))
+            .alias("reconstruction"),
+        )
     res = generate_then_verify(
         long,
         schema,
@@ -334,10 +381,9 @@ def _block_worker(args: tuple) -> tuple[dict, pl.DataFrame | None]:
         _unit_seed(seed, geoid),
         opts=opts,
         block_seconds=block_seconds,
+        tied=tied,
     )
-    blocks = res.blocks.join(
-        rec.blocks.select("geoid", pl.col("status").alias("reconstruction")), on="geoid", how="left"
-    )
+    blocks = res.blocks.join(verdicts, on="geoid", how="left")
     types, counts = np.unique(rec.units.types, return_counts=True)
     st = {
         "unit": geoid,
@@ -662,13 +708,15 @@ def release_claims(
     resume: bool = True,
     progress: Callable[[dict], None] | None = None,
     truth: Units | None = None,
+    tied: pl.DataFrame | None = None,
 ) -> ClaimsRun:
     """Generate-then-Verify on every block of a release's tables over ``schema``, block by
     block (the module docstring says how; blocks are independent, their tables alone constrain
     them). Only the schema's tables the long table holds in full are used; ``k_values``
     defaults to the population's (:mod:`tabrecon.schema.registry`). With ``out`` each block's
     claims go to ``<out>/claims.parts/`` as it finishes and a rerun resumes (a rerun with other
-    tables or options is refused)."""
+    tables or options is refused). With ``tied`` (households: the person tables of the same
+    blocks) every claim is verified given both releases (:func:`generate_then_verify`)."""
     from ..provenance import digest_long
     from ..runner import run_units
     from ..schema.registry import of_schema
@@ -696,6 +744,17 @@ def release_claims(
     )
     by_block = long.partition_by("geoid", as_dict=True)
     geoids = sorted(g for (g,) in by_block)
+    tied_by: dict = {}
+    if tied is not None:
+        tied_by = tied.filter(pl.col("geoid").str.len_chars() == 15).partition_by(
+            "geoid", as_dict=True
+        )
+        only = sorted(set(geoids) ^ {g for (g,) in tied_by})
+        if only:
+            raise InputError(
+                f"block {only[0]} is in one release and not the other ({len(only) - 1} more "
+                "such blocks): both releases must cover the same blocks"
+            )
     parts = Path(out) / "claims.parts" if out is not None else None
     fp = None
     if parts is not None:
@@ -709,9 +768,22 @@ def release_claims(
             "solver": str(opts),
             "schema": schema.name,
         }
+        if tied is not None:  # (absent otherwise: earlier runs' parts stay resumable)
+            fp["tied"] = digest_long(tied)
     statuses, frames = run_units(
         geoids,
-        lambda g: (g, by_block[(g,)], schema, tables, k_values, K, seed, opts, block_seconds),
+        lambda g: (
+            g,
+            by_block[(g,)],
+            schema,
+            tables,
+            k_values,
+            K,
+            seed,
+            opts,
+            block_seconds,
+            tied_by[(g,)] if tied is not None else None,
+        ),
         _block_worker,
         tag=f"{schema.name}-claims",
         parts=parts,

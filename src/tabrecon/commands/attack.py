@@ -433,6 +433,16 @@ def claims(
             "verified so far and is reported"
         ),
     ] = 300.0,
+    together: Annotated[
+        Path | None,
+        typer.Option(
+            "--with",
+            help="Not persons: the tables of the population --schema's records tie to "
+            "(households: the person tables of the same blocks); every claim is then verified "
+            "given both releases",
+            metavar="TABLES",
+        ),
+    ] = None,
 ) -> None:
     """Verified claims (generate-then-verify): persons, housing units, ... singled out by claims
     every consistent population makes true."""
@@ -446,7 +456,11 @@ def claims(
         "--solvar": solvar_file is not None,
         f"--level {level}": level != "block",  # other populations' claims are per block
     }
-    other_only = {"--k": bool(k.strip()), "--truth": truth is not None}
+    other_only = {
+        "--k": bool(k.strip()),
+        "--truth": truth is not None,
+        "--with": together is not None,
+    }
     unused = [
         o
         for o, given in (other_only if pop.engine is Engine.PERSON else person_only).items()
@@ -470,6 +484,7 @@ def claims(
             seed,
             workers,
             fresh,
+            together,
         )
         return
     if recon is None or solvar_file is None:
@@ -530,10 +545,11 @@ def _release_claims(
     seed: int,
     workers: int,
     fresh: bool,
+    together: Path | None = None,
 ) -> None:
     """``tabrecon claims --schema NAME`` for a population on the generic engine: Generate-then-
     Verify on a release's tables, block by block (written as each finishes, resumable), figures
-    in the study's layout."""
+    in the study's layout; with ``--with``, given both releases."""
     import polars as pl
 
     from ..attacks.unit_claims import release_claims
@@ -548,6 +564,18 @@ def _release_claims(
     n_attr = len(pop.schema.attributes)
     if any(not 1 <= x <= n_attr for x in ks):
         raise TabreconError(f"--k: columns per claim must lie in 1..{n_attr} for {pop.name}")
+    tied = None
+    if together is not None:
+        from ..schema.registry import names, population
+        from ..unit_tables import read_unit_tables
+
+        if pop.tied is None:
+            tied_ok = [n for n in names() if population(n).tied is not None]
+            raise TabreconError(
+                f"--with: the {pop.name} records declare no ties to another population's "
+                f"(--with works with --schema {', '.join(tied_ok)})"
+            )
+        tied = read_unit_tables(together, population(pop.tied.other).schema)
     long = _release_tables(pop, tables_file)
     units = read_units(truth, pop.schema) if truth is not None else None
     t0 = time.perf_counter()
@@ -566,6 +594,7 @@ def _release_claims(
             not fresh,
             tick,
             units,
+            tied=tied,
         )
     for r in run.failed:
         err.print(f"[red]block {r['unit']}: {r['status']}[/red] -- {escape(r.get('message', ''))}")
@@ -581,7 +610,10 @@ def _release_claims(
             "time-limit": f"reached --block-time-limit {block_time_limit:g} s; "
             f"{r['verified']} claim(s) verified before it are kept",
             "infeasible": f"its tables contradict each other (no {pop.noun} fit them)"
-            + (f": {broken[r['geoid']]}" if r["geoid"] in broken else ""),
+            + (f": {broken[r['geoid']]}" if r["geoid"] in broken else "")
+            if r["geoid"] in broken or tied is None
+            else "its two releases admit no common population (tabrecon reconstruct --with "
+            "names the ties that cannot hold)",
         }.get(r["status"], "no solution found within the solver's limit")
         err.print(f"[yellow]block {r['geoid']}:[/yellow] {escape(str(what))}")
     if bad.height > 20:
