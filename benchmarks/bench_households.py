@@ -8,7 +8,9 @@ python -m benchmarks.bench_households [--persons 200000] [--blocks 50] [--K 20] 
 
 Each table set is attacked on the same blocks, side by side in one run: ``full`` is every table
 the housing-unit schema determines (64 tables, 850 cells per block: ``tabrecon tables list
---schema households``); ``sf1-12`` the 12 tables (120 cells) declared before issue 37.
+--schema households``); ``full+persons`` the same with the person block tables of the same blocks
+(agebin38), every solution and proof given both releases (:mod:`tabrecon.attacks.joint`);
+``sf1-12`` the 12 tables (120 cells) declared before issue 37.
 Generate-then-Verify runs through ``release_claims`` (the runner ``tabrecon claims --schema
 households`` uses), block by block on ``--workers`` processes.
 
@@ -27,10 +29,12 @@ import numpy as np
 import polars as pl
 
 from benchmarks.common import RESULTS, machine, record
+from tabrecon.attacks.joint import reconstruct_together
 from tabrecon.attacks.unit_claims import STUDY_TABLES_2_3, matching_units, release_claims
 from tabrecon.attacks.unit_reconstruct import reconstruct_units
 from tabrecon.households import synthesize_households
 from tabrecon.populations.households import housing_tables
+from tabrecon.schema import person_units
 from tabrecon.schema.catalog import HOUSING_UNITS
 from tabrecon.synth import SynthConfig
 from tabrecon.unit_tables import tabulate_units
@@ -46,7 +50,7 @@ def main() -> dict:
     ap.add_argument("--K", type=int, default=20)
     ap.add_argument("--k", default="2,3,4,5,6,7,8,9,10", help="columns per claim")
     ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--sets", default="full,sf1-12", help="table sets, side by side")
+    ap.add_argument("--sets", default="full,full+persons,sf1-12", help="table sets, side by side")
     a = ap.parse_args()
     print(f"# households benchmark -- {machine()}")
     t = time.perf_counter()
@@ -68,21 +72,40 @@ def main() -> dict:
         .to_list()
     )
     out: dict = {"blocks": len(pick), "median_units": median, "workers": a.workers}
+    persons = tabulate_units(person_units(md, binned=True)).filter(pl.col("geoid").is_in(pick))
     for i, name in enumerate(a.sets.split(",")):
         sub = long.filter(pl.col("geoid").is_in(pick))
+        tied = persons if name == "full+persons" else None
         if name == "sf1-12":
             keep = [c.id for t in housing_tables() if t.name in SF1_12 for c in t.cells()]
             sub = sub.filter(pl.col("cell").is_in(keep))
         cells = sub.filter(pl.col("geoid") == pick[0]).height
         print(f"\n## table set {name}: {cells} cells per block")
-        out[name] = _attack(sub, units, pick, median, a, cells, write=i == 0)
+        if tied is not None:
+            cells += tied.filter(pl.col("geoid") == pick[0]).height
+        out[name] = _attack(sub, units, pick, median, a, cells, write=i == 0, tied=tied)
     return out
 
 
-def _attack(sub: pl.DataFrame, units, pick, median: int, a, cells: int, write: bool) -> dict:
+def _attack(
+    sub: pl.DataFrame,
+    units,
+    pick,
+    median: int,
+    a,
+    cells: int,
+    write: bool,
+    tied: pl.DataFrame | None = None,
+) -> dict:
     t = time.perf_counter()
-    rec = reconstruct_units(sub, HOUSING_UNITS)
-    unique = int((rec.blocks["status"] == "unique").sum())
+    if tied is None:
+        rec = reconstruct_units(sub, HOUSING_UNITS)
+        unique = int((rec.blocks["status"] == "unique").sum())
+        n_units = int(rec.blocks["units"].sum())
+    else:  # given both releases
+        joint = reconstruct_together(sub, tied, "households")
+        unique = int((joint.blocks["units_verdict"] == "unique").sum())
+        n_units = int(joint.blocks["units"].sum())
     recon_s = time.perf_counter() - t
     print(
         f"{len(pick)} blocks of about the median {median} units: reconstruction "
@@ -91,7 +114,15 @@ def _attack(sub: pl.DataFrame, units, pick, median: int, a, cells: int, write: b
     t = time.perf_counter()
     ks = tuple(int(x) for x in a.k.split(","))
     run = release_claims(
-        sub, HOUSING_UNITS, ks, a.K, seed=0, block_seconds=None, workers=a.workers, truth=units
+        sub,
+        HOUSING_UNITS,
+        ks,
+        a.K,
+        seed=0,
+        block_seconds=None,
+        workers=a.workers,
+        truth=units,
+        tied=tied,
     )
     wall = time.perf_counter() - t
     sec = run.blocks["seconds"].to_numpy()
@@ -106,7 +137,6 @@ def _attack(sub: pl.DataFrame, units, pick, median: int, a, cells: int, write: b
     hits = matching_units(c, units)
     true_ok = all(h.size == m for h, m in zip(hits, c["m"].to_list(), strict=True))
     print(f"verified claims {c.height:,}, all true of the units: {true_ok}")
-    n_units = int(rec.blocks["units"].sum())
     fig = run.by_k()
     rows = {}
     for r in fig.iter_rows(named=True):

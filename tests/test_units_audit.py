@@ -123,3 +123,29 @@ def test_person_audit_with_households_of_other_people_says_so_and_fails(county):
     assert "Traceback" not in run.stderr
     assert "p.parquet, line" in run.stderr  # the first person whose unit disagrees
     assert not (d / "pa" / "work").exists() and not (d / "pa" / "report.html").exists()
+
+
+@pytest.mark.slow
+def test_person_audit_verifies_household_claims_given_the_person_tables_too(county):
+    """With both files the households section attacks the two releases together (the default,
+    ``[households] with_person_tables``): its claims include every claim of the household
+    tables alone, all true of the units, and the report says which tables were used."""
+    d, _ = county
+    # no block time limit in reach: a block stopped by the clock keeps what it verified so far
+    exact = FAST.replace("block_time_limit = 1.5", "block_time_limit = 600")
+    (d / "both.toml").write_text(exact)
+    (d / "alone.toml").write_text(
+        exact.replace("blocks = 3\n", "blocks = 3\nwith_person_tables = false\n")
+    )
+    out = {}
+    for name, conf in (("both", "both.toml"), ("alone", "alone.toml")):
+        args = ["audit", "p.parquet", "--households", "u.parquet", "--config", conf]
+        run = _cli([*args, "--defenses", "", "--out", name, "--quiet"], d)
+        assert run.returncode == 0, run.stderr
+        out[name] = json.loads((d / name / "summary.json").read_text())["households"]
+    assert out["both"]["given"] == "the persons tables of the same blocks too"
+    assert "given" not in out["alone"]
+    assert out["both"]["blocks_time_limit"] == out["alone"]["blocks_time_limit"] == 0
+    assert out["both"]["verified_claims"] >= out["alone"]["verified_claims"]
+    html = (d / "both" / "report.html").read_text()
+    assert "the persons tables of the same blocks too (every householder a person" in html

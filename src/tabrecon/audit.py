@@ -850,7 +850,13 @@ def _households(
         persons = read_microdata(md_path) if md_path is not None else None
         pop = population("households")  # the housing units of the person file's households
         same = None if persons is None else (lambda u: check_households(persons, u))
-        summary, frames, _ = units_stage(pop, hh_path, work, cfg, resume, progress, same)
+        tied = None
+        if persons is not None and cfg.households.with_person_tables:
+            from .schema import person_units
+            from .unit_tables import tabulate_units
+
+            tied = tabulate_units(person_units(persons, binned=True))
+        summary, frames, _ = units_stage(pop, hh_path, work, cfg, resume, progress, same, tied=tied)
     except TabreconError as exc:
         return {"error": str(exc), "failures": [f"households: {exc}"]}, {}
     log.add("households", time.perf_counter() - t0)

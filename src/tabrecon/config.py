@@ -75,6 +75,9 @@ class HouseholdsConfig:
     k_solutions: int = 20  # solutions generated per block (the study: 100)
     block_time_limit: float = 60.0  # seconds per block; claims verified before it are kept
     blocks: int = 50  # the blocks nearest the median size (the study's sample); 0 = every block
+    # a person audit's housing units: claims verified given the person tables of the same blocks
+    # too (SF1 publishes both; tabrecon.attacks.joint), as an attacker holding the release would
+    with_person_tables: bool = True
 
 
 @dataclass(frozen=True)

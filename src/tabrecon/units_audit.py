@@ -65,13 +65,16 @@ def units_stage(
     progress: Callable[[str, int], Callable[[dict], None]] | None = None,
     check: Callable[[Units], Any] | None = None,
     published: bool = False,
+    tied: pl.DataFrame | None = None,
 ) -> tuple[dict, dict[str, pl.DataFrame], Units | None]:
     """Run the part of ``pop``; return its summary, its frames (``<name>_by_k``,
     ``<name>_blocks``) and the records read. ``check`` is called on the records before any
     work (a person audit passes the check that its person file describes the same households)
     and raises to refuse them. ``published``: ``units_path`` holds the published tables (any
     form :func:`~tabrecon.unit_tables.read_unit_tables` reads), not records: the claims are
-    verified without a truth to match them against (no record returned)."""
+    verified without a truth to match them against (no record returned). ``tied``: the block
+    tables of the population ``pop``'s records tie to (a person audit's person tables), with
+    which every claim is verified (:mod:`tabrecon.attacks.joint`)."""
     h = cfg.households
     t0 = time.perf_counter()
     units: Units | None = None
@@ -101,11 +104,14 @@ def units_stage(
         resume,
         tick,
         units,
+        tied=tied.filter(pl.col("geoid").is_in(pick)) if tied is not None else None,
     )
     by_k = run.by_k()  # matches every claim against the truth: once
     summary = units_summary(
         pop, run, by_k, units, long, pick, h.blocks, time.perf_counter() - t0, str(units_path)
     )
+    if tied is not None and pop.tied is not None:
+        summary["given"] = f"the {pop.tied.known_as} tables of the same blocks too"
     return summary, {f"{pop.name}_by_k": by_k, f"{pop.name}_blocks": run.blocks}, units
 
 

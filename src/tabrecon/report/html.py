@@ -878,7 +878,14 @@ def claims_section(
             else f"<p>File {html.escape(h['file'])}: {h['records']:,} {noun}{aside} in "
         )
         + f"{h['blocks_in_file']:,} blocks. Attacked: {html.escape(h['sample'])}, with the SF1 "
-        f"2010 tables {html.escape(', '.join(h['tables']))}. For each block, "
+        f"2010 tables {html.escape(', '.join(h['tables']))}"
+        + (
+            f" and {html.escape(h['given'])} (every householder a person of the block; every "
+            "solution and proof below is of both releases together)"
+            if h.get("given")
+            else ""
+        )
+        + ". For each block, "
         f"{h['k_solutions']} solutions of the tables were generated; a claim (\u201cexactly m "
         f"{noun} of this block have these values on these k columns\u201d) common to all of "
         "them and not a published cell was verified by proving that every other count is "
