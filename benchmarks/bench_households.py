@@ -80,9 +80,9 @@ def main() -> dict:
             keep = [c.id for t in housing_tables() if t.name in SF1_12 for c in t.cells()]
             sub = sub.filter(pl.col("cell").is_in(keep))
         cells = sub.filter(pl.col("geoid") == pick[0]).height
-        print(f"\n## table set {name}: {cells} cells per block")
         if tied is not None:
             cells += tied.filter(pl.col("geoid") == pick[0]).height
+        print(f"\n## table set {name}: {cells} cells per block")
         out[name] = _attack(sub, units, pick, median, a, cells, write=i == 0, tied=tied)
     return out
 
