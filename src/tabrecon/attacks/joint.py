@@ -324,18 +324,27 @@ def reconstruct_together(
 
 def write_together(rec: JointReconstruction, out: str | Path) -> list[Path]:
     """``out`` (the first population's records), ``<stem>_<other>.<ext>`` (the second's) and
-    ``<stem>_blocks.csv`` (each block's status and verdicts); returns the paths written."""
+    ``<stem>_blocks.csv`` (each block's status, counts and verdicts, the columns named after the
+    two populations: ``housing_units``, ``persons_verdict``); returns the paths written."""
+    from ..io import beside
     from ..schema.spec import write_units
 
     out = Path(out)
     name = population(rec.units.schema.name).tied.known_as  # type: ignore[union-attr]
-    suffix = "".join(out.suffixes) or ".parquet"
-    stem = out.name[: len(out.name) - len("".join(out.suffixes))] if out.suffixes else out.name
-    other = out.with_name(f"{stem}_{name}{suffix}")
-    blocks = out.with_name(f"{stem}_blocks.csv")
+    data = str(out)[len(str(beside(out, ""))) :] or ".parquet"  # .parquet, .csv, .csv.gz
+    other = beside(out, f"_{name}{data}")
+    blocks = beside(out, "_blocks.csv")
     write_units(rec.units, out)
     write_units(rec.others, other)
-    rec.blocks.write_csv(blocks)
+    a = population(rec.units.schema.name).noun.replace(" ", "_")  # housing_units
+    rec.blocks.rename(
+        {
+            "units": a,
+            "others": name,
+            "units_verdict": f"{a}_verdict",
+            "others_verdict": f"{name}_verdict",
+        }
+    ).write_csv(blocks)
     return [out, other, blocks]
 
 
