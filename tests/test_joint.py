@@ -249,3 +249,12 @@ def test_cli_claims_with_the_person_tables_names_a_contradicting_block(tmp_path)
     assert r.returncode == 1, r.stderr
     assert "block 990010001001001: its two releases admit no common population" in r.stderr
     assert "Traceback" not in r.stderr
+
+
+def test_a_with_file_of_other_tables_is_named_as_such(tmp_path):
+    _tiny(tmp_path)
+    for cmd in ("reconstruct", "claims"):
+        r = _cli([cmd, "hu.csv", "--schema", "households", "--with", "hu.csv"], tmp_path)
+        assert r.returncode == 2, r.stderr
+        assert "--with needs the persons tables of the same blocks" in r.stderr
+        assert "persons_binned" not in r.stderr and "Traceback" not in r.stderr

@@ -210,6 +210,28 @@ def _reconstruct_release(
         raise typer.Exit(1)
 
 
+def _tied_tables(pop: Population, path: Path) -> pl.DataFrame:
+    """The ``--with`` file: the tables of the population ``pop``'s records tie to; a file of
+    other tables is named as such (not by the internal schema that reads it)."""
+    from ..errors import InputError
+    from ..schema.registry import population
+    from ..unit_tables import read_unit_tables
+
+    assert pop.tied is not None
+    other = population(pop.tied.other)
+    try:
+        return read_unit_tables(path, other.schema)
+    except InputError as exc:
+        if "holds no cells of the" not in str(exc):
+            raise
+        first = ", ".join(t.name for t in other.tables()[:4])
+        raise InputError(
+            f"--with needs the {pop.tied.known_as} tables of the same blocks ({first}, ...); "
+            "this file holds none",
+            path=str(path),
+        ) from None
+
+
 def _reconstruct_together(
     pop: Population,
     tables_file: Path,
@@ -223,14 +245,12 @@ def _reconstruct_together(
     together, tract by tract with the runner; exit 1 naming each block whose two releases admit
     no common population (and the ties that cannot hold) after the other blocks are written."""
     from ..attacks.joint import reconstruct_release_together, write_together
-    from ..schema.registry import population
-    from ..unit_tables import read_unit_tables
 
     check_suffix(out)
     assert pop.tied is not None
     # one SF1 folder holding both halves may be given twice: each reader takes its cells
     long_a = _release_tables(pop, tables_file)
-    long_b = read_unit_tables(together, population(pop.tied.other).schema)
+    long_b = _tied_tables(pop, together)
     n = long_a["geoid"].str.slice(0, 11).n_unique()
     prog, tick = progress(n, f"{pop.name} and {pop.tied.known_as} reconstruct")
     with prog:
@@ -567,7 +587,6 @@ def _release_claims(
     tied = None
     if together is not None:
         from ..schema.registry import names, population
-        from ..unit_tables import read_unit_tables
 
         if pop.tied is None:
             tied_ok = [n for n in names() if population(n).tied is not None]
@@ -575,7 +594,7 @@ def _release_claims(
                 f"--with: the {pop.name} records declare no ties to another population's "
                 f"(--with works with --schema {', '.join(tied_ok)})"
             )
-        tied = read_unit_tables(together, population(pop.tied.other).schema)
+        tied = _tied_tables(pop, together)
     long = _release_tables(pop, tables_file)
     units = read_units(truth, pop.schema) if truth is not None else None
     t0 = time.perf_counter()
