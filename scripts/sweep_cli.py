@@ -246,6 +246,17 @@ def cases() -> list[tuple[str, list[str], str]]:
         "reconstruct.p": (["reconstruct", "{}", "--level", "block"], "t", "p.csv"),
         "reconstruct.h": (["reconstruct", "{}", "--schema", "households"], "th", "t.csv"),
         "reconstruct.gq": (["reconstruct", "{}", "--schema", "group_quarters"], "tgq", "t.csv"),
+        "reconstruct.with": (
+            ["reconstruct", f("th.parquet"), "--schema", "households", "--with", "{}"],
+            "t",
+            "th.csv",
+        ),
+        "claims.with": (
+            ["claims", f("th.parquet"), "--schema", "households", "-K", "2", "--k", "5"]
+            + ["--block-time-limit", "5", "--with", "{}"],
+            "t",
+            "th.csv",
+        ),
         "agree.L": (["agree", "{}", f("r.parquet")], "p", "t.csv"),
         "agree.R": (["agree", f("p.csv"), "{}"], "p", "s.parquet"),
         "solvar.T": (["solvar", "{}", "-r", f("r.parquet"), "--no-distance"], "t", "p.csv"),
