@@ -102,16 +102,11 @@ def reconstruct(
     ``--with``, housing units and persons of each block together."""
     from ..attacks.reconstruct import reconstruct as _recon
     from ..published import read_tables
-    from ..schema.registry import Engine, names, population
+    from ..schema.registry import Engine, population
 
     pop = population(schema)
     if together is not None:
-        if pop.tied is None:
-            tied = [n for n in names() if population(n).tied is not None]
-            raise TabreconError(
-                f"--with: the {pop.name} records declare no ties to another population's "
-                f"(--with works with --schema {', '.join(tied)})"
-            )
+        _refuse_untied(pop)
         for flag, given in (
             ("--level", level not in ("", "block")),
             ("--distance", distance),
@@ -208,6 +203,18 @@ def _reconstruct_release(
         err.print(f"[red]tract {r['unit']}: {r['status']}[/red] -- {escape(r.get('message', ''))}")
     if run.failed or bad.height:
         raise typer.Exit(1)
+
+
+def _refuse_untied(pop: Population) -> None:
+    """``--with`` for a population that declares no ties: refused, naming those that do."""
+    from ..schema.registry import names, population
+
+    if pop.tied is None:
+        tied = [n for n in names() if population(n).tied is not None]
+        raise TabreconError(
+            f"--with: the {pop.name} records declare no ties to another population's "
+            f"(--with works with --schema {', '.join(tied)})"
+        )
 
 
 def _tied_tables(pop: Population, path: Path) -> pl.DataFrame:
@@ -586,14 +593,7 @@ def _release_claims(
         raise TabreconError(f"--k: columns per claim must lie in 1..{n_attr} for {pop.name}")
     tied = None
     if together is not None:
-        from ..schema.registry import names, population
-
-        if pop.tied is None:
-            tied_ok = [n for n in names() if population(n).tied is not None]
-            raise TabreconError(
-                f"--with: the {pop.name} records declare no ties to another population's "
-                f"(--with works with --schema {', '.join(tied_ok)})"
-            )
+        _refuse_untied(pop)
         tied = _tied_tables(pop, together)
     long = _release_tables(pop, tables_file)
     units = read_units(truth, pop.schema) if truth is not None else None
