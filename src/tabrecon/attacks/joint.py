@@ -40,9 +40,9 @@ import polars as pl
 import scipy.sparse as sp
 
 from ..errors import InputError, TabreconError
-from ..schema.registry import Population, Tie, population
+from ..schema.registry import Tie, population
 from ..schema.spec import Schema, Units
-from ..unit_tables import predicate_matrix, tables_in
+from ..unit_tables import predicate_matrix, table_by_name, tables_in
 from ..vocab import Verdict
 from .solvers import Extensible, IntProgram, SolverOptions, solve
 from .unit_reconstruct import block_forms, block_program, block_tables, cell_degree, certify_forms
@@ -231,6 +231,46 @@ def _records(schema: Schema, feas: np.ndarray, geo: list[str], parts: list[np.nd
     )
 
 
+class TiedRelease:
+    """The block programs of the release a population's records tie to (households: the person
+    block tables), ready to join to a block's program of the population's own tables: written
+    once for reconstruction (:func:`reconstruct_together`) and Generate-then-Verify
+    (:func:`tabrecon.attacks.unit_claims.generate_then_verify`)."""
+
+    def __init__(self, name: str, long_b: pl.DataFrame) -> None:
+        pop = population(name)
+        if pop.tied is None:
+            raise TabreconError(f"{pop.name} declares no ties to another population's records")
+        self.population, self.other = pop, population(pop.tied.other)
+        sb = self.other.schema
+        _, self._W, geo_b, self._V = block_tables(long_b, sb, tables_in(long_b, sb, "block"))
+        self.geoids: list[str] = geo_b
+        self._row = {g: i for i, g in enumerate(geo_b)}
+        self._Wc, self._deg = self._W.tocsc(), cell_degree(self._W)
+        self.ties = tie_matrices(name)
+
+    def refuse_other_blocks(self, geoids: Sequence[str]) -> None:
+        """Refuse blocks that are in one release and not the other, naming one."""
+        mine = set(geoids)
+        only = sorted(mine ^ set(self.geoids))
+        if only:
+            side = self.population.name if only[0] in mine else self.population.tied.known_as  # type: ignore[union-attr]
+            raise InputError(
+                f"block {only[0]} has {side} tables and not the other release's "
+                f"({len(only) - 1} more such blocks): both releases must cover the same blocks"
+            )
+
+    def join(
+        self, geoid: str, pa: IntProgram, adm_a: np.ndarray
+    ) -> tuple[IntProgram, IntProgram, np.ndarray]:
+        """Block ``geoid``'s joint program (``pa``'s variables first), the tied release's own
+        program of the block and its admissible types."""
+        if geoid not in self._row:
+            self.refuse_other_blocks([geoid])
+        pb, adm_b = block_program(self._W, self._V[self._row[geoid]], self._Wc, degree=self._deg)
+        return joint_program(pa, adm_a, pb, adm_b, self.ties)[0], pb, adm_b
+
+
 def reconstruct_together(
     long_a: pl.DataFrame,
     long_b: pl.DataFrame,
@@ -244,27 +284,17 @@ def reconstruct_together(
     ties to (its :attr:`~tabrecon.schema.registry.Population.tied`; persons: the person block
     tables at certification's resolution, agebin38). Block tables only; a block in one
     release and not the other is refused, naming it."""
-    pop_a: Population = population(name)
-    if pop_a.tied is None:
-        raise TabreconError(f"{pop_a.name} declares no ties to another population's records")
-    pop_b = population(pop_a.tied.other)
+    tied = TiedRelease(name, long_b)
+    pop_a, pop_b = tied.population, tied.other
     sa, sb = pop_a.schema, pop_b.schema
-    ties = tie_matrices(name)
+    ties = tied.ties
     opts = (opts or SolverOptions()).for_task("certify")
     _, Wa, geo_a, Va = block_tables(long_a, sa, tables_in(long_a, sa, "block"))
-    _, Wb, geo_b, Vb = block_tables(long_b, sb, tables_in(long_b, sb, "block"))
-    only = sorted(set(geo_a) ^ set(geo_b))
-    if only:
-        side = pop_a.name if only[0] in set(geo_a) else pop_a.tied.known_as
-        raise InputError(
-            f"block {only[0]} has {side} tables and not the other release's "
-            f"({len(only) - 1} more such blocks): both releases must cover the same blocks"
-        )
-    row_b = {g: i for i, g in enumerate(geo_b)}
-    Wac, Wbc, deg_a, deg_b = Wa.tocsc(), Wb.tocsc(), cell_degree(Wa), cell_degree(Wb)
+    tied.refuse_other_blocks(geo_a)
+    Wac, deg_a = Wa.tocsc(), cell_degree(Wa)
     fa, fb = sa.feasible_types(), sb.feasible_types()
     key = np.arange(fa.size + fb.size)
-    labels = (pop_a.name, pop_a.tied.known_as)
+    labels = (pop_a.name, pop_a.tied.known_as)  # type: ignore[union-attr]
     got_a: list[np.ndarray] = []
     got_b: list[np.ndarray] = []
     geo_out: list[str] = []
@@ -272,8 +302,7 @@ def reconstruct_together(
     for i, g in enumerate(geo_a):
         t0 = time.perf_counter()
         pa, adm_a = block_program(Wa, Va[i], Wac, degree=deg_a)
-        pb, adm_b = block_program(Wb, Vb[row_b[g]], Wbc, degree=deg_b)
-        prog, _ = joint_program(pa, adm_a, pb, adm_b, ties)
+        prog, pb, adm_b = tied.join(g, pa, adm_a)
         base = Extensible(prog, opts)
         sol = base.solve_base()
         if not sol.has_solution or sol.x is None:
@@ -450,7 +479,7 @@ def reconstruct_release_together(
     parts_of = []
     for long, p in ((long_a, pop), (long_b, other)):
         names = tables_in(long, p.schema, "block")
-        ids = [c.id for n in names for c in _cells(n, p.schema)]
+        ids = [c.id for n in names for c in table_by_name(n, p.schema).cells()]
         parts_of.append(
             long.filter(pl.col("cell").is_in(ids))
             .with_columns(pl.col("geoid").str.slice(0, 11).alias("_tract"))
@@ -506,9 +535,3 @@ def reconstruct_release_together(
         tie_matrices(name),
     )
     return ReleaseTogether(rec, statuses)
-
-
-def _cells(name: str, schema: Schema) -> list:
-    from ..unit_tables import table_by_name
-
-    return table_by_name(name, schema).cells()

@@ -40,7 +40,7 @@ from ..io import write_figure
 from ..schema.spec import Schema, Units
 from ..unit_tables import table_by_name, tables_in
 from ..vocab import ClaimStatus
-from .solvers import Extensible, IntProgram, SolverOptions, prove_forms
+from .solvers import Extensible, SolverOptions, prove_forms
 from .unit_reconstruct import block_program, block_tables, cell_degree
 
 CLAIM_COLUMNS = {
@@ -137,14 +137,19 @@ def generate_then_verify(
         return any(np.array_equal(idx, other) for other in same)
 
     want = set(blocks) if blocks is not None else None
-    other = _tied_programs(schema, tied) if tied is not None else None
+    other = None
+    if tied is not None:
+        from ..schema.registry import of_schema
+        from .joint import TiedRelease
+
+        other = TiedRelease(of_schema(schema).name, tied)
     for b, geoid in enumerate(geoids):
         if want is not None and geoid not in want:
             continue
         t0 = time.perf_counter()
         prog, adm = block_program(W, V[b], Wc, degree=deg)
         if other is not None:
-            prog = other(geoid, prog, adm)
+            prog = other.join(geoid, prog, adm)[0]
         base = Extensible(prog, opts)  # built once, cloned for every solve and proof below
         # 1. generate
         sols: list[np.ndarray] = []
@@ -211,31 +216,6 @@ def generate_then_verify(
         orient="row",
     )
     return UnitClaims(claims, per_block)
-
-
-def _tied_programs(
-    schema: Schema, tied: pl.DataFrame
-) -> Callable[[str, IntProgram, np.ndarray], IntProgram]:
-    """For a block, its program joined with the tied release's program of the same block and
-    the ties (:func:`tabrecon.attacks.joint.joint_program`; the schema's variables first)."""
-    from ..schema.registry import of_schema, population
-    from .joint import joint_program, tie_matrices
-
-    pop = of_schema(schema)
-    if pop.tied is None:
-        raise TabreconError(f"the {schema.name} records declare no ties to another population's")
-    other = population(pop.tied.other)
-    _, Wb, geo_b, Vb = block_tables(tied, other.schema, tables_in(tied, other.schema, "block"))
-    row_b = {g: i for i, g in enumerate(geo_b)}
-    Wbc, deg_b, ties = Wb.tocsc(), cell_degree(Wb), tie_matrices(pop.name)
-
-    def join(geoid: str, prog: IntProgram, adm: np.ndarray) -> IntProgram:
-        if geoid not in row_b:
-            raise InputError(f"block {geoid} has no {pop.tied.known_as} tables")  # type: ignore[union-attr]
-        pb, adm_b = block_program(Wb, Vb[row_b[geoid]], Wbc, degree=deg_b)
-        return joint_program(prog, adm, pb, adm_b, ties)[0]
-
-    return join
 
 
 def _forms(cands: list[tuple], nv: int) -> sp.csr_matrix:
