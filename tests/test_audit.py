@@ -406,6 +406,61 @@ def test_killed_worker_unit_is_redone(tmp_path):
     assert sorted(frames) == ["a", "b", "c"]
 
 
+_HALF_SENT = """
+import os, signal, struct, sys
+from pathlib import Path
+
+import polars as pl
+
+
+def worker(args):
+    unit, folder = args
+    mark = Path(folder) / f"{unit}.seen"
+    if unit == "b" and not mark.exists():
+        mark.write_text("x")
+        # die while sending a result, holding the result pipe's lock: the header of a message
+        # whose body never comes (what SIGKILL or the OOM killer does at the wrong moment)
+        frame = sys._getframe()
+        while "result_queue" not in frame.f_locals:
+            frame = frame.f_back
+        queue = frame.f_locals["result_queue"]
+        if queue._wlock is not None:
+            queue._wlock.acquire()
+        os.write(queue._writer.fileno(), struct.pack("!i", 100000) + b"x" * 10)
+        os.kill(os.getpid(), signal.SIGKILL)
+    return {"unit": unit, "status": "ok"}, pl.DataFrame({"u": [unit]})
+
+
+if __name__ == "__main__":
+    from tabrecon.runner import run_units
+
+    folder = sys.argv[1]
+    sts, frames = run_units(
+        list("abcdef"), lambda u: (u, folder), worker, tag="t", workers=2
+    )
+    print(",".join(s["status"] for s in sts), ",".join(sorted(frames)))
+"""
+
+
+def test_a_worker_killed_while_sending_its_result_does_not_hang_the_run(tmp_path):
+    """A worker killed half-way through sending a result (holding the result pipe's lock) leaves
+    the process pool waiting for ever: its manager thread reads the rest of the message, the other
+    workers wait for the lock. The pool's watch ends it as broken and the runner reruns its units
+    (it hung the SIGKILL fault test once, both cores busy)."""
+    script = tmp_path / "half_sent.py"
+    script.write_text(_HALF_SENT)
+    out = subprocess.run(
+        [sys.executable, str(script), str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["ok,ok,ok,ok,ok,ok", "a,b,c,d,e,f"]
+    assert (tmp_path / "b.seen").exists()  # the worker did die the way it should
+    assert "leaked" not in out.stderr and "Traceback" not in out.stderr, out.stderr
+
+
 def _busy_worker(unit):
     """Spins 0.3 s of CPU."""
     t0 = time.process_time()

@@ -21,6 +21,7 @@ import multiprocessing.context
 import os
 import signal
 import threading
+import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
@@ -150,8 +151,6 @@ def worker_init(parent: int | None = None) -> None:
 
 def _end_with(parent: int, every: float = 1.0) -> None:
     """End this process (at once, as SIGKILL would) once process ``parent`` no longer exists."""
-    import time
-
     while True:
         time.sleep(every)
         try:
@@ -191,17 +190,53 @@ def process_pool(workers: int) -> Iterator[ProcessPoolExecutor]:
     )
     with _lock:
         _pools.add(ex)
+    done = threading.Event()
+    threading.Thread(
+        target=_watch_pool, args=(ex, done), daemon=True, name="tabrecon-pool-watch"
+    ).start()
     try:
         yield ex
     except BaseException:
+        done.set()
         with shielded():  # a second Ctrl-C must not cut the clean-up short and leave workers
             terminate(ex)
         raise
     else:
+        done.set()
         ex.shutdown(wait=True)
     finally:
+        done.set()
         with _lock:
             _pools.discard(ex)
+
+
+#: seconds a dead worker may go unnoticed by its pool before the pool is ended as broken
+DEAD_WORKER_GRACE = 5.0
+
+
+def _watch_pool(ex: ProcessPoolExecutor, done: threading.Event, every: float = 0.5) -> None:
+    """End ``ex`` as broken when one of its workers died and the pool has not noticed.
+
+    The pool notices a dead worker by itself unless the worker died while it was sending a
+    result (the OOM killer, a SIGKILL): then the pool's manager thread reads the rest of that
+    message for ever, the other workers wait for the result pipe's lock the dead one held, and
+    every future waits too (seen once in the fault tests, both cores busy: gdb showed the manager
+    in ``os.read`` of the result pipe). Ending the remaining workers and this process's write end
+    of the pipe lets that read fail; the manager then fails every future with
+    ``BrokenProcessPool``, which the runner reruns, each unit in a process of its own."""
+    since: float | None = None
+    while not done.wait(every):
+        if getattr(ex, "_broken", False) or getattr(ex, "_shutdown_thread", False):
+            return
+        procs = list((getattr(ex, "_processes", None) or {}).values())
+        if not any(p.exitcode not in (None, 0) for p in procs):
+            since = None
+            continue
+        now = time.monotonic()
+        since = now if since is None else since
+        if now - since >= DEAD_WORKER_GRACE:
+            _end_workers(procs, getattr(ex, "_result_queue", None))
+            return
 
 
 @contextmanager
@@ -223,9 +258,29 @@ def terminate(ex: ProcessPoolExecutor) -> None:
     """Cancel a pool's queued work and end its worker processes now (SIGTERM, then SIGKILL)."""
     # concurrent.futures has no public handle on the processes before Python 3.14
     procs = list((getattr(ex, "_processes", None) or {}).values())
-    results = getattr(ex, "_result_queue", None)
+    results = getattr(ex, "_result_queue", None)  # shutdown forgets it
     manager = getattr(ex, "_executor_manager_thread", None)
     ex.shutdown(wait=False, cancel_futures=True)
+    _end_workers(procs, results)
+    # let the pool's manager thread see its dead workers and close its wake-up pipe now: if it is
+    # still closing it when the interpreter exits, concurrent.futures' exit hook can write to the
+    # pipe as it closes and print a traceback (a race in CPython's process pool)
+    if manager is not None and manager is not threading.current_thread():
+        manager.join(timeout=5.0)
+        # if it is still closing the pipe when the interpreter exits (a loaded machine: seen once
+        # in CI), the exit hook's write to it fails with EBADF and prints a traceback; make that
+        # one write quiet (the hook still joins the thread)
+        import concurrent.futures.process as cfp
+
+        wake = getattr(cfp, "_threads_wakeups", {}).get(manager)
+        if wake is not None:
+            wake.wakeup = _quiet(wake.wakeup)
+
+
+def _end_workers(procs: list[Any], results: Any) -> None:
+    """End a pool's worker processes ``procs`` (SIGTERM, then SIGKILL) and close this process's
+    write end of the pool's result queue ``results``, so that a manager thread stuck reading a
+    message a killed worker had begun to send sees end-of-file."""
     for p in procs:
         if p.is_alive():
             p.terminate()
@@ -245,19 +300,6 @@ def terminate(ex: ProcessPoolExecutor) -> None:
             writer.close()
         except OSError:
             pass
-    # let the pool's manager thread see its dead workers and close its wake-up pipe now: if it is
-    # still closing it when the interpreter exits, concurrent.futures' exit hook can write to the
-    # pipe as it closes and print a traceback (a race in CPython's process pool)
-    if manager is not None and manager is not threading.current_thread():
-        manager.join(timeout=5.0)
-        # if it is still closing the pipe when the interpreter exits (a loaded machine: seen once
-        # in CI), the exit hook's write to it fails with EBADF and prints a traceback; make that
-        # one write quiet (the hook still joins the thread)
-        import concurrent.futures.process as cfp
-
-        wake = getattr(cfp, "_threads_wakeups", {}).get(manager)
-        if wake is not None:
-            wake.wakeup = _quiet(wake.wakeup)
 
 
 def _quiet(call):

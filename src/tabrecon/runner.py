@@ -242,7 +242,10 @@ def _completed(futs: dict) -> Iterator[tuple[str, Any, BaseException | None]]:
             try:
                 res = _untimed(f.result())
             except Exception as exc:  # a unit that raised, or a worker process that died
-                yield futs[f], None, exc
+                # without its traceback: through this frame it holds the futures (one of them
+                # holding it), a cycle that kept a broken pool's queues until exit, where the
+                # resource tracker warned of "leaked semaphore objects"
+                yield futs[f], None, exc.with_traceback(None)
             else:
                 yield futs[f], res, None
     finally:
