@@ -168,7 +168,7 @@ def test_report_and_files(small_audit):
         "certify",
         "reidentify",
     }
-    assert s["peak_memory"]["main_process_mb"] > 0
+    assert s["peak_memory"]["main_process_mib"] > 0
     d = pl.read_csv(out / "results" / "defenses.csv")
     assert d["defense"].to_list() == ["swap-lo"] and 0 < d["tvd_block"][0] <= 1
     # PRG without its draw noise, from the release's tables and from the unprotected ones
@@ -250,7 +250,7 @@ def test_report_numbers_equal_results_and_read_as_words(small_audit):
     from tabrecon.report.reid import LABELS
 
     for r in rates.filter(pl.col("source") != "rvr").iter_rows(named=True):
-        assert shown[LABELS[r["source"]]] == _fmt(r["precision_pct"]), r["source"]
+        assert shown[LABELS[r["source"]]] == _fmt(r["precision_pct"], "precision_pct"), r["source"]
     assert LABELS["rvr"] not in shown  # the null model is not a precision: shown apart
     assert 'id="tbl-rvr"' in doc
     headline = doc[doc.index('id="headline"') : doc.index('id="publish"')]
@@ -258,6 +258,10 @@ def test_report_numbers_equal_results_and_read_as_words(small_audit):
         assert f"{shown[LABELS[src]]}%" in headline, src
     assert 'id="glossary"' in doc and "Solution variability" in doc and "zCDP" in doc
     assert "methods.md" not in doc
+    # sections numbered by what is present; no figure of a stage that did not run
+    numbers = [int(n) for n in re.findall(r'<h2 id="[^"]+">(\d+)\. ', doc)]
+    assert numbers == list(range(1, len(numbers) + 1)) and len(numbers) >= 5, numbers
+    assert "n/a%" not in doc and " MB" not in doc
 
 
 def test_report_never_lists_records(small_audit, small_md):
@@ -472,12 +476,15 @@ def _busy_worker(unit):
 def test_core_time_counts_what_units_spend_in_worker_processes():
     """The audit's per-stage core time adds the CPU its units spent in pool workers to its own
     (a forkserver's workers are not this process's children, so rusage would miss them)."""
-    from tabrecon.runner import run_units, units_cpu
+    from tabrecon.runner import run_units, units_cpu, units_peak_mib
 
     before = units_cpu()
     sts, _ = run_units(["a", "b", "c", "d"], lambda u: u, _busy_worker, tag="t", workers=2)
     assert [s["status"] for s in sts] == ["ok"] * 4
     assert 1.1 <= units_cpu() - before <= 3.0
+    # and their peak memory: a worker is a Python process with tabrecon and polars loaded (the
+    # audit's report said "largest worker process 0.0 MB" when it read rusage's children)
+    assert 20 < units_peak_mib() < 4096
     before = units_cpu()
     run_units(["a"], lambda u: u, _busy_worker, tag="t", workers=1)  # in this process: not added
     assert units_cpu() == before

@@ -38,7 +38,7 @@ from .errors import InputError, TabreconError
 from .evaluate import DefenseOutcome, EvaluationPlan, evaluate_defense, outcome_frame
 from .io import file_digest, remove_tree, write_csv, write_json, write_parquet, write_text
 from .provenance import check_or_record, digest_path, fingerprint
-from .runner import notice, tree_cpu
+from .runner import notice, tree_cpu, units_peak_mib
 from .schema import write_microdata
 
 PRECISION_GRID = np.linspace(0.0, 1.0, 101)
@@ -500,7 +500,7 @@ class AuditResult:
         for d in s.get("defenses", []):
             rows.append(
                 [
-                    f"{d['defense']}: nonmodal attack / PRG, block TVD",
+                    f"{d['defense']}: nonmodal attack / PRG, block accuracy (1 - TVD)",
                     f"{pct(d['attack_nonmodal_precision'])} / {pct(d['prg_nonmodal_precision'])}, "
                     f"{d.get('tvd_block', float('nan')):.3f}",
                 ]
@@ -532,9 +532,12 @@ def _versions() -> dict[str, str]:
 
 
 def _peak_mb() -> dict[str, float]:
+    """Peak resident sets in MiB: this process's, and the largest of the processes that ran its
+    units (pool workers report theirs with each result: a forkserver's workers are not this
+    process's children, and ``RUSAGE_CHILDREN`` saw 0.0 for them)."""
     me = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
-    kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024.0
-    return {"main_process_mb": round(me, 1), "largest_child_process_mb": round(kids, 1)}
+    kids = max(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024.0, units_peak_mib())
+    return {"main_process_mib": round(me, 1), "largest_worker_process_mib": round(kids, 1)}
 
 
 def audit(

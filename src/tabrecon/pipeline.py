@@ -109,7 +109,7 @@ def run_tradeoff(
         con.print(
             f"{d.name}: nonmodal precision attack {row['attack_nonmodal_precision']:.1f}% vs PRG "
             f"{row['prg_nonmodal_precision']:.1f}% / MDG {row['mdg_nonmodal_precision']:.1f}%; "
-            f"block TVD {row['tvd_block']:.3f} ({row['seconds']} s)"
+            f"block accuracy (1 - TVD) {row['tvd_block']:.3f} ({row['seconds']} s)"
         )
         if outcome.rho is not None:  # every TopDown run: agreement with its input, Table 3 layout
             con.print(f"  {agreement_line(row)}")

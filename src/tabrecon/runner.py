@@ -158,17 +158,35 @@ def tree_cpu() -> float:
     return r.ru_utime + r.ru_stime + units_cpu()
 
 
-def _timed(worker: Worker, parent: int, arg: Any) -> tuple[Any, float]:
-    """``worker(arg)`` and the CPU seconds it took when run in a process other than ``parent``
-    (in ``parent`` itself they are already in its own CPU time)."""
+_UNIT_RSS = [0.0]
+
+
+def units_peak_mib() -> float:
+    """The largest peak resident set (MiB) of any process other than this one that has run a
+    unit so far in this process (pool or Dask workers; 0 if none did). Forkserver workers are
+    not this process's children, so ``RUSAGE_CHILDREN`` never sees them: each unit reports its
+    process's peak with its result."""
+    return _UNIT_RSS[0]
+
+
+def _timed(worker: Worker, parent: int, arg: Any) -> tuple[Any, float, float]:
+    """``worker(arg)``, the CPU seconds it took and its process's peak resident set (MiB) when
+    run in a process other than ``parent`` (in ``parent`` itself they are already in its own
+    figures)."""
     c0 = time.process_time()
     out = worker(arg)
-    return out, (time.process_time() - c0) if os.getpid() != parent else 0.0
+    if os.getpid() == parent:
+        return out, 0.0, 0.0
+    import resource
+
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # KiB on Linux
+    return out, time.process_time() - c0, peak
 
 
-def _untimed(res: tuple[Any, float]) -> Any:
-    out, cpu = res
+def _untimed(res: tuple[Any, float, float]) -> Any:
+    out, cpu, peak = res
     _UNIT_CPU[0] += cpu
+    _UNIT_RSS[0] = max(_UNIT_RSS[0], peak)
     return out
 
 
@@ -190,7 +208,9 @@ def _execute(
     When the consumer stops early (an interrupt), queued units are cancelled and running ones
     stopped: Dask futures cancelled, worker processes terminated."""
     # elsewhere than in this process each unit reports its CPU time with its result
-    timed: Callable[[Any], tuple[Any, float]] = functools.partial(_timed, worker, os.getpid())
+    timed: Callable[[Any], tuple[Any, float, float]] = functools.partial(
+        _timed, worker, os.getpid()
+    )
     if scheduler:
         from distributed import as_completed as dask_completed
 

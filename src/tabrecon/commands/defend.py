@@ -165,7 +165,7 @@ def topdown(
         console.print(
             f"  {run}: rho {cost['rho']:.4f} (epsilon {cost['epsilon_cks_delta_1e-10']:.2f})"
         )
-    console.print("TVD accuracy: " + ", ".join(f"{k} {v:.4f}" for k, v in tvd.items()))
+    console.print("accuracy (1 - TVD): " + ", ".join(f"{k} {v:.4f}" for k, v in tvd.items()))
     console.print(
         frame_table(
             "agreement of the protected records with the input, exact/binned % (Table 3 layout)",
@@ -262,7 +262,7 @@ def tradeoff(
         "attack_nonmodal_precision": "attack nonmodal %",
         "prg_nonmodal_precision": "PRG nonmodal %",
         "mdg_nonmodal_precision": "MDG nonmodal %",
-        "tvd_block": "block TVD",
+        "tvd_block": "block accuracy (1 - TVD)",
     }
     console.print(frame_table("risk and accuracy by defense", df, cols))
     console.print(f"written {out}/tradeoff.csv, {out}/tradeoff.png")

@@ -9,6 +9,7 @@ import base64
 import html
 import io
 import math
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -245,6 +246,23 @@ pre{background:#f7f7f7;padding:.8em;overflow-x:auto;font-size:.85em} .fail{color
 """
 
 
+def _known(v: Any) -> bool:
+    """A figure was measured: neither missing nor NaN (a stage that did not run for this row,
+    such as the noisy-measurement fit of a swapping defense, leaves NaN in its column)."""
+    return v is not None and not (isinstance(v, float) and math.isnan(v))
+
+
+def _is_percent(column: str) -> bool:
+    """A column of per cents (its name says so: ``..._pct``, ``...precision``, ``..._kept_pct``)."""
+    return column.endswith(("_pct", "precision", "%"))
+
+
+def _pct(v: Any) -> str:
+    """A per cent as the report writes every per cent in its text: one decimal (0.282 -> 0.3),
+    whatever its size, so figures side by side read alike."""
+    return f"{float(v):.1f}" if _known(v) else "n/a"
+
+
 def _fmt(v: Any, column: str = "") -> str:
     """The one way the report writes a value (headlines and tables alike): per cents and sizes with
     one decimal, below 1 with three significant digits, some columns with their own decimals."""
@@ -254,6 +272,8 @@ def _fmt(v: Any, column: str = "") -> str:
         return "yes" if v else "no"
     if isinstance(v, float) and column in DECIMALS:
         return f"{v:.{DECIMALS[column]}f}"
+    if isinstance(v, float) and _is_percent(column):
+        return f"{v:.1f}"
     if isinstance(v, float):
         return f"{v:.1f}" if abs(v) >= 1 or v == 0 else f"{v:.3g}"
     if isinstance(v, int):
@@ -497,10 +517,10 @@ def _headlines(s: dict) -> list[str]:
     if c and c.get("inhabited_blocks"):
         out.append(
             f"<b>{c['unique_blocks']:,} of {c['inhabited_blocks']:,} inhabited blocks "
-            f"({_fmt(c['unique_blocks_pct'])}%)</b> "
+            f"({_pct(c['unique_blocks_pct'])}%)</b> "
             f"have exactly one set of person records consistent with the published {c['level']} "
             "tables: "
-            f"{c['unique_persons']:,} persons ({_fmt(c['unique_persons_pct'])}%) are rebuilt "
+            f"{c['unique_persons']:,} persons ({_pct(c['unique_persons_pct'])}%) are rebuilt "
             "exactly, and provably so."
             + (
                 f" {c['unproven_blocks']:,} block(s) hit the solver time limit and are counted by "
@@ -513,13 +533,13 @@ def _headlines(s: dict) -> list[str]:
         a = s.get(f"agreement_{lv}")
         if a:
             out.append(
-                f"Reconstruction from the {lv} tables matches <b>{_fmt(a['binned_pct'])}%</b> of "
+                f"Reconstruction from the {lv} tables matches <b>{_pct(a['binned_pct'])}%</b> of "
                 "persons on block, sex, "
-                f"age bin, race and ethnicity ({_fmt(a['exact_pct'])}% with exact age)."
+                f"age bin, race and ethnicity ({_pct(a['exact_pct'])}% with exact age)."
             )
     r = s.get("reidentification")
     if r and r.get("attack", {}).get("nonmodal"):
-        p = lambda src, g: _fmt(r[src][g]["precision_pct"])  # noqa: E731
+        p = lambda src, g: _pct(r[src][g]["precision_pct"])  # noqa: E731
         out.append(
             "An attacker who knows block, sex and age "
             f"({html.escape(str(s['config']['reidentify']['attacker']))} attacker) and links them "
@@ -541,13 +561,13 @@ def _headlines(s: dict) -> list[str]:
     for d in s.get("defenses", []):
         out.append(
             f"With <b>{html.escape(d['defense'])}</b>: nonmodal precision "
-            f"{_fmt(d['attack_nonmodal_precision'])}% "
-            f"(proportional guess on the same release {_fmt(d['prg_nonmodal_precision'])}%"
+            f"{_pct(d['attack_nonmodal_precision'])}% "
+            f"(proportional guess on the same release {_pct(d['prg_nonmodal_precision'])}%"
             + (
-                f", {_fmt(d['prg_expected_nonmodal_precision'])}% in expectation, "
-                f"{_fmt(d['prg_original_nonmodal_precision'])}% "
+                f", {_pct(d['prg_expected_nonmodal_precision'])}% in expectation, "
+                f"{_pct(d['prg_original_nonmodal_precision'])}% "
                 f"from the unprotected tables"
-                if d.get("prg_original_nonmodal_precision") is not None
+                if _known(d.get("prg_original_nonmodal_precision"))
                 else ""
             )
             + f"), block-level accuracy (1 − TVD) "
@@ -555,10 +575,10 @@ def _headlines(s: dict) -> list[str]:
             f"{_fmt(d['mae_block_total'], 'mae_block_total')} persons on average."
             + (
                 " Fitting records straight to its published noisy measurements gives "
-                f"{_fmt(d['nmf_nonmodal_precision'])}% "
-                f"nonmodal precision ({_fmt(d['nmf_agreement_binned_pct'])}% of persons rebuilt, "
+                f"{_pct(d['nmf_nonmodal_precision'])}% "
+                f"nonmodal precision ({_pct(d['nmf_agreement_binned_pct'])}% of persons rebuilt, "
                 "binned)."
-                if d.get("nmf_nonmodal_precision") is not None
+                if _known(d.get("nmf_nonmodal_precision"))
                 else ""
             )
         )
@@ -634,7 +654,7 @@ def write_audit_report(
     tp = summary.get("tables_present") or []
     which = f"{len(tp)} SF1 person tables: {', '.join(tp)}" if tp else "SF1 person tables"
     parts.append(
-        '<h2 id="publish">1. What was published</h2>'
+        '<h2 id="publish">What was published</h2>'
         f"<p>{summary['table_values']:,} table values ({html.escape(which)}); "
         f"{summary['identity_checks']:,} "
         f"internal-consistency identities checked, {summary['identity_violations']} violated.</p>"
@@ -642,7 +662,7 @@ def write_audit_report(
     agr = [k for k in frames if k.startswith("agreement_")]
     if agr:
         parts.append(
-            '<h2 id="reconstruction">2. Reconstruction</h2><p>Share of true persons matched '
+            '<h2 id="reconstruction">Reconstruction</h2><p>Share of true persons matched '
             "one-to-one by the "
             "reconstruction, by true block size (Abowd et al. Table 3 layout).</p>"
         )
@@ -656,13 +676,13 @@ def write_audit_report(
         c = summary["certify"]
         lo, hi = c["cumulative_solvar_pct"]
         cum = (
-            f"{_fmt(lo)}% (every block proven)"
+            f"{_pct(lo)}% (every block proven)"
             if _fmt(lo) == _fmt(hi)
-            else f"between {_fmt(lo)}% and {_fmt(hi)}% (blocks that hit the time limit count by "
+            else f"between {_pct(lo)}% and {_pct(hi)}% (blocks that hit the time limit count by "
             "their bounds)"
         )
         parts.append(
-            '<h2 id="certification">3. Certification (solution variability)</h2>'
+            '<h2 id="certification">Certification (solution variability)</h2>'
             f"<p>Cumulative solution variability: {cum}. A block with solution variability 0 has "
             "exactly one "
             "consistent answer, proven by the solver.</p>"
@@ -693,7 +713,7 @@ def write_audit_report(
         who = str(summary["config"]["reidentify"]["attacker"])
         source = ATTACKER_SOURCES.get(who, "an attacker file")
         parts.append(
-            '<h2 id="reidentification">4. Reidentification</h2>'
+            '<h2 id="reidentification">Reidentification</h2>'
             f"<p>Attacker data: {html.escape(who)} ({html.escape(source)}), "
             f"{_fmt(att.get('records'))} records. Precision = confirmed / putative; baselines use "
             "the attack's "
@@ -771,7 +791,7 @@ def write_audit_report(
             if c in d.columns
         ]
         parts.append(
-            '<h2 id="defenses">5. Defenses: risk against accuracy</h2><p>Each defense protects the '
+            '<h2 id="defenses">Defenses: risk against accuracy</h2><p>Each defense protects the '
             "microdata, "
             "the tables are published again, and the whole attack is rerun. TopDown noise comes "
             "from OpenDP's "
@@ -807,12 +827,9 @@ def write_audit_report(
         if "frontier" in frames:
             parts += _frontier_section(frames["frontier"], th, out)
     if "households" in summary:
-        parts += claims_section(summary["households"], frames, th, out, "6. ")
+        parts += claims_section(summary["households"], frames, th, out)
     t = summary.get("timings_s", {})
-    parts.append(
-        f'<h2 id="run">{7 if "households" in summary else 6}. Run: configuration, versions, '
-        "timings</h2>"
-    )
+    parts.append('<h2 id="run">Run: configuration, versions, timings</h2>')
     parts.append(
         table_html(
             pl.DataFrame({"stage": list(t), "seconds": [float(v) for v in t.values()]}),
@@ -826,11 +843,11 @@ def write_audit_report(
         cluster = html.escape(cfg.run.scheduler)
         where = f"units of work ran on the Dask cluster at {cluster} (not measured here)"
     elif cfg.run.workers > 1:
-        where = f"largest worker process {_fmt(pm.get('largest_child_process_mb'))} MB"
+        where = f"largest worker process {_fmt(pm.get('largest_worker_process_mib'))} MiB"
     else:
         where = "all work ran in the main process"
     parts.append(
-        f"<p>Peak memory: main process {_fmt(pm.get('main_process_mb'))} MB; {where}. "
+        f"<p>Peak memory: main process {_fmt(pm.get('main_process_mib'))} MiB; {where}. "
         f"Seed {cfg.run.seed}. Resumed stages: {len(summary.get('resumed_stages', []))}.</p>"
     )
     if summary.get("failures"):
@@ -857,7 +874,7 @@ def write_audit_report(
 
 
 def claims_section(
-    h: dict, frames: dict[str, pl.DataFrame], th: int, out: Path | None, number: str = ""
+    h: dict, frames: dict[str, pl.DataFrame], th: int, out: Path | None
 ) -> list[str]:
     """The report's section on one population attacked by Generate-then-Verify (housing units,
     group-quarters persons, ...): its tables, the figures in the study's layout, beside the
@@ -869,7 +886,7 @@ def claims_section(
     noun = html.escape(pop.noun)
     aside = f" ({html.escape(h['aside'])})" if h.get("aside") else ""
     parts = [
-        f'<h2 id="{pop.name}">{number}{html.escape(pop.noun.capitalize())}: claims every '
+        f'<h2 id="{pop.name}">{html.escape(pop.noun.capitalize())}: claims every '
         "consistent answer makes true</h2>"
         + (
             f"<p>Published tables {html.escape(h['file'])} (no records: nothing to match the "
@@ -944,28 +961,53 @@ def write_units_report(
     name = summary["population"]
     h = summary[name]
     parts = [f"<h1>{html.escape(cfg.report.title)}: {html.escape(h['noun'])}</h1>"]
-    parts += claims_section(h, frames, th, out, "1. ")
+    parts += claims_section(h, frames, th, out)
     if summary.get("failures"):
         parts.append(
             '<p class="fail">Failed:</p><ul>'
             + "".join(f"<li>{html.escape(f)}</li>" for f in summary["failures"])
             + "</ul>"
         )
-    parts.append('<h2 id="run">2. Run</h2>')
+    parts.append('<h2 id="run">Run</h2>')
     parts.append(
         f"<p>Time {summary['timings_s'][name]:.1f} s; seed {cfg.run.seed}; peak memory "
-        f"main process {_fmt(summary['peak_memory'].get('main_process_mb'))} MB.</p>"
+        f"main process {_fmt(summary['peak_memory'].get('main_process_mib'))} MiB.</p>"
     )
     parts += _provenance(summary, cfg)
     return _write_page(out, cfg.report.title, parts)
 
 
+#: sections not numbered: what comes before the first and after the last
+_UNNUMBERED = ("headline", "glossary")
+_SECTION = re.compile(r'<h2 id="([^"]*)">')
+
+
+def number_sections(body: str) -> str:
+    """Number the page's sections (``<h2>``) 1, 2, 3... in the order they appear, so a report
+    whose stages were skipped reads 1, 2, 3 rather than 1, 3, 6.
+
+    >>> number_sections('<h2 id="headline">H</h2><h2 id="a">A</h2><h2 id="b">B</h2>')
+    '<h2 id="headline">H</h2><h2 id="a">1. A</h2><h2 id="b">2. B</h2>'
+    """
+    n = 0
+
+    def one(m: re.Match[str]) -> str:
+        nonlocal n
+        if m.group(1) in _UNNUMBERED:
+            return m.group(0)
+        n += 1
+        return f"{m.group(0)}{n}. "
+
+    return _SECTION.sub(one, body)
+
+
 def _write_page(out: Path, title: str, parts: list[str]) -> Path:
-    """``out/report.html`` made of ``parts``, written through a temporary and renamed."""
+    """``out/report.html`` made of ``parts`` (sections numbered as they come), written through
+    a temporary and renamed."""
     doc = (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>'
         f"{html.escape(title)}</title><style>{CSS}</style></head><body>"
-        + "\n".join(parts)
+        + number_sections("\n".join(parts))
         + "</body></html>"
     )
     return write_text(out / "report.html", doc)
