@@ -37,6 +37,7 @@ from scipy.stats import binom
 
 from ..errors import InputError, TabreconError
 from ..io import write_figure
+from ..publication import EXACT, Publication
 from ..schema.spec import Schema, Units
 from ..unit_tables import table_by_name, tables_in
 from ..vocab import ClaimStatus
@@ -95,6 +96,7 @@ def generate_then_verify(
     opts: SolverOptions | None = None,
     block_seconds: float | None = None,
     tied: pl.DataFrame | None = None,
+    publication: Publication = EXACT,
 ) -> UnitClaims:
     """Generate-then-Verify on every block of ``long`` (or the geoids in ``blocks``). With
     ``truth`` the records each verified singleton singles out are counted (households covered).
@@ -107,13 +109,22 @@ def generate_then_verify(
     so far (those of every k proven before) and is marked ``time-limit`` (the rest are not
     verified). A block whose tables admit no units at all is marked ``infeasible``. Claims are
     about one block, so only block tables are used (by default every one the long table holds a
-    cell of)."""
+    cell of).
+
+    ``publication`` says how the cells were published (:mod:`tabrecon.publication`): each
+    rounded or withheld cell is the interval of counts it allows, and a claim is verified when
+    every population those intervals allow makes it true. A claim that repeats a cell is
+    trivial only where that cell was published exactly (a rounded cell's exact count is a
+    disclosure)."""
     opts = replace((opts or SolverOptions()).for_task("claims"), presolve="light")
     names = tables or tables_in(long, schema, "block")
     for n in names:
         if table_by_name(n, schema).level != "block":
             raise TabreconError(f"Generate-then-Verify uses block tables; {n} is a tract table")
-    cells, W, geoids, V = block_tables(long, schema, names)
+    cells, W, geoids, V = block_tables(long, schema, names, publication)
+    Vhi = V
+    if not publication.exact:
+        V, Vhi = publication.interval(V)
     feas = schema.feasible_types()
     Wc, deg = W.tocsc(), cell_degree(W)  # once for every block
     rng = np.random.default_rng(seed)
@@ -123,18 +134,19 @@ def generate_then_verify(
     # a claim is trivial when a published cell counts exactly the records it describes: the same
     # feasible types (by definition, not after this block's zeros, which make more coincide)
     feas_codes = schema.decode(feas)
-    cell_types: dict[tuple[int, int], list[np.ndarray]] = {}
+    cell_types: dict[tuple[int, int], list[tuple[int, np.ndarray]]] = {}
     for c in range(W.shape[0]):
         idx = W.indices[W.indptr[c] : W.indptr[c + 1]]
-        cell_types.setdefault((idx.size, int(idx.sum())), []).append(np.sort(idx))
+        cell_types.setdefault((idx.size, int(idx.sum())), []).append((c, np.sort(idx)))
     all_keys: dict[tuple[int, ...], np.ndarray] = {}
 
-    def _published(cols: tuple[int, ...], key: int) -> bool:
+    def _published(cols: tuple[int, ...], key: int, exact: np.ndarray) -> bool:
+        """Some cell published exactly in this block (``exact``) counts these records."""
         if cols not in all_keys:
             all_keys[cols] = _keys(feas_codes, schema, cols)
         idx = np.flatnonzero(all_keys[cols] == key)
         same = cell_types.get((idx.size, int(idx.sum())), [])
-        return any(np.array_equal(idx, other) for other in same)
+        return any(exact[c] and np.array_equal(idx, other) for c, other in same)
 
     want = set(blocks) if blocks is not None else None
     other = None
@@ -147,7 +159,8 @@ def generate_then_verify(
         if want is not None and geoid not in want:
             continue
         t0 = time.perf_counter()
-        prog, adm = block_program(W, V[b], Wc, degree=deg)
+        prog, adm = block_program(W, V[b], Wc, degree=deg, hi=Vhi[b])
+        exact = V[b] == Vhi[b]
         if other is not None:
             prog = other.join(geoid, prog, adm)[0]
         base = Extensible(prog, opts)  # built once, cloned for every solve and proof below
@@ -190,7 +203,7 @@ def generate_then_verify(
                     counts[j] = np.bincount(inv, weights=X[j], minlength=uk.size).astype(np.int64)
                 m0 = counts[0]
                 for g in np.flatnonzero((m0 >= 1) & (counts == m0).all(axis=0)):
-                    if not _published(cols, int(uk[g])):  # trivial: a published cell's count
+                    if not _published(cols, int(uk[g]), exact):  # trivial: a cell's count
                         cands.append((cols, int(uk[g]), int(m0[g]), np.flatnonzero(inv == g)))
             n_cand += len(cands)
             remaining = None if block_seconds is None else block_seconds - time.perf_counter() + t0

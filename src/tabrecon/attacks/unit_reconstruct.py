@@ -38,6 +38,7 @@ import scipy.sparse as sp
 
 from ..errors import InputError, TabreconError
 from ..geo import prefix
+from ..publication import EXACT, MISSING, Publication
 from ..schema.spec import Schema, Units
 from ..unit_tables import compiled, table_by_name, tables_in, tables_of
 from ..vocab import Level, Verdict
@@ -73,6 +74,7 @@ def reconstruct_units(
     reference: Units | None = None,
     distance: bool = False,
     distance_time_limit: float | None = None,
+    publication: Publication = EXACT,
 ) -> UnitReconstruction:
     """Reconstruct every block of a long table (geoid, cell, value) of ``schema``'s tables
     (``tables``: by default every declared table the long table holds a cell of; one it holds in
@@ -100,6 +102,11 @@ def reconstruct_units(
     that differ, at the resolution uniqueness is asked at, in any population the tables allow
     (``solvar``, percent; ``solvar_lo``/``solvar_hi`` bound it when a search stops at
     ``distance_time_limit`` seconds or the solver's limit; unique blocks are 0).
+
+    ``publication`` says how the cells were published (:mod:`tabrecon.publication`: rounded,
+    or withheld below a threshold, the long table's value then null): each cell's value
+    becomes the interval of true counts it allows, and "unique" still means every population
+    the published values allow has the same histogram (block level only so far).
     """
     if level not in LEVELS:
         raise TabreconError(f"level must be one of {', '.join(LEVELS)} (got {level!r})")
@@ -114,7 +121,14 @@ def reconstruct_units(
         lv: tuple(n for n in names if table_by_name(n, schema).level == lv)
         for lv in ("block", "tract")
     }
-    cells, W, geoids, V = block_tables(long, schema, of_level["block"])
+    if not publication.exact and level != "block":
+        raise TabreconError(
+            f"publication {publication}: inexact cells are modelled at level 'block' only so far"
+        )
+    cells, W, geoids, V = block_tables(long, schema, of_level["block"], publication)
+    Vhi = None
+    if not publication.exact:
+        V, Vhi = publication.interval(V)
     feas = schema.feasible_types()
     Wc = W.tocsc()
     deg = cell_degree(W)
@@ -189,7 +203,10 @@ def reconstruct_units(
         t0 = time.perf_counter()
         ytypes = None
         if vt is None and built is None:
-            singles = [block_program(W, v, Wc, degree=deg) for v in V[bs]]
+            singles = [
+                block_program(W, V[b], Wc, degree=deg, hi=None if Vhi is None else Vhi[b])
+                for b in bs
+            ]
             if len(bs) > 1:  # pack them into groups of small programs, then take each in turn
                 took = (time.perf_counter() - t0) / len(bs)
                 queue.extendleft(reversed(_packed(bs, singles, took)))
@@ -478,10 +495,15 @@ def _reference_x(
 
 
 def block_tables(
-    long: pl.DataFrame, schema: Schema, names: tuple[str, ...]
+    long: pl.DataFrame,
+    schema: Schema,
+    names: tuple[str, ...],
+    publication: Publication = EXACT,
 ) -> tuple[list, sp.csr_matrix, list[str], np.ndarray]:
     """The named tables' cells, weight matrix, the blocks (sorted geoids) and their values
-    (blocks x cells) from a long table; refuses tables that lack a cell."""
+    (blocks x cells) from a long table; refuses tables that lack a cell, and values the
+    ``publication`` rule cannot have published (a withheld cell, value null, is ``MISSING``
+    where the rule withholds cells)."""
     cells, W = compiled(schema, tuple(names))
     ids = [c.id for c in cells]
     missing = sorted(set(ids) - set(long["cell"].unique().to_list()))
@@ -511,7 +533,17 @@ def block_tables(
             "cells of blocks are missing): every block needs every cell of the tables used"
         )
     V = np.zeros(geos.len() * len(ids), dtype=np.int64)
-    V[flat] = sub["value"].cast(pl.Int64).to_numpy()
+    V[flat] = sub["value"].cast(pl.Int64).fill_null(MISSING).to_numpy()
+    bad = publication.violations(V)
+    if bad.any():
+        at = int(np.argmax(bad))
+        b, c = divmod(at, len(ids))
+        value = int(V[at])
+        shown = "the value" if value == MISSING else f"{value}"
+        raise InputError(
+            f"block {geos[b]}, cell {ids[c]}: {shown} {publication.why(value)} (publication "
+            f"{publication}; {int(bad.sum()) - 1} more such cells)"
+        )
     return cells, W, geos.to_list(), V.reshape(geos.len(), len(ids))
 
 
@@ -573,6 +605,7 @@ def block_program(
     exclude: np.ndarray | None = None,
     degree: np.ndarray | None = None,
     admissible: np.ndarray | None = None,
+    hi: np.ndarray | None = None,
 ) -> tuple[IntProgram, np.ndarray]:
     """One block's count program (A x = v over the admissible types) and the admissible types'
     positions among the feasible types: a type is ruled out by any zero cell it lies in, and
@@ -581,7 +614,20 @@ def block_program(
     CSC form, and ``degree`` its :func:`cell_degree`, computed once by callers that build many
     blocks; ``exclude`` rules out more types (those a tract's zero cells rule out);
     ``admissible`` gives the admissible types already found (:func:`admissible_types`, for many
-    blocks at once), and then ``exclude`` and ``degree`` are not read."""
+    blocks at once), and then ``exclude`` and ``degree`` are not read.
+
+    With ``hi`` the cells are published inexactly (rounded or withheld:
+    :meth:`tabrecon.publication.Publication.interval`): each true count lies from ``v`` to
+    ``hi``, the rows read ``v <= A x <= hi``, a type is ruled out by a cell whose ``hi`` is 0
+    and bounded by the smallest ``hi`` of its cells.
+
+    >>> W = sp.csr_matrix(np.array([[1, 1], [1, 0]]))
+    >>> prog, adm = block_program(W, np.array([2, 0]), hi=np.array([4, 2]))
+    >>> adm.tolist(), prog.lo.tolist(), prog.hi.tolist(), prog.ub.tolist()
+    ([0, 1], [2, 0], [4, 2], [2, 4])
+    """
+    lo = v
+    v = v if hi is None else np.asarray(hi, dtype=np.int64)  # zeros and bounds from the top
     if admissible is not None:
         adm = admissible
     else:
@@ -604,11 +650,11 @@ def block_program(
     # and the solvers need not read them (a nonzero cell without types stays: it is infeasible)
     keep = (np.diff(A.indptr) > 0) | (v != 0)
     if not keep.all():
-        A, v = A[keep], v[keep]
+        A, v, lo = A[keep], v[keep], lo[keep]
     big = np.iinfo(np.int64).max
     ub = np.full(adm.size, big, dtype=np.int64)
     np.minimum.at(ub, A.indices, np.repeat(v, np.diff(A.indptr)))
-    return IntProgram(A=A, lo=v, hi=v, ub=np.where(ub == big, 0, ub)), adm
+    return IntProgram(A=A, lo=lo, hi=v, ub=np.where(ub == big, 0, ub)), adm
 
 
 #: At block level, blocks of a tract share one program while their variables add up to at most
