@@ -39,7 +39,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .errors import TabreconError
-from .vocab import _Words
+from .vocab import Words
 
 #: a withheld (suppressed) cell's value in the engine's arrays of published values
 MISSING = -1
@@ -49,7 +49,7 @@ MISSING = -1
 MISSING_MARKS = ("", "S", "X", "(X)", "D", "N", "C", "F", "..", ":", "-", "*", "NA", "SUPPRESSED")
 
 
-class Rule(_Words):
+class Rule(Words):
     """How a cell's published value relates to its true count."""
 
     EXACT = "exact"
@@ -57,7 +57,7 @@ class Rule(_Words):
     SUPPRESSED = "suppress"
 
 
-class Rounding(_Words):
+class Rounding(Words):
     """Which multiple of the base a count is rounded to."""
 
     CONVENTIONAL = "conventional"  # the nearest (halves up)

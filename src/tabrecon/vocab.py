@@ -14,21 +14,21 @@ from __future__ import annotations
 import enum
 
 
-class _Words(enum.StrEnum):
+class Words(enum.StrEnum):
     @classmethod
     def choices(cls) -> tuple[str, ...]:
         """The words, in declaration order (an option's choices)."""
         return tuple(m.value for m in cls)
 
 
-class Level(_Words):
+class Level(Words):
     """What tables a reconstruction uses: each block's own, or with its tract's jointly."""
 
     BLOCK = "block"
     BLOCK_TRACT = "block+tract"
 
 
-class Verdict(_Words):
+class Verdict(Words):
     """A block's reconstruction verdict."""
 
     UNIQUE = "unique"  # the only population the tables allow (a proof)
@@ -40,7 +40,7 @@ class Verdict(_Words):
     UNKNOWN = "unknown"  # not asked
 
 
-class ClaimStatus(_Words):
+class ClaimStatus(Words):
     """How a block's Generate-then-Verify ended."""
 
     OK = "ok"
@@ -48,7 +48,7 @@ class ClaimStatus(_Words):
     INFEASIBLE = "infeasible"
 
 
-class Solver(_Words):
+class Solver(Words):
     """The solver backends (``auto``: the one measured fastest for each task)."""
 
     AUTO = "auto"
