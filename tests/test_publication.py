@@ -10,6 +10,8 @@ one of them.
 from __future__ import annotations
 
 import itertools
+import subprocess
+import sys
 
 import numpy as np
 import polars as pl
@@ -202,3 +204,86 @@ def test_a_value_the_rule_cannot_publish_is_named():
 def test_a_rule_spelled_wrong_is_refused(text):
     with pytest.raises(TabreconError, match="--publication"):
         Publication.parse(text)
+
+
+EXE = [sys.executable, "-c", "from tabrecon.entry import main; main()"]
+
+
+def _cli(cwd, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([*EXE, *args], cwd=cwd, capture_output=True, text=True)
+
+
+def test_the_command_line_publishes_attacks_and_refuses_under_a_rule(tmp_path):
+    """tabulate --publication writes what an agency would publish (withheld cells empty);
+    reconstruct and claims read it under the same rule, every claim true of the records; a
+    file the rule cannot have published, a missing rule, a bad spelling and persons are
+    refused before any work (exit 2), each named."""
+    run = _cli(
+        tmp_path, "synth", "--schema", "group_quarters", "--persons", "60000", "-o", "gq.parquet"
+    )
+    assert run.returncode == 0, run.stderr
+    run = _cli(
+        tmp_path,
+        "tabulate",
+        "gq.parquet",
+        "--schema",
+        "group_quarters",
+        "--publication",
+        "suppress:3",
+        "-o",
+        "s3.csv",
+    )
+    assert run.returncode == 0 and "withheld" in run.stdout, run.stderr
+    published = pl.read_csv(tmp_path / "s3.csv", schema_overrides={"geoid": pl.String})
+    assert published["value"].null_count() > 0
+    run = _cli(
+        tmp_path,
+        "reconstruct",
+        "s3.csv",
+        "--schema",
+        "group_quarters",
+        "--publication",
+        "suppress:3",
+        "-o",
+        "rec.parquet",
+    )
+    assert run.returncode == 0, run.stderr
+    blocks = pl.read_csv(tmp_path / "rec_blocks.csv")
+    assert set(blocks["status"]) <= {"unique", "varies"} and (blocks["status"] == "unique").any()
+    run = _cli(
+        tmp_path,
+        "claims",
+        "s3.csv",
+        "--schema",
+        "group_quarters",
+        "--publication",
+        "suppress:3",
+        "--truth",
+        "gq.parquet",
+        "-o",
+        "cl",
+        "-K",
+        "20",
+    )
+    assert run.returncode == 0, run.stderr
+    from tabrecon.attacks.unit_claims import matching_units
+    from tabrecon.schema.registry import population
+    from tabrecon.schema.spec import read_units
+
+    claims = pl.read_csv(
+        tmp_path / "cl" / "group_quarters_claims.csv", schema_overrides={"geoid": pl.String}
+    )
+    truth = read_units(tmp_path / "gq.parquet", population("group_quarters").schema)
+    assert claims.height
+    assert [len(h) for h in matching_units(claims, truth)] == claims["m"].to_list()
+    _cli(tmp_path, "tabulate", "gq.parquet", "--schema", "group_quarters", "-o", "exact.csv")
+    for args, words in (
+        (("s3.csv",), "a withheld cell needs --publication suppress:T"),
+        (("exact.csv", "--publication", "round:3"), "not a multiple of the rounding base 3"),
+        (("s3.csv", "--publication", "round:three"), "--publication 'round:three': expected"),
+        (("s3.csv", "--schema", "persons", "--publication", "round:3"), "person engine"),
+    ):
+        schema = [] if "--schema" in args else ["--schema", "group_quarters"]
+        run = _cli(tmp_path, "reconstruct", *args, *schema, "-o", "x.parquet")
+        assert run.returncode == 2 and words in run.stderr, (args, run.stderr)
+        assert "Traceback" not in run.stderr

@@ -35,10 +35,14 @@ Rules, as the command line spells them (``--publication``):
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .errors import TabreconError
+from .errors import InputError, TabreconError
+
+if TYPE_CHECKING:
+    import polars as pl
 from .vocab import Words
 
 #: a withheld (suppressed) cell's value in the engine's arrays of published values
@@ -214,6 +218,22 @@ class Publication:
         if self.rule == Rule.SUPPRESSED:
             return f"is below the suppression threshold {self.threshold} yet published"
         return f"is not a multiple of the rounding base {self.base}"
+
+    def check(self, long: pl.DataFrame, path: str = "") -> None:
+        """Refuse a long table (geoid, cell, value; null: withheld) holding a value this rule
+        cannot publish, naming the block, the cell and how many more there are: before any
+        work, since the whole file then contradicts the declared rule."""
+        v = long["value"].fill_null(MISSING).to_numpy().astype(np.int64)
+        bad = self.violations(v)
+        if bad.any():
+            i = int(np.argmax(bad))
+            shown = "the value" if v[i] == MISSING else str(int(v[i]))
+            raise InputError(
+                f"block {long['geoid'][i]}, cell {long['cell'][i]}: {shown} "
+                f"{self.why(int(v[i]))} (--publication {self}; {int(bad.sum()) - 1} more such "
+                "cells)",
+                path=path or None,
+            )
 
 
 EXACT = Publication()

@@ -50,6 +50,16 @@ SchemaName = Annotated[
     ),
 ]
 Level = Annotated[str, typer.Option(help="Tables the attacker uses: 'block' or 'block+tract'")]
+PublicationRule = Annotated[
+    str,
+    typer.Option(
+        "--publication",
+        help="Not persons: how the cells were published: exact; round:B (to the nearest "
+        "multiple of B), round:B:random (to one of the two), with :zeros-exact when a nonzero "
+        "count is never rounded to 0; suppress:T (counts 1 to T-1 withheld: empty or marked "
+        "S, X, D, ..), suppress:T:zeros (zeros too). Block level",
+    ),
+]
 TablesArg = Annotated[
     Path, typer.Argument(help="Published tables (long format: geoid, cell, value)")
 ]

@@ -350,14 +350,17 @@ def tabulate_units(units: Units, tables: Sequence[str] | None = None) -> pl.Data
     return pl.concat(frames)
 
 
-def read_unit_tables(path: str | Path, schema: Schema) -> pl.DataFrame:
+def read_unit_tables(path: str | Path, schema: Schema, withheld: bool = False) -> pl.DataFrame:
     """A long table (geoid, cell, value) of ``schema``'s cells from
     a CSV, CSV.gz or Parquet file in the long form, or the block rows of a wide table (the
     Census API's JSON, a data.census.gov or summary-file style CSV: variables ``H0130002`` or
     ``H013002``), checked: the three columns present, 15-digit block geoids, non-negative whole
     values, no (geoid, cell) twice, every cell id one of SF1 2010's (cells of other tables, as
     in a file holding a whole release, are left out). Each problem names the file, line and
-    column, with the number of rows that share it.
+    column, with the number of rows that share it. With ``withheld`` (a release that suppresses
+    cells: :mod:`tabrecon.publication`) an empty value or a suppression mark (``S``, ``X``,
+    ``(X)``, ``D``, ``..``: :data:`~tabrecon.publication.MISSING_MARKS`) is read as null: the
+    cell was withheld.
 
     >>> import tempfile, os
     >>> p = os.path.join(tempfile.mkdtemp(), "t.csv")
@@ -435,8 +438,26 @@ def read_unit_tables(path: str | Path, schema: Schema) -> pl.DataFrame:
         "geoid",
         "{!r} is not a 15-digit block geoid (an 11-digit tract's for tract cells)",
     )
+    df = df.with_columns(pl.col("value").fill_null(""))  # an empty field is named as such
     value = df["value"].cast(pl.Int64, strict=False)
-    refuse(value.is_null() | (value < 0), "value", "{!r} is not a count (a whole number >= 0)")
+    if withheld:
+        from .publication import MISSING_MARKS
+
+        marked = df["value"].fill_null("").str.to_uppercase().is_in(list(MISSING_MARKS))
+        refuse(
+            (value.is_null() & ~marked) | (value < 0).fill_null(False),
+            "value",
+            "{!r} is not a count (a whole number >= 0) nor a mark of a withheld cell (empty, "
+            + ", ".join(m for m in MISSING_MARKS if m)
+            + ")",
+        )
+    else:
+        refuse(
+            value.is_null() | (value < 0),
+            "value",
+            "{!r} is not a count (a whole number >= 0; a withheld cell needs --publication "
+            "suppress:T)",
+        )
     from .layout import layout
 
     sf1 = set(layout()["cell"].to_list())

@@ -359,11 +359,11 @@ def _unit_seed(seed: int, unit: str) -> int:
 
 
 def _block_worker(args: tuple) -> tuple[dict, pl.DataFrame | None]:
-    geoid, long, schema, tables, k_values, K, seed, opts, block_seconds, tied = args
+    geoid, long, schema, tables, k_values, K, seed, opts, block_seconds, tied, pub = args
     from .unit_reconstruct import reconstruct_units
 
     if tied is None:
-        rec = reconstruct_units(long, schema, tables, opts)
+        rec = reconstruct_units(long, schema, tables, opts, publication=pub)
         verdicts = rec.blocks.select("geoid", pl.col("status").alias("reconstruction"))
     else:  # the full reconstruction's verdict given both releases
         from ..schema.registry import of_schema
@@ -387,6 +387,7 @@ def _block_worker(args: tuple) -> tuple[dict, pl.DataFrame | None]:
         opts=opts,
         block_seconds=block_seconds,
         tied=tied,
+        publication=pub,
     )
     blocks = res.blocks.join(verdicts, on="geoid", how="left")
     types, counts = np.unique(rec.units.types, return_counts=True)
@@ -714,6 +715,7 @@ def release_claims(
     progress: Callable[[dict], None] | None = None,
     truth: Units | None = None,
     tied: pl.DataFrame | None = None,
+    publication: Publication = EXACT,
 ) -> ClaimsRun:
     """Generate-then-Verify on every block of a release's tables over ``schema``, block by
     block (the module docstring says how; blocks are independent, their tables alone constrain
@@ -721,7 +723,9 @@ def release_claims(
     defaults to the population's (:mod:`tabrecon.schema.registry`). With ``out`` each block's
     claims go to ``<out>/claims.parts/`` as it finishes and a rerun resumes (a rerun with other
     tables or options is refused). With ``tied`` (households: the person tables of the same
-    blocks) every claim is verified given both releases (:func:`generate_then_verify`)."""
+    blocks) every claim is verified given both releases (:func:`generate_then_verify`). With a
+    ``publication`` rule (rounded, withheld cells: :mod:`tabrecon.publication`) every claim is
+    verified under the intervals the published values allow."""
     from ..provenance import digest_long
     from ..runner import run_units
     from ..schema.registry import of_schema
@@ -750,6 +754,10 @@ def release_claims(
     by_block = long.partition_by("geoid", as_dict=True)
     geoids = sorted(g for (g,) in by_block)
     tied_by: dict = {}
+    if tied is not None and not publication.exact:
+        raise TabreconError(
+            f"publication {publication}: claims given a tied release assume exact tables so far"
+        )
     if tied is not None:
         tied_by = tied.filter(pl.col("geoid").str.len_chars() == 15).partition_by(
             "geoid", as_dict=True
@@ -775,6 +783,8 @@ def release_claims(
         }
         if tied is not None:  # (absent otherwise: earlier runs' parts stay resumable)
             fp["tied"] = digest_long(tied)
+        if not publication.exact:  # (the same)
+            fp["publication"] = str(publication)
     statuses, frames = run_units(
         geoids,
         lambda g: (
@@ -788,6 +798,7 @@ def release_claims(
             opts,
             block_seconds,
             tied_by[(g,)] if tied is not None else None,
+            publication,
         ),
         _block_worker,
         tag=f"{schema.name}-claims",

@@ -869,10 +869,17 @@ class ReconstructOptions:
     distance: bool = False
     #: seconds per block's distance search (None: the solver's limit)
     distance_time_limit: float | None = None
+    #: how the cells were published (rounded, withheld: :mod:`tabrecon.publication`)
+    publication: Publication = EXACT
 
     def __post_init__(self) -> None:
         if self.level not in LEVELS:
             raise TabreconError(f"level must be one of {', '.join(LEVELS)} (got {self.level!r})")
+        if not self.publication.exact and self.level != Level.BLOCK:
+            raise TabreconError(
+                f"publication {self.publication}: inexact cells are modelled at level 'block' "
+                "only so far"
+            )
 
 
 @dataclass
@@ -913,6 +920,7 @@ def _tract_worker(args: tuple) -> tuple[dict, pl.DataFrame | None]:
         level=options.level,
         distance=options.distance,
         distance_time_limit=options.distance_time_limit,
+        publication=options.publication,
     )
     frame = rec.units.to_frame()
     return {"unit": tract, "status": "ok", "blocks": rec.blocks.to_dicts()}, frame
@@ -976,6 +984,8 @@ def reconstruct_release(
             "distance_time_limit": options.distance_time_limit,
             "solver": str(options.solver),
         }
+        if not options.publication.exact:  # (absent otherwise: earlier parts stay resumable)
+            fp["publication"] = str(options.publication)
     statuses, frames = run_units(
         tracts,
         lambda t: (t, by_tract[(t,)], schema, names, options),

@@ -13,10 +13,12 @@ from rich.markup import escape
 from .. import vocab
 from ..errors import TabreconError
 from ..io import Reads, Writes, check_suffix
+from ..publication import EXACT, Publication
 from ..terminal import (
     FolderOut,
     Fresh,
     Level,
+    PublicationRule,
     ReconOpt,
     SchemaName,
     Solver,
@@ -96,6 +98,7 @@ def reconstruct(
             metavar="TABLES",
         ),
     ] = None,
+    publication: PublicationRule = "exact",
 ) -> None:
     """Rebuild records from published tables, tract by tract (written as each finishes): persons,
     or another population's records with each block's verdict (unique or varies); with
@@ -105,12 +108,14 @@ def reconstruct(
     from ..schema.registry import Engine, population
 
     pop = population(schema)
+    pub = _publication(pop, publication)
     if together is not None:
         _refuse_untied(pop)
         for flag, given in (
             ("--level", level not in ("", "block")),
             ("--distance", distance),
             ("--strategy", strategy != "staged"),
+            (f"--publication {pub}", not pub.exact),
         ):
             if given:
                 raise TabreconError(
@@ -127,7 +132,7 @@ def reconstruct(
             )
         opts = solver_options(solver, threads, time_limit, seed, workers)
         _reconstruct_release(
-            pop, tables_file, out, level or "block", opts, workers, fresh, distance
+            pop, tables_file, out, level or "block", opts, workers, fresh, distance, pub
         )
         return
     if distance:
@@ -152,11 +157,29 @@ def reconstruct(
         raise typer.Exit(1)
 
 
-def _release_tables(pop: Population, tables_file: Path) -> pl.DataFrame:
-    """A population's published tables from a long or wide file or an SF1 folder."""
+def _release_tables(
+    pop: Population, tables_file: Path, publication: Publication = EXACT
+) -> pl.DataFrame:
+    """A population's published tables from a long or wide file or an SF1 folder (withheld
+    cells read as null where the publication rule withholds some)."""
     from ..unit_tables import read_unit_tables
 
-    return read_unit_tables(tables_file, pop.schema)
+    long = read_unit_tables(tables_file, pop.schema, withheld=publication.withholds)
+    publication.check(long, str(tables_file))
+    return long
+
+
+def _publication(pop: Population, text: str) -> Publication:
+    """The ``--publication`` rule; refused for persons, whose engine models exact counts."""
+    from ..schema.registry import Engine
+
+    pub = Publication.parse(text)
+    if not pub.exact and pop.engine is Engine.PERSON:
+        raise TabreconError(
+            f"--publication {pub}: the person engine models exact counts; rounded or withheld "
+            "cells are modelled for the other populations (--schema households, group_quarters)"
+        )
+    return pub
 
 
 def _reconstruct_release(
@@ -168,6 +191,7 @@ def _reconstruct_release(
     workers: int,
     fresh: bool,
     distance: bool,
+    publication: Publication = EXACT,
 ) -> None:
     """``tabrecon reconstruct --schema NAME`` for a population on the generic engine: every
     tract with the runner (resume, workers, Dask, progress), the records and each block's
@@ -184,8 +208,9 @@ def _reconstruct_release(
         level=vocab.Level(level),
         solver=solver,
         distance=distance,
+        publication=publication,
     )
-    long = _release_tables(pop, tables_file)
+    long = _release_tables(pop, tables_file, publication)
     n = long["geoid"].str.slice(0, 11).n_unique()
     prog, tick = progress(n, f"{pop.name} reconstruct")
     with prog:
@@ -470,12 +495,14 @@ def claims(
             metavar="TABLES",
         ),
     ] = None,
+    publication: PublicationRule = "exact",
 ) -> None:
     """Verified claims (generate-then-verify): persons, housing units, ... singled out by claims
     every consistent population makes true."""
     from ..schema.registry import Engine, population
 
     pop = population(schema)
+    pub = _publication(pop, publication)
     at_least(1, k_solutions=k_solutions)
     # an option the chosen population does not use is refused, never silently ignored
     person_only = {
@@ -512,6 +539,7 @@ def claims(
             workers,
             fresh,
             together,
+            pub,
         )
         return
     if recon is None or solvar_file is None:
@@ -573,6 +601,7 @@ def _release_claims(
     workers: int,
     fresh: bool,
     together: Path | None = None,
+    publication: Publication = EXACT,
 ) -> None:
     """``tabrecon claims --schema NAME`` for a population on the generic engine: Generate-then-
     Verify on a release's tables, block by block (written as each finishes, resumable), figures
@@ -594,8 +623,12 @@ def _release_claims(
     tied = None
     if together is not None:
         _refuse_untied(pop)
+        if not publication.exact:
+            raise TabreconError(
+                f"--publication {publication}: claims --with assume exact tables so far"
+            )
         tied = _tied_tables(pop, together)
-    long = _release_tables(pop, tables_file)
+    long = _release_tables(pop, tables_file, publication)
     units = read_units(truth, pop.schema) if truth is not None else None
     t0 = time.perf_counter()
     prog, tick = progress(long["geoid"].n_unique(), f"{pop.name} claims")
@@ -614,13 +647,14 @@ def _release_claims(
             tick,
             units,
             tied=tied,
+            publication=publication,
         )
     for r in run.failed:
         err.print(f"[red]block {r['unit']}: {r['status']}[/red] -- {escape(r.get('message', ''))}")
     bad = run.problem_blocks
     contradicted = bad.filter(pl.col("status") == "infeasible")["geoid"].to_list()
     broken: dict[str, str] = {}
-    if contradicted:  # name an identity the block's tables break, where one does
+    if contradicted and publication.exact:  # name an identity the tables break, where one does
         rep = check_unit_consistency(long.filter(pl.col("geoid").is_in(contradicted)), pop.schema)
         for v in rep.violations:
             broken.setdefault(v.geoid, str(v).split(": ", 1)[1])
@@ -628,7 +662,9 @@ def _release_claims(
         what = {
             "time-limit": f"reached --block-time-limit {block_time_limit:g} s; "
             f"{r['verified']} claim(s) verified before it are kept",
-            "infeasible": f"its tables contradict each other (no {pop.noun} fit them)"
+            "infeasible": f"its tables contradict each other (no {pop.noun} fit them"
+            + ("" if publication.exact else f" under --publication {publication}")
+            + ")"
             + (f": {broken[r['geoid']]}" if r["geoid"] in broken else "")
             if r["geoid"] in broken or tied is None
             else "its two releases admit no common population (tabrecon reconstruct --with "

@@ -132,9 +132,21 @@ def tabulate(
         str | None, typer.Option(help="Tabulate every table at this level (state ... block)")
     ] = None,
     schema: SchemaName = "persons",
+    publication: Annotated[
+        str,
+        typer.Option(
+            "--publication",
+            help="Not persons: publish the cells as an agency would: exact, round:B, "
+            "round:B:random (add :zeros-exact to either), suppress:T or suppress:T:zeros "
+            "(withheld cells left empty); see reconstruct --publication",
+        ),
+    ] = "exact",
+    seed: Annotated[int, typer.Option(help="Seed of random rounding")] = 0,
 ) -> None:
     """Tabulate records into their SF1 tables: persons into the person tables, housing units
-    into the housing-unit tables, ... (long format: geoid, cell, value)."""
+    into the housing-unit tables, ... (long format: geoid, cell, value); with
+    ``--publication``, rounded or withheld as an agency would publish them."""
+    from ..publication import Publication
     from ..schema import read_microdata
     from ..schema.registry import Engine, population
     from ..tables import tabulate as _tab
@@ -142,6 +154,12 @@ def tabulate(
 
     pop = population(schema)
     check_suffix(out)
+    pub = Publication.parse(publication)
+    if not pub.exact and pop.engine is not Engine.GENERIC:
+        raise TabreconError(
+            f"--publication {pub}: the person tables are published exactly here (rounded or "
+            "withheld cells: --schema households, group_quarters)"
+        )
     t0 = time.perf_counter()
     if pop.engine is Engine.GENERIC:
         from ..io import write_frame
@@ -153,9 +171,25 @@ def tabulate(
         names = [t.name for t in select_tables(tables, pop.schema)]
         units = read_units(microdata, pop.schema)
         long = tabulate_units(units, names)
+        how = ""
+        if not pub.exact:
+            import numpy as np
+            import polars as pl
+
+            from ..publication import MISSING
+
+            true = long["value"].to_numpy()
+            shown = pub.publish(true, np.random.default_rng(seed))
+            long = long.with_columns(
+                pl.Series("value", shown).replace(MISSING, None).alias("value")
+            )
+            how = (
+                f" published {pub} ({int((shown != true).sum()):,} changed, of which "
+                f"{int((shown == MISSING).sum()):,} withheld)"
+            )
         write_frame(long, out)
         console.print(
-            f"{len(units):,} {pop.noun} -> {long.height:,} values -> {out} "
+            f"{len(units):,} {pop.noun} -> {long.height:,} values{how} -> {out} "
             f"({time.perf_counter() - t0:.2f} s)"
         )
         return
