@@ -13,7 +13,7 @@ from rich.markup import escape
 from .. import vocab
 from ..errors import TabreconError
 from ..io import Reads, Writes, check_suffix
-from ..publication import EXACT, Publication
+from ..publication import EXACT, Publication, Rule
 from ..terminal import (
     FolderOut,
     Fresh,
@@ -178,6 +178,18 @@ def _publication(pop: Population, text: str) -> Publication:
         raise TabreconError(
             f"--publication {pub}: the person engine models exact counts; rounded or withheld "
             "cells are modelled for the other populations (--schema households, group_quarters)"
+        )
+    if (
+        pub.rule == Rule.ROUNDED
+        and not pub.exact
+        and not pub.zeros_exact
+        and pop.schema.n_types > 10_000
+    ):
+        err.print(
+            f"[yellow]warning:[/yellow] under {pub} a published 0 no longer rules a type out, so "
+            f"each block's program has up to {pop.schema.n_types:,} variables (households: "
+            "measured 45 s per block, most undecided at a 30 s limit); with :zeros-exact or "
+            "suppress:T zeros still rule types out"
         )
     return pub
 
