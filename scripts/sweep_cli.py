@@ -303,6 +303,21 @@ def cases() -> list[tuple[str, list[str], str]]:
             "t.csv",
         ),
         "audit.gq": (["audit", "{}", "--schema", "group_quarters", "--quiet"], "gq", "h.csv"),
+        "sweep-publication.gq": (
+            ["sweep-publication", "{}", "--rules", "exact,suppress:3", "-K", "2"],
+            "gq",
+            "tgq.csv",
+        ),
+        "reconstruct.gq-suppress": (
+            ["reconstruct", "{}", "--schema", "group_quarters", "--publication", "suppress:3"],
+            "tgq",
+            "gq.csv",
+        ),
+        "claims.gq-round": (
+            ["claims", "{}", "--schema", "group_quarters", "--publication", "round:3", "-K", "2"],
+            "tgq",
+            "gq.csv",
+        ),
         "swap.M": (["swap", "{}"], "p", "t.csv"),
         "topdown.M": (["topdown", "{}"], "p", "t.csv"),
         "noisy.M": (["reconstruct-noisy", "{}", "--tables", f("tprot.parquet")], "t", "t.parquet"),
@@ -568,6 +583,20 @@ def cases() -> list[tuple[str, list[str], str]]:
         "any",
     )
     add("claims-p:no-recon", ["claims", f("t.parquet")])
+    for v in ["round", "round:0", "round:-3", "round:3:maybe", "suppress:x", "blur:2", "exact:1"]:
+        add(
+            f"reconstruct-gq:publication={v}",
+            ["reconstruct", f("tgq.csv"), "--schema", "group_quarters", "--publication", v],
+        )
+        add(f"sweep-publication:rules={v}", ["sweep-publication", f("gq.csv"), "--rules", v])
+    add(
+        "reconstruct-gq:round-on-exact",  # the exact tables are no multiples of 3
+        ["reconstruct", f("tgq.csv"), "--schema", "group_quarters", "--publication", "round:3"],
+    )
+    add("reconstruct-p:publication", ["reconstruct", f("t.parquet"), "--publication", "suppress:3"])
+    add("sweep-publication:persons", ["sweep-publication", f("p.csv"), "--schema", "persons"])
+    add("sweep-publication:twice", ["sweep-publication", f("gq.csv"), "--rules", "exact,exact"])
+    add("sweep-publication:K=0", ["sweep-publication", f("gq.csv"), "-K", "0"])
     add(
         "claims-h:recon",
         ["claims", f("th.parquet"), "--schema", "households", "-r", f("r.parquet")],
