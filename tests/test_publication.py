@@ -323,3 +323,32 @@ def test_the_sweep_measures_each_rule_and_every_claim_is_true(tmp_path):
         run = _cli(tmp_path, "sweep-publication", "gq.parquet", "--rules", rules, "-o", "sw2")
         assert run.returncode == 2 and words in run.stderr, run.stderr
         assert not (tmp_path / "sw2").exists()
+
+
+def test_withheld_cells_read_alike_from_a_long_and_a_wide_file(tmp_path):
+    """A summary-file style wide CSV marking withheld cells 'X' reads to the same long table
+    (nulls where withheld) as the long file leaving them empty."""
+    from tabrecon.schema.registry import population
+    from tabrecon.synth import SynthConfig
+    from tabrecon.unit_tables import read_unit_tables
+
+    gq = population("group_quarters")
+    units = gq.synthesize(SynthConfig(persons=40_000), 2)
+    long = tabulate_units(units)
+    pub = Publication.parse("suppress:3")
+    shown = pub.publish(long["value"].to_numpy())
+    long = long.with_columns(pl.Series("value", shown).replace(MISSING, None))
+    assert long["value"].null_count() > 0
+    long.write_csv(tmp_path / "long.csv")
+    wide = (
+        long.with_columns(pl.col("value").cast(pl.String).fill_null("X"))
+        .pivot(on="cell", index="geoid", values="value")
+        .rename({"geoid": "GEO_ID"})
+        .with_columns(("1000000US" + pl.col("GEO_ID")).alias("GEO_ID"))
+    )
+    wide.write_csv(tmp_path / "wide.csv")
+    a = read_unit_tables(tmp_path / "long.csv", gq.schema, withheld=True).sort("geoid", "cell")
+    b = read_unit_tables(tmp_path / "wide.csv", gq.schema, withheld=True).sort("geoid", "cell")
+    assert a.equals(b) and a["value"].null_count() == long["value"].null_count()
+    with pytest.raises(InputError, match="'X' is not a count"):
+        read_unit_tables(tmp_path / "wide.csv", gq.schema)
