@@ -558,7 +558,8 @@ class ClaimsRun:
         s = self.summary()
         lines = [
             f"- tables: {', '.join(self.tables)}; K = {self.K} generated solutions per block",
-            f"- blocks: {s['blocks']:,}, {self.noun}: {s['units']:,}; full reconstruction "
+            f"- blocks: {s['blocks']:,}, {self.noun} reconstructed: {s['units']:,}; full "
+            "reconstruction "
             f"proven unique in {s['blocks_unique_reconstruction']:,} block(s), varies in "
             f"{s['blocks_reconstruction_varies']:,}, undecided in "
             f"{s['blocks_reconstruction_undecided']:,}",
