@@ -230,7 +230,7 @@ class Publication:
             shown = "the value" if v[i] == MISSING else str(int(v[i]))
             raise InputError(
                 f"block {long['geoid'][i]}, cell {long['cell'][i]}: {shown} "
-                f"{self.why(int(v[i]))} (--publication {self}; {int(bad.sum()) - 1} more such "
+                f"{self.why(int(v[i]))} (publication {self}; {int(bad.sum()) - 1} more such "
                 "cells)",
                 path=path or None,
             )

@@ -543,18 +543,9 @@ def block_tables(
             f"block {geos[b]} lacks cell {ids[c]} ({int((seen == 0).sum()) - 1} more "
             "cells of blocks are missing): every block needs every cell of the tables used"
         )
+    publication.check(sub)
     V = np.zeros(geos.len() * len(ids), dtype=np.int64)
     V[flat] = sub["value"].cast(pl.Int64).fill_null(MISSING).to_numpy()
-    bad = publication.violations(V)
-    if bad.any():
-        at = int(np.argmax(bad))
-        b, c = divmod(at, len(ids))
-        value = int(V[at])
-        shown = "the value" if value == MISSING else f"{value}"
-        raise InputError(
-            f"block {geos[b]}, cell {ids[c]}: {shown} {publication.why(value)} (publication "
-            f"{publication}; {int(bad.sum()) - 1} more such cells)"
-        )
     return cells, W, geos.to_list(), V.reshape(geos.len(), len(ids))
 
 
