@@ -147,11 +147,12 @@ class Publication:
         """The smallest and largest true count each published value allows (``MISSING``: a
         withheld cell), element by element.
 
-        >>> [a.tolist() for a in Publication.parse("round:10").interval(np.array([0, 10]))]
-        [[0, 5], [4, 14]]
-        >>> [a.tolist() for a in Publication.parse("round:3:random:zeros-exact").interval(
-        ...     np.array([0, 3]))]
-        [[0, 1], [0, 5]]
+        >>> lo, hi = Publication.parse("round:10").interval(np.array([0, 10]))
+        >>> lo.tolist(), hi.tolist()
+        ([0, 5], [4, 14])
+        >>> lo, hi = Publication.parse("round:3:random:zeros-exact").interval(np.array([0, 3]))
+        >>> lo.tolist(), hi.tolist()
+        ([0, 1], [0, 5])
         """
         v = np.asarray(published, dtype=np.int64)
         if self.rule == Rule.SUPPRESSED:
