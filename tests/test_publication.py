@@ -24,7 +24,13 @@ from tabrecon.attacks.unit_reconstruct import reconstruct_units
 from tabrecon.errors import InputError, TabreconError
 from tabrecon.publication import MISSING, Publication
 from tabrecon.schema.spec import Attribute, Schema, Units
-from tabrecon.unit_tables import UnitTable, compiled, declare_tables, tabulate_units
+from tabrecon.unit_tables import (
+    UnitTable,
+    cell_tables,
+    compiled,
+    declare_tables,
+    tabulate_units,
+)
 
 SEX = Attribute("sex", ((0, "male"), (1, "female")))
 AGE = Attribute("age", ((0, "child"), (1, "adult"), (2, "old")))
@@ -88,9 +94,15 @@ def _release(seed: int) -> tuple[Units, tuple[str, ...], Publication, pl.DataFra
     names = tuple(
         sorted(rng.choice([t.name for t in MENU], size=int(rng.integers(1, 4)), replace=False))
     )
-    pub = Publication.parse(RULES[int(rng.integers(len(RULES)))])
+    text = RULES[int(rng.integers(len(RULES)))]
+    if len(names) > 1 and rng.random() < 0.5:  # tables published under different rules
+        text += f",{names[0]}={RULES[int(rng.integers(len(RULES)))]}"
+    pub = Publication.parse(text)
     long = tabulate_units(units, names)
-    shown = pub.publish(long["value"].to_numpy(), rng)
+    table_of = cell_tables(TOY)
+    shown = pub.publish(
+        long["value"].to_numpy(), rng, [table_of[c] for c in long["cell"].to_list()]
+    )
     long = long.with_columns(
         pl.Series("value", [None if v == MISSING else int(v) for v in shown], dtype=pl.Int64)
     )
@@ -103,7 +115,9 @@ def _consistent(names: tuple[str, ...], pub: Publication, long: pl.DataFrame) ->
     value = dict(
         zip(long["cell"].to_list(), long["value"].fill_null(MISSING).to_list(), strict=True)
     )
-    lo, hi = pub.interval(np.array([value[c.id] for c in cells], dtype=np.int64))
+    lo, hi = pub.interval(
+        np.array([value[c.id] for c in cells], dtype=np.int64), [c.table for c in cells]
+    )
     totals = [i for i, c in enumerate(cells) if not c.predicate]
     assert totals and hi[totals].min() <= MOST  # so ALL holds every population they allow
     T = ALL @ W.toarray().T  # histograms x cells
@@ -186,6 +200,25 @@ def test_a_value_the_rule_cannot_publish_is_named():
         reconstruct_units(
             long, TOY, ("T1",), level="block+tract", publication=Publication.parse("round:2")
         )
+
+
+def test_per_table_rules_spell_publish_and_bound_each_cell_by_its_table():
+    pub = Publication.parse("round:3, t2=suppress:2")
+    assert str(pub) == "round:3,T2=suppress:2" and pub.withholds and not pub.exact
+    true = np.array([[4, 1, 0, 2]])
+    tables = ["T1", "T1", "T2", "T2"]
+    shown = pub.publish(true, None, tables)
+    assert shown.tolist() == [[3, 0, 0, 2]]
+    lo, hi = pub.interval(np.array([[3, 0, MISSING, 2]]), tables)
+    assert lo.tolist() == [[2, 0, 1, 2]] and hi.tolist() == [[4, 1, 1, 2]]
+    assert pub.violations(np.array([[4, 0, 1, 2]]), tables).tolist() == [[True, False, True, False]]
+    with pytest.raises(TabreconError, match="need each cell's table"):
+        pub.interval(np.array([3, 0]))
+    with pytest.raises(TabreconError, match="each table once"):
+        Publication.parse("round:3,exact")
+    pub.check_tables(["T1", "T2"], "pubtoy")  # both known: nothing to say
+    with pytest.raises(TabreconError, match="T9 is not a table of --schema pubtoy"):
+        Publication.parse("exact,T9=round:2").check_tables(["T1"], "pubtoy")
 
 
 @pytest.mark.parametrize(

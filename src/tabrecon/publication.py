@@ -34,7 +34,8 @@ Rules, as the command line spells them (``--publication``):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -84,6 +85,8 @@ class Publication:
     zeros_exact: bool = False
     threshold: int = 0
     zeros_suppressed: bool = False
+    #: other rules for some tables (table name, rule): ``round:3,P42=exact``
+    overrides: tuple[tuple[str, Publication], ...] = ()
 
     def __post_init__(self) -> None:
         if self.rule == Rule.ROUNDED and self.base < 1:
@@ -94,7 +97,26 @@ class Publication:
     @classmethod
     def parse(cls, text: str) -> Publication:
         """The rule a ``--publication`` value names (``exact``, ``round:3:random``,
-        ``suppress:5``...); a clear error naming what is wrong otherwise."""
+        ``suppress:5``...), with other rules for some tables after commas (``round:3,P42=exact``:
+        every table rounded to 3 but P42, published exactly); a clear error naming what is wrong
+        otherwise.
+
+        >>> str(Publication.parse("suppress:3, h1=exact"))
+        'suppress:3,H1=exact'
+        """
+        items = [i.strip() for i in text.split(",")]
+        if len(items) > 1 or "=" in text:
+            plain = [i for i in items if "=" not in i]
+            named = [i.split("=", 1) for i in items if "=" in i]
+            tables = [t.strip().upper() for t, _ in named]
+            if len(plain) > 1 or not all(tables) or len(set(tables)) != len(tables):
+                raise TabreconError(
+                    f"--publication {text!r}: one rule for every table, then TABLE=RULE for "
+                    "others, each table once (such as round:3,P42=exact)"
+                )
+            default = cls.parse(plain[0]) if plain else cls()
+            over = tuple((t, cls.parse(r.strip())) for t, (_, r) in zip(tables, named, strict=True))
+            return replace(default, overrides=over)
         parts = [p.strip().lower() for p in text.split(":")]
         head, args = parts[0], parts[1:]
         usage = (
@@ -125,6 +147,9 @@ class Publication:
         return cls(Rule.SUPPRESSED, threshold=n, zeros_suppressed="zeros" in flags)
 
     def __str__(self) -> str:
+        return self._one() + "".join(f",{t}={r}" for t, r in self.overrides)
+
+    def _one(self) -> str:
         if self.rule == Rule.ROUNDED:
             s = f"round:{self.base}"
             s += ":random" if self.rounding == Rounding.RANDOM else ""
@@ -136,14 +161,54 @@ class Publication:
     @property
     def exact(self) -> bool:
         """Every published value is the true count (rounding to base 1 is no rounding)."""
-        return self.rule == Rule.EXACT or (self.rule == Rule.ROUNDED and self.base == 1)
+        one = self.rule == Rule.EXACT or (self.rule == Rule.ROUNDED and self.base == 1)
+        return one and all(r.exact for _, r in self.overrides)
 
     @property
     def withholds(self) -> bool:
         """Some cells may be missing from the published file."""
-        return self.rule == Rule.SUPPRESSED
+        return self.rule == Rule.SUPPRESSED or any(r.withholds for _, r in self.overrides)
 
-    def interval(self, published: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def tables(self) -> tuple[str, ...]:
+        """The tables given a rule of their own."""
+        return tuple(t for t, _ in self.overrides)
+
+    def check_tables(self, known: Sequence[str], schema: str) -> None:
+        """Refuse a rule given to a table ``schema`` does not publish (``known``)."""
+        unknown = [t for t in self.tables() if t not in set(known)]
+        if unknown:
+            raise TabreconError(
+                f"--publication {self}: {', '.join(unknown)} is not a table of --schema {schema} "
+                f"(tabrecon tables list --schema {schema})"
+            )
+
+    def _groups(self, n: int, tables: Sequence[str] | None) -> list[tuple[Publication, np.ndarray]]:
+        """Each rule with the positions (of ``n`` columns, the cells of ``tables``) it governs."""
+        if not self.overrides:
+            return [(self, np.arange(n))]
+        if tables is None or len(tables) != n:
+            raise TabreconError(f"publication {self}: per-table rules need each cell's table")
+        of = np.asarray(tables, dtype=object)
+        base = replace(self, overrides=())
+        out = [(base, np.flatnonzero(~np.isin(of, self.tables())))]
+        out += [(r, np.flatnonzero(of == t)) for t, r in self.overrides]
+        return out
+
+    def _per_column(self, v: np.ndarray, tables: Sequence[str] | None, how: str) -> np.ndarray:
+        """``how`` ("violations", "lo", "hi") of each column's own rule, columns on the last
+        axis."""
+        out = np.zeros(v.shape, dtype=bool if how == "violations" else np.int64)
+        for rule, cols in self._groups(v.shape[-1], tables):
+            if how == "violations":
+                out[..., cols] = rule.violations(v[..., cols])
+            else:
+                lo, hi = rule.interval(v[..., cols])
+                out[..., cols] = lo if how == "lo" else hi
+        return out
+
+    def interval(
+        self, published: np.ndarray, tables: Sequence[str] | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
         """The smallest and largest true count each published value allows (``MISSING``: a
         withheld cell), element by element.
 
@@ -155,6 +220,8 @@ class Publication:
         ([0, 1], [0, 5])
         """
         v = np.asarray(published, dtype=np.int64)
+        if self.overrides:  # each cell by its table's rule (``tables``: the last axis's)
+            return self._per_column(v, tables, "lo"), self._per_column(v, tables, "hi")
         if self.rule == Rule.SUPPRESSED:
             gone = v == MISSING
             lo = np.where(gone, 0 if self.zeros_suppressed else 1, v)
@@ -173,7 +240,12 @@ class Publication:
             hi = np.where(v > 0, hi, 0)
         return lo, hi
 
-    def publish(self, true: np.ndarray, rng: np.random.Generator | None = None) -> np.ndarray:
+    def publish(
+        self,
+        true: np.ndarray,
+        rng: np.random.Generator | None = None,
+        tables: Sequence[str] | None = None,
+    ) -> np.ndarray:
         """The values this rule publishes for true counts ``true`` (``MISSING`` where withheld;
         random rounding draws from ``rng``, up with probability remainder / base).
 
@@ -183,6 +255,11 @@ class Publication:
         array([ 0, -1, -1,  3])
         """
         x = np.asarray(true, dtype=np.int64)
+        if self.overrides:
+            out = x.copy()
+            for rule, cols in self._groups(x.shape[-1], tables):
+                out[..., cols] = rule.publish(x[..., cols], rng)
+            return out
         if self.rule == Rule.SUPPRESSED:
             small = (x < self.threshold) & ((x > 0) | self.zeros_suppressed)
             return np.where(small, MISSING, x)
@@ -199,11 +276,13 @@ class Publication:
             out = np.where((x > 0) & (out == 0), b, out)
         return out
 
-    def violations(self, published: np.ndarray) -> np.ndarray:
+    def violations(self, published: np.ndarray, tables: Sequence[str] | None = None) -> np.ndarray:
         """Where a published value cannot have come from this rule: a rounded value not a
         multiple of the base, a withheld cell where nothing is withheld, a value below the
         threshold that should have been withheld (a boolean mask)."""
         v = np.asarray(published, dtype=np.int64)
+        if self.overrides:
+            return self._per_column(v, tables, "violations")
         if self.rule == Rule.SUPPRESSED:
             small = (v != MISSING) & (v < self.threshold) & ((v > 0) | self.zeros_suppressed)
             return small | (v < MISSING)
@@ -220,18 +299,27 @@ class Publication:
             return f"is below the suppression threshold {self.threshold} yet published"
         return f"is not a multiple of the rounding base {self.base}"
 
-    def check(self, long: pl.DataFrame, path: str = "") -> None:
+    def check(
+        self, long: pl.DataFrame, path: str = "", table_of: Mapping[str, str] | None = None
+    ) -> None:
         """Refuse a long table (geoid, cell, value; null: withheld) holding a value this rule
         cannot publish, naming the block, the cell and how many more there are: before any
-        work, since the whole file then contradicts the declared rule."""
+        work, since the whole file then contradicts the declared rule (``table_of``: each cell
+        id's table, which per-table rules need)."""
         v = long["value"].fill_null(MISSING).to_numpy().astype(np.int64)
-        bad = self.violations(v)
+        tables = None
+        if self.overrides:
+            if table_of is None:
+                raise TabreconError(f"publication {self}: per-table rules need each cell's table")
+            tables = [table_of.get(c, "") for c in long["cell"].to_list()]
+        bad = self.violations(v, tables)
         if bad.any():
             i = int(np.argmax(bad))
             shown = "the value" if v[i] == MISSING else str(int(v[i]))
+            rule = self if tables is None else dict(self.overrides).get(tables[i], self)
             raise InputError(
                 f"block {long['geoid'][i]}, cell {long['cell'][i]}: {shown} "
-                f"{self.why(int(v[i]))} (publication {self}; {int(bad.sum()) - 1} more such "
+                f"{rule.why(int(v[i]))} (publication {self}; {int(bad.sum()) - 1} more such "
                 "cells)",
                 path=path or None,
             )

@@ -218,6 +218,17 @@ def select_tables(spec: str, schema: Schema) -> tuple[UnitTable, ...]:
     return tuple(table_by_name(n.upper(), schema) for n in names)
 
 
+def cell_tables(schema: Schema) -> dict[str, str]:
+    """Each of ``schema``'s cell ids with its table's name (what per-table publication rules
+    look up).
+
+    >>> from tabrecon.schema.registry import population
+    >>> cell_tables(population("group_quarters").schema)["P0430003"]
+    'P43'
+    """
+    return {c.id: t.name for t in tables_of(schema) for c in t.cells()}
+
+
 def tables_of(schema: Schema) -> tuple[UnitTable, ...]:
     """The tables declared over ``schema``: those its registered population publishes
     (:mod:`tabrecon.schema.registry`)."""

@@ -124,7 +124,7 @@ def generate_then_verify(
     cells, W, geoids, V = block_tables(long, schema, names, publication)
     Vhi = V
     if not publication.exact:
-        V, Vhi = publication.interval(V)
+        V, Vhi = publication.interval(V, [c.table for c in cells])
     feas = schema.feasible_types()
     Wc, deg = W.tocsc(), cell_degree(W)  # once for every block
     rng = np.random.default_rng(seed)

@@ -128,7 +128,7 @@ def reconstruct_units(
     cells, W, geoids, V = block_tables(long, schema, of_level["block"], publication)
     Vhi = None
     if not publication.exact:
-        V, Vhi = publication.interval(V)
+        V, Vhi = publication.interval(V, [c.table for c in cells])
     feas = schema.feasible_types()
     Wc = W.tocsc()
     deg = cell_degree(W)
@@ -543,7 +543,7 @@ def block_tables(
             f"block {geos[b]} lacks cell {ids[c]} ({int((seen == 0).sum()) - 1} more "
             "cells of blocks are missing): every block needs every cell of the tables used"
         )
-    publication.check(sub)
+    publication.check(sub, table_of={c.id: c.table for c in cells})
     V = np.zeros(geos.len() * len(ids), dtype=np.int64)
     V[flat] = sub["value"].cast(pl.Int64).fill_null(MISSING).to_numpy()
     return cells, W, geos.to_list(), V.reshape(geos.len(), len(ids))

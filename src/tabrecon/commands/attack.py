@@ -162,10 +162,10 @@ def _release_tables(
 ) -> pl.DataFrame:
     """A population's published tables from a long or wide file or an SF1 folder (withheld
     cells read as null where the publication rule withholds some)."""
-    from ..unit_tables import read_unit_tables
+    from ..unit_tables import cell_tables, read_unit_tables
 
     long = read_unit_tables(tables_file, pop.schema, withheld=publication.withholds)
-    publication.check(long, str(tables_file))
+    publication.check(long, str(tables_file), table_of=cell_tables(pop.schema))
     return long
 
 
@@ -174,6 +174,7 @@ def _publication(pop: Population, text: str) -> Publication:
     from ..schema.registry import Engine
 
     pub = Publication.parse(text)
+    pub.check_tables([t.name for t in pop.tables()], pop.name)
     if not pub.exact and pop.engine is Engine.PERSON:
         raise TabreconError(
             f"--publication {pub}: the person engine models exact counts; rounded or withheld "

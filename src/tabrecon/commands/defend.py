@@ -530,7 +530,8 @@ def sweep_publication(
         typer.Option(
             help="Comma list of publication rules (exact, round:B, round:B:random, "
             "suppress:T ...; default: exact, rounding to 2, 3, 5, 10, random rounding to 3 "
-            "and 5, suppression below 3, 5 and 10)"
+            "and 5, suppression below 3, 5 and 10); separate them with ; when a rule names "
+            "tables (round:3,P42=exact;suppress:3)"
         ),
     ] = "",
     out: FolderOut = Path("publication_sweep"),
@@ -566,8 +567,11 @@ def sweep_publication(
             "sweep-publication: the person engine models exact counts; give another --schema "
             "(households, group_quarters)"
         )
-    chosen = [r.strip() for r in rules.split(",") if r.strip()] or list(DEFAULT_RULES)
+    sep = ";" if ";" in rules else ","  # a rule with per-table parts holds commas itself
+    chosen = [r.strip() for r in rules.split(sep) if r.strip()] or list(DEFAULT_RULES)
     pubs = [Publication.parse(r) for r in chosen]  # every rule checked before any work
+    for pub in pubs:
+        pub.check_tables([t.name for t in pop.tables()], pop.name)
     twice = sorted({str(p) for p in pubs if [str(q) for q in pubs].count(str(p)) > 1})
     if twice:
         raise TabreconError(f"--rules: {', '.join(twice)} given twice; list each rule once")

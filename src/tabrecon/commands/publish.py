@@ -155,6 +155,7 @@ def tabulate(
     pop = population(schema)
     check_suffix(out)
     pub = Publication.parse(publication)
+    pub.check_tables([t.name for t in pop.tables()], pop.name)
     if not pub.exact and pop.engine is not Engine.GENERIC:
         raise TabreconError(
             f"--publication {pub}: the person tables are published exactly here (rounded or "
@@ -164,7 +165,7 @@ def tabulate(
     if pop.engine is Engine.GENERIC:
         from ..io import write_frame
         from ..schema.spec import read_units
-        from ..unit_tables import select_tables, tabulate_units
+        from ..unit_tables import cell_tables, select_tables, tabulate_units
 
         if level not in (None, "block"):
             raise TabreconError(f"the {pop.name} tables are tabulated by block only")
@@ -179,7 +180,9 @@ def tabulate(
             from ..publication import MISSING
 
             true = long["value"].to_numpy()
-            shown = pub.publish(true, np.random.default_rng(seed))
+            of = cell_tables(pop.schema)
+            tables_of_rows = [of.get(c, "") for c in long["cell"].to_list()]
+            shown = pub.publish(true, np.random.default_rng(seed), tables_of_rows)
             long = long.with_columns(
                 pl.Series("value", shown).replace(MISSING, None).alias("value")
             )

@@ -34,7 +34,7 @@ from ..attacks.solvers import SolverOptions
 from ..attacks.unit_claims import matching_units, release_claims
 from ..publication import MISSING, Publication
 from ..schema.spec import Schema, Units
-from ..unit_tables import tables_in, tabulate_units
+from ..unit_tables import cell_tables, tables_in, tabulate_units
 
 #: the rules swept when none are named: each kind at the bases and thresholds agencies use
 DEFAULT_RULES = (
@@ -68,12 +68,15 @@ def sweep_publication(
     with each row as it is measured (the command line writes and prints it at once)."""
     long = tabulate_units(units, tables_in(tabulate_units(units), schema, "block"))
     true = long["value"].to_numpy().astype(np.int64)
+    of = cell_tables(schema)
+    row_tables = [of.get(c, "") for c in long["cell"].to_list()]
     block = long["geoid"].to_numpy()
     n_blocks = int(np.unique(block).size)
     rows = []
     for r in rules:
         pub = r if isinstance(r, Publication) else Publication.parse(r)
-        shown = pub.publish(true, np.random.default_rng(seed))
+        pub.check_tables(list(dict.fromkeys(of.values())), schema.name)
+        shown = pub.publish(true, np.random.default_rng(seed), row_tables)
         released = long.with_columns(pl.Series("value", shown).replace(MISSING, None))
         lost = np.where(shown == MISSING, true, np.abs(shown - true))
         t0 = time.perf_counter()
