@@ -194,17 +194,17 @@ class Publication:
         out += [(r, np.flatnonzero(of == t)) for t, r in self.overrides]
         return out
 
-    def _per_column(self, v: np.ndarray, tables: Sequence[str] | None, how: str) -> np.ndarray:
-        """``how`` ("violations", "lo", "hi") of each column's own rule, columns on the last
+    def _per_column(
+        self, v: np.ndarray, tables: Sequence[str] | None
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Each column's (lo, hi, violation) under its own table's rule, columns on the last
         axis."""
-        out = np.zeros(v.shape, dtype=bool if how == "violations" else np.int64)
+        lo, hi = np.zeros(v.shape, dtype=np.int64), np.zeros(v.shape, dtype=np.int64)
+        bad = np.zeros(v.shape, dtype=bool)
         for rule, cols in self._groups(v.shape[-1], tables):
-            if how == "violations":
-                out[..., cols] = rule.violations(v[..., cols])
-            else:
-                lo, hi = rule.interval(v[..., cols])
-                out[..., cols] = lo if how == "lo" else hi
-        return out
+            lo[..., cols], hi[..., cols] = rule.interval(v[..., cols])
+            bad[..., cols] = rule.violations(v[..., cols])
+        return lo, hi, bad
 
     def interval(
         self, published: np.ndarray, tables: Sequence[str] | None = None
@@ -221,7 +221,7 @@ class Publication:
         """
         v = np.asarray(published, dtype=np.int64)
         if self.overrides:  # each cell by its table's rule (``tables``: the last axis's)
-            return self._per_column(v, tables, "lo"), self._per_column(v, tables, "hi")
+            return self._per_column(v, tables)[:2]
         if self.rule == Rule.SUPPRESSED:
             gone = v == MISSING
             lo = np.where(gone, 0 if self.zeros_suppressed else 1, v)
@@ -282,7 +282,7 @@ class Publication:
         threshold that should have been withheld (a boolean mask)."""
         v = np.asarray(published, dtype=np.int64)
         if self.overrides:
-            return self._per_column(v, tables, "violations")
+            return self._per_column(v, tables)[2]
         if self.rule == Rule.SUPPRESSED:
             small = (v != MISSING) & (v < self.threshold) & ((v > 0) | self.zeros_suppressed)
             return small | (v < MISSING)
