@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -24,6 +24,10 @@ from rich.table import Table
 from .errors import TabreconError
 from .io import Writes
 from .populations import choices_help
+
+if TYPE_CHECKING:
+    from .publication import Publication
+    from .schema.registry import Population
 
 console = Console(stderr=False)
 err = Console(stderr=True, soft_wrap=True)  # an error is one line, never wrapped
@@ -195,3 +199,33 @@ def read_blocks(path: Path) -> Any:
     need = ("block_geoid", "solvar", "status")
     require_columns(path, df.columns, need, "certification results (tabrecon solvar)")
     return df
+
+
+def publication_rule(pop: Population, text: str, attacking: bool = True) -> Publication:
+    """A ``--publication`` rule for population ``pop``: parsed, its tables checked, refused for
+    persons (whose engine models exact counts); when ``attacking``, a warning where rounding
+    lets no published 0 rule a type out in a schema of many types (blocks grow huge)."""
+    from .publication import Publication, Rule
+    from .schema.registry import Engine
+
+    pub = Publication.parse(text)
+    pub.check_tables([t.name for t in pop.tables()], pop.name)
+    if not pub.exact and pop.engine is Engine.PERSON:
+        raise TabreconError(
+            f"--publication {pub}: the person engine models exact counts; rounded or withheld "
+            "cells are modelled for the other populations (--schema households, group_quarters)"
+        )
+    if (
+        attacking
+        and pub.rule == Rule.ROUNDED
+        and not pub.exact
+        and not pub.zeros_exact
+        and pop.schema.n_types > 10_000
+    ):
+        err.print(
+            f"[yellow]warning:[/yellow] under {pub} a published 0 no longer rules a type out, so "
+            f"each block's program has up to {pop.schema.n_types:,} variables (households: "
+            "measured 45 s per block, most undecided at a 30 s limit); with :zeros-exact or "
+            "suppress:T zeros still rule types out"
+        )
+    return pub

@@ -42,7 +42,7 @@ from ..schema.spec import Schema, Units
 from ..unit_tables import table_by_name, tables_in
 from ..vocab import ClaimStatus
 from .solvers import Extensible, SolverOptions, prove_forms
-from .unit_reconstruct import block_program, block_tables, cell_degree
+from .unit_reconstruct import block_bounds, block_program, cell_degree
 
 CLAIM_COLUMNS = {
     "geoid": pl.String,
@@ -121,10 +121,8 @@ def generate_then_verify(
     for n in names:
         if table_by_name(n, schema).level != "block":
             raise TabreconError(f"Generate-then-Verify uses block tables; {n} is a tract table")
-    cells, W, geoids, V = block_tables(long, schema, names, publication)
-    Vhi = V
-    if not publication.exact:
-        V, Vhi = publication.interval(V, [c.table for c in cells])
+    cells, W, geoids, V, hi = block_bounds(long, schema, names, publication)
+    Vhi = V if hi is None else hi
     feas = schema.feasible_types()
     Wc, deg = W.tocsc(), cell_degree(W)  # once for every block
     rng = np.random.default_rng(seed)

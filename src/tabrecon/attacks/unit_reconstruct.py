@@ -125,10 +125,7 @@ def reconstruct_units(
         raise TabreconError(
             f"publication {publication}: inexact cells are modelled at level 'block' only so far"
         )
-    cells, W, geoids, V = block_tables(long, schema, of_level["block"], publication)
-    Vhi = None
-    if not publication.exact:
-        V, Vhi = publication.interval(V, [c.table for c in cells])
+    cells, W, geoids, V, Vhi = block_bounds(long, schema, of_level["block"], publication)
     feas = schema.feasible_types()
     Wc = W.tocsc()
     deg = cell_degree(W)
@@ -547,6 +544,19 @@ def block_tables(
     V = np.zeros(geos.len() * len(ids), dtype=np.int64)
     V[flat] = sub["value"].cast(pl.Int64).fill_null(MISSING).to_numpy()
     return cells, W, geos.to_list(), V.reshape(geos.len(), len(ids))
+
+
+def block_bounds(
+    long: pl.DataFrame, schema: Schema, names: tuple[str, ...], publication: Publication
+) -> tuple[list, sp.csr_matrix, list[str], np.ndarray, np.ndarray | None]:
+    """:func:`block_tables` with each value turned into the interval of true counts the
+    ``publication`` rule allows: (cells, W, blocks, lowest, highest), highest None when every
+    cell is exact (the values are then the counts)."""
+    cells, W, geoids, V = block_tables(long, schema, names, publication)
+    if publication.exact:
+        return cells, W, geoids, V, None
+    lo, hi = publication.interval(V, [c.table for c in cells])
+    return cells, W, geoids, lo, hi
 
 
 def _spans(indptr: np.ndarray, sel: np.ndarray) -> np.ndarray:

@@ -13,7 +13,7 @@ from rich.markup import escape
 from .. import vocab
 from ..errors import TabreconError
 from ..io import Reads, Writes, check_suffix
-from ..publication import EXACT, Publication, Rule
+from ..publication import EXACT, Publication
 from ..terminal import (
     FolderOut,
     Fresh,
@@ -34,6 +34,7 @@ from ..terminal import (
     pct1,
     positive_finite,
     progress,
+    publication_rule,
     read_blocks,
     solver_options,
     table,
@@ -108,7 +109,7 @@ def reconstruct(
     from ..schema.registry import Engine, population
 
     pop = population(schema)
-    pub = _publication(pop, publication)
+    pub = publication_rule(pop, publication)
     if together is not None:
         _refuse_untied(pop)
         for flag, given in (
@@ -167,32 +168,6 @@ def _release_tables(
     long = read_unit_tables(tables_file, pop.schema, withheld=publication.withholds)
     publication.check(long, str(tables_file), table_of=cell_tables(pop.schema))
     return long
-
-
-def _publication(pop: Population, text: str) -> Publication:
-    """The ``--publication`` rule; refused for persons, whose engine models exact counts."""
-    from ..schema.registry import Engine
-
-    pub = Publication.parse(text)
-    pub.check_tables([t.name for t in pop.tables()], pop.name)
-    if not pub.exact and pop.engine is Engine.PERSON:
-        raise TabreconError(
-            f"--publication {pub}: the person engine models exact counts; rounded or withheld "
-            "cells are modelled for the other populations (--schema households, group_quarters)"
-        )
-    if (
-        pub.rule == Rule.ROUNDED
-        and not pub.exact
-        and not pub.zeros_exact
-        and pop.schema.n_types > 10_000
-    ):
-        err.print(
-            f"[yellow]warning:[/yellow] under {pub} a published 0 no longer rules a type out, so "
-            f"each block's program has up to {pop.schema.n_types:,} variables (households: "
-            "measured 45 s per block, most undecided at a 30 s limit); with :zeros-exact or "
-            "suppress:T zeros still rule types out"
-        )
-    return pub
 
 
 def _reconstruct_release(
@@ -515,7 +490,7 @@ def claims(
     from ..schema.registry import Engine, population
 
     pop = population(schema)
-    pub = _publication(pop, publication)
+    pub = publication_rule(pop, publication)
     at_least(1, k_solutions=k_solutions)
     # an option the chosen population does not use is refused, never silently ignored
     person_only = {

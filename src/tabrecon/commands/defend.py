@@ -27,6 +27,7 @@ from ..terminal import (
     frame_table,
     one_of,
     positive_finite,
+    publication_rule,
     solver_options,
 )
 
@@ -557,7 +558,6 @@ def sweep_publication(
     from ..io import write_csv
     from ..metrics.publication_sweep import DEFAULT_RULES, plot_sweep
     from ..metrics.publication_sweep import sweep_publication as _sweep
-    from ..publication import Publication
     from ..schema.registry import Engine, population
     from ..schema.spec import read_units
 
@@ -569,9 +569,7 @@ def sweep_publication(
         )
     sep = ";" if ";" in rules else ","  # a rule with per-table parts holds commas itself
     chosen = [r.strip() for r in rules.split(sep) if r.strip()] or list(DEFAULT_RULES)
-    pubs = [Publication.parse(r) for r in chosen]  # every rule checked before any work
-    for pub in pubs:
-        pub.check_tables([t.name for t in pop.tables()], pop.name)
+    pubs = [publication_rule(pop, r) for r in chosen]  # every rule checked before any work
     twice = sorted({str(p) for p in pubs if [str(q) for q in pubs].count(str(p)) > 1})
     if twice:
         raise TabreconError(f"--rules: {', '.join(twice)} given twice; list each rule once")

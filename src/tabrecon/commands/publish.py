@@ -21,6 +21,7 @@ from ..terminal import (
     console,
     err,
     one_of,
+    publication_rule,
     table,
 )
 
@@ -146,7 +147,6 @@ def tabulate(
     """Tabulate records into their SF1 tables: persons into the person tables, housing units
     into the housing-unit tables, ... (long format: geoid, cell, value); with
     ``--publication``, rounded or withheld as an agency would publish them."""
-    from ..publication import Publication
     from ..schema import read_microdata
     from ..schema.registry import Engine, population
     from ..tables import tabulate as _tab
@@ -154,13 +154,7 @@ def tabulate(
 
     pop = population(schema)
     check_suffix(out)
-    pub = Publication.parse(publication)
-    pub.check_tables([t.name for t in pop.tables()], pop.name)
-    if not pub.exact and pop.engine is not Engine.GENERIC:
-        raise TabreconError(
-            f"--publication {pub}: the person tables are published exactly here (rounded or "
-            "withheld cells: --schema households, group_quarters)"
-        )
+    pub = publication_rule(pop, publication, attacking=False)
     t0 = time.perf_counter()
     if pop.engine is Engine.GENERIC:
         from ..io import write_frame
