@@ -44,6 +44,7 @@ import numpy as np
 import polars as pl
 
 from .errors import InputError
+from .measures import parse_values
 
 if TYPE_CHECKING:  # the person tables: imported where the person reader runs
     from .tables import TableSet
@@ -431,6 +432,16 @@ def read_sf1_cells(folder: str | Path, cells: Sequence[str]) -> pl.DataFrame:
     return pl.concat(frames)
 
 
+def _decimals(cells: tuple[str, ...]) -> dict[str, int]:
+    """The cells among ``cells`` that publish decimals (medians, means), with how many."""
+    from .layout import layout
+
+    lay = layout().filter(pl.col("cell").is_in(list(cells)) & (pl.col("decimal") != "0"))
+    return {
+        c: int(d) for c, d in zip(lay["cell"], lay["decimal"], strict=True) if d and d.isdigit()
+    }
+
+
 def _read_segment(
     path: Path,
     cells: list[str],
@@ -477,10 +488,13 @@ def _read_segment(
     k = np.minimum(np.searchsorted(sorted_lrn, lr), sorted_lrn.size - 1)
     found = sorted_lrn[k] == lr
     rows = order[k[found]]
+    decimals = _decimals(tuple(cells))
     for c in cells:
         f = pos[c][1]
         s = df[:, f - 1].str.strip_chars()
-        v = s.cast(pl.Int64, strict=False)
+        d = decimals.get(c, 0)
+        # a median or a mean (P13: 30.5) in published units (305), as tabrecon holds them
+        v = parse_values(s, d) if d else s.cast(pl.Int64, strict=False)
         sel = s.filter(pl.Series(found))
         vv = v.filter(pl.Series(found))
         badv = (vv.is_null() & sel.is_not_null() & (sel != "")).to_numpy() | (
@@ -488,8 +502,9 @@ def _read_segment(
         ).to_numpy()
         if badv.any():
             j = int(np.flatnonzero(found)[np.flatnonzero(badv)[0]])
+            what = f"a number with {d} decimals" if d else "a non-negative whole number"
             raise InputError(
-                f"cell {c} (field {f}) is {df[j, f - 1]!r}, not a non-negative whole number",
+                f"cell {c} (field {f}) is {df[j, f - 1]!r}, not {what}",
                 path=str(path),
                 line=j + 1,
                 column=c,

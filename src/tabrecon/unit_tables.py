@@ -32,6 +32,7 @@ import scipy.sparse as sp
 from .errors import InputError, TabreconError
 from .geo import prefix
 from .io import read_rows
+from .measures import WITHHELD, Statistic, format_values, parse_values
 from .schema.spec import Schema, Units
 
 Predicate = Mapping[str, tuple[int, ...]]
@@ -46,6 +47,8 @@ class UnitCell:
     label: str
     predicate: Predicate = field(hash=False, compare=False)
     schema: Schema = field(hash=False, compare=False)
+    #: a median or a mean of the predicate's records (:mod:`tabrecon.measures`); None: a count
+    statistic: Statistic | None = field(default=None, hash=False, compare=False)
 
     def description(self, schema: Schema | None = None) -> str:
         """The records the cell counts, in words: each restricted column and the labels it
@@ -76,6 +79,8 @@ class UnitTable:
     ids: tuple[str, ...] | None = field(default=None, hash=False, compare=False)
     #: the universe in the Bureau's words, where the table was declared from its layout
     universe_label: str = field(default="", compare=False)
+    #: what every cell publishes when not a count: a median or a mean (:mod:`tabrecon.measures`)
+    statistic: Statistic | None = field(default=None, kw_only=True, compare=False)
 
     def cells(self) -> list[UnitCell]:
         out = []
@@ -84,7 +89,7 @@ class UnitTable:
             for k, v in pred.items():
                 both[k] = tuple(sorted(set(both.get(k, v)) & set(v)))
             cid = self.ids[i - 1] if self.ids else f"{self.prefix}{self.number:03d}{i:04d}"
-            out.append(UnitCell(cid, self.name, label, both, self.schema))
+            out.append(UnitCell(cid, self.name, label, both, self.schema, self.statistic))
         return out
 
 
@@ -120,6 +125,7 @@ def declare_tables(schema: Schema, tables: Sequence[UnitTable]) -> None:
         raise TabreconError(f"a table name repeats among {', '.join(names)}")
     known = {a.name: a for a in schema.attributes}
     for t in tables:
+        check_statistic(t, schema)
         for c in t.cells():
             for attr, codes in c.predicate.items():
                 if attr not in known:
@@ -139,17 +145,36 @@ def declare_tables(schema: Schema, tables: Sequence[UnitTable]) -> None:
     )
 
 
+def check_statistic(table: UnitTable, schema: Schema) -> None:
+    """Refuse a median or mean table whose attribute the schema lacks, whose ``values`` miss a
+    code, or whose empty-universe value a nonempty universe could publish."""
+    stat = table.statistic
+    if stat is None:
+        return
+    if stat.of not in schema.names:
+        raise TabreconError(f"{table.name}: {stat.of!r} is not an attribute of {schema.name}")
+    codes = schema.attribute(stat.of).codes
+    if stat.values is not None:
+        lacking = sorted(set(codes.tolist()) - {c for c, _ in stat.values})
+        if lacking:
+            raise TabreconError(f"{table.name}: no number for {stat.of} codes {lacking}")
+    stat.check_empty(stat.numbers(codes))
+
+
 def from_layout(
     table: str,
     schema: Schema,
     stubs: Mapping[str, Predicate],
     universe: Predicate | None = None,
+    statistic: Statistic | None = None,
 ) -> UnitTable:
     """The SF1 2010 table ``table`` over ``schema``: one line per field of the file, each cell's
     predicate the intersection of its stub path's (``stubs`` maps :func:`stub_key` of a stub to
     its predicate; ``universe`` restricts every cell, e.g. occupied units). A stub missing from
     the vocabulary, or a predicate naming an attribute or code the schema lacks, is refused
-    naming the cell: a table is declared whole or not at all.
+    naming the cell: a table is declared whole or not at all. A table of medians or means (the
+    layout gives its cells decimals) needs its ``statistic``, to as many decimals; a count
+    table refuses one.
 
     >>> from tabrecon.schema.spec import Attribute, Schema
     >>> s = Schema("toy", "person", (Attribute("sex", ((0, "male"), (1, "female"))),))
@@ -161,6 +186,17 @@ def from_layout(
     from .layout import STUB_SEPARATOR, level_of, rows, stub_key
 
     df = rows([table])
+    places = {int(d) for d in df["decimal"].to_list() if d not in (None, "")}
+    decimals = max(places, default=0)
+    if statistic is None and decimals:
+        raise TabreconError(
+            f"{table}: its cells have {decimals} decimals (a median or a mean): declare its "
+            "statistic"
+        )
+    if statistic is not None and statistic.decimals != decimals:
+        raise TabreconError(
+            f"{table}: the layout gives {decimals} decimals, the statistic {statistic.decimals}"
+        )
     vocab = {stub_key(k): v for k, v in stubs.items()}
     known = {a.name: set(a.codes.tolist()) for a in schema.attributes}
     lines: list[tuple[str, Predicate]] = []
@@ -198,6 +234,7 @@ def from_layout(
         schema=schema,
         ids=tuple(df["cell"].to_list()),
         universe_label=str(df["universe"][0]),
+        statistic=statistic,
     )
 
 
@@ -282,9 +319,87 @@ def weight_matrix(schema: Schema, tables: Sequence[UnitTable]) -> sp.csr_matrix:
 
 @cache
 def compiled(schema: Schema, names: tuple[str, ...]) -> tuple[list[UnitCell], sp.csr_matrix]:
-    """The named tables' cells and their weight matrix (cells x feasible types), built once."""
-    cells = [c for n in names for c in table_by_name(n, schema).cells()]
+    """The named tables' count cells and their weight matrix (cells x feasible types), built
+    once (cells of medians and means: :func:`compiled_statistics`)."""
+    cells = [c for n in names for c in table_by_name(n, schema).cells() if c.statistic is None]
     return cells, predicate_matrix(schema, [c.predicate for c in cells])
+
+
+@dataclass(frozen=True)
+class StatisticCell:
+    """A median or mean cell compiled over the feasible types: the positions of its universe's
+    types and each one's number (the attribute's value the statistic is of)."""
+
+    cell: UnitCell
+    universe: np.ndarray
+    numbers: np.ndarray
+
+    @property
+    def statistic(self) -> Statistic:
+        assert self.cell.statistic is not None
+        return self.cell.statistic
+
+    def publish(self, H: sp.csr_matrix) -> np.ndarray:
+        """The published value (published units) for each row of ``H`` (geounits x feasible
+        types: a histogram)."""
+        values, inv = np.unique(self.numbers, return_inverse=True)
+        P = sp.csr_matrix(
+            (np.ones(inv.size, dtype=np.int64), (np.arange(inv.size), inv.reshape(-1))),
+            shape=(inv.size, values.size),
+        )
+        dist = (sp.csr_matrix(H)[:, self.universe] @ P).toarray()
+        return self.statistic.publish(dist, values)
+
+    def rows(self, value: int, n_cols: int) -> tuple[sp.csr_matrix, np.ndarray, np.ndarray]:
+        """The rows over the feasible types that publishing ``value`` means
+        (:meth:`tabrecon.measures.Statistic.rows`)."""
+        return self.statistic.rows(value, self.universe, self.numbers, n_cols)
+
+
+@cache
+def compiled_statistics(schema: Schema, names: tuple[str, ...]) -> tuple[StatisticCell, ...]:
+    """The named tables' median and mean cells, compiled (:class:`StatisticCell`), built once."""
+    cells = [c for n in names for c in table_by_name(n, schema).cells() if c.statistic]
+    if not cells:
+        return ()
+    feas = schema.feasible_types()
+    cols = schema.decode(feas)
+    out = []
+    for c in cells:
+        assert c.statistic is not None
+        m = np.ones(feas.size, dtype=bool)
+        for attr, codes in c.predicate.items():
+            m &= np.isin(cols[attr], codes)
+        pos = np.flatnonzero(m)
+        out.append(StatisticCell(c, pos, c.statistic.numbers(cols[c.statistic.of][pos])))
+    return tuple(out)
+
+
+def statistic_decimals(schema: Schema) -> dict[str, int]:
+    """Each median or mean cell id of ``schema``'s tables with its decimals."""
+    return {
+        c.id: c.statistic.decimals
+        for t in tables_of(schema)
+        for c in t.cells()
+        if c.statistic is not None
+    }
+
+
+def as_published(long: pl.DataFrame, schema: Schema) -> pl.DataFrame:
+    """A long table as a file holds it: medians and means as their decimals (``30.5``, from
+    tabrecon's published units, ``305``), counts as they are; unchanged without such cells."""
+    dec = statistic_decimals(schema)
+    if not dec or not long["cell"].is_in(list(dec)).any():
+        return long
+    text = long["value"].cast(pl.String)
+    cells = long["cell"].to_list()
+    vals = long["value"].fill_null(WITHHELD).to_numpy()
+    out = text.to_list()
+    for d in sorted(set(dec.values())):
+        idx = [i for i, c in enumerate(cells) if dec.get(c) == d]
+        for i, t in zip(idx, format_values(vals[idx], d), strict=True):
+            out[i] = t
+    return long.with_columns(pl.Series("value", out, dtype=pl.String))
 
 
 def predicate_matrix(
@@ -336,12 +451,22 @@ def tabulate_units(units: Units, tables: Sequence[str] | None = None) -> pl.Data
         at = tuple(n for n in names if table_by_name(n, units.schema).level == level)
         if not at:
             continue
-        cells, W = compiled(units.schema, at)
+        counted, W = compiled(units.schema, at)
         geo, where = np.unique(prefix(units.block_geoid, level), return_inverse=True)
         H = sp.csr_matrix(
             (np.ones(t.size, dtype=np.int64), (where, pos)), shape=(geo.size, feas.size)
         )
         counts = (H @ W.T).toarray()
+        stats = compiled_statistics(units.schema, at)
+        cells = counted
+        if stats:  # medians and means in their tables' places
+            cells = [c for n in at for c in table_by_name(n, units.schema).cells()]
+            col = {c.id: i for i, c in enumerate(cells)}
+            allv = np.zeros((geo.size, len(cells)), dtype=np.int64)
+            allv[:, [col[c.id] for c in counted]] = counts
+            for sc in stats:
+                allv[:, col[sc.cell.id]] = sc.publish(H)
+            counts = allv
         # the text columns gathered from their few distinct values: converting millions of
         # numpy strings to polars was the largest cost of tabulating the real sample's persons
         n_cells = len(cells)
@@ -358,7 +483,10 @@ def tabulate_units(units: Units, tables: Sequence[str] | None = None) -> pl.Data
                 }
             )
         )
-    return pl.concat(frames)
+    out = pl.concat(frames)
+    if (out["value"] == WITHHELD).any():  # an empty universe's withheld median or mean
+        out = out.with_columns(pl.col("value").replace(WITHHELD, None))
+    return out
 
 
 def read_unit_tables(path: str | Path, schema: Schema, withheld: bool = False) -> pl.DataFrame:
@@ -387,7 +515,7 @@ def read_unit_tables(path: str | Path, schema: Schema, withheld: bool = False) -
     if Path(p).is_dir():  # an SF1 folder: each cell from the segment and field of the layout
         from .sf1 import read_sf1_cells
 
-        long = read_sf1_cells(p, sorted(mine))
+        long = as_published(read_sf1_cells(p, sorted(mine)), schema)  # decimals as text
         df, lines = long.with_columns(pl.col("value").cast(pl.String)), None
     elif p.lower().endswith(".json"):
         from .forms import read_api_json
@@ -451,12 +579,35 @@ def read_unit_tables(path: str | Path, schema: Schema, withheld: bool = False) -
     )
     df = df.with_columns(pl.col("value").fill_null(""))  # an empty field is named as such
     value = df["value"].cast(pl.Int64, strict=False)
+    dec = statistic_decimals(schema)
+    is_stat = df["cell"].is_in(list(dec))
+    if is_stat.any():  # medians and means: decimals, in published units (30.5 -> 305)
+        of_cell = df["cell"].replace_strict(dec, default=0, return_dtype=pl.Int64)
+        for d in sorted(set(dec.values())):
+            here = is_stat & (of_cell == d)
+            value = pl.select(
+                pl.when(here).then(parse_values(df["value"], d)).otherwise(value)
+            ).to_series()
+        may_lack = {
+            c.id
+            for t in tables_of(schema)
+            for c in t.cells()
+            if c.statistic and c.statistic.empty is None
+        }
+        refuse(
+            is_stat & value.is_null() & ~(df["cell"].is_in(list(may_lack)) & (df["value"] == "")),
+            "value",
+            "{!r} is not a median or a mean with its cell's decimals (tabrecon tables list)",
+        )
+        value = pl.select(
+            pl.when(is_stat & value.is_null()).then(WITHHELD).otherwise(value)
+        ).to_series()
     if withheld:
         from .publication import MISSING_MARKS
 
         marked = df["value"].fill_null("").str.to_uppercase().is_in(list(MISSING_MARKS))
         refuse(
-            (value.is_null() & ~marked) | (value < 0).fill_null(False),
+            ~is_stat & ((value.is_null() & ~marked) | (value < 0).fill_null(False)),
             "value",
             "{!r} is not a count (a whole number >= 0) nor a mark of a withheld cell (empty, "
             + ", ".join(m for m in MISSING_MARKS if m)
@@ -464,7 +615,7 @@ def read_unit_tables(path: str | Path, schema: Schema, withheld: bool = False) -
         )
     else:
         refuse(
-            value.is_null() | (value < 0),
+            ~is_stat & (value.is_null() | (value < 0)),
             "value",
             "{!r} is not a count (a whole number >= 0; a withheld cell needs --publication "
             "suppress:T)",
@@ -478,6 +629,8 @@ def read_unit_tables(path: str | Path, schema: Schema, withheld: bool = False) -
         "{!r} is not a cell of SF1 2010 (tabrecon tables list --schema " + schema.name + ")",
     )
     df = df.with_columns(value.alias("value")).filter(pl.col("cell").is_in(list(mine)))
+    if is_stat.any():  # a withheld median or mean is null, as a withheld count is
+        df = df.with_columns(pl.col("value").replace(WITHHELD, None))
     twice = df.select(pl.struct("geoid", "cell").is_duplicated()).to_series()
     refuse(twice, "cell", "{!r} appears twice for the same block")
     if not df.height:

@@ -42,7 +42,7 @@ from ..schema.spec import Schema, Units
 from ..unit_tables import table_by_name, tables_in
 from ..vocab import ClaimStatus
 from .solvers import Extensible, SolverOptions, prove_forms
-from .unit_reconstruct import block_bounds, block_program, cell_degree
+from .unit_reconstruct import block_bounds, block_program, block_statistics, cell_degree
 
 CLAIM_COLUMNS = {
     "geoid": pl.String,
@@ -122,6 +122,7 @@ def generate_then_verify(
         if table_by_name(n, schema).level != "block":
             raise TabreconError(f"Generate-then-Verify uses block tables; {n} is a tract table")
     cells, W, geoids, V, hi = block_bounds(long, schema, names, publication)
+    measured = block_statistics(long, schema, names, geoids)  # medians and means: extra rows
     Vhi = V if hi is None else hi
     feas = schema.feasible_types()
     Wc, deg = W.tocsc(), cell_degree(W)  # once for every block
@@ -157,7 +158,7 @@ def generate_then_verify(
         if want is not None and geoid not in want:
             continue
         t0 = time.perf_counter()
-        prog, adm = block_program(W, V[b], Wc, degree=deg, hi=Vhi[b])
+        prog, adm = block_program(W, V[b], Wc, degree=deg, hi=Vhi[b], extra=measured.rows(b))
         exact = V[b] == Vhi[b]
         if other is not None:
             prog = other.join(geoid, prog, adm)[0]

@@ -38,9 +38,17 @@ import scipy.sparse as sp
 
 from ..errors import InputError, TabreconError
 from ..geo import prefix
+from ..measures import WITHHELD, format_values
 from ..publication import EXACT, MISSING, Publication
 from ..schema.spec import Schema, Units
-from ..unit_tables import compiled, table_by_name, tables_in, tables_of
+from ..unit_tables import (
+    StatisticCell,
+    compiled,
+    compiled_statistics,
+    table_by_name,
+    tables_in,
+    tables_of,
+)
 from ..vocab import Level, Verdict
 from . import variability
 from .solvers import Extensible, IntProgram, SolverOptions, prove_forms
@@ -126,6 +134,12 @@ def reconstruct_units(
             f"publication {publication}: inexact cells are modelled at level 'block' only so far"
         )
     cells, W, geoids, V, Vhi = block_bounds(long, schema, of_level["block"], publication)
+    measured = block_statistics(long, schema, of_level["block"], geoids)
+    if measured and level != "block":
+        which = ", ".join(dict.fromkeys(sc.cell.table for sc in measured.cells))
+        raise TabreconError(
+            f"medians and means ({which}) are modelled at level 'block' only so far"
+        )
     feas = schema.feasible_types()
     Wc = W.tocsc()
     deg = cell_degree(W)
@@ -201,7 +215,14 @@ def reconstruct_units(
         ytypes = None
         if vt is None and built is None:
             singles = [
-                block_program(W, V[b], Wc, degree=deg, hi=None if Vhi is None else Vhi[b])
+                block_program(
+                    W,
+                    V[b],
+                    Wc,
+                    degree=deg,
+                    hi=None if Vhi is None else Vhi[b],
+                    extra=measured.rows(b),
+                )
                 for b in bs
             ]
             if len(bs) > 1:  # pack them into groups of small programs, then take each in turn
@@ -559,6 +580,79 @@ def block_bounds(
     return cells, W, geoids, lo, hi
 
 
+@dataclass(frozen=True)
+class BlockStatistics:
+    """The medians and means a release publishes for its blocks: the compiled cells
+    (:class:`~tabrecon.unit_tables.StatisticCell`) and their values (blocks x cells, published
+    units), for the count model's extra rows (:func:`block_program`'s ``extra``)."""
+
+    cells: tuple[StatisticCell, ...]
+    values: np.ndarray
+    n_cols: int
+
+    def __bool__(self) -> bool:
+        return bool(self.cells)
+
+    def rows(self, b: int) -> tuple[sp.csr_matrix, np.ndarray, np.ndarray] | None:
+        """Block ``b``'s rows over the feasible types (None without statistics)."""
+        if not self.cells:
+            return None
+        parts = [
+            sc.rows(int(v), self.n_cols) for sc, v in zip(self.cells, self.values[b], strict=True)
+        ]
+        return (
+            sp.vstack([p[0] for p in parts], format="csr"),
+            np.concatenate([p[1] for p in parts]),
+            np.concatenate([p[2] for p in parts]),
+        )
+
+
+def block_statistics(
+    long: pl.DataFrame, schema: Schema, names: tuple[str, ...], geoids: list[str]
+) -> BlockStatistics:
+    """The named tables' median and mean cells for the blocks ``geoids`` (every block needs
+    every such cell once; a value no nonempty universe can publish, a median of 120 years, is
+    refused naming the block and the cell)."""
+    cells = compiled_statistics(schema, tuple(names))
+    n_cols = int(schema.feasible_types().size)
+    if not cells:
+        return BlockStatistics((), np.zeros((len(geoids), 0), dtype=np.int64), n_cols)
+    ids = [sc.cell.id for sc in cells]
+    sub = (
+        long.filter(pl.col("cell").is_in(ids))
+        .join(
+            pl.DataFrame({"geoid": geoids, "_g": np.arange(len(geoids), dtype=np.int64)}),
+            on="geoid",
+        )
+        .join(pl.DataFrame({"cell": ids, "_c": np.arange(len(ids), dtype=np.int64)}), on="cell")
+    )
+    flat = sub["_g"].to_numpy() * len(ids) + sub["_c"].to_numpy()
+    seen = np.bincount(flat, minlength=len(geoids) * len(ids))
+    if (seen != 1).any():
+        b, c = divmod(int(np.argmax(seen != 1)), len(ids))
+        raise InputError(
+            f"block {geoids[b]} has cell {ids[c]} {int(seen[b * len(ids) + c])} times "
+            f"({int((seen != 1).sum()) - 1} more such cells): each median or mean once per block"
+        )
+    flat_v = np.zeros(len(geoids) * len(ids), dtype=np.int64)
+    flat_v[flat] = sub["value"].fill_null(WITHHELD).to_numpy()
+    V = flat_v.reshape(len(geoids), len(ids))
+    for j, sc in enumerate(cells):
+        stat = sc.statistic
+        lo, hi = stat.range(stat.numbers(schema.attribute(stat.of).codes))
+        empty = WITHHELD if stat.empty is None else stat.empty
+        bad = (V[:, j] != empty) & ((V[:, j] < lo) | (V[:, j] > hi))
+        if bad.any():
+            b = int(np.argmax(bad))
+            shown = format_values([int(V[b, j])], stat.decimals)[0]
+            raise InputError(
+                f"block {geoids[b]}, cell {ids[j]} ({sc.cell.table}): {shown} is outside what a "
+                f"{stat} can be ({format_values([lo], stat.decimals)[0]} to "
+                f"{format_values([hi], stat.decimals)[0]}; {int(bad.sum()) - 1} more such blocks)"
+            )
+    return BlockStatistics(cells, V, n_cols)
+
+
 def _spans(indptr: np.ndarray, sel: np.ndarray) -> np.ndarray:
     """The positions of the entries of rows (CSR) or columns (CSC) ``sel``, in order: one
     gather instead of a sparse slice per block (scipy's was half of building the real
@@ -618,6 +712,7 @@ def block_program(
     degree: np.ndarray | None = None,
     admissible: np.ndarray | None = None,
     hi: np.ndarray | None = None,
+    extra: tuple[sp.csr_matrix, np.ndarray, np.ndarray] | None = None,
 ) -> tuple[IntProgram, np.ndarray]:
     """One block's count program (A x = v over the admissible types) and the admissible types'
     positions among the feasible types: a type is ruled out by any zero cell it lies in, and
@@ -632,6 +727,11 @@ def block_program(
     :meth:`tabrecon.publication.Publication.interval`): each true count lies from ``v`` to
     ``hi``, the rows read ``v <= A x <= hi``, a type is ruled out by a cell whose ``hi`` is 0
     and bounded by the smallest ``hi`` of its cells.
+
+    ``extra`` rows (``R`` over all of ``W``'s columns, lowest, highest; infinite bounds as
+    floats) say more of the block than its counts: its medians and means
+    (:meth:`BlockStatistics.rows`). They are appended after the cells' rows, over the
+    admissible types, and rule nothing out by themselves.
 
     >>> W = sp.csr_matrix(np.array([[1, 1], [1, 0]]))
     >>> prog, adm = block_program(W, np.array([2, 0]), hi=np.array([4, 2]))
@@ -666,7 +766,17 @@ def block_program(
     big = np.iinfo(np.int64).max
     ub = np.full(adm.size, big, dtype=np.int64)
     np.minimum.at(ub, A.indices, np.repeat(v, np.diff(A.indptr)))
-    return IntProgram(A=A, lo=lo, hi=v, ub=np.where(ub == big, 0, ub)), adm
+    ub = np.where(ub == big, 0, ub)
+    if extra is not None:
+        R = sp.csr_matrix(extra[0])[:, adm].astype(np.int64)
+        # an infinite bound becomes the largest value the row can take within the bounds
+        reach = np.asarray(abs(R) @ ub, dtype=np.int64).reshape(-1)
+        r_lo = np.where(np.isneginf(extra[1]), -reach, extra[1]).astype(np.int64)
+        r_hi = np.where(np.isposinf(extra[2]), reach, extra[2]).astype(np.int64)
+        A = sp.vstack([A, R], format="csr")
+        lo = np.concatenate([np.asarray(lo, dtype=np.int64), r_lo])
+        v = np.concatenate([np.asarray(v, dtype=np.int64), r_hi])
+    return IntProgram(A=A, lo=lo, hi=v, ub=ub), adm
 
 
 #: At block level, blocks of a tract share one program while their variables add up to at most

@@ -1,0 +1,336 @@
+"""Medians and means (tabrecon.measures) in the count model, against plain definitions and
+brute force.
+
+Three layers: the published value of a distribution equals a plain rational computation of the
+statistic rounded half up; the rows a published value means hold on a distribution exactly when
+its statistic rounds to that value (every distribution of up to 7 records over 5 values, every
+value); and the engine over a toy schema (sex x age 0-4) whose every population of up to 8
+records is listed: for random populations, random table sets mixing counts (exact, rounded or
+withheld), interpolated and lower medians and means, the verdict equals the number of consistent
+populations, the reconstruction is one of them, and every verified claim holds in all of them.
+"""
+
+from __future__ import annotations
+
+import itertools
+from fractions import Fraction
+
+import numpy as np
+import polars as pl
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tabrecon.attacks.unit_claims import generate_then_verify
+from tabrecon.attacks.unit_reconstruct import block_program, reconstruct_units
+from tabrecon.errors import InputError, TabreconError
+from tabrecon.measures import WITHHELD, Measure, MedianRule, Statistic, format_values
+from tabrecon.publication import MISSING, Publication
+from tabrecon.schema.spec import Attribute, Schema, Units
+from tabrecon.unit_tables import (
+    UnitTable,
+    as_published,
+    cell_tables,
+    compiled,
+    compiled_statistics,
+    declare_tables,
+    read_unit_tables,
+    tabulate_units,
+)
+
+STATS = [
+    Statistic(Measure.MEDIAN, "age", 1),
+    Statistic(Measure.MEDIAN, "age", 0, empty=None),
+    Statistic(Measure.MEDIAN, "age", 2),
+    Statistic(Measure.MEDIAN, "age", 0, median=MedianRule.LOWER, empty=None),
+    Statistic(Measure.MEDIAN, "age", 1, median=MedianRule.LOWER, empty=None),
+    Statistic(Measure.MEAN, "age", 2, empty=None),
+    Statistic(Measure.MEAN, "age", 0, empty=None),
+    Statistic(Measure.MEAN, "age", 1, empty=None),
+]
+NUMBERS = np.array([0, 1, 2, 3, 4])
+
+
+def _exact(stat: Statistic, dist: np.ndarray, numbers: np.ndarray) -> Fraction | None:
+    """The statistic of one distribution by its plain definition (None: empty)."""
+    values = [int(v) for v, n in zip(numbers, dist, strict=True) for _ in range(int(n))]
+    N = len(values)
+    if not N:
+        return None
+    if stat.measure is Measure.MEAN:
+        return Fraction(sum(values), N)
+    if stat.median is MedianRule.LOWER:
+        return Fraction(sorted(values)[(N + 1) // 2 - 1])
+    below = 0  # each value a spread evenly over [a, a + 1): where half the records are reached
+    for a, f in zip(numbers.tolist(), dist.tolist(), strict=True):
+        if f and 2 * (below + f) >= N:
+            return a + Fraction(N - 2 * below, 2 * f)
+        below += f
+    raise AssertionError("unreachable")
+
+
+def _rounds_to(stat: Statistic, exact: Fraction | None, value: int) -> bool:
+    """Whether a true statistic may be published as ``value`` (a tie either way)."""
+    empty = WITHHELD if stat.empty is None else stat.empty
+    if exact is None:
+        return value == empty
+    return value != empty and abs(exact * stat.scale - value) <= Fraction(1, 2)
+
+
+def _histograms(n_values: int, most: int) -> np.ndarray:
+    rows = []
+    for n in range(most + 1):
+        for combo in itertools.combinations_with_replacement(range(n_values), n):
+            rows.append(np.bincount(np.array(combo, dtype=np.int64), minlength=n_values))
+    return np.array(rows, dtype=np.int64)
+
+
+@pytest.mark.parametrize("stat", STATS, ids=str)
+def test_a_published_value_is_the_statistic_rounded_half_up(stat):
+    H = _histograms(5, 6)
+    got = stat.publish(H, NUMBERS)
+    for h, v in zip(H, got, strict=True):
+        exact = _exact(stat, h, NUMBERS)
+        if exact is None:
+            assert v == (WITHHELD if stat.empty is None else stat.empty)
+        else:  # half up: floor(x + 1/2)
+            assert v == int((exact * stat.scale + Fraction(1, 2)).__floor__()), (h, exact)
+
+
+@pytest.mark.parametrize("stat", STATS, ids=str)
+def test_the_rows_of_a_value_hold_exactly_where_the_statistic_rounds_to_it(stat):
+    H = _histograms(5, 7)  # 792 distributions
+    exact = [_exact(stat, h, NUMBERS) for h in H]
+    lo, hi = stat.range(NUMBERS)
+    empty = WITHHELD if stat.empty is None else stat.empty
+    for value in sorted({empty, *range(lo - 2, hi + 3)}):
+        R, rlo, rhi = stat.rows(value, np.arange(5), NUMBERS, 5)
+        y = (R @ H.T).T
+        holds = ((y >= rlo) & (y <= rhi)).all(axis=1)
+        want = np.array([_rounds_to(stat, e, value) for e in exact])
+        assert (holds == want).all(), (value, H[np.argmax(holds != want)])
+
+
+def test_an_empty_value_a_population_could_publish_is_refused():
+    toy = Schema("emptytoy", "person", (Attribute("age", tuple((a, str(a)) for a in range(5))),))
+    bad = UnitTable(
+        "E1",
+        1,
+        "mean age",
+        {},
+        (("All", {}),),
+        prefix="E",
+        schema=toy,
+        statistic=Statistic(Measure.MEAN, "age", 1, empty=0),  # a mean of 0.0 is all aged 0
+    )
+    with pytest.raises(TabreconError, match="empty universe"):
+        declare_tables(toy, [bad])
+    unknown = UnitTable(
+        "E1",
+        1,
+        "mean",
+        {},
+        (("All", {}),),
+        prefix="E",
+        schema=toy,
+        statistic=Statistic(Measure.MEAN, "height", 1, empty=None),
+    )
+    with pytest.raises(TabreconError, match="'height' is not an attribute"):
+        declare_tables(toy, [unknown])
+
+
+# -- the engine against brute force -------------------------------------------------------------
+
+SEX = Attribute("sex", ((0, "male"), (1, "female")))
+AGE = Attribute("age", tuple((a, f"{a} years") for a in range(5)))
+TOY = Schema("measuretoy", "person", (SEX, AGE))
+BLOCK = "990010001001000"
+N_TYPES = 10
+BY_SEX = (("Both sexes", {}), ("Male", {"sex": (0,)}), ("Female", {"sex": (1,)}))
+
+
+def _count(name: str, number: int, lines: tuple) -> UnitTable:
+    return UnitTable(name, number, name, {}, lines, prefix="T", schema=TOY)
+
+
+def _stat(name: str, number: int, lines: tuple, stat: Statistic) -> UnitTable:
+    return UnitTable(name, number, name, {}, lines, prefix="T", schema=TOY, statistic=stat)
+
+
+COUNTS = [
+    _count("T1", 1, BY_SEX),
+    _count("T2", 2, (("Total", {}), ("Under 2", {"age": (0, 1)}), ("2+", {"age": (2, 3, 4)}))),
+    _count("T3", 3, (("Total", {}), ("Female 3+", {"sex": (1,), "age": (3, 4)}))),
+]
+MEASURES = [
+    _stat("T4", 4, BY_SEX, Statistic(Measure.MEDIAN, "age", 1)),
+    _stat("T5", 5, BY_SEX[:1], Statistic(Measure.MEDIAN, "age", 0, MedianRule.LOWER, None)),
+    _stat("T6", 6, BY_SEX[:1], Statistic(Measure.MEAN, "age", 2, empty=None)),
+    _stat("T7", 7, BY_SEX, Statistic(Measure.MEAN, "age", 1, empty=None)),
+    _stat("T8", 8, (("Both sexes", {}),), Statistic(Measure.MEDIAN, "age", 0, empty=None)),
+]
+declare_tables(TOY, COUNTS + MEASURES)
+RULES = ["exact", "exact", "round:2", "round:3:random", "suppress:2", "suppress:3:zeros"]
+MOST = 8  # a total of at most 6 rounded to base 3 at random allows at most 8
+ALL = _histograms(N_TYPES, MOST)
+
+
+def _release(seed: int) -> tuple[Units, tuple[str, ...], Publication, pl.DataFrame]:
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 7))
+    types = rng.integers(0, N_TYPES, size=n)
+    units = Units(TOY, np.full(n, BLOCK), TOY.decode(TOY.feasible_types()[types]))
+    counts = rng.choice([t.name for t in COUNTS], size=int(rng.integers(1, 3)), replace=False)
+    stats = rng.choice([t.name for t in MEASURES], size=int(rng.integers(1, 3)), replace=False)
+    names = tuple(sorted([*counts, *stats], key=lambda t: int(t[1:])))
+    pub = Publication.parse(RULES[int(rng.integers(len(RULES)))])
+    long = tabulate_units(units, names)
+    of = cell_tables(TOY)
+    counted = {c.id for c in compiled(TOY, names)[0]}
+    is_count = np.array([c in counted for c in long["cell"].to_list()])
+    true = long["value"].fill_null(MISSING).to_numpy()
+    shown = pub.publish(true[is_count], rng, [of[c] for c in long["cell"].filter(is_count)])
+    out = true.copy()
+    out[is_count] = shown
+    long = long.with_columns(
+        pl.Series("value", [None if v in (MISSING,) else int(v) for v in out], dtype=pl.Int64)
+    )
+    return units, names, pub, long
+
+
+def _consistent(names: tuple[str, ...], pub: Publication, long: pl.DataFrame) -> np.ndarray:
+    """Every histogram the published counts, medians and means allow (rows of ALL), each
+    statistic checked by its plain definition."""
+    value = dict(
+        zip(long["cell"].to_list(), long["value"].fill_null(MISSING).to_list(), strict=True)
+    )
+    cells, W = compiled(TOY, names)
+    lo, hi = pub.interval(
+        np.array([value[c.id] for c in cells], dtype=np.int64), [c.table for c in cells]
+    )
+    T = ALL @ W.toarray().T
+    ok = ((T >= lo) & (T <= hi)).all(axis=1)
+    for sc in compiled_statistics(TOY, names):
+        nums = np.unique(sc.numbers)
+        dist = np.stack([ALL[:, sc.universe[sc.numbers == a]].sum(axis=1) for a in nums], axis=1)
+        v = int(value[sc.cell.id])
+        v = WITHHELD if v == MISSING else v
+        for i in np.flatnonzero(ok):
+            ok[i] = _rounds_to(sc.statistic, _exact(sc.statistic, dist[i], nums), v)
+    return ALL[ok]
+
+
+@settings(
+    max_examples=100,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+    derandomize=True,
+)
+@given(seed=st.integers(0, 2**31 - 1))
+def test_verdict_reconstruction_and_claims_equal_brute_force_with_medians_and_means(seed):
+    units, names, pub, long = _release(seed)
+    sols = _consistent(names, pub, long)
+    truth = np.bincount(
+        np.searchsorted(TOY.feasible_types(), units.types), minlength=N_TYPES
+    ).astype(np.int64)
+    assert any(np.array_equal(truth, s) for s in sols), "the truth must be consistent"
+    assert sols.sum(axis=1).max() < MOST or len(sols) > 1  # the listing held them all
+    rec = reconstruct_units(long, TOY, names, publication=pub)
+    status = rec.blocks["status"].item()
+    assert status == ("unique" if len(sols) == 1 else "varies"), (seed, names, str(pub), len(sols))
+    mine = np.bincount(np.searchsorted(TOY.feasible_types(), rec.units.types), minlength=N_TYPES)
+    assert any(np.array_equal(mine, s) for s in sols), (seed, names)
+    res = generate_then_verify(long, TOY, names, k_values=(1, 2), K=4, seed=seed, publication=pub)
+    codes = TOY.decode(TOY.feasible_types())
+    for claim in res.claims.iter_rows(named=True):
+        want = dict(p.split("=", 1) for p in claim["values"].split("; "))
+        match = np.ones(N_TYPES, dtype=bool)
+        for col, label in want.items():
+            att = TOY.attribute(col)
+            match &= codes[col] == att.codes[att.labels.index(label)]
+        assert (sols[:, match].sum(axis=1) == claim["m"]).all(), (seed, names, claim)
+
+
+def test_a_median_narrows_what_counts_leave_open():
+    """Two men aged 1 and 2: the counts (T2: one under 2, one 2 or over) leave open which ages
+    and sexes; the median age by sex (2.0 for both sexes and for men: 1 + (2 - 0) / 2) pins the
+    sexes and rules out some ages, and the engine agrees with the listing either way."""
+    units = Units(TOY, np.full(2, BLOCK), {"sex": np.array([0, 0]), "age": np.array([1, 2])})
+    names = ("T2", "T4")
+    long = tabulate_units(units, names)
+    assert dict(zip(long["cell"], long["value"], strict=True))["T0040001"] == 20
+    loose = _consistent(("T2",), Publication(), long)
+    tight = _consistent(names, Publication(), long)
+    assert 1 <= len(tight) < len(loose)
+    for which, sols in ((("T2",), loose), (names, tight)):
+        status = reconstruct_units(long, TOY, which).blocks["status"].item()
+        assert status == ("unique" if len(sols) == 1 else "varies")
+
+
+def test_decimals_are_written_and_read_back_alike(tmp_path):
+    units = Units(TOY, np.full(3, BLOCK), {"sex": np.array([0, 1, 1]), "age": np.array([0, 3, 4])})
+    long = tabulate_units(units, ("T1", "T4", "T7"))
+    shown = as_published(long, TOY)
+    got = dict(zip(shown["cell"], shown["value"], strict=True))
+    assert got["T0040001"] == "3.5"  # 3 + (1.5 - 1) / 1
+    assert got["T0070002"] == "0.0"  # the one male is 0
+    assert got["T0010001"] == "3"
+    path = tmp_path / "t.csv"
+    shown.write_csv(path)
+    back = read_unit_tables(path, TOY)
+    assert back.sort("cell").equals(long.sort("cell"))
+
+
+def test_a_bad_median_is_named_with_file_line_and_column(tmp_path):
+    path = tmp_path / "t.csv"
+    path.write_text(f"geoid,cell,value\n{BLOCK},T0010001,2\n{BLOCK},T0040001,30.55\n")
+    with pytest.raises(InputError, match=r"line 3.*'30.55' is not a median or a mean"):
+        read_unit_tables(path, TOY)
+
+
+def test_a_median_outside_the_range_is_named_with_block_and_cell():
+    long = pl.DataFrame(
+        {
+            "geoid": [BLOCK] * 6,
+            "cell": ["T0010001", "T0010002", "T0010003", "T0040001", "T0040002", "T0040003"],
+            "value": [2, 0, 2, 61, 0, 61],  # 6.1 years: the oldest is 4, a median at most 5.0
+        }
+    )
+    with pytest.raises(InputError, match=r"block 990010001001000, cell T0040001 \(T4\): 6.1"):
+        reconstruct_units(long, TOY, ("T1", "T4"))
+
+
+def test_an_unreachable_mean_makes_the_block_infeasible_not_a_crash():
+    long = pl.DataFrame(
+        {
+            "geoid": [BLOCK] * 4,
+            "cell": ["T0010001", "T0010002", "T0010003", "T0060001"],
+            "value": [3, 3, 0, 133],  # 1.33 from 3 persons: 4/3
+        }
+    )
+    assert reconstruct_units(long, TOY, ("T1", "T6")).blocks["status"].item() in (
+        "unique",
+        "varies",
+    )
+    bad = long.with_columns(pl.Series("value", [3, 3, 0, 150]))  # no 3 whole ages average 1.50
+    assert reconstruct_units(bad, TOY, ("T1", "T6")).blocks["status"].item() == "infeasible"
+
+
+def test_statistics_at_block_and_tract_are_refused():
+    units = Units(TOY, np.full(2, BLOCK), {"sex": np.array([0, 1]), "age": np.array([1, 2])})
+    with pytest.raises(TabreconError, match="level 'block' only"):
+        reconstruct_units(
+            tabulate_units(units, ("T1", "T4")), TOY, ("T1", "T4"), level="block+tract"
+        )
+
+
+def test_extra_rows_keep_the_counts_bounds():
+    """block_program's extra rows say more of the block, and rule out no type by themselves."""
+    import scipy.sparse as sp
+
+    W = sp.csr_matrix(np.array([[1, 1, 1]]))
+    R = sp.csr_matrix(np.array([[0, 1, 2]]))
+    prog, adm = block_program(W, np.array([2]), extra=(R, np.array([1.0]), np.array([np.inf])))
+    assert adm.tolist() == [0, 1, 2]
+    assert prog.lo.tolist() == [2, 1] and prog.hi.tolist() == [2, 6]  # 0*2 + 1*2 + 2*2
+    assert format_values([5], 2) == ["0.05"]
