@@ -132,11 +132,18 @@ def install() -> None:
     _installed = True
 
 
-def worker_init(parent: int | None = None) -> None:
+def worker_init(parent: int | None = None, declared: tuple[str, ...] = ()) -> None:
     """In a worker process: leave interrupts to the parent, which terminates the worker; and end
     when ``parent`` (the process that made the pool) is gone. A parent killed with SIGKILL
     cannot terminate its workers, and a fork server's worker is not its child, so it would never
-    see it go: the workers and the fork server were seen alive hours later."""
+    see it go: the workers and the fork server were seen alive hours later. ``declared``: the
+    declaration files the parent read (:mod:`tabrecon.declaration`), registered here too, since a
+    worker starts from a clean process."""
+    if declared:
+        from .declaration import load_declaration
+
+        for path in declared:
+            load_declaration(path)
     if parent is not None:
         threading.Thread(target=_end_with, args=(parent,), daemon=True).start()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -177,6 +184,13 @@ def _context() -> multiprocessing.context.BaseContext:
     return ctx
 
 
+def _declared() -> tuple[str, ...]:
+    """The declaration files this process read (none unless a command was given one)."""
+    from .schema.registry import declarations
+
+    return declarations()
+
+
 @contextmanager
 def process_pool(workers: int) -> Iterator[ProcessPoolExecutor]:
     """A process pool whose workers leave interrupts to this process. Leaving the block normally
@@ -185,7 +199,7 @@ def process_pool(workers: int) -> Iterator[ProcessPoolExecutor]:
     ex = ProcessPoolExecutor(
         max_workers=workers,
         initializer=worker_init,
-        initargs=(os.getpid(),),
+        initargs=(os.getpid(), _declared()),
         mp_context=_context(),
     )
     with _lock:

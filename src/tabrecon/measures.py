@@ -97,7 +97,7 @@ class Statistic:
 
     def __str__(self) -> str:
         what = f"{self.median} median" if self.measure is Measure.MEDIAN else "mean"
-        return f"{what} of {self.of} to {self.decimals} decimals"
+        return f"{what} of {self.of} to {self.decimals} decimal{'' if self.decimals == 1 else 's'}"
 
     def numbers(self, codes: np.ndarray) -> np.ndarray:
         """Each file code's number (the code itself unless ``values`` says otherwise)."""

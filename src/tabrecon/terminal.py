@@ -50,7 +50,8 @@ SchemaName = Annotated[
     typer.Option(
         "--schema",
         help=f"What the records are: {choices_help()} (each a population declared in "
-        "tabrecon.populations; tabrecon tables list --schema NAME shows its tables)",
+        "tabrecon.populations; tabrecon tables list --schema NAME shows its tables), or a "
+        "release declared in a file, NAME.toml (docs/declarations.md)",
     ),
 ]
 Level = Annotated[str, typer.Option(help="Tables the attacker uses: 'block' or 'block+tract'")]
@@ -58,7 +59,9 @@ PublicationRule = Annotated[
     str,
     typer.Option(
         "--publication",
-        help="Not persons: how the cells were published: exact; round:B (to the nearest "
+        help="Not persons: how the cells were published: declared (the default: as the "
+        "population or its declaration file says; exact for census tables); exact; round:B (to "
+        "the nearest "
         "multiple of B), round:B:random (to one of the two), with :zeros-exact when a nonzero "
         "count is never rounded to 0; suppress:T (counts 1 to T-1 withheld: empty or marked "
         "S, X, D, ..), suppress:T:zeros (zeros too); other rules for some tables after "
@@ -208,7 +211,7 @@ def publication_rule(pop: Population, text: str, attacking: bool = True) -> Publ
     from .publication import Publication, Rule
     from .schema.registry import Engine
 
-    pub = Publication.parse(text)
+    pub = Publication.parse(pop.publication if text.strip() == "declared" else text)
     pub.check_tables([t.name for t in pop.tables()], pop.name)
     if not pub.exact and pop.engine is Engine.PERSON:
         raise TabreconError(

@@ -33,6 +33,7 @@ from .errors import InputError, TabreconError
 from .geo import prefix
 from .io import read_rows
 from .measures import WITHHELD, Statistic, format_values, parse_values
+from .publication import Publication
 from .schema.spec import Schema, Units
 
 Predicate = Mapping[str, tuple[int, ...]]
@@ -385,6 +386,36 @@ def statistic_decimals(schema: Schema) -> dict[str, int]:
     }
 
 
+def publish_counts(
+    long: pl.DataFrame, schema: Schema, publication: Publication, seed: int = 0
+) -> tuple[pl.DataFrame, np.ndarray, np.ndarray]:
+    """A release of true tables as ``publication`` publishes it: each count rounded or withheld
+    (null) by its table's rule, random rounding seeded; a median or a mean is published as its
+    table declares, untouched. Returns the release and the counts' true and published values
+    (:data:`~tabrecon.publication.MISSING` where withheld), in the release's order of counts.
+
+    >>> from tabrecon.schema.registry import population
+    >>> from tabrecon.publication import Publication
+    >>> t = pl.DataFrame({"geoid": ["1" * 15] * 2, "cell": ["P0420001", "P0420002"],
+    ...                   "value": [4, 2]})
+    >>> out, true, shown = publish_counts(t, population("group_quarters").schema,
+    ...                                   Publication.parse("round:3"))
+    >>> out["value"].to_list(), shown.tolist()
+    ([3, 3], [3, 3])
+    """
+    from .publication import MISSING
+
+    counted = ~long["cell"].is_in(list(statistic_decimals(schema))).to_numpy()
+    of = cell_tables(schema)
+    true = long["value"].fill_null(MISSING).to_numpy().astype(np.int64)
+    tables = [of.get(c, "") for c in long["cell"].filter(pl.Series(counted)).to_list()]
+    shown = publication.publish(true[counted], np.random.default_rng(seed), tables)
+    values = true.copy()
+    values[counted] = shown
+    out = long.with_columns(pl.Series("value", values).replace(MISSING, None))
+    return out, true[counted], shown
+
+
 def as_published(long: pl.DataFrame, schema: Schema) -> pl.DataFrame:
     """A long table as a file holds it: medians and means as their decimals (``30.5``, from
     tabrecon's published units, ``305``), counts as they are; unchanged without such cells."""
@@ -566,16 +597,19 @@ def read_unit_tables(path: str | Path, schema: Schema, withheld: bool = False) -
     tract_cells = [c.id for t in tables_of(schema) if t.level == "tract" for c in t.cells()]
     block_cells = [c.id for c in _cells_at(schema, "block")]
     digits = pl.col("geoid").str.len_chars()
+    n = schema.geoid_digits
     wrong = (
         ~pl.col("geoid").str.contains(r"^\d+$")
-        | (pl.col("cell").is_in(block_cells) & (digits != 15))
+        | (pl.col("cell").is_in(block_cells) & (digits != n))
         | (pl.col("cell").is_in(tract_cells) & (digits != 11))
-        | ~digits.is_in([11, 15])
+        | ~digits.is_in([11, n])
     )
     refuse(
         df.select(wrong).to_series(),
         "geoid",
-        "{!r} is not a 15-digit block geoid (an 11-digit tract's for tract cells)",
+        "{!r} is not a 15-digit block geoid (an 11-digit tract's for tract cells)"
+        if schema.geography == "block"
+        else "{!r} is not a " + f"{n}-digit {schema.geography} id",
     )
     df = df.with_columns(pl.col("value").fill_null(""))  # an empty field is named as such
     value = df["value"].cast(pl.Int64, strict=False)
@@ -696,9 +730,10 @@ def _long_of_wide(
         .rename(cells)
         .with_columns(geo.alias("geoid"), pl.int_range(first, first + df.height).alias("__line"))
     )
-    wide = wide.filter(pl.col("geoid").str.len_chars() == 15)  # blocks only
+    n = schema.geoid_digits
+    wide = wide.filter(pl.col("geoid").str.len_chars() == n)  # blocks only
     if not wide.height:
-        raise InputError("holds no block rows (15-digit geographies)", path=where)
+        raise InputError(f"holds no {schema.geography} rows ({n}-digit geographies)", path=where)
     long = wide.unpivot(index=["geoid", "__line"], on=list(cells.values()), variable_name="cell")
     header = {v: k for k, v in cells.items()}  # the file's own variable names, for errors
     long = long.with_columns(pl.col("cell").replace_strict(header).alias("__column"))

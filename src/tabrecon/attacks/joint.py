@@ -445,7 +445,7 @@ def _units_of(schema: Schema, frame: pl.DataFrame | None) -> Units:
         return Units(schema, np.zeros(0, dtype=str), codes, None, "reconstruction")
     return Units(
         schema,
-        frame["block_geoid"].to_numpy().astype(str),
+        frame[schema.geoid_column].to_numpy().astype(str),
         {a.name: frame[a.name].to_numpy().astype(np.int64) for a in schema.attributes},
         None,
         "reconstruction",

@@ -555,23 +555,24 @@ class ClaimsRun:
     def summary_lines(self, seconds: float = 0.0) -> list[str]:
         """The run in words (Markdown bullets)."""
         s = self.summary()
+        b = self.schema.geography  # block, or a declared release's own (school)
         lines = [
-            f"- tables: {', '.join(self.tables)}; K = {self.K} generated solutions per block",
-            f"- blocks: {s['blocks']:,}, {self.noun} reconstructed: {s['units']:,}; full "
+            f"- tables: {', '.join(self.tables)}; K = {self.K} generated solutions per {b}",
+            f"- {b}s: {s['blocks']:,}, {self.noun} reconstructed: {s['units']:,}; full "
             "reconstruction "
-            f"proven unique in {s['blocks_unique_reconstruction']:,} block(s), varies in "
+            f"proven unique in {s['blocks_unique_reconstruction']:,} {b}(s), varies in "
             f"{s['blocks_reconstruction_varies']:,}, undecided in "
             f"{s['blocks_reconstruction_undecided']:,}",
             f"- verified claims: {s['verified_claims']:,}, of which singletons "
-            f"{s['verified_singletons']:,}; seconds per block: median "
+            f"{s['verified_singletons']:,}; seconds per {b}: median "
             f"{s['block_seconds_median']:.2f}, max {s['block_seconds_max']:.2f}",
         ]
         if s["blocks_time_limit"] or s["blocks_infeasible"]:
             lines.append(
-                f"- {s['blocks_time_limit']} block(s) reached their time limit (claims verified "
-                f"so far kept); {s['blocks_infeasible']} block(s) have contradictory tables"
+                f"- {s['blocks_time_limit']} {b}(s) reached their time limit (claims verified "
+                f"so far kept); {s['blocks_infeasible']} {b}(s) have contradictory tables"
             )
-        lines.append(f"- {s['failed_blocks']} block(s) failed; time {seconds:.1f} s")
+        lines.append(f"- {s['failed_blocks']} {b}(s) failed; time {seconds:.1f} s")
         return lines
 
     def write(self, out: str | Path, seed: int = 0, seconds: float = 0.0) -> list[Path]:

@@ -85,8 +85,8 @@ def reconstruct_units(
     publication: Publication = EXACT,
 ) -> UnitReconstruction:
     """Reconstruct every block of a long table (geoid, cell, value) of ``schema``'s tables
-    (``tables``: by default every declared table the long table holds a cell of; one it holds in
-    part is refused, naming the cells it lacks).
+    (``tables``: by default every declared table the long table holds a cell of, but medians and
+    means at "block+tract"; one it holds in part is refused, naming the cells it lacks).
 
     ``level`` "block" solves each block from its block tables alone; "block+tract" solves the
     blocks of each tract jointly, the tract tables (persons: PCT12, PCT12A-O, by single year of
@@ -125,6 +125,8 @@ def reconstruct_units(
     opts = (opts or SolverOptions()).for_task("certify")
     escalate = opts.backend == "auto"  # a distance CP-SAT cannot close soon goes to HiGHS
     names = tables or tables_in(long, schema)
+    if tables is None and level != "block":  # medians and means: block level only so far
+        names = tuple(n for n in names if table_by_name(n, schema).statistic is None)
     of_level = {
         lv: tuple(n for n in names if table_by_name(n, schema).level == lv)
         for lv in ("block", "tract")
@@ -1024,11 +1026,14 @@ class ReleaseReconstruction:
         b = self.blocks
         counts = dict(b.group_by("status").len().iter_rows()) if b.height else {}
         verdicts = ", ".join(f"{n:,} {s}" for s, n in sorted(counts.items()))
+        place = self.schema.geography  # block, or a declared release's own (school)
+        where = f" of {len(self.results):,} tracts" if place == "block" else ""
+        group = "tract" if place == "block" else place
         lines = [
-            f"{len(self.units):,} records in {b.height:,} blocks of {len(self.results):,} tracts; "
-            f"blocks: {verdicts or 'none'}"
+            f"{len(self.units):,} records in {b.height:,} {place}s{where}; "
+            f"{place}s: {verdicts or 'none'}"
         ]
-        lines += [f"tract {r['unit']}: {r.get('message', r['status'])}" for r in self.failed]
+        lines += [f"{group} {r['unit']}: {r.get('message', r['status'])}" for r in self.failed]
         return lines
 
 
@@ -1120,10 +1125,11 @@ def reconstruct_release(
         fingerprint=fp,
     )
     got = [frames[t] for t in tracts if t in frames]
-    codes = pl.concat(got) if got else pl.DataFrame(schema={"block_geoid": pl.String})
+    gcol = schema.geoid_column
+    codes = pl.concat(got) if got else pl.DataFrame(schema={gcol: pl.String})
     units = Units(
         schema,
-        codes["block_geoid"].to_numpy().astype(str),
+        codes[gcol].to_numpy().astype(str),
         {a.name: codes[a.name].to_numpy().astype(np.int64) for a in schema.attributes}
         if got
         else {a.name: np.zeros(0, dtype=np.int64) for a in schema.attributes},

@@ -99,14 +99,15 @@ def reconstruct(
             metavar="TABLES",
         ),
     ] = None,
-    publication: PublicationRule = "exact",
+    publication: PublicationRule = "declared",
 ) -> None:
     """Rebuild records from published tables, tract by tract (written as each finishes): persons,
     or another population's records with each block's verdict (unique or varies); with
     ``--with``, housing units and persons of each block together."""
     from ..attacks.reconstruct import reconstruct as _recon
+    from ..declaration import population
     from ..published import read_tables
-    from ..schema.registry import Engine, population
+    from ..schema.registry import Engine
 
     pop = population(schema)
     pub = publication_rule(pop, publication)
@@ -210,17 +211,29 @@ def _reconstruct_release(
     console.print("\n".join(run.summary_lines()))
     console.print(f"written {out}, {blocks_path}")
     bad = run.blocks.filter(pl.col("status").is_in(["infeasible", "failed"]))
+    place = pop.schema.geography
+    why = {
+        "infeasible": "its tables contradict each other (under --publication "
+        f"{publication}: no {pop.noun} fit them)",
+        "failed": "no solution within the time limit",
+    }
     for r in bad.head(20).iter_rows(named=True):
-        err.print(f"[red]block {r['geoid']}:[/red] {r['status']}")
+        err.print(f"[red]{place} {r['geoid']}:[/red] {r['status']}: {why[r['status']]}")
+    if bad.height > 20:
+        err.print(f"[red]... and {bad.height - 20:,} more {place}s[/red] (see {blocks_path})")
+    group = "tract" if place == "block" else place
     for r in run.failed:
-        err.print(f"[red]tract {r['unit']}: {r['status']}[/red] -- {escape(r.get('message', ''))}")
+        err.print(
+            f"[red]{group} {r['unit']}: {r['status']}[/red] -- {escape(r.get('message', ''))}"
+        )
     if run.failed or bad.height:
         raise typer.Exit(1)
 
 
 def _refuse_untied(pop: Population) -> None:
     """``--with`` for a population that declares no ties: refused, naming those that do."""
-    from ..schema.registry import names, population
+    from ..declaration import population
+    from ..schema.registry import names
 
     if pop.tied is None:
         tied = [n for n in names() if population(n).tied is not None]
@@ -233,8 +246,8 @@ def _refuse_untied(pop: Population) -> None:
 def _tied_tables(pop: Population, path: Path) -> pl.DataFrame:
     """The ``--with`` file: the tables of the population ``pop``'s records tie to; a file of
     other tables is named as such (not by the internal schema that reads it)."""
+    from ..declaration import population
     from ..errors import InputError
-    from ..schema.registry import population
     from ..unit_tables import read_unit_tables
 
     assert pop.tied is not None
@@ -483,11 +496,12 @@ def claims(
             metavar="TABLES",
         ),
     ] = None,
-    publication: PublicationRule = "exact",
+    publication: PublicationRule = "declared",
 ) -> None:
     """Verified claims (generate-then-verify): persons, housing units, ... singled out by claims
     every consistent population makes true."""
-    from ..schema.registry import Engine, population
+    from ..declaration import population
+    from ..schema.registry import Engine
 
     pop = population(schema)
     pub = publication_rule(pop, publication)

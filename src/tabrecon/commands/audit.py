@@ -98,8 +98,9 @@ def audit(
     report."""
     from ..audit import audit as _audit
     from ..config import load_config
+    from ..declaration import population
     from ..errors import TabreconError
-    from ..schema.registry import Engine, population
+    from ..schema.registry import Engine
 
     pop = population(schema)
     if pop.engine is Engine.GENERIC:

@@ -555,10 +555,11 @@ def sweep_publication(
     (rounded, withheld below a threshold), attacked as published, and measured: blocks with one
     consistent population, records singled out by verified claims, cells changed and L1 per
     block. Writes sweep.csv (a row as each rule finishes) and sweep.png."""
+    from ..declaration import population
     from ..io import write_csv
     from ..metrics.publication_sweep import DEFAULT_RULES, plot_sweep
     from ..metrics.publication_sweep import sweep_publication as _sweep
-    from ..schema.registry import Engine, population
+    from ..schema.registry import Engine
     from ..schema.spec import read_units
 
     pop = population(schema)
@@ -583,6 +584,7 @@ def sweep_publication(
     out.mkdir(parents=True, exist_ok=True)
     opts = solver_options(solver, threads, time_limit, seed, workers)
     done: list[dict] = []
+    place = pop.schema.geography
 
     def each(row: dict) -> None:
         import polars as pl
@@ -590,9 +592,9 @@ def sweep_publication(
         done.append(row)
         write_csv(pl.DataFrame(done), out / "sweep.csv")
         console.print(
-            f"{row['rule']}: {row['blocks_unique']:,} of {row['blocks']:,} blocks unique, "
+            f"{row['rule']}: {row['blocks_unique']:,} of {row['blocks']:,} {place}s unique, "
             f"{row['singled_out']:,} {pop.noun} singled out ({row['singled_out_pct']:.1f}%), "
-            f"{row['cells_changed']:,} cells changed, L1 per block {row['l1_per_block']:.1f} "
+            f"{row['cells_changed']:,} counts changed, L1 per {place} {row['l1_per_block']:.1f} "
             f"({row['seconds']:.1f} s)"
         )
 

@@ -69,7 +69,8 @@ def synth(
     check_suffix(out)
     make = SynthConfig.reid_2010 if profile == "reid-2010" else SynthConfig
     cfg = make(persons=persons, state=state, county=county)
-    from ..schema.registry import Engine, population
+    from ..declaration import population
+    from ..schema.registry import Engine
 
     pop = population(schema)
     if pop.engine is not Engine.PERSON:
@@ -137,18 +138,20 @@ def tabulate(
         str,
         typer.Option(
             "--publication",
-            help="Not persons: publish the cells as an agency would: exact, round:B, "
-            "round:B:random (add :zeros-exact to either), suppress:T or suppress:T:zeros "
-            "(withheld cells left empty); see reconstruct --publication",
+            help="Not persons: publish the cells as an agency would: declared (the default: "
+            "as the population or its declaration file says; exact for census tables), exact, "
+            "round:B, round:B:random (add :zeros-exact to either), suppress:T or "
+            "suppress:T:zeros (withheld cells left empty); see reconstruct --publication",
         ),
-    ] = "exact",
+    ] = "declared",
     seed: Annotated[int, typer.Option(help="Seed of random rounding")] = 0,
 ) -> None:
     """Tabulate records into their SF1 tables: persons into the person tables, housing units
     into the housing-unit tables, ... (long format: geoid, cell, value); with
     ``--publication``, rounded or withheld as an agency would publish them."""
+    from ..declaration import population
     from ..schema import read_microdata
-    from ..schema.registry import Engine, population
+    from ..schema.registry import Engine
     from ..tables import tabulate as _tab
     from ..tables import write_tables
 
@@ -159,7 +162,7 @@ def tabulate(
     if pop.engine is Engine.GENERIC:
         from ..io import write_frame
         from ..schema.spec import read_units
-        from ..unit_tables import cell_tables, select_tables, tabulate_units
+        from ..unit_tables import as_published, publish_counts, select_tables, tabulate_units
 
         if level not in (None, "block"):
             raise TabreconError(f"the {pop.name} tables are tabulated by block only")
@@ -168,23 +171,14 @@ def tabulate(
         long = tabulate_units(units, names)
         how = ""
         if not pub.exact:
-            import numpy as np
-            import polars as pl
-
             from ..publication import MISSING
 
-            true = long["value"].to_numpy()
-            of = cell_tables(pop.schema)
-            tables_of_rows = [of.get(c, "") for c in long["cell"].to_list()]
-            shown = pub.publish(true, np.random.default_rng(seed), tables_of_rows)
-            long = long.with_columns(
-                pl.Series("value", shown).replace(MISSING, None).alias("value")
-            )
+            long, true, shown = publish_counts(long, pop.schema, pub, seed)
             how = (
                 f" published {pub} ({int((shown != true).sum()):,} changed, of which "
                 f"{int((shown == MISSING).sum()):,} withheld)"
             )
-        write_frame(long, out)
+        write_frame(as_published(long, pop.schema), out)  # medians and means as decimals
         console.print(
             f"{len(units):,} {pop.noun} -> {long.height:,} values{how} -> {out} "
             f"({time.perf_counter() - t0:.2f} s)"
@@ -209,26 +203,37 @@ def tabulate(
 def tables_list(schema: SchemaName = "persons") -> None:
     """List a population's tables (persons: the 34 of Abowd et al., then P3-P5), with their
     level, universe and number of cells, and the number of cells published per block."""
-    from ..schema.registry import Engine, population
+    from ..declaration import population
+    from ..schema.registry import Engine
 
     pop = population(schema)
     cols = ["table", "level", "cells", "title", "universe (line 1)"]
     if pop.engine is Engine.GENERIC:
+        from pathlib import Path
+
         declared = pop.tables()
+        place = pop.schema.geography
         rows = [
             [
                 t.name,
-                t.level,
+                place if t.level == "block" else t.level,
                 len(t.cells()),
-                t.title,
+                t.title if t.statistic is None else f"{t.title} ({t.statistic})",
                 t.universe_label or t.cells()[0].description(),
             ]
             for t in declared
         ]
-        console.print(table(f"SF1 2010 tables over the {pop.name} schema", cols, rows))
+        what = (
+            f"Tables of {pop.name}, declared in {Path(pop.source).name}"
+            if pop.source
+            else f"SF1 2010 tables over the {pop.name} schema"
+        )
+        console.print(table(what, cols, rows))
         per_block = sum(len(t.cells()) for t in declared if t.level == "block")
         study = f"; the study compared with attacked {pop.study_cells:,}" if pop.study_cells else ""
-        console.print(f"{per_block:,} cells per block in {len(declared)} tables{study}")
+        console.print(f"{per_block:,} cells per {place} in {len(declared)} tables{study}")
+        if pop.publication != "exact":
+            console.print(f"counts published {pop.publication} (--publication declared)")
         if pop.left_out:
             console.print(
                 table(
@@ -253,8 +258,9 @@ def tables_describe(
     ],
 ) -> None:
     """Show the definition of a table's cells or of one cell (person or housing-unit)."""
+    from ..declaration import population
     from ..errors import InputError
-    from ..schema.registry import Engine, names, population
+    from ..schema.registry import Engine, names
     from ..tables import TABLES_BY_NAME, get_cell
     from ..unit_tables import cell_by_id
 
@@ -303,7 +309,8 @@ def check_tables(
     """Validate a table file and check every identity between its cells (persons: block and
     tract identities, race tallies; other populations: identities derived from their tables'
     declarations); exit 1 on any violation."""
-    from ..schema.registry import Engine, population
+    from ..declaration import population
+    from ..schema.registry import Engine
 
     pop = population(schema)
     at_least(0, limit=limit)

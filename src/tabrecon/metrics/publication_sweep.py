@@ -34,7 +34,7 @@ from ..attacks.solvers import SolverOptions
 from ..attacks.unit_claims import matching_units, release_claims
 from ..publication import MISSING, Publication
 from ..schema.spec import Schema, Units
-from ..unit_tables import cell_tables, tables_in, tabulate_units
+from ..unit_tables import cell_tables, publish_counts, tables_in, tabulate_units
 
 #: the rules swept when none are named: each kind at the bases and thresholds agencies use
 DEFAULT_RULES = (
@@ -67,17 +67,14 @@ def sweep_publication(
     """One row per rule (the module's text says what each column measures); ``each`` is called
     with each row as it is measured (the command line writes and prints it at once)."""
     long = tabulate_units(units, tables_in(tabulate_units(units), schema, "block"))
-    true = long["value"].to_numpy().astype(np.int64)
     of = cell_tables(schema)
-    row_tables = [of.get(c, "") for c in long["cell"].to_list()]
-    block = long["geoid"].to_numpy()
-    n_blocks = int(np.unique(block).size)
+    n_blocks = int(long["geoid"].n_unique())
     rows = []
     for r in rules:
         pub = r if isinstance(r, Publication) else Publication.parse(r)
         pub.check_tables(list(dict.fromkeys(of.values())), schema.name)
-        shown = pub.publish(true, np.random.default_rng(seed), row_tables)
-        released = long.with_columns(pl.Series("value", shown).replace(MISSING, None))
+        # the rule publishes the counts; medians and means as declared (not rounded by it)
+        released, true, shown = publish_counts(long, schema, pub, seed)
         lost = np.where(shown == MISSING, true, np.abs(shown - true))
         t0 = time.perf_counter()
         run = release_claims(

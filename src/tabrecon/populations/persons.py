@@ -14,11 +14,12 @@ from functools import cache
 
 import numpy as np
 
+from ..measures import Measure, MedianRule, Statistic
 from ..schema import AGE_MAX, AGEBIN_OF_AGE, PERSONS, PERSONS_BINNED, person_units
 from ..schema.registry import Engine, Population, register
 from ..synth import SynthConfig, synthesize
 from ..tables import ALL_TABLES, Cell, all_cells
-from ..unit_tables import Predicate, UnitTable
+from ..unit_tables import Predicate, UnitTable, from_layout
 
 
 def _person_predicate(c: Cell) -> Predicate:
@@ -66,6 +67,27 @@ def person_tables() -> tuple[UnitTable, ...]:
                 ids=tuple(c.id for c in cells),
             )
         )
+    return tuple(out) + median_age_tables({t.name: t for t in out})
+
+
+#: SF1's median age, in years to one decimal: "computed on the basis of a single-year-of-age
+#: distribution using a linear interpolation method" (SF1 2010 technical documentation, "Median
+#: Age"): each age a spread over [a, a+1). The documentation names the method, not the interval
+#: nor how a tie at .x5 was rounded: both are our reading (a tie is allowed either way). An
+#: empty universe publishes 0.0, which no person can (one person aged 0 has median 0.5). Not
+#: checked against published values: none are in this repository.
+MEDIAN_AGE = Statistic(Measure.MEDIAN, "age", 1, MedianRule.INTERPOLATED, empty=0)
+
+
+def median_age_tables(by_name: dict[str, UnitTable]) -> tuple[UnitTable, ...]:
+    """P13 (median age by sex) and its iterations P13A-P13I, declared from the Bureau's layout
+    (:func:`tabrecon.unit_tables.from_layout`), each iteration over the universe of P12's
+    (P13B: persons who are Black alone, the predicate of P012B001)."""
+    stubs = {"Median age": {}, "Both sexes": {}, "Male": {"sex": (0,)}, "Female": {"sex": (1,)}}
+    out = [from_layout("P13", PERSONS, stubs, statistic=MEDIAN_AGE)]
+    for it in "ABCDEFGHI":
+        universe = by_name[f"P12{it}"].cells()[0].predicate
+        out.append(from_layout(f"P13{it}", PERSONS, stubs, universe, statistic=MEDIAN_AGE))
     return tuple(out)
 
 
@@ -76,8 +98,8 @@ def binned_person_tables() -> tuple[UnitTable, ...]:
     exactly (the tract tables' single years do not, and are left out)."""
     out = []
     for t in person_tables():
-        if t.level != "block":  # PCT12's single years are no set of agebins
-            continue
+        if t.level != "block" or t.statistic is not None:  # PCT12's single years, P13's
+            continue  # median of them: no set of agebins
         lines = []
         for label, pred in t.lines:
             p = dict(pred)

@@ -107,6 +107,11 @@ class Population:
     #: how its records tie to another population's in the same block (households: persons)
     tied: Ties | None = field(default=None, compare=False)
     description: str = ""
+    #: how its counts are published when a command is not told (``--publication``): a
+    #: :class:`~tabrecon.publication.Publication` rule's text; census populations: exact
+    publication: str = "exact"
+    #: the declaration file it was read from (:mod:`tabrecon.declaration`), for worker processes
+    source: str = ""
 
     def __post_init__(self) -> None:
         n = len(self.schema.attributes)
@@ -144,11 +149,20 @@ def names(listed: bool = True) -> list[str]:
 
 
 def population(name: str) -> Population:
-    """The population registered as ``name``; an unknown name is refused with the choices."""
+    """The population registered as ``name``; an unknown name is refused with the choices (a
+    declaration file, ``NAME.toml``, is read by :func:`tabrecon.declaration.population`)."""
     _load()
     if name not in _REGISTRY:
-        raise TabreconError(f"unknown schema {name!r}; choose from {', '.join(names())}")
+        raise TabreconError(
+            f"unknown schema {name!r}; choose from {', '.join(names())} or a declaration file "
+            "(NAME.toml: docs/declarations.md)"
+        )
     return _REGISTRY[name]
+
+
+def declarations() -> tuple[str, ...]:
+    """The declaration files read in this process, for worker processes to read again."""
+    return tuple(p.source for p in _REGISTRY.values() if p.source)
 
 
 def of_schema(schema: Schema) -> Population:

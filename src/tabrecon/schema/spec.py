@@ -94,8 +94,16 @@ class Schema:
     attributes: tuple[Attribute, ...]
     rules: tuple[Rule, ...] = ()
     description: str = ""
+    #: the geographic unit tables are published for: a census block (15-digit geoids) unless a
+    #: declared release says otherwise (a school with 6-digit ids: :mod:`tabrecon.declaration`)
+    geography: str = "block"
+    geoid_digits: int = 15
 
     def __post_init__(self) -> None:
+        if not self.geography.isidentifier() or not 1 <= self.geoid_digits <= 30:
+            raise TabreconError(
+                f"schema {self.name!r}: geography must be a word and its ids 1-30 digits"
+            )
         names = [a.name for a in self.attributes]
         if len(set(names)) != len(names):
             raise TabreconError(f"schema {self.name!r} repeats an attribute")
@@ -106,6 +114,12 @@ class Schema:
     @property
     def names(self) -> tuple[str, ...]:
         return tuple(a.name for a in self.attributes)
+
+    @property
+    def geoid_column(self) -> str:
+        """The column of a records file naming each record's geographic unit: ``block_geoid``
+        (census blocks), ``school_id`` (a declared geography ``school``)."""
+        return "block_geoid" if self.geography == "block" else f"{self.geography}_id"
 
     @property
     def sizes(self) -> tuple[int, ...]:
@@ -236,8 +250,9 @@ class Units:
         return self.schema.encode(self.codes)
 
     def to_frame(self, labels: bool = False) -> pl.DataFrame:
-        """One row per unit: ``block_geoid`` then each attribute's code (or label)."""
-        cols: dict[str, object] = {"block_geoid": self.block_geoid.astype(str)}
+        """One row per unit: its geographic unit (``block_geoid``: the schema's
+        :attr:`~Schema.geoid_column`) then each attribute's code (or label)."""
+        cols: dict[str, object] = {self.schema.geoid_column: self.block_geoid.astype(str)}
         for a in self.schema.attributes:
             v = self.codes[a.name]
             cols[a.name] = np.array(a.labels)[a.index(v)] if labels else v
@@ -255,17 +270,20 @@ def read_units(path: str | Path, schema: Schema) -> Units:
     """
     p = str(path)
     df, lines = read_rows(p)
-    need = ["block_geoid", *schema.names]
+    gcol = schema.geoid_column
+    need = [gcol, *schema.names]
     require_columns(p, df.columns, need, f"a {schema.unit.replace(' ', '-')} file")
     if df.height == 0:
         raise InputError(f"no {schema.unit} records", path=p)
 
-    geo = df["block_geoid"].cast(pl.Utf8).str.strip_chars()
+    geo = df[gcol].cast(pl.Utf8).str.strip_chars()
     refuse_rows(
         p,
-        (~geo.str.contains(r"^\d{15}$")).fill_null(True).to_numpy(),
-        "block_geoid",
-        "block_geoid must be 15 digits (state 2, county 3, tract 6, block 4)",
+        (~geo.str.contains(rf"^\d{{{schema.geoid_digits}}}$")).fill_null(True).to_numpy(),
+        gcol,
+        "block_geoid must be 15 digits (state 2, county 3, tract 6, block 4)"
+        if gcol == "block_geoid"
+        else f"{gcol} must be {schema.geoid_digits} digits",
         geo,
         lines,
     )
