@@ -296,7 +296,9 @@ def test_a_median_outside_the_range_is_named_with_block_and_cell():
             "value": [2, 0, 2, 61, 0, 61],  # 6.1 years: the oldest is 4, a median at most 5.0
         }
     )
-    with pytest.raises(InputError, match=r"block 990010001001000, cell T0040001 \(T4\): 6.1"):
+    with pytest.raises(
+        InputError, match=r"block 990010001001000, cell T0040001 \(T4\): 6.1 is outside"
+    ):
         reconstruct_units(long, TOY, ("T1", "T4"))
 
 

@@ -633,8 +633,9 @@ def block_statistics(
     if (seen != 1).any():
         b, c = divmod(int(np.argmax(seen != 1)), len(ids))
         raise InputError(
-            f"block {geoids[b]} has cell {ids[c]} {int(seen[b * len(ids) + c])} times "
-            f"({int((seen != 1).sum()) - 1} more such cells): each median or mean once per block"
+            f"{schema.geography} {geoids[b]} has cell {ids[c]} {int(seen[b * len(ids) + c])} "
+            f"times ({int((seen != 1).sum()) - 1} more such cells): each median or mean once per "
+            f"{schema.geography}"
         )
     flat_v = np.zeros(len(geoids) * len(ids), dtype=np.int64)
     flat_v[flat] = sub["value"].fill_null(WITHHELD).to_numpy()
@@ -647,10 +648,12 @@ def block_statistics(
         if bad.any():
             b = int(np.argmax(bad))
             shown = format_values([int(V[b, j])], stat.decimals)[0]
+            more = int(bad.sum()) - 1
             raise InputError(
-                f"block {geoids[b]}, cell {ids[j]} ({sc.cell.table}): {shown} is outside what a "
-                f"{stat} can be ({format_values([lo], stat.decimals)[0]} to "
-                f"{format_values([hi], stat.decimals)[0]}; {int(bad.sum()) - 1} more such blocks)"
+                f"{schema.geography} {geoids[b]}, cell {ids[j]} ({sc.cell.table}): {shown} is "
+                f"outside what the {stat} can be ({format_values([lo], stat.decimals)[0]} to "
+                f"{format_values([hi], stat.decimals)[0]})"
+                + (f"; {more} more such {schema.geography}s" if more else "")
             )
     return BlockStatistics(cells, V, n_cols)
 
