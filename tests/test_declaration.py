@@ -247,3 +247,42 @@ def test_a_declared_geography_names_its_records_column(tmp_path):
     ok.write_text("school_id,sex,age,free_meals\n100201,girl,12,yes\n")
     units = read_units(ok, pop.schema)
     assert np.array_equal(units.codes["sex"], [2])
+
+
+def test_an_audit_of_a_declared_release_attacks_it_as_published_and_sweeps_rules(tmp_path):
+    """audit --schema FILE.toml attacks the counts as the declaration publishes them
+    (suppress:3) and, with --publication-rules, adds the section on what would have stopped
+    it: a row per rule, the plot, no false claim. A bad rule, or rules with --tables, are
+    refused before any work."""
+    records = EXAMPLES / "school_pupils.csv"
+    (tmp_path / "fast.toml").write_text("[households]\nk_values = [1, 2]\nk_solutions = 10\n")
+    args = ["audit", str(records), "--schema", str(SCHOOL), "--config", "fast.toml", "--quiet"]
+    run = _cli(tmp_path, *args, "--publication-rules", "exact;round:3;suppress:3", "-o", "a")
+    assert run.returncode == 0, run.stderr
+    import json
+
+    summary = json.loads((tmp_path / "a" / "summary.json").read_text())["school"]
+    assert summary["publication"] == "suppress:3" and summary["geography"] == "school"
+    html = (tmp_path / "a" / "report.html").read_text()
+    assert "What would have stopped it: publication rules" in html
+    assert "its counts published suppress:3" in html
+    sweep = pl.read_csv(tmp_path / "a" / "results" / "school_sweep.csv")
+    assert sweep["rule"].to_list() == ["exact", "round:3", "suppress:3"]
+    assert (sweep["claims_false"] == 0).all() and (
+        tmp_path / "a" / "school_publication.png"
+    ).exists()
+    bad = _cli(tmp_path, *args, "--publication-rules", "exact;round:zero", "-o", "b")
+    assert bad.returncode == 2 and "round:zero" in bad.stderr and not (tmp_path / "b").exists()
+    tables = _cli(
+        tmp_path,
+        "audit",
+        "--tables",
+        "t.csv",
+        "--schema",
+        str(SCHOOL),
+        "--publication-rules",
+        "exact",
+        "-o",
+        "c",
+    )
+    assert tables.returncode == 2 and "swept over records" in tables.stderr

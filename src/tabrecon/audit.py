@@ -482,10 +482,12 @@ class AuditResult:
         name = s.get("population", "households")  # a generic audit's, or a person audit's part
         if h := s.get(name):
             five = h.get("singleton_blocks_by_k", {})
+            place = h.get("geography", "block")  # a declared release's own (school)
+            how = "" if h.get("publication", "exact") == "exact" else f" ({h['publication']})"
             for k in ["5"] if "5" in five else sorted(five, key=int)[:1]:  # the study's k
                 rows.append(
                     [
-                        f"{name}: blocks with a verified {k}-column singleton",
+                        f"{name}: {place}s with a verified {k}-column singleton{how}",
                         f"{five[k]:,} of {h['blocks']:,} ({pct(100.0 * five[k] / h['blocks'])})"
                         if h["blocks"]
                         else "n/a",
@@ -493,7 +495,7 @@ class AuditResult:
                 )
             rows.append(
                 [
-                    f"{name}: blocks whose full reconstruction is unique",
+                    f"{name}: {place}s whose full reconstruction is unique{how}",
                     f"{h['blocks_unique_reconstruction']:,} of {h['blocks']:,}",
                 ]
             )

@@ -78,6 +78,10 @@ class HouseholdsConfig:
     # a person audit's housing units: claims verified given the person tables of the same blocks
     # too (SF1 publishes both; tabrecon.attacks.joint), as an attacker holding the release would
     with_person_tables: bool = True
+    # what would have stopped it: the sampled blocks published under each of these rules and
+    # attacked as published (tabrecon.metrics.publication_sweep; e.g. ["exact", "round:3",
+    # "suppress:3"]); empty: no sweep. Records audits only (a release is published already)
+    publication_rules: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -23,9 +23,10 @@ import polars as pl
 from .attacks.solvers import SolverOptions
 from .attacks.unit_claims import ClaimsRun, release_claims
 from .config import AuditConfig, HouseholdsConfig
+from .publication import Publication
 from .schema.registry import Population
 from .schema.spec import Units, read_units
-from .unit_tables import read_unit_tables, tabulate_units
+from .unit_tables import publish_counts, read_unit_tables, tabulate_units
 
 
 def median_blocks(long: pl.DataFrame, n: int, size_cell: str = "H0010001") -> list[str]:
@@ -78,13 +79,17 @@ def units_stage(
     h = cfg.households
     t0 = time.perf_counter()
     units: Units | None = None
+    # a declared release is attacked as it publishes its counts (rounded, withheld: its rule)
+    pub = Publication.parse(pop.publication)
     if published:
-        long = read_unit_tables(units_path, pop.schema)
+        long = read_unit_tables(units_path, pop.schema, withheld=pub.withholds)
     else:
         units = read_units(units_path, pop.schema)
         if check is not None:
             check(units)
         long = tabulate_units(units)
+        if not pub.exact:
+            long = publish_counts(long, pop.schema, pub, cfg.run.seed)[0]
     pick = median_blocks(long, h.blocks, pop.size_cell)
     sub = long.filter(pl.col("geoid").is_in(pick))
     opts = SolverOptions(
@@ -105,6 +110,7 @@ def units_stage(
         tick,
         units,
         tied=tied.filter(pl.col("geoid").is_in(pick)) if tied is not None else None,
+        publication=pub,
     )
     by_k = run.by_k()  # matches every claim against the truth: once
     summary = units_summary(
@@ -112,7 +118,75 @@ def units_stage(
     )
     if tied is not None and pop.tied is not None:
         summary["given"] = f"the {pop.tied.known_as} tables of the same blocks too"
-    return summary, {f"{pop.name}_by_k": by_k, f"{pop.name}_blocks": run.blocks}, units
+    summary["publication"] = str(pub)
+    summary["geography"] = pop.schema.geography
+    frames = {f"{pop.name}_by_k": by_k, f"{pop.name}_blocks": run.blocks}
+    if h.publication_rules and units is not None:
+        sweep, summary["sweep"] = _sweep(pop, units, pick, cfg, work, resume, progress)
+        frames[f"{pop.name}_sweep"] = sweep
+        for r in sweep.iter_rows(named=True):  # a false claim or a failed block fails the run
+            if r["claims_false"] or r["failed_blocks"]:
+                summary["failures"].append(
+                    f"publication {r['rule']}: {r['claims_false']} false claim(s), "
+                    f"{r['failed_blocks']} failed block(s)"
+                )
+    return summary, frames, units
+
+
+def _sweep(
+    pop: Population,
+    units: Units,
+    pick: list[str],
+    cfg: AuditConfig,
+    work: Path,
+    resume: bool,
+    progress: Callable[[str, int], Callable[[dict], None]] | None,
+) -> tuple[pl.DataFrame, dict]:
+    """The sampled blocks published under each of ``[households] publication_rules`` and
+    attacked as published (:func:`tabrecon.metrics.publication_sweep.sweep_publication`); a
+    finished sweep is kept under ``work/<population>_sweep.csv`` for a resumed audit with the
+    same rules."""
+    import numpy as np
+
+    from .io import write_csv
+    from .metrics.publication_sweep import sweep_publication
+
+    h = cfg.households
+    rules = list(h.publication_rules)
+    done = work / f"{pop.name}_sweep.csv"
+    if resume and done.exists():
+        kept = pl.read_csv(done)
+        if kept["rule"].to_list() == [str(r) for r in _parsed(rules)]:
+            return kept, {"rules": rules, "blocks": len(pick), "seconds": 0.0, "resumed": True}
+    sub = np.isin(units.block_geoid, pick)
+    sample = Units(
+        units.schema, units.block_geoid[sub], {k: v[sub] for k, v in units.codes.items()}
+    )
+    tick = progress(f"{pop.name}: publication rules", len(rules)) if progress else None
+    t0 = time.perf_counter()
+    df = sweep_publication(
+        sample,
+        pop.schema,
+        rules,
+        k_values=k_values_for(pop, cfg),
+        K=h.k_solutions,
+        seed=cfg.run.seed,
+        solver=SolverOptions(
+            backend=cfg.reconstruct.solver, time_limit=min(cfg.reconstruct.time_limit, 60.0)
+        ),
+        block_seconds=h.block_time_limit,
+        workers=cfg.run.workers,
+        each=(lambda row: tick({"unit": row["rule"], "status": "ok"})) if tick else None,
+    )
+    work.mkdir(parents=True, exist_ok=True)
+    write_csv(df, done)
+    return df, {"rules": rules, "blocks": len(pick), "seconds": round(time.perf_counter() - t0, 1)}
+
+
+def _parsed(rules: list[str]) -> list[object]:
+    from .publication import Publication
+
+    return [Publication.parse(r) for r in rules]
 
 
 def units_summary(
@@ -141,9 +215,9 @@ def units_summary(
         "blocks_in_file": int(sizes.len()),
         "median_units_per_block": float(sizes.median()),  # type: ignore[arg-type]
         "sample": (
-            "every block"
+            f"every {pop.schema.geography}"
             if len(pick) == int(sizes.len())
-            else f"the {len(pick)} blocks nearest the median of "
+            else f"the {len(pick)} {pop.schema.geography}s nearest the median of "
             f"{float(sizes.median()):g} {pop.noun}"  # type: ignore[arg-type]
         ),
         "blocks_wanted": wanted,

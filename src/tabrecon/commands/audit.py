@@ -17,6 +17,7 @@ from ..terminal import (
     at_least,
     console,
     err,
+    publication_rule,
     table,
 )
 
@@ -89,10 +90,18 @@ def audit(
         str,
         typer.Option(
             help="What MICRODATA's records are: 'persons' (a person file: the full audit) or "
-            "another population (e.g. 'households', 'group_quarters': its Generate-then-Verify "
-            "part alone)"
+            "another population (e.g. 'households', 'group_quarters', a declaration NAME.toml: "
+            "its Generate-then-Verify part alone)"
         ),
     ] = "persons",
+    publication_rules: Annotated[
+        str | None,
+        typer.Option(
+            help="Adds a report section on what would have stopped it: the sampled blocks "
+            "published under each rule (';'-separated, e.g. 'exact;round:3;suppress:3') and "
+            r"attacked as published (\[households] publication_rules); records, not --tables"
+        ),
+    ] = None,
 ) -> None:
     """Audit a release end to end: publish, reconstruct, certify, link, defend, compare; write a
     report."""
@@ -120,7 +129,18 @@ def audit(
             )
         from ..audit import audit_units
 
-        cfg = load_config(config, run={"workers": workers, "seed": seed, "scheduler": scheduler})
+        cfg = load_config(
+            config,
+            run={"workers": workers, "seed": seed, "scheduler": scheduler},
+            households={"publication_rules": _rules(publication_rules)},
+        )
+        if cfg.households.publication_rules and microdata is None:
+            raise TabreconError(
+                "publication rules are swept over records: give MICRODATA, not --tables (a "
+                "release is published already)"
+            )
+        for r in cfg.households.publication_rules:  # every rule checked before any work
+            publication_rule(pop, r)
         cmd = "tabrecon audit " + " ".join(sys.argv[2:])
         source = microdata if microdata is not None else tables_path
         assert source is not None  # exactly one of the two, checked above
@@ -139,12 +159,32 @@ def audit(
         "seed": seed,
         "chunk_persons": chunk_persons,
     }
-    cfg = load_config(config, run=run_opts, defenses={"specs": specs})
+    cfg = load_config(
+        config,
+        run=run_opts,
+        defenses={"specs": specs},
+        households={"publication_rules": _rules(publication_rules)},
+    )
+    if cfg.households.publication_rules:
+        if households is None:
+            raise TabreconError(
+                "--publication-rules sweeps housing-unit tables: give --households FILE (or "
+                "audit --schema households)"
+            )
+        for r in cfg.households.publication_rules:
+            publication_rule(population("households"), r)
     cmd = "tabrecon audit " + " ".join(sys.argv[2:])
     res = _audit(microdata, out, cfg, tables_path, resume, err, not quiet, cmd, households)
     _print_audit(res, out)
     if res.summary.get("failures"):
         raise typer.Exit(1)
+
+
+def _rules(text: str | None) -> list[str] | None:
+    """``--publication-rules``: ';'-separated rules (a rule may hold commas), None untold."""
+    if text is None:
+        return None
+    return [r.strip() for r in text.split(";") if r.strip()]
 
 
 @app.command()

@@ -884,6 +884,7 @@ def claims_section(
 
     pop = population(h["population"])
     noun = html.escape(pop.noun)
+    place = html.escape(h.get("geography", "block"))  # a declared release's own (school)
     aside = f" ({html.escape(h['aside'])})" if h.get("aside") else ""
     parts = [
         f'<h2 id="{pop.name}">{html.escape(pop.noun.capitalize())}: claims every '
@@ -894,24 +895,32 @@ def claims_section(
             if h.get("input") == "published tables"
             else f"<p>File {html.escape(h['file'])}: {h['records']:,} {noun}{aside} in "
         )
-        + f"{h['blocks_in_file']:,} blocks. Attacked: {html.escape(h['sample'])}, with the SF1 "
-        f"2010 tables {html.escape(', '.join(h['tables']))}"
+        + f"{h['blocks_in_file']:,} {html.escape(h.get('geography', 'block'))}s. Attacked: "
+        f"{html.escape(h['sample'])}, with the "
+        f"{'SF1 2010 ' if h.get('geography', 'block') == 'block' else ''}tables "
+        f"{html.escape(', '.join(h['tables']))}"
+        + (
+            f", its counts published {html.escape(h['publication'])} (each published value "
+            "read as the interval of true counts it allows)"
+            if h.get("publication", "exact") != "exact"
+            else ""
+        )
         + (
             f" and {html.escape(h['given'])} (every householder a person of the block; every "
             "solution and proof below is of both releases together)"
             if h.get("given")
             else ""
         )
-        + ". For each block, "
+        + f". For each {place}, "
         f"{h['k_solutions']} solutions of the tables were generated; a claim (\u201cexactly m "
-        f"{noun} of this block have these values on these k columns\u201d) common to all of "
+        f"{noun} of this {place} have these values on these k columns\u201d) common to all of "
         "them and not a published cell was verified by proving that every other count is "
         f"impossible. A verified claim with m = 1 singles out one of the {noun}.</p>",
-        f"<p>Full reconstruction of the block's {noun} is proven unique in "
-        f"{h['blocks_unique_reconstruction']:,} of {h['blocks']:,} blocks (varies in "
+        f"<p>Full reconstruction of the {place}'s {noun} is proven unique in "
+        f"{h['blocks_unique_reconstruction']:,} of {h['blocks']:,} {place}s (varies in "
         f"{h['blocks_reconstruction_varies']:,}, undecided in "
         f"{h['blocks_reconstruction_undecided']:,}); verified claims "
-        f"{h['verified_claims']:,}, singletons {h['verified_singletons']:,}. Seconds per block: "
+        f"{h['verified_claims']:,}, singletons {h['verified_singletons']:,}. Seconds per {place}: "
         f"median {h['block_seconds_median']:.2f}, max {h['block_seconds_max']:.2f}.</p>",
     ]
     if h.get("blocks_time_limit"):
@@ -949,6 +958,47 @@ def claims_section(
         f'<p class="muted">{html.escape(pop.report_note)} Baseline: P(exactly one of the '
         "block's records matches) when each matches with the tract's share.</p>"
     )
+    sweep = frames.get(f"{pop.name}_sweep")
+    if sweep is not None and sweep.height and h.get("sweep"):
+        parts += sweep_section(pop.name, pop.noun, h["sweep"], sweep, th, out)
+    return parts
+
+
+def sweep_section(
+    name: str, noun: str, about: dict, sweep: pl.DataFrame, th: int, out: Path | None
+) -> list[str]:
+    """What would have stopped it: the same blocks published under each publication rule of
+    ``[households] publication_rules`` and attacked as published
+    (:mod:`tabrecon.metrics.publication_sweep`): per rule, blocks whose published values allow
+    one population, records singled out by verified claims, and the accuracy lost."""
+    from ..metrics.publication_sweep import plot_sweep
+
+    noun_e = html.escape(noun)
+    shown = sweep.select(
+        "rule",
+        pl.col("blocks_unique").alias("blocks with one population"),
+        pl.col("singled_out").alias(f"{noun} singled out"),
+        pl.col("singled_out_pct").round(1).alias("singled out %"),
+        pl.col("verified_claims").alias("verified claims"),
+        pl.col("cells_changed").alias("counts changed"),
+        pl.col("cells_withheld").alias("counts withheld"),
+        pl.col("l1_per_block").round(1).alias("L1 per block"),
+    )
+    parts = [
+        f'<h2 id="{name}-publication">What would have stopped it: publication rules</h2>',
+        f"<p>The same {about['blocks']:,} blocks published under each rule of [households] "
+        f"publication_rules (counts rounded to a base, conventionally or at random, or withheld "
+        f"below a threshold; medians and means as declared) and attacked as published: each "
+        f"published value read as the interval of true counts it allows. A block with one "
+        f"population is proven to allow no other; a {noun_e} singled out is matched by a "
+        f"verified claim with m = 1. Counts changed and the mean L1 distance per block between "
+        f"published and true counts are what the rule costs users of the tables.</p>",
+        table_html(shown, th, "Risk and accuracy under each publication rule", f"tbl-{name}-pub"),
+    ]
+    if out is not None:
+        png = plot_sweep(sweep, out / f"{name}_publication.png", noun)
+        b64 = base64.b64encode(png.read_bytes()).decode()
+        parts.append(_figure(b64, "Risk against accuracy lost, per rule", f"fig-{name}-pub", None))
     return parts
 
 
