@@ -336,3 +336,33 @@ def test_extra_rows_keep_the_counts_bounds():
     assert adm.tolist() == [0, 1, 2]
     assert prog.lo.tolist() == [2, 1] and prog.hi.tolist() == [2, 6]  # 0*2 + 1*2 + 2*2
     assert format_values([5], 2) == ["0.05"]
+
+
+def test_median_ages_read_alike_from_an_sf1_folder_a_wide_file_and_the_api(tmp_path):
+    """P13's decimals (30.5) read from every form as tabrecon holds them (305): an SF1 2010
+    folder written in the Bureau's layout, a wide CSV in the API's spelling, the API's JSON."""
+    import json
+
+    from test_household_tables import _write_sf1_folder
+
+    from tabrecon.schema import PERSONS, person_units
+    from tabrecon.synth import SynthConfig, synthesize
+
+    md = synthesize(SynthConfig(persons=300), seed=2)
+    long = tabulate_units(person_units(md))
+    _write_sf1_folder(as_published(long, PERSONS), tmp_path / "zz")
+    back = read_unit_tables(tmp_path / "zz", PERSONS)
+    want = long.sort("geoid", "cell").select("geoid", "cell", pl.col("value").cast(pl.Int64))
+    assert back.sort("geoid", "cell").select("geoid", "cell", "value").equals(want)
+    p13 = as_published(long.filter(pl.col("cell").str.starts_with("P0130")), PERSONS)
+    wide = p13.pivot(on="cell", index="geoid", values="value").rename(
+        {f"P013000{i}": f"P01300{i}" for i in (1, 2, 3)} | {"geoid": "GEOID"}
+    )
+    wide.write_csv(tmp_path / "w.csv")
+    got = read_unit_tables(tmp_path / "w.csv", PERSONS).sort("geoid", "cell")
+    assert got.equals(want.filter(pl.col("cell").str.starts_with("P0130")))
+    rows = [["GEO_ID", *wide.columns[1:]]] + [
+        [f"1000000US{r[0]}", *r[1:]] for r in wide.iter_rows()
+    ]
+    (tmp_path / "a.json").write_text(json.dumps(rows))
+    assert read_unit_tables(tmp_path / "a.json", PERSONS).sort("geoid", "cell").equals(got)
