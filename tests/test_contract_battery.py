@@ -34,7 +34,15 @@ from tabrecon.layout import layout
 from tabrecon.schema.registry import Population, names, population
 from tabrecon.schema.spec import Units
 from tabrecon.synth import SynthConfig
-from tabrecon.unit_tables import compiled, read_unit_tables, tables_in, tabulate_units
+from tabrecon.unit_tables import (
+    as_published,
+    compiled,
+    compiled_statistics,
+    read_unit_tables,
+    statistic_decimals,
+    tables_in,
+    tabulate_units,
+)
 
 #: every registered population, users' and internal ones (persons by agebin38) alike
 POPULATIONS = names(listed=False)
@@ -110,16 +118,47 @@ def _enumerated(county: County) -> dict[str, tuple[np.ndarray, np.ndarray]]:
         vec = np.array([val[i] for i in ids], dtype=np.int64)
         sols = _solutions(W, vec, int(val[pop.size_cell]))
         if sols is not None:
-            out[geoid] = (sols, W)
+            out[geoid] = (_keep_statistics(county, sols, val), W)
     return out
 
 
+def _keep_statistics(county: County, sols: np.ndarray, val: dict) -> np.ndarray:
+    """The solutions whose medians and means (persons' P13) round to the published values, each
+    computed by its plain definition (:mod:`test_measures`), a tie allowed either way."""
+    from test_measures import _exact, _rounds_to
+
+    pop = county.pop
+    stats = compiled_statistics(pop.schema, tuple(tables_in(county.long, pop.schema, "block")))
+    keep = np.ones(len(sols), dtype=bool)
+    for sc in stats:
+        where = {int(p): int(n) for p, n in zip(sc.universe, sc.numbers, strict=True)}
+        for i, sol in enumerate(sols):
+            if not keep[i]:
+                continue
+            nums = sorted(where[int(t)] for t in sol if int(t) in where)
+            values = np.unique(nums) if nums else np.zeros(0, dtype=np.int64)
+            dist = np.array([nums.count(int(v)) for v in values], dtype=np.int64)
+            keep[i] = _rounds_to(sc.statistic, _exact(sc.statistic, dist, values), val[sc.cell.id])
+    return sols[keep]
+
+
 def test_reconstruction_tabulates_back_to_every_cell(county):
+    """Every count exactly; a median or mean (persons' P13) to its published value, or one unit
+    above where the reconstruction's statistic lies exactly at the rounding tie (.x5): a tie is
+    allowed either way, since the Bureau does not say how it rounded one (tabrecon.measures)."""
     pop, long, rec = county.pop, county.long, county.rec
-    names_ = tuple(tables_in(long, pop.schema, "block"))
-    back = tabulate_units(rec.units, names_).sort("geoid", "cell")
-    assert back.equals(long.sort("geoid", "cell")), pop.name
+    _tabulates_back(pop, long, rec.units)
     assert set(rec.blocks["status"].to_list()) <= {"unique", "varies"}
+
+
+def _tabulates_back(pop: Population, long: pl.DataFrame, units: Any) -> None:
+    names_ = tuple(tables_in(long, pop.schema, "block"))
+    back = tabulate_units(units, names_).join(long, on=["geoid", "cell"], suffix="_pub")
+    assert back.height == long.height, pop.name
+    stat = back["cell"].is_in(list(statistic_decimals(pop.schema)))
+    diff = back["value"] - back["value_pub"]
+    assert (diff.filter(~stat) == 0).all(), pop.name
+    assert diff.filter(stat).is_in([0, 1]).all(), pop.name
 
 
 def test_uniqueness_equals_brute_force_on_small_blocks(county):
@@ -193,8 +232,9 @@ def _wide(long: pl.DataFrame, api: bool) -> pl.DataFrame:
 
 
 def test_every_published_form_reads_back(county, tmp_path: Path):
-    pop, long = county.pop, county.long
-    want = long.sort("geoid", "cell")
+    pop = county.pop
+    want = county.long.sort("geoid", "cell")
+    long = as_published(county.long, pop.schema)  # files hold a median's decimals (30.5)
     long.write_csv(tmp_path / "long.csv")
     long.write_parquet(tmp_path / "long.parquet")
     _wide(long, api=False).write_csv(tmp_path / "wide.csv")
@@ -223,5 +263,4 @@ def test_a_resumed_reconstruction_equals_an_uninterrupted_one(county, tmp_path):
     for run in (first, again):
         cols = ["geoid", "units", "types", "status"]
         assert run.blocks.select(cols).equals(whole.blocks.select(cols)), pop.name
-        back = tabulate_units(run.units, tuple(tables_in(long, pop.schema, "block")))
-        assert back.sort("geoid", "cell").equals(long.sort("geoid", "cell")), pop.name
+        _tabulates_back(pop, long, run.units)
