@@ -176,6 +176,10 @@ def test_a_sweep_over_a_declared_release_with_medians_makes_no_false_claim(tmp_p
     sweep = pl.read_csv(tmp_path / "sw" / "sweep.csv")
     assert sweep.height == 3 and (sweep["claims_false"] == 0).all()
     assert "schools unique" in run.stdout
+    args = ["sweep-publication", str(records), "--schema", str(SCHOOL), "--rules", "exact"]
+    run = _cli(tmp_path, *args, "--blocks", "2", "-o", "sw2")  # the 2 schools nearest the median
+    assert run.returncode == 0, run.stderr
+    assert pl.read_csv(tmp_path / "sw2" / "sweep.csv")["blocks"].to_list() == [2]
 
 
 SRC = SCHOOL.read_text()

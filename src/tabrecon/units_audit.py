@@ -146,8 +146,6 @@ def _sweep(
     attacked as published (:func:`tabrecon.metrics.publication_sweep.sweep_publication`); a
     finished sweep is kept under ``work/<population>_sweep.csv`` for a resumed audit with the
     same rules."""
-    import numpy as np
-
     from .io import write_csv
     from .metrics.publication_sweep import sweep_publication
 
@@ -158,10 +156,7 @@ def _sweep(
         kept = pl.read_csv(done)
         if kept["rule"].to_list() == [str(r) for r in _parsed(rules)]:
             return kept, {"rules": rules, "blocks": len(pick), "seconds": 0.0, "resumed": True}
-    sub = np.isin(units.block_geoid, pick)
-    sample = Units(
-        units.schema, units.block_geoid[sub], {k: v[sub] for k, v in units.codes.items()}
-    )
+    sample = units.in_blocks(pick)
     tick = progress(f"{pop.name}: publication rules", len(rules)) if progress else None
     t0 = time.perf_counter()
     df = sweep_publication(

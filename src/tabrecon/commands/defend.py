@@ -550,6 +550,13 @@ def sweep_publication(
     threads: Threads = 1,
     time_limit: TimeLimit = 60.0,
     workers: Workers = 1,
+    blocks: Annotated[
+        int,
+        typer.Option(
+            help="Sweep the N blocks nearest the median number of records (the audit's sample, "
+            "Liu et al.'s 50 median blocks); 0: every block"
+        ),
+    ] = 0,
 ) -> None:
     """What would have stopped it: the records' block tables published under each rule
     (rounded, withheld below a threshold), attacked as published, and measured: blocks with one
@@ -580,7 +587,16 @@ def sweep_publication(
         raise TabreconError(f"--k: {k!r} is not a comma list of numbers such as 1,2") from None
     at_least(1, k_solutions=k_solutions)
     positive_finite(block_time_limit=block_time_limit)
+    at_least(0, blocks=blocks)
     units = read_units(records, pop.schema)
+    if blocks:
+        from ..unit_tables import cell_tables, tabulate_units
+        from ..units_audit import median_blocks
+
+        if not pop.size_cell:
+            raise TabreconError(f"--blocks: {pop.name} publishes no total of its records")
+        size = tabulate_units(units, [cell_tables(pop.schema)[pop.size_cell]])
+        units = units.in_blocks(median_blocks(size, blocks, pop.size_cell))
     out.mkdir(parents=True, exist_ok=True)
     opts = solver_options(solver, threads, time_limit, seed, workers)
     done: list[dict] = []

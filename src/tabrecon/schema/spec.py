@@ -24,7 +24,7 @@ that share it.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -248,6 +248,14 @@ class Units:
     @property
     def types(self) -> np.ndarray:
         return self.schema.encode(self.codes)
+
+    def in_blocks(self, geoids: Collection[str]) -> Units:
+        """The records of the geographic units ``geoids`` (a sample of blocks), extra columns
+        kept."""
+        rows = np.isin(self.block_geoid.astype(str), np.asarray(list(geoids), dtype=str))
+        extra = None if self.extra is None else self.extra.filter(pl.Series(rows))
+        codes = {k: v[rows] for k, v in self.codes.items()}
+        return Units(self.schema, self.block_geoid[rows], codes, extra, self.source)
 
     def to_frame(self, labels: bool = False) -> pl.DataFrame:
         """One row per unit: its geographic unit (``block_geoid``: the schema's
