@@ -335,6 +335,41 @@ class ChunkRunner:
         }
         return run.blocks, self.mark(stage, t0, info, path)
 
+    def claims(self, ts, recon, blocks: pl.DataFrame, level: str):
+        """Verified claims about the persons of every block (:func:`tabrecon.attacks.claims
+        .claims`), from the tables alone: each tract's figures in the marker, each
+        reconstructed record's first singleton claim in ``claims_persons.parquet``."""
+        from .attacks.claims import claims
+
+        stage = "claims"
+        path = self.dir / "claims_persons.parquet"
+        if (hit := self.resumed(stage, path, pl.read_parquet)) is not None:
+            return hit
+        t0 = self.start()
+        tick = self.progress(f"{self.chunk.name} claims", len(ts.tracts()))
+        run = claims(
+            ts,
+            recon,
+            blocks,
+            level,
+            self.opts(),
+            k_solutions=self.cfg.claims.k_solutions,
+            seed=self.seed,
+            workers=self.cfg.run.workers,
+            out=self.dir,
+            resume=self.resume,
+            progress=tick,
+        )
+        write_parquet(run.persons, path)
+        info = {
+            "results": [r for r in run.results if r["status"] == "ok"],
+            "failures": [
+                f"tract {f['unit']}: {f['status']} -- {f.get('message', '')}".rstrip(" -")
+                for f in run.failed
+            ],
+        }
+        return run.persons, self.mark(stage, t0, info, path)
+
     def reidentify(self, recon, md, ts, blocks):
         from dataclasses import asdict
 
@@ -466,6 +501,15 @@ class AuditResult:
                     f"{c['unique_blocks']:,} of {c['inhabited_blocks']:,} "
                     f"({pct(c['unique_blocks_pct'])})"
                     + (f"; {missing:,} in failed tracts, not certified" if missing else ""),
+                ]
+            )
+        if (v := s.get("claims")) and v.get("persons"):
+            rows.append(
+                [
+                    f"persons singled out by verified claims ({v['level']})",
+                    f"{v['persons_singled_out']:,} of {v['persons']:,} "
+                    f"({pct(v['persons_singled_out_pct'])}), in "
+                    f"{v['blocks_with_singleton']:,} blocks",
                 ]
             )
         if r := s.get("reidentification", {}):
@@ -639,6 +683,8 @@ def audit(
     tables_seen: set[str] = set()
     resolutions: dict[str, set[str]] = {}  # what agreement's binned pass compares on, per level
     attacker_reports: list[dict] = []
+    claim_results: list[dict] = []  # per tract, every chunk's
+    claim_shown: list[pl.DataFrame] = []
     rich_level = (
         "block+tract" if "block+tract" in cfg.reconstruct.levels else cfg.reconstruct.levels[0]
     )
@@ -676,6 +722,9 @@ def audit(
                 attacker_reports.append(part.attacker)
             for o in part.defenses:
                 outcomes[o.defense] = outcomes[o.defense].merge(o) if o.defense in outcomes else o
+            claim_results += part.claims
+            if part.claim_examples is not None and part.claim_examples.height:
+                claim_shown.append(part.claim_examples)
         household: dict | None = None
         hframes: dict[str, pl.DataFrame] = {}
         if hh_path is not None:
@@ -730,6 +779,20 @@ def audit(
             if front is not None:
                 frames["frontier"] = front
                 log.add("frontier", time.perf_counter() - t_front)
+    claims_summary = None
+    if cfg.certify.enabled and cfg.claims.enabled:
+        from .attacks.claims import ClaimsRun
+
+        crun = ClaimsRun(claim_results, pl.DataFrame(), rich_level, cfg.claims.k_solutions)
+        frames["claims_by_k"] = crun.by_k()
+        if claim_shown:
+            frames["claim_examples"] = pl.concat(claim_shown).head(EXAMPLE_CLAIMS)
+        claims_summary = crun.summary()
+        n = int(facts.get("persons", 0))
+        claims_summary["persons"] = n
+        claims_summary["persons_singled_out_pct"] = (
+            100.0 * claims_summary["persons_singled_out"] / n if n else None
+        )
     frames.update(hframes)
     for name, df in frames.items():
         write_csv(df, res / f"{name}.csv")
@@ -753,6 +816,10 @@ def audit(
     if summary.get("certify", {}).get("level") == "block+tract" and not has_tract:
         # the release has no tract tables: what was certified is what the block tables determine
         summary["certify"]["level"] = "block"
+    if claims_summary is not None:
+        if summary.get("certify", {}).get("level") == "block":  # no tract tables (above)
+            claims_summary["level"] = "block"
+        summary["claims"] = claims_summary
     if household is not None and "error" not in household:
         summary["households"] = household
     summary["agreement_resolution"] = {
@@ -897,6 +964,36 @@ class ChunkResult:
     hist: np.ndarray | None = None  # persons with precision >= each grid point, per source
     attacker: dict = field(default_factory=dict)
     defenses: list[DefenseOutcome] = field(default_factory=list)
+    claims: list[dict] = field(default_factory=list)  # per tract: verified-claims figures
+    claim_examples: pl.DataFrame | None = None  # a few records' singleton claims
+
+
+#: how many example claims the report shows (a handful: facts about the release, not records)
+EXAMPLE_CLAIMS = 5
+
+
+def claim_examples(persons: pl.DataFrame, n: int = EXAMPLE_CLAIMS) -> pl.DataFrame:
+    """A few verified singleton claims, one per block, fewest columns first: what the report shows
+    a reader (each a fact every population consistent with the tables makes true) and how it
+    was proven (the block's one consistent population, or infeasibility proofs)."""
+    if not persons.height or "claim" not in persons.columns:
+        return pl.DataFrame(schema={"block": pl.String, "claim": pl.String, "k": pl.Int64})
+    got = (
+        persons.filter(pl.col("claim").is_not_null())
+        .sort("min_k", "block_geoid", "claim")
+        .unique("block_geoid", keep="first", maintain_order=True)
+        .head(n)
+    )
+    return got.select(
+        pl.col("block_geoid").alias("block"),
+        pl.col("claim"),
+        pl.col("min_k").alias("k"),
+        pl.when(pl.col("certified"))
+        .then(pl.lit("the block's one consistent population"))
+        .otherwise(pl.lit("every other count proven impossible"))
+        .alias("proof"),
+        pl.col("baseline_tract").round(3).alias("baseline (tract)"),
+    )
 
 
 def _run_chunk(
@@ -943,6 +1040,11 @@ def _run_chunk(
             for f in cinfo.get("failures", [f"tract {t} failed" for t in cinfo["failed_tracts"]])
         ]
         out.blocks = blocks
+    if blocks is not None and cfg.claims.enabled:
+        persons, clinfo = cr.claims(ts, recons[rich_level], blocks, rich_level)
+        out.claims = clinfo.get("results", [])
+        out.failures += [f"{ch.name} claims: {f}" for f in clinfo.get("failures", [])]
+        out.claim_examples = claim_examples(persons)
     if md is None:
         from .attacks.certify import uniqueness_flags
 

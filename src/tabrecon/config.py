@@ -55,6 +55,15 @@ class CertifyConfig:
 
 
 @dataclass(frozen=True)
+class ClaimsConfig:
+    """Verified claims about persons (Generate-then-Verify over the person tables) at the
+    certification's level: who the release singles out, with tables alone as with records."""
+
+    enabled: bool = True
+    k_solutions: int = 20  # solutions generated per tract for the blocks that can differ
+
+
+@dataclass(frozen=True)
 class ReidentifyConfig:
     attacker: str = "perfect"
     francis_threshold: int = 5
@@ -95,6 +104,7 @@ class AuditConfig:
     run: RunConfig = field(default_factory=RunConfig)
     reconstruct: ReconstructConfig = field(default_factory=ReconstructConfig)
     certify: CertifyConfig = field(default_factory=CertifyConfig)
+    claims: ClaimsConfig = field(default_factory=ClaimsConfig)
     reidentify: ReidentifyConfig = field(default_factory=ReidentifyConfig)
     defenses: DefensesConfig = field(default_factory=DefensesConfig)
     households: HouseholdsConfig = field(default_factory=HouseholdsConfig)

@@ -511,6 +511,58 @@ def _plots(frames: dict[str, pl.DataFrame], summary: dict) -> dict[str, str]:
     return figs
 
 
+def _claims_part(summary: dict, frames: dict[str, pl.DataFrame], th: int) -> list[str]:
+    """The person audit's section on verified claims (Liu et al. 2025's Generate-then-Verify
+    over the person tables): persons singled out, by k columns with the binomial baselines, and a
+    handful of example claims with how each was proven."""
+    v = summary.get("claims")
+    if not v or "claims_by_k" not in frames:
+        return []
+    parts = [
+        '<h2 id="claims">Verified claims: persons singled out by the tables alone</h2>'
+        f"<p>A claim says “exactly m persons of this block have these values on these k "
+        "columns” (sex, age bin, Hispanic origin, the six races). It is verified when every "
+        f"population consistent with the published {html.escape(v['level'])} tables makes it "
+        "true: in a block with one consistent population every claim read off it is verified by "
+        "that proof; elsewhere a candidate common to "
+        f"{v['k_solutions']} diverse solutions is verified by proving every other count "
+        "impossible. A claim with m = 1 singles a person out. Claims are facts about the release: "
+        "no confidential record was used to find or prove them.</p>",
+        f"<p>Persons singled out: <b>{v['persons_singled_out']:,} of {v['persons']:,} "
+        f"({_pct(v['persons_singled_out_pct'])}%)</b>, in {v['blocks_with_singleton']:,} of "
+        f"{v['blocks']:,} blocks; in blocks that can differ, {v['verified_varying']:,} of "
+        f"{v['candidates_varying']:,} candidate claims verified by {v['proofs']:,} proofs.</p>",
+        table_html(
+            frames["claims_by_k"].select(
+                "k",
+                pl.col("persons_covered").alias("persons singled out"),
+                pl.col("persons_per_block").round(2).alias("per block"),
+                pl.col("blocks_with_singleton").alias("blocks with one"),
+                pl.col("verified_singletons").alias("verified singletons"),
+                pl.col("verified_claims").alias("verified claims"),
+                pl.col("median_baseline_tract").alias("median baseline (tract)"),
+                pl.col("median_baseline_state").alias("median baseline (state)"),
+            ),
+            th,
+            "Persons covered by a verified singleton with k columns, and the baselines: "
+            "P(count = 1) when each person matches with the tract's (state's) share "
+            "(Liu et al. Table 2 layout)",
+            "tbl-claims",
+        ),
+    ]
+    if "claim_examples" in frames:
+        parts.append(
+            table_html(
+                frames["claim_examples"],
+                th,
+                "Examples of verified singleton claims (a handful; each true of every "
+                "population the tables allow)",
+                "tbl-claim-examples",
+            )
+        )
+    return parts
+
+
 def _headlines(s: dict) -> list[str]:
     out = []
     c = s.get("certify")
@@ -528,6 +580,16 @@ def _headlines(s: dict) -> list[str]:
                 if c["unproven_blocks"]
                 else ""
             )
+        )
+    v = s.get("claims")
+    if v and v.get("persons"):
+        out.append(
+            f"<b>{v['persons_singled_out']:,} of {v['persons']:,} persons "
+            f"({_pct(v['persons_singled_out_pct'])}%)</b> are singled out by a verified claim: a "
+            "statement such as “exactly one person in this block is a woman aged 30-34 who "
+            "is Black” that every population consistent with the published "
+            f"{html.escape(v['level'])} tables makes true, so the tables alone assert it "
+            f'(<a href="#claims">section</a>).'
         )
     for lv in ("block", "block+tract"):
         a = s.get(f"agreement_{lv}")
@@ -705,6 +767,7 @@ def write_audit_report(
         )
         if "fig-solvar" in figs:
             parts.append(_figure(figs["fig-solvar"], "Solution variability CDF", "fig-solvar", out))
+    parts += _claims_part(summary, frames, th)
     if "reid_rates" in frames:
         tabs = paper_tables_from_rates(frames["reid_rates"])
         att = summary.get("attacker", {})
