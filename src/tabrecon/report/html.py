@@ -173,6 +173,19 @@ GLOSSARY = [
         "confidential data.",
     ),
     (
+        "Verified claim, singled out",
+        "A statement about one block such as “exactly one person here is a woman aged 30-34 "
+        "who is Black” that every population consistent with the published tables makes "
+        "true (proven by the solver; Liu et al. 2025's Generate-then-Verify). With “exactly "
+        "one” it singles a person out. A fact about the release, found and proven without "
+        "the confidential data.",
+    ),
+    (
+        "Baseline (binomial)",
+        "The chance that a claim with m = 1 holds by luck: P(exactly one of the block's persons "
+        "matches) when each matches with the tract's (or state's) share of such persons.",
+    ),
+    (
         "Nonmodal person",
         "A person whose race × ethnicity is not the most common one in their block: the people "
         "statistical guessing gets wrong, and the ones a reconstruction puts at most risk.",
