@@ -264,6 +264,26 @@ def test_report_numbers_equal_results_and_read_as_words(small_audit):
     assert "n/a%" not in doc and " MB" not in doc
 
 
+def test_claims_figures_agree_across_report_csv_and_summary(small_audit):
+    """Persons singled out by verified claims: the headline's number is summary.json's, the
+    report's table by k is results/claims_by_k.csv, the examples name no block."""
+    out = small_audit.out
+    s = json.loads((out / "summary.json").read_text())
+    c = s["claims"]
+    assert 0 < c["persons_singled_out"] <= c["persons"] == s["persons"]
+    assert "claims" in s["timings_s"]
+    doc = (out / "report.html").read_text()
+    headline = doc[doc.index('id="headline"') : doc.index('id="publish"')]
+    assert f"{c['persons_singled_out']:,} of {c['persons']:,} persons" in headline
+    by_k = pl.read_csv(out / "results" / "claims_by_k.csv")
+    head, *body = _html_tables(doc)["tbl-claims"]
+    col = head.index("persons singled out")
+    assert [int(r[col].replace(",", "")) for r in body] == by_k["persons_covered"].to_list()
+    assert 'id="tbl-claim-examples"' in doc and "Verified claim, singled out" in doc
+    examples = pl.read_csv(out / "results" / "claim_examples.csv")
+    assert 0 < examples.height <= 5 and "block" not in examples.columns
+
+
 def test_report_never_lists_records(small_audit, small_md):
     html = (small_audit.out / "report.html").read_text()
     # no block geoid of the confidential input appears in the report

@@ -974,18 +974,22 @@ EXAMPLE_CLAIMS = 5
 
 def claim_examples(persons: pl.DataFrame, n: int = EXAMPLE_CLAIMS) -> pl.DataFrame:
     """A few verified singleton claims, one per block, fewest columns first: what the report shows
-    a reader (each a fact every population consistent with the tables makes true) and how it
-    was proven (the block's one consistent population, or infeasibility proofs)."""
+    a reader (each a fact every population consistent with the tables makes true), the size of
+    its block (not its geoid) and how it was proven (the block's one consistent population, or
+    infeasibility proofs)."""
     if not persons.height or "claim" not in persons.columns:
-        return pl.DataFrame(schema={"block": pl.String, "claim": pl.String, "k": pl.Int64})
+        return pl.DataFrame(schema={"persons in block": pl.Int64, "claim": pl.String})
+    size = persons.group_by("block_geoid").len("persons in block")
     got = (
         persons.filter(pl.col("claim").is_not_null())
         .sort("min_k", "block_geoid", "claim")
         .unique("block_geoid", keep="first", maintain_order=True)
         .head(n)
+        .join(size, on="block_geoid", how="left", maintain_order="left")
     )
+    # no block is named: the report never lists what identifies a place of the input
     return got.select(
-        pl.col("block_geoid").alias("block"),
+        pl.col("persons in block"),
         pl.col("claim"),
         pl.col("min_k").alias("k"),
         pl.when(pl.col("certified"))
