@@ -224,7 +224,7 @@ def from_layout(
     if m is None:  # every SF1 table is named so
         raise TabreconError(f"{table}: not an SF1 table name")
     title = re.sub(r"\s*\[\d+\]\s*$", "", str(df["table_title"][0]))
-    return UnitTable(
+    out = UnitTable(
         table,
         int(m.group(2)),
         title,
@@ -237,6 +237,8 @@ def from_layout(
         universe_label=str(df["universe"][0]),
         statistic=statistic,
     )
+    check_statistic(out, schema)
+    return out
 
 
 def select_tables(spec: str, schema: Schema) -> tuple[UnitTable, ...]:
