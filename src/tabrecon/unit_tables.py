@@ -32,7 +32,7 @@ import scipy.sparse as sp
 from .errors import InputError, TabreconError
 from .geo import prefix
 from .io import read_rows
-from .measures import WITHHELD, Statistic, format_values, parse_values
+from .measures import WITHHELD, Statistic, parse_values
 from .publication import Publication
 from .schema.spec import Schema, Units
 
@@ -420,19 +420,27 @@ def publish_counts(
 
 def as_published(long: pl.DataFrame, schema: Schema) -> pl.DataFrame:
     """A long table as a file holds it: medians and means as their decimals (``30.5``, from
-    tabrecon's published units, ``305``), counts as they are; unchanged without such cells."""
+    tabrecon's published units, ``305``; withheld: empty), counts as they are; unchanged without
+    such cells. One expression over the column (a state's SF1 folder holds millions of rows)."""
     dec = statistic_decimals(schema)
     if not dec or not long["cell"].is_in(list(dec)).any():
         return long
-    text = long["value"].cast(pl.String)
-    cells = long["cell"].to_list()
-    vals = long["value"].fill_null(WITHHELD).to_numpy()
-    out = text.to_list()
+    v = pl.col("value")
+    text = v.cast(pl.String)
     for d in sorted(set(dec.values())):
-        idx = [i for i, c in enumerate(cells) if dec.get(c) == d]
-        for i, t in zip(idx, format_values(vals[idx], d), strict=True):
-            out[i] = t
-    return long.with_columns(pl.Series("value", out, dtype=pl.String))
+        ids = [c for c, k in dec.items() if k == d]
+        D = 10**d
+        shown = (
+            (v // D).cast(pl.String) + "." + (v % D).cast(pl.String).str.zfill(d)
+            if d
+            else v.cast(pl.String)
+        )
+        text = (
+            pl.when(pl.col("cell").is_in(ids))
+            .then(pl.when(v == WITHHELD).then(None).otherwise(shown))
+            .otherwise(text)
+        )
+    return long.with_columns(text.alias("value"))
 
 
 def predicate_matrix(
