@@ -660,6 +660,7 @@ def _release_claims(
         rep = check_unit_consistency(long.filter(pl.col("geoid").is_in(contradicted)), pop.schema)
         for v in rep.violations:
             broken.setdefault(v.geoid, str(v).split(": ", 1)[1])
+    place = pop.schema.geography  # block, or a declared release's own (school)
     for r in bad.head(20).iter_rows(named=True):
         what = {
             "time-limit": f"reached --block-time-limit {block_time_limit:g} s; "
@@ -672,14 +673,14 @@ def _release_claims(
             else "its two releases admit no common population (tabrecon reconstruct --with "
             "names the ties that cannot hold)",
         }.get(r["status"], "no solution found within the solver's limit")
-        err.print(f"[yellow]block {r['geoid']}:[/yellow] {escape(str(what))}")
+        err.print(f"[yellow]{place} {r['geoid']}:[/yellow] {escape(str(what))}")
     if bad.height > 20:
-        err.print(f"[yellow]... and {bad.height - 20} more such blocks[/yellow]")
+        err.print(f"[yellow]... and {bad.height - 20} more such {place}s[/yellow]")
     el = time.perf_counter() - t0
     paths = run.write(out, seed, el)
     cols = {
         "k": "k",
-        "blocks_with_singleton": "blocks with a singleton",
+        "blocks_with_singleton": f"{place}s with a singleton",
         "blocks_with_singleton_pct": "%",
         "verified_singletons": "verified singletons",
         "verified_claims": "verified claims",
