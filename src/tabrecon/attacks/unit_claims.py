@@ -158,7 +158,7 @@ def generate_then_verify(
         if want is not None and geoid not in want:
             continue
         t0 = time.perf_counter()
-        prog, adm = block_program(W, V[b], Wc, degree=deg, hi=Vhi[b], extra=measured.rows(b))
+        prog, adm = block_program(W, V[b], Wc, degree=deg, hi=Vhi[b], extra=measured.at(b))
         exact = V[b] == Vhi[b]
         if other is not None:
             prog = other.join(geoid, prog, adm)[0]
