@@ -346,6 +346,11 @@ class ChunkRunner:
         if (hit := self.resumed(stage, path, pl.read_parquet)) is not None:
             return hit
         t0 = self.start()
+        # only the blocks certification answered for: a tract it failed on has no claims (it
+        # is reported as failed already), and the others go on
+        certified = np.isin(recon.block_geoid.astype(str), blocks["block_geoid"].to_numpy())
+        if not certified.all():
+            recon = recon.take(certified)
         tick = self.progress(f"{self.chunk.name} claims", len(ts.tracts()))
         run = claims(
             ts,
@@ -1044,7 +1049,7 @@ def _run_chunk(
             for f in cinfo.get("failures", [f"tract {t} failed" for t in cinfo["failed_tracts"]])
         ]
         out.blocks = blocks
-    if blocks is not None and cfg.claims.enabled:
+    if blocks is not None and blocks.height and cfg.claims.enabled:  # no tract certified: none
         persons, clinfo = cr.claims(ts, recons[rich_level], blocks, rich_level)
         out.claims = clinfo.get("results", [])
         out.failures += [f"{ch.name} claims: {f}" for f in clinfo.get("failures", [])]
