@@ -1,0 +1,22 @@
+"""What the brute-force tests share: checking a verified claim against every enumerated
+population (histograms over a schema's feasible types)."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+
+from tabrecon.schema.spec import Schema
+
+
+def claims_hold_in_every(schema: Schema, claims: pl.DataFrame, sols: np.ndarray) -> None:
+    """Each claim ("exactly m records have these values") holds in every population of
+    ``sols`` (rows: counts per feasible type)."""
+    codes = schema.decode(schema.feasible_types())
+    for claim in claims.iter_rows(named=True):
+        want = dict(p.split("=", 1) for p in claim["values"].split("; "))
+        match = np.ones(sols.shape[1], dtype=bool)
+        for col, label in want.items():
+            att = schema.attribute(col)
+            match &= codes[col] == att.codes[att.labels.index(label)]
+        assert (sols[:, match].sum(axis=1) == claim["m"]).all(), claim
