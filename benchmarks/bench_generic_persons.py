@@ -25,14 +25,13 @@ from __future__ import annotations
 import argparse
 import time
 
-import numpy as np
 import polars as pl
 
-from benchmarks.common import REAL, record
+from benchmarks.common import real_sample_tracts, record
 from tabrecon.attacks.certify import certify
 from tabrecon.attacks.reconstruct import reconstruct
 from tabrecon.attacks.unit_reconstruct import reconstruct_units
-from tabrecon.schema import AGEBIN_OF_AGE, PERSONS, PERSONS_BINNED, person_units, read_microdata
+from tabrecon.schema import AGEBIN_OF_AGE, PERSONS, PERSONS_BINNED, person_units
 from tabrecon.tables import tabulate
 from tabrecon.unit_tables import tabulate_units
 
@@ -56,12 +55,10 @@ def main() -> dict:
     ap = argparse.ArgumentParser()
     ap.add_argument("--tracts", type=int, default=28)
     args = ap.parse_args()
-    if not REAL.exists():
-        print(f"skipped: the real sample is not at {REAL}")
+    md = real_sample_tracts(args.tracts)
+    if md is None:
         return {}
-    md = read_microdata(REAL)
-    tracts = sorted({g[:11] for g in md.geoids.tolist()})[: args.tracts]
-    md = md.take(np.isin(np.array([g[:11] for g in md.block_geoid.tolist()]), tracts))
+    tracts = sorted({g[:11] for g in md.geoids.tolist()})
     print(f"real sample, {len(tracts)} tracts: {len(md):,} persons, {len(md.geoids):,} blocks")
     t = time.perf_counter()
     ts = tabulate(md, "block")

@@ -20,11 +20,9 @@ from __future__ import annotations
 import argparse
 import time
 
-import numpy as np
-
-from benchmarks.common import REAL, record
+from benchmarks.common import real_sample_tracts, record
 from tabrecon.attacks.unit_reconstruct import reconstruct_units
-from tabrecon.schema import AGEBIN_OF_AGE, PERSONS, person_units, read_microdata
+from tabrecon.schema import AGEBIN_OF_AGE, PERSONS, person_units
 from tabrecon.unit_tables import tables_of, tabulate_units
 
 ITERATIONS = tuple(f"P13{i}" for i in "ABCDEFGHI")
@@ -34,12 +32,10 @@ def main() -> dict:
     ap = argparse.ArgumentParser()
     ap.add_argument("--tracts", type=int, default=28)
     args = ap.parse_args()
-    if not REAL.exists():
-        print(f"skipped: the real sample is not at {REAL}")
+    md = real_sample_tracts(args.tracts)
+    if md is None:
         return {}
-    md = read_microdata(REAL)
-    tracts = sorted({g[:11] for g in md.geoids.tolist()})[: args.tracts]
-    md = md.take(np.isin(np.array([g[:11] for g in md.block_geoid.tolist()]), tracts))
+    tracts = sorted({g[:11] for g in md.geoids.tolist()})
     units = person_units(md)
     block34 = tuple(
         t.name

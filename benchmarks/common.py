@@ -136,3 +136,18 @@ def record(name: str, main: Callable[[], dict | None]) -> None:
         doc["figures"] = figures
     path.write_text(json.dumps(doc, indent=1) + "\n")
     print(f"figures written to {path}")
+
+
+def real_sample_tracts(n: int):
+    """The real sample's persons in its first ``n`` tracts (by geoid), or None when the file is
+    not beside the project (the benchmark then says it skipped)."""
+    import numpy as np
+
+    from tabrecon.schema import read_microdata
+
+    if not REAL.exists():
+        print(f"skipped: the real sample is not at {REAL}")
+        return None
+    md = read_microdata(REAL)
+    tracts = sorted({g[:11] for g in md.geoids.tolist()})[:n]
+    return md.take(np.isin(np.array([g[:11] for g in md.block_geoid.tolist()]), tracts))

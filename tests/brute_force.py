@@ -6,7 +6,13 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from tabrecon.schema.spec import Schema
+from tabrecon.schema.spec import Schema, Units
+
+
+def histogram(units: Units) -> np.ndarray:
+    """Records per feasible type of their schema (one block's population, as enumerated)."""
+    feas = units.schema.feasible_types()
+    return np.bincount(np.searchsorted(feas, units.types), minlength=feas.size).astype(np.int64)
 
 
 def claims_hold_in_every(schema: Schema, claims: pl.DataFrame, sols: np.ndarray) -> None:
