@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# Installs everything the tests need, on a fresh machine too: the package with its test, Dask and
-# lattice extras (pip), and Debian's chromium (the report test opens the HTML report in it headless).
+# Installs everything the tests need, on a fresh machine too: the package with its test, Dask,
+# maps and lattice extras (pip), and Debian's chromium (the report test opens the HTML report in it headless).
 # Safe to rerun; prints what it could not install instead of failing the run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-python -m pip install -q -e ".[test,dask]"
+python -m pip install -q -e ".[test,dask,maps]"
 # fpylll ships binary wheels for common platforms; where it cannot install, the lattice tests skip
-if ! python -m pip install -q -e ".[test,dask,lattice]"; then
+if ! python -m pip install -q -e ".[test,dask,maps,lattice]"; then
   echo "warning: fpylll could not be installed; the exact decoder's lattice finder and its tests are skipped"
 fi
 if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1; then

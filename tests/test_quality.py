@@ -86,3 +86,34 @@ def test_readme_python_chain_runs():
         str(ROOT / "README.md"), module_relative=False, optionflags=doctest.ELLIPSIS
     )
     assert res.attempted >= len(chain) and res.failed == 0
+
+
+def test_every_installed_optional_extra_imports():
+    """An extra that is installed must import (a wheel that installs but cannot load, such as a
+    libhighs clash, fails here rather than in a user's run)."""
+    import importlib
+    import importlib.metadata as md
+    import re
+    import tomllib
+
+    root = Path(__file__).resolve().parents[1]
+    extras = tomllib.loads((root / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]
+    modules = md.packages_distributions()  # import name -> distributions providing it
+    tried = []
+    for extra, reqs in extras.items():
+        for req in reqs:
+            dist = re.split(r"[\[<>=!~ ;]", req, maxsplit=1)[0]
+            try:
+                md.distribution(dist)
+            except md.PackageNotFoundError:
+                continue  # not installed here: nothing to check
+            norm = dist.lower().replace("-", "_")
+            for mod, dists in modules.items():
+                if any(d.lower().replace("-", "_") == norm for d in dists) and mod.isidentifier():
+                    if mod.startswith("_"):
+                        continue
+                    importlib.import_module(mod)
+                    tried.append(f"{extra}:{mod}")
+    assert any(t.startswith("test:") for t in tried), tried

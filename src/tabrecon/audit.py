@@ -633,6 +633,11 @@ def audit(
             raise TabreconError(f"{p}: file not found")
     if hh_path is not None:  # a bad companion file is refused before minutes of person stages
         check_households_file(hh_path, md_path)
+    shapes = None
+    if cfg.report.shapes:  # a wrong or unreadable shapes file is refused before any work too
+        from .shapes import read_shapes
+
+        shapes = read_shapes(cfg.report.shapes)
     if cfg.run.scheduler:  # fail at once, not once per chunk, when the cluster is unreachable
         from .runner import dask_client
 
@@ -648,6 +653,14 @@ def audit(
     t_start = time.perf_counter()
     log = StageLog()
     given = read_release(ts_path) if ts_path is not None else None
+    if shapes is not None:
+        from .schema import county_persons
+        from .shapes import check_overlap
+
+        if given is not None and "block" in given.grids:
+            check_overlap(shapes, given.grids["block"].geoids, f"the tables {ts_path}")
+        elif md_path is not None:
+            check_overlap(shapes, county_persons(md_path)["county"].to_numpy(), str(md_path))
     if md_path is not None and given is not None:
         chunks = [Chunk(0, [], 0)]  # the given release is audited as one piece
     else:
@@ -690,6 +703,7 @@ def audit(
     attacker_reports: list[dict] = []
     claim_results: list[dict] = []  # per tract, every chunk's
     claim_shown: list[pl.DataFrame] = []
+    singled_frames: list[pl.DataFrame] = []
     rich_level = (
         "block+tract" if "block+tract" in cfg.reconstruct.levels else cfg.reconstruct.levels[0]
     )
@@ -730,6 +744,8 @@ def audit(
             claim_results += part.claims
             if part.claim_examples is not None and part.claim_examples.height:
                 claim_shown.append(part.claim_examples)
+            if part.singled is not None:
+                singled_frames.append(part.singled)
         household: dict | None = None
         hframes: dict[str, pl.DataFrame] = {}
         if hh_path is not None:
@@ -761,6 +777,7 @@ def audit(
         frames["solvar_zero_by_block_size"] = zero_share_by_size(allb)
         cum = cumulative_solvar(allb)
         write_parquet(allb, res / "solvar_blocks.parquet")
+        frames["blocks"] = _block_figures(allb, singled_frames)
     if rates_frames:
         frames["reid_rates"] = pct_rates(pl.concat(rates_frames))
         frames["precision_cdf"] = pl.DataFrame(
@@ -838,9 +855,51 @@ def audit(
     summary["peak_memory"] = _peak_mb()
     summary["versions"] = _versions()
     summary["command"] = command
+    maps = None
+    if shapes is not None and "blocks" in frames:
+        from .report.maps import draw_maps
+
+        t_map = time.perf_counter()
+        summary["map"] = map_summary(shapes, frames["blocks"])
+        try:
+            maps = draw_maps(shapes, frames["blocks"], singled_out="claims" in summary)
+        except Exception as exc:  # the audit's figures stand; the missing map is a failure
+            summary.setdefault("failures", []).append(f"map: {type(exc).__name__}: {exc}")
+        summary["timings_s"]["map"] = round(time.perf_counter() - t_map, 2)
     write_json(out / "summary.json", summary)
-    report = write_audit_report(out, summary, frames, cfg)
+    report = write_audit_report(out, summary, frames, cfg, maps)
     return AuditResult(out, summary, report)
+
+
+def _block_figures(blocks: pl.DataFrame, singled: list[pl.DataFrame]) -> pl.DataFrame:
+    """Per certified block: residents, verdict, solution variability and persons singled out by
+    verified claims (null where none were computed), with the maps' classes:
+    ``results/blocks.csv``, what the report's maps draw."""
+    from .report.maps import block_classes
+
+    s = (
+        pl.concat(singled)
+        if singled
+        else pl.DataFrame(schema={"block_geoid": pl.String, "singled_out": pl.Int64})
+    )
+    return block_classes(
+        blocks.select("block_geoid", "persons", "status", "solvar").join(
+            s, on="block_geoid", how="left"
+        )
+    )
+
+
+def map_summary(shapes, blocks: pl.DataFrame) -> dict:
+    """What the maps drew: the shapes file, its blocks, the audit's blocks with a shape and the
+    inhabited ones without (listed in the report: they are on no map)."""
+    drawn = blocks["block_geoid"].is_in(shapes.geoid.tolist())
+    return {
+        "shapes": shapes.source,
+        "shape_blocks": len(shapes),
+        "blocks_drawn": int(drawn.sum()),
+        "blocks_without_shape": int((~drawn & (blocks["persons"] > 0)).sum()),
+        "residents_without_shape": int(blocks.filter(~drawn)["persons"].sum()),
+    }
 
 
 def frontier_at_budgets(
@@ -971,6 +1030,7 @@ class ChunkResult:
     defenses: list[DefenseOutcome] = field(default_factory=list)
     claims: list[dict] = field(default_factory=list)  # per tract: verified-claims figures
     claim_examples: pl.DataFrame | None = None  # a few records' singleton claims
+    singled: pl.DataFrame | None = None  # per block: persons singled out by a verified claim
 
 
 #: how many example claims the report shows (a handful: facts about the release, not records)
@@ -1054,6 +1114,9 @@ def _run_chunk(
         out.claims = clinfo.get("results", [])
         out.failures += [f"{ch.name} claims: {f}" for f in clinfo.get("failures", [])]
         out.claim_examples = claim_examples(persons)
+        out.singled = persons.group_by("block_geoid").agg(
+            pl.col("min_k").is_not_null().sum().cast(pl.Int64).alias("singled_out")
+        )
     if md is None:
         from .attacks.certify import uniqueness_flags
 

@@ -97,6 +97,9 @@ class HouseholdsConfig:
 class ReportConfig:
     small_cell_threshold: int = 10  # counts below this are marked in the report
     title: str = "tabrecon disclosure audit"
+    # block shapes of the release's county (TIGER/Line tabblock zip, shapefile, GeoPackage,
+    # GeoJSON, GeoParquet): the report maps its blocks; "" = no map (needs the maps extra)
+    shapes: str = ""
 
 
 @dataclass(frozen=True)

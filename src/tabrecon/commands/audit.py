@@ -94,6 +94,15 @@ def audit(
             "its Generate-then-Verify part alone)"
         ),
     ] = "persons",
+    shapes: Annotated[
+        Path | None,
+        typer.Option(
+            help="The county's block shapes (TIGER/Line tl_2010_SSCCC_tabblock10.zip or 2020's "
+            "tabblock20, a shapefile, GeoPackage, GeoJSON or GeoParquet): the report maps its "
+            "blocks by certified uniqueness and share singled out (\\[report] shapes; needs the "
+            "maps extra; tabrecon download --shapes fetches the file)"
+        ),
+    ] = None,
     publication_rules: Annotated[
         str | None,
         typer.Option(
@@ -113,6 +122,10 @@ def audit(
 
     pop = population(schema)
     if pop.engine is Engine.GENERIC:
+        if shapes is not None:  # refused, never silently ignored
+            raise TabreconError(
+                f"--shapes: the maps are drawn by the person audit, not yet by --schema {pop.name}"
+            )
         if (microdata is None) == (tables_path is None) or households is not None:
             raise TabreconError(
                 f"--schema {pop.name} audits one file: its {pop.noun} as MICRODATA, or their "
@@ -164,7 +177,12 @@ def audit(
         run=run_opts,
         defenses={"specs": specs},
         households={"publication_rules": _rules(publication_rules)},
+        report={"shapes": str(shapes) if shapes is not None else None},
     )
+    if cfg.report.shapes:
+        from ..shapes import require_maps
+
+        require_maps()
     if cfg.households.publication_rules:
         if households is None:
             raise TabreconError(

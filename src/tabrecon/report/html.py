@@ -18,6 +18,8 @@ import polars as pl
 
 from ..config import AuditConfig
 from ..io import write_text
+from ..shapes import MAPS_EXTRA
+from .maps import CSS as MAP_CSS
 from .reid import LABELS, RVR_NOTE, paper_tables_from_rates
 
 COUNT_COLUMNS = {
@@ -576,6 +578,42 @@ def _claims_part(summary: dict, frames: dict[str, pl.DataFrame], th: int) -> lis
     return parts
 
 
+def _map_part(summary: dict, frames: dict[str, pl.DataFrame], maps: str | None) -> list[str]:
+    """The county's blocks on maps (certified uniqueness, share singled out), or, without
+    shapes, how to get them."""
+    if "blocks" not in frames:
+        return []
+    m = summary.get("map")
+    if m is None:
+        return [
+            '<p class="muted" id="no-map">No map: give the county\'s block shapes to draw these '
+            "blocks, <code>tabrecon audit ... --shapes tl_2010_SSCCC_tabblock10.zip</code> "
+            "(<code>tabrecon download --state SS --county CCC --shapes</code> fetches them from "
+            f"the Census Bureau; the maps need <code>{html.escape(MAPS_EXTRA)}</code>).</p>"
+        ]
+    missing = (
+        f" {m['blocks_without_shape']:,} inhabited block(s) of the release "
+        f"({m['residents_without_shape']:,} residents) have no shape in that file and are on "
+        "no map."
+        if m["blocks_without_shape"]
+        else ""
+    )
+    body = (
+        maps
+        if maps is not None
+        else '<p class="fail">The maps could not be drawn (see the failed units below).</p>'
+    )
+    return [
+        '<h2 id="map">Where: the county\'s blocks</h2>'
+        f"<p>Each block of <code>{html.escape(Path(m['shapes']).name)}</code> "
+        f"({m['shape_blocks']:,} blocks) coloured by what the published tables give away: "
+        "whether they admit exactly one population, and the share of its residents singled out "
+        "by verified claims (figures above). Tracts are outlined; hold the pointer over a block "
+        f"for its figures. Every block's figures are in results/blocks.csv.{missing}</p>",
+        body,
+    ]
+
+
 def _headlines(s: dict) -> list[str]:
     out = []
     c = s.get("certify")
@@ -711,9 +749,14 @@ def _input_text(inp: dict) -> str:
 
 
 def write_audit_report(
-    out: Path, summary: dict, frames: dict[str, pl.DataFrame], cfg: AuditConfig
+    out: Path,
+    summary: dict,
+    frames: dict[str, pl.DataFrame],
+    cfg: AuditConfig,
+    maps: str | None = None,
 ) -> Path:
-    """Write ``out/report.html`` (and the plots as PNG beside it); return its path."""
+    """Write ``out/report.html`` (and the plots as PNG beside it); return its path. ``maps``:
+    the block maps drawn by :func:`tabrecon.report.maps.draw_maps`, when shapes were given."""
     th = cfg.report.small_cell_threshold
     figs = _plots(frames, summary)
     parts = [
@@ -781,6 +824,7 @@ def write_audit_report(
         if "fig-solvar" in figs:
             parts.append(_figure(figs["fig-solvar"], "Solution variability CDF", "fig-solvar", out))
     parts += _claims_part(summary, frames, th)
+    parts += _map_part(summary, frames, maps)
     if "reid_rates" in frames:
         tabs = paper_tables_from_rates(frames["reid_rates"])
         att = summary.get("attacker", {})
@@ -1132,7 +1176,7 @@ def _write_page(out: Path, title: str, parts: list[str]) -> Path:
     a temporary and renamed."""
     doc = (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>'
-        f"{html.escape(title)}</title><style>{CSS}</style></head><body>"
+        f"{html.escape(title)}</title><style>{CSS}{MAP_CSS}</style></head><body>"
         + number_sections("\n".join(parts))
         + "</body></html>"
     )

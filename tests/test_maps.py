@@ -1,0 +1,338 @@
+"""Block shapes and the report's maps: every form read alike, bad files named, and every block
+drawn in the colour of the figures in results/blocks.csv (synthetic county with synthetic
+shapes; the real sample's tables on Guernsey County's TIGER/Line blocks)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+
+from tabrecon.errors import InputError, TabreconError
+
+pytest.importorskip("shapely", reason="the maps extra (pip install -e '.[maps]')")
+pytest.importorskip("pyogrio", reason="the maps extra (pip install -e '.[maps]')")
+
+import shapely  # noqa: E402
+
+from tabrecon.report.maps import COLOURS, NO_RESIDENTS, Layer, block_classes  # noqa: E402
+from tabrecon.shapes import read_shapes, synthetic_shapes  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+TIGER = ROOT.parent / "shared" / "data" / "tiger" / "tl_2010_39059_tabblock10.zip"
+EXE = [sys.executable, "-c", "from tabrecon.entry import main; main()"]
+GEOIDS = np.array(["990010001001000", "990010001001001", "990010001002000", "990010002001000"])
+
+
+def _geojson(path: Path, rows: list[tuple[object, dict]], key: str = "GEOID10") -> Path:
+    feats = [{"type": "Feature", "properties": {key: g}, "geometry": geom} for g, geom in rows]
+    path.write_text(json.dumps({"type": "FeatureCollection", "features": feats}))
+    return path
+
+
+def _square(x: float) -> dict:
+    return json.loads(shapely.to_geojson(shapely.box(x, 0, x + 1, 1)))
+
+
+# -- reading -------------------------------------------------------------------------------------
+def test_every_form_gives_the_same_blocks(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    import pyogrio.raw
+
+    src = synthetic_shapes(GEOIDS, tmp_path / "s.geojson")
+    want = read_shapes(src)
+    assert sorted(want.geoid.tolist()) == sorted(GEOIDS.tolist())
+    wkb = shapely.to_wkb(want.geometry)
+    gpkg = tmp_path / "s.gpkg"
+    pyogrio.raw.write(
+        gpkg,
+        wkb,
+        [want.geoid.astype(object)],
+        ["GEOID20"],
+        driver="GPKG",
+        geometry_type="Polygon",
+        crs="EPSG:4269",
+    )
+    shp = tmp_path / "shp" / "tl_2010_99001_tabblock10.shp"
+    shp.parent.mkdir()
+    pyogrio.raw.write(
+        shp, wkb, [want.geoid.astype(object)], ["GEOID10"], geometry_type="Polygon", crs="EPSG:4269"
+    )
+    import zipfile
+
+    zipped = tmp_path / "tl_2010_99001_tabblock10.zip"
+    with zipfile.ZipFile(zipped, "w") as z:
+        for f in shp.parent.iterdir():
+            z.write(f, f.name)
+    gpq = tmp_path / "s.parquet"
+    meta = {
+        "version": "1.0.0",
+        "primary_column": "geometry",
+        "columns": {"geometry": {"encoding": "WKB", "geometry_types": ["Polygon"]}},
+    }
+    table = pa.table({"GEOID": want.geoid.tolist(), "geometry": list(wkb)})
+    pq.write_table(table.replace_schema_metadata({"geo": json.dumps(meta)}), gpq)
+    for p, key in ((gpkg, "GEOID20"), (zipped, "GEOID10"), (gpq, "GEOID")):
+        got = read_shapes(p)
+        assert got.key == key
+        order = np.argsort(got.geoid)
+        assert got.geoid[order].tolist() == sorted(want.geoid.tolist()), p
+        same = shapely.equals(  # a shapefile turns rings clockwise: the same shape
+            got.geometry[order], want.geometry[np.argsort(want.geoid)]
+        )
+        assert same.all(), p
+
+
+@pytest.mark.skipif(not TIGER.exists(), reason="../shared/data/tiger not present")
+def test_the_bureaus_tiger_zip_is_read():
+    s = read_shapes(TIGER)
+    assert (len(s), s.key, s.counties()) == (3769, "GEOID10", ["39059"])
+
+
+@pytest.mark.parametrize(
+    "rows, key, pattern",
+    [
+        ([("99001000100100", _square(0))], "GEOID10", r"row 1: '99001000100100' is not a 15-digit"),
+        ([("990010001001000", _square(0))], "NAME", r"no block geoid column: looked for GEOID10"),
+        (
+            [("990010001001000", _square(0)), ("990010001001000", _square(1))],
+            "GEOID10",
+            r"block 990010001001000 appears 2 times",
+        ),
+        (
+            [("990010001001000", {"type": "Point", "coordinates": [0, 0]})],
+            "GEOID10",
+            r"row 1 \(block 990010001001000\): a Point geometry",
+        ),
+    ],
+)
+def test_a_bad_shapes_file_is_named(tmp_path, rows, key, pattern):
+    p = _geojson(tmp_path / "bad.geojson", rows, key)
+    with pytest.raises(InputError, match=pattern) as e:
+        read_shapes(p)
+    assert str(p) in str(e.value)
+
+
+def test_a_file_that_is_not_shapes_is_named(tmp_path):
+    p = tmp_path / "county.csv"
+    p.write_text("geoid,cell,value\n990010001001000,P0010001,3\n")
+    with pytest.raises(InputError, match=r"county\.csv.*cannot read block shapes|no block geoid"):
+        read_shapes(p)
+    with pytest.raises(InputError, match="file not found"):
+        read_shapes(tmp_path / "missing.zip")
+
+
+def test_without_the_extra_the_message_says_what_to_install(monkeypatch):
+    import tabrecon.shapes as shapes_mod
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda n, *a: None if n == "pyogrio" else real(n, *a)
+    )
+    with pytest.raises(TabreconError, match=r"pip install -e \"\.\[maps\]\""):
+        shapes_mod.require_maps()
+
+
+# -- classes -------------------------------------------------------------------------------------
+def test_block_classes_at_their_edges():
+    df = block_classes(
+        pl.DataFrame(
+            {
+                "block_geoid": [f"99001000100100{i}" for i in range(8)],
+                "persons": [4, 4, 4, 4, 4, 0, 4, 4],
+                "status": [
+                    "unique",
+                    "varies",
+                    "unique",
+                    "unique",
+                    "unique",
+                    "unique",
+                    "undecided",
+                    "unique",
+                ],
+                "singled_out": [0, 1, 2, 3, 4, 0, None, None],
+            }
+        )
+    )
+    assert df["uniqueness"].to_list() == [
+        "one consistent population",
+        "more than one",
+        *["one consistent population"] * 3,
+        NO_RESIDENTS,
+        "not decided",
+        "one consistent population",
+    ]
+    assert df["singled_out_class"].to_list() == [
+        "none",
+        "25-50%",
+        "50-75%",
+        "75% or more",
+        "75% or more",
+        NO_RESIDENTS,
+        "not decided",
+        "not decided",  # certified, but its claims were not computed
+    ]
+
+
+# -- the audit draws them ------------------------------------------------------------------------
+def _drawn(doc: str, layer: Layer) -> dict[int, str]:
+    """data-i -> fill of every block path of one map of the report."""
+    fig = doc.split(f'id="map-{layer.value.replace("_", "-")}"')[1].split("</figure>")[0]
+    return {
+        int(i): fill
+        for fill, i in re.findall(r'<path d="[^"]*" fill="(#[0-9a-f]{6})" data-i="(\d+)"', fig)
+    }
+
+
+def _check_colours(out: Path) -> pl.DataFrame:
+    doc = (out / "report.html").read_text()
+    blocks = pl.read_csv(
+        out / "results" / "blocks.csv", schema_overrides={"block_geoid": pl.String}
+    )
+    summary = json.loads((out / "summary.json").read_text())
+    for layer in Layer:
+        drawn = _drawn(doc, layer)
+        assert drawn, layer
+        want = blocks[layer.value].to_list()
+        bad = [(i, c) for i, c in drawn.items() if COLOURS[layer][want[i]] != c]
+        assert not bad, (layer, bad[:5])
+    assert int(blocks["singled_out"].sum()) == summary["claims"]["persons_singled_out"]
+    assert int((blocks["status"] == "unique").sum()) == summary["certify"]["unique_blocks"]
+    assert summary["map"]["blocks_drawn"] == len(_drawn(doc, Layer.UNIQUENESS))
+    assert not re.search(r"\b\d{15}\b", doc), "a block geoid is in the report"
+    return blocks
+
+
+@pytest.fixture(scope="module")
+def synthetic_county(tmp_path_factory):
+    d = tmp_path_factory.mktemp("mapcounty")
+    subprocess.run(
+        EXE + ["synth", "--persons", "2500", "--seed", "3", "-o", str(d / "county.parquet")],
+        check=True,
+        capture_output=True,
+    )
+    geoids = pl.read_parquet(d / "county.parquet")["block_geoid"].unique().to_numpy()
+    synthetic_shapes(geoids, d / "blocks.geojson", seed=3)
+    return d
+
+
+def test_the_audit_maps_every_block_in_the_colour_of_its_figures(synthetic_county, tmp_path):
+    d = synthetic_county
+    r = subprocess.run(
+        EXE
+        + [
+            "audit",
+            str(d / "county.parquet"),
+            "--shapes",
+            str(d / "blocks.geojson"),
+            "--defenses",
+            "",
+            "-o",
+            str(tmp_path / "a"),
+            "--quiet",
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert r.returncode == 0, r.stderr[-2000:]
+    blocks = _check_colours(tmp_path / "a")
+    doc = (tmp_path / "a" / "report.html").read_text()
+    assert 'id="map"' in doc and "<title>" in doc and 'class="legend"' in doc
+    assert len(_drawn(doc, Layer.UNIQUENESS)) == blocks.height  # every block has a shape
+    part = doc.split('id="map"')[1].split('<h2 id="')[0]
+    assert not re.search(r"https?:|src=|href=|<script", part)  # draws offline, no tiles
+
+
+def test_shapes_of_another_county_are_refused_before_any_work(synthetic_county, tmp_path):
+    other = synthetic_shapes(np.array(["390590001001000"]), tmp_path / "other.geojson")
+    r = subprocess.run(
+        EXE
+        + [
+            "audit",
+            str(synthetic_county / "county.parquet"),
+            "--shapes",
+            str(other),
+            "-o",
+            str(tmp_path / "a"),
+            "--quiet",
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert r.returncode == 2, r.stderr
+    assert "none of its 1 blocks (county 39059)" in r.stderr and "county 99001" in r.stderr
+    assert "Traceback" not in r.stderr
+    assert not (tmp_path / "a" / "results").exists()
+    r = subprocess.run(
+        EXE
+        + [
+            "audit",
+            str(synthetic_county / "county.parquet"),
+            "--shapes",
+            str(tmp_path / "nope.zip"),
+            "-o",
+            str(tmp_path / "b"),
+            "--quiet",
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert r.returncode == 2 and "nope.zip: file not found" in r.stderr, r.stderr
+
+
+@pytest.mark.realdata
+@pytest.mark.skipif(not TIGER.exists(), reason="../shared/data/tiger not present")
+def test_real_tables_on_tiger_blocks_are_mapped_block_by_block(real_path, tmp_path):
+    """The acceptance run, on two of the real sample's tracts laid on Guernsey County's blocks
+    (examples/maps/real_tables_on_tiger.py): tables in, the map's colours equal results/."""
+    spec = importlib.util.spec_from_file_location(
+        "real_tables_on_tiger", ROOT / "examples" / "maps" / "real_tables_on_tiger.py"
+    )
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    recs = pl.read_csv(real_path, schema_overrides={"block_geoid": pl.String})
+    moved = mod.borrow(recs, read_shapes(TIGER).geoid, tracts=2)
+    moved.write_csv(tmp_path / "persons.csv")
+    subprocess.run(
+        EXE
+        + [
+            "tabulate",
+            str(tmp_path / "persons.csv"),
+            "--tables",
+            "published",
+            "-o",
+            str(tmp_path / "county.csv"),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    r = subprocess.run(
+        EXE
+        + [
+            "audit",
+            "--tables",
+            str(tmp_path / "county.csv"),
+            "--shapes",
+            str(TIGER),
+            "-o",
+            str(tmp_path / "a"),
+            "--quiet",
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert r.returncode == 0, r.stderr[-2000:]
+    blocks = _check_colours(tmp_path / "a")
+    assert blocks.height == moved["block_geoid"].n_unique()
+    assert (blocks["uniqueness"] == "one consistent population").all()  # the Bureau's solvar 0
+    doc = (tmp_path / "a" / "report.html").read_text()
+    assert "3,769 blocks" in doc
