@@ -208,6 +208,12 @@ def _check_colours(out: Path) -> pl.DataFrame:
     assert int((blocks["status"] == "unique").sum()) == summary["certify"]["unique_blocks"]
     assert summary["map"]["blocks_drawn"] == len(_drawn(doc, Layer.UNIQUENESS))
     assert not re.search(r"\b\d{15}\b", doc), "a block geoid is in the report"
+    # the first paragraph's numbers are the summary's, each linked to its table
+    brief = doc.split('id="in-brief"')[1].split("</p>")[0]
+    c, v = summary["certify"], summary["claims"]
+    assert f'href="#tbl-solvar">{c["unique_persons"]:,} of {summary["persons"]:,}' in brief
+    assert f'href="#tbl-claims">{v["persons_singled_out"]:,} residents' in brief
+    assert 'href="#map"' in brief and 'id="tbl-solvar"' in doc and 'id="tbl-claims"' in doc
     return blocks
 
 
@@ -245,8 +251,9 @@ def test_the_audit_maps_every_block_in_the_colour_of_its_figures(synthetic_count
     assert r.returncode == 0, r.stderr[-2000:]
     blocks = _check_colours(tmp_path / "a")
     doc = (tmp_path / "a" / "report.html").read_text()
-    assert 'id="map"' in doc and "<title>" in doc and 'class="legend"' in doc
+    assert 'id="map"' in doc and "<title>" in doc and 'class="maplegend"' in doc
     assert len(_drawn(doc, Layer.UNIQUENESS)) == blocks.height  # every block has a shape
+    assert "used only to score the attack" in doc  # records given: said what they were used for
     part = doc.split('id="map"')[1].split('<h2 id="')[0]
     assert not re.search(r"https?:|src=|href=|<script", part)  # draws offline, no tiles
 
@@ -336,3 +343,100 @@ def test_real_tables_on_tiger_blocks_are_mapped_block_by_block(real_path, tmp_pa
     assert (blocks["uniqueness"] == "one consistent population").all()  # the Bureau's solvar 0
     doc = (tmp_path / "a" / "report.html").read_text()
     assert "3,769 blocks" in doc
+    assert "No confidential record was used" in doc
+
+
+# -- download --shapes ---------------------------------------------------------------------------
+class _Files:
+    """A local server of files by path, failing a path ``fail[path]`` times with HTTP 503."""
+
+    def __init__(self, files: dict[str, bytes]) -> None:
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        self.files, self.fail, self.requests = files, {}, []
+        me = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self):  # noqa: N802
+                me.requests.append(self.path)
+                if me.fail.get(self.path, 0) > 0:
+                    me.fail[self.path] -= 1
+                    self.send_response(503)
+                    self.end_headers()
+                    return
+                body = me.files.get(self.path)
+                self.send_response(200 if body is not None else 404)
+                self.end_headers()
+                self.wfile.write(body or b"not found")
+
+            def log_message(self, *a):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.base = f"http://127.0.0.1:{self.server.server_port}"
+
+
+def _zip_of(tmp_path: Path, geoids: np.ndarray) -> bytes:
+    import zipfile
+
+    import pyogrio.raw
+
+    s = read_shapes(synthetic_shapes(geoids, tmp_path / "z.geojson"))
+    d = tmp_path / "zshp"
+    d.mkdir(exist_ok=True)
+    pyogrio.raw.write(
+        d / "b.shp",
+        shapely.to_wkb(s.geometry),
+        [s.geoid.astype(object)],
+        ["GEOID10"],
+        geometry_type="Polygon",
+        crs="EPSG:4269",
+    )
+    z = tmp_path / "z.zip"
+    with zipfile.ZipFile(z, "w") as f:
+        for p in d.iterdir():
+            f.write(p, p.name)
+    return z.read_bytes()
+
+
+def test_download_shapes_fetches_checks_and_keeps_the_file(tmp_path):
+    name = "/geo/tl_2010_39059_tabblock10.zip"
+    srv = _Files(
+        {
+            name: _zip_of(tmp_path, np.array(["390599771001000", "390599771001001"])),
+            "/geo/other.zip": _zip_of(tmp_path, np.array(["390010001001000"])),
+            "/geo/page.zip": b"<html>moved</html>",
+        }
+    )
+    srv.fail[name] = 1  # a busy server is asked again
+    run = tmp_path / "run"
+    run.mkdir()
+
+    def dl(*extra: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            EXE + ["download", "--state", "39", "--county", "059", "--shapes", *extra],
+            capture_output=True,
+            text=True,
+            cwd=run,
+        )
+
+    r = dl("--shapes-url", srv.base + name)
+    assert r.returncode == 0, r.stderr
+    got = read_shapes(run / "tl_2010_39059_tabblock10.zip")
+    assert got.counties() == ["39059"] and len(got) == 2
+    assert srv.requests.count(name) == 2
+    r = dl("--shapes-url", srv.base + name)  # already there and good: kept
+    assert r.returncode == 0 and srv.requests.count(name) == 2
+    for path, says in (
+        ("/geo/other.zip", "not 39059"),
+        ("/geo/page.zip", "cannot read block shapes"),
+        ("/geo/missing.zip", "HTTP 404"),
+    ):
+        r = dl("--shapes-url", srv.base + path, "-o", "x.zip")
+        assert r.returncode != 0 and says in r.stderr, (path, r.stderr)
+        assert "Traceback" not in r.stderr
+        assert not (run / "x.zip").exists() and not list(run.glob("x.part*"))
+    r = dl("--tables", "P1")
+    assert r.returncode == 2 and "--shapes fetches the block shapes alone" in r.stderr

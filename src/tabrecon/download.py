@@ -59,8 +59,8 @@ def api_name(cell: str) -> str:
     return cell
 
 
-def check_url(url: str) -> str:
-    """``url`` when it is an http(s) address with a host; else an error naming ``--api``.
+def check_url(url: str, option: str = "--api") -> str:
+    """``url`` when it is an http(s) address with a host; else an error naming ``option``.
 
     >>> check_url("ftp://example.org/data")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
@@ -71,10 +71,10 @@ def check_url(url: str) -> str:
         parts = urllib.parse.urlsplit(url)
         port = parts.port  # raises on a port that is not a number
     except ValueError as exc:
-        raise TabreconError(f"--api {url!r}: not a valid address ({exc})") from None
+        raise TabreconError(f"{option} {url!r}: not a valid address ({exc})") from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise TabreconError(
-            f"--api {url!r}: give an http:// or https:// address such as {API_2010_SF1}"
+            f"{option} {url!r}: give an http:// or https:// address such as {API_2010_SF1}"
         )
     del port
     return url
@@ -296,4 +296,86 @@ def _long_of(wide: pl.DataFrame, cell_of: dict[str, str], level: str) -> pl.Data
     )
 
 
-__all__ = ["API_2010_SF1", "API_2020_DHC", "MAX_VARIABLES", "api_name", "download"]
+def download_shapes(
+    state: str,
+    county: str,
+    out: str | Path | None = None,
+    year: int = 2010,
+    url: str | None = None,
+    retries: int = 4,
+    pause: float = 1.0,
+) -> Path:
+    """Fetch a county's TIGER/Line block shapes (the zipped shapefile the Bureau publishes,
+    :func:`tabrecon.shapes.tiger_url`) to ``out`` (default: the Bureau's file name in the
+    current folder), for ``audit --shapes``. The file is written whole or not at all (through a
+    temporary renamed at the end); a file already there is kept when it holds the county's
+    blocks. With the ``maps`` extra the answer is read and must hold blocks of the county;
+    without it, it must at least be a zip. ``url`` replaces the Bureau's address (a local
+    server in the tests)."""
+    from .shapes import maps_available, read_shapes, tiger_url
+
+    check_county(state, county, year)
+    address = check_url(url or tiger_url(state, county, year), "--shapes-url")
+    name = Path(urllib.parse.urlsplit(address).path).name or f"{state}{county}_blocks.zip"
+    target = Path(out) if out is not None else Path(name)
+    if target.suffix.lower() != ".zip":
+        raise TabreconError(f"--out {target}: the shapes are a zip file; name it ....zip")
+
+    def check(p: Path) -> None:
+        if not maps_available():
+            if p.read_bytes()[:2] != b"PK":
+                raise TabreconError(f"{address}: the answer is not a zip file")
+            return
+        shapes = read_shapes(p)
+        if f"{state}{county}" not in shapes.counties():
+            raise TabreconError(
+                f"{address}: its blocks are of county {', '.join(shapes.counties()[:3])}, not "
+                f"{state}{county}"
+            )
+
+    if target.exists():
+        try:
+            check(target)
+            return target
+        except TabreconError:
+            pass  # a damaged or foreign file is fetched again
+    what = f"block shapes of {state}{county} ({year})"
+    last = ""
+    for attempt in range(retries + 1):
+        if attempt:
+            time.sleep(pause * 2 ** (attempt - 1))
+        try:
+            with urllib.request.urlopen(address, timeout=120) as r:
+                body = r.read()
+            break
+        except urllib.error.HTTPError as exc:
+            last = f"HTTP {exc.code} {exc.reason}"
+            if exc.code < 500 and exc.code != 429:
+                raise TabreconError(f"{what}: {address} answered {last}") from None
+        except (OSError, http.client.HTTPException) as exc:
+            last = str(getattr(exc, "reason", exc))
+    else:
+        raise NetworkError(
+            f"{what}: no answer from {urllib.parse.urlsplit(address).netloc} after "
+            f"{retries + 1} attempts ({last}); rerun to try again"
+        )
+    part = target.with_name(target.stem + ".part.zip")  # GDAL reads a zip by its suffix
+    part.parent.mkdir(parents=True, exist_ok=True)
+    part.write_bytes(body)
+    try:
+        check(part)
+    except TabreconError as exc:
+        part.unlink()
+        raise TabreconError(f"{what}: {exc}") from None
+    part.replace(target)
+    return target
+
+
+__all__ = [
+    "API_2010_SF1",
+    "API_2020_DHC",
+    "MAX_VARIABLES",
+    "api_name",
+    "download",
+    "download_shapes",
+]

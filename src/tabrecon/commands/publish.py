@@ -364,10 +364,15 @@ def download(
     state: Annotated[str, typer.Option(help="2-digit state FIPS code, e.g. 39")],
     county: Annotated[str, typer.Option(help="3-digit county FIPS code, e.g. 059")],
     out: Annotated[
-        Path,
-        typer.Option("--out", "-o", help="Long table file to write (.parquet or .csv[.gz])"),
+        Path | None,
+        typer.Option(
+            "--out",
+            "-o",
+            help="Long table file to write (.parquet or .csv[.gz]; default tables.parquet); "
+            "with --shapes, the zip to write (default: the Bureau's file name)",
+        ),
         Writes(parts=True),
-    ] = Path("tables.parquet"),
+    ] = None,
     tables: Annotated[
         str, typer.Option(help="'published' (the 34 tables and P3-P5), 'all' or a comma list")
     ] = "published",
@@ -376,15 +381,43 @@ def download(
     api: Annotated[str | None, typer.Option(help="API endpoint (default: the year's)")] = None,
     fresh: Fresh = False,
     schema: SchemaName = "persons",
+    shapes: Annotated[
+        bool,
+        typer.Option(
+            "--shapes",
+            help="Fetch the county's TIGER/Line block shapes instead of its tables "
+            "(tl_2010_SSCCC_tabblock10.zip; 2020: tabblock20), for audit --shapes",
+        ),
+    ] = False,
+    shapes_url: Annotated[
+        str | None,
+        typer.Option(help="With --shapes: the file's address (default: the Bureau's)"),
+    ] = None,
 ) -> None:
     """Fetch a county's published block and tract tables (2010 SF1 or 2020 DHC) from the Census
     API, tract by tract (resumable), into one long table file; with another ``--schema``, that
-    population's SF1 2010 tables (households: the 64 household tables)."""
+    population's SF1 2010 tables (households: the 64 household tables); with ``--shapes``, the
+    county's block shapes for the report's maps."""
     import os
 
     from ..download import download as _download
 
     t0 = time.perf_counter()
+    if shapes:
+        from ..download import download_shapes
+
+        given = [o for o, v in (("--api", api), ("--key", key)) if v is not None]
+        if given or tables != "published" or schema != "persons":
+            raise TabreconError(
+                "--shapes fetches the block shapes alone: leave out --api, --key, --tables "
+                "and --schema"
+            )
+        path = download_shapes(state, county, out, year, shapes_url)
+        console.print(f"written {path} ({time.perf_counter() - t0:.1f} s)")
+        return
+    if shapes_url is not None:
+        raise TabreconError("--shapes-url is the address of --shapes; give --shapes too")
+    out = out if out is not None else Path("tables.parquet")
     api_key = key or os.environ.get("CENSUS_API_KEY")
 
     def tick(st: dict) -> None:

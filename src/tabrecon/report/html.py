@@ -258,6 +258,7 @@ td.small{background:#fff3cd} .headline li{margin:.4em 0} .legend{padding-left:1.
 .5em 1.5em} .muted{color:#666;font-size:.85em} figure{margin:1em 0} figure
 img{max-width:100%;border:1px solid #eee} div.scroll{overflow-x:auto;max-width:100%}
 pre{background:#f7f7f7;padding:.8em;overflow-x:auto;font-size:.85em} .fail{color:#a00}
+p.lead{font-size:1.08em;background:#f6f8fa;border-left:4px solid #b2182b;padding:.8em 1em}
 """
 
 
@@ -614,6 +615,44 @@ def _map_part(summary: dict, frames: dict[str, pl.DataFrame], maps: str | None) 
     ]
 
 
+def in_brief(s: dict) -> str:
+    """The report's first paragraph, for readers who are not specialists: how many residents
+    the tables rebuild with certainty and how many verified claims single out, what a claim is,
+    and what the report does not say; each number links to the table it comes from."""
+    c, v = s.get("certify") or {}, s.get("claims") or {}
+    if not c.get("inhabited_blocks"):
+        return ""
+    n = int(s.get("persons") or 0)
+    said = [
+        f'<a href="#tbl-solvar">{c["unique_persons"]:,} of {n:,} residents '
+        f"({_pct(c['unique_persons_pct'])}%)</a> live in blocks whose published tables admit "
+        "exactly one population: anyone holding the tables can rebuild each of these residents' "
+        "record (block, sex, age, race, Hispanic origin) and prove that no other records fit."
+    ]
+    if v.get("persons"):
+        said.append(
+            f'<a href="#tbl-claims">{v["persons_singled_out"]:,} residents '
+            f"({_pct(v['persons_singled_out_pct'])}%)</a> are singled out by verified claims: "
+            "statements such as “exactly one person in this block is a Black woman aged 25 to "
+            "29” that every population consistent with the tables makes true. A claim is "
+            "proven, not guessed; it is a fact anyone can read off the release."
+        )
+    if s.get("map"):
+        said.append('<a href="#map">The maps</a> show where these blocks are.')
+    used = (
+        "The confidential records were used only to score the attack (how many rebuilt records "
+        "match, how often a linkage is right); certification and claims used the tables alone."
+        if s.get("input", {}).get("microdata")
+        else "No confidential record was used: every figure follows from the published tables."
+    )
+    said.append(
+        f"{used} This report does not say who these people are: naming them needs data an "
+        "attacker holds (names with block, sex and age), and how often such a linkage would be "
+        "right is measured only where that data is given."
+    )
+    return f'<p class="lead" id="in-brief"><b>In brief.</b> {" ".join(said)}</p>'
+
+
 def _headlines(s: dict) -> list[str]:
     out = []
     c = s.get("certify")
@@ -765,6 +804,7 @@ def write_audit_report(
         f"{summary['blocks']:,} blocks, {summary['tracts']:,} tracts, {len(summary['chunks'])} "
         "chunk(s). "
         f"Counts below {th} are marked &dagger; (and the per cents of their row).</p>",
+        in_brief(summary),
         '<h2 id="headline">Headline findings</h2><ul class="headline">'
         + "".join(f"<li>{h}</li>" for h in _headlines(summary))
         + "</ul>",

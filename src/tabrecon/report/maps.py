@@ -238,7 +238,7 @@ def legend(blocks: pl.DataFrame, shapes: BlockShapes, layer: Layer) -> str:
             + (f", {r:,} residents" if cls != NO_RESIDENTS else "")
             + "</li>"
         )
-    return f'<ul class="legend">{"".join(items)}</ul>'
+    return f'<ul class="maplegend">{"".join(items)}</ul>'
 
 
 def draw_maps(shapes: BlockShapes, blocks: pl.DataFrame, singled_out: bool = True) -> str:
@@ -256,7 +256,7 @@ CSS = (
     "svg.blockmap .blocks path:hover{stroke:#000;stroke-width:2px}"
     "svg.blockmap .tract{fill:none;stroke:#333;stroke-width:1.5px;vector-effect:non-scaling-stroke;"
     "pointer-events:none}"
-    "ul.legend{list-style:none;padding:0;display:flex;flex-wrap:wrap;gap:.4em 1.4em}"
+    "ul.maplegend{list-style:none;padding:0;display:flex;flex-wrap:wrap;gap:.4em 1.4em}"
     ".swatch{display:inline-block;width:1em;height:1em;margin-right:.35em;"
     "vertical-align:-.15em;border:1px solid #999}"
 )
