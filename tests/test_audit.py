@@ -220,7 +220,7 @@ def test_report_numbers_equal_results_and_read_as_words(small_audit):
     numbers; no header is a raw column name; the glossary is there."""
     import re
 
-    from tabrecon.report.html import COLUMNS, _fmt, header
+    from tabrecon.report.html import COLUMNS, NO_DEFENSE, _fmt, header
 
     out = small_audit.out
     doc = (out / "report.html").read_text()
@@ -228,13 +228,30 @@ def test_report_numbers_equal_results_and_read_as_words(small_audit):
     for tid, rows in tables.items():
         for h in rows[0]:
             assert not re.fullmatch(r"[a-z0-9]+(_[a-z0-9]+)+", h), (tid, h)
-    # the defense table, cell by cell against results/defenses.csv
+    # the defense tables, cell by cell against results/defenses.csv; their first row, the
+    # release as published, against summary.json's reidentification and certification
     d = pl.read_csv(out / "results" / "defenses.csv")
-    head, *body = tables["tbl-defenses"]
+    s = json.loads((out / "summary.json").read_text())
     raw = {header(c): c for c in COLUMNS}
-    for row, csv_row in zip(body, d.iter_rows(named=True), strict=True):
-        for h, text in zip(head, row, strict=True):
-            assert text == _fmt(csv_row[raw[h]], raw[h]), (h, text, csv_row[raw[h]])
+    for tid in ("tbl-defenses", "tbl-defense-accuracy", "tbl-defense-more"):
+        head, *body = tables[tid]
+        assert len(head) <= 8, (tid, head)  # readable at 1,400 px
+        if body[0][0] == NO_DEFENSE:
+            first, *body = body
+            if tid == "tbl-defenses":
+                r = s["reidentification"]
+                for src in ("attack", "prg", "mdg"):
+                    c = f"{src}_nonmodal_precision"
+                    assert first[head.index(header(c))] == _fmt(
+                        r[src]["nonmodal"]["precision_pct"], c
+                    ), c
+                c = "certified_blocks"
+                assert first[head.index(header(c))] == _fmt(s["certify"]["unique_blocks"], c)
+            else:
+                assert first[head.index(header("tvd_block"))] == "1.000"
+        for row, csv_row in zip(body, d.iter_rows(named=True), strict=True):
+            for h, text in zip(head, row, strict=True):
+                assert text == _fmt(csv_row[raw[h]], raw[h]), (h, text, csv_row[raw[h]])
     # each release's agreement with the input by block size (Table 3 layout), against the CSV
     head, *body = tables["tbl-release-agreement"]
     for row, csv_row in zip(body, d.iter_rows(named=True), strict=True):

@@ -230,8 +230,9 @@ def synthetic_county(tmp_path_factory):
     return d
 
 
-def test_the_audit_maps_every_block_in_the_colour_of_its_figures(synthetic_county, tmp_path):
-    d = synthetic_county
+@pytest.fixture(scope="module")
+def mapped_audit(synthetic_county, tmp_path_factory):
+    d, out = synthetic_county, tmp_path_factory.mktemp("mapped") / "a"
     r = subprocess.run(
         EXE
         + [
@@ -242,15 +243,19 @@ def test_the_audit_maps_every_block_in_the_colour_of_its_figures(synthetic_count
             "--defenses",
             "",
             "-o",
-            str(tmp_path / "a"),
+            str(out),
             "--quiet",
         ],
         capture_output=True,
         text=True,
     )
     assert r.returncode == 0, r.stderr[-2000:]
-    blocks = _check_colours(tmp_path / "a")
-    doc = (tmp_path / "a" / "report.html").read_text()
+    return out
+
+
+def test_the_audit_maps_every_block_in_the_colour_of_its_figures(mapped_audit):
+    blocks = _check_colours(mapped_audit)
+    doc = (mapped_audit / "report.html").read_text()
     assert 'id="map"' in doc and "<title>" in doc and 'class="maplegend"' in doc
     assert len(_drawn(doc, Layer.UNIQUENESS)) == blocks.height  # every block has a shape
     assert "used only to score the attack" in doc  # records given: said what they were used for
@@ -440,3 +445,48 @@ def test_download_shapes_fetches_checks_and_keeps_the_file(tmp_path):
         assert not (run / "x.zip").exists() and not list(run.glob("x.part*"))
     r = dl("--tables", "P1")
     assert r.returncode == 2 and "--shapes fetches the block shapes alone" in r.stderr
+
+
+def test_the_report_with_its_maps_renders_in_headless_chromium(mapped_audit, tmp_path):
+    """Looked at as a reader would: every section and both maps are in the rendered page, the
+    maps are drawn (coloured pixels), and no table header is a raw column name."""
+    import shutil
+
+    browser = shutil.which("chromium") or shutil.which("chromium-browser")
+    if browser is None:
+        pytest.skip("chromium not installed (the README's test command installs it)")
+    page = (mapped_audit / "report.html").resolve().as_uri()
+    base = [
+        browser,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--hide-scrollbars",
+        f"--user-data-dir={tmp_path / 'p'}",
+    ]
+    dom = subprocess.run(
+        base + ["--dump-dom", page], capture_output=True, text=True, timeout=120
+    ).stdout
+    doc = (mapped_audit / "report.html").read_text()
+    sections = re.findall(r'<h2 id="([^"]+)"', doc)
+    assert {"headline", "certification", "claims", "map", "glossary"} <= set(sections)
+    for sid in [*sections, "in-brief", "map-uniqueness", "map-singled-out-class"]:
+        assert f'id="{sid}"' in dom, sid
+    for h in re.findall(r"<th[^>]*>([^<]*)</th>", dom):
+        assert not re.fullmatch(r"[a-z0-9]+(_[a-z0-9]+)+", h.strip()), h
+    # the map section alone, screenshotted: the blocks are drawn in the legend's colours
+    part = doc.split('<h2 id="map">')[1].split("<h2 ")[0]
+    alone = tmp_path / "map.html"
+    alone.write_text(doc.split("<body>")[0] + '<body><h2 id="map">' + part + "</body></html>")
+    shot = tmp_path / "map.png"
+    subprocess.run(
+        base + [f"--screenshot={shot}", "--window-size=1400,1000", alone.as_uri()],
+        capture_output=True,
+        timeout=120,
+    )
+    from PIL import Image
+
+    img = np.asarray(Image.open(shot).convert("RGB")).reshape(-1, 3)
+    red = COLOURS[Layer.UNIQUENESS]["one consistent population"]
+    rgb = tuple(int(red[i : i + 2], 16) for i in (1, 3, 5))
+    assert (np.abs(img.astype(int) - rgb).sum(axis=1) < 12).mean() > 0.05, "no block drawn"

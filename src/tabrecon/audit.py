@@ -902,6 +902,10 @@ def map_summary(shapes, blocks: pl.DataFrame) -> dict:
     }
 
 
+#: the frontier's budgets around each measured one, as powers of two (x1/8 .. x8)
+FRONTIER_STEPS = (-3, -2, -1, 1, 2, 3)
+
+
 def frontier_at_budgets(
     defenses: pl.DataFrame, blocks: np.ndarray, tables: set[str] | None = None
 ) -> pl.DataFrame | None:
@@ -912,9 +916,12 @@ def frontier_at_budgets(
     # the TopDown runs of one budget (dhc2020-production's rho adds the PL 94-171 run's, which
     # this frontier's strategy does not model)
     dhc = defenses.filter(pl.col("defense") != "dhc2020-production")
-    budgets = sorted({float(r) for r in dhc["rho"].to_list() if r == r})
-    if not budgets:
+    measured = {float(r) for r in dhc["rho"].to_list() if r == r}
+    if not measured:
         return None
+    # a curve, not a point: each measured budget and six more around it (x1/8 .. x8), where
+    # the expected error is exact and the measured risk is the defense's own at its budget
+    budgets = sorted(measured | {r * 2.0**k for r in measured for k in FRONTIER_STEPS})
     from .defenses.matrix import Budget, Strategy, Workload
     from .defenses.topdown import dhc2023_like
     from .metrics.frontier import frontier, join_tradeoff

@@ -80,20 +80,20 @@ COLUMNS: dict[str, tuple[str, str]] = {
     "tvd_block": ("accuracy, block (1 − TVD)", "the same per block, weighted by persons"),
     "budget": ("budget", "the zCDP budget of the frontier's point (a defense's rho)"),
     "rmse_block_cell": (
-        "measured RMSE per block cell",
+        "measured RMSE per block cell (persons)",
         "root mean squared error of the release's block-table cells against the truth's",
     ),
     "rmse_per_cell": (
-        "expected RMSE per cell",
+        "expected RMSE per cell (persons)",
         "root mean squared error of a published block cell under least squares from TopDown's "
         "measurements at every level (exact, the matrix mechanism)",
     ),
     "accuracy_I": (
-        "accuracy I",
+        "accuracy I (persons²)",
         "minus the expected squared error summed over every cell of every block (Abowd-Schmutte)",
     ),
     "dI_depsilon": (
-        "dI/dε",
+        "dI/dε (persons² per unit of ε)",
         "the marginal rate of transformation: accuracy bought by one more unit of ε",
     ),
     "mae_block_total": (
@@ -246,6 +246,21 @@ GLOSSARY = [
         "The 2010 method: a share of households trade places with households of the same size in "
         "another block; block totals of households are kept.",
     ),
+    (
+        "Block, tract; block and block+tract tables",
+        "A census block is the smallest area the Census publishes (a city block, or a stretch of "
+        "countryside); a tract groups a few hundred of them. Block tables are the counts published "
+        "for each block alone; block+tract tables add the tract's own, more detailed tables, and "
+        "a tract's blocks are then solved together.",
+    ),
+    (
+        "Accuracy I and the frontier",
+        "Accuracy I is minus the expected squared error, summed over every published block cell, "
+        "of the tables estimated without bias (least squares) from TopDown's noisy measurements; "
+        "the frontier is I against the privacy-loss budget, and dI/dε the accuracy one more unit "
+        "of ε buys. TopDown's own tables are not unbiased (held non-negative, whole and "
+        "consistent), so their measured error is smaller.",
+    ),
 ]
 
 CSS = """
@@ -287,11 +302,11 @@ def _fmt(v: Any, column: str = "") -> str:
     if isinstance(v, bool):
         return "yes" if v else "no"
     if isinstance(v, float) and column in DECIMALS:
-        return f"{v:.{DECIMALS[column]}f}"
+        return f"{v:,.{DECIMALS[column]}f}"
     if isinstance(v, float) and _is_percent(column):
         return f"{v:.1f}"
     if isinstance(v, float):
-        return f"{v:.1f}" if abs(v) >= 1 or v == 0 else f"{v:.3g}"
+        return f"{v:,.1f}" if abs(v) >= 1 or v == 0 else f"{v:.3g}"
     if isinstance(v, int):
         return f"{v:,}"
     return html.escape(str(v))
@@ -417,12 +432,111 @@ def _frontier_section(front: pl.DataFrame, th: int, out: Path | None) -> list[st
         "those of the defense at the same budget (table above).</p>",
         table_html(front.select(cols), th, "Frontier and measured risk", "tbl-frontier"),
         legend_html(cols),
+        *_estimator_note(front),
         _figure(
             _png(frontier_figure(front)),
             "Accuracy, its marginal rate and the measured attack against epsilon",
             "fig-frontier",
             out,
         ),
+    ]
+
+
+#: the defense part's tables, each narrow enough to read at 1,400 px: (columns, caption, id,
+#: whether a first row shows the release without a defense)
+DEFENSE_TABLES = (
+    (
+        (
+            "defense",
+            "rho",
+            "epsilon",
+            "attack_nonmodal_precision",
+            "prg_nonmodal_precision",
+            "mdg_nonmodal_precision",
+            "certified_blocks",
+            "attack_certified_uniques_precision",
+        ),
+        "Risk per defense (first row: the release as published)",
+        "tbl-defenses",
+        True,
+    ),
+    (
+        (
+            "defense",
+            "tvd_block",
+            "tvd_tract",
+            "tvd_county",
+            "mae_block_total",
+            "rmse_block_cell",
+            "mean_l1_race_eth",
+            "majority_kept_pct",
+        ),
+        "Accuracy per defense (first row: the release as published)",
+        "tbl-defense-accuracy",
+        True,
+    ),
+    (
+        (
+            "defense",
+            "prg_expected_nonmodal_precision",
+            "prg_original_nonmodal_precision",
+            "nmf_agreement_binned_pct",
+            "nmf_all_precision",
+            "nmf_nonmodal_precision",
+        ),
+        "PRG three ways, and the attack on TopDown's noisy measurements",
+        "tbl-defense-more",
+        False,
+    ),
+)
+
+#: the name of the first row of the defense tables
+NO_DEFENSE = "none (as published)"
+
+
+def no_defense_row(summary: dict, like: pl.DataFrame) -> pl.DataFrame:
+    """The release without a defense in ``like``'s columns: its risk from the audit's own
+    reidentification and certification (summary.json), its accuracy exact by definition."""
+    r = summary.get("reidentification", {})
+
+    def prec(src: str, group: str) -> float | None:
+        v = r.get(src, {}).get(group, {}).get("precision_pct")
+        return None if v is None else float(v)
+
+    exact = {"mae_block_total": 0.0, "rmse_block_cell": 0.0, "mean_l1_race_eth": 0.0}
+    values = {
+        "defense": NO_DEFENSE,
+        "attack_nonmodal_precision": prec("attack", "nonmodal"),
+        "prg_nonmodal_precision": prec("prg", "nonmodal"),
+        "mdg_nonmodal_precision": prec("mdg", "nonmodal"),
+        "attack_certified_uniques_precision": prec("attack", "certified_uniques"),
+        "certified_blocks": summary.get("certify", {}).get("unique_blocks"),
+        "majority_kept_pct": 100.0,
+        **{c: 1.0 for c in like.columns if c.startswith("tvd_")},
+        **exact,
+    }
+    return pl.DataFrame(
+        [{c: values.get(c) for c in like.columns}], schema=like.schema, strict=False
+    )
+
+
+def _estimator_note(front: pl.DataFrame) -> list[str]:
+    """One sentence per measured budget on why the unbiased estimate's expected error is not
+    TopDown's measured one, and which to read."""
+    if "rmse_block_cell" not in front.columns:
+        return []
+    m = front.filter(pl.col("rmse_block_cell").is_not_null()).unique(
+        "budget", keep="first", maintain_order=True
+    )
+    return [
+        f"<p>At {html.escape(str(r['budget']))} the unbiased least-squares estimate's expected "
+        f"error is {_fmt(r['rmse_per_cell'], 'rmse_per_cell')} persons per block cell, and "
+        f"TopDown's measured error {_fmt(r['rmse_block_cell'], 'rmse_block_cell')}: TopDown's "
+        "tables are held non-negative, whole and consistent with the exact totals, which pulls "
+        "the many small and zero cells back toward their true values. The expected error is the "
+        "noise this budget puts into the measurements; the measured one is what users of the "
+        "published tables see, so size a budget for those users by the measured one.</p>"
+        for r in m.iter_rows(named=True)
     ]
 
 
@@ -924,32 +1038,6 @@ def write_audit_report(
             )
     if "defenses" in frames:
         d = frames["defenses"]
-        keep = [
-            c
-            for c in (
-                "defense",
-                "rho",
-                "epsilon",
-                "tvd_block",
-                "tvd_tract",
-                "tvd_county",
-                "mae_block_total",
-                "rmse_block_cell",
-                "mean_l1_race_eth",
-                "majority_kept_pct",
-                "certified_blocks",
-                "attack_nonmodal_precision",
-                "prg_nonmodal_precision",
-                "prg_expected_nonmodal_precision",
-                "prg_original_nonmodal_precision",
-                "mdg_nonmodal_precision",
-                "attack_certified_uniques_precision",
-                "nmf_agreement_binned_pct",
-                "nmf_all_precision",
-                "nmf_nonmodal_precision",
-            )
-            if c in d.columns
-        ]
         parts.append(
             '<h2 id="defenses">Defenses: risk against accuracy</h2><p>Each defense protects the '
             "microdata, "
@@ -969,10 +1057,17 @@ def write_audit_report(
             "Table 6 "
             "baseline for the rMDF experiment).</p>"
         )
-        parts.append(
-            table_html(d.select(keep), th, "Risk and accuracy per defense", "tbl-defenses")
-        )
-        parts.append(legend_html(keep))
+        shown: list[str] = []
+        for cols, caption, tid, first in DEFENSE_TABLES:
+            keep = [c for c in cols if c in d.columns and d[c].is_not_null().any()]
+            if len(keep) < 2:
+                continue
+            t = d.select(keep)
+            if first:  # the release as published, for comparison
+                t = pl.concat([no_defense_row(summary, t), t], how="vertical_relaxed")
+            parts.append(table_html(t, th, caption, tid))
+            shown += [c for c in keep if c not in shown]
+        parts.append(legend_html(shown))
         parts += _release_agreement(d, th)
         parts += [f"<p>{x}</p>" for x in _surprises(summary)]
         if "fig-tradeoff" in figs:
@@ -1143,6 +1238,9 @@ def sweep_section(
         pl.col("cells_changed").alias("counts changed"),
         pl.col("cells_withheld").alias("counts withheld"),
         pl.col("l1_per_block").round(1).alias("L1 per block"),
+        (pl.col("blocks_undecided") + pl.col("blocks_time_limit")).alias(
+            "blocks at the time limit"
+        ),
     )
     parts = [
         f'<h2 id="{name}-publication">What would have stopped it: publication rules</h2>',
@@ -1152,7 +1250,10 @@ def sweep_section(
         f"published value read as the interval of true counts it allows. A block with one "
         f"population is proven to allow no other; a {noun_e} singled out is matched by a "
         f"verified claim with m = 1. Counts changed and the mean L1 distance per block between "
-        f"published and true counts are what the rule costs users of the tables.</p>",
+        f"published and true counts are what the rule costs users of the tables. A block left "
+        "undecided at the time limit is neither proven unique nor searched to the end for "
+        "claims: a rule with such blocks protects at most as well as its row says (its risk "
+        "figures are lower bounds).</p>",
         table_html(shown, th, "Risk and accuracy under each publication rule", f"tbl-{name}-pub"),
     ]
     if out is not None:
