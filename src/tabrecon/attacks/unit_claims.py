@@ -166,21 +166,25 @@ def generate_then_verify(
         # 1. generate
         sols: list[np.ndarray] = []
         short = False  # fewer than K solutions: the block's time ran out while generating
+        infeasible = False
         for _ in range(K):
             obj = rng.integers(-4, 5, size=prog.n_vars)  # drawn even when skipped: same stream
             limit = min(opts.time_limit or 5, 5)
             if block_seconds is not None:
                 left = block_seconds - (time.perf_counter() - t0)
-                if left <= 0 and sols:
+                if left <= 0 or infeasible:  # the block's time is spent: no more solves
                     short = True
                     continue
-                limit = min(limit, max(left, 0.5))
+                limit = min(limit, left)
+            elif infeasible:
+                continue
             s = base.solve_base(obj, opts=replace(opts, time_limit=limit))
+            infeasible = s.status == "infeasible"
             if s.has_solution and s.x is not None:
                 sols.append(s.x)
         if not sols:
             # no solution without a proof that none exists: the time ran out first
-            why = ClaimStatus.INFEASIBLE if s.status == "infeasible" else ClaimStatus.TIME_LIMIT
+            why = ClaimStatus.INFEASIBLE if infeasible else ClaimStatus.TIME_LIMIT
             stats.append((geoid, 0, int(adm.size), 0, 0, 0, time.perf_counter() - t0, why))
             continue
         X = np.stack(sols)[:, : adm.size]  # K x admissible types (a tied release's follow)
@@ -360,15 +364,21 @@ def _unit_seed(seed: int, unit: str) -> int:
 def _block_worker(args: tuple) -> tuple[dict, pl.DataFrame | None]:
     geoid, long, schema, tables, k_values, K, seed, opts, block_seconds, tied, pub = args
     from .unit_reconstruct import reconstruct_units
+    from .variability import capped
 
+    t0 = time.perf_counter()
+    # the block's time limit bounds the whole block: its reconstruction and uniqueness proof
+    # (each solve stops at half of it; a proof cut short leaves the block undecided), then
+    # Generate-then-Verify in what is left (claims verified before it runs out are kept)
+    ropts = opts if block_seconds is None else capped(opts, block_seconds / 2)
     if tied is None:
-        rec = reconstruct_units(long, schema, tables, opts, publication=pub)
+        rec = reconstruct_units(long, schema, tables, ropts, publication=pub)
         verdicts = rec.blocks.select("geoid", pl.col("status").alias("reconstruction"))
     else:  # the full reconstruction's verdict given both releases
         from ..schema.registry import of_schema
         from .joint import reconstruct_together
 
-        rec = reconstruct_together(long, tied, of_schema(schema).name, opts)  # type: ignore[assignment]
+        rec = reconstruct_together(long, tied, of_schema(schema).name, ropts)  # type: ignore[assignment]
         verdicts = rec.blocks.select(
             "geoid",
             pl.when(pl.col("status") == "consistent")
@@ -384,7 +394,9 @@ def _block_worker(args: tuple) -> tuple[dict, pl.DataFrame | None]:
         K,
         _unit_seed(seed, geoid),
         opts=opts,
-        block_seconds=block_seconds,
+        block_seconds=(
+            None if block_seconds is None else max(block_seconds - (time.perf_counter() - t0), 1e-3)
+        ),
         tied=tied,
         publication=pub,
     )

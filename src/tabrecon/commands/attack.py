@@ -482,8 +482,8 @@ def claims(
     block_time_limit: Annotated[
         float,
         typer.Option(
-            help="Not persons: seconds per block; a block that reaches it keeps the claims "
-            "verified so far and is reported"
+            help="Not persons: seconds per block, its reconstruction and uniqueness proof "
+            "included; a block that reaches it keeps the claims verified so far and is reported"
         ),
     ] = 300.0,
     together: Annotated[

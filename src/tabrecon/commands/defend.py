@@ -543,7 +543,12 @@ def sweep_publication(
         int, typer.Option("--k-solutions", "-K", help="Solutions generated per block")
     ] = 20,
     block_time_limit: Annotated[
-        float, typer.Option(help="Seconds per block; claims verified before it are kept")
+        float,
+        typer.Option(
+            help="Seconds per block, reconstruction and uniqueness proof included; claims "
+            "verified before it are kept, a block it cuts short makes its rule's figures lower "
+            "bounds"
+        ),
     ] = 60.0,
     seed: Annotated[int, typer.Option(help="Seed of random rounding and of the solutions")] = 0,
     solver: Solver = "auto",
@@ -571,10 +576,15 @@ def sweep_publication(
 
     pop = population(schema)
     if pop.engine is Engine.PERSON:
-        raise TabreconError(
-            "sweep-publication: the person engine models exact counts; give another --schema "
-            "(households, group_quarters)"
-        )
+        if not pop.generic:
+            raise TabreconError(
+                f"sweep-publication: the person engine models exact counts, and {pop.name} has "
+                "no twin on the engine written over any schema"
+            )
+        # the person engine models exact counts: its block tables are swept on the engine
+        # written over any schema, at the resolution they determine (agebin38 for persons)
+        pop = population(pop.generic)
+        err.print(f"[dim]{schema}: block tables swept as {pop.name} ({pop.description})[/dim]")
     sep = ";" if ";" in rules else ","  # a rule with per-table parts holds commas itself
     chosen = [r.strip() for r in rules.split(sep) if r.strip()] or list(DEFAULT_RULES)
     pubs = [publication_rule(pop, r) for r in chosen]  # every rule checked before any work
@@ -588,7 +598,7 @@ def sweep_publication(
     at_least(1, k_solutions=k_solutions)
     positive_finite(block_time_limit=block_time_limit)
     at_least(0, blocks=blocks)
-    units = read_units(records, pop.schema)
+    units = pop.read(records) if pop.read is not None else read_units(records, pop.schema)
     if blocks:
         from ..unit_tables import cell_tables, tabulate_units
         from ..units_audit import median_blocks
@@ -612,6 +622,13 @@ def sweep_publication(
             f"{row['singled_out']:,} {pop.noun} singled out ({row['singled_out_pct']:.1f}%), "
             f"{row['cells_changed']:,} counts changed, L1 per {place} {row['l1_per_block']:.1f} "
             f"({row['seconds']:.1f} s)"
+            + (
+                f"; [yellow]{row['blocks_undecided']:,} {place}(s) undecided and "
+                f"{row['blocks_time_limit']:,} at the {place} time limit: the figures are lower "
+                "bounds[/yellow]"
+                if row["blocks_undecided"] or row["blocks_time_limit"]
+                else ""
+            )
         )
 
     df = _sweep(

@@ -132,10 +132,22 @@ def plot_sweep(df: pl.DataFrame, path: Path, noun: str = "records") -> Path:
     ax.scatter(x, df["singled_out_pct"].to_numpy(), label=f"{noun} singled out (%)")
     ax.scatter(x, df["blocks_unique_pct"].to_numpy(), marker="s", label="blocks unique (%)")
     unique = df["blocks_unique_pct"].to_list()
-    for xi, yi, rule in zip(x, unique, df["rule"].to_list(), strict=True):  # the spread ones
-        ax.annotate(rule, (xi, yi), fontsize=7, xytext=(3, 3), textcoords="offset points")
+    cut = ((df["blocks_undecided"] + df["blocks_time_limit"]) > 0).to_list()
+    for xi, yi, rule, c in zip(x, unique, df["rule"].to_list(), cut, strict=True):
+        ax.annotate(
+            rule + ("*" if c else ""),
+            (xi, yi),
+            fontsize=7,
+            xytext=(3, 3),
+            textcoords="offset points",
+        )
     ax.set(
-        xlabel="accuracy lost: mean L1 per block (published vs true counts)",
+        xlabel="accuracy lost: mean L1 per block (published vs true counts)"
+        + (
+            "\n* blocks left undecided at the time limit: that rule's figures are lower bounds"
+            if any(cut)
+            else ""
+        ),
         ylabel="per cent",
         title="What each publication rule leaves exposed",
         ylim=(0, 105),

@@ -118,6 +118,13 @@ def _synthesize_binned(cfg: SynthConfig, seed: int) -> object:
     return person_units(synthesize(cfg, seed=seed), binned=True)
 
 
+def _read_binned(path: object) -> object:
+    """A person file (single years of age) as records of the binned schema."""
+    from ..schema import read_microdata
+
+    return person_units(read_microdata(str(path)), binned=True)
+
+
 register(
     Population(
         name="persons",
@@ -128,6 +135,7 @@ register(
         size_cell="P0010001",
         k_values=(1, 2, 3, 4),
         engine=Engine.PERSON,
+        generic="persons_binned",
         description="SF1 person tables (the 34 and P3-P5): block, sex, age, race, ethnicity",
     )
 )
@@ -141,6 +149,7 @@ register(
         size_cell="P0010001",
         k_values=(1, 2, 3, 4),
         listed=False,
+        read=_read_binned,
         description="persons by agebin38: the block tables on certification's resolution",
     )
 )

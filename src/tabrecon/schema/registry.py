@@ -112,6 +112,12 @@ class Population:
     publication: str = "exact"
     #: the declaration file it was read from (:mod:`tabrecon.declaration`), for worker processes
     source: str = ""
+    #: a person-engine population's twin on the generic engine (its block tables at the
+    #: resolution they determine), for commands written over any schema (``sweep-publication``)
+    generic: str = ""
+    #: reads a file of its records as :class:`~tabrecon.schema.spec.Units` when they are not
+    #: written in its own schema's columns (``persons_binned``: a person file); None: the schema's
+    read: Callable[[Any], Any] | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         n = len(self.schema.attributes)
