@@ -422,7 +422,7 @@ def _frontier_section(front: pl.DataFrame, th: int, out: Path | None) -> list[st
     ]
     cells, units = int(front["cells"][0]), int(front["geounits"][0])
     return [
-        '<h3 id="frontier">The privacy-accuracy frontier at these budgets</h3>'
+        '<h3 id="frontier">The privacy-accuracy frontier around these budgets</h3>'
         "<p>Accuracy I is minus the expected squared error of the block tables' "
         f"{cells} cells over the {units:,} blocks when TopDown's queries are measured at every "
         "level with the dhc2023-like shares and the block tables are estimated by least squares "
