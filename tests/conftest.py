@@ -108,3 +108,22 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if any(s in item.nodeid for s in SLOW):
             item.add_marker(pytest.mark.slow)
+
+
+@pytest.fixture
+def chromium(tmp_path) -> list[str]:
+    """The command that runs Chromium headless with a profile of its own (skips when it is
+    not installed; the README's test command installs it)."""
+    import shutil
+
+    browser = shutil.which("chromium") or shutil.which("chromium-browser")
+    if browser is None:
+        pytest.skip("chromium not installed (the README's test command installs it)")
+    return [
+        browser,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--hide-scrollbars",
+        f"--user-data-dir={tmp_path / 'chromium-profile'}",
+    ]

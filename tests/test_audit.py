@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -546,20 +545,10 @@ def test_dask_local_cluster_gives_the_same_numbers(tmp_path, small_file, small_a
 
 
 # -- the report in a browser -----------------------------------------------------------------------
-def test_report_renders_in_headless_chromium(small_audit, tmp_path):
-    browser = shutil.which("chromium") or shutil.which("chromium-browser")
-    if browser is None:
-        pytest.skip("chromium not installed (the README's test command installs it)")
+def test_report_renders_in_headless_chromium(small_audit, tmp_path, chromium):
     page = (small_audit.out / "report.html").resolve().as_uri()
     shot = tmp_path / "report.png"
-    base = [
-        browser,
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--hide-scrollbars",
-        f"--user-data-dir={tmp_path / 'p'}",
-    ]
+    base = chromium
     subprocess.run(
         base + [f"--screenshot={shot}", "--window-size=1200,2400", page],
         capture_output=True,

@@ -31,6 +31,11 @@ EXE = [sys.executable, "-c", "from tabrecon.entry import main; main()"]
 GEOIDS = np.array(["990010001001000", "990010001001001", "990010001002000", "990010002001000"])
 
 
+def _tabrecon(*args: object, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    """``tabrecon ARGS`` in a subprocess, as a user runs it."""
+    return subprocess.run(EXE + [str(a) for a in args], capture_output=True, text=True, cwd=cwd)
+
+
 def _geojson(path: Path, rows: list[tuple[object, dict]], key: str = "GEOID10") -> Path:
     feats = [{"type": "Feature", "properties": {key: g}, "geometry": geom} for g, geom in rows]
     path.write_text(json.dumps({"type": "FeatureCollection", "features": feats}))
@@ -233,21 +238,16 @@ def synthetic_county(tmp_path_factory):
 @pytest.fixture(scope="module")
 def mapped_audit(synthetic_county, tmp_path_factory):
     d, out = synthetic_county, tmp_path_factory.mktemp("mapped") / "a"
-    r = subprocess.run(
-        EXE
-        + [
-            "audit",
-            str(d / "county.parquet"),
-            "--shapes",
-            str(d / "blocks.geojson"),
-            "--defenses",
-            "",
-            "-o",
-            str(out),
-            "--quiet",
-        ],
-        capture_output=True,
-        text=True,
+    r = _tabrecon(
+        "audit",
+        str(d / "county.parquet"),
+        "--shapes",
+        str(d / "blocks.geojson"),
+        "--defenses",
+        "",
+        "-o",
+        str(out),
+        "--quiet",
     )
     assert r.returncode == 0, r.stderr[-2000:]
     return out
@@ -265,37 +265,27 @@ def test_the_audit_maps_every_block_in_the_colour_of_its_figures(mapped_audit):
 
 def test_shapes_of_another_county_are_refused_before_any_work(synthetic_county, tmp_path):
     other = synthetic_shapes(np.array(["390590001001000"]), tmp_path / "other.geojson")
-    r = subprocess.run(
-        EXE
-        + [
-            "audit",
-            str(synthetic_county / "county.parquet"),
-            "--shapes",
-            str(other),
-            "-o",
-            str(tmp_path / "a"),
-            "--quiet",
-        ],
-        capture_output=True,
-        text=True,
+    r = _tabrecon(
+        "audit",
+        str(synthetic_county / "county.parquet"),
+        "--shapes",
+        str(other),
+        "-o",
+        str(tmp_path / "a"),
+        "--quiet",
     )
     assert r.returncode == 2, r.stderr
     assert "none of its 1 blocks (county 39059)" in r.stderr and "county 99001" in r.stderr
     assert "Traceback" not in r.stderr
     assert not (tmp_path / "a" / "results").exists()
-    r = subprocess.run(
-        EXE
-        + [
-            "audit",
-            str(synthetic_county / "county.parquet"),
-            "--shapes",
-            str(tmp_path / "nope.zip"),
-            "-o",
-            str(tmp_path / "b"),
-            "--quiet",
-        ],
-        capture_output=True,
-        text=True,
+    r = _tabrecon(
+        "audit",
+        str(synthetic_county / "county.parquet"),
+        "--shapes",
+        str(tmp_path / "nope.zip"),
+        "-o",
+        str(tmp_path / "b"),
+        "--quiet",
     )
     assert r.returncode == 2 and "nope.zip: file not found" in r.stderr, r.stderr
 
@@ -327,20 +317,15 @@ def test_real_tables_on_tiger_blocks_are_mapped_block_by_block(real_path, tmp_pa
         check=True,
         capture_output=True,
     )
-    r = subprocess.run(
-        EXE
-        + [
-            "audit",
-            "--tables",
-            str(tmp_path / "county.csv"),
-            "--shapes",
-            str(TIGER),
-            "-o",
-            str(tmp_path / "a"),
-            "--quiet",
-        ],
-        capture_output=True,
-        text=True,
+    r = _tabrecon(
+        "audit",
+        "--tables",
+        str(tmp_path / "county.csv"),
+        "--shapes",
+        str(TIGER),
+        "-o",
+        str(tmp_path / "a"),
+        "--quiet",
     )
     assert r.returncode == 0, r.stderr[-2000:]
     blocks = _check_colours(tmp_path / "a")
@@ -420,11 +405,8 @@ def test_download_shapes_fetches_checks_and_keeps_the_file(tmp_path):
     run.mkdir()
 
     def dl(*extra: str) -> subprocess.CompletedProcess:
-        return subprocess.run(
-            EXE + ["download", "--state", "39", "--county", "059", "--shapes", *extra],
-            capture_output=True,
-            text=True,
-            cwd=run,
+        return _tabrecon(
+            "download", "--state", "39", "--county", "059", "--shapes", *extra, cwd=run
         )
 
     r = dl("--shapes-url", srv.base + name)
@@ -447,23 +429,11 @@ def test_download_shapes_fetches_checks_and_keeps_the_file(tmp_path):
     assert r.returncode == 2 and "--shapes fetches the block shapes alone" in r.stderr
 
 
-def test_the_report_with_its_maps_renders_in_headless_chromium(mapped_audit, tmp_path):
+def test_the_report_with_its_maps_renders_in_headless_chromium(mapped_audit, tmp_path, chromium):
     """Looked at as a reader would: every section and both maps are in the rendered page, the
     maps are drawn (coloured pixels), and no table header is a raw column name."""
-    import shutil
-
-    browser = shutil.which("chromium") or shutil.which("chromium-browser")
-    if browser is None:
-        pytest.skip("chromium not installed (the README's test command installs it)")
     page = (mapped_audit / "report.html").resolve().as_uri()
-    base = [
-        browser,
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--hide-scrollbars",
-        f"--user-data-dir={tmp_path / 'p'}",
-    ]
+    base = chromium
     dom = subprocess.run(
         base + ["--dump-dom", page], capture_output=True, text=True, timeout=120
     ).stdout
