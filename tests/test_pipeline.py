@@ -41,6 +41,14 @@ def test_demo_runs_every_step(tmp_path):
         == summ["persons"]
         == res.summary["persons"]
     )
+    from tabrecon.shapes import maps_available
+
+    if maps_available():  # the maps extra: made-up shapes, every block drawn
+        assert (tmp_path / "synthetic_blocks.geojson").stat().st_size > 0
+        assert summ["map"]["blocks_drawn"] == summ["certify"]["inhabited_blocks"]
+        assert 'id="map-uniqueness"' in (tmp_path / "report.html").read_text()
+    else:
+        assert "map" not in summ
 
 
 def test_cli_bad_input_is_one_line_and_exit_2(tmp_path):

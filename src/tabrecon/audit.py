@@ -22,7 +22,7 @@ import platform
 import resource
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -1238,7 +1238,8 @@ def run_demo(
     show_progress: bool = True,
 ) -> AuditResult:
     """Synthesize a county (``out/synthetic_county.parquet``) and audit it: the whole pipeline and
-    its HTML report (``out/report.html``)."""
+    its HTML report (``out/report.html``); with the ``maps`` extra, made-up block shapes
+    (``out/synthetic_blocks.geojson``) give the report its maps."""
     from .synth import SynthConfig, synthesize
 
     con = console or Console()
@@ -1253,6 +1254,12 @@ def run_demo(
         f"synthesized {len(md):,} persons in {len(md.geoids):,} blocks "
         f"({time.perf_counter() - t0:.1f} s, seed {seed}) -> {src}"
     )
+    from .shapes import maps_available, synthetic_shapes
+
+    if not cfg.report.shapes and maps_available():  # with the maps extra the demo shows maps
+        shp = synthetic_shapes(np.asarray(md.geoids), out / "synthetic_blocks.geojson", seed)
+        cfg = replace(cfg, report=replace(cfg.report, shapes=str(shp)))
+        con.print(f"made-up block shapes for the report's maps (no real place) -> {shp}")
     return audit(
         src,
         out,
