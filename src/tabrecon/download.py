@@ -80,6 +80,44 @@ def check_url(url: str, option: str = "--api") -> str:
     return url
 
 
+def fetch(
+    url: str,
+    what: str,
+    retries: int,
+    pause: float,
+    refused: str,
+    after: str,
+    timeout: float = 60,
+    count: Callable[[], None] | None = None,
+) -> bytes:
+    """GET ``url``'s body, retrying a refused connection, a reset, a timeout, HTTP 429 and 5xx
+    with growing pauses; any other HTTP error is the request's own fault and stops at once
+    (``refused``: who refused it, with the answer's first words). Every failure names ``what``,
+    never the address's query (it may hold a key); ``after`` ends the message when the server
+    stays unreachable (a :class:`~tabrecon.errors.NetworkError`). ``count`` is called per
+    attempt."""
+    last = ""
+    for attempt in range(retries + 1):
+        if attempt:
+            time.sleep(pause * 2 ** (attempt - 1))
+        if count is not None:
+            count()
+        try:
+            with urllib.request.urlopen(url, timeout=timeout) as r:
+                return bytes(r.read())
+        except urllib.error.HTTPError as exc:
+            last = f"HTTP {exc.code} {exc.reason}"
+            if exc.code < 500 and exc.code != 429:  # the request itself is wrong: no retry
+                detail = exc.read().decode("utf-8", errors="replace").strip()[:200]
+                raise TabreconError(f"{what}: {refused} ({last}): {detail}") from None
+        except (OSError, http.client.HTTPException) as exc:  # refused, reset, DNS, timeout
+            last = str(getattr(exc, "reason", exc))
+    raise NetworkError(
+        f"{what}: no answer from {urllib.parse.urlsplit(url).netloc} after {retries + 1} "
+        f"attempts ({last}); {after}"
+    )
+
+
 class _Client:
     """GETs with retries; every failure names the request, never the key."""
 
@@ -87,33 +125,21 @@ class _Client:
         self.base, self.key, self.retries, self.pause = base.rstrip("?"), key, retries, pause
         self.requests = 0
 
+    def _count(self) -> None:
+        self.requests += 1
+
     def get(self, params: dict[str, str], what: str) -> list[list[str]]:
         query = dict(params, **({"key": self.key} if self.key else {}))
-        url = f"{self.base}?{urllib.parse.urlencode(query)}"
-        last = ""
-        for attempt in range(self.retries + 1):
-            if attempt:
-                time.sleep(self.pause * 2 ** (attempt - 1))
-            self.requests += 1
-            try:
-                with urllib.request.urlopen(url, timeout=60) as r:
-                    body = r.read().decode("utf-8", errors="replace")
-            except urllib.error.HTTPError as exc:
-                last = f"HTTP {exc.code} {exc.reason}"
-                if exc.code < 500 and exc.code != 429:  # the request itself is wrong: no retry
-                    detail = exc.read().decode("utf-8", errors="replace").strip()[:200]
-                    raise TabreconError(
-                        f"{what}: the Census API refused it ({last}): {detail}"
-                    ) from None
-                continue
-            except (OSError, http.client.HTTPException) as exc:  # refused, reset, DNS, timeout
-                last = str(getattr(exc, "reason", exc))
-                continue
-            return _parse(body, what)
-        raise NetworkError(
-            f"{what}: no answer from {urllib.parse.urlsplit(self.base).netloc} after "
-            f"{self.retries + 1} attempts ({last}); rerun to resume, finished tracts are kept"
+        body = fetch(
+            f"{self.base}?{urllib.parse.urlencode(query)}",
+            what,
+            self.retries,
+            self.pause,
+            "the Census API refused it",
+            "rerun to resume, finished tracts are kept",
+            count=self._count,
         )
+        return _parse(body.decode("utf-8", errors="replace"), what)
 
 
 def _parse(body: str, what: str) -> list[list[str]]:
@@ -340,25 +366,7 @@ def download_shapes(
         except TabreconError:
             pass  # a damaged or foreign file is fetched again
     what = f"block shapes of {state}{county} ({year})"
-    last = ""
-    for attempt in range(retries + 1):
-        if attempt:
-            time.sleep(pause * 2 ** (attempt - 1))
-        try:
-            with urllib.request.urlopen(address, timeout=120) as r:
-                body = r.read()
-            break
-        except urllib.error.HTTPError as exc:
-            last = f"HTTP {exc.code} {exc.reason}"
-            if exc.code < 500 and exc.code != 429:
-                raise TabreconError(f"{what}: {address} answered {last}") from None
-        except (OSError, http.client.HTTPException) as exc:
-            last = str(getattr(exc, "reason", exc))
-    else:
-        raise NetworkError(
-            f"{what}: no answer from {urllib.parse.urlsplit(address).netloc} after "
-            f"{retries + 1} attempts ({last}); rerun to try again"
-        )
+    body = fetch(address, what, retries, pause, f"{address} answered", "rerun to try again", 120)
     part = target.with_name(target.stem + ".part.zip")  # GDAL reads a zip by its suffix
     part.parent.mkdir(parents=True, exist_ok=True)
     part.write_bytes(body)
