@@ -23,6 +23,8 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from tabrecon.geo import prefix
+
 DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
 SAMPLE = DATA / "census2010_rhdf_28tracts.csv.gz"
 TIGER = DATA / "tiger" / "tl_2010_39059_tabblock10.zip"
@@ -34,10 +36,10 @@ def borrow(records: pl.DataFrame, shape_geoids: np.ndarray, tracts: int = 10) ->
     unused real tract with the most blocks that fit; records of real tracts not chosen are
     dropped."""
     shape = np.sort(np.asarray(shape_geoids, dtype=str))
-    s_tract = np.array([g[:11] for g in shape.tolist()])
+    s_tract = prefix(shape, "tract")
     st, sn = np.unique(s_tract, return_counts=True)
     real = records["block_geoid"].unique().sort().to_numpy().astype(str)
-    r_tract = np.array([g[:11] for g in real.tolist()])
+    r_tract = prefix(real, "tract")
     rt, rn = np.unique(r_tract, return_counts=True)
     free = dict(zip(rt.tolist(), rn.tolist(), strict=True))
     rename: dict[str, str] = {}

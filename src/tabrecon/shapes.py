@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from .errors import InputError, TabreconError
+from .geo import level_of, prefix
 
 #: the column names a block geoid is read from, first found wins
 GEOID_COLUMNS = ("GEOID10", "GEOID20", "GEOID", "block_geoid")
@@ -73,7 +74,7 @@ class BlockShapes:
 
     def counties(self) -> list[str]:
         """The 5-digit state+county codes the blocks lie in."""
-        return sorted({g[:5] for g in self.geoid.tolist()})
+        return sorted(set(prefix(self.geoid, "county").tolist()))
 
 
 def _read_geoparquet(p: Path) -> tuple[list[str], dict[str, np.ndarray], Any]:
@@ -166,10 +167,12 @@ def check_overlap(shapes: BlockShapes, blocks: np.ndarray, what: str) -> None:
     be its blocks or, from a person file read by its geoid column alone, its 5-digit counties),
     naming both counties: a map of another county is a wrong answer, not a map."""
     ours = np.asarray(blocks, dtype=str)
-    n = len(ours[0]) if len(ours) else 15  # block geoids, or counties (a person file's)
-    if not np.isin(ours, np.array([g[:n] for g in shapes.geoid.tolist()])).any():
+    level = (
+        level_of(str(ours[0])) if len(ours) else None
+    ) or "block"  # or a person file's counties
+    if not np.isin(ours, prefix(shapes.geoid, level)).any():
         theirs = ", ".join(shapes.counties()[:3])
-        counties = ", ".join(sorted({str(g)[:5] for g in ours.tolist()})[:3])
+        counties = ", ".join(sorted(set(prefix(ours, "county").tolist()))[:3])
         raise TabreconError(
             f"--shapes {shapes.source}: none of its {len(shapes):,} blocks (county {theirs}) is "
             f"a block of {what} (county {counties}); give the shapes of the release's county "
@@ -194,7 +197,7 @@ def synthetic_shapes(geoids: np.ndarray, path: str | Path, seed: int = 0) -> Pat
     import shapely
 
     g = np.unique(np.asarray(geoids, dtype=str))
-    tracts, tract_of = np.unique([x[:11] for x in g.tolist()], return_inverse=True)
+    tracts, tract_of = np.unique(prefix(g, "tract"), return_inverse=True)
     side = int(np.ceil(np.sqrt(len(tracts))))
     rng = np.random.default_rng(seed)
     features = []

@@ -29,10 +29,12 @@ from __future__ import annotations
 import enum
 import html
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
 
+from ..geo import prefix
 from ..shapes import BlockShapes
 from ..vocab import Verdict
 
@@ -167,22 +169,49 @@ def _hover(row: dict) -> str:
     return f"{row['persons']:,} residents; {row[Layer.UNIQUENESS.value]}; {singled}"
 
 
-def block_map(shapes: BlockShapes, blocks: pl.DataFrame, layer: Layer) -> str:
-    """One map as an HTML ``<figure>``: every block of ``shapes`` coloured by ``layer``'s class
-    in ``blocks`` (the frame of :func:`block_classes`; a block of the shapes not in it has no
-    residents), tracts outlined, a legend with blocks and residents per class."""
+@dataclass(frozen=True)
+class Drawing:
+    """The geometry of a map, the same for every layer: each drawn block's geoid and path
+    data, the tracts' outlines, the drawing's height."""
+
+    blocks: list[tuple[str, str]]
+    outlines: str
+    height: int
+
+
+def drawing(shapes: BlockShapes) -> Drawing:
+    """Project, simplify (as a coverage) and write ``shapes`` as SVG path data, once."""
     import shapely
 
     project, height, tolerance = _projector(shapes)
     simple = shapely.coverage_simplify(shapes.geometry, tolerance)
+    blocks = [
+        (g, d)
+        for g, geom in zip(shapes.geoid.tolist(), simple, strict=True)
+        if (d := _path(geom, project))
+    ]
+    tracts = prefix(shapes.geoid, "tract")
+    outlines = []
+    for t in np.unique(tracts):
+        d = _path(shapely.boundary(shapely.coverage_union_all(simple[tracts == t])), project)
+        if d:
+            outlines.append(f'<path d="{d}" class="tract"/>')
+    return Drawing(blocks, "".join(outlines), height)
+
+
+def block_map(
+    shapes: BlockShapes, blocks: pl.DataFrame, layer: Layer, drawn: Drawing | None = None
+) -> str:
+    """One map as an HTML ``<figure>``: every block of ``shapes`` coloured by ``layer``'s class
+    in ``blocks`` (the frame of :func:`block_classes`; a block of the shapes not in it has no
+    residents), tracts outlined, a legend with blocks and residents per class. ``drawn``: the
+    shapes' :func:`drawing`, when several maps share it."""
+    drawn = drawn if drawn is not None else drawing(shapes)
     row_of = {g: i for i, g in enumerate(blocks["block_geoid"].to_list())}
     rows = blocks.to_dicts()
     colours = COLOURS[layer]
     paths = []
-    for g, geom in zip(shapes.geoid.tolist(), simple, strict=True):
-        d = _path(geom, project)
-        if not d:
-            continue
+    for g, d in drawn.blocks:
         i = row_of.get(g)
         if i is None:
             paths.append(
@@ -195,13 +224,7 @@ def block_map(shapes: BlockShapes, blocks: pl.DataFrame, layer: Layer) -> str:
             f'<path d="{d}" fill="{colours[row[layer.value]]}" data-i="{i}">'
             f"<title>{html.escape(_hover(row))}</title></path>"
         )
-    tracts = np.array([g[:11] for g in shapes.geoid.tolist()])
-    outlines = []
-    for t in np.unique(tracts):
-        union = shapely.coverage_union_all(simple[tracts == t])
-        d = _path(shapely.boundary(union), project)
-        if d:
-            outlines.append(f'<path d="{d}" class="tract"/>')
+    height, outlines = drawn.height, [drawn.outlines]
     svg = (
         f'<svg class="blockmap" viewBox="-10 -10 {WIDTH + 20} {height + 20}" role="img" '
         f'aria-label="{html.escape(TITLES[layer])}">'
@@ -244,7 +267,9 @@ def legend(blocks: pl.DataFrame, shapes: BlockShapes, layer: Layer) -> str:
 def draw_maps(shapes: BlockShapes, blocks: pl.DataFrame, singled_out: bool = True) -> str:
     """Both maps side by side (the singled-out one only when claims were computed)."""
     layers = [Layer.UNIQUENESS] + ([Layer.SINGLED_OUT] if singled_out else [])
-    return f'<div class="maps">{"".join(block_map(shapes, blocks, lay) for lay in layers)}</div>'
+    drawn = drawing(shapes)  # the geometry once, for both
+    maps = "".join(block_map(shapes, blocks, lay, drawn) for lay in layers)
+    return f'<div class="maps">{maps}</div>'
 
 
 #: the maps' style, added to the report's stylesheet
