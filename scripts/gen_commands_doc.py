@@ -9,10 +9,17 @@ import sys
 import typing
 from pathlib import Path
 
+from rich.text import Text
+
 from tabrecon.cli import app
 
 PIPE = "\\|"
 OUT = Path(__file__).resolve().parent.parent / "docs" / "commands.md"
+
+
+def _shown(text: str) -> str:
+    """The help as the terminal shows it: rich markup (``[i]B[/i]``, ``\\[``) rendered."""
+    return Text.from_markup(text).plain
 
 
 def _names(name: str, info: typing.Any) -> str:
@@ -40,7 +47,7 @@ def _command(prefix: str, name: str | None, fn: typing.Any) -> list[str]:
         default = (
             default.replace("PosixPath(", "").rstrip(")") if "PosixPath" in default else default
         )
-        help_ = (getattr(info, "help", None) or "").replace("|", PIPE)
+        help_ = _shown(getattr(info, "help", None) or "").replace("|", PIPE)
         rows.append(f"| `{_names(pname, info)}` | {help_} | {default.replace('|', PIPE)} |")
     if rows:
         lines += ["| argument or option | meaning | default |", "|---|---|---|", *rows, ""]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import doctest
 import importlib.util
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -75,6 +76,37 @@ def test_command_reference_is_current():
 
     for c in app.registered_commands:
         assert f"`tabrecon {c.name or c.callback.__name__.replace('_', '-')}`" in page
+
+
+def test_every_help_text_shows_as_written():
+    """Rich renders help as markup with emoji codes: ``round:B:random`` printed as
+    ``round🅱random`` and ``[word]`` vanished. Every command's and option's help, rendered as the
+    terminal renders it, keeps every character but the markup written on purpose."""
+    import inspect
+    import typing
+
+    from rich.text import Text
+
+    from tabrecon.cli import app
+
+    def commands(a, prefix=""):
+        for c in a.registered_commands:
+            yield prefix + (c.name or c.callback.__name__), c.callback
+        for g in a.registered_groups:
+            yield from commands(g.typer_instance, f"{prefix}{g.name} ")
+
+    seen = 0
+    for name, fn in commands(app):
+        hints = typing.get_type_hints(fn, include_extras=True)
+        texts = [inspect.getdoc(fn) or ""]
+        for p in inspect.signature(fn).parameters:
+            info = next(iter(getattr(hints.get(p), "__metadata__", ())), None)
+            texts.append(getattr(info, "help", None) or "")
+        for text in texts:
+            written = re.sub(r"\[/?i\]", "", text).replace("\\[", "[")
+            assert Text.from_markup(text).plain == written, f"{name}: {text[:60]}"
+            seen += 1
+    assert seen > 100
 
 
 def test_readme_python_chain_runs():

@@ -61,11 +61,10 @@ PublicationRule = Annotated[
         "--publication",
         help="Not persons: how the cells were published: declared (the default: as the "
         "population or its declaration file says; exact for census tables); exact; round:B (to "
-        "the nearest "
-        "multiple of B), round:B:random (to one of the two), with :zeros-exact when a nonzero "
-        "count is never rounded to 0; suppress:T (counts 1 to T-1 withheld: empty or marked "
-        "S, X, D, ..), suppress:T:zeros (zeros too); other rules for some tables after "
-        "commas (round:3,H1=exact). Block level",
+        "the nearest multiple of B), round:[i]B[/i]:random (to one of the two), with "
+        ":zeros-exact when a nonzero count is never rounded to 0; suppress:T (counts 1 to T-1 "
+        "withheld: empty or marked S, X, D, ..), suppress:T:zeros (zeros too); other rules for "
+        "some tables after commas (round:3,H1=exact). Block level",
     ),
 ]
 TablesArg = Annotated[

@@ -529,7 +529,7 @@ def sweep_publication(
     rules: Annotated[
         str,
         typer.Option(
-            help="Comma list of publication rules (exact, round:B, round:B:random, "
+            help="Comma list of publication rules (exact, round:B, round:[i]B[/i]:random, "
             "suppress:T ...; default: exact, rounding to 2, 3, 5, 10, random rounding to 3 "
             "and 5, suppression below 3, 5 and 10); separate them with ; when a rule names "
             "tables (round:3,P42=exact;suppress:3)"

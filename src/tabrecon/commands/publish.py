@@ -140,7 +140,7 @@ def tabulate(
             "--publication",
             help="Not persons: publish the cells as an agency would: declared (the default: "
             "as the population or its declaration file says; exact for census tables), exact, "
-            "round:B, round:B:random (add :zeros-exact to either), suppress:T or "
+            "round:B, round:[i]B[/i]:random (add :zeros-exact to either), suppress:T or "
             "suppress:T:zeros (withheld cells left empty); see reconstruct --publication",
         ),
     ] = "declared",
