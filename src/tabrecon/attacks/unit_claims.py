@@ -28,6 +28,7 @@ import time
 import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
+from functools import cache
 from pathlib import Path
 
 import numpy as np
@@ -39,7 +40,7 @@ from ..errors import InputError, TabreconError
 from ..io import write_figure
 from ..publication import EXACT, Publication
 from ..schema.spec import Schema, Units
-from ..unit_tables import table_by_name, tables_in
+from ..unit_tables import compiled, table_by_name, tables_in
 from ..vocab import ClaimStatus
 from .solvers import Extensible, SolverOptions, prove_forms
 from .unit_reconstruct import block_bounds, block_program, block_statistics, cell_degree
@@ -84,6 +85,67 @@ def _keys(codes: dict[str, np.ndarray], schema: Schema, cols: tuple[int, ...]) -
     return key
 
 
+@cache
+def _positions(schema: Schema) -> np.ndarray:
+    """(feasible types x attributes): each feasible type's category position on every attribute
+    (a type index is the mixed-radix number of its positions), computed once per process."""
+    rest = schema.feasible_types().copy()
+    out = np.empty((rest.size, len(schema.attributes)), dtype=np.int64)
+    for i in reversed(range(len(schema.attributes))):
+        size = schema.attributes[i].size
+        out[:, i] = rest % size
+        rest //= size
+    out.setflags(write=False)
+    return out
+
+
+def _position_keys(pos: np.ndarray, schema: Schema, cols: tuple[int, ...]) -> np.ndarray:
+    """:func:`_keys` of types given by their positions (rows of :func:`_positions`)."""
+    key = np.zeros(pos.shape[0], dtype=np.int64)
+    for i in cols:
+        key = key * schema.attributes[i].size + pos[:, i]
+    return key
+
+
+@cache
+def _cell_signatures(schema: Schema, names: tuple[str, ...]) -> np.ndarray:
+    """Each count cell's number of feasible types times (feasible types)^2 plus the sum of their
+    positions (-1 for an empty cell, which no claim repeats): :func:`_trivial_cells`' match."""
+    W = compiled(schema, names)[1]
+    sizes = np.diff(W.indptr).astype(np.int64)
+    sums = np.bincount(
+        np.repeat(np.arange(W.shape[0]), sizes), weights=W.indices, minlength=W.shape[0]
+    ).astype(np.int64)
+    return np.where(sizes > 0, sizes * np.int64(W.shape[1]) ** 2 + sums, -1)
+
+
+@cache
+def _trivial_cells(
+    schema: Schema, names: tuple[str, ...], cols: tuple[int, ...]
+) -> dict[int, tuple[int, ...]]:
+    """Claim keys on ``cols`` that repeat a count cell of the tables ``names``: key -> the cells
+    counting exactly the feasible types with that key (by definition, not after a block's
+    zeros). A claim with such a key is trivial wherever one of those cells is published
+    exactly. Computed once per process and column set: keys and cells matched by their number
+    of types and sum of type positions, the few equal signatures compared in full."""
+    W = compiled(schema, names)[1]
+    keys = _position_keys(_positions(schema), schema, cols)
+    uk, inv, cnt = np.unique(keys, return_inverse=True, return_counts=True)
+    span = np.int64(keys.size) ** 2  # above any sum of positions
+    ksig = cnt * span + np.bincount(inv, weights=np.arange(keys.size)).astype(np.int64)
+    csig = _cell_signatures(schema, names)
+    order = np.argsort(ksig, kind="stable")
+    at = np.minimum(np.searchsorted(ksig[order], csig), order.size - 1)
+    out: dict[int, list[int]] = {}
+    for c in np.flatnonzero(ksig[order[at]] == csig):
+        lo, hi = np.searchsorted(ksig[order], [csig[c], csig[c] + 1])
+        cell = np.sort(W.indices[W.indptr[c] : W.indptr[c + 1]])
+        for g in order[lo:hi]:
+            if np.array_equal(np.flatnonzero(inv == g), cell):
+                out.setdefault(int(uk[g]), []).append(int(c))
+    return {k: tuple(v) for k, v in out.items()}
+
+
 def generate_then_verify(
     long: pl.DataFrame,
     schema: Schema,
@@ -124,28 +186,18 @@ def generate_then_verify(
     cells, W, geoids, V, hi = block_bounds(long, schema, names, publication)
     measured = block_statistics(long, schema, names, geoids)  # medians and means: extra rows
     Vhi = V if hi is None else hi
-    feas = schema.feasible_types()
+    names = tuple(names)
+    positions = _positions(schema)
     Wc, deg = W.tocsc(), cell_degree(W)  # once for every block
     rng = np.random.default_rng(seed)
     subsets = {k: list(itertools.combinations(range(len(schema.attributes)), k)) for k in k_values}
     found: list[tuple] = []
     stats: list[tuple] = []
-    # a claim is trivial when a published cell counts exactly the records it describes: the same
-    # feasible types (by definition, not after this block's zeros, which make more coincide)
-    feas_codes = schema.decode(feas)
-    cell_types: dict[tuple[int, int], list[tuple[int, np.ndarray]]] = {}
-    for c in range(W.shape[0]):
-        idx = W.indices[W.indptr[c] : W.indptr[c + 1]]
-        cell_types.setdefault((idx.size, int(idx.sum())), []).append((c, np.sort(idx)))
-    all_keys: dict[tuple[int, ...], np.ndarray] = {}
 
     def _published(cols: tuple[int, ...], key: int, exact: np.ndarray) -> bool:
-        """Some cell published exactly in this block (``exact``) counts these records."""
-        if cols not in all_keys:
-            all_keys[cols] = _keys(feas_codes, schema, cols)
-        idx = np.flatnonzero(all_keys[cols] == key)
-        same = cell_types.get((idx.size, int(idx.sum())), [])
-        return any(exact[c] and np.array_equal(idx, other) for c, other in same)
+        """A claim is trivial when a cell published exactly in this block (``exact``) counts
+        the records it describes (:func:`_trivial_cells`)."""
+        return any(exact[c] for c in _trivial_cells(schema, names, cols).get(key, ()))
 
     want = set(blocks) if blocks is not None else None
     other = None
@@ -188,7 +240,7 @@ def generate_then_verify(
             stats.append((geoid, 0, int(adm.size), 0, 0, 0, time.perf_counter() - t0, why))
             continue
         X = np.stack(sols)[:, : adm.size]  # K x admissible types (a tied release's follow)
-        codes = schema.decode(feas[adm])
+        pos = positions[adm]
         pool = list(sols)  # every solution known: the K generated and those refuting candidates
         n_cand = n_ver = 0
         status = (
@@ -199,11 +251,12 @@ def generate_then_verify(
                 break
             cands: list[tuple[tuple[int, ...], int, int, np.ndarray]] = []
             for cols in subs:
-                key = _keys(codes, schema, cols)
-                uk, inv = np.unique(key, return_inverse=True)
-                counts = np.zeros((X.shape[0], uk.size), dtype=np.int64)
-                for j in range(X.shape[0]):
-                    counts[j] = np.bincount(inv, weights=X[j], minlength=uk.size).astype(np.int64)
+                uk, inv = np.unique(_position_keys(pos, schema, cols), return_inverse=True)
+                onehot = sp.csr_matrix(
+                    (np.ones(inv.size, dtype=np.int64), (np.arange(inv.size), inv)),
+                    shape=(inv.size, uk.size),
+                )
+                counts = np.rint(np.asarray((onehot.T @ X.T).T)).astype(np.int64)  # sols x keys
                 m0 = counts[0]
                 for g in np.flatnonzero((m0 >= 1) & (counts == m0).all(axis=0)):
                     if not _published(cols, int(uk[g]), exact):  # trivial: a cell's count
