@@ -232,15 +232,23 @@ def test_household_claims_command_names_bad_input(tmp_path):
     assert k.returncode == 2 and "--k" in k.stderr
 
 
-def test_candidates_proven_together_are_those_proven_one_by_one():
+@pytest.mark.parametrize("relax_after", [None, 0.0])
+def test_candidates_proven_together_are_those_proven_one_by_one(relax_after):
     """Verification (``prove_forms``, shared with the person claims) searches for a solution
     breaking *any* candidate and repeats on the rest; it must verify exactly the candidates two
-    separate proofs (Count <= m - 1, Count >= m + 1
-    both infeasible) verify."""
+    separate proofs (Count <= m - 1, Count >= m + 1 both infeasible) verify -- also when the
+    linear relaxation settles what it can before the search (``relax_after=0``), and every form
+    the relaxation settles alone is one of them."""
     import numpy as np
     import scipy.sparse as sp
 
-    from tabrecon.attacks.solvers import Extensible, SolverOptions, prove_forms, solve
+    from tabrecon.attacks.solvers import (
+        Extensible,
+        SolverOptions,
+        lp_settled,
+        prove_forms,
+        solve,
+    )
     from tabrecon.attacks.unit_claims import _forms, _keys
     from tabrecon.attacks.unit_reconstruct import block_program, block_tables
     from tabrecon.populations.households import housing_tables
@@ -260,7 +268,8 @@ def test_candidates_proven_together_are_those_proven_one_by_one():
             if x0[members].sum() >= 1:
                 cands.append((cols, int(g), int(x0[members].sum()), members))
     base = Extensible(prog, SolverOptions(backend="cpsat"))
-    proof = prove_forms(base, _forms(cands, prog.n_vars), [c[2] for c in cands], [x0])
+    C, ms = _forms(cands, prog.n_vars), np.array([c[2] for c in cands])
+    proof = prove_forms(base, C, ms, [x0], relax_after=relax_after)
     together = proof.verified
     alone = []
     for _cols, _key, m, members in cands:
@@ -276,6 +285,8 @@ def test_candidates_proven_together_are_those_proven_one_by_one():
         )
     assert together.tolist() == alone
     assert proof.complete and 0 < sum(alone) < len(alone)  # both outcomes occur
+    settled = lp_settled(prog, C, ms)
+    assert settled.any() and not (settled & ~np.array(alone)).any()
 
 
 @pytest.mark.parametrize("backend", ["cpsat", "highs"])

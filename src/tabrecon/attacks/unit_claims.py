@@ -55,6 +55,10 @@ CLAIM_COLUMNS = {
 }
 
 
+#: Seconds a verification search runs before the linear relaxation is tried
+#: (:func:`~tabrecon.attacks.solvers.prove_forms`): most blocks' searches answer well inside it
+RELAX_AFTER = 1.0
+
 #: Per-block figures of a Generate-then-Verify run
 BLOCK_COLUMNS = {
     "geoid": pl.String,
@@ -264,7 +268,9 @@ def generate_then_verify(
             n_cand += len(cands)
             remaining = None if block_seconds is None else block_seconds - time.perf_counter() + t0
             ms = np.array([c[2] for c in cands], dtype=np.int64)
-            proof = prove_forms(base, _forms(cands, prog.n_vars), ms, pool, remaining)
+            proof = prove_forms(
+                base, _forms(cands, prog.n_vars), ms, pool, remaining, relax_after=RELAX_AFTER
+            )
             if not proof.complete:
                 status = (
                     ClaimStatus.TIME_LIMIT
