@@ -244,8 +244,8 @@ def test_candidates_proven_together_are_those_proven_one_by_one(relax_after):
 
     from tabrecon.attacks.solvers import (
         Extensible,
+        Relaxation,
         SolverOptions,
-        lp_settled,
         prove_forms,
         solve,
     )
@@ -285,7 +285,7 @@ def test_candidates_proven_together_are_those_proven_one_by_one(relax_after):
         )
     assert together.tolist() == alone
     assert proof.complete and 0 < sum(alone) < len(alone)  # both outcomes occur
-    settled = lp_settled(prog, C, ms)
+    settled, _ = Relaxation(prog).settled(C, ms)
     assert settled.any() and not (settled & ~np.array(alone)).any()
 
 

@@ -194,6 +194,14 @@ class Extensible:
         self.prog, self.opts = prog, opts
         self._base = build_cpsat(prog) if opts.backend != "highs" else None
         self._cpsat: Any = None  # a HiGHS-backed program's CP-SAT model, for joint proofs
+        self._relaxation: Relaxation | None = None
+
+    @property
+    def relaxation(self) -> Relaxation:
+        """The base program's linear relaxation (:class:`Relaxation`), built when first used."""
+        if self._relaxation is None:
+            self._relaxation = Relaxation(self.prog)
+        return self._relaxation
 
     def solve(
         self,
@@ -312,69 +320,119 @@ class FormProof:
     complete: bool  # False: the time or the rounds ran out with forms left undecided
 
 
-def lp_settled(
-    prog: IntProgram, C: sp.csr_matrix, m: np.ndarray, seconds: float | None = None
-) -> np.ndarray:
-    """Which forms ``C x`` the linear relaxation alone proves equal to ``m`` in every integer
-    solution: its maximum below m + 1 and its minimum above m - 1 (the relaxation's optimum bounds
-    every integer solution's). HiGHS' dual simplex, one model, each form's objective a warm
-    start from the last. A form the relaxation leaves open stays False (not refuted: an integer
-    search decides it); so do all forms left when ``seconds`` run out.
+class Relaxation:
+    """The linear relaxation of an integer program, loaded into HiGHS once and re-optimised
+    under one objective after another (dual simplex from the last basis): cheap bounds and,
+    often, integer solutions, ahead of an integer search.
 
     >>> p = IntProgram(A=sp.csr_matrix(np.array([[1, 1, 0]])), lo=np.array([2]),
     ...                hi=np.array([2]), ub=np.array([2, 2, 3]))
+    >>> r = Relaxation(p)
+    >>> r.vertex(np.array([1, 0, 1])).tolist()
+    [0, 2, 0]
     >>> C = sp.csr_matrix(np.array([[1, 1, 0], [1, 0, 0], [0, 0, 1]]))
-    >>> lp_settled(p, C, np.array([2, 1, 0])).tolist()
-    [True, False, False]
+    >>> settled, found = r.settled(C, np.array([2, 1, 0]))
+    >>> settled.tolist(), [(C @ x).tolist() for x in found]
+    ([True, False, False], [[2, 2, 0], [2, 0, 3]])
     """
-    import highspy
 
-    C = C.tocsr()
-    out = np.zeros(C.shape[0], dtype=bool)
-    n = prog.n_vars
-    if not C.shape[0]:
-        return out
-    t0 = time.perf_counter()
-    h = highspy.Highs()
-    h.setOptionValue("output_flag", False)
-    h.setOptionValue("threads", 1)
-    lp = highspy.HighsLp()
-    lp.num_col_, lp.num_row_ = n, prog.n_rows
-    lp.col_cost_ = np.zeros(n)
-    lp.col_lower_ = np.zeros(n) if prog.lb is None else prog.lb.astype(float)
-    lp.col_upper_ = prog.ub.astype(float)
-    lp.row_lower_ = prog.lo.astype(float)
-    lp.row_upper_ = prog.hi.astype(float)
-    A = prog.A.tocsr()
-    lp.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
-    lp.a_matrix_.start_ = A.indptr.astype(np.int32)
-    lp.a_matrix_.index_ = A.indices.astype(np.int32)
-    lp.a_matrix_.value_ = A.data.astype(float)
-    h.passModel(lp)
-    optimal = highspy.HighsModelStatus.kOptimal
-    tol = 1e-6  # far above the simplex's own (1e-7 per row), far below the unit asked for
-    support = np.zeros(0, dtype=np.int32)
-    for i in range(C.shape[0]):
-        if seconds is not None and time.perf_counter() - t0 > seconds:
-            break
-        row = C.indices[C.indptr[i] : C.indptr[i + 1]].astype(np.int32)
-        vals = C.data[C.indptr[i] : C.indptr[i + 1]].astype(float)
-        if support.size:
-            h.changeColsCost(support.size, support, np.zeros(support.size))
-        h.changeColsCost(row.size, row, vals)
-        support = row
-        ok = True
-        for sense, beyond in (
-            (highspy.ObjSense.kMaximize, lambda v, i=i: v >= m[i] + 1 - tol),
-            (highspy.ObjSense.kMinimize, lambda v, i=i: v <= m[i] - 1 + tol),
-        ):
-            h.changeObjectiveSense(sense)
-            h.run()
-            if h.getModelStatus() != optimal or beyond(h.getInfo().objective_function_value):
-                ok = False
+    #: far above the simplex's own tolerance (1e-7 a row), far below the unit of a count
+    TOL = 1e-6
+
+    def __init__(self, prog: IntProgram) -> None:
+        import highspy
+
+        self.prog = prog
+        self._h = h = highspy.Highs()
+        h.setOptionValue("output_flag", False)
+        h.setOptionValue("threads", 1)
+        n = prog.n_vars
+        lp = highspy.HighsLp()
+        lp.num_col_, lp.num_row_ = n, prog.n_rows
+        lp.col_cost_ = np.zeros(n)
+        lp.col_lower_ = np.zeros(n) if prog.lb is None else prog.lb.astype(float)
+        lp.col_upper_ = prog.ub.astype(float)
+        lp.row_lower_ = prog.lo.astype(float)
+        lp.row_upper_ = prog.hi.astype(float)
+        A = prog.A.tocsr()
+        lp.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
+        lp.a_matrix_.start_ = A.indptr.astype(np.int32)
+        lp.a_matrix_.index_ = A.indices.astype(np.int32)
+        lp.a_matrix_.value_ = A.data.astype(float)
+        h.passModel(lp)
+        self._optimal = highspy.HighsModelStatus.kOptimal
+        self._sense = {True: highspy.ObjSense.kMaximize, False: highspy.ObjSense.kMinimize}
+        self._support = np.arange(n, dtype=np.int32)  # columns whose cost may be nonzero
+
+    def _objective(self, cols: np.ndarray, vals: np.ndarray) -> None:
+        if self._support.size:
+            self._h.changeColsCost(self._support.size, self._support, np.zeros(self._support.size))
+        self._h.changeColsCost(cols.size, cols, vals)
+        self._support = cols
+
+    def _optimum(self, maximize: bool) -> float | None:
+        self._h.changeObjectiveSense(self._sense[maximize])
+        self._h.run()
+        if self._h.getModelStatus() != self._optimal:
+            return None
+        return float(self._h.getInfo().objective_function_value)
+
+    def _integer_point(self) -> np.ndarray | None:
+        """The last optimum when it is an integer solution of the program (checked row by
+        row), else None."""
+        x = np.asarray(self._h.getSolution().col_value)
+        xi = np.rint(x).astype(np.int64)
+        if np.abs(x - xi).max(initial=0.0) > self.TOL:
+            return None
+        p = self.prog
+        lb = 0 if p.lb is None else p.lb
+        ax = p.A @ xi
+        if (xi < lb).any() or (xi > p.ub).any() or (ax < p.lo).any() or (ax > p.hi).any():
+            return None
+        return xi
+
+    def vertex(self, c: np.ndarray, maximize: bool = False) -> np.ndarray | None:
+        """An optimal vertex under objective ``c`` when it is an integer solution of the program,
+        else None: an integer search is then needed."""
+        n = self.prog.n_vars
+        self._objective(np.arange(n, dtype=np.int32), np.asarray(c, dtype=float))
+        return None if self._optimum(maximize) is None else self._integer_point()
+
+    def settled(
+        self, C: sp.csr_matrix, m: np.ndarray, seconds: float | None = None
+    ) -> tuple[np.ndarray, list[np.ndarray]]:
+        """Which forms ``C x`` the relaxation alone proves equal to ``m`` in every integer
+        solution -- its maximum below m + 1 and its minimum above m - 1 (the relaxation's
+        optimum bounds every integer solution's) -- and the integer solutions it met on the way
+        that break some form (an optimum beyond m that is an integer point). A form neither
+        settled nor broken stays open for an integer search; so do all forms left when
+        ``seconds`` run out."""
+        C = C.tocsr()
+        m = np.asarray(m)
+        out = np.zeros(C.shape[0], dtype=bool)
+        broken = np.zeros(C.shape[0], dtype=bool)
+        found: list[np.ndarray] = []
+        t0 = time.perf_counter()
+        for i in range(C.shape[0]):
+            if seconds is not None and time.perf_counter() - t0 > seconds:
                 break
-        out[i] = ok
-    return out
+            if broken[i]:
+                continue
+            sl = slice(C.indptr[i], C.indptr[i + 1])
+            self._objective(C.indices[sl].astype(np.int32), C.data[sl].astype(float))
+            for maximize in (True, False):
+                v = self._optimum(maximize)
+                if v is None:
+                    break
+                if (v < m[i] + 1 - self.TOL) if maximize else (v > m[i] - 1 + self.TOL):
+                    out[i] = not maximize  # both bounds hold once the minimum is checked
+                    continue
+                x = self._integer_point()
+                if x is not None and C[i] @ x != m[i]:
+                    found.append(x)
+                    broken |= C @ x != m
+                break
+        return out & ~broken, found
 
 
 def prove_forms(
@@ -395,10 +453,10 @@ def prove_forms(
     what is left. The same verdicts as two infeasibility proofs per form, in far fewer solves.
     Forms still undecided when ``seconds`` or ``max_rounds`` run out are not verified. With
     ``relax_after``, a search that has not answered in that many seconds hands over to the
-    linear relaxation: forms it settles (:func:`lp_settled`) are verified, and the search goes on
-    over the rest only. Small programs are proven faster by the one search, hard ones by the
-    relaxation (a housing-unit block of 25 units: 520 claims settled in 1.7 s that CP-SAT had
-    not proven in 60 s); the verdicts are the same either way.
+    linear relaxation: forms it settles (:meth:`Relaxation.settled`) are verified, and the
+    search goes on over the rest only. Small programs are proven faster by the one search,
+    hard ones by the relaxation (a housing-unit block of 25 units: 520 claims settled in
+    1.7 s that CP-SAT had not proven in 60 s); the verdicts are the same either way.
 
     >>> p = IntProgram(A=sp.csr_matrix(np.array([[1, 1, 0]])), lo=np.array([2]),
     ...                hi=np.array([2]), ub=np.array([2, 2, 3]))
@@ -435,9 +493,13 @@ def prove_forms(
         if (not sol.has_solution or sol.x is None) and not relaxed:
             relaxed = True  # the search is slow here: the relaxation settles what it can
             left = None if seconds is None else seconds - (time.perf_counter() - t0)
-            settled = lp_settled(base.prog, Ci, mi, left)
+            settled, found = base.relaxation.settled(Ci, mi, left)
             verified[idx[settled]] = True
             alive[idx[settled]] = False
+            for x in found:  # integer solutions that break forms: refuted as by the search
+                alive[idx[Ci @ x[:n_vars] != mi]] = False
+                if pool is not None:
+                    pool.append(x)
             continue
         if not sol.has_solution or sol.x is None:
             return FormProof(verified, proofs, False)  # time-out: the rest stays unverified

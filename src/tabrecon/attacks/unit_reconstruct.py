@@ -44,6 +44,7 @@ from ..schema.spec import Schema, Units
 from ..unit_tables import (
     StatisticCell,
     compiled,
+    compiled_columns,
     compiled_statistics,
     table_by_name,
     tables_in,
@@ -143,8 +144,7 @@ def reconstruct_units(
             f"medians and means ({which}) are modelled at level 'block' only so far"
         )
     feas = schema.feasible_types()
-    Wc = W.tocsc()
-    deg = cell_degree(W)
+    Wc, deg = compiled_columns(schema, tuple(of_level["block"]))  # once per process
     cls = first = np.zeros(0, dtype=np.int64)
     aggregate = False
     key = _coarse_key(feas, schema, unique_on)  # the resolution uniqueness is asked at
