@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import time
@@ -46,7 +47,15 @@ def make_state(path: Path, persons: int, counties: int, seed: int = 0) -> int:
     return pl.scan_parquet(path).select(pl.len()).collect().item()
 
 
-def run_audit(src: Path, out: Path, extra_args: list[str], extra_pids: list[int]) -> dict:
+def run_audit(
+    src: Path,
+    out: Path,
+    extra_args: list[str],
+    extra_pids: list[int],
+    code: Path | None = None,
+) -> dict:
+    """``tabrecon audit`` as its own process, its process tree's memory sampled; with ``code``
+    (a checkout's ``src`` folder) the audit runs that code instead of the installed one."""
     cmd = [
         sys.executable,
         "-m",
@@ -63,7 +72,15 @@ def run_audit(src: Path, out: Path, extra_args: list[str], extra_pids: list[int]
         *extra_args,
     ]
     t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    env = None
+    if code is not None:
+        env = {
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join([str(code), os.environ.get("PYTHONPATH", "")]),
+        }
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env
+    )
     s = TreeSampler(proc.pid, extra_pids)
     s.start()
     _, err = proc.communicate()

@@ -3,6 +3,7 @@ to for the 308.7 million persons of the 2010 Census.
 
 Run (from the repository root):
 python -m benchmarks.bench_state [--persons 10000000] [--counties 40] [--scaling 500000]
+    [--baseline REF]
 
 The state is ``--counties`` synthetic counties of equal size whose blocks follow the 2010 national
 distribution of persons by block size (many blocks of 1-9, a tail above 1,000; see
@@ -17,11 +18,17 @@ CPU of the audit process and its ended pool workers), peak resident memory of th
 tree (sampled every 0.5 s), core-s per person per stage, and the projection to 308.7 M persons
 (wall on 2 cores, and core-hours). ``--scaling N`` also audits an N-person state through a Dask
 LocalCluster with 1 and then 2 single-threaded worker processes and prints the speed-up.
+``--baseline REF`` first audits the same state with the code of git ``REF`` (a temporary
+worktree, the same interpreter and configuration) and prints both, stage by stage, with their
+ratio and a block-by-block comparison of the certification: machines here differ from day to day
+by more than the gains measured, so a speed-up is only ever a ratio from one run.
 """
 
 from __future__ import annotations
 
 import argparse
+import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -65,6 +72,13 @@ def main() -> dict:
         default=0,
         help="persons of a smaller state audited on Dask with 1 and 2 workers (0: skip)",
     )
+    ap.add_argument(
+        "--baseline",
+        default="",
+        help="a git ref (commit, tag, branch) whose code audits the same state first, from a "
+        "temporary worktree, in this same run: both printed with their ratio and every block's "
+        "verdict compared",
+    )
     a = ap.parse_args()
     print(f"# national-scale benchmark -- {machine()}")
     t0 = time.perf_counter()
@@ -78,6 +92,9 @@ def main() -> dict:
         "audit: block+tract reconstruction, certification (zero test + distance of every varying "
         f"block), reidentification; chunks of <= {a.chunk_persons:,} persons; local pool of 2"
     )
+    base = None
+    if a.baseline:
+        base = _baseline_run(a.baseline, src, a.dir)
     run = run_audit(src, a.dir / "audit", [], [])
     s = run["summary"]
     wall, core = s["timings_s"], s.get("core_s", {})
@@ -116,6 +133,8 @@ def main() -> dict:
         "failures": len(s["failures"]),
         "certify": cert,
     }
+    if base is not None:
+        figures["baseline"] = _compare(a.baseline, base, run, a.dir, n)
     if a.scaling:
         from distributed import LocalCluster
 
@@ -137,6 +156,78 @@ def main() -> dict:
         )
         figures["dask_scaling"] = {"persons": sn, "seconds": times, "speedup": times[1] / times[2]}
     return figures
+
+
+def _baseline_run(ref: str, src: Path, d: Path) -> dict:
+    """The audit of ``src`` by the code of git ``ref``, checked out in a temporary worktree
+    (removed after) and run with the same interpreter and configuration."""
+    root = Path(__file__).resolve().parents[1]
+    sha = subprocess.run(
+        ["git", "-C", str(root), "rev-parse", "--verify", f"{ref}^{{commit}}"],
+        capture_output=True,
+        text=True,
+    )
+    if sha.returncode != 0:
+        raise SystemExit(f"--baseline {ref!r}: not a commit of {root} ({sha.stderr.strip()})")
+    tmp = Path(tempfile.mkdtemp(prefix="tabrecon-baseline-"))
+    subprocess.run(
+        ["git", "-C", str(root), "worktree", "add", "--detach", "-q", str(tmp), sha.stdout.strip()],
+        check=True,
+    )
+    try:
+        print(f"baseline: {ref} ({sha.stdout.strip()[:10]}) from a temporary worktree")
+        return run_audit(src, d / "audit-baseline", [], [], code=tmp / "src")
+    finally:
+        subprocess.run(["git", "-C", str(root), "worktree", "remove", "--force", str(tmp)])
+
+
+def _compare(ref: str, base: dict, run: dict, d: Path, n: int) -> dict:
+    """Both runs side by side: wall and core seconds per stage, their ratio, the peaks, and
+    every block's certification compared (verdict, and solvar where both proved it)."""
+    bw, cw = base["summary"]["timings_s"], run["summary"]["timings_s"]
+    bc, cc = base["summary"].get("core_s", {}), run["summary"].get("core_s", {})
+    print(f"\n## this code against {ref}, same state, same run")
+    print(f"{'stage':<14}{'base wall':>11}{'wall':>9}{'speed-up':>10}{'base core':>11}{'core':>9}")
+    for st in (*STAGES, "total"):
+        if st in bw and st in cw:
+            b_c = sum(bc.values()) if st == "total" else bc.get(st, float("nan"))
+            c_c = sum(cc.values()) if st == "total" else cc.get(st, float("nan"))
+            print(
+                f"{st:<14}{bw[st]:>11.1f}{cw[st]:>9.1f}{bw[st] / max(cw[st], 1e-9):>9.2f}x"
+                f"{b_c:>11.1f}{c_c:>9.1f}"
+            )
+    speedup = base["wall_s"] / run["wall_s"]
+    print(
+        f"wall incl. start-up: {base['wall_s']:.1f} -> {run['wall_s']:.1f} s ({speedup:.2f}x); "
+        f"peak RSS of the tree {base['peak_total_mib'] / 1024:.2f} -> "
+        f"{run['peak_total_mib'] / 1024:.2f} GiB; projection to {US_2010:,} persons "
+        f"{base['wall_s'] * US_2010 / n / 3600:.1f} -> {run['wall_s'] * US_2010 / n / 3600:.1f} h "
+        "on this machine"
+    )
+    cols = ["block_geoid", "status", "solvar", "proven"]
+    b = pl.read_parquet(d / "audit-baseline" / "results" / "solvar_blocks.parquet").select(cols)
+    c = pl.read_parquet(d / "audit" / "results" / "solvar_blocks.parquet").select(cols)
+    j = b.join(c, on="block_geoid", how="full", suffix="_now", coalesce=True)
+    missing = j.filter(pl.col("status").is_null() | pl.col("status_now").is_null()).height
+    verdicts = int((j["status"] != j["status_now"]).fill_null(True).sum())
+    both = j.filter(pl.col("proven") & pl.col("proven_now"))
+    solvar = int(both.select(((pl.col("solvar") - pl.col("solvar_now")).abs() > 1e-9).sum()).item())
+    print(
+        f"blocks: {j.height:,}; verdict differs in {verdicts:,}; solvar differs in {solvar:,} of "
+        f"{both.height:,} proven in both; in one run only: {missing:,}"
+    )
+    return {
+        "ref": ref,
+        "wall_s": round(base["wall_s"], 1),
+        "speedup": round(speedup, 3),
+        "stage_wall_s": bw,
+        "stage_core_s": bc,
+        "peak_rss_tree_gib": round(base["peak_total_mib"] / 1024, 2),
+        "blocks": j.height,
+        "verdicts_differ": verdicts,
+        "solvar_differ": solvar,
+        "blocks_in_one_run_only": missing,
+    }
 
 
 if __name__ == "__main__":

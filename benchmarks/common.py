@@ -94,7 +94,8 @@ class _Tee(io.TextIOBase):
     """Standard output that also keeps every line printed."""
 
     def __init__(self, out: io.TextIOBase) -> None:
-        self.out, self.lines, self._part = out, [], ""
+        self.out, self._part = out, ""
+        self.lines: list[str] = []
 
     def write(self, s: str) -> int:
         self.out.write(s)

@@ -41,7 +41,7 @@ from ..io import write_figure
 from ..publication import EXACT, Publication
 from ..schema.spec import Schema, Units
 from ..unit_tables import compiled, compiled_columns, table_by_name, tables_in
-from ..vocab import ClaimStatus
+from ..vocab import ClaimStatus, Verdict
 from .solvers import Extensible, SolverOptions, prove_forms
 from .unit_reconstruct import block_bounds, block_program, block_statistics
 
@@ -79,10 +79,12 @@ BLOCK_COLUMNS = {
 
 @dataclass
 class UnitClaims:
-    """Verified claims (block, k, columns, values, m) and per-block figures."""
+    """Verified claims (block, k, columns, values, m) and per-block figures; ``varies`` names
+    the blocks whose generated solutions differ (a witness that their units are not unique)."""
 
     claims: pl.DataFrame
     blocks: pl.DataFrame
+    varies: frozenset[str] = frozenset()
 
 
 def _keys(codes: dict[str, np.ndarray], schema: Schema, cols: tuple[int, ...]) -> np.ndarray:
@@ -202,6 +204,7 @@ def generate_then_verify(
     subsets = {k: list(itertools.combinations(range(len(schema.attributes)), k)) for k in k_values}
     found: list[tuple] = []
     stats: list[tuple] = []
+    witnessed: list[str] = []
 
     def _published(cols: tuple[int, ...], key: int, exact: np.ndarray) -> bool:
         """A claim is trivial when a cell published exactly in this block (``exact``) counts
@@ -256,6 +259,8 @@ def generate_then_verify(
             stats.append((geoid, 0, int(adm.size), 0, 0, 0, time.perf_counter() - t0, why))
             continue
         X = np.stack(sols)[:, : adm.size]  # K x admissible types (a tied release's follow)
+        if (X != X[0]).any():
+            witnessed.append(geoid)
         pos = positions[adm]
         pool = list(sols)  # every solution known: the K generated and those refuting candidates
         n_cand = n_ver = 0
@@ -302,7 +307,7 @@ def generate_then_verify(
         schema=BLOCK_COLUMNS,
         orient="row",
     )
-    return UnitClaims(claims, per_block)
+    return UnitClaims(claims, per_block, frozenset(witnessed))
 
 
 def _forms(cands: list[tuple], nv: int) -> sp.csr_matrix:
@@ -438,13 +443,14 @@ def _block_worker(args: tuple) -> tuple[dict, pl.DataFrame | None]:
     from .variability import capped
 
     t0 = time.perf_counter()
-    # the block's time limit bounds the whole block: its reconstruction and uniqueness proof
-    # (each solve stops at half of it; a proof cut short leaves the block undecided), then
-    # Generate-then-Verify in what is left (claims verified before it runs out are kept)
+    # the block's time limit bounds the whole block: its reconstruction (stopped at half of
+    # it), then Generate-then-Verify in what is left (claims verified before it runs out are
+    # kept), then the uniqueness proof -- only where the generated solutions were all the same
+    # (most blocks' differ: a witness that they vary, which no proof can overturn)
     ropts = opts if block_seconds is None else capped(opts, block_seconds / 2)
     if tied is None:
-        rec = reconstruct_units(long, schema, tables, ropts, publication=pub)
-        verdicts = rec.blocks.select("geoid", pl.col("status").alias("reconstruction"))
+        rec = reconstruct_units(long, schema, tables, ropts, check_unique=False, publication=pub)
+        verdicts = None
     else:  # the full reconstruction's verdict given both releases
         from ..schema.registry import of_schema
         from .joint import reconstruct_together
@@ -471,6 +477,20 @@ def _block_worker(args: tuple) -> tuple[dict, pl.DataFrame | None]:
         tied=tied,
         publication=pub,
     )
+    if verdicts is None:
+        if geoid in res.varies or rec.blocks["status"][0] != Verdict.UNKNOWN:
+            status = Verdict.VARIES if geoid in res.varies else rec.blocks["status"][0]
+        else:
+            left = None if block_seconds is None else block_seconds - (time.perf_counter() - t0)
+            rec = reconstruct_units(
+                long,
+                schema,
+                tables,
+                opts if left is None else capped(opts, max(left, 1.0)),
+                publication=pub,
+            )
+            status = rec.blocks["status"][0]
+        verdicts = pl.DataFrame({"geoid": [geoid], "reconstruction": [str(status)]})
     blocks = res.blocks.join(verdicts, on="geoid", how="left")
     types, counts = np.unique(rec.units.types, return_counts=True)
     st = {
