@@ -37,6 +37,26 @@ def test_every_verified_claim_is_true_of_the_units(seed):
     assert res.claims.height == int(res.blocks["verified"].sum())
 
 
+def test_claims_runs_verdict_is_the_uniqueness_proofs():
+    """The claims run proves a block's uniqueness only where its generated solutions were all
+    the same (two different ones witness that it varies): every block's verdict equals the
+    proof's, unique blocks among them."""
+    import polars as pl
+
+    from tabrecon.attacks.unit_claims import release_claims
+    from tabrecon.attacks.unit_reconstruct import reconstruct_units
+
+    _, units = synthesize_households(SynthConfig(persons=400), seed=5)
+    long = tabulate_units(units)
+    run = release_claims(long, HOUSING_UNITS, k_values=(2,), K=4, block_seconds=None)
+    proof = reconstruct_units(long, HOUSING_UNITS, run.tables)
+    both = run.blocks.join(proof.blocks.select("geoid", "status"), on="geoid", suffix="_proof")
+    assert both.height == proof.blocks.height
+    assert (both["reconstruction"] == both["status_proof"]).all(), both
+    assert {"unique", "varies"} <= set(both["reconstruction"].to_list())  # both kinds occur
+    assert both.filter(pl.col("reconstruction") == "undecided").is_empty()
+
+
 def test_claims_a_single_cell_reads_off_are_dropped():
     """Tenure, vacancy status, size and householder race are each one published table (H3-H6,
     H13): no claim on one of those columns alone is a finding."""
