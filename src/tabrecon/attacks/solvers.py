@@ -347,19 +347,7 @@ class Relaxation:
         h.setOptionValue("output_flag", False)
         h.setOptionValue("threads", 1)
         n = prog.n_vars
-        lp = highspy.HighsLp()
-        lp.num_col_, lp.num_row_ = n, prog.n_rows
-        lp.col_cost_ = np.zeros(n)
-        lp.col_lower_ = np.zeros(n) if prog.lb is None else prog.lb.astype(float)
-        lp.col_upper_ = prog.ub.astype(float)
-        lp.row_lower_ = prog.lo.astype(float)
-        lp.row_upper_ = prog.hi.astype(float)
-        A = prog.A.tocsr()
-        lp.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
-        lp.a_matrix_.start_ = A.indptr.astype(np.int32)
-        lp.a_matrix_.index_ = A.indices.astype(np.int32)
-        lp.a_matrix_.value_ = A.data.astype(float)
-        h.passModel(lp)
+        h.passModel(_highs_lp(prog, np.zeros(n), integer=False))
         self._optimal = highspy.HighsModelStatus.kOptimal
         self._sense = {True: highspy.ObjSense.kMaximize, False: highspy.ObjSense.kMinimize}
         self._support = np.arange(n, dtype=np.int32)  # columns whose cost may be nonzero
@@ -552,6 +540,29 @@ def solve_cpsat_model(
     return Solution(status, x, obj, bound, time.perf_counter() - t0, "cpsat", {"raw": name})
 
 
+def _highs_lp(prog: IntProgram, cost: np.ndarray, integer: bool) -> Any:
+    """``prog`` as a HiGHS model (minimising ``cost``), its variables integer or, for the
+    relaxation, not."""
+    import highspy
+
+    n = prog.n_vars
+    lp = highspy.HighsLp()
+    lp.num_col_, lp.num_row_ = n, prog.n_rows
+    lp.col_cost_ = cost
+    lp.col_lower_ = np.zeros(n) if prog.lb is None else prog.lb.astype(float)
+    lp.col_upper_ = prog.ub.astype(float)
+    lp.row_lower_ = prog.lo.astype(float)
+    lp.row_upper_ = prog.hi.astype(float)
+    A = prog.A.tocsr()
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
+    lp.a_matrix_.start_ = A.indptr.astype(np.int32)
+    lp.a_matrix_.index_ = A.indices.astype(np.int32)
+    lp.a_matrix_.value_ = A.data.astype(float)
+    if integer:
+        lp.integrality_ = [highspy.HighsVarType.kInteger] * n
+    return lp
+
+
 def _solve_highs(prog: IntProgram, opts: SolverOptions) -> Solution:
     import highspy
 
@@ -562,22 +573,8 @@ def _solve_highs(prog: IntProgram, opts: SolverOptions) -> Solution:
     h.setOptionValue("random_seed", opts.seed)
     if opts.time_limit:
         h.setOptionValue("time_limit", float(opts.time_limit))
-    lp = highspy.HighsLp()
-    n, mrows = prog.n_vars, prog.n_rows
-    lp.num_col_, lp.num_row_ = n, mrows
-    c = np.zeros(n) if prog.c is None else prog.c.astype(float)
-    lp.col_cost_ = -c if prog.maximize else c
-    lp.col_lower_ = np.zeros(n) if prog.lb is None else prog.lb.astype(float)
-    lp.col_upper_ = prog.ub.astype(float)
-    lp.row_lower_ = prog.lo.astype(float)
-    lp.row_upper_ = prog.hi.astype(float)
-    A = prog.A.tocsr()
-    lp.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
-    lp.a_matrix_.start_ = A.indptr.astype(np.int32)
-    lp.a_matrix_.index_ = A.indices.astype(np.int32)
-    lp.a_matrix_.value_ = A.data.astype(float)
-    lp.integrality_ = [highspy.HighsVarType.kInteger] * n
-    h.passModel(lp)
+    c = np.zeros(prog.n_vars) if prog.c is None else prog.c.astype(float)
+    h.passModel(_highs_lp(prog, -c if prog.maximize else c, integer=True))
     with stoppable(h, "cancelSolve"):
         h.run()
     ms = h.modelStatusToString(h.getModelStatus())
