@@ -322,8 +322,8 @@ class FormProof:
 
 class Relaxation:
     """The linear relaxation of an integer program, loaded into HiGHS once and re-optimised
-    under one objective after another (dual simplex from the last basis): cheap bounds and,
-    often, integer solutions, ahead of an integer search.
+    under one objective after another from the last basis: cheap bounds and, often, integer
+    solutions, ahead of an integer search.
 
     >>> p = IntProgram(A=sp.csr_matrix(np.array([[1, 1, 0]])), lo=np.array([2]),
     ...                hi=np.array([2]), ub=np.array([2, 2, 3]))
@@ -466,41 +466,39 @@ def prove_forms(
         alive &= C @ x[:n_vars] == m
     t0 = time.perf_counter()
     proofs = 0
-    relaxed = relax_after is None
+    relaxed = relax_after is None  # the relaxation has had its turn (or is not wanted)
     while alive.any():
         left = None if seconds is None else seconds - (time.perf_counter() - t0)
         if (left is not None and left <= 0) or (max_rounds is not None and proofs >= max_rounds):
             return FormProof(verified, proofs, False)
         idx = np.flatnonzero(alive)
         Ci, mi = C[idx], m[idx]
-        if not relaxed and relax_after is not None and relax_after <= 0:
-            sol = Solution("timeout", None)
-        else:
-            cap = left if relaxed else min(left or np.inf, float(relax_after or 0))
+        if relaxed or (relax_after or 0.0) > 0:  # a search, capped until the relaxation's turn
+            cap = left if relaxed else min(np.inf if left is None else left, relax_after or 0.0)
             sol = base.solve_some_differs(Ci, mi, cap)
             proofs += 1
-        if sol.status == "infeasible":
-            verified[idx] = True
-            break
-        if (not sol.has_solution or sol.x is None) and not relaxed:
-            relaxed = True  # the search is slow here: the relaxation settles what it can
-            left = None if seconds is None else seconds - (time.perf_counter() - t0)
-            settled, found = base.relaxation.settled(Ci, mi, left)
-            verified[idx[settled]] = True
-            alive[idx[settled]] = False
-            for x in found:  # integer solutions that break forms: refuted as by the search
-                alive[idx[Ci @ x[:n_vars] != mi]] = False
+            if sol.status == "infeasible":
+                verified[idx] = True
+                break
+            if sol.has_solution and sol.x is not None:
+                broken = Ci @ sol.x[:n_vars] != mi
+                if not broken.any():
+                    raise TabreconError("a solution found to break some claim breaks none")
                 if pool is not None:
-                    pool.append(x)
-            continue
-        if not sol.has_solution or sol.x is None:
-            return FormProof(verified, proofs, False)  # time-out: the rest stays unverified
-        broken = Ci @ sol.x[:n_vars] != mi
-        if not broken.any():
-            raise TabreconError("a solution found to break some claim breaks none")
-        if pool is not None:
-            pool.append(sol.x)
-        alive[idx[broken]] = False
+                    pool.append(sol.x)
+                alive[idx[broken]] = False
+                continue
+            if relaxed:
+                return FormProof(verified, proofs, False)  # time-out: the rest unverified
+        relaxed = True  # the search is slow here: the relaxation settles what it can
+        left = None if seconds is None else seconds - (time.perf_counter() - t0)
+        settled, found = base.relaxation.settled(Ci, mi, left)
+        verified[idx[settled]] = True
+        alive[idx[settled]] = False
+        for x in found:  # integer solutions that break forms: refuted as by the search
+            alive[idx[Ci @ x[:n_vars] != mi]] = False
+            if pool is not None:
+                pool.append(x)
     return FormProof(verified, proofs, True)
 
 
