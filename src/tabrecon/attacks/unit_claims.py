@@ -27,9 +27,10 @@ import itertools
 import time
 import zlib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -80,11 +81,14 @@ BLOCK_COLUMNS = {
 @dataclass
 class UnitClaims:
     """Verified claims (block, k, columns, values, m) and per-block figures; ``varies`` names
-    the blocks whose generated solutions differ (a witness that their units are not unique)."""
+    the blocks whose generated solutions differ (a witness that their units are not unique);
+    ``first`` holds each block's first generated solution, the types of its units (a
+    reconstruction: it satisfies every published cell)."""
 
     claims: pl.DataFrame
     blocks: pl.DataFrame
     varies: frozenset[str] = frozenset()
+    first: Mapping[str, np.ndarray] = field(default_factory=dict)
 
 
 def _keys(codes: dict[str, np.ndarray], schema: Schema, cols: tuple[int, ...]) -> np.ndarray:
@@ -205,6 +209,8 @@ def generate_then_verify(
     found: list[tuple] = []
     stats: list[tuple] = []
     witnessed: list[str] = []
+    first: dict[str, np.ndarray] = {}
+    feasible = schema.feasible_types()
 
     def _published(cols: tuple[int, ...], key: int, exact: np.ndarray) -> bool:
         """A claim is trivial when a cell published exactly in this block (``exact``) counts
@@ -261,6 +267,8 @@ def generate_then_verify(
         X = np.stack(sols)[:, : adm.size]  # K x admissible types (a tied release's follow)
         if (X != X[0]).any():
             witnessed.append(geoid)
+        x0 = X[0]
+        first[geoid] = np.repeat(feasible[adm[x0 > 0]], x0[x0 > 0])
         pos = positions[adm]
         pool = list(sols)  # every solution known: the K generated and those refuting candidates
         n_cand = n_ver = 0
@@ -307,7 +315,7 @@ def generate_then_verify(
         schema=BLOCK_COLUMNS,
         orient="row",
     )
-    return UnitClaims(claims, per_block, frozenset(witnessed))
+    return UnitClaims(claims, per_block, frozenset(witnessed), first)
 
 
 def _forms(cands: list[tuple], nv: int) -> sp.csr_matrix:
@@ -443,19 +451,19 @@ def _block_worker(args: tuple) -> tuple[dict, pl.DataFrame | None]:
     from .variability import capped
 
     t0 = time.perf_counter()
-    # the block's time limit bounds the whole block: its reconstruction (stopped at half of
-    # it), then Generate-then-Verify in what is left (claims verified before it runs out are
-    # kept), then the uniqueness proof -- only where the generated solutions were all the same
-    # (most blocks' differ: a witness that they vary, which no proof can overturn)
-    ropts = opts if block_seconds is None else capped(opts, block_seconds / 2)
-    if tied is None:
-        rec = reconstruct_units(long, schema, tables, ropts, check_unique=False, publication=pub)
-        verdicts = None
-    else:  # the full reconstruction's verdict given both releases
+    # the block's time limit bounds the whole block: Generate-then-Verify (claims verified
+    # before it runs out are kept), then the uniqueness proof -- only where the generated
+    # solutions were all the same (most blocks' differ: a witness that they vary, which no
+    # proof can overturn). The block's reconstruction is the first generated solution (it
+    # satisfies every published cell); it is solved for apart only where none was generated
+    rec: Any = None  # the block's reconstruction, where one is solved for apart
+    verdicts = None
+    if tied is not None:  # the full reconstruction's verdict given both releases
         from ..schema.registry import of_schema
         from .joint import reconstruct_together
 
-        rec = reconstruct_together(long, tied, of_schema(schema).name, ropts)  # type: ignore[assignment]
+        ropts = opts if block_seconds is None else capped(opts, block_seconds / 2)
+        rec = reconstruct_together(long, tied, of_schema(schema).name, ropts)
         verdicts = rec.blocks.select(
             "geoid",
             pl.when(pl.col("status") == "consistent")
@@ -477,22 +485,25 @@ def _block_worker(args: tuple) -> tuple[dict, pl.DataFrame | None]:
         tied=tied,
         publication=pub,
     )
+    x0 = res.first.get(geoid)
     if verdicts is None:
-        if geoid in res.varies or rec.blocks["status"][0] != Verdict.UNKNOWN:
-            status = Verdict.VARIES if geoid in res.varies else rec.blocks["status"][0]
-        else:
-            left = None if block_seconds is None else block_seconds - (time.perf_counter() - t0)
-            rec = reconstruct_units(
-                long,
-                schema,
-                tables,
-                opts if left is None else capped(opts, max(left, 1.0)),
-                publication=pub,
-            )
+        left = None if block_seconds is None else block_seconds - (time.perf_counter() - t0)
+        popts = opts if left is None else capped(opts, max(left, 1.0))
+        if x0 is not None and geoid in res.varies:
+            status: str = Verdict.VARIES
+        else:  # the proof; with no solution generated, the reconstruction's own solve
+            ref = None
+            if x0 is not None:
+                ref = Units(schema, np.full(x0.size, geoid), schema.decode(x0), None, "claims")
+            rec = reconstruct_units(long, schema, tables, popts, publication=pub, reference=ref)
             status = rec.blocks["status"][0]
         verdicts = pl.DataFrame({"geoid": [geoid], "reconstruction": [str(status)]})
+    if tied is None and x0 is not None:
+        types = x0
+    else:  # a tied release's joint reconstruction, or the block's own solve
+        types = rec.units.types if rec is not None else np.zeros(0, dtype=np.int64)
     blocks = res.blocks.join(verdicts, on="geoid", how="left")
-    types, counts = np.unique(rec.units.types, return_counts=True)
+    types, counts = np.unique(types, return_counts=True)
     st = {
         "unit": geoid,
         "status": "ok",
