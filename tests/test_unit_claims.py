@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tabrecon.attacks.unit_claims import generate_then_verify
 from tabrecon.households import synthesize_households
@@ -163,6 +165,67 @@ def test_contradictory_tables_mark_the_block_infeasible():
     assert res.claims.height == 0
 
 
+def test_a_total_that_breaks_its_parts_makes_the_block_infeasible():
+    """Generate-then-Verify solves with the rows no others imply (a total is the sum of its
+    parts, so it is dropped); a total published inconsistent with its parts must still leave
+    no solution, not be ignored."""
+    import numpy as np
+    import polars as pl
+
+    from tabrecon.attacks.solvers import independent_rows
+    from tabrecon.attacks.unit_reconstruct import block_program, block_tables
+    from tabrecon.unit_tables import tables_in
+
+    units, long, blocks = _county(3)
+    b = blocks[0]
+    cells, W, geoids, V = block_tables(long, HOUSING_UNITS, tables_in(long, HOUSING_UNITS, "block"))
+    v = V[list(geoids).index(b)]
+    prog, adm = block_program(W, v, W.tocsc())
+    # the program's rows: the block's cells but the zeros that no admissible type lies in
+    rows = np.flatnonzero((W[:, adm].getnnz(axis=1) > 0) | (v != 0))
+    assert rows.size == prog.n_rows
+    total = [c.id for c in cells].index("H0010001")
+    assert total in rows and not independent_rows(prog)[rows.tolist().index(total)]
+    bad = long.with_columns(
+        pl.when((pl.col("geoid") == b) & (pl.col("cell") == "H0010001"))
+        .then(pl.col("value") + 1)
+        .otherwise(pl.col("value"))
+        .alias("value")
+    )
+    res = generate_then_verify(bad, HOUSING_UNITS, blocks=[b], K=2, k_values=(2,))
+    assert res.blocks.row(0, named=True)["status"] == "infeasible"
+    assert res.claims.height == 0
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 2**31 - 1))
+def test_the_rows_kept_imply_every_row_dropped(seed):
+    """:func:`independent_rows` on random tables with totals and subtotals: the rows kept have
+    the rank of all rows, every equality row dropped is a combination of the kept ones, and a
+    row with a range is never dropped."""
+    import numpy as np
+    import scipy.sparse as sp
+
+    from tabrecon.attacks.solvers import IntProgram, independent_rows
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(2, 40))
+    parts = (rng.random((int(rng.integers(1, 12)), n)) < 0.3).astype(float)
+    sums = rng.integers(0, 2, size=(int(rng.integers(0, 6)), parts.shape[0])) @ parts
+    A = np.vstack([parts, sums, np.ones((1, n))])[
+        rng.permutation(parts.shape[0] + sums.shape[0] + 1)
+    ]
+    lo = np.zeros(A.shape[0], dtype=np.int64)
+    hi = np.where(rng.random(A.shape[0]) < 0.2, 5, 0)
+    keep = independent_rows(IntProgram(A=sp.csr_matrix(A), lo=lo, hi=hi, ub=np.full(n, 9)))
+    assert keep[hi > 0].all()
+    rank = np.linalg.matrix_rank
+    assert rank(A[keep]) == rank(A)
+    eq_kept = A[keep & (hi == 0)]
+    for r in np.flatnonzero(~keep):
+        assert rank(np.vstack([eq_kept, A[r]])) == rank(eq_kept)
+
+
 # --------------------------------------------------------------------------------------------------
 # tabrecon claims --schema households: the command's contract
 # --------------------------------------------------------------------------------------------------
@@ -252,13 +315,17 @@ def test_household_claims_command_names_bad_input(tmp_path):
     assert k.returncode == 2 and "--k" in k.stderr
 
 
-@pytest.mark.parametrize("relax_after", [None, 0.0])
-def test_candidates_proven_together_are_those_proven_one_by_one(relax_after):
+@pytest.mark.parametrize(
+    ("relax_after", "rows"), [(None, "all"), (0.0, "all"), (0.0, "kept"), (0.0, "kept-lp")]
+)
+def test_candidates_proven_together_are_those_proven_one_by_one(relax_after, rows):
     """Verification (``prove_forms``, shared with the person claims) searches for a solution
     breaking *any* candidate and repeats on the rest; it must verify exactly the candidates two
     separate proofs (Count <= m - 1, Count >= m + 1 both infeasible) verify -- also when the
     linear relaxation settles what it can before the search (``relax_after=0``), and every form
-    the relaxation settles alone is one of them."""
+    the relaxation settles alone is one of them; and the same when the program is given only
+    the rows no others imply (``kept``: to CP-SAT and the relaxation; ``kept-lp``: to the
+    relaxation alone), as Generate-then-Verify gives it."""
     import numpy as np
     import scipy.sparse as sp
 
@@ -266,6 +333,7 @@ def test_candidates_proven_together_are_those_proven_one_by_one(relax_after):
         Extensible,
         Relaxation,
         SolverOptions,
+        independent_rows,
         prove_forms,
         solve,
     )
@@ -287,9 +355,18 @@ def test_candidates_proven_together_are_those_proven_one_by_one(relax_after):
             members = np.flatnonzero(key == g)
             if x0[members].sum() >= 1:
                 cands.append((cols, int(g), int(x0[members].sum()), members))
-    base = Extensible(prog, SolverOptions(backend="cpsat"))
+    full = prog
+    kept = full.rows(independent_rows(full))
+    assert kept.n_rows < full.n_rows
+    cpsat = SolverOptions(backend="cpsat")
+    given = {
+        "all": Extensible(full, cpsat),
+        "kept": Extensible(kept, cpsat),
+        "kept-lp": Extensible(full, cpsat, lp=kept),
+    }[rows]
+    base = Extensible(prog, cpsat)  # the one-by-one proofs: every row
     C, ms = _forms(cands, prog.n_vars), np.array([c[2] for c in cands])
-    proof = prove_forms(base, C, ms, [x0], relax_after=relax_after)
+    proof = prove_forms(given, C, ms, [x0], relax_after=relax_after)
     together = proof.verified
     alone = []
     for _cols, _key, m, members in cands:
@@ -307,6 +384,7 @@ def test_candidates_proven_together_are_those_proven_one_by_one(relax_after):
     assert proof.complete and 0 < sum(alone) < len(alone)  # both outcomes occur
     settled, _ = Relaxation(prog).settled(C, ms)
     assert settled.any() and not (settled & ~np.array(alone)).any()
+    assert Relaxation(kept).settled(C, ms)[0].tolist() == settled.tolist()
 
 
 @pytest.mark.parametrize("backend", ["cpsat", "highs"])

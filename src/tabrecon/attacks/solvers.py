@@ -49,6 +49,25 @@ class IntProgram:
     def n_rows(self) -> int:
         return int(self.A.shape[0])
 
+    def satisfied_by(self, x: np.ndarray) -> bool:
+        """Whether the integer point ``x`` (its first :attr:`n_vars` entries) is a solution.
+
+        >>> p = IntProgram(A=sp.csr_matrix(np.array([[1, 1]])), lo=np.array([2]),
+        ...                hi=np.array([2]), ub=np.array([2, 2]))
+        >>> p.satisfied_by(np.array([1, 1])), p.satisfied_by(np.array([2, 1]))
+        (True, False)
+        """
+        x = np.asarray(x)[: self.n_vars]
+        lb = 0 if self.lb is None else self.lb
+        ax = self.A @ x
+        return not (
+            (x < lb).any() or (x > self.ub).any() or (ax < self.lo).any() or (ax > self.hi).any()
+        )
+
+    def rows(self, keep: np.ndarray) -> IntProgram:
+        """The program with only the rows ``keep`` (a mask or indices)."""
+        return replace(self, A=self.A[keep], lo=self.lo[keep], hi=self.hi[keep])
+
 
 @dataclass
 class SolverOptions:
@@ -183,6 +202,43 @@ def tighten(prog: IntProgram, time_limit: float = 10.0) -> tuple[np.ndarray, np.
     return lb, ub
 
 
+def independent_rows(prog: IntProgram, tol: float = 1e-9) -> np.ndarray:
+    """Which rows of ``prog`` to keep so that every equality row dropped is a linear
+    combination of equality rows kept (rows with a range are all kept): where the program is
+    consistent, the kept rows have the same solutions, integer or real. Published tables are
+    full of such rows -- a total is the sum of its parts, table after table -- and they are
+    the densest. Sparse rows are preferred: each row of a random projection of the equality
+    rows is scaled by 1 / its nonzeros before a pivoted QR picks a basis (the projection keeps
+    every linear dependency with probability one and makes the QR small).
+
+    A row judged dependent by rounding error would only widen the region: use the kept rows
+    where a wider region is safe (bounds), and check solutions against all rows.
+
+    >>> A = sp.csr_matrix(np.array([[1, 1, 1], [1, 0, 0], [0, 1, 1], [0, 1, 0]]))
+    >>> p = IntProgram(A=A, lo=np.array([3, 1, 2, 0]), hi=np.array([3, 1, 2, 2]),
+    ...                ub=np.array([3, 3, 3]))
+    >>> independent_rows(p).tolist()  # the total is the sum of the next two
+    [False, True, True, True]
+    """
+    A = prog.A.tocsr()
+    keep = np.ones(A.shape[0], dtype=bool)
+    eq = np.flatnonzero(prog.lo == prog.hi)
+    if eq.size < 2:
+        return keep
+    import scipy.linalg as la
+
+    Ae = A[eq]
+    nnz = np.maximum(np.diff(Ae.indptr), 1)
+    G = np.random.default_rng(0).standard_normal((A.shape[1], min(A.shape[1], eq.size)))
+    M = np.asarray(Ae @ G) / nnz[:, None]
+    _q, R, piv = la.qr(M.T, mode="economic", pivoting=True)
+    d = np.abs(np.diag(R))
+    rank = int((d > d[0] * tol).sum()) if d.size and d[0] > 0 else 0
+    keep[eq] = False
+    keep[eq[piv[:rank]]] = True
+    return keep
+
+
 class Extensible:
     """A base program solved many times with a few extra variables and rows each time.
 
@@ -190,17 +246,20 @@ class Extensible:
     are filled from Python. HiGHS: the extended program is passed whole (array-based anyway).
     """
 
-    def __init__(self, prog: IntProgram, opts: SolverOptions) -> None:
+    def __init__(self, prog: IntProgram, opts: SolverOptions, lp: IntProgram | None = None) -> None:
         self.prog, self.opts = prog, opts
         self._base = build_cpsat(prog) if opts.backend != "highs" else None
         self._cpsat: Any = None  # a HiGHS-backed program's CP-SAT model, for joint proofs
         self._relaxation: Relaxation | None = None
+        self._lp = prog if lp is None else lp
 
     @property
     def relaxation(self) -> Relaxation:
-        """The base program's linear relaxation (:class:`Relaxation`), built when first used."""
+        """The base program's linear relaxation (:class:`Relaxation`), built when first used,
+        from ``lp`` when given: the program with fewer rows and the same solutions
+        (:func:`independent_rows`)."""
         if self._relaxation is None:
-            self._relaxation = Relaxation(self.prog)
+            self._relaxation = Relaxation(self._lp)
         return self._relaxation
 
     def solve(
@@ -374,12 +433,7 @@ class Relaxation:
         row), else None."""
         x = np.asarray(self._h.getSolution().col_value)
         xi = np.rint(x).astype(np.int64)
-        if np.abs(x - xi).max(initial=0.0) > self.TOL:
-            return None
-        p = self.prog
-        lb = 0 if p.lb is None else p.lb
-        ax = p.A @ xi
-        if (xi < lb).any() or (xi > p.ub).any() or (ax < p.lo).any() or (ax > p.hi).any():
+        if np.abs(x - xi).max(initial=0.0) > self.TOL or not self.prog.satisfied_by(xi):
             return None
         return xi
 
