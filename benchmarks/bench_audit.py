@@ -47,6 +47,17 @@ def make_state(path: Path, persons: int, counties: int, seed: int = 0) -> int:
     return pl.scan_parquet(path).select(pl.len()).collect().item()
 
 
+def code_env(code: Path | None) -> dict[str, str] | None:
+    """The environment of a process that runs the code in ``code`` (a checkout's ``src``
+    folder) instead of the installed one; None: this environment."""
+    if code is None:
+        return None
+    return {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(code), os.environ.get("PYTHONPATH", "")]),
+    }
+
+
 def run_audit(
     src: Path,
     out: Path,
@@ -72,12 +83,7 @@ def run_audit(
         *extra_args,
     ]
     t0 = time.perf_counter()
-    env = None
-    if code is not None:
-        env = {
-            **os.environ,
-            "PYTHONPATH": os.pathsep.join([str(code), os.environ.get("PYTHONPATH", "")]),
-        }
+    env = code_env(code)
     proc = subprocess.Popen(
         cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env
     )

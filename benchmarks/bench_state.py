@@ -3,7 +3,7 @@ to for the 308.7 million persons of the 2010 Census.
 
 Run (from the repository root):
 python -m benchmarks.bench_state [--persons 10000000] [--counties 40] [--scaling 500000]
-    [--baseline REF]
+    [--baseline REF] [--profile-tracts 30]
 
 The state is ``--counties`` synthetic counties of equal size whose blocks follow the 2010 national
 distribution of persons by block size (many blocks of 1-9, a tail above 1,000; see
@@ -22,20 +22,26 @@ LocalCluster with 1 and then 2 single-threaded worker processes and prints the s
 worktree, the same interpreter and configuration) and prints both, stage by stage, with their
 ratio and a block-by-block comparison of the certification: machines here differ from day to day
 by more than the gains measured, so a speed-up is only ever a ratio from one run.
+``--profile-tracts N`` (30 unless 0) then profiles reconstruction and certification of the
+state's first N tracts in one process (:mod:`benchmarks.profile_stages`) and prints the top
+entries, with the baseline's code too when there is one: where the time went, before and after.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 
 import polars as pl
 
-from benchmarks.bench_audit import make_state, run_audit
+from benchmarks.bench_audit import code_env, make_state, run_audit
 from benchmarks.common import machine, record
+from benchmarks.profile_stages import show
 
 US_2010 = 308_745_538
 STAGES = ("read", "tabulate", "reconstruct", "certify", "reidentify", "aggregate")
@@ -79,6 +85,13 @@ def main() -> dict:
         "temporary worktree, in this same run: both printed with their ratio and every block's "
         "verdict compared",
     )
+    ap.add_argument(
+        "--profile-tracts",
+        type=int,
+        default=30,
+        help="tracts of the state profiled, stage by stage, in one process after the audit "
+        "(and with the baseline's code); 0: no profile",
+    )
     a = ap.parse_args()
     print(f"# national-scale benchmark -- {machine()}")
     t0 = time.perf_counter()
@@ -94,8 +107,9 @@ def main() -> dict:
     )
     base = None
     if a.baseline:
-        base = _baseline_run(a.baseline, src, a.dir)
+        base = _baseline_run(a.baseline, src, a.dir, a.profile_tracts)
     run = run_audit(src, a.dir / "audit", [], [])
+    run["profile"] = _profile(None, src, a.dir / "profile.json", a.profile_tracts)
     s = run["summary"]
     wall, core = s["timings_s"], s.get("core_s", {})
     print(f"\n{'stage':<14}{'wall s':>10}{'core s':>10}{'core-s/person':>16}")
@@ -135,6 +149,13 @@ def main() -> dict:
     }
     if base is not None:
         figures["baseline"] = _compare(a.baseline, base, run, a.dir, n)
+    for label, r in (("baseline " + a.baseline, base), ("this code", run)):
+        if r is not None and r.get("profile"):
+            show(label, r["profile"])
+    if run.get("profile"):
+        figures["profile"] = run["profile"]
+        if base is not None and base.get("profile"):
+            figures["baseline"]["profile"] = base["profile"]
     if a.scaling:
         from distributed import LocalCluster
 
@@ -158,9 +179,27 @@ def main() -> dict:
     return figures
 
 
-def _baseline_run(ref: str, src: Path, d: Path) -> dict:
+def _profile(code: Path | None, src: Path, out: Path, tracts: int) -> dict | None:
+    """:mod:`benchmarks.profile_stages` on the first ``tracts`` tracts of ``src`` as its own
+    process, run by the code in ``code`` (a checkout's ``src``; None: this code); None when
+    not asked or when it failed (said)."""
+    if tracts <= 0:
+        return None
+    root = Path(__file__).resolve().parents[1]
+    cmd = [sys.executable, "-m", "benchmarks.profile_stages", str(src), "--tracts", str(tracts)]
+    r = subprocess.run(
+        [*cmd, "--json", str(out)], cwd=root, env=code_env(code), capture_output=True, text=True
+    )
+    if r.returncode != 0:
+        print(f"profile failed ({r.returncode}): {r.stderr.strip()[-500:]}")
+        return None
+    return json.loads(out.read_text())
+
+
+def _baseline_run(ref: str, src: Path, d: Path, profile_tracts: int = 0) -> dict:
     """The audit of ``src`` by the code of git ``ref``, checked out in a temporary worktree
-    (removed after) and run with the same interpreter and configuration."""
+    (removed after) and run with the same interpreter and configuration; with
+    ``profile_tracts``, that code's profile too (:func:`_profile`)."""
     root = Path(__file__).resolve().parents[1]
     sha = subprocess.run(
         ["git", "-C", str(root), "rev-parse", "--verify", f"{ref}^{{commit}}"],
@@ -176,7 +215,9 @@ def _baseline_run(ref: str, src: Path, d: Path) -> dict:
     )
     try:
         print(f"baseline: {ref} ({sha.stdout.strip()[:10]}) from a temporary worktree")
-        return run_audit(src, d / "audit-baseline", [], [], code=tmp / "src")
+        run = run_audit(src, d / "audit-baseline", [], [], code=tmp / "src")
+        run["profile"] = _profile(tmp / "src", src, d / "profile-baseline.json", profile_tracts)
+        return run
     finally:
         subprocess.run(["git", "-C", str(root), "worktree", "remove", "--force", str(tmp)])
 
