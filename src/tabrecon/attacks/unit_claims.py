@@ -267,6 +267,8 @@ def generate_then_verify(
         x0 = X[0]
         first[geoid] = np.repeat(feasible[adm[x0 > 0]], x0[x0 > 0])
         pos = positions[adm]
+        sol_rows = np.arange(X.shape[0])[:, None]
+        Xf = X.ravel().astype(np.float64)
         pool = list(sols)  # every solution known: the K generated and those refuting candidates
         n_cand = n_ver = 0
         status = (
@@ -278,15 +280,25 @@ def generate_then_verify(
             cands: list[tuple[tuple[int, ...], int, int, np.ndarray]] = []
             for cols in subs:
                 uk, inv = np.unique(_position_keys(pos, schema, cols), return_inverse=True)
-                onehot = sp.csr_matrix(
-                    (np.ones(inv.size, dtype=np.int64), (np.arange(inv.size), inv)),
-                    shape=(inv.size, uk.size),
-                )
-                counts = np.rint(np.asarray((onehot.T @ X.T).T)).astype(np.int64)  # sols x keys
+                # each solution's count of every key, in one bincount (a sparse one-hot matrix
+                # per column subset cost more to build than to use on small blocks)
+                counts = np.rint(
+                    np.bincount(
+                        (sol_rows * uk.size + inv[None, :]).ravel(),
+                        weights=Xf,
+                        minlength=X.shape[0] * uk.size,
+                    ).reshape(X.shape[0], uk.size)
+                ).astype(np.int64)  # sols x keys
                 m0 = counts[0]
-                for g in np.flatnonzero((m0 >= 1) & (counts == m0).all(axis=0)):
+                stable = np.flatnonzero((m0 >= 1) & (counts == m0).all(axis=0))
+                if not stable.size:
+                    continue
+                order = np.argsort(inv, kind="stable")  # each key's types, in order
+                starts = np.concatenate([[0], np.cumsum(np.bincount(inv, minlength=uk.size))])
+                for g in stable:
                     if not _published(cols, int(uk[g]), exact):  # trivial: a cell's count
-                        cands.append((cols, int(uk[g]), int(m0[g]), np.flatnonzero(inv == g)))
+                        members = order[starts[g] : starts[g + 1]]
+                        cands.append((cols, int(uk[g]), int(m0[g]), members))
             n_cand += len(cands)
             remaining = None if block_seconds is None else block_seconds - time.perf_counter() + t0
             ms = np.array([c[2] for c in cands], dtype=np.int64)
