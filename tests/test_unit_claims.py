@@ -147,6 +147,42 @@ def test_a_block_out_of_time_keeps_its_verified_claims_and_says_so():
         assert (res.claims["true_matches"] == res.claims["m"]).all()
 
 
+def test_claims_proven_before_the_time_runs_out_are_kept(monkeypatch):
+    """A block's candidates (every k) are proven together; when the proof stops short, the
+    claims it had proven (those the relaxation settled) are kept, the rest dropped, and the
+    block is marked at its time limit. The partial proof here is the full one with half its
+    verdicts withheld, so every claim kept is one the full run verifies."""
+    import numpy as np
+
+    from tabrecon.attacks import unit_claims
+    from tabrecon.attacks.solvers import FormProof
+
+    units, long, blocks = _county(4)
+    full = generate_then_verify(
+        long, HOUSING_UNITS, blocks=blocks, truth=units, K=4, k_values=(2, 3)
+    )
+    real = unit_claims.prove_forms
+
+    def stops_short(*args, **kwargs):
+        proof = real(*args, **kwargs)
+        kept = proof.verified & (np.arange(proof.verified.size) % 2 == 0)
+        return FormProof(kept, proof.proofs, False)
+
+    monkeypatch.setattr(unit_claims, "prove_forms", stops_short)
+    cut = generate_then_verify(
+        long, HOUSING_UNITS, blocks=blocks, truth=units, K=4, k_values=(2, 3)
+    )
+    with_claims = full.blocks.filter(full.blocks["candidates"] > 0)["geoid"].to_list()
+    assert with_claims and set(
+        cut.blocks.filter(cut.blocks["status"] == "time-limit")["geoid"]
+    ) == set(with_claims)
+    assert 0 < cut.claims.height < full.claims.height
+    key = ["geoid", "k", "columns", "values", "m"]
+    assert cut.claims.select(key).join(full.claims.select(key), on=key, how="anti").is_empty()
+    assert (cut.claims["true_matches"] == cut.claims["m"]).all()
+    assert cut.claims.height == int(cut.blocks["verified"].sum())
+
+
 def test_contradictory_tables_mark_the_block_infeasible():
     """A block whose tables contradict each other (more occupied units than units) admits no
     solution: it is named, not skipped."""
