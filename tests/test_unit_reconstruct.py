@@ -6,6 +6,8 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tabrecon.attacks.unit_reconstruct import reconstruct_units
 from tabrecon.households import synthesize_households
@@ -399,3 +401,31 @@ def test_a_block_missing_or_repeating_a_cell_is_named():
     twice = pl.concat([long, pl.DataFrame([row], schema=long.schema)])
     with pytest.raises(InputError, match=f"block {row['geoid']} has cell H0030002 2 times"):
         reconstruct_units(twice, HOUSING_UNITS)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2**31 - 1))
+def test_block_diagonal_equals_the_blocks_programs_stacked(seed):
+    """A tract's block part built in one pass is what building each block's program and
+    stacking them gives: the same matrix, values and upper bounds."""
+    import scipy.sparse as sp
+
+    from tabrecon.attacks.unit_reconstruct import (
+        _block_diagonal,
+        admissible_types,
+        block_program,
+        cell_degree,
+    )
+
+    rng = np.random.default_rng(seed)
+    cells, types, nb = rng.integers(1, 6), rng.integers(1, 8), rng.integers(1, 5)
+    W = sp.csr_matrix((rng.random((cells, types)) < 0.4).astype(np.int64))
+    V = rng.integers(0, 3, size=(nb, cells)) * (rng.random((nb, cells)) < 0.7)
+    Wc = W.tocsc()
+    adms = admissible_types(W, V, cell_degree(W))
+    progs = [block_program(W, v, Wc, admissible=a)[0] for v, a in zip(V, adms, strict=True)]
+    B, v, ub = _block_diagonal(Wc, V, adms)
+    B0 = sp.block_diag([p.A for p in progs], format="csr")
+    assert B.shape == B0.shape and (B != B0).nnz == 0
+    assert v.tolist() == np.concatenate([p.lo for p in progs]).tolist()
+    assert ub.tolist() == np.concatenate([p.ub for p in progs]).tolist()

@@ -921,12 +921,9 @@ def tract_class_program(
     out_t = np.asarray(Wt[np.flatnonzero(vt == 0)].sum(axis=0)).ravel() > 0
     n_cls = first.size
     open_in_class = np.bincount(cls[~out_t], minlength=n_cls)
-    progs, adms = [], []
     deg = cell_degree(Wcls)
-    for v, adm in zip(V, admissible_types(Wcls, V, deg, open_in_class == 0), strict=True):
-        p, a = block_program(Wcls, v, Wclsc, admissible=adm)
-        progs.append(p)
-        adms.append(a)
+    adms = admissible_types(Wcls, V, deg, open_in_class == 0)
+    B, vb, ubx = _block_diagonal(Wclsc, V, adms)
     used = np.zeros(n_cls, dtype=bool)
     for a in adms:
         used[a] = True
@@ -951,7 +948,6 @@ def tract_class_program(
             ),
         ]
     )
-    B = sp.block_diag([p.A for p in progs], format="csr") if progs else sp.csr_matrix((0, 0))
     A = sp.vstack(
         [
             sp.hstack([B, sp.csr_matrix((B.shape[0], ny), dtype=np.int64)]),
@@ -960,8 +956,7 @@ def tract_class_program(
         ],
         format="csr",
     ).astype(np.int64)
-    v = np.concatenate([p.lo for p in progs] + [vk, np.zeros(C.shape[0], dtype=np.int64)])
-    ubx = np.concatenate([p.ub for p in progs]) if progs else np.zeros(0, dtype=np.int64)
+    v = np.concatenate([vb, vk, np.zeros(C.shape[0], dtype=np.int64)])
     big = np.iinfo(np.int64).max
     uby = np.full(ny, big, dtype=np.int64)
     np.minimum.at(uby, At.indices, np.repeat(vk, np.diff(At.indptr)))
@@ -969,6 +964,43 @@ def tract_class_program(
     uby = np.minimum(uby, cap[cls[ytypes]])
     prog = IntProgram(A=A, lo=v, hi=v, ub=np.concatenate([ubx, uby]))
     return prog, [first[a] for a in adms], ytypes
+
+
+def _block_diagonal(
+    Wc: sp.csc_matrix, V: np.ndarray, adms: list[np.ndarray]
+) -> tuple[sp.csr_matrix, np.ndarray, np.ndarray]:
+    """Every block's :func:`block_program` (given its admissible columns ``adms`` of ``Wc``,
+    values ``V``: blocks x cells) side by side, in one pass over all blocks instead of a
+    program per block and ``sp.block_diag``: the block-diagonal matrix (rows in block then cell
+    order, a zero cell no admitted column lies in dropped), its rows' values and each column's
+    upper bound (its smallest cell; 0 for a column in no cell). The same arrays as stacking
+    the blocks' programs (tested).
+
+    >>> Wc = sp.csc_matrix(np.array([[1, 1], [1, 0]]))
+    >>> adms = [np.array([0, 1]), np.array([1])]
+    >>> B, v, ub = _block_diagonal(Wc, np.array([[2, 1], [1, 0]]), adms)
+    >>> B.toarray().tolist(), v.tolist(), ub.tolist()
+    ([[1, 1, 0], [1, 0, 0], [0, 0, 1]], [2, 1, 1], [1, 2, 1])
+    """
+    V = np.asarray(V, dtype=np.int64)
+    n_cells = V.shape[1] if V.ndim == 2 else 0
+    sizes = np.array([a.size for a in adms], dtype=np.int64)
+    nx = int(sizes.sum())
+    cols = np.concatenate(adms) if adms else np.zeros(0, dtype=np.int64)
+    col_block = np.repeat(np.arange(len(adms)), sizes)
+    pos = _spans(Wc.indptr, cols)
+    counts = Wc.indptr[cols + 1] - Wc.indptr[cols]
+    j = np.repeat(np.arange(nx), counts)  # each entry's column
+    key = col_block[j] * n_cells + Wc.indices[pos]  # each entry's (block, cell)
+    flat = V.ravel()
+    rows = np.union1d(key, np.flatnonzero(flat != 0))  # sorted: block, then cell
+    B = sp.csr_matrix(
+        (Wc.data[pos].astype(np.int64), (np.searchsorted(rows, key), j)), shape=(rows.size, nx)
+    )
+    big = np.iinfo(np.int64).max
+    ub = np.full(nx, big, dtype=np.int64)
+    np.minimum.at(ub, j, flat[key])
+    return B, flat[rows], np.where(ub == big, 0, ub)
 
 
 def _deal(
