@@ -424,7 +424,8 @@ def test_block_diagonal_equals_the_blocks_programs_stacked(seed):
     Wc = W.tocsc()
     adms = admissible_types(W, V, cell_degree(W))
     progs = [block_program(W, v, Wc, admissible=a)[0] for v, a in zip(V, adms, strict=True)]
-    B, v, ub = _block_diagonal(Wc, V, adms)
+    B, rows, ub = _block_diagonal(Wc, V, adms)
+    v = V.ravel()[rows]
     B0 = sp.block_diag([p.A for p in progs], format="csr")
     assert B.shape == B0.shape and (B != B0).nnz == 0
     assert v.tolist() == np.concatenate([p.lo for p in progs]).tolist()

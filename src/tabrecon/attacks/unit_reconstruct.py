@@ -774,21 +774,12 @@ def block_program(
             ruled_out |= exclude
         adm = np.flatnonzero(~ruled_out)
     Wc = W.tocsc() if Wc is None else Wc
-    pos = _spans(Wc.indptr, adm)  # the admissible columns, gathered without scipy's slicing
-    counts = Wc.indptr[adm + 1] - Wc.indptr[adm]
-    A = sp.csc_matrix(
-        (Wc.data[pos], Wc.indices[pos], np.concatenate([[0], np.cumsum(counts)])),
-        shape=(W.shape[0], adm.size),
-    ).tocsr()
-    # a zero cell whose types are all ruled out says 0 = 0: most of a small block's cells do,
-    # and the solvers need not read them (a nonzero cell without types stays: it is infeasible)
-    keep = (np.diff(A.indptr) > 0) | (v != 0)
-    if not keep.all():
-        A, v, lo = A[keep], v[keep], lo[keep]
-    big = np.iinfo(np.int64).max
-    ub = np.full(adm.size, big, dtype=np.int64)
-    np.minimum.at(ub, A.indices, np.repeat(v, np.diff(A.indptr)))
-    ub = np.where(ub == big, 0, ub)
+    # the admissible columns gathered without scipy's slicing; a zero cell whose types are all
+    # ruled out says 0 = 0: most of a small block's cells do, and the solvers need not read
+    # them (a nonzero cell without types stays: it is infeasible)
+    A, rows, ub = _block_diagonal(Wc, v[None, :], [adm])
+    if rows.size != v.size:
+        v, lo = v[rows], lo[rows]
     if callable(extra):
         extra = extra(adm)
         if extra is not None:
@@ -923,7 +914,8 @@ def tract_class_program(
     open_in_class = np.bincount(cls[~out_t], minlength=n_cls)
     deg = cell_degree(Wcls)
     adms = admissible_types(Wcls, V, deg, open_in_class == 0)
-    B, vb, ubx = _block_diagonal(Wclsc, V, adms)
+    B, rows, ubx = _block_diagonal(Wclsc, V, adms)
+    vb = np.asarray(V, dtype=np.int64).ravel()[rows]
     used = np.zeros(n_cls, dtype=bool)
     for a in adms:
         used[a] = True
@@ -973,14 +965,14 @@ def _block_diagonal(
     values ``V``: blocks x cells) side by side, in one pass over all blocks instead of a
     program per block and ``sp.block_diag``: the block-diagonal matrix (rows in block then cell
     order, a zero cell no admitted column lies in dropped), its rows' values and each column's
-    upper bound (its smallest cell; 0 for a column in no cell). The same arrays as stacking
-    the blocks' programs (tested).
+    upper bound (its smallest cell; 0 for a column in no cell). Rows are returned as positions in
+    ``V.ravel()`` (block * cells + cell); :func:`block_program` is its one-block case.
 
     >>> Wc = sp.csc_matrix(np.array([[1, 1], [1, 0]]))
     >>> adms = [np.array([0, 1]), np.array([1])]
-    >>> B, v, ub = _block_diagonal(Wc, np.array([[2, 1], [1, 0]]), adms)
-    >>> B.toarray().tolist(), v.tolist(), ub.tolist()
-    ([[1, 1, 0], [1, 0, 0], [0, 0, 1]], [2, 1, 1], [1, 2, 1])
+    >>> B, rows, ub = _block_diagonal(Wc, np.array([[2, 1], [1, 0]]), adms)
+    >>> B.toarray().tolist(), rows.tolist(), ub.tolist()
+    ([[1, 1, 0], [1, 0, 0], [0, 0, 1]], [0, 1, 2], [1, 2, 1])
     """
     V = np.asarray(V, dtype=np.int64)
     n_cells = V.shape[1] if V.ndim == 2 else 0
@@ -1000,7 +992,7 @@ def _block_diagonal(
     big = np.iinfo(np.int64).max
     ub = np.full(nx, big, dtype=np.int64)
     np.minimum.at(ub, j, flat[key])
-    return B, flat[rows], np.where(ub == big, 0, ub)
+    return B, rows, np.where(ub == big, 0, ub)
 
 
 def _deal(
