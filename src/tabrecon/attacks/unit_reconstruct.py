@@ -206,6 +206,8 @@ def reconstruct_units(
                 f"feasible {schema.name} type ({int((~ok).sum())} such units)"
             )
         ref_geo = reference.block_geoid.astype(str)
+        order = np.argsort(ref_geo, kind="stable")  # each block's units one slice
+        ref_geo, ref_pos = ref_geo[order], ref_pos[order]
     rows, geo_out = [], []
     stats: list[tuple] = []  # one row per block (the frame below)
     queue: deque[tuple[list[int], np.ndarray | None, tuple | None]] = deque(
@@ -493,13 +495,14 @@ def _reference_x(
     """The program's variables at a given reconstruction (``ref_pos``: each unit's position
     among the feasible types, ``ref_geo`` its block), or None when its units do not fit the
     program (a type the zeros rule out, or a published cell it breaks). A class program's
-    blocks count classes, its tract the types (``ytypes``)."""
+    blocks count classes, its tract the types (``ytypes``). ``ref_geo`` is sorted (each block's
+    units one slice: comparing every unit's block with each block's was 2.2 of the real
+    sample's 17.5 s certifying a given reconstruction at block+tract)."""
     parts = []
-    in_group = np.zeros(ref_geo.size, dtype=bool)
-    for g, a in zip(geoids, adms, strict=True):
-        mine = ref_geo == g
-        in_group |= mine
-        pos = ref_pos[mine]
+    starts = np.searchsorted(ref_geo, geoids, side="left")
+    ends = np.searchsorted(ref_geo, geoids, side="right")
+    for g0, g1, a in zip(starts.tolist(), ends.tolist(), adms, strict=True):
+        pos = ref_pos[g0:g1]
         if ytypes is not None:  # classes: a is each admissible class's first type
             pos, a = cls[pos], cls[a]
         order = np.argsort(a)
@@ -512,7 +515,9 @@ def _reference_x(
             return None
         parts.append(np.bincount(idx, minlength=a.size).astype(np.int64))
     if ytypes is not None:
-        pos = ref_pos[in_group]
+        pos = np.concatenate(
+            [ref_pos[:0]] + [ref_pos[g0:g1] for g0, g1 in zip(starts, ends, strict=True)]
+        )
         at = np.searchsorted(ytypes, pos)
         at = np.minimum(at, max(ytypes.size - 1, 0))
         if pos.size and (ytypes.size == 0 or (ytypes[at] != pos).any()):
