@@ -182,18 +182,7 @@ def _synthetic(persons: int, seed: int = 7) -> dict:
         reference=person_units(recmd),
     )
     t_ref = time.perf_counter() - t
-    both = ref.blocks.join(
-        cert.select(
-            pl.col("block_geoid").alias("geoid"),
-            pl.col("status").alias("person"),
-            pl.col("solvar").alias("person_solvar"),
-        ),
-        on="geoid",
-        how="full",
-        coalesce=True,
-    )
-    same = int((both["status"] == both["person"]).fill_null(False).sum())
-    diff = float((both["solvar"] - both["person_solvar"]).abs().max() or 0.0)
+    _, same, diff = _against_person(ref.blocks, cert)
     varies = int((cert["status"] == "varies").sum())
     print(
         f"synthetic, {len(md):,} persons, {cert.height:,} blocks ({varies:,} varying), "
@@ -240,7 +229,28 @@ def _certify_side_by_side(md, ts, recmd, cert: pl.DataFrame, level: str) -> dict
     t = time.perf_counter()
     rec = reconstruct_units(long, distance=True, **kw)
     t_generic = time.perf_counter() - t
-    both = rec.blocks.join(
+    both, same, diff = _against_person(rec.blocks, cert)
+    varies = int((both["status"] == "varies").sum())
+    print(
+        f"certification of the person reconstruction at {level}: {both.height:,} blocks, the "
+        f"same verdict on {same:,}, {varies} varying; largest solvar difference "
+        f"{diff:.2g} points; person certify {t_person:.1f} s, over the schema (zero test "
+        f"+ distances) {t_generic:.1f} s ({t_generic / t_person:.2f}x)"
+    )
+    return {
+        "blocks": both.height,
+        "same_verdict": same,
+        "varying": varies,
+        "max_solvar_difference": diff,
+        "person_certify_seconds": round(t_person, 1),
+        "generic_certify_seconds": round(t_generic, 1),
+    }
+
+
+def _against_person(blocks: pl.DataFrame, cert: pl.DataFrame) -> tuple[pl.DataFrame, int, float]:
+    """The schema's certification beside person certification's, block by block: the joined
+    frame, the blocks with the same verdict and the largest solvar difference (points)."""
+    both = blocks.join(
         cert.select(
             pl.col("block_geoid").alias("geoid"),
             pl.col("status").alias("person"),
@@ -251,22 +261,7 @@ def _certify_side_by_side(md, ts, recmd, cert: pl.DataFrame, level: str) -> dict
         coalesce=True,
     )
     same = int((both["status"] == both["person"]).fill_null(False).sum())
-    diff = (both["solvar"] - both["person_solvar"]).abs()
-    varies = int((both["status"] == "varies").sum())
-    print(
-        f"certification of the person reconstruction at {level}: {both.height:,} blocks, the "
-        f"same verdict on {same:,}, {varies} varying; largest solvar difference "
-        f"{diff.max():.2g} points; person certify {t_person:.1f} s, over the schema (zero test "
-        f"+ distances) {t_generic:.1f} s ({t_generic / t_person:.2f}x)"
-    )
-    return {
-        "blocks": both.height,
-        "same_verdict": same,
-        "varying": varies,
-        "max_solvar_difference": float(diff.max() or 0.0),
-        "person_certify_seconds": round(t_person, 1),
-        "generic_certify_seconds": round(t_generic, 1),
-    }
+    return both, same, float((both["solvar"] - both["person_solvar"]).abs().max() or 0.0)
 
 
 if __name__ == "__main__":

@@ -511,10 +511,10 @@ def block_variability(
     lower = np.zeros(nb, dtype=np.int64)
     state[cp.N == 0] = UNIQUE
     t0 = time.perf_counter()
-    proofs = 0
-    if presolve == "auto":  # one proof first: presolve only when more searches follow
-        state[np.bincount(cp.key_block[cp.c > 0], minlength=nb) == 0] = UNIQUE
-        proofs = zero_test(
+    spent = 0.0  # presolve's time: neither the zero test's figure nor its budget
+
+    def prove(seconds: float | None, max_proofs: int | None = None) -> int:
+        return zero_test(
             base or Extensible(cp.prog, opts),
             cp.G,
             cp.c,
@@ -522,31 +522,36 @@ def block_variability(
             cp.key_block,
             state,
             lower,
-            zero_seconds,
-            max_proofs=1,
+            seconds,
+            max_proofs,
         )
-        presolve = (state == UNKNOWN).any() or (distance and (state == VARIES).any())
+
+    # a block none of whose keys can fall below its count cannot differ at all
+    def none_can_fall() -> None:
+        state[(np.bincount(cp.key_block[cp.c > 0], minlength=nb) == 0) & (state == UNKNOWN)] = (
+            UNIQUE
+        )
+
+    proofs = 0
+    if presolve == "auto":  # one proof first: presolve only when more searches follow
+        none_can_fall()
+        proofs = prove(zero_seconds, max_proofs=1)
+        presolve = bool((state == UNKNOWN).any() or (distance and (state == VARIES).any()))
     if presolve:
+        tp = time.perf_counter()
         reduced = presolved(cp)
         if reduced is not cp:
             cp, base = reduced, None
-    # a block none of whose keys can fall below its count cannot differ at all
-    state[(np.bincount(cp.key_block[cp.c > 0], minlength=nb) == 0) & (state == UNKNOWN)] = UNIQUE
-    left = None if zero_seconds is None else zero_seconds - (time.perf_counter() - t0)
+        spent = time.perf_counter() - tp
+    none_can_fall()
     if (state == UNKNOWN).any():
-        proofs += zero_test(
-            base or Extensible(cp.prog, opts),
-            cp.G,
-            cp.c,
-            cp.ymax,
-            cp.key_block,
-            state,
-            lower,
-            left if left is None else max(left, 0.0),
-        )
+        used = time.perf_counter() - t0 - spent
+        proofs += prove(None if zero_seconds is None else max(zero_seconds - used, 0.0))
     t1 = time.perf_counter()
     upper = np.where(state == UNIQUE, 0, cp.N).astype(np.int64)
     if distance and (state == VARIES).any():
         dopts = opts if distance_time_limit is None else capped(opts, distance_time_limit)
         upper = distances(cp, state, lower, dopts, coupled, escalate)
-    return BlockVariability(state, lower, upper, cp.N, proofs, t1 - t0, time.perf_counter() - t1)
+    return BlockVariability(
+        state, lower, upper, cp.N, proofs, t1 - t0 - spent, time.perf_counter() - t1
+    )
