@@ -475,10 +475,11 @@ def block_variability(
     HiGHS; ``zero_seconds`` bounds the zero test's time (blocks it leaves are ``UNDECIDED``).
 
     ``presolve`` pays where the tables fix most of a program and many solves follow (person
-    certification's tract programs: 83% of their variables fixed); on the count model over any
-    schema, one program per block or per tract with few proofs each, it cost more than it saved
-    (real sample, 6 tracts at block+tract with a block variable per type: 14.7 s without, 23.2 s
-    with). ``base``, the caller's model of ``cp.prog`` already built (with its own options), then
+    certification's tract programs: 83% of their variables fixed; the count model over any
+    schema's tract programs where blocks vary: synthetic 100,000 persons 87-103 s without, 45-50 s
+    with); it costs more than it saves where one or two proofs settle a program (a block's own
+    program; the real sample's tracts, all unique: 6 tracts with a block variable per type 14.7 s
+    without, 23.2 s with). ``base``, the caller's model of ``cp.prog`` already built (with its own options), then
     runs the zero test instead of a new one.
 
     >>> from tabrecon.attacks.solvers import IntProgram, SolverOptions
