@@ -432,25 +432,32 @@ def test_block_diagonal_equals_the_blocks_programs_stacked(seed):
     assert ub.tolist() == np.concatenate([p.ub for p in progs]).tolist()
 
 
-def test_a_tracts_program_is_presolved_and_a_blocks_is_not(monkeypatch):
-    """Certification over the schema presolves a tract's joint program (block+tract: most tracts
-    have a block that varies, and the searches then run on the smaller program) and never a
-    block's own (block level: presolving each cost more than it saved), with the same answers
-    as person certification either way (pinned by the reference test above)."""
+@pytest.mark.parametrize("differs", [False, True])
+def test_presolve_auto_presolves_only_when_a_block_differs(differs, monkeypatch):
+    """Certification with ``presolve="auto"`` answers exactly as with presolve on and off, and
+    presolves only when its first proof finds a block that differs: a program whose blocks are
+    all unique (the real sample's tracts) pays one proof and no presolve."""
+    import scipy.sparse as sp
+
     import tabrecon.attacks.variability as V
-    from tabrecon.schema import AGEBIN_OF_AGE, PERSONS, PERSONS_BINNED, person_units
-    from tabrecon.synth import synthesize
+    from tabrecon.attacks.solvers import IntProgram, SolverOptions
 
     calls: list[int] = []
     real = V.presolved
     monkeypatch.setattr(V, "presolved", lambda cp: calls.append(1) or real(cp))
-    md = synthesize(SynthConfig(persons=600), seed=6)
-    reconstruct_units(tabulate_units(person_units(md, binned=True)), PERSONS_BINNED)
-    assert calls == []
-    rec = reconstruct_units(
-        tabulate_units(person_units(md)),
-        PERSONS,
-        level="block+tract",
-        unique_on={"age": AGEBIN_OF_AGE},
-    )
-    assert len(calls) == len({g[:11] for g in rec.blocks["geoid"].to_list()}) >= 1
+    # two blocks of two variables each; block 0 is x0 + x1 = 2 with x0 = 1 pinned unless differs
+    rows = [[1, 1, 0, 0], [0, 0, 1, 1], [0, 0, 1, 0]] + ([] if differs else [[1, 0, 0, 0]])
+    b = np.array([2, 1, 1] + ([] if differs else [1]))
+    prog = IntProgram(A=sp.csr_matrix(np.array(rows)), lo=b, hi=b.copy(), ub=np.array([2, 2, 1, 1]))
+    G = sp.identity(4, format="csr", dtype=np.int64)
+    blk = np.array([0, 0, 1, 1])
+    got = {}
+    for mode in (True, False, "auto"):
+        calls.clear()
+        cp = V.Counts.of(prog, G, np.array([1, 1, 1, 0]), blk, blk, 2)
+        v = V.block_variability(cp, SolverOptions(), coupled=True, presolve=mode)
+        got[mode] = (v.state.tolist(), v.lower.tolist(), v.upper.tolist(), len(calls))
+    want_state = [V.VARIES, V.UNIQUE] if differs else [V.UNIQUE, V.UNIQUE]
+    assert got[True][0] == got[False][0] == got["auto"][0] == want_state
+    assert got[True][1:3] == got[False][1:3] == got["auto"][1:3]
+    assert (got[True][3], got[False][3], got["auto"][3]) == (1, 0, 1 if differs else 0)

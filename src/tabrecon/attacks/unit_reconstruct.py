@@ -418,16 +418,10 @@ def certify_forms(
             distance_time_limit=distance_time_limit,
             escalate=escalate,
             zero_seconds=opts.time_limit,
-            # a tract's program is presolved: most tracts have a block that varies, and the
-            # zero test's further proofs and the distance searches then run on the smaller
-            # program (synthetic 100,000 persons at block+tract with distances: 87-103 s
-            # without, 45-50 s with). A tract whose blocks are all unique (the real sample,
-            # chosen for that) pays for a presolve it needs little (12-13 s -> 15-18 s); to
-            # presolve only after a first proof finds a block that differs was slower still on
-            # the synthetic tracts (54-56 s: that unpresolved proof is the costly one). A
-            # block's own program never (housing units at block level, 4,000 persons: 54-64 s
-            # without, 98-101 s with).
-            presolve=coupled,
+            # a tract's program: presolve when its first proof finds a block that differs
+            # (synthetic persons 87 -> 36 s); a block's own: never (housing units at block
+            # level, 4,000 persons: 54-64 s without, 98-101 s with)
+            presolve="auto" if coupled else False,
             base=base,
         )
     else:
