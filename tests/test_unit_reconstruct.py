@@ -461,3 +461,96 @@ def test_presolve_auto_presolves_only_when_a_block_differs(differs, monkeypatch)
     assert got[True][0] == got[False][0] == got["auto"][0] == want_state
     assert got[True][1:3] == got[False][1:3] == got["auto"][1:3]
     assert (got[True][3], got[False][3], got["auto"][3]) == (1, 0, 1 if differs else 0)
+
+
+@pytest.mark.parametrize("level", ["block", "block+tract"])
+def test_ages_the_tables_do_not_resolve_are_written_as_the_person_paths_ranges(level, small_md):
+    """Each record carries the run of ages the count cells used cannot tell apart
+    (``ranges["age"]``: at block level P12's bins above 21, at block+tract PCT12's 100-104)
+    beside an age that meets every cell used, medians too (within their rounding). The runs
+    are the person reconstruction's age classes, record by record at agebin38 where the
+    blocks are unique (the person path reads no median: compared without P13), and every
+    count cell tabulates back."""
+    from tabrecon.attacks.reconstruct import reconstruct
+    from tabrecon.populations.persons import person_tables
+    from tabrecon.schema import AGEBIN_OF_AGE, PERSONS, person_records, person_units
+    from tabrecon.tables import tabulate
+
+    long = tabulate_units(person_units(small_md))
+    on = {"age": AGEBIN_OF_AGE}
+    count = [t for t in person_tables() if t.statistic is None]
+    count = [t for t in count if level != "block" or t.level == "block"]
+    ids = [c.id for t in count for c in t.cells()]
+    if level == "block":  # the medians modelled too: the ages stay within their runs
+        full = reconstruct_units(long, PERSONS, unique_on=on, check_unique=False).units
+        assert full.ranges is not None
+        lo, hi = full.ranges["age"]
+        assert ((lo <= full.codes["age"]) & (full.codes["age"] <= hi)).all()
+        again, given = (f.filter(pl.col("cell").is_in(ids)) for f in (tabulate_units(full), long))
+        assert again.sort("geoid", "cell").equals(given.sort("geoid", "cell"))
+    rec = reconstruct_units(long, PERSONS, tuple(t.name for t in count), level=level, unique_on=on)
+    person = reconstruct(tabulate(small_md), level).records
+    assert rec.units.ranges is not None
+    mine = person_records(rec.units)  # age: the run's first year, age_max its last
+    assert (mine.age_max > mine.age).any() and not mine.age_exact.all()
+    assert person.age_max is not None
+
+    def pairs(md):
+        return set(zip(md.age.tolist(), md.age_max.tolist(), strict=True))
+
+    assert pairs(mine) == pairs(person)
+
+    def by_block(md):
+        f = pl.DataFrame(
+            {
+                "g": md.block_geoid.astype(str),
+                **{k: getattr(md, k).astype(np.int64) for k in ("sex", "race", "hisp")},
+                "a": AGEBIN_OF_AGE[md.age].astype(np.int64),
+            }
+        )
+        return f.group_by("g").agg(pl.struct("sex", "a", "race", "hisp").sort().alias("x"))
+
+    both = by_block(mine).join(by_block(person), on="g")
+    both = both.join(rec.blocks.rename({"geoid": "g"}), on="g")
+    unique = both.filter(pl.col("status") == "unique")
+    assert unique.height > 0.5 * both.height
+    assert (unique["x"] == unique["x_right"]).all()
+    again, given = (f.filter(pl.col("cell").is_in(ids)) for f in (tabulate_units(rec.units), long))
+    assert again.sort("geoid", "cell").equals(given.sort("geoid", "cell"))
+
+
+def test_runs_survive_the_release_runner_and_a_file(tmp_path):
+    """reconstruct_release joins tracts' records with runs of ages (``age_min``, ``age_max``)
+    and without; writing them and reading them back keeps every run, and a run that is no run
+    (its last before its first, an age outside it) is refused naming file, line and column."""
+    from tabrecon.attacks.unit_reconstruct import reconstruct_release
+    from tabrecon.errors import InputError
+    from tabrecon.schema import PERSONS, person_units
+    from tabrecon.schema.spec import read_units, write_units
+    from tabrecon.synth import synthesize
+
+    md = synthesize(SynthConfig(persons=1500), seed=5)
+    long = tabulate_units(person_units(md))
+    one = reconstruct_units(long, PERSONS, check_unique=False).units
+    run = reconstruct_release(long, PERSONS).units
+    assert run.ranges is not None and one.ranges is not None
+
+    def table(u):
+        lo, hi = u.ranges["age"]
+        return pl.DataFrame({"g": u.block_geoid, "lo": lo, "hi": hi}).sort(pl.all())
+
+    assert table(run).equals(table(one))
+    path = tmp_path / "recon.csv"
+    write_units(run, path)
+    back = read_units(path, PERSONS)
+    assert back.extra is None  # the run is read as the run, not carried as extra columns
+    assert table(back).equals(table(run))
+    text = path.read_text().splitlines()
+    head = text[0].split(",")
+    for col, value, named in (("age_max", -1, "age_max"), ("age", +1, "age")):
+        row = text[1].split(",")
+        end = row[head.index("age_min" if value < 0 else "age_max")]
+        row[head.index(col)] = str(int(end) + value)
+        path.write_text("\n".join([text[0], ",".join(row), *text[2:]]) + "\n")
+        with pytest.raises(InputError, match=rf"recon\.csv.*line 2.*{named}"):
+            read_units(path, PERSONS)

@@ -30,6 +30,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 
 import numpy as np
@@ -190,6 +191,8 @@ def reconstruct_units(
             )
         aggregate = valid and tract_model != "types"
     Wtc = Wt.tocsc() if Wt is not None else None
+    # what the cells cannot tell apart of an ordered attribute (age): records written as runs
+    runs = runs_of(schema, of_level["block"], of_level["tract"] if Wt is not None else ())
     ref_pos = ref_geo = None
     if reference is not None:
         if reference.schema.name != schema.name:
@@ -312,16 +315,17 @@ def reconstruct_units(
                 off += a.size
                 dealt.append(np.repeat(a[xb > 0], xb[xb > 0]))
         for b, a, got, st, sv in zip(bs, adms, dealt, status, spread, strict=True):
-            rows.append(feas[got])
+            rows.append(got)
             geo_out.append(np.full(got.size, geoids[b]))
             stats.append((geoids[b], int(got.size), int(a.size), st, took, *sv))
-    types = np.concatenate(rows) if rows else np.zeros(0, dtype=np.int64)
+    pos = np.concatenate(rows) if rows else np.zeros(0, dtype=np.int64)
     units = Units(
         schema,
         np.concatenate(geo_out).astype(str) if geo_out else np.zeros(0, dtype=str),
-        schema.decode(types),
+        schema.decode(feas[pos]),
         None,
         "reconstruction",
+        runs.ranges(schema, pos) if runs is not None else None,
     )
     blocks = pl.DataFrame(
         stats,
@@ -338,6 +342,81 @@ def reconstruct_units(
         orient="row",
     ).sort("geoid")
     return UnitReconstruction(units, blocks)
+
+
+@dataclass(frozen=True)
+class Runs:
+    """What the count cells used tell apart of a schema's ordered attributes: per ordered
+    attribute, the first and last category (index) of each feasible type's class
+    (:func:`type_classes` over every row used). A class is a run when its types differ only in
+    ordered attributes and fill the box of their ranges (persons: one sex, race and origin
+    over an age range, e.g. 100-104 where PCT12 stops at single years); a type of a class that
+    is not is a run of one."""
+
+    first: dict[str, np.ndarray]
+    last: dict[str, np.ndarray]
+
+    def ranges(
+        self, schema: Schema, pos: np.ndarray
+    ) -> dict[str, tuple[np.ndarray, np.ndarray]] | None:
+        """The first and last code of the run of each record at feasible-type position
+        ``pos``; None when no record's run is wider than one category."""
+        if all((self.last[n][pos] == self.first[n][pos]).all() for n in self.last):
+            return None
+        codes = {n: schema.attribute(n).codes for n in self.last}
+        return {n: (codes[n][self.first[n][pos]], codes[n][self.last[n][pos]]) for n in codes}
+
+
+def ordered_runs(schema: Schema, feas: np.ndarray, *Ws: sp.csr_matrix) -> Runs | None:
+    """The runs of categories of ``schema``'s ordered attributes that the rows ``Ws`` (columns:
+    feasible types) cannot tell apart (:class:`Runs`); None when there are none. Only count
+    cells are read: a median or mean may tell a run's categories apart in part.
+
+    >>> from tabrecon.schema.spec import Attribute, Schema
+    >>> age = Attribute("age", ((0, "0"), (1, "1"), (2, "2+")), ordered=True)
+    >>> r = ordered_runs(Schema("t", "thing", (age,)), np.arange(3),
+    ...                  sp.csr_matrix(np.array([[1, 0, 0], [0, 1, 1]])))
+    >>> r.first["age"].tolist(), r.last["age"].tolist()
+    ([0, 1, 1], [0, 2, 2])
+    """
+    ordered = [a for a in schema.attributes if a.ordered]
+    if not ordered:
+        return None
+    cls, _first = type_classes(sp.vstack(Ws).tocsr() if len(Ws) > 1 else Ws[0])
+    n = _first.size
+    size = np.bincount(cls, minlength=n)
+    codes = schema.decode(feas)
+    box = np.ones(n, dtype=np.int64)
+    run = size > 1
+    lo: dict[str, np.ndarray] = {}
+    hi: dict[str, np.ndarray] = {}
+    for a in schema.attributes:
+        idx = a.index(codes[a.name])
+        lo[a.name] = np.full(n, np.iinfo(np.int64).max)
+        hi[a.name] = np.full(n, -1)
+        np.minimum.at(lo[a.name], cls, idx)
+        np.maximum.at(hi[a.name], cls, idx)
+        if a.ordered:
+            box *= hi[a.name] - lo[a.name] + 1
+        else:
+            run &= lo[a.name] == hi[a.name]
+    run &= box == size  # the types fill their box: the class is the run of its ranges
+    if not run.any():
+        return None
+    on = run[cls]
+    own = {a.name: a.index(codes[a.name]) for a in ordered}
+    return Runs(
+        {n: np.where(on, lo[n][cls], own[n]) for n in own},
+        {n: np.where(on, hi[n][cls], own[n]) for n in own},
+    )
+
+
+@cache
+def runs_of(schema: Schema, block: tuple[str, ...], tract: tuple[str, ...] = ()) -> Runs | None:
+    """:func:`ordered_runs` of the named block (and tract) tables' count cells, once per
+    process (each worker's tracts share it)."""
+    Ws = [compiled(schema, names)[1] for names in (block, tract) if names]
+    return ordered_runs(schema, schema.feasible_types(), *Ws) if Ws else None
 
 
 def _coarse_key(
@@ -1184,14 +1263,23 @@ def reconstruct_release(
     )
     got = [frames[t] for t in tracts if t in frames]
     gcol = schema.geoid_column
-    codes = pl.concat(got) if got else pl.DataFrame(schema={gcol: pl.String})
+    # a tract whose records are all known to one category writes no <name>_min/_max: its run
+    # is that category
+    codes = pl.concat(got, how="diagonal") if got else pl.DataFrame(schema={gcol: pl.String})
+    ranged = [a.name for a in schema.attributes if f"{a.name}_max" in codes.columns]
+    codes = codes.with_columns(
+        pl.col(f"{n}{end}").fill_null(pl.col(n)) for n in ranged for end in ("_min", "_max")
+    )
+
+    def column(name: str) -> np.ndarray:
+        return codes[name].to_numpy().astype(np.int64) if got else np.zeros(0, dtype=np.int64)
+
     units = Units(
         schema,
         codes[gcol].to_numpy().astype(str),
-        {a.name: codes[a.name].to_numpy().astype(np.int64) for a in schema.attributes}
-        if got
-        else {a.name: np.zeros(0, dtype=np.int64) for a in schema.attributes},
+        {a.name: column(a.name) for a in schema.attributes},
         source="reconstruction",
+        ranges={n: (column(f"{n}_min"), column(f"{n}_max")) for n in ranged} or None,
     )
     rows = [b for st in statuses if st["status"] == "ok" for b in st["blocks"]]
     blocks = (

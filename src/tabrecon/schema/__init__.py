@@ -207,7 +207,10 @@ PERSONS = Schema(
     attributes=(
         Attribute("sex", ((0, "male"), (1, "female")), "Sex"),
         Attribute(
-            "age", tuple((a, str(a)) for a in range(N_AGES)), f"Age in years, {AGE_MAX} = and over"
+            "age",
+            tuple((a, str(a)) for a in range(N_AGES)),
+            f"Age in years, {AGE_MAX} = and over",
+            ordered=True,
         ),
         Attribute(
             "race",
@@ -230,7 +233,7 @@ PERSONS_BINNED = Schema(
     unit="person",
     attributes=(
         PERSONS.attributes[0],
-        Attribute("agebin", tuple(enumerate(AGEBIN38_LABELS)), "Age bin (agebin38)"),
+        Attribute("agebin", tuple(enumerate(AGEBIN38_LABELS)), "Age bin (agebin38)", ordered=True),
         *PERSONS.attributes[2:],
     ),
     description="One row per person: block, sex, agebin38, race, Hispanic origin",
@@ -256,6 +259,42 @@ def person_units(md: Microdata, binned: bool = False) -> Units:
         },
         source=md.source,
     )
+
+
+def person_records(units: Units) -> Microdata:
+    """Records of :data:`PERSONS` or :data:`PERSONS_BINNED` (a reconstruction over the schema)
+    as person :class:`Microdata`: an age known only to a run of years (``units.ranges``), or to
+    an agebin38 bin, is written as its first year with ``age_max`` its last and ``age_exact``
+    false, as the person reconstruction writes it. The inverse of :func:`person_units` where
+    every age is one year.
+
+    >>> md = from_arrays(["990010001001001"] * 2, [0, 1], [30, 100], [1, 2], [0, 1])
+    >>> back = person_records(person_units(md))
+    >>> back.age.tolist(), back.age_max.tolist(), back.age_exact.tolist()
+    ([30, 100], [30, 100], [True, True])
+    >>> binned = person_records(person_units(md, binned=True))
+    >>> binned.age.tolist(), binned.age_max.tolist(), binned.age_exact.tolist()
+    ([30, 85], [34, 110], [False, False])
+    """
+    c = units.codes
+    if units.schema.name == PERSONS_BINNED.name:
+        years = np.arange(N_AGES)
+        first = np.full(len(AGEBIN38_LABELS), N_AGES)
+        np.minimum.at(first, AGEBIN_OF_AGE, years)
+        last = np.zeros(len(AGEBIN38_LABELS), dtype=np.int64)
+        np.maximum.at(last, AGEBIN_OF_AGE, years)
+        lo, hi = (units.ranges or {}).get("agebin", (c["agebin"], c["agebin"]))
+        age, age_max = first[lo], last[hi]
+    elif units.schema.name == PERSONS.name:
+        age, age_max = (units.ranges or {}).get("age", (c["age"], c["age"]))
+    else:
+        raise TabreconError(f"{units.schema.name} records are not person records")
+    md = from_arrays(
+        units.block_geoid, c["sex"], age, c["race"], c["hispanic"], units.extra, units.source
+    )
+    md.age_max = np.asarray(age_max, dtype=np.int16)
+    md.age_exact = md.age == md.age_max
+    return md
 
 
 def size_bin(pop: np.ndarray) -> np.ndarray:
@@ -585,10 +624,6 @@ def write_microdata(md: Microdata, path: str | Path) -> None:
 N_COMBOS = 126
 
 
-# --------------------------------------------------------------------------------------------------
-# Race x ethnicity combinations, ordered like the Bureau's flag strings (W B AIAN Asian NHPI SOR
-# hisp)
-# --------------------------------------------------------------------------------------------------
 def _msb_bits(race: np.ndarray) -> np.ndarray:
     """Race flags as an integer with White the most significant of six bits (flag-string order)."""
     bits = RACE_BITS[np.asarray(race, dtype=np.int64) - 1].astype(np.int64)

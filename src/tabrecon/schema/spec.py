@@ -44,6 +44,9 @@ class Attribute:
     name: str
     categories: tuple[tuple[int, str], ...]
     description: str = ""
+    #: the categories are in order (ages, sizes): a record the tables place only within a run of
+    #: them is written as the run's first and last category (:attr:`Units.ranges`)
+    ordered: bool = False
 
     def __post_init__(self) -> None:
         codes = [c for c, _ in self.categories]
@@ -241,6 +244,10 @@ class Units:
     codes: dict[str, np.ndarray]
     extra: pl.DataFrame | None = None
     source: str = ""
+    #: for an ordered attribute (:attr:`Attribute.ordered`) the count cells place only within
+    #: a run of categories, each record's first and last category of its run (``codes`` holds a
+    #: category of it that meets every cell, medians too); None when every category is known
+    ranges: dict[str, tuple[np.ndarray, np.ndarray]] | None = None
 
     def __len__(self) -> int:
         return int(self.block_geoid.size)
@@ -255,15 +262,24 @@ class Units:
         rows = np.isin(self.block_geoid.astype(str), np.asarray(list(geoids), dtype=str))
         extra = None if self.extra is None else self.extra.filter(pl.Series(rows))
         codes = {k: v[rows] for k, v in self.codes.items()}
-        return Units(self.schema, self.block_geoid[rows], codes, extra, self.source)
+        ranges = None
+        if self.ranges is not None:
+            ranges = {k: (lo[rows], hi[rows]) for k, (lo, hi) in self.ranges.items()}
+        return Units(self.schema, self.block_geoid[rows], codes, extra, self.source, ranges)
 
     def to_frame(self, labels: bool = False) -> pl.DataFrame:
         """One row per unit: its geographic unit (``block_geoid``: the schema's
-        :attr:`~Schema.geoid_column`) then each attribute's code (or label)."""
+        :attr:`~Schema.geoid_column`) then each attribute's code (or label), and for an
+        attribute known only to a run of categories (:attr:`ranges`) its first and last,
+        ``<name>_min`` and ``<name>_max``."""
         cols: dict[str, object] = {self.schema.geoid_column: self.block_geoid.astype(str)}
         for a in self.schema.attributes:
             v = self.codes[a.name]
             cols[a.name] = np.array(a.labels)[a.index(v)] if labels else v
+        for name, ends in (self.ranges or {}).items():
+            a = self.schema.attribute(name)
+            for end, v in zip(("_min", "_max"), ends, strict=True):
+                cols[f"{name}{end}"] = np.array(a.labels)[a.index(v)] if labels else v
         df = pl.DataFrame(cols)
         return df if self.extra is None else pl.concat([df, self.extra], how="horizontal")
 
@@ -295,25 +311,42 @@ def read_units(path: str | Path, schema: Schema) -> Units:
         geo,
         lines,
     )
-    codes: dict[str, np.ndarray] = {}
-    for a in schema.attributes:
-        raw = df[a.name].cast(pl.Utf8).str.strip_chars()
-        as_int = raw.cast(pl.Int64, strict=False)
-        by_label = {lab.lower(): c for c, lab in a.categories}
-        looked = raw.str.to_lowercase().replace_strict(
-            by_label, default=None, return_dtype=pl.Int64
-        )
-        v = as_int.fill_null(looked)
-        known = v.is_not_null().to_numpy()
-        known[known] = a.index(v.drop_nulls().to_numpy()) >= 0
-        refuse_rows(
-            p, ~known, a.name, f"not a category of {a.name} (codes {_listing(a)})", raw, lines
-        )
-        codes[a.name] = v.to_numpy().astype(np.int64)
+    codes = {a.name: _category_codes(p, df, a, a.name, lines) for a in schema.attributes}
     schema.check(pl.DataFrame(codes), p, lines)
+    ranges: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    for a in schema.attributes:  # a run of categories: <name>_min and <name>_max
+        ends = (f"{a.name}_min", f"{a.name}_max")
+        if not a.ordered or not any(e in df.columns for e in ends):
+            continue
+        require_columns(p, df.columns, list(ends), f"a {schema.unit.replace(' ', '-')} file")
+        first, last = (_category_codes(p, df, a, e, lines) for e in ends)
+        for col, bad, why in (
+            (ends[1], a.index(last) < a.index(first), f"comes before {ends[0]}"),
+            (a.name, a.index(codes[a.name]) < a.index(first), f"comes before {ends[0]}"),
+            (a.name, a.index(codes[a.name]) > a.index(last), f"comes after {ends[1]}"),
+        ):
+            refuse_rows(p, bad, col, f"{col} {why} in {a.name}'s order", df[col], lines)
+        ranges[a.name] = (first, last)
+        need += ends
     extra_cols = [c for c in df.columns if c not in need]
     extra = df.select(extra_cols) if extra_cols else None
-    return Units(schema, geo.to_numpy().astype(str), codes, extra, p)
+    return Units(schema, geo.to_numpy().astype(str), codes, extra, p, ranges or None)
+
+
+def _category_codes(
+    path: str, df: pl.DataFrame, a: Attribute, col: str, lines: np.ndarray | None
+) -> np.ndarray:
+    """Column ``col`` of ``df`` as ``a``'s file codes, each cell its code or its label
+    (case-insensitive); the first cell that is neither is refused, naming file, line, column."""
+    raw = df[col].cast(pl.Utf8).str.strip_chars()
+    as_int = raw.cast(pl.Int64, strict=False)
+    by_label = {lab.lower(): c for c, lab in a.categories}
+    looked = raw.str.to_lowercase().replace_strict(by_label, default=None, return_dtype=pl.Int64)
+    v = as_int.fill_null(looked)
+    known = v.is_not_null().to_numpy()
+    known[known] = a.index(v.drop_nulls().to_numpy()) >= 0
+    refuse_rows(path, ~known, col, f"not a category of {a.name} (codes {_listing(a)})", raw, lines)
+    return v.to_numpy().astype(np.int64)
 
 
 def _listing(a: Attribute) -> str:
