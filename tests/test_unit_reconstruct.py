@@ -554,3 +554,36 @@ def test_runs_survive_the_release_runner_and_a_file(tmp_path):
         path.write_text("\n".join([text[0], ",".join(row), *text[2:]]) + "\n")
         with pytest.raises(InputError, match=rf"recon\.csv.*line 2.*{named}"):
             read_units(path, PERSONS)
+
+
+def test_spreading_proofs_give_the_same_verdicts_in_fewer_proofs(monkeypatch):
+    """The zero test asks each proof for the population in which the most keys fall
+    (:data:`~tabrecon.attacks.variability.SPREAD_WORK`): the verdicts and solvar of every
+    block equal those of one-key-at-a-time proofs, in fewer proofs, and twice the same."""
+    import tabrecon.attacks.variability as V
+    from tabrecon.schema import AGEBIN_OF_AGE, PERSONS, person_units
+    from tabrecon.synth import synthesize
+
+    md = synthesize(SynthConfig(persons=6000), seed=11)
+    long = tabulate_units(person_units(md))
+    proofs: list[int] = []
+    zero_test = V.zero_test
+    monkeypatch.setattr(
+        V, "zero_test", lambda *a, **k: proofs.append(zero_test(*a, **k)) or proofs[-1]
+    )
+
+    def run(spread: bool) -> tuple[pl.DataFrame, int]:
+        monkeypatch.setattr(V, "SPREAD_WORK", 0.3 if spread else None)
+        proofs.clear()
+        rec = reconstruct_units(
+            long, PERSONS, level="block+tract", unique_on={"age": AGEBIN_OF_AGE}, distance=True
+        )
+        return rec.blocks.select("geoid", "status", "solvar"), sum(proofs)
+
+    spread, n_spread = run(True)
+    plain, n_plain = run(False)
+    assert (spread["status"] == "varies").sum() > 10
+    assert spread.equals(plain)
+    assert n_spread < n_plain
+    again, n_again = run(True)  # the work limit is CP-SAT's deterministic time
+    assert again.equals(spread) and n_again == n_spread

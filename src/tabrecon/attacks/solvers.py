@@ -272,10 +272,14 @@ class Extensible:
         c: np.ndarray | None = None,
         maximize: bool = False,
         time_limit: float | None = None,
+        work_limit: float | None = None,
     ) -> Solution:
         """The base program with ``n_new`` more variables (bounds 0..``new_ub``) and more rows
         (``lo <= rows @ [x, new] <= hi``), under objective ``c`` when given; ``time_limit``
-        lowers the options' limit for this solve."""
+        lowers the options' limit for this solve. ``work_limit`` (CP-SAT only) also stops the
+        search after that much of CP-SAT's deterministic time (about seconds, the same on any
+        machine and load): a capped search under an objective returns the same best solution
+        on every run."""
         p = self.prog
         opts = self.opts
         if time_limit is not None:
@@ -302,7 +306,12 @@ class Extensible:
         _add_rows(m.proto, rows.tocsr(), lo, hi)
         if c is not None:
             _set_objective(m.proto, c, maximize)
-        return solve_cpsat_model(m, p.n_vars + n_new, opts, t0, maximize)
+        return solve_cpsat_model(m, p.n_vars + n_new, opts, t0, maximize, work_limit)
+
+    @property
+    def on_cpsat(self) -> bool:
+        """Whether :meth:`solve` runs on a CP-SAT model (``work_limit`` is honoured)."""
+        return self._base is not None
 
     def solve_base(
         self, c: np.ndarray | None = None, maximize: bool = False, opts: SolverOptions | None = None
@@ -557,7 +566,12 @@ def prove_forms(
 
 
 def solve_cpsat_model(
-    m, n_vars: int, opts: SolverOptions, t0: float, maximize: bool = False
+    m,
+    n_vars: int,
+    opts: SolverOptions,
+    t0: float,
+    maximize: bool = False,
+    work_limit: float | None = None,
 ) -> Solution:
     from ortools.sat.python import cp_model
 
@@ -566,6 +580,8 @@ def solve_cpsat_model(
     solver.parameters.random_seed = opts.seed
     if opts.time_limit:
         solver.parameters.max_time_in_seconds = float(opts.time_limit)
+    if work_limit is not None:
+        solver.parameters.max_deterministic_time = float(work_limit)
     solver.parameters.catch_sigint_signal = False  # tabrecon.interrupts stops the search instead
     if opts.presolve == "light":
         solver.parameters.max_presolve_iterations = 1
