@@ -206,10 +206,10 @@ def zero_test(
             if sol.x is None and sol.status != "infeasible":  # none found within its work
                 left = None if seconds is None else seconds - (time.perf_counter() - t0)
                 sol = None if left is not None and left <= 0 else base.solve(*ask, time_limit=left)
-        elif left is None or left > 0:
+        else:
             sol = base.solve(*ask, time_limit=left)
         proofs += 1
-        if sol is None:  # the time given ran out
+        if sol is None:  # the time given ran out in the spread search
             state[state == UNKNOWN] = UNDECIDED
             break
         if sol.status == "infeasible":
