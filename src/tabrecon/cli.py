@@ -130,7 +130,7 @@ def run(argv: list[str] | None = None) -> int:
     input's fault; rerun later to resume); 130 interrupted (finished units kept); 70 an internal
     error (a bug; the traceback is saved and its path printed).
     """
-    from .interrupts import Interrupted, install
+    from .interrupts import Interrupted, install, interrupted_within
 
     install()
     warnings.simplefilter("default")
@@ -169,7 +169,10 @@ def run(argv: list[str] | None = None) -> int:
         said = f"{where}: {what}" if where else what
         err.print(f"[red]error:[/red] {escape(said)}", highlight=False)
         return EXIT_BAD_INPUT
-    except Exception:  # a bug: say so in one line, keep the traceback for the report
+    except Exception as exc:  # a bug: say so in one line, keep the traceback for the report
+        if interrupted_within(exc):  # a Ctrl-C while an extension was imported (seen once in 20)
+            _say_interrupted(argv)
+            return EXIT_INTERRUPTED
         return _internal_error()
     return EXIT_OK
 

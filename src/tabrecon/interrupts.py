@@ -47,6 +47,30 @@ class Interrupted(BaseException):
         super().__init__(text)
 
 
+def interrupted_within(exc: BaseException) -> bool:
+    """Whether ``exc`` stands for an interrupt: a Ctrl-C that landed while a compiled extension
+    was being imported comes back as that import's error (pybind11 modules such as OR-Tools and
+    HiGHS raise ``ImportError: initialization failed`` from the KeyboardInterrupt), which is an
+    interrupt, not a failed unit nor a bug.
+
+    >>> try:
+    ...     raise ImportError("initialization failed") from KeyboardInterrupt()
+    ... except ImportError as e:
+    ...     interrupted_within(e)
+    True
+    >>> interrupted_within(ValueError("bad cell"))
+    False
+    """
+    seen: set[int] = set()
+    at: BaseException | None = exc
+    while at is not None and id(at) not in seen:
+        if isinstance(at, (KeyboardInterrupt, Interrupted)):
+            return True
+        seen.add(id(at))
+        at = at.__cause__ or at.__context__
+    return False
+
+
 _KEEPER: ContextVar[Callable[[], Interrupted] | None] = ContextVar("tabrecon_keeper", default=None)
 
 

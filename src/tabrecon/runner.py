@@ -31,7 +31,7 @@ from typing import Any, cast
 import polars as pl
 
 from . import provenance
-from .interrupts import Interrupted, process_pool, shielded, terminate_all_pools
+from .interrupts import Interrupted, interrupted_within, process_pool, shielded, terminate_all_pools
 from .io import file_digest, remove_tree, write_parquet
 from .provenance import check_or_record
 
@@ -246,6 +246,8 @@ def _execute(
             try:
                 res = worker(job(u))
             except Exception as exc:
+                if interrupted_within(exc):  # a Ctrl-C inside a lazy import of the unit's
+                    raise KeyboardInterrupt from exc
                 yield u, None, exc
             else:
                 yield u, res, None
