@@ -76,7 +76,9 @@ def dask_client(address: str) -> Any:
         return c
     try:
         from distributed import Client
-    except ImportError:
+    except ImportError as exc:
+        if interrupted_within(exc):  # a Ctrl-C during the import, not a missing package
+            raise KeyboardInterrupt from exc
         raise TabreconError(
             "a scheduler was given but dask.distributed is not installed: pip install -e '.[dask]'"
         ) from None

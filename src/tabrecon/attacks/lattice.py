@@ -50,6 +50,10 @@ def import_error() -> str | None:
     try:
         import fpylll  # noqa: F401
     except ImportError as exc:
+        from ..interrupts import interrupted_within
+
+        if interrupted_within(exc):  # a Ctrl-C during the import, not a broken install
+            raise KeyboardInterrupt from exc
         return (
             f"fpylll cannot be imported ({type(exc).__name__}: {exc}); pip install -e '.[lattice]'"
         )
