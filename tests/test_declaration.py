@@ -67,6 +67,12 @@ def test_the_school_example_runs_from_its_declaration(tmp_path):
     rebuilt = read_units(tmp_path / "rec.csv", pop.schema)
     long = read_unit_tables(tmp_path / "t.csv", pop.schema, withheld=True)
     assert _within(pop, long, rebuilt)
+    # a range is in order: T2 places each pupil only in a two-year group, and the file says
+    # so (age_min, age_max) instead of calling one solved year known
+    assert rebuilt.ranges is not None
+    first, last = rebuilt.ranges["age"]
+    assert set(zip(first.tolist(), last.tolist(), strict=True)) <= {(11, 12), (13, 14), (15, 16)}
+    assert ((first <= rebuilt.codes["age"]) & (rebuilt.codes["age"] <= last)).all()
     medians = tabulate_units(rebuilt, ("T4",)).join(long, on=["geoid", "cell"])
     assert (medians["value"] - medians["value_right"]).abs().max() <= 1  # a tie either way
     run = _cli(
@@ -209,6 +215,12 @@ SRC = SCHOOL.read_text()
         ),
         ('of = "age"', 'of = "height"', "tables[4].of", "unknown attribute 'height'"),
         ("range = [11, 16]", "range = [16, 11]", "attributes[2].range", "range must go up"),
+        (
+            'description = "Age in completed years on the census day"',
+            'ordered = "yes"',
+            "attributes[2].ordered",
+            "ordered must be true or false",
+        ),
     ],
 )
 def test_a_declaration_error_names_file_key_and_line(tmp_path, old, new, key, words):
@@ -290,3 +302,24 @@ def test_an_audit_of_a_declared_release_attacks_it_as_published_and_sweeps_rules
         "c",
     )
     assert tables.returncode == 2 and "swept over records" in tables.stderr
+
+
+def test_listed_categories_are_in_order_only_when_declared_so(tmp_path):
+    """``range`` declares an ordered attribute; ``categories`` one in no order unless
+    ``ordered = true``; ``ordered = false`` takes a range's order away."""
+    assert population(str(SCHOOL)).schema.attribute("age").ordered
+    assert not population(str(SCHOOL)).schema.attribute("sex").ordered
+    for old, new, want in (
+        ("range = [11, 16]", "range = [11, 16]\nordered = false", False),
+        (
+            'categories = [[1, "boy"], [2, "girl"]]',
+            'categories = [[1, "boy"], [2, "girl"]]\nordered = true',
+            True,
+        ),
+    ):
+        attr = "age" if old.startswith("range") else "sex"
+        text = SRC.replace(old, new, 1).replace('name = "school"', f'name = "school_{attr}"', 1)
+        path = tmp_path / f"o{want}.toml"
+        path.write_text(text)
+        schema = load_declaration(path).schema
+        assert schema.attribute(attr).ordered is want

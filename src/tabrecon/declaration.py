@@ -21,7 +21,9 @@ key by key, with two worked examples, is in ``docs/declarations.md``::
 
     [[attributes]]
     name = "age"
-    range = [11, 16]                # categories 11..16, each labelled by its number
+    range = [11, 16]                # categories 11..16, each labelled by its number, in order:
+                                    # a pupil the tables place only in 11-12 is written as that
+                                    # run (age_min, age_max), not as one year
 
     [[tables]]
     name = "T1"
@@ -78,7 +80,7 @@ TOP_KEYS = {
     "attributes",
     "tables",
 }
-ATTRIBUTE_KEYS = {"name", "categories", "range", "description"}
+ATTRIBUTE_KEYS = {"name", "categories", "range", "ordered", "description"}
 TABLE_KEYS = {
     "name",
     "title",
@@ -225,8 +227,12 @@ def load_declaration(path: str | Path) -> Population:
             if not ok:
                 raise fail([*key, "categories"], 'categories must be [[code, "label"], ...] pairs')
             cats = tuple((int(c), str(lab)) for c, lab in raw)
+        # a range is in order (ages, sizes); listed categories are when the file says so
+        ordered = a.get("ordered", "range" in a)
+        if not isinstance(ordered, bool):
+            raise fail([*key, "ordered"], "ordered must be true or false")
         try:
-            attributes.append(Attribute(aname, cats, str(a.get("description", ""))))
+            attributes.append(Attribute(aname, cats, str(a.get("description", "")), ordered))
         except TabreconError as exc:
             raise fail([*key, "name"], str(exc)) from None
     try:
