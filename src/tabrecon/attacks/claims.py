@@ -53,6 +53,7 @@ from ..tables import TableSet, all_cells
 from .certify import UNIQUE, binned_type
 from .reconstruct import RECON_LEVELS, build_tract_model, class_end, determined_age_classes
 from .solvers import Extensible, IntProgram, SolverOptions, prove_forms
+from .unit_claims import one_of_n
 
 COLUMNS: tuple[str, ...] = ("sex", "agebin", "hispanic", *RACES)
 _RADIX = np.array([3, 39, 3, 3, 3, 3, 3, 3, 3], dtype=np.int64)  # value + 1 per column (0 = unset)
@@ -301,11 +302,6 @@ class TractClaims:
     message: str = ""
 
 
-def _binom_one(n: np.ndarray, p: np.ndarray) -> np.ndarray:
-    """P(X = 1) for X ~ Binomial(n, p): n p (1 - p)^(n - 1)."""
-    return n * p * np.power(1.0 - p, n - 1)
-
-
 def _hist(p: np.ndarray) -> np.ndarray:
     return np.bincount(
         np.minimum((p * BASELINE_BINS).astype(np.int64), BASELINE_BINS - 1), minlength=BASELINE_BINS
@@ -462,8 +458,8 @@ def tract_claims(
             res.singletons_k[k - 1] += s.size
             key_of = cl.first_key[s]
             N = pop[cl.block[s]]
-            bt = _binom_one(N, tract_prior.share(subset, cl.code[s]))
-            bs = _binom_one(N, state_prior.share(subset, cl.code[s]))
+            bt = one_of_n(N, tract_prior.share(subset, cl.code[s]))
+            bs = one_of_n(N, state_prior.share(subset, cl.code[s]))
             res.base_tract[k - 1] = (np.array(res.base_tract[k - 1]) + _hist(bt)).tolist()
             res.base_state[k - 1] = (np.array(res.base_state[k - 1]) + _hist(bs)).tolist()
             cov_k[k - 1, key_of] = True

@@ -86,15 +86,20 @@ BLOCK_COLUMNS = {
 }
 
 
-def one_of_n(n: int, p: float) -> float:
+def one_of_n(n: Any, p: Any) -> Any:
     """The chance that exactly one of ``n`` records drawn independently has a key of share
-    ``p`` (the binomial baseline of a singleton claim: ``n p (1 - p)^(n - 1)``; scipy.stats'
-    ``binom.pmf(1, n, p)``, whose import alone cost every command 0.7 s).
+    ``p``: ``n p (1 - p)^(n - 1)``, the binomial baseline of a singleton claim (what
+    scipy.stats' ``binom.pmf(1, n, p)`` gives, without the 0.7 s its import cost every
+    command). Arrays element by element; a number for numbers.
 
     >>> one_of_n(3, 0.5), one_of_n(1, 1.0), one_of_n(0, 0.3)
     (0.375, 1.0, 0.0)
+    >>> one_of_n(np.array([2, 0]), np.array([0.5, 1.0])).tolist()
+    [0.5, 0.0]
     """
-    return float(n * p * (1.0 - p) ** (n - 1)) if n > 0 else 0.0
+    n, p = np.asarray(n, dtype=np.float64), np.asarray(p, dtype=np.float64)
+    out = n * p * np.power(1.0 - p, np.maximum(n - 1.0, 0.0))
+    return out if out.ndim else float(out)
 
 
 @dataclass
