@@ -149,3 +149,36 @@ def test_claims_run_is_written_per_tract_and_resumes(tmp_path):
     assert again.summary() == s
     with pytest.raises(TabreconError, match="no certification result"):
         C.claims(ts, rec, cert.filter(pl.col("block_geoid") != cert["block_geoid"][0]), "block")
+
+
+def test_a_tract_whose_diverse_solves_all_time_out_still_verifies_the_same_claims(
+    two_solution_block, monkeypatch
+):
+    """The random-objective solves only cut the candidates down: when none finds a population
+    in its time (a loaded machine, a hard tract) the tract goes on from the reconstruction
+    alone and verifies the same claims (a verified claim holds in every population, so it is a
+    candidate whatever the solutions). It was refused as "is the reconstruction from these
+    tables?"."""
+    md = two_solution_block
+    done = run_claims(md, "block", k=20)
+    want = done[3][0][2].sort("block_geoid", "code", "m")
+    monkeypatch.setattr(C, "_diverse_solutions", lambda *a, **k: ([], False))
+    res, _, claims = run_claims(md, "block", k=20, done=done[:3])[3][0]
+    assert res.status == "ok" and res.solutions == 1, res.message
+    assert claims.sort("block_geoid", "code", "m").equals(want)
+
+
+def test_diverse_solutions_say_when_the_program_is_infeasible():
+    import scipy.sparse as sp
+
+    from tabrecon.attacks.solvers import IntProgram
+
+    bad = IntProgram(
+        A=sp.csr_matrix(np.array([[1, 1]])), lo=np.array([3]), hi=np.array([3]), ub=np.array([1, 1])
+    )
+    assert C._diverse_solutions(bad, 2, 5, C.SolverOptions(), 0) == ([], True)
+    good = IntProgram(
+        A=sp.csr_matrix(np.array([[1, 1]])), lo=np.array([1]), hi=np.array([1]), ub=np.array([1, 1])
+    )
+    sols, infeasible = C._diverse_solutions(good, 2, 5, C.SolverOptions(), 0)
+    assert not infeasible and len(sols) == 4 and all(int(s.sum()) == 1 for s in sols)
