@@ -249,13 +249,22 @@ def _stable_claims(
     )
 
 
+#: Each random objective asks the tract's linear relaxation (HiGHS, re-optimised from its last
+#: basis) first and takes its optimal vertex when it is an integer solution, as the claims over
+#: any schema do; CP-SAT searches only when it is not. The verified claims are the same either
+#: way (a verified claim holds in every population, so it is a candidate whatever the
+#: solutions); synthetic 20,000 persons: 29.2/34.9 s against 60.2/63.4 s
+#: (``python -m benchmarks.bench_claims``). False: CP-SAT for every objective (the baseline).
+VERTEX_FIRST: bool = True
+
+
 def _diverse_solutions(
     prog: IntProgram, n_vars: int, k_solutions: int, opts: SolverOptions, seed: int
 ) -> tuple[list[np.ndarray], bool]:
     """Up to K-1 feasible solutions of random integer objectives (diversity by random
-    directions), and whether a solve proved the program infeasible. A solve that runs out of
-    time adds nothing: fewer solutions only leave more candidates to verify, never a claim
-    that is not verified."""
+    directions; :data:`VERTEX_FIRST`), and whether a solve proved the program infeasible. A
+    solve that runs out of time adds nothing: fewer solutions only leave more candidates to
+    verify, never a claim that is not verified."""
     rng = np.random.default_rng(seed)
     gen = SolverOptions(opts.backend, opts.threads, min(opts.time_limit or 10.0, 10.0), opts.seed)
     base = Extensible(prog, gen)
@@ -264,7 +273,13 @@ def _diverse_solutions(
     out: list[np.ndarray] = []
     for _ in range(max(0, k_solutions - 1)):
         c = rng.integers(-3, 4, size=n_vars).astype(np.int64)
-        s = base.solve(0, none, empty, none, none, c=c, maximize=bool(rng.integers(2)))
+        maximize = bool(rng.integers(2))
+        if VERTEX_FIRST:
+            x = base.relaxation.vertex(c, maximize)
+            if x is not None:
+                out.append(x)
+                continue
+        s = base.solve(0, none, empty, none, none, c=c, maximize=maximize)
         if s.status == "infeasible":
             return out, True
         if s.x is not None:
