@@ -249,6 +249,28 @@ def _stable_claims(
     )
 
 
+def _row_argmax(M: sp.csr_matrix) -> np.ndarray:
+    """Each row's column of its largest positive entry (the first such column on a tie), -1
+    where a row has none: scipy's ``argmax(axis=1)`` for the rows it is read for, vectorised
+    (scipy loops over the rows in Python: 11 s of a 20,000-person county's 41 s of claims).
+
+    >>> M = sp.csr_matrix(np.array([[0, 2, 2], [0, 0, 0], [3, 0, 1], [0, 0, 5]]))
+    >>> _row_argmax(M).tolist()
+    [1, -1, 0, 2]
+    """
+    M = M.tocsr()
+    M.sort_indices()
+    n = M.shape[0]
+    counts = np.diff(M.indptr)
+    rows = np.repeat(np.arange(n), counts)
+    order = np.lexsort((M.indices, -M.data, rows))  # by row, the largest first, then by column
+    out = np.full(n, -1, dtype=np.int64)
+    has = np.flatnonzero(counts > 0)
+    best = order[M.indptr[has]]
+    out[has] = np.where(M.data[best] > 0, M.indices[best], -1)
+    return out
+
+
 #: Each random objective asks the tract's linear relaxation (HiGHS, re-optimised from its last
 #: basis) first and takes its optimal vertex when it is an integer solution, as the claims over
 #: any schema do; CP-SAT searches only when it is not. The verified claims are the same either
@@ -457,7 +479,7 @@ def tract_claims(
             res.verified_varying = int(good.sum())
             # the record a singleton singles out: its one key that the reconstruction holds
             rk = inc[:, : keys.size].multiply(y0[None, :]).tocsr()
-            cl.first_key = np.asarray(rk.argmax(axis=1)).ravel()
+            cl.first_key = _row_argmax(rk)
             parts.append((cl, good))
     # tally verified claims by k; coverage and baselines for singletons
     cov_k = np.zeros((K_MAX, keys.size), dtype=bool)
@@ -476,6 +498,10 @@ def tract_claims(
             s = np.flatnonzero(single & (cl.subset == si))
             res.singletons_k[k - 1] += s.size
             key_of = cl.first_key[s]
+            if (key_of < 0).any():  # a verified claim holds in the reconstruction too
+                raise TabreconError(
+                    f"tract {tract}: a verified singleton claim matches no reconstructed record"
+                )
             N = pop[cl.block[s]]
             bt = one_of_n(N, tract_prior.share(subset, cl.code[s]))
             bs = one_of_n(N, state_prior.share(subset, cl.code[s]))
