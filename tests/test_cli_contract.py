@@ -588,9 +588,16 @@ CASES: list[tuple[str, str, int, str]] = [
     ),
     (
         "download-unreachable",
-        "download --state 39 --county 059 --api http://127.0.0.1:9/data --out {D}/d.parquet",
+        "download --state 39 --county 059 --api http://127.0.0.1:9/data --out {D}/d.parquet "
+        "--retries 1",
         75,
-        "network failure: tracts of 39059: no answer from 127.0.0.1:9",
+        "network failure: tracts of 39059: no answer from 127.0.0.1:9 after 2 attempts",
+    ),
+    (
+        "download-retries-negative",
+        "download --state 39 --county 059 --retries -1 --out {D}/d.parquet",
+        2,
+        "--retries must be >= 0 (got -1)",
     ),
     # nothing selected, nothing in common: refused, naming the files (a partial overlap goes on)
     (

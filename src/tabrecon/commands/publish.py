@@ -393,6 +393,14 @@ def download(
         str | None,
         typer.Option(help="With --shapes: the file's address (default: the Bureau's)"),
     ] = None,
+    retries: Annotated[
+        int,
+        typer.Option(
+            help="Times a request that found no answer (refused, reset, timed out, HTTP 429 or "
+            "5xx) is sent again, waiting 1, 2, 4, ... s between; then the run stops with exit "
+            "75 and keeps the finished tracts"
+        ),
+    ] = 4,
 ) -> None:
     """Fetch a county's published block and tract tables (2010 SF1 or 2020 DHC) from the Census
     API, tract by tract (resumable), into one long table file; with another ``--schema``, that
@@ -403,6 +411,7 @@ def download(
     from ..download import download as _download
 
     t0 = time.perf_counter()
+    at_least(0, retries=retries)
     if shapes:
         from ..download import download_shapes
 
@@ -412,7 +421,7 @@ def download(
                 "--shapes fetches the block shapes alone: leave out --api, --key, --tables "
                 "and --schema"
             )
-        path = download_shapes(state, county, out, year, shapes_url)
+        path = download_shapes(state, county, out, year, shapes_url, retries=retries)
         console.print(f"written {path} ({time.perf_counter() - t0:.1f} s)")
         return
     if shapes_url is not None:
@@ -431,6 +440,7 @@ def download(
         api_key,
         api,
         year,
+        retries=retries,
         resume=not fresh,
         progress=tick,
         schema=schema,
