@@ -18,15 +18,13 @@ since a verified claim holds in every population whatever the solutions drawn.
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import time
 
 import tabrecon.attacks.claims as C
-from benchmarks.common import real_sample_tracts, record
+from benchmarks.common import record, synthetic_and_real
 from tabrecon.attacks.certify import certify
 from tabrecon.attacks.reconstruct import reconstruct
-from tabrecon.synth import SynthConfig, synthesize
 from tabrecon.tables import tabulate
 
 
@@ -81,19 +79,7 @@ def _side_by_side(md, rounds: int, label: str) -> dict:
 
 
 def main() -> dict:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--synthetic", type=int, default=20_000, help="synthetic persons (0: none)")
-    ap.add_argument("--seed", type=int, default=7)
-    ap.add_argument("--rounds", type=int, default=2, help="pairs of runs, alternating")
-    ap.add_argument("--real", action="store_true", help="the real sample (28 tracts) too")
-    args = ap.parse_args()
-    out = {}
-    if args.synthetic:
-        md = synthesize(SynthConfig(persons=args.synthetic), seed=args.seed)
-        out["synthetic"] = _side_by_side(md, args.rounds, "synthetic")
-    if args.real and (md := real_sample_tracts(28)) is not None:
-        out["real"] = _side_by_side(md, args.rounds, "real sample")
-    return out
+    return synthetic_and_real(__doc__, _side_by_side, 20_000)
 
 
 if __name__ == "__main__":

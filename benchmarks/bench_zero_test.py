@@ -18,19 +18,17 @@ verdicts and solvar are compared with the first's.
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import time
 
 import polars as pl
 
 import tabrecon.attacks.variability as V
-from benchmarks.common import real_sample_tracts, record
+from benchmarks.common import record, synthetic_and_real
 from tabrecon.attacks.certify import certify
 from tabrecon.attacks.reconstruct import reconstruct
 from tabrecon.attacks.unit_reconstruct import reconstruct_units
 from tabrecon.schema import AGEBIN_OF_AGE, PERSONS, person_units
-from tabrecon.synth import SynthConfig, synthesize
 from tabrecon.tables import tabulate
 from tabrecon.unit_tables import tabulate_units
 
@@ -102,19 +100,7 @@ def _side_by_side(md, rounds: int, label: str) -> dict:
 
 
 def main() -> dict:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--synthetic", type=int, default=100_000, help="synthetic persons")
-    ap.add_argument("--seed", type=int, default=7)
-    ap.add_argument("--rounds", type=int, default=2, help="pairs of runs, alternating")
-    ap.add_argument("--real", action="store_true", help="the real sample (28 tracts) too")
-    args = ap.parse_args()
-    out = {}
-    if args.synthetic:
-        md = synthesize(SynthConfig(persons=args.synthetic), seed=args.seed)
-        out["synthetic"] = _side_by_side(md, args.rounds, "synthetic")
-    if args.real and (md := real_sample_tracts(28)) is not None:
-        out["real"] = _side_by_side(md, args.rounds, "real sample")
-    return out
+    return synthetic_and_real(__doc__, _side_by_side, 100_000)
 
 
 if __name__ == "__main__":

@@ -152,3 +152,26 @@ def real_sample_tracts(n: int):
     md = read_microdata(REAL)
     tracts = sorted({g[:11] for g in md.geoids.tolist()})[:n]
     return md.take(np.isin(np.array([g[:11] for g in md.block_geoid.tolist()]), tracts))
+
+
+def synthetic_and_real(doc: str, side_by_side: Callable[..., dict], persons: int) -> dict:
+    """A side-by-side benchmark's command line: ``side_by_side(microdata, rounds, label)`` on a
+    synthetic county (``--synthetic N``, ``--seed``; 0: none) and, with ``--real``, on the real
+    sample's 28 tracts; ``--rounds`` pairs of runs, alternating."""
+    import argparse
+
+    from tabrecon.synth import SynthConfig, synthesize
+
+    ap = argparse.ArgumentParser(description=doc.split("\n")[0])
+    ap.add_argument("--synthetic", type=int, default=persons, help="synthetic persons (0: none)")
+    ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--rounds", type=int, default=2, help="pairs of runs, alternating")
+    ap.add_argument("--real", action="store_true", help="the real sample (28 tracts) too")
+    args = ap.parse_args()
+    out = {}
+    if args.synthetic:
+        md = synthesize(SynthConfig(persons=args.synthetic), seed=args.seed)
+        out["synthetic"] = side_by_side(md, args.rounds, "synthetic")
+    if args.real and (md := real_sample_tracts(28)) is not None:
+        out["real"] = side_by_side(md, args.rounds, "real sample")
+    return out
