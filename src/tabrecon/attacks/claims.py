@@ -252,7 +252,8 @@ def _stable_claims(
 def _row_argmax(M: sp.csr_matrix) -> np.ndarray:
     """Each row's column of its largest positive entry (the first such column on a tie), -1
     where a row has none: scipy's ``argmax(axis=1)`` for the rows it is read for, vectorised
-    (scipy loops over the rows in Python: 11 s of a 20,000-person county's 41 s of claims).
+    (scipy loops over the rows in Python: 11 s of a 20,000-person county's 41 s of claims
+    under the profiler).
 
     >>> M = sp.csr_matrix(np.array([[0, 2, 2], [0, 0, 0], [3, 0, 1], [0, 0, 5]]))
     >>> _row_argmax(M).tolist()
@@ -275,7 +276,7 @@ def _row_argmax(M: sp.csr_matrix) -> np.ndarray:
 #: basis) first and takes its optimal vertex when it is an integer solution, as the claims over
 #: any schema do; CP-SAT searches only when it is not. The verified claims are the same either
 #: way (a verified claim holds in every population, so it is a candidate whatever the
-#: solutions); synthetic 20,000 persons: 29.2/34.9 s against 60.2/63.4 s
+#: solutions); synthetic 20,025 persons: 36.1/40.3 s against 66.7/59.9 s side by side
 #: (``python -m benchmarks.bench_claims``). False: CP-SAT for every objective (the baseline).
 VERTEX_FIRST: bool = True
 
