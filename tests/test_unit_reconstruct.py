@@ -587,3 +587,37 @@ def test_spreading_proofs_give_the_same_verdicts_in_fewer_proofs(monkeypatch):
     assert n_spread < n_plain
     again, n_again = run(True)  # the work limit is CP-SAT's deterministic time
     assert again.equals(spread) and n_again == n_spread
+
+
+def test_block_programs_over_classes_give_the_type_programs_answers():
+    """At block level each block's variables count the classes of types no block cell tells
+    apart (persons: one sex, race and origin over an agebin38 range) whenever uniqueness is
+    asked no finer: every block's verdict is the type programs', the records tabulate back and
+    carry their class's age run, and a reconstruction made over types is certified over
+    classes with its own verdicts and solution variability (a block's solvar is measured from
+    the reconstruction at hand: the two programs' reconstructions may differ where it varies)."""
+    from tabrecon.errors import TabreconError
+    from tabrecon.schema import AGEBIN_OF_AGE, PERSONS, person_records, person_units
+    from tabrecon.synth import SynthConfig, synthesize
+
+    units = person_units(synthesize(SynthConfig(persons=1_500), seed=11))
+    long = tabulate_units(units).filter(pl.col("geoid").str.len_chars() == 15)
+    long = long.filter(~pl.col("cell").str.starts_with("P013"))  # counts only
+    kw = {"unique_on": {"age": AGEBIN_OF_AGE}, "distance": True}
+    by_class = reconstruct_units(long, PERSONS, **kw)
+    by_type = reconstruct_units(long, PERSONS, tract_model="types", **kw)
+    cols = ["geoid", "units", "status"]
+    assert by_class.blocks.select(cols).equals(by_type.blocks.select(cols))
+    assert {"unique", "varies"} <= set(by_class.blocks["status"].to_list())
+    assert (by_class.blocks["types"] < by_type.blocks["types"]).any()  # fewer variables
+    back = tabulate_units(by_class.units, tables_in(long, PERSONS)).sort("geoid", "cell")
+    assert back.equals(long.sort("geoid", "cell"))
+    md = person_records(by_class.units)
+    assert (md.age_max > md.age).any()
+    assert (AGEBIN_OF_AGE[md.age] == AGEBIN_OF_AGE[md.age_max]).all()
+    # the type program's reconstruction certified over classes: its own verdicts
+    with pytest.raises(TabreconError, match="'classes' at level 'block' needs uniqueness"):
+        reconstruct_units(long, PERSONS, tract_model="classes")  # asked at single years
+    ref = reconstruct_units(long, PERSONS, reference=by_type.units, **kw)
+    cols += ["solvar", "solvar_lo", "solvar_hi"]
+    assert ref.blocks.select(cols).equals(by_type.blocks.select(cols))
