@@ -36,15 +36,15 @@ def real_tables(real_md):
 
 @pytest.fixture(scope="session")
 def real_certs(real_tables):
-    """Reconstruction and certification of the real sample at both levels (shared by several
-    tests)."""
-    from tabrecon.attacks.certify import certify
-    from tabrecon.attacks.reconstruct import reconstruct
+    """Reconstruction and certification of the real sample at both levels, in one program each
+    (:func:`tabrecon.populations.persons.reconstruct_persons`; shared by several tests): the
+    records and the run (its ``blocks`` are certification's frame)."""
+    from tabrecon.populations.persons import reconstruct_persons
 
     out = {}
     for lvl in ("block+tract", "block"):
-        run = reconstruct(real_tables, lvl)
-        out[lvl] = (run.records, certify(real_tables, run.records, lvl))
+        run = reconstruct_persons(real_tables, lvl, certify=True, distance=True)
+        out[lvl] = (run.records, run)
     return out
 
 

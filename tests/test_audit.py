@@ -112,21 +112,23 @@ def small_audit(tmp_path_factory, small_file):
 
 
 def test_numbers_equal_the_individual_steps(small_audit, small_md):
-    from tabrecon.attacks.certify import certify
-    from tabrecon.attacks.reconstruct import reconstruct
+    from tabrecon.attacks.certify import cumulative_solvar
     from tabrecon.attacks.reidentify import reidentify
     from tabrecon.metrics.agreement import agree
+    from tabrecon.populations.persons import reconstruct_persons
     from tabrecon.tables import tabulate
 
     ts = tabulate(small_md)
-    rec = reconstruct(ts, "block+tract").records
-    blocks = certify(ts, rec, "block+tract").blocks
+    run = reconstruct_persons(ts, "block+tract", certify=True, distance=True)
+    rec, blocks = run.records, run.blocks
     res = reidentify(rec, small_md, "perfect", ts, blocks, seed=11)
     s = small_audit.summary
     a = agree(rec, truth=small_md)
     assert s["agreement_block+tract"]["binned_pct"] == pytest.approx(a.binned_pct)
     assert s["agreement_block+tract"]["exact_pct"] == pytest.approx(a.exact_pct)
     assert s["certify"]["unique_blocks"] == int((blocks["status"] == "unique").sum())
+    lo, hi = cumulative_solvar(blocks)
+    assert s["certify"]["cumulative_solvar_pct"] == [pytest.approx(lo), pytest.approx(hi)]
     direct = res.summary()
     for src in ("attack", "mdg", "prg", "truth"):
         for g in ("all", "nonmodal", "certified_uniques"):
@@ -331,8 +333,8 @@ def two_county_file(tmp_path: Path) -> tuple[Path, list]:
 
 
 def test_chunks_stream_counties_and_add_up(tmp_path):
-    from tabrecon.attacks.reconstruct import reconstruct
     from tabrecon.metrics.agreement import agree
+    from tabrecon.populations.persons import reconstruct_persons as reconstruct
     from tabrecon.tables import tabulate
 
     p, mds = two_county_file(tmp_path)
@@ -408,14 +410,15 @@ def test_killed_run_resumes_without_losing_finished_units(tmp_path):
     proc.wait()
     finished = [json.loads(x)["unit"] for x in status.read_text().splitlines() if x.strip()]
     assert len(finished) >= 2
-    mtimes = {u: (status.parent / f"{u}.recon-block.parquet").stat().st_mtime_ns for u in finished}
+    part = "{}.persons-reconstruct.parquet"
+    mtimes = {u: (status.parent / part.format(u)).stat().st_mtime_ns for u in finished}
     r = subprocess.run(cmd + ["--resume"], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr[-2000:]
     lines = [json.loads(x) for x in status.read_text().splitlines() if x.strip()]
     units = [x["unit"] for x in lines]
     assert len(units) == len(set(units)), "a finished tract was solved again"
     for u, m in mtimes.items():
-        assert (status.parent / f"{u}.recon-block.parquet").stat().st_mtime_ns == m
+        assert (status.parent / part.format(u)).stat().st_mtime_ns == m
     s = json.loads((out / "summary.json").read_text())
     assert s["persons"] > 15000 and s["recon_records"] == s["persons"]
 
@@ -539,9 +542,9 @@ def test_dask_local_cluster_gives_the_same_numbers(tmp_path, small_file, small_a
     assert (
         a["reidentification"]["attack"]["nonmodal"] == b["reidentification"]["attack"]["nonmodal"]
     )
-    # the workers' CPU is counted on Dask too: without it certification's core time would be
-    # the waiting main process's
-    assert a["core_s"]["certify"] > 0 and b["core_s"]["certify"] > 0
+    # the workers' CPU is counted on Dask too: without it the reconstruction's (and in it the
+    # certification's) core time would be the waiting main process's
+    assert a["core_s"]["reconstruct"] > 0 and b["core_s"]["reconstruct"] > 0
 
 
 # -- the report in a browser -----------------------------------------------------------------------

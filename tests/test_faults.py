@@ -16,8 +16,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from tabrecon.attacks.reconstruct import reconstruct
 from tabrecon.errors import TabreconError
+from tabrecon.populations.persons import reconstruct_persons as reconstruct
 from tabrecon.runner import notices
 from tabrecon.schema import read_microdata
 from tabrecon.synth import SynthConfig, synthesize

@@ -12,8 +12,8 @@ The whole chain in Python (published or reconstructed data first, the truth as a
 >>> import tabrecon as tr
 >>> truth = tr.synthesize(tr.SynthConfig(persons=400), seed=7)   # or tr.read_microdata(path)
 >>> tables = tr.tabulate(truth)                                   # or tr.read_tables(path)
->>> recon = tr.reconstruct(tables).records
->>> proof = tr.certify(tables, recon).blocks                      # solution variability per block
+>>> run = tr.reconstruct(tables, certify=True, distance=True)
+>>> recon, proof = run.records, run.blocks                        # solution variability per block
 >>> tr.agree(recon, truth=truth).exact_pct > 50
 True
 >>> links = tr.reidentify(recon, truth=truth, tables=tables, cert_blocks=proof, seed=7)
@@ -65,7 +65,7 @@ _EXPORTS: dict[str, str] = {
     "read_microdata": "schema",
     "read_sf1": "sf1",
     "read_tables": "published",
-    "reconstruct": "attacks.reconstruct",
+    "reconstruct": "populations.persons",
     "reidentify": "attacks.reidentify",
     "rr_frontier": "metrics.frontier",
     "run_demo": "audit",
@@ -82,7 +82,6 @@ _EXPORTS: dict[str, str] = {
 if TYPE_CHECKING:  # the same names, for type checkers and the API documentation
     from .attacks.certify import certify
     from .attacks.claims import claims
-    from .attacks.reconstruct import reconstruct
     from .attacks.reidentify import reidentify
     from .audit import audit, run_demo
     from .config import AuditConfig, load_config
@@ -99,6 +98,7 @@ if TYPE_CHECKING:  # the same names, for type checkers and the API documentation
     from .metrics.frontier import frontier, optimise_shares, rr_frontier
     from .metrics.matrix_error import expected_error, hierarchy_factors, simulate_error
     from .pipeline import run_tradeoff
+    from .populations.persons import reconstruct
     from .published import read_tables
     from .schema import Microdata, read_microdata, write_microdata
     from .sf1 import read_sf1

@@ -268,18 +268,26 @@ class ChunkRunner:
         }
         return ts, self.mark("tabulate", t0, info, path)
 
-    def reconstruct(self, ts, level: str, md):
-        from .attacks.reconstruct import reconstruct
+    def reconstruct(self, ts, level: str, md, certify: bool = False):
+        """Persons from the chunk's tables at ``level`` (:func:`tabrecon.populations.persons
+        .reconstruct_persons`); with ``certify`` each block's verdict (and, as configured, its
+        distance) in the same program, kept beside the records for the certify stage."""
         from .metrics.agreement import agree
+        from .populations.persons import reconstruct_persons
         from .schema import read_microdata
 
         stage = f"reconstruct:{level}"
         path = self.dir / f"recon_{level.replace('+', '_')}.parquet"
-        if (hit := self.resumed(stage, path, read_microdata)) is not None:
+        made = self.done(stage) or {}
+        # records made without the verdicts this run needs are made again, with them
+        if (not certify or "verdicts.parquet" in made.get("outputs", {})) and (
+            hit := self.resumed(stage, path, read_microdata)
+        ) is not None:
             return hit
         t0 = self.start()
         tick = self.progress(f"{self.chunk.name} reconstruct {level}", len(ts.tracts()))
-        run = reconstruct(
+        c = self.cfg.certify
+        run = reconstruct_persons(
             ts,
             level,
             self.opts(),
@@ -287,53 +295,56 @@ class ChunkRunner:
             out=path,
             resume=self.resume,
             progress=tick,
+            certify=certify,
+            distance=certify and c.distance,
+            distance_time_limit=c.distance_time_limit or None,
         )
         info = {
             "records": len(run.records),
-            "failed_tracts": [r.tract for r in run.failed],
-            "failures": [r.where() for r in run.failed],
+            "failed_tracts": [r["unit"] for r in run.failed],
+            "failures": [
+                f"tract {r['unit']}: {r['status']} -- {r.get('message', '')}".rstrip(" -")
+                for r in run.failed
+            ],
+            "notes": run.notes,
         }
+        outputs = [path]
+        if certify:  # the verdicts of the blocks solved (a failed tract's are its failure)
+            failed = [r["unit"] for r in run.failed]
+            kept = run.blocks.filter(~pl.col("block_geoid").str.slice(0, 11).is_in(failed))
+            outputs.append(write_parquet(kept, self.dir / "verdicts.parquet"))
         if md is not None:
             a = agree(run.records, truth=md)
             info["agree_resolution"] = a.resolution
-            agreed = write_parquet(
-                a.by_bin.select("bin", "blocks", "persons", "exact", "binned"),
-                self.dir / f"agree_{level.replace('+', '_')}.parquet",
+            outputs.append(
+                write_parquet(
+                    a.by_bin.select("bin", "blocks", "persons", "exact", "binned"),
+                    self.dir / f"agree_{level.replace('+', '_')}.parquet",
+                )
             )
         if not path.exists():  # no tract solved: keep an empty file so the stage is complete
             write_parquet(run.records.to_frame(), path)
-        return run.records, self.mark(stage, t0, info, path, *([agreed] if md is not None else []))
+        return run.records, self.mark(stage, t0, info, *outputs)
 
-    def certify(self, ts, recon, level: str):
-        from .attacks.certify import certify
-
+    def certify(self, level: str):
+        """Every block's verdict and solution variability: measured in the reconstruction's
+        program at ``level`` (its stage wrote them), here gathered as the certification frame
+        (``solvar.parquet``)."""
         stage = "certify"
         path = self.dir / "solvar.parquet"
         if (hit := self.resumed(stage, path, pl.read_parquet)) is not None:
             return hit
         t0 = self.start()
-        tick = self.progress(f"{self.chunk.name} certify", len(ts.tracts()))
-        run = certify(
-            ts,
-            recon,
-            level,
-            self.opts(),
-            workers=self.cfg.run.workers,
-            out=path,
-            resume=self.resume,
-            distance=self.cfg.certify.distance,
-            progress=tick,
-            distance_time_limit=self.cfg.certify.distance_time_limit or None,
-        )
+        rec = self.done(f"reconstruct:{level}") or {}
+        blocks = pl.read_parquet(self.dir / "verdicts.parquet")
+        write_parquet(blocks, path)
         info = {
-            "blocks": run.blocks.height,
-            "failed_tracts": [f["unit"] for f in run.failed],
-            "failures": [
-                f"tract {f['unit']}: {f['status']} -- {f.get('message', '')}".rstrip(" -")
-                for f in run.failed
-            ],
+            "blocks": blocks.height,
+            "failed_tracts": rec.get("failed_tracts", []),
+            "failures": rec.get("failures", []),
+            "measured_in": f"reconstruct:{level}",
         }
-        return run.blocks, self.mark(stage, t0, info, path)
+        return blocks, self.mark(stage, t0, info, path)
 
     def claims(self, ts, recon, blocks: pl.DataFrame, level: str):
         """Verified claims about the persons of every block (:func:`tabrecon.attacks.claims
@@ -1103,18 +1114,14 @@ def _run_chunk(
         facts["persons"] += int(pop.sum()) if (pop := ts.block_population()) is not None else 0
     recons = {}
     for lv in cfg.reconstruct.levels:
-        recons[lv], rinfo = cr.reconstruct(ts, lv, md)
+        recons[lv], rinfo = cr.reconstruct(ts, lv, md, cfg.certify.enabled and lv == rich_level)
         out.failures += [f"{ch.name} reconstruct {lv}: {f}" for f in rinfo.get("failures", [])]
         if md is not None:
             out.agree[lv] = pl.read_parquet(cr.dir / f"agree_{lv.replace('+', '_')}.parquet")
             out.resolution[lv] = rinfo.get("agree_resolution", "")
     blocks = None
     if cfg.certify.enabled:
-        blocks, cinfo = cr.certify(ts, recons[rich_level], rich_level)
-        out.failures += [
-            f"{ch.name} certify: {f}"
-            for f in cinfo.get("failures", [f"tract {t} failed" for t in cinfo["failed_tracts"]])
-        ]
+        blocks, cinfo = cr.certify(rich_level)  # its failures are the reconstruction's
         out.blocks = blocks
     if blocks is not None and blocks.height and cfg.claims.enabled:  # no tract certified: none
         persons, clinfo = cr.claims(ts, recons[rich_level], blocks, rich_level)

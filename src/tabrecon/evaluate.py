@@ -23,9 +23,8 @@ from typing import Any
 
 import polars as pl
 
-from .attacks.certify import certified_inhabited, certify
+from .attacks.certify import certified_inhabited
 from .attacks.noisy import reconstruct_from_measurements
-from .attacks.reconstruct import reconstruct
 from .attacks.reidentify import GROUPS, reidentify
 from .attacks.solvers import SolverOptions
 from .defenses.defense import Defense, Protected
@@ -33,6 +32,7 @@ from .geo import LEVELS
 from .io import remove_file, write_parquet, write_text
 from .metrics.accuracy import block_accuracy, block_cell_sq_error, l1_by_level
 from .metrics.agreement import agree
+from .populations.persons import reconstruct_persons
 from .schema import BLOCK_SIZE_LABELS, read_microdata, write_microdata
 from .tables import tabulate
 
@@ -237,30 +237,25 @@ def evaluate_defense(
 
     w = Path(work) if work is not None else None
     ntr = len(ts.tracts())
-    run = reconstruct(
+    run = reconstruct_persons(
         ts,
         plan.level,
         plan.solver,
         workers=plan.workers,
         out=w / "recon.parquet" if w else None,
         resume=resume,
-        progress=tick(f"{d.name}: reconstruct", ntr),
+        progress=tick(
+            f"{d.name}: reconstruct and certify" if plan.certify else f"{d.name}: reconstruct", ntr
+        ),
+        certify=plan.certify,
+        distance=plan.certify and plan.distance,
+        distance_time_limit=plan.distance_time_limit,
     )
     rec = run.records
     blocks = None
-    if plan.certify:
-        blocks = certify(
-            ts,
-            rec,
-            plan.level,
-            plan.solver,
-            workers=plan.workers,
-            out=w / "solvar.parquet" if w else None,
-            resume=resume,
-            distance=plan.distance,
-            distance_time_limit=plan.distance_time_limit,
-            progress=tick(f"{d.name}: certify", ntr),
-        ).blocks
+    if plan.certify:  # measured in the reconstruction's program; a failed tract's blocks left out
+        failed = [r["unit"] for r in run.failed]
+        blocks = run.blocks.filter(~pl.col("block_geoid").str.slice(0, 11).is_in(failed))
     res = reidentify(
         rec, truth, plan.attacker, ts, blocks, seed=seed, francis_threshold=plan.francis_threshold
     )

@@ -58,7 +58,7 @@ def reconstruct(
         typer.Option(
             "--out",
             "-o",
-            help="Records to write (.parquet, .csv, .csv.gz); with another --schema also "
+            help="Records to write (.parquet, .csv, .csv.gz); also "
             "OUT's stem + _blocks.csv, each block's verdict",
         ),
         Writes(parts=True, beside=("_blocks.csv",)),
@@ -75,17 +75,14 @@ def reconstruct(
     time_limit: TimeLimit = 300.0,
     seed: Annotated[int, typer.Option(help="Solver random seed")] = 0,
     workers: Workers = 1,
-    strategy: Annotated[
-        str, typer.Option(help="staged (binned model, then ages) or full (single-age model)")
-    ] = "staged",
     fresh: Fresh = False,
     schema: SchemaName = "persons",
     distance: Annotated[
         bool,
         typer.Option(
             "--distance",
-            help="Not persons: each block that varies also gets its solution variability "
-            "(solvar, percent of its records; persons: tabrecon solvar)",
+            help="Each block that varies also gets its solution variability (solvar, percent "
+            "of its records, at the resolution its uniqueness is asked: persons by agebin38)",
         ),
     ] = False,
     together: Annotated[
@@ -101,12 +98,10 @@ def reconstruct(
     ] = None,
     publication: PublicationRule = "declared",
 ) -> None:
-    """Rebuild records from published tables, tract by tract (written as each finishes): persons,
-    or another population's records with each block's verdict (unique or varies); with
-    ``--with``, housing units and persons of each block together."""
-    from ..attacks.reconstruct import reconstruct as _recon
+    """Rebuild records from published tables, tract by tract (written as each finishes), with
+    each block's verdict (unique or varies); with ``--with``, housing units and persons of each
+    block together."""
     from ..declaration import population
-    from ..published import read_tables
     from ..schema.registry import Engine
 
     pop = population(schema)
@@ -116,7 +111,6 @@ def reconstruct(
         for flag, given in (
             ("--level", level not in ("", "block")),
             ("--distance", distance),
-            ("--strategy", strategy != "staged"),
             (f"--publication {pub}", not pub.exact),
         ):
             if given:
@@ -127,22 +121,39 @@ def reconstruct(
         _reconstruct_together(pop, tables_file, together, out, opts, workers, fresh)
         return
     if pop.engine is Engine.GENERIC:
-        if strategy != "staged":  # the person pipeline's age models; refused, not ignored
-            raise TabreconError(
-                f"--strategy {strategy}: an option of person reconstruction, not of --schema "
-                f"{pop.name}"
-            )
         opts = solver_options(solver, threads, time_limit, seed, workers)
         _reconstruct_release(
             pop, tables_file, out, level or "block", opts, workers, fresh, distance, pub
         )
         return
-    if distance:
-        raise TabreconError("--distance is for other populations; persons: tabrecon solvar")
-    level = level or "block+tract"
+    _reconstruct_persons(
+        tables_file,
+        out,
+        level or "block+tract",
+        solver_options(solver, threads, time_limit, seed, workers),
+        workers,
+        fresh,
+        distance,
+    )
+
+
+def _reconstruct_persons(
+    tables_file: Path,
+    out: Path,
+    level: str,
+    solver: SolverOptions,
+    workers: int,
+    fresh: bool,
+    distance: bool,
+) -> None:
+    """``tabrecon reconstruct`` for persons (:func:`tabrecon.populations.persons
+    .reconstruct_persons`): the person file and each block's verdict at agebin38 written; exit
+    1 naming each tract that failed, with the cells to blame where its tables contradict."""
+    from ..io import beside, write_csv
+    from ..populations.persons import reconstruct_persons
+    from ..published import read_tables
+
     one_of(level, RECON_LEVELS, "--level")
-    one_of(strategy, ("staged", "full"), "--strategy")
-    opts = solver_options(solver, threads, time_limit, seed, workers)
     check_suffix(out)
     ts = read_tables(tables_file)
     console.print(
@@ -151,8 +162,20 @@ def reconstruct(
     )
     prog, tick = progress(len(ts.tracts()), "reconstruct")
     with prog:
-        run = _recon(ts, level, opts, workers, out, not fresh, strategy=strategy, progress=tick)
+        run = reconstruct_persons(
+            ts,
+            level,
+            solver,
+            workers=workers,
+            out=out,
+            resume=not fresh,
+            progress=tick,
+            certify=True,
+            distance=distance,
+        )
+    blocks_path = write_csv(run.blocks, beside(out, "_blocks.csv"))
     console.print("\n".join(run.summary_lines()))
+    console.print(f"written {out}, {blocks_path}")
     for line in run.failure_lines():
         err.print(line)
     if run.failed:

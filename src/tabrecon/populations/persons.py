@@ -1,25 +1,36 @@
 """Persons: SF1 2010's person tables over (sex, single year of age, race, Hispanic origin).
 
 The schema and its encoding live in :mod:`tabrecon.schema`; the tables are the 34 of Abowd et
-al. and P3-P5 (:func:`person_tables`). Persons run on the staged person
-engine (:attr:`~tabrecon.schema.registry.Engine.PERSON`). ``persons_binned`` is the same schema
+al. and P3-P5 (:func:`person_tables`). Persons are reconstructed and certified by the count
+model written over any schema (:func:`reconstruct_persons`: a release's person tables in, a
+person file and every block's verdict out); their claims still run on the staged person model
+(:attr:`~tabrecon.schema.registry.Engine.PERSON`). ``persons_binned`` is the same schema
 on certification's resolution (agebin38), registered for the code written over any schema and
 not offered to users.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from functools import cache
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
+import polars as pl
 
+from ..errors import TabreconError
 from ..measures import Measure, MedianRule, Statistic
-from ..schema import AGE_MAX, AGEBIN_OF_AGE, PERSONS, PERSONS_BINNED, person_units
+from ..schema import AGE_MAX, AGEBIN_OF_AGE, PERSONS, PERSONS_BINNED, Microdata, person_units
 from ..schema.registry import Engine, Population, register
 from ..synth import SynthConfig, synthesize
-from ..tables import ALL_TABLES, Cell, all_cells
+from ..tables import ALL_TABLES, Cell, TableSet, all_cells
 from ..unit_tables import Predicate, UnitTable, from_layout
+from ..vocab import Level, Verdict
+
+if TYPE_CHECKING:
+    from ..attacks.solvers import SolverOptions
 
 
 def _person_predicate(c: Cell) -> Predicate:
@@ -136,6 +147,7 @@ register(
         k_values=(1, 2, 3, 4),
         engine=Engine.PERSON,
         generic="persons_binned",
+        unique_on={"age": AGEBIN_OF_AGE},
         description="SF1 person tables (the 34 and P3-P5): block, sex, age, race, ethnicity",
     )
 )
@@ -153,3 +165,222 @@ register(
         description="persons by agebin38: the block tables on certification's resolution",
     )
 )
+
+
+# --------------------------------------------------------------------------------------------------
+# Persons on the engine written over any schema
+# --------------------------------------------------------------------------------------------------
+@dataclass
+class PersonReconstruction:
+    """Persons rebuilt from a release by :func:`reconstruct_persons`: the records as a person
+    file (an age the tables resolve only to a range is its first year, ``age_max`` its last,
+    ``age_exact`` false), and per block its verdict in certification's columns
+    (``block_geoid``, ``persons``, ``solvar``, ``solvar_lo``, ``solvar_hi``, ``proven``,
+    ``status``, ``level``; status "unknown" where uniqueness was not asked)."""
+
+    records: Microdata
+    blocks: pl.DataFrame
+    results: list[dict]
+    level: str
+    tables_used: list[str]
+    seconds: float = 0.0
+    out: Path | None = None
+    #: what the run could not use, in words (a table published in part)
+    notes: list[str] = field(default_factory=list)
+    #: per tract whose tables contradict each other: the cells whose smallest change restores
+    #: feasibility (geoid, cell, published, adjust, reason)
+    conflicts: dict[str, list[dict]] = field(default_factory=dict)
+
+    @property
+    def failed(self) -> list[dict]:
+        """Every tract that gave no records for some block: the runner's failures (an error
+        in the tract) and tracts with a block whose tables admit no persons or that found no
+        solution in time."""
+        bad = self.blocks.filter(pl.col("status").is_in([Verdict.INFEASIBLE, Verdict.FAILED]))
+        out = [r for r in self.results if r["status"] != "ok"]
+        for tract, rows in bad.group_by(pl.col("block_geoid").str.slice(0, 11)):
+            status = "infeasible" if (rows["status"] == Verdict.INFEASIBLE).any() else "timeout"
+            why = (
+                "no population satisfies these tables"
+                if status == "infeasible"
+                else "solver time limit reached"
+            )
+            out.append(
+                {
+                    "unit": tract[0],
+                    "status": status,
+                    "message": f"{why} ({rows.height} block(s), e.g. {rows['block_geoid'][0]})",
+                }
+            )
+        return sorted(out, key=lambda r: r["unit"])
+
+    def summary_lines(self) -> list[str]:
+        """The run in words: records, tracts solved, tables used, ages known only to a range,
+        verdicts when asked."""
+        failed = {r["unit"] for r in self.failed}
+        where = (
+            f" -> {self.out}; per-tract status in {self.out}.parts/status.jsonl" if self.out else ""
+        )
+        lines = [
+            f"{len(self.records):,} persons from {len(self.results) - len(failed)}/"
+            f"{len(self.results)} tracts ({self.level}) in {self.seconds:.1f} s{where}",
+            f"tables used: {', '.join(self.tables_used)}",
+            *self.notes,
+        ]
+        md = self.records
+        inexact = int((~md.age_exact).sum()) if md.age_exact is not None and len(md) else 0
+        if inexact:
+            lines.append(
+                f"{inexact:,} records have an age the tables determine only to a range "
+                "(age = its first year, age_max = its last, age_exact = 0)"
+            )
+        asked = self.blocks.filter(pl.col("status") != Verdict.UNKNOWN)
+        if asked.height:
+            counts = dict(asked.group_by("status").len().iter_rows())
+            lines.append("blocks: " + ", ".join(f"{n:,} {s}" for s, n in sorted(counts.items())))
+        return lines
+
+    def failure_lines(self) -> list[str]:
+        """Each failed tract, with the published cells that conflict where they are known."""
+        lines = []
+        for r in self.failed:
+            lines.append(f"tract {r['unit']}: {r['status']} -- {r.get('message', '')}")
+            lines += [
+                f"    {c['geoid']} {c['cell']} published {c['published']}, adjust by "
+                f"{c['adjust']:+d}: {c['reason']}"
+                for c in self.conflicts.get(r["unit"], [])
+            ]
+        if self.failed:
+            lines.append(f"{len(self.failed)} tract(s) failed; the others were written")
+        return lines
+
+
+def reconstruct_persons(
+    tables: TableSet,
+    level: str = "block+tract",
+    solver: SolverOptions | None = None,
+    *,
+    workers: int = 1,
+    out: str | Path | None = None,
+    resume: bool = True,
+    progress: Callable[[dict], None] | None = None,
+    certify: bool = False,
+    distance: bool = False,
+    distance_time_limit: float | None = None,
+) -> PersonReconstruction:
+    """Person records from a release's person tables (:class:`tabrecon.tables.TableSet`) with
+    the count model written over any schema (:func:`tabrecon.attacks.unit_reconstruct
+    .reconstruct_release`: tracts in parallel, written to ``<out>.parts/`` as they finish, a
+    rerun resuming): each block from its block tables, at "block+tract" a tract's blocks
+    jointly under PCT12 and PCT12A-O. With ``certify`` each block is also proven unique or
+    not at agebin38 (the Bureau's question), and with ``distance`` its solution variability
+    measured, in the same program. A table published only in part is left out (said in
+    :attr:`PersonReconstruction.notes`); at "block+tract" a release without tract tables is
+    reconstructed from its block tables. Tracts whose tables contradict each other name the
+    cells whose smallest change restores feasibility.
+
+    >>> from tabrecon.synth import SynthConfig, synthesize
+    >>> from tabrecon.tables import tabulate
+    >>> md = synthesize(SynthConfig(persons=1_000), seed=1)
+    >>> run = reconstruct_persons(tabulate(md), certify=True)
+    >>> len(run.records) == len(md), run.failed
+    (True, [])
+    """
+    import time
+
+    from ..attacks.reconstruct import build_tract_model, diagnose, require_block_totals
+    from ..attacks.solvers import SolverOptions
+    from ..attacks.unit_reconstruct import ReconstructOptions, reconstruct_release
+    from ..schema import person_records, write_microdata
+    from ..unit_tables import complete_tables, table_by_name, tables_in
+
+    t0 = time.perf_counter()
+    if level not in Level.choices():
+        raise TabreconError(f"unknown level {level!r}; choose 'block' or 'block+tract'")
+    require_block_totals(tables)
+    solver = solver or SolverOptions()
+    long = tables.to_frame()
+    present = tables_in(long, PERSONS)
+    whole = set(complete_tables(long, PERSONS))
+    used = [n for n in present if n in whole]
+    notes = []
+    if len(used) < len(present):  # a table is used whole or not at all: never in part
+        cells = {c.id for n in used for c in table_by_name(n, PERSONS).cells()}
+        long = long.filter(pl.col("cell").is_in(cells))
+        notes.append(
+            "published in part, left out: "
+            + ", ".join(n for n in present if n not in whole)
+            + " (a table is used whole or not at all)"
+        )
+    run_level = level
+    if level == Level.BLOCK_TRACT and not any(
+        table_by_name(n, PERSONS).level == "tract" for n in used
+    ):
+        run_level = Level.BLOCK
+        notes.append("no tract tables (PCT12, PCT12A-O): each block from its block tables")
+    if run_level == Level.BLOCK:  # the tract tables are not read
+        used = [n for n in used if table_by_name(n, PERSONS).level == "block"]
+        cells = {c.id for n in used for c in table_by_name(n, PERSONS).cells()}
+        long = long.filter(pl.col("cell").is_in(cells))
+    opts = ReconstructOptions(
+        level=Level(run_level),
+        solver=solver,
+        distance=distance,
+        distance_time_limit=distance_time_limit,
+        unique_on={"age": AGEBIN_OF_AGE},
+        check_unique=certify or distance,
+    )
+    run = reconstruct_release(
+        long, PERSONS, opts, workers=workers, out=out, resume=resume, progress=progress
+    )
+    records = person_records(run.units)
+    records.source = f"reconstruction ({level})"
+    b = run.blocks
+    if "units" not in b.columns:  # no tract solved
+        b = pl.DataFrame(
+            schema={
+                "geoid": pl.String,
+                "units": pl.Int64,
+                "status": pl.String,
+                **{c: pl.Float64 for c in ("solvar", "solvar_lo", "solvar_hi")},
+            }
+        )
+    unique = pl.col("status") == Verdict.UNIQUE
+    lo = pl.when(unique).then(0.0).otherwise(pl.col("solvar_lo").fill_nan(0.0))
+    hi = pl.when(unique).then(0.0).otherwise(pl.col("solvar_hi").fill_nan(100.0))
+    blocks = b.select(
+        pl.col("geoid").alias("block_geoid"),
+        pl.col("units").alias("persons"),
+        pl.col("solvar"),
+        lo.alias("solvar_lo"),
+        hi.alias("solvar_hi"),
+        (unique | ((pl.col("status") == Verdict.VARIES) & (lo >= hi))).alias("proven"),
+        pl.col("status"),
+        pl.lit(str(run_level)).alias("level"),
+    )
+    conflicts: dict[str, list[dict]] = {}
+    bad = blocks.filter(pl.col("status") == Verdict.INFEASIBLE)["block_geoid"].str.slice(0, 11)
+    for tract in sorted(set(bad.to_list())):
+        try:  # the cells to blame: the person model's smallest change (a tract at a time)
+            conflicts[tract] = diagnose(
+                build_tract_model(tables.subset(tract), tract, run_level), solver
+            )
+        except TabreconError:
+            conflicts[tract] = []
+    if out is not None:
+        write_microdata(records, out)
+    return PersonReconstruction(
+        records,
+        blocks,
+        run.results,
+        str(level),
+        used,
+        time.perf_counter() - t0,
+        Path(out) if out is not None else None,
+        notes,
+        conflicts,
+    )
+
+
+#: the public name (``tabrecon.reconstruct``): persons are what a census release's tables count
+reconstruct = reconstruct_persons

@@ -118,6 +118,9 @@ class Population:
     #: reads a file of its records as :class:`~tabrecon.schema.spec.Units` when they are not
     #: written in its own schema's columns (``persons_binned``: a person file); None: the schema's
     read: Callable[[Any], Any] | None = field(default=None, compare=False)
+    #: the resolution a block's uniqueness is asked at, attribute -> its codes' coarser codes
+    #: (persons: age by agebin38, the Bureau's question); None: the schema's types
+    unique_on: Mapping[str, Any] | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         n = len(self.schema.attributes)
