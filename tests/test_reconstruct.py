@@ -212,3 +212,69 @@ def test_real_sample_reconstructed_from_p1_p3_p4_p5_p12a_g_alone(real_md):
     run = reconstruct(ts, "block")
     assert not run.failed and len(run.records) == len(md)
     _satisfies_every_published_cell(ts, run.records, P3_P5_TABLES)
+
+
+# -- persons over the schema (reconstruct_persons: what the commands and the audit call) ----------
+def test_persons_over_the_schema_tabulate_back_with_every_block_decided(small_md):
+    from tabrecon.populations.persons import reconstruct_persons
+
+    ts = tabulate(small_md)
+    run = reconstruct_persons(ts, "block+tract", certify=True)
+    assert not run.failed and len(run.records) == len(small_md)
+    assert _same_tables(ts, tabulate(run.records))
+    b = run.blocks
+    assert b.columns == [
+        "block_geoid", "persons", "solvar", "solvar_lo", "solvar_hi", "proven", "status", "level"
+    ]  # fmt: skip
+    assert b.height == len(ts["block"].geoids) and set(b["status"]) <= {"unique", "varies"}
+    assert (b["level"] == "block+tract").all() and b["persons"].sum() == len(small_md)
+    assert any(line.startswith("blocks: ") for line in run.summary_lines())
+    plain = reconstruct_persons(ts, "block")  # uniqueness not asked
+    assert (plain.blocks["status"] == "unknown").all() and not plain.failed
+
+
+def test_persons_over_the_schema_leave_out_a_table_published_in_part_and_say_so(small_md):
+    from tabrecon.populations.persons import reconstruct_persons
+
+    ts = tabulate(small_md)
+    part = drop_cells(ts, ["P0140003", "PCT0120050"])  # one cell of P14 and of PCT12 missing
+    run = reconstruct_persons(part, "block+tract")
+    assert not run.failed and len(run.records) == len(small_md)
+    assert "P14" not in run.tables_used and "PCT12" not in run.tables_used
+    assert "P12" in run.tables_used and "PCT12A" in run.tables_used
+    assert any("published in part, left out: P14, PCT12" in n for n in run.notes)
+    assert any("left out" in line for line in run.summary_lines())
+
+
+def test_persons_over_the_schema_without_tract_tables_solve_block_by_block(small_md):
+    from tabrecon.populations.persons import reconstruct_persons
+    from tabrecon.tables import BLOCK_TABLES
+
+    ts = tabulate(small_md, tables=BLOCK_TABLES)
+    run = reconstruct_persons(ts, "block+tract", certify=True)
+    assert not run.failed and (run.blocks["level"] == "block").all()
+    assert any("no tract tables" in n for n in run.notes)
+
+
+def test_persons_over_the_schema_name_a_contradicting_tract_and_its_cells():
+    from tabrecon.populations.persons import reconstruct_persons
+
+    md = _pop(
+        [
+            ("990010001001001", 0, 30, 1, 0),
+            ("990010001001001", 1, 31, 1, 0),
+            ("990010001001002", 0, 40, 2, 0),
+        ]
+    )
+    ts = tabulate(md)
+    g = ts["block"]
+    v = g.values.copy()
+    v[0, g.cells == "P0080003"] = 0  # "no White alone" contradicts P12A's two White persons
+    bad = TableSet({"block": Grid("block", g.geoids, g.cells, v)})
+    run = reconstruct_persons(bad, "block", certify=True)
+    assert [r["unit"] for r in run.failed] == ["99001000100"]
+    assert run.failed[0]["status"] == "infeasible" and "990010001001001" in run.failed[0]["message"]
+    lines = "\n".join(run.failure_lines())
+    assert "P012A" in lines or "P0080001" in lines or "P0080003" in lines
+    # the consistent block is still written
+    assert run.records.block_geoid.tolist() == ["990010001001002"]

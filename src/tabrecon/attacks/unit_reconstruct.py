@@ -1280,12 +1280,15 @@ def reconstruct_release(
     out: str | Path | None = None,
     resume: bool = True,
     progress: Callable[[dict], None] | None = None,
+    asked: Mapping[str, str] | None = None,
 ) -> ReleaseReconstruction:
     """Reconstruct every tract of a release's tables over ``schema`` with the runner
     (:func:`tabrecon.runner.run_units`): tracts in parallel (``workers``, or the Dask cluster of
     :func:`tabrecon.runner.execution`), each written to ``<out>.parts/`` as it finishes, a rerun
-    resuming (a rerun with other tables or options is refused), a tract that fails recorded and
-    the others going on. Tracts are independent at both levels (a block's tables, or its tract's,
+    resuming (a rerun with other tables or options is refused; ``asked``: what the caller was
+    asked beyond ``options``, e.g. a level it answered with another, refused too when it
+    changes), a tract that fails recorded and the others going on. Tracts are independent at
+    both levels (a block's tables, or its tract's,
     constrain only that tract), so the result equals :func:`reconstruct_units` on the whole.
 
     >>> from tabrecon.schema.registry import population
@@ -1324,7 +1327,7 @@ def reconstruct_release(
             "tables": digest_long(long),
             "table_names": ",".join(names),
             "schema": schema.name,
-            "level": options.level,
+            "level": str(options.level),
             "distance": options.distance,
             "distance_time_limit": options.distance_time_limit,
             "solver": str(options.solver),
@@ -1338,6 +1341,7 @@ def reconstruct_release(
             )
         if not options.check_unique:
             fp["check_unique"] = False
+        fp.update(asked or {})
     statuses, frames = run_units(
         tracts,
         lambda t: (t, by_tract[(t,)], schema, names, options),

@@ -205,11 +205,17 @@ class PersonReconstruction:
                 if status == "infeasible"
                 else "solver time limit reached"
             )
+            blame = "; ".join(
+                f"{c['geoid']} {c['cell']} published {c['published']}, adjust by {c['adjust']:+d}"
+                for c in self.conflicts.get(tract[0], [])[:5]
+            )
+            where = f"{why} ({rows.height} block(s), e.g. {rows['block_geoid'][0]})"
             out.append(
                 {
                     "unit": tract[0],
                     "status": status,
-                    "message": f"{why} ({rows.height} block(s), e.g. {rows['block_geoid'][0]})",
+                    "why": where,
+                    "message": where + (f"; cells to blame: {blame}" if blame else ""),
                 }
             )
         return sorted(out, key=lambda r: r["unit"])
@@ -244,7 +250,8 @@ class PersonReconstruction:
         """Each failed tract, with the published cells that conflict where they are known."""
         lines = []
         for r in self.failed:
-            lines.append(f"tract {r['unit']}: {r['status']} -- {r.get('message', '')}")
+            why = r.get("why", r.get("message", ""))  # the cells follow, one per line
+            lines.append(f"tract {r['unit']}: {r['status']} -- {why}")
             lines += [
                 f"    {c['geoid']} {c['cell']} published {c['published']}, adjust by "
                 f"{c['adjust']:+d}: {c['reason']}"
@@ -331,7 +338,14 @@ def reconstruct_persons(
         check_unique=certify or distance,
     )
     run = reconstruct_release(
-        long, PERSONS, opts, workers=workers, out=out, resume=resume, progress=progress
+        long,
+        PERSONS,
+        opts,
+        workers=workers,
+        out=out,
+        resume=resume,
+        progress=progress,
+        asked={"level": str(level)} if run_level != level else None,
     )
     records = person_records(run.units)
     records.source = f"reconstruction ({level})"
