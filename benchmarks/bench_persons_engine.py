@@ -13,7 +13,9 @@ one process (``--rounds`` pairs), at block and block+tract, with distances. Prin
 each one's seconds, their ratio (issue 36 asks <= 1.05), whether every block's verdict,
 population and proven flag are equal, whether the records tabulate back to every cell the level
 uses, and each one's agreement with the truth (exact age, agebin): where a block varies the two
-may pick different, equally consistent records.
+may pick different, equally consistent records. Then ``tabrecon solvar``'s question, certifying
+a reconstruction given (the person model's), both ways: seconds, ratio, and whether every
+block's verdict and solvar are equal.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from benchmarks.common import record, synthetic_and_real
 from tabrecon.attacks.certify import certify
 from tabrecon.attacks.reconstruct import reconstruct
 from tabrecon.metrics.agreement import agree
-from tabrecon.populations.persons import reconstruct_persons
+from tabrecon.populations.persons import certify_persons, reconstruct_persons
 from tabrecon.tables import tabulate
 
 
@@ -45,7 +47,7 @@ def _side_by_side(md, rounds: int, label: str) -> dict:
     print(f"{label}: {len(md):,} persons, {len(md.geoids):,} blocks, {len(ts.tracts())} tracts")
     out = {}
     for level in ("block", "block+tract"):
-        times: dict[str, list[float]] = {"schema": [], "person": []}
+        times: dict[str, list[float]] = {"schema": [], "person": [], "cs": [], "cp": []}
         for _ in range(rounds):
             t0 = time.perf_counter()
             new = reconstruct_persons(ts, level, certify=True, distance=True)
@@ -54,6 +56,12 @@ def _side_by_side(md, rounds: int, label: str) -> dict:
             old = reconstruct(ts, level)
             cert = certify(ts, old.records, level, distance=True)
             times["person"].append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            given = certify_persons(ts, old.records, level, distance=True)
+            times["cs"].append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            mine = certify(ts, old.records, level, distance=True)
+            times["cp"].append(time.perf_counter() - t0)
         cols = ["block_geoid", "persons", "status", "proven"]
         a = new.blocks.select(cols).sort("block_geoid")
         b = cert.blocks.select(cols).sort("block_geoid")
@@ -69,7 +77,24 @@ def _side_by_side(md, rounds: int, label: str) -> dict:
             f"; agreement exact/binned {ag_new.exact_pct:.2f}/{ag_new.binned_pct:.2f}% against "
             f"{ag_old.exact_pct:.2f}/{ag_old.binned_pct:.2f}%"
         )
+        sv = ["block_geoid", "persons", "status", "proven", "solvar"]
+        same_sv = (
+            given.blocks.select(sv)
+            .sort("block_geoid")
+            .equals(mine.blocks.select(sv).sort("block_geoid"))
+        )
+        cs, cp = statistics.mean(times["cs"]), statistics.mean(times["cp"])
+        print(
+            f"  {level}, certifying the person model's records (tabrecon solvar): over the schema "
+            f"{', '.join(f'{t:.1f}' for t in times['cs'])} s, person model "
+            f"{', '.join(f'{t:.1f}' for t in times['cp'])} s; ratio {cs / cp:.2f}; every "
+            f"block's verdict and solvar equal: {same_sv}"
+        )
         out[level] = {
+            "solvar_schema_s": times["cs"],
+            "solvar_person_s": times["cp"],
+            "solvar_ratio": round(cs / cp, 3),
+            "solvar_same": same_sv,
             "schema_s": times["schema"],
             "person_s": times["person"],
             "ratio": round(g / p, 3),

@@ -292,3 +292,46 @@ def test_certification_without_presolved_bounds_is_unchanged(small_md, bounds, m
     monkeypatch.setattr(variability_module, "tighten", fake)
     got = certify(ts, rec, "block+tract").blocks
     assert got.equals(want)
+
+
+# -- certification over the schema (certify_persons: what tabrecon solvar calls) ------------------
+@pytest.mark.parametrize("level", ["block", "block+tract"])
+def test_over_the_schema_a_block_with_two_solutions_is_never_certified(level, two_solution_block):
+    from tabrecon.populations.persons import certify_persons
+
+    md = two_solution_block
+    run = certify_persons(tabulate(md), md, level)
+    b = run.blocks.sort("block_geoid")
+    assert b["status"].to_list() == ["varies", "unique"] and not run.failed
+    assert b["solvar"].to_list() == [100.0, 0.0]  # both records can differ
+    assert b["proven"].all() and (b["level"] == level).all()
+
+
+def test_over_the_schema_a_wrong_reconstruction_is_refused_naming_cells(two_solution_block):
+    from tabrecon.populations.persons import certify_persons
+
+    md = two_solution_block
+    wrong = from_arrays(
+        ["990010001001001", "990010001001001", "990010001001002"],
+        [0, 0, 1],
+        [30, 40, 57],
+        [W_B, W_AIAN, 1],
+        [0, 0, 0],
+    )
+    run = certify_persons(tabulate(md), wrong, "block")
+    assert [r["status"] for r in run.failed] == ["refused"]
+    assert "990010001001002 P0120" in run.failed[0]["message"]
+    assert run.blocks.height == 0  # the refused tract's blocks are its failure, not verdicts
+
+
+def test_over_the_schema_equals_the_person_model_on_a_synthetic_county(small_md):
+    """Certifying the same reconstruction both ways: every block's verdict, population, proven
+    flag and solution variability equal (the distance is measured from the records given)."""
+    from tabrecon.populations.persons import certify_persons
+
+    ts = tabulate(small_md)
+    rec = reconstruct(ts, "block+tract").records
+    cols = ["block_geoid", "persons", "status", "proven", "solvar"]
+    mine = certify_persons(ts, rec, "block+tract").blocks.select(cols).sort("block_geoid")
+    theirs = certify(ts, rec, "block+tract").blocks.select(cols).sort("block_geoid")
+    assert mine.equals(theirs) and (mine["status"] == "varies").any()

@@ -52,7 +52,7 @@ _EXPORTS: dict[str, str] = {
     "Workload": "defenses.matrix",
     "agree": "metrics.agreement",
     "audit": "audit",
-    "certify": "attacks.certify",
+    "certify": "populations.persons",
     "check_consistency": "consistency",
     "claims": "attacks.claims",
     "download": "download",
@@ -80,7 +80,6 @@ _EXPORTS: dict[str, str] = {
 }
 
 if TYPE_CHECKING:  # the same names, for type checkers and the API documentation
-    from .attacks.certify import certify
     from .attacks.claims import claims
     from .attacks.reidentify import reidentify
     from .audit import audit, run_demo
@@ -98,7 +97,7 @@ if TYPE_CHECKING:  # the same names, for type checkers and the API documentation
     from .metrics.frontier import frontier, optimise_shares, rr_frontier
     from .metrics.matrix_error import expected_error, hierarchy_factors, simulate_error
     from .pipeline import run_tradeoff
-    from .populations.persons import reconstruct
+    from .populations.persons import certify, reconstruct
     from .published import read_tables
     from .schema import Microdata, read_microdata, write_microdata
     from .sf1 import read_sf1

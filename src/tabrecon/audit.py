@@ -308,6 +308,8 @@ class ChunkRunner:
             ],
             "notes": run.notes,
         }
+        for note in run.notes:  # a table left out, a level answered with another: said now
+            notice(f"{self.chunk.name} reconstruct {level}: {note}")
         outputs = [path]
         if certify:  # the verdicts of the blocks solved (a failed tract's are its failure)
             failed = [r["unit"] for r in run.failed]

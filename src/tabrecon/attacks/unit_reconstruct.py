@@ -1254,12 +1254,13 @@ class ReleaseReconstruction:
 
 
 def _tract_worker(args: tuple) -> tuple[dict, pl.DataFrame | None]:
-    tract, long, schema, tables, options = args
+    tract, long, schema, tables, options, reference = args
     rec = reconstruct_units(
         long,
         schema,
         tables,
         options.solver,
+        reference=reference,
         check_unique=options.check_unique,
         level=options.level,
         unique_on=options.unique_on,
@@ -1281,6 +1282,7 @@ def reconstruct_release(
     resume: bool = True,
     progress: Callable[[dict], None] | None = None,
     asked: Mapping[str, str] | None = None,
+    reference: Units | None = None,
 ) -> ReleaseReconstruction:
     """Reconstruct every tract of a release's tables over ``schema`` with the runner
     (:func:`tabrecon.runner.run_units`): tracts in parallel (``workers``, or the Dask cluster of
@@ -1290,6 +1292,8 @@ def reconstruct_release(
     changes), a tract that fails recorded and the others going on. Tracts are independent at
     both levels (a block's tables, or its tract's,
     constrain only that tract), so the result equals :func:`reconstruct_units` on the whole.
+    With ``reference`` a reconstruction made elsewhere is certified instead of solving for one
+    (:func:`reconstruct_units`' ``reference``; its units are the result's).
 
     >>> from tabrecon.schema.registry import population
     >>> from tabrecon.synth import SynthConfig
@@ -1342,9 +1346,19 @@ def reconstruct_release(
         if not options.check_unique:
             fp["check_unique"] = False
         fp.update(asked or {})
+    refs: dict[str, Units] = {}
+    if reference is not None:
+        if fp is not None:
+            fp["reference"] = digest_long(reference.to_frame())
+        geo = reference.block_geoid.astype(str)
+        of_tract = prefix(geo, "tract") if geo.size else geo
+        order = np.argsort(of_tract, kind="stable")
+        starts = np.searchsorted(of_tract[order], tracts, side="left")
+        ends = np.searchsorted(of_tract[order], tracts, side="right")
+        refs = {t: reference.take(order[a:b]) for t, a, b in zip(tracts, starts, ends, strict=True)}
     statuses, frames = run_units(
         tracts,
-        lambda t: (t, by_tract[(t,)], schema, names, options),
+        lambda t: (t, by_tract[(t,)], schema, names, options, refs.get(t)),
         _tract_worker,
         tag=f"{schema.name}-reconstruct",
         parts=parts,

@@ -411,7 +411,8 @@ def solvar(
     fresh: Fresh = False,
 ) -> None:
     """Certify a reconstruction: solution variability per block, uniqueness flags, Table S4."""
-    from ..attacks.certify import certify, solvar_table
+    from ..attacks.certify import solvar_table
+    from ..populations.persons import certify_persons
     from ..published import read_tables
     from ..schema import read_microdata
 
@@ -423,17 +424,17 @@ def solvar(
     ts, rec = read_tables(tables_file), read_microdata(recon)
     prog, tick = progress(len(ts.tracts()), "certify")
     with prog:
-        run = certify(
+        run = certify_persons(
             ts,
             rec,
             level,
             opts,
-            workers,
-            out,
-            not fresh,
-            distance,
-            tick,
-            distance_time_limit or None,
+            workers=workers,
+            out=out,
+            resume=not fresh,
+            distance=distance,
+            progress=tick,
+            distance_time_limit=distance_time_limit or None,
         )
     for r in run.failed:
         err.print(f"[red]tract {r['unit']}: {r['status']}[/red] -- {escape(r.get('message', ''))}")

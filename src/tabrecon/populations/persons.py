@@ -3,7 +3,8 @@
 The schema and its encoding live in :mod:`tabrecon.schema`; the tables are the 34 of Abowd et
 al. and P3-P5 (:func:`person_tables`). Persons are reconstructed and certified by the count
 model written over any schema (:func:`reconstruct_persons`: a release's person tables in, a
-person file and every block's verdict out); their claims still run on the staged person model
+person file and every block's verdict out; :func:`certify_persons`: a reconstruction made
+elsewhere certified); their claims still run on the staged person model
 (:attr:`~tabrecon.schema.registry.Engine.PERSON`). ``persons_binned`` is the same schema
 on certification's resolution (agebin38), registered for the code written over any schema and
 not offered to users.
@@ -30,6 +31,7 @@ from ..unit_tables import Predicate, UnitTable, from_layout
 from ..vocab import Level, Verdict
 
 if TYPE_CHECKING:
+    from ..attacks.certify import CertRun
     from ..attacks.solvers import SolverOptions
 
 
@@ -170,6 +172,74 @@ register(
 # --------------------------------------------------------------------------------------------------
 # Persons on the engine written over any schema
 # --------------------------------------------------------------------------------------------------
+_WHY = {
+    Verdict.INFEASIBLE: ("infeasible", "no population satisfies these tables"),
+    Verdict.FAILED: ("timeout", "solver time limit reached"),
+    Verdict.REFUSED: (
+        "refused",
+        "the reconstruction does not satisfy the tables (a published cell it breaks, a person "
+        "the published zeros rule out, or an inhabited block without its persons)",
+    ),
+}
+
+
+def _failed_tracts(
+    results: list[dict], blocks: pl.DataFrame, conflicts: dict[str, list[dict]]
+) -> list[dict]:
+    """Every tract that failed: the runner's failures (an error in the tract) and tracts with a
+    block whose tables admit no persons, that found no solution in time or whose given
+    reconstruction breaks its tables; a contradicting tract's message names its cells to blame
+    (``why``: the message without them)."""
+    bad = blocks.filter(pl.col("status").is_in(list(_WHY)))
+    out = [r for r in results if r["status"] != "ok"]
+    for tract, rows in bad.group_by(pl.col("block_geoid").str.slice(0, 11)):
+        worst = next(v for v in _WHY if (rows["status"] == v).any())
+        status, why = _WHY[worst]
+        blame = "; ".join(
+            f"{c['geoid']} {c['cell']} published {c['published']}, adjust by {c['adjust']:+d}"
+            for c in conflicts.get(tract[0], [])[:5]
+        )
+        first = rows.filter(pl.col("status") == worst)["block_geoid"][0]
+        where = f"{why} ({rows.height} block(s), e.g. {first})"
+        out.append(
+            {
+                "unit": tract[0],
+                "status": status,
+                "why": where,
+                "message": where + (f"; cells to blame: {blame}" if blame else ""),
+            }
+        )
+    return sorted(out, key=lambda r: r["unit"])
+
+
+def _verdict_frame(b: pl.DataFrame, level: str) -> pl.DataFrame:
+    """The engine's per-block frame in certification's columns (``block_geoid``, ``persons``,
+    ``solvar``, ``solvar_lo``, ``solvar_hi``, ``proven``, ``status``, ``level``): bounds 0 and
+    100% where a block's distance was not measured."""
+    if "units" not in b.columns:  # no tract solved
+        b = pl.DataFrame(
+            schema={
+                "geoid": pl.String,
+                "units": pl.Int64,
+                "status": pl.String,
+                **{c: pl.Float64 for c in ("solvar", "solvar_lo", "solvar_hi")},
+            }
+        )
+    unique = pl.col("status") == Verdict.UNIQUE
+    lo = pl.when(unique).then(0.0).otherwise(pl.col("solvar_lo").fill_nan(0.0))
+    hi = pl.when(unique).then(0.0).otherwise(pl.col("solvar_hi").fill_nan(100.0))
+    return b.select(
+        pl.col("geoid").alias("block_geoid"),
+        pl.col("units").alias("persons"),
+        pl.col("solvar"),
+        lo.alias("solvar_lo"),
+        hi.alias("solvar_hi"),
+        (unique | ((pl.col("status") == Verdict.VARIES) & (lo >= hi))).alias("proven"),
+        pl.col("status"),
+        pl.lit(level).alias("level"),
+    )
+
+
 @dataclass
 class PersonReconstruction:
     """Persons rebuilt from a release by :func:`reconstruct_persons`: the records as a person
@@ -196,29 +266,7 @@ class PersonReconstruction:
         """Every tract that gave no records for some block: the runner's failures (an error
         in the tract) and tracts with a block whose tables admit no persons or that found no
         solution in time."""
-        bad = self.blocks.filter(pl.col("status").is_in([Verdict.INFEASIBLE, Verdict.FAILED]))
-        out = [r for r in self.results if r["status"] != "ok"]
-        for tract, rows in bad.group_by(pl.col("block_geoid").str.slice(0, 11)):
-            status = "infeasible" if (rows["status"] == Verdict.INFEASIBLE).any() else "timeout"
-            why = (
-                "no population satisfies these tables"
-                if status == "infeasible"
-                else "solver time limit reached"
-            )
-            blame = "; ".join(
-                f"{c['geoid']} {c['cell']} published {c['published']}, adjust by {c['adjust']:+d}"
-                for c in self.conflicts.get(tract[0], [])[:5]
-            )
-            where = f"{why} ({rows.height} block(s), e.g. {rows['block_geoid'][0]})"
-            out.append(
-                {
-                    "unit": tract[0],
-                    "status": status,
-                    "why": where,
-                    "message": where + (f"; cells to blame: {blame}" if blame else ""),
-                }
-            )
-        return sorted(out, key=lambda r: r["unit"])
+        return _failed_tracts(self.results, self.blocks, self.conflicts)
 
     def summary_lines(self) -> list[str]:
         """The run in words: records, tracts solved, tables used, ages known only to a range,
@@ -262,6 +310,42 @@ class PersonReconstruction:
         return lines
 
 
+def _release_long(tables: TableSet, level: str) -> tuple[pl.DataFrame, list[str], str, list[str]]:
+    """A person release as the long table the engine reads at ``level``: its tables published
+    whole (one published in part is left out), the level answered (block, where no tract
+    table is published), and what was left out or changed, in words."""
+    from ..attacks.reconstruct import require_block_totals
+    from ..unit_tables import complete_tables, table_by_name, tables_in
+
+    if level not in Level.choices():
+        raise TabreconError(f"unknown level {level!r}; choose 'block' or 'block+tract'")
+    require_block_totals(tables)
+    long = tables.to_frame()
+    present = tables_in(long, PERSONS)
+    whole = set(complete_tables(long, PERSONS))
+    used = [n for n in present if n in whole]
+    notes = []
+    if len(used) < len(present):  # a table is used whole or not at all: never in part
+        cells = {c.id for n in used for c in table_by_name(n, PERSONS).cells()}
+        long = long.filter(pl.col("cell").is_in(cells))
+        notes.append(
+            "published in part, left out: "
+            + ", ".join(n for n in present if n not in whole)
+            + " (a table is used whole or not at all)"
+        )
+    run_level = level
+    if level == Level.BLOCK_TRACT and not any(
+        table_by_name(n, PERSONS).level == "tract" for n in used
+    ):
+        run_level = Level.BLOCK
+        notes.append("no tract tables (PCT12, PCT12A-O): each block from its block tables")
+    if run_level == Level.BLOCK:  # the tract tables are not read
+        used = [n for n in used if table_by_name(n, PERSONS).level == "block"]
+        cells = {c.id for n in used for c in table_by_name(n, PERSONS).cells()}
+        long = long.filter(pl.col("cell").is_in(cells))
+    return long, used, str(run_level), notes
+
+
 def reconstruct_persons(
     tables: TableSet,
     level: str = "block+tract",
@@ -295,40 +379,14 @@ def reconstruct_persons(
     """
     import time
 
-    from ..attacks.reconstruct import build_tract_model, diagnose, require_block_totals
+    from ..attacks.reconstruct import build_tract_model, diagnose
     from ..attacks.solvers import SolverOptions
     from ..attacks.unit_reconstruct import ReconstructOptions, reconstruct_release
     from ..schema import person_records, write_microdata
-    from ..unit_tables import complete_tables, table_by_name, tables_in
 
     t0 = time.perf_counter()
-    if level not in Level.choices():
-        raise TabreconError(f"unknown level {level!r}; choose 'block' or 'block+tract'")
-    require_block_totals(tables)
     solver = solver or SolverOptions()
-    long = tables.to_frame()
-    present = tables_in(long, PERSONS)
-    whole = set(complete_tables(long, PERSONS))
-    used = [n for n in present if n in whole]
-    notes = []
-    if len(used) < len(present):  # a table is used whole or not at all: never in part
-        cells = {c.id for n in used for c in table_by_name(n, PERSONS).cells()}
-        long = long.filter(pl.col("cell").is_in(cells))
-        notes.append(
-            "published in part, left out: "
-            + ", ".join(n for n in present if n not in whole)
-            + " (a table is used whole or not at all)"
-        )
-    run_level = level
-    if level == Level.BLOCK_TRACT and not any(
-        table_by_name(n, PERSONS).level == "tract" for n in used
-    ):
-        run_level = Level.BLOCK
-        notes.append("no tract tables (PCT12, PCT12A-O): each block from its block tables")
-    if run_level == Level.BLOCK:  # the tract tables are not read
-        used = [n for n in used if table_by_name(n, PERSONS).level == "block"]
-        cells = {c.id for n in used for c in table_by_name(n, PERSONS).cells()}
-        long = long.filter(pl.col("cell").is_in(cells))
+    long, used, run_level, notes = _release_long(tables, level)
     opts = ReconstructOptions(
         level=Level(run_level),
         solver=solver,
@@ -349,29 +407,7 @@ def reconstruct_persons(
     )
     records = person_records(run.units)
     records.source = f"reconstruction ({level})"
-    b = run.blocks
-    if "units" not in b.columns:  # no tract solved
-        b = pl.DataFrame(
-            schema={
-                "geoid": pl.String,
-                "units": pl.Int64,
-                "status": pl.String,
-                **{c: pl.Float64 for c in ("solvar", "solvar_lo", "solvar_hi")},
-            }
-        )
-    unique = pl.col("status") == Verdict.UNIQUE
-    lo = pl.when(unique).then(0.0).otherwise(pl.col("solvar_lo").fill_nan(0.0))
-    hi = pl.when(unique).then(0.0).otherwise(pl.col("solvar_hi").fill_nan(100.0))
-    blocks = b.select(
-        pl.col("geoid").alias("block_geoid"),
-        pl.col("units").alias("persons"),
-        pl.col("solvar"),
-        lo.alias("solvar_lo"),
-        hi.alias("solvar_hi"),
-        (unique | ((pl.col("status") == Verdict.VARIES) & (lo >= hi))).alias("proven"),
-        pl.col("status"),
-        pl.lit(str(run_level)).alias("level"),
-    )
+    blocks = _verdict_frame(run.blocks, str(run_level))
     conflicts: dict[str, list[dict]] = {}
     bad = blocks.filter(pl.col("status") == Verdict.INFEASIBLE)["block_geoid"].str.slice(0, 11)
     for tract in sorted(set(bad.to_list())):
@@ -396,5 +432,86 @@ def reconstruct_persons(
     )
 
 
-#: the public name (``tabrecon.reconstruct``): persons are what a census release's tables count
+def certify_persons(
+    tables: TableSet,
+    recon: Microdata,
+    level: str = "block+tract",
+    solver: SolverOptions | None = None,
+    *,
+    workers: int = 1,
+    out: str | Path | None = None,
+    resume: bool = True,
+    distance: bool = True,
+    progress: Callable[[dict], None] | None = None,
+    distance_time_limit: float | None = None,
+) -> CertRun:
+    """Certify a person reconstruction made elsewhere (a file, another tool's, the truth) with
+    the count model over any schema: each block proven unique or not at agebin38 and, with
+    ``distance``, its solution variability measured from these records
+    (:func:`tabrecon.attacks.unit_reconstruct.reconstruct_release` with ``reference``; tracts
+    in parallel, written to ``<out>.parts/``, resumable). A tract where the records break a
+    published cell, hold a person the published zeros rule out or leave an inhabited block
+    empty is refused by name, and the others go on. Returns certification's run (its
+    ``blocks``, ``write`` and ``summary_lines``).
+
+    >>> from tabrecon.synth import SynthConfig, synthesize
+    >>> from tabrecon.tables import tabulate
+    >>> md = synthesize(SynthConfig(persons=1_000), seed=1)
+    >>> run = certify_persons(tabulate(md), md)
+    >>> run.failed, set(run.blocks["status"]) <= {"unique", "varies"}
+    ([], True)
+    """
+    import time
+
+    from ..attacks.certify import CertRun, _check_recon
+    from ..attacks.solvers import SolverOptions
+    from ..attacks.unit_reconstruct import ReconstructOptions, reconstruct_release
+    from ..geo import overlap
+    from ..runner import notice
+
+    t0 = time.perf_counter()
+    overlap(
+        tables.inhabited_blocks(),
+        recon.inhabited_blocks(),
+        tables.source or "the tables",
+        recon.source or "the reconstruction",
+    )
+    long, used, run_level, notes = _release_long(tables, level)
+    opts = ReconstructOptions(
+        level=Level(run_level),
+        solver=solver or SolverOptions(),
+        distance=distance,
+        distance_time_limit=distance_time_limit,
+        unique_on={"age": AGEBIN_OF_AGE},
+    )
+    run = reconstruct_release(
+        long,
+        PERSONS,
+        opts,
+        workers=workers,
+        out=out,
+        resume=resume,
+        progress=progress,
+        asked={"level": str(level)} if run_level != level else None,
+        reference=person_units(recon),
+    )
+    blocks = _verdict_frame(run.blocks, str(run_level))
+    failed = _failed_tracts(run.results, blocks, {})
+    by_tract = recon.rows_by_prefix([r["unit"] for r in failed])
+    for r in failed:  # a refused tract: the published cells its records break, named
+        if r["status"] == "refused":
+            bad = _check_recon(tables, r["unit"], run_level, recon.take(by_tract[r["unit"]]))
+            if bad:
+                r["message"] += "; cells it breaks: " + "; ".join(bad)
+    gone = [r["unit"] for r in failed]
+    blocks = blocks.filter(~pl.col("block_geoid").str.slice(0, 11).is_in(gone))
+    results = [r for r in run.results if r["unit"] not in gone] + failed
+    for note in notes:
+        notice(f"certify: {note}")
+    return CertRun(blocks, results, str(level), time.perf_counter() - t0)
+
+
+#: the public names (``tabrecon.reconstruct``, ``tabrecon.certify``): persons are what a census
+#: release's tables count
 reconstruct = reconstruct_persons
+certify = certify_persons

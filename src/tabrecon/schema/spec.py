@@ -260,7 +260,12 @@ class Units:
         """The records of the geographic units ``geoids`` (a sample of blocks), extra columns
         kept."""
         rows = np.isin(self.block_geoid.astype(str), np.asarray(list(geoids), dtype=str))
-        extra = None if self.extra is None else self.extra.filter(pl.Series(rows))
+        return self.take(np.flatnonzero(rows))
+
+    def take(self, rows: np.ndarray) -> Units:
+        """The records at positions ``rows``, in that order (extra columns and runs kept)."""
+        rows = np.asarray(rows, dtype=np.int64)
+        extra = None if self.extra is None else self.extra[rows]
         codes = {k: v[rows] for k, v in self.codes.items()}
         ranges = None
         if self.ranges is not None:
