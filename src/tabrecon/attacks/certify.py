@@ -86,7 +86,7 @@ class CertResult:
     message: str = ""
 
 
-def _check_recon(ts: TableSet, tract: str, level: str, recon: Microdata) -> list[str]:
+def cells_it_breaks(ts: TableSet, tract: str, level: str, recon: Microdata) -> list[str]:
     """The published cells the reconstruction does not reproduce (the first five, named)."""
     mine_ts = ts.subset(tract)
     levels = ("block", "tract") if level == "block+tract" else ("block",)
@@ -164,7 +164,7 @@ def certify_tract(
             message=f"the reconstruction has no records in this tract ({inhabited.size} inhabited "
             f"block(s) published, e.g. {inhabited[0]}): was its reconstruction a failed tract?",
         ), None
-    bad = _check_recon(ts, tract, level, recon)
+    bad = cells_it_breaks(ts, tract, level, recon)
     if bad:
         return result(
             "refused", message="reconstruction does not satisfy the tables: " + "; ".join(bad)
