@@ -221,6 +221,7 @@ def _reconstruct_release(
         solver=solver,
         distance=distance,
         publication=publication,
+        unique_on=pop.unique_on,
     )
     long = _release_tables(pop, tables_file, publication)
     n = long["geoid"].str.slice(0, 11).n_unique()

@@ -123,6 +123,10 @@ def binned_person_tables() -> tuple[UnitTable, ...]:
     return tuple(out)
 
 
+#: the resolution a block's uniqueness is asked at: age by agebin38, the Bureau's question
+UNIQUE_ON = {"age": AGEBIN_OF_AGE}
+
+
 def _synthesize(cfg: SynthConfig, seed: int) -> object:
     return person_units(synthesize(cfg, seed=seed))
 
@@ -149,7 +153,7 @@ register(
         k_values=(1, 2, 3, 4),
         engine=Engine.PERSON,
         generic="persons_binned",
-        unique_on={"age": AGEBIN_OF_AGE},
+        unique_on=UNIQUE_ON,
         description="SF1 person tables (the 34 and P3-P5): block, sex, age, race, ethnicity",
     )
 )
@@ -392,7 +396,7 @@ def reconstruct_persons(
         solver=solver,
         distance=distance,
         distance_time_limit=distance_time_limit,
-        unique_on={"age": AGEBIN_OF_AGE},
+        unique_on=UNIQUE_ON,
         check_unique=certify or distance,
     )
     run = reconstruct_release(
@@ -463,7 +467,7 @@ def certify_persons(
     """
     import time
 
-    from ..attacks.certify import CertRun, _check_recon
+    from ..attacks.certify import CertRun, cells_it_breaks
     from ..attacks.solvers import SolverOptions
     from ..attacks.unit_reconstruct import ReconstructOptions, reconstruct_release
     from ..geo import overlap
@@ -482,7 +486,7 @@ def certify_persons(
         solver=solver or SolverOptions(),
         distance=distance,
         distance_time_limit=distance_time_limit,
-        unique_on={"age": AGEBIN_OF_AGE},
+        unique_on=UNIQUE_ON,
     )
     run = reconstruct_release(
         long,
@@ -500,7 +504,7 @@ def certify_persons(
     by_tract = recon.rows_by_prefix([r["unit"] for r in failed])
     for r in failed:  # a refused tract: the published cells its records break, named
         if r["status"] == "refused":
-            bad = _check_recon(tables, r["unit"], run_level, recon.take(by_tract[r["unit"]]))
+            bad = cells_it_breaks(tables, r["unit"], run_level, recon.take(by_tract[r["unit"]]))
             if bad:
                 r["message"] += "; cells it breaks: " + "; ".join(bad)
     gone = [r["unit"] for r in failed]
