@@ -33,6 +33,8 @@ from ..vocab import Level, Verdict
 if TYPE_CHECKING:
     from ..attacks.certify import CertRun
     from ..attacks.solvers import SolverOptions
+    from ..attacks.unit_reconstruct import ReleaseReconstruction
+    from ..schema.spec import Units
 
 
 def _person_predicate(c: Cell) -> Predicate:
@@ -350,6 +352,43 @@ def _release_long(tables: TableSet, level: str) -> tuple[pl.DataFrame, list[str]
     return long, used, str(run_level), notes
 
 
+def _release_run(
+    tables: TableSet,
+    level: str,
+    solver: SolverOptions | None,
+    runner: dict,
+    *,
+    distance: bool,
+    distance_time_limit: float | None,
+    check_unique: bool = True,
+    reference: Units | None = None,
+) -> tuple[ReleaseReconstruction, list[str], str, list[str]]:
+    """A person release through :func:`~tabrecon.attacks.unit_reconstruct.reconstruct_release`
+    at ``level`` (``runner``: its workers, out, resume and progress): the run, the tables used,
+    the level answered and what was left out (:func:`_release_long`)."""
+    from ..attacks.solvers import SolverOptions
+    from ..attacks.unit_reconstruct import ReconstructOptions, reconstruct_release
+
+    long, used, run_level, notes = _release_long(tables, level)
+    opts = ReconstructOptions(
+        level=Level(run_level),
+        solver=solver or SolverOptions(),
+        distance=distance,
+        distance_time_limit=distance_time_limit,
+        unique_on=UNIQUE_ON,
+        check_unique=check_unique,
+    )
+    run = reconstruct_release(
+        long,
+        PERSONS,
+        opts,
+        asked={"level": str(level)} if run_level != level else None,
+        reference=reference,
+        **runner,
+    )
+    return run, used, run_level, notes
+
+
 def reconstruct_persons(
     tables: TableSet,
     level: str = "block+tract",
@@ -385,29 +424,18 @@ def reconstruct_persons(
 
     from ..attacks.reconstruct import build_tract_model, diagnose
     from ..attacks.solvers import SolverOptions
-    from ..attacks.unit_reconstruct import ReconstructOptions, reconstruct_release
     from ..schema import person_records, write_microdata
 
     t0 = time.perf_counter()
     solver = solver or SolverOptions()
-    long, used, run_level, notes = _release_long(tables, level)
-    opts = ReconstructOptions(
-        level=Level(run_level),
-        solver=solver,
+    run, used, run_level, notes = _release_run(
+        tables,
+        level,
+        solver,
+        dict(workers=workers, out=out, resume=resume, progress=progress),
         distance=distance,
         distance_time_limit=distance_time_limit,
-        unique_on=UNIQUE_ON,
         check_unique=certify or distance,
-    )
-    run = reconstruct_release(
-        long,
-        PERSONS,
-        opts,
-        workers=workers,
-        out=out,
-        resume=resume,
-        progress=progress,
-        asked={"level": str(level)} if run_level != level else None,
     )
     records = person_records(run.units)
     records.source = f"reconstruction ({level})"
@@ -468,8 +496,6 @@ def certify_persons(
     import time
 
     from ..attacks.certify import CertRun, cells_it_breaks
-    from ..attacks.solvers import SolverOptions
-    from ..attacks.unit_reconstruct import ReconstructOptions, reconstruct_release
     from ..geo import overlap
     from ..runner import notice
 
@@ -480,23 +506,13 @@ def certify_persons(
         tables.source or "the tables",
         recon.source or "the reconstruction",
     )
-    long, used, run_level, notes = _release_long(tables, level)
-    opts = ReconstructOptions(
-        level=Level(run_level),
-        solver=solver or SolverOptions(),
+    run, _used, run_level, notes = _release_run(
+        tables,
+        level,
+        solver,
+        dict(workers=workers, out=out, resume=resume, progress=progress),
         distance=distance,
         distance_time_limit=distance_time_limit,
-        unique_on=UNIQUE_ON,
-    )
-    run = reconstruct_release(
-        long,
-        PERSONS,
-        opts,
-        workers=workers,
-        out=out,
-        resume=resume,
-        progress=progress,
-        asked={"level": str(level)} if run_level != level else None,
         reference=person_units(recon),
     )
     blocks = _verdict_frame(run.blocks, str(run_level))
