@@ -335,3 +335,19 @@ def test_over_the_schema_equals_the_person_model_on_a_synthetic_county(small_md)
     mine = certify_persons(ts, rec, "block+tract").blocks.select(cols).sort("block_geoid")
     theirs = certify(ts, rec, "block+tract").blocks.select(cols).sort("block_geoid")
     assert mine.equals(theirs) and (mine["status"] == "varies").any()
+
+
+def test_over_the_schema_records_of_one_tract_refuse_the_others_by_name(small_md):
+    """Records covering one tract of tables for several: the tracts they leave empty are
+    refused with the cells they break (was an IndexError naming nothing), the covered tract
+    certified."""
+    from tabrecon.populations.persons import certify_persons
+
+    ts = tabulate(small_md)
+    first = ts.tracts()[0]
+    part = small_md.take(small_md.rows_by_prefix([first])[first])
+    run = certify_persons(ts, part, "block", distance=False)
+    refused = {r["unit"] for r in run.failed if r["status"] == "refused"}
+    assert refused == set(ts.tracts()[1:])
+    assert all("cells it breaks" in r["message"] for r in run.failed)
+    assert set(run.blocks["block_geoid"].str.slice(0, 11)) == {first}

@@ -99,7 +99,7 @@ def cells_it_breaks(ts: TableSet, tract: str, level: str, recon: Microdata) -> l
             continue
         g = got.grids.get(lvl)
         mine = np.zeros_like(pub.values)
-        if g is not None:
+        if g is not None and len(g.geoids):  # (records of none of the tract's blocks: all 0)
             ri = np.searchsorted(g.geoids, pub.geoids)
             ok = (ri < len(g.geoids)) & (g.geoids[np.minimum(ri, len(g.geoids) - 1)] == pub.geoids)
             col = {c: j for j, c in enumerate(g.cells)}
