@@ -278,3 +278,27 @@ def test_persons_over_the_schema_name_a_contradicting_tract_and_its_cells():
     assert "P012A" in lines or "P0080001" in lines or "P0080003" in lines
     # the consistent block is still written
     assert run.records.block_geoid.tolist() == ["990010001001002"]
+
+
+def test_persons_over_the_schema_diagnose_a_tract_whose_cells_disagree_at_block_tract(small_md):
+    """One more male under 5 in a block than its sex total allows: the tract is infeasible,
+    the smallest change names cells of that block or tract, the other tracts are written."""
+    from tabrecon.populations.persons import reconstruct_persons
+
+    ts = tabulate(small_md)
+    g = ts["block"]
+    v = g.values.copy()
+    j = int(np.flatnonzero(g.cells == "P0120003")[0])
+    i = int(np.argmax(v[:, j]))
+    v[i, j] += 1
+    bad = TableSet({"block": Grid("block", g.geoids, g.cells, v), "tract": ts["tract"]})
+    run = reconstruct_persons(bad, "block+tract")
+    tract = str(g.geoids[i])[:11]
+    assert [r["unit"] for r in run.failed] == [tract]
+    found = run.conflicts[tract]
+    assert found and all({"geoid", "cell", "published", "adjust"} <= set(c) for c in found)
+    assert all(c["geoid"].startswith(tract) for c in found)
+    assert sum(abs(c["adjust"]) for c in found) >= 1
+    assert set(run.records.block_geoid.astype(str).tolist()) == {
+        str(b) for b in small_md.block_geoid.tolist() if not str(b).startswith(tract)
+    }

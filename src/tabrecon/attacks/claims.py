@@ -43,6 +43,7 @@ from ..schema import (
     AGEBIN38,
     AGEBIN_OF_AGE,
     N_TYPES,
+    PERSONS,
     RACE_BITS,
     RACES,
     Microdata,
@@ -50,10 +51,12 @@ from ..schema import (
     decode_types,
 )
 from ..tables import TableSet, all_cells
+from ..vocab import Level
 from .certify import UNIQUE, binned_type
-from .reconstruct import RECON_LEVELS, build_tract_model, class_end, determined_age_classes
+from .reconstruct import RECON_LEVELS, class_end, determined_age_classes
 from .solvers import Extensible, IntProgram, SolverOptions, prove_forms
 from .unit_claims import one_of_n
+from .unit_reconstruct import program_of_tract
 
 COLUMNS: tuple[str, ...] = ("sex", "agebin", "hispanic", *RACES)
 _RADIX = np.array([3, 39, 3, 3, 3, 3, 3, 3, 3], dtype=np.int64)  # value + 1 per column (0 = unset)
@@ -394,28 +397,28 @@ def tract_claims(
     # blocks that can differ: generate from K solutions, then verify
     vblocks = np.flatnonzero(~cert & (pop > 0))
     if vblocks.size:
-        model = build_tract_model(ts, tract, level, binned=level == "block+tract")
-        if level == "block+tract" and not model.tract_complete:
-            model = build_tract_model(ts, tract, level)
-        mb = np.searchsorted(model.block_geoids, geoids)  # recon block -> model block
-        if (model.block_geoids[np.minimum(mb, len(model.block_geoids) - 1)] != geoids).any():
+        from ..populations.persons import UNIQUE_ON, release_long
+
+        long, _used, run_level, _notes = release_long(ts, level)
+        tp = program_of_tract(
+            long,
+            PERSONS,
+            run_level,
+            UNIQUE_ON,
+            blocks=[str(g) for g in geoids[vblocks]] if run_level == Level.BLOCK else None,
+        )
+        # the program's blocks -> the reconstruction's; the tract's own variables (its types,
+        # at block+tract over classes) and blocks the reconstruction does not list (no one
+        # lives there) count no key
+        at = np.minimum(np.searchsorted(geoids, tp.geoids), len(geoids) - 1)
+        listed = geoids[at] == tp.geoids
+        if not np.isin(geoids[vblocks], tp.geoids[listed]).all():
             raise TabreconError(f"tract {tract}: the reconstruction has blocks the tables do not")
-        var_block, var_type, bprog = model.var_block, model.var_type, model.prog
-        vmb = mb[vblocks]
-        if level == "block":  # blocks independent: keep only those that can differ
-            vsel = np.flatnonzero(np.isin(var_block, vmb))
-            rsel = np.flatnonzero(np.isin(model.row_block, vmb))
-            var_block, var_type = var_block[vsel], var_type[vsel]
-            bprog = IntProgram(
-                A=bprog.A[rsel][:, vsel].tocsr(),
-                lo=bprog.lo[rsel],
-                hi=bprog.hi[rsel],
-                ub=bprog.ub[vsel],
-            )
-        n_vars = var_block.size
-        inv_mb = np.full(len(model.block_geoids), -1, dtype=np.int64)
-        inv_mb[mb] = np.arange(len(geoids))
-        vkey = inv_mb[var_block].astype(np.int64) * N_TYPES + binned_type(var_type)
+        bprog = tp.prog
+        n_vars = bprog.n_vars
+        xv = np.flatnonzero(tp.var_block >= 0)
+        xv = xv[listed[tp.var_block[xv]]]
+        vkey = at[tp.var_block[xv]].astype(np.int64) * N_TYPES + binned_type(tp.var_type[xv])
         vk = np.searchsorted(keys, vkey)
         in_keys = (vk < keys.size) & (keys[np.minimum(vk, keys.size - 1)] == vkey)
         # model keys not in the reconstruction get their own columns after the reconstruction's
@@ -423,12 +426,14 @@ def tract_claims(
         col = np.where(in_keys, vk, 0)
         col[~in_keys] = keys.size + ek
         nkeys_all = keys.size + extra_keys.size
-        G = sp.csr_matrix((np.ones(n_vars), (col, np.arange(n_vars))), shape=(nkeys_all, n_vars))
+        G = sp.csr_matrix((np.ones(xv.size), (col, xv)), shape=(nkeys_all, n_vars))
         all_keys = np.concatenate([keys, extra_keys])
         # certified blocks are the same in every solution: fixing their key counts loses nothing
         # (block-only models hold the varying blocks alone: nothing to fix)
         fixed = (
-            np.flatnonzero(cert[all_keys // N_TYPES]) if level != "block" else np.zeros(0, np.int64)
+            np.flatnonzero(cert[all_keys // N_TYPES])
+            if run_level != Level.BLOCK
+            else np.zeros(0, np.int64)
         )
         y_all = np.concatenate([y0, np.zeros(extra_keys.size, dtype=np.int64)])
         prog = IntProgram(

@@ -32,6 +32,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import polars as pl
@@ -202,9 +203,7 @@ def reconstruct_units(
         ]
         cls, first, Wcls, Wclsc, deg_cls = block_classes(schema, tuple(of_level["block"]))
         # at the block tables' resolution when the question asked is no finer
-        valid = not check_unique or bool(
-            (np.bincount(cls, minlength=first.size) == 1).all() or (key == key[first[cls]]).all()
-        )
+        valid = not check_unique or _classes_answer(key, cls, first)
         if tract_model == "classes" and not valid:
             raise TabreconError(
                 "tract_model 'classes' answers uniqueness only as coarse as the block tables "
@@ -277,12 +276,12 @@ def reconstruct_units(
             t0 -= t_built
         elif aggregate:
             assert Wt is not None and Wtc is not None and vt is not None
-            prog, adms, ytypes = tract_class_program(
+            prog, adms, ytypes, *_rows = tract_class_program(
                 W, V[bs], Wt, Wtc, vt, cls, first, (Wcls, Wclsc, deg_cls)
             )
         else:
             assert Wt is not None and Wtc is not None and vt is not None
-            prog, adms = tract_program(W, Wc, V[bs], Wt, Wtc, vt)
+            prog, adms, *_rows = tract_program(W, Wc, V[bs], Wt, Wtc, vt)
         base = Extensible(prog, opts)  # built once: the solve and the uniqueness proof clone it
         share = 1.0 / len(bs)
         nan = (np.nan, np.nan, np.nan)
@@ -976,6 +975,20 @@ def side_by_side(progs: list[IntProgram]) -> IntProgram:
     )
 
 
+class Built(NamedTuple):
+    """A tract's joint program (:func:`tract_program`, :func:`tract_class_program`) and what
+    its variables and rows are: each block's admissible types (or classes, as their first
+    types' positions), the tract's own variables' types (none for :func:`tract_program`), the
+    block rows as positions in ``V.ravel()`` (block * cells + cell) and the tract cells kept,
+    in row order; the rows after those tie classes to the tract's types."""
+
+    prog: IntProgram
+    adms: list[np.ndarray]
+    ytypes: np.ndarray
+    block_rows: np.ndarray
+    tract_rows: np.ndarray
+
+
 def tract_program(
     W: sp.csr_matrix,
     Wc: sp.csc_matrix,
@@ -983,25 +996,23 @@ def tract_program(
     Wt: sp.csr_matrix,
     Wtc: sp.csc_matrix,
     vt: np.ndarray,
-) -> tuple[IntProgram, list[np.ndarray]]:
+) -> Built:
     """The joint count program of a tract's blocks (``V``: blocks x block cells) under its tract
     cells ``vt``: each block's program (:func:`block_program`, types a zero tract cell rules out
     excluded too) side by side, and one row per tract cell summing the blocks' types in it
-    (zero cells left without types dropped). Returns the program and each block's admissible
-    types; the variables are the blocks' in order."""
+    (zero cells left without types dropped). The variables are the blocks' in order."""
     out_t = np.asarray(Wt[np.flatnonzero(vt == 0)].sum(axis=0)).ravel() > 0
-    deg = cell_degree(W)
-    singles = [block_program(W, v, Wc, out_t, deg) for v in V]
-    blocks, adms = side_by_side([p for p, _ in singles]), [a for _, a in singles]
+    adms = admissible_types(W, V, cell_degree(W), out_t)
+    B, rows, _ub = _block_diagonal(Wc, V, adms)
     At = sp.hstack([Wtc[:, a] for a in adms], format="csr") if adms else Wt[:, :0]
-    keep = (np.diff(At.indptr) > 0) | (vt != 0)
-    A = sp.vstack([blocks.A, At[keep]], format="csr")
-    v = np.concatenate([blocks.lo, vt[keep]])
+    keep = np.flatnonzero((np.diff(At.indptr) > 0) | (vt != 0))
+    A = sp.vstack([B, At[keep]], format="csr")
+    v = np.concatenate([np.asarray(V, dtype=np.int64).ravel()[rows], vt[keep]])
     big = np.iinfo(np.int64).max
     ub = np.full(A.shape[1], big, dtype=np.int64)
     np.minimum.at(ub, A.indices, np.repeat(v, np.diff(A.indptr)))
     prog = IntProgram(A=A.astype(np.int64), lo=v, hi=v, ub=np.where(ub == big, 0, ub))
-    return prog, adms
+    return Built(prog, adms, np.zeros(0, dtype=np.int64), rows, keep)
 
 
 def type_classes(W: sp.csr_matrix) -> tuple[np.ndarray, np.ndarray]:
@@ -1056,16 +1067,15 @@ def tract_class_program(
     cls: np.ndarray,
     first: np.ndarray,
     by_class: tuple[sp.csr_matrix, sp.csc_matrix, np.ndarray] | None = None,
-) -> tuple[IntProgram, list[np.ndarray], np.ndarray]:
+) -> Built:
     """The joint program of a tract's blocks at the block tables' own resolution: each block's
     variables count the type classes (:func:`type_classes`) its cells admit, the tract's count
     every type its zero cells leave, and for every class the blocks' counts sum to the tract's
     counts of its types. A solution of this program is one of :func:`tract_program`'s with the
     tract's types dealt out to the blocks (any dealing: no block cell tells them apart), with far
-    fewer variables. Returns the program, each block's admissible classes (as their first
-    types' positions) and the tract variables' types; the variables are the blocks' in order,
-    then the tract's. ``by_class``: ``W`` over the classes by rows and by columns and its
-    :func:`cell_degree`, when the caller has them (:func:`block_classes`)."""
+    fewer variables. The variables are the blocks' in order, then the tract's (:class:`Built`).
+    ``by_class``: ``W`` over the classes by rows and by columns and its :func:`cell_degree`,
+    when the caller has them (:func:`block_classes`)."""
     if by_class is None:
         Wcls = W[:, first].tocsr()
         by_class = (Wcls, Wcls.tocsc(), cell_degree(Wcls))
@@ -1081,7 +1091,7 @@ def tract_class_program(
         used[a] = True
     ytypes = np.flatnonzero(~out_t & used[cls])
     At = Wtc[:, ytypes].tocsr()
-    keep = (np.diff(At.indptr) > 0) | (vt != 0)
+    keep = np.flatnonzero((np.diff(At.indptr) > 0) | (vt != 0))
     At, vk = At[keep], vt[keep]
     nx = int(sum(a.size for a in adms))
     ny = ytypes.size
@@ -1115,7 +1125,191 @@ def tract_class_program(
     cap = np.bincount(xcls, weights=ubx, minlength=n_cls).astype(np.int64)  # blocks' room
     uby = np.minimum(uby, cap[cls[ytypes]])
     prog = IntProgram(A=A, lo=v, hi=v, ub=np.concatenate([ubx, uby]))
-    return prog, [first[a] for a in adms], ytypes
+    return Built(prog, [first[a] for a in adms], ytypes, rows, keep)
+
+
+@dataclass(frozen=True)
+class TractProgram:
+    """One tract's count program with what each variable counts and each row says: the
+    program claims about its records are proven in and a contradiction is diagnosed in
+    (:func:`program_of_tract`, :func:`diagnose`)."""
+
+    prog: IntProgram
+    geoids: np.ndarray  # the blocks the program holds, in order
+    var_block: np.ndarray  # each variable's block (position in geoids); -1 for the tract's own
+    var_type: np.ndarray  # each variable's type (a class of types: its first)
+    row_geoid: np.ndarray  # each row's published cell: its block or tract ("" for a tie)
+    row_cell: np.ndarray  # the cell's id ("" for a row tying classes to the tract's types)
+
+
+def _classes_answer(key: np.ndarray, cls: np.ndarray, first: np.ndarray) -> bool:
+    """Whether variables per class of types (``cls``, ``first``) answer a question asked at the
+    resolution ``key`` (each feasible type's coarse key): every class is one type, or one key."""
+    return bool(
+        (np.bincount(cls, minlength=first.size) == 1).all() or (key == key[first[cls]]).all()
+    )
+
+
+def program_of_tract(
+    long: pl.DataFrame,
+    schema: Schema,
+    level: str = Level.BLOCK,
+    unique_on: Mapping[str, np.ndarray] | None = None,
+    blocks: list[str] | None = None,
+) -> TractProgram:
+    """The count program of one tract's blocks (``long``: their cells and, at "block+tract",
+    the tract's) over its count tables: at "block" the named ``blocks`` (by default every one)
+    side by side, each from its block tables; at "block+tract" every block under the tract's
+    cells. Variables count classes of types no block cell tells apart wherever every class
+    has one key at ``unique_on``'s resolution (:func:`tract_class_program`), else types. Every
+    variable comes with its block and type, so that a question asked of the blocks'
+    histograms at that resolution (a claim, a uniqueness proof) is a linear form of them, and
+    every row with the cell it publishes.
+
+    >>> from tabrecon.households import synthesize_households
+    >>> from tabrecon.synth import SynthConfig
+    >>> from tabrecon.unit_tables import tabulate_units
+    >>> _, units = synthesize_households(SynthConfig(persons=300), seed=4)
+    >>> long = tabulate_units(units)
+    >>> tract = long["geoid"].str.slice(0, 11).min()
+    >>> tp = program_of_tract(long.filter(pl.col("geoid").str.starts_with(tract)), units.schema)
+    >>> tp.prog.n_vars == tp.var_block.size, tp.prog.n_rows == tp.row_cell.size
+    (True, True)
+    >>> sorted(set(tp.row_cell.tolist()))[:2]
+    ['H0010001', 'H0030001']
+    """
+    names = tuple(n for n in tables_in(long, schema) if table_by_name(n, schema).statistic is None)
+    block_names = tuple(n for n in names if table_by_name(n, schema).level == "block")
+    tract_names = tuple(n for n in names if table_by_name(n, schema).level == "tract")
+    cells, W, geo, V, _hi = block_bounds(long, schema, block_names, EXACT)
+    geoids = np.asarray(geo, dtype=str)
+    if np.unique(prefix(geoids, "tract")).size > 1:
+        raise TabreconError("program_of_tract takes the cells of one tract")
+    feas = schema.feasible_types()
+    key = _coarse_key(feas, schema, unique_on)
+    cls, first, Wcls, Wclsc, deg_cls = block_classes(schema, block_names)
+    by_class = _classes_answer(key, cls, first)
+    Wc, deg = compiled_columns(schema, block_names)
+    tract_cells: list = []
+    tract_geo = ""
+    if level == Level.BLOCK:
+        sel = np.arange(geoids.size) if blocks is None else np.searchsorted(geoids, blocks)
+        sel = np.minimum(sel, max(geoids.size - 1, 0))
+        if blocks is not None and not np.array_equal(geoids[sel], np.asarray(blocks, dtype=str)):
+            raise TabreconError("program_of_tract: a block asked for has no cells")
+        Vs = np.asarray(V, dtype=np.int64)[sel]
+        cols = (Wcls, Wclsc, deg_cls) if by_class else (W, Wc, deg)
+        adms = admissible_types(cols[0], Vs, cols[2])
+        B, rows, ub = _block_diagonal(cols[1], Vs, adms)
+        if by_class:
+            adms = [first[a] for a in adms]
+        vb = Vs.ravel()[rows]
+        built = Built(
+            IntProgram(A=B, lo=vb, hi=vb, ub=ub), adms, np.zeros(0, np.int64), rows, rows[:0]
+        )
+    else:
+        if not tract_names:
+            raise TabreconError("level 'block+tract' needs tract tables; none are in the cells")
+        sel = np.arange(geoids.size)
+        tract_cells, Wt, tgeo, Vt = block_tables(long, schema, tract_names)
+        tract_geo = str(tgeo[0])
+        if by_class:
+            built = tract_class_program(
+                W, V, Wt, Wt.tocsc(), Vt[0], cls, first, (Wcls, Wclsc, deg_cls)
+            )
+        else:
+            built = tract_program(W, Wc, V, Wt, Wt.tocsc(), Vt[0])
+    adms, ytypes = built.adms, built.ytypes
+    pos = np.concatenate([*adms, ytypes]).astype(np.int64)
+    var_block = np.concatenate(
+        [np.repeat(np.arange(len(adms)), [a.size for a in adms]), np.full(ytypes.size, -1)]
+    ).astype(np.int64)
+    n_cells = len(cells)
+    ids = np.array([c.id for c in cells] + [c.id for c in tract_cells] + [""], dtype=object)
+    ties = built.prog.n_rows - built.block_rows.size - built.tract_rows.size
+    row_cell = np.concatenate(
+        [
+            ids[built.block_rows % max(n_cells, 1)],
+            ids[n_cells + built.tract_rows],
+            np.full(ties, ""),
+        ]
+    ).astype(str)
+    row_geoid = np.concatenate(
+        [
+            geoids[sel][built.block_rows // max(n_cells, 1)],
+            np.full(built.tract_rows.size, tract_geo),
+            np.full(ties, ""),
+        ]
+    ).astype(str)
+    return TractProgram(built.prog, geoids[sel], var_block, feas[pos], row_geoid, row_cell)
+
+
+def diagnose(tp: TractProgram, opts: SolverOptions | None = None, limit: int = 10) -> list[dict]:
+    """The published cells to blame when no population satisfies a tract's tables: the values
+    whose smallest total change (published zeros held) makes the program feasible, one dict
+    each (geoid, cell, published, adjust, reason), cells that published zeros leave no type to
+    count first. It solves min sum(s+ + s-) subject to A x + s+ - s- = b over the published
+    rows (always feasible: x = 0); the rows tying classes to a tract's types stay exact.
+
+    >>> from tabrecon.households import synthesize_households
+    >>> from tabrecon.synth import SynthConfig
+    >>> from tabrecon.unit_tables import tabulate_units
+    >>> _, units = synthesize_households(SynthConfig(persons=300), seed=4)
+    >>> long = tabulate_units(units)
+    >>> g = long["geoid"].min()
+    >>> long = long.filter(pl.col("geoid") == g).with_columns(
+    ...     value=pl.when(pl.col("cell") == "H0010001").then(pl.col("value") + 1)
+    ...     .otherwise(pl.col("value")))
+    >>> [(c["cell"], c["adjust"]) for c in diagnose(program_of_tract(long, units.schema))][:1]
+    [('H0010001', -1)]
+    """
+    from .solvers import solve
+
+    prog = tp.prog
+    published = np.flatnonzero(tp.row_cell != "")
+    counts = np.diff(prog.A.indptr)
+    out = [
+        {
+            "geoid": str(tp.row_geoid[r]),
+            "cell": str(tp.row_cell[r]),
+            "published": int(prog.lo[r]),
+            "adjust": -int(prog.lo[r]),
+            "reason": "published zeros rule out every record this cell counts",
+        }
+        for r in published[(counts[published] == 0) & (prog.lo[published] != 0)][:limit]
+    ]
+    m, n, k = prog.n_rows, prog.n_vars, published.size
+    S = sp.csr_matrix((np.ones(k, dtype=np.int64), (published, np.arange(k))), shape=(m, k))
+    big = int(np.abs(prog.lo).max()) if m else 0
+    elastic = IntProgram(
+        A=sp.hstack([prog.A, S, -S], format="csr").astype(np.int64),
+        lo=prog.lo,
+        hi=prog.hi,
+        ub=np.concatenate([prog.ub, np.full(2 * k, big)]).astype(np.int64),
+        c=np.concatenate([np.zeros(n, dtype=np.int64), np.ones(2 * k, dtype=np.int64)]),
+    )
+    sol = solve(elastic, opts)
+    if sol.x is None:
+        return out
+    adj = sol.x[n : n + k] - sol.x[n + k :]
+    named = {(d["geoid"], d["cell"]) for d in out}
+    for i in np.flatnonzero(adj):
+        if len(out) >= limit:
+            break
+        r = published[i]
+        if (str(tp.row_geoid[r]), str(tp.row_cell[r])) in named:
+            continue
+        out.append(
+            {
+                "geoid": str(tp.row_geoid[r]),
+                "cell": str(tp.row_cell[r]),
+                "published": int(prog.lo[r]),
+                "adjust": -int(adj[i]),
+                "reason": "changing this value by 'adjust' is part of the smallest total change "
+                "that restores feasibility",
+            }
+        )
+    return out
 
 
 def _block_diagonal(

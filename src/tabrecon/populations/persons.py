@@ -316,7 +316,7 @@ class PersonReconstruction:
         return lines
 
 
-def _release_long(tables: TableSet, level: str) -> tuple[pl.DataFrame, list[str], str, list[str]]:
+def release_long(tables: TableSet, level: str) -> tuple[pl.DataFrame, list[str], str, list[str]]:
     """A person release as the long table the engine reads at ``level``: its tables published
     whole (one published in part is left out), the level answered (block, where no tract
     table is published), and what was left out or changed, in words."""
@@ -365,11 +365,11 @@ def _release_run(
 ) -> tuple[ReleaseReconstruction, list[str], str, list[str]]:
     """A person release through :func:`~tabrecon.attacks.unit_reconstruct.reconstruct_release`
     at ``level`` (``runner``: its workers, out, resume and progress): the run, the tables used,
-    the level answered and what was left out (:func:`_release_long`)."""
+    the level answered and what was left out (:func:`release_long`)."""
     from ..attacks.solvers import SolverOptions
     from ..attacks.unit_reconstruct import ReconstructOptions, reconstruct_release
 
-    long, used, run_level, notes = _release_long(tables, level)
+    long, used, run_level, notes = release_long(tables, level)
     opts = ReconstructOptions(
         level=Level(run_level),
         solver=solver or SolverOptions(),
@@ -422,8 +422,8 @@ def reconstruct_persons(
     """
     import time
 
-    from ..attacks.reconstruct import build_tract_model, diagnose
     from ..attacks.solvers import SolverOptions
+    from ..attacks.unit_reconstruct import diagnose, program_of_tract
     from ..schema import person_records, write_microdata
 
     t0 = time.perf_counter()
@@ -441,12 +441,17 @@ def reconstruct_persons(
     records.source = f"reconstruction ({level})"
     blocks = _verdict_frame(run.blocks, str(run_level))
     conflicts: dict[str, list[dict]] = {}
-    bad = blocks.filter(pl.col("status") == Verdict.INFEASIBLE)["block_geoid"].str.slice(0, 11)
-    for tract in sorted(set(bad.to_list())):
-        try:  # the cells to blame: the person model's smallest change (a tract at a time)
-            conflicts[tract] = diagnose(
-                build_tract_model(tables.subset(tract), tract, run_level), solver
+    bad = blocks.filter(pl.col("status") == Verdict.INFEASIBLE)["block_geoid"].sort().to_list()
+    for tract in sorted({g[:11] for g in bad}):
+        try:  # the cells to blame: the smallest total change, a tract at a time
+            prog = program_of_tract(
+                release_long(tables.subset(tract), run_level)[0],
+                PERSONS,
+                run_level,
+                UNIQUE_ON,
+                blocks=[g for g in bad if g[:11] == tract] if run_level == Level.BLOCK else None,
             )
+            conflicts[tract] = diagnose(prog, solver)
         except TabreconError:
             conflicts[tract] = []
     if out is not None:
