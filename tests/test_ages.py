@@ -11,9 +11,8 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from tabrecon.attacks.certify import certify
+from tabrecon import certify, reconstruct
 from tabrecon.attacks.claims import claims
-from tabrecon.attacks.reconstruct import reconstruct
 from tabrecon.attacks.solvers import IntProgram, SolverOptions, solve
 from tabrecon.schema import AGE_MAX, RACE_BITS, RACES, decode_types, read_microdata, write_microdata
 from tabrecon.tables import MISSING, N_TYPES, TableSet, cell_index, tabulate, weight_matrix
@@ -201,3 +200,23 @@ def test_audit_report_says_what_ages_are_compared_on(small_md, tmp_path):
     assert (
         "Matched on age bin: sex, age bin coarsened to the ranges the tables determine (0-4" in doc
     )
+
+
+@pytest.mark.parametrize(
+    ("tables", "age_range", "status"),
+    [(P12_ONLY, (10, 14), "unique"), ("P8,P9,P10,P11", (0, 17), "varies")],
+    ids=["P12A-G", "PL94-171"],
+)
+def test_a_block_is_unique_at_the_ages_its_records_can_say(tables, age_range, status):
+    """Uniqueness is asked no finer than the records say: a block of one white boy of 12 and
+    one Black woman of 40 has one population at (sex, the age run its tables tell, race,
+    origin) with P12A-G alone, where he is 10-14, and is certified unique with his record
+    written as the run (was 'varies': asked at agebin38's single years, which these tables
+    never give). The P.L. 94-171 tables tell 0-17 and no sex at all: the block varies."""
+    from tabrecon.schema import from_arrays
+
+    md = from_arrays(["990010001001001"] * 2, [0, 1], [12, 40], [1, 2], [0, 0])
+    run = reconstruct(tabulate(md, tables), "block", certify=True)
+    assert run.blocks["status"].to_list() == [status]
+    boy = run.records.take(np.flatnonzero(run.records.race == 1))
+    assert (int(boy.age[0]), int(boy.age_max[0])) == age_range

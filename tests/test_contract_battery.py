@@ -29,7 +29,11 @@ import polars as pl
 import pytest
 
 from tabrecon.attacks.unit_claims import ClaimsRun, matching_units, release_claims
-from tabrecon.attacks.unit_reconstruct import reconstruct_release, reconstruct_units
+from tabrecon.attacks.unit_reconstruct import (
+    asked_key,
+    reconstruct_release,
+    reconstruct_units,
+)
 from tabrecon.layout import layout
 from tabrecon.schema.registry import Population, names, population
 from tabrecon.schema.spec import Units
@@ -162,13 +166,18 @@ def _tabulates_back(pop: Population, long: pl.DataFrame, units: Any) -> None:
 
 
 def test_uniqueness_equals_brute_force_on_small_blocks(county):
+    """A block is unique when every solution has one histogram at the resolution asked: the
+    schema's types, joined where the tables leave a run of ordered categories (persons' ages
+    100-104) that the records are written as (:func:`asked_key`)."""
     pop, rec = county.pop, county.rec
     feas = pop.schema.feasible_types()
     status = dict(rec.blocks.select("geoid", "status").iter_rows())
     rec_types = rec.units.types
+    key = asked_key(pop.schema, None, tuple(tables_in(county.long, pop.schema, "block")))
     small = _enumerated(county)
     for geoid, (sols, _) in small.items():
-        want = "unique" if len(sols) == 1 else "varies"
+        histograms = {tuple(np.sort(key[s])) for s in sols}
+        want = "unique" if len(histograms) == 1 else "varies"
         assert status[geoid] == want, (pop.name, geoid, len(sols))
         mine = np.sort(np.searchsorted(feas, rec_types[rec.units.block_geoid == geoid]))
         assert any(np.array_equal(mine, s) for s in sols), (pop.name, geoid)

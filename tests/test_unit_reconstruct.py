@@ -311,8 +311,7 @@ def test_a_person_reconstruction_certified_over_the_schema_gets_certifications_d
     ``reference`` to the count model over the person schema (block+tract, uniqueness and
     distance at agebin38) gets, block for block, the verdict and the solution variability person
     certification proves for it."""
-    from tabrecon.attacks.certify import certify
-    from tabrecon.attacks.reconstruct import reconstruct
+    from tabrecon import certify, reconstruct
     from tabrecon.schema import AGEBIN_OF_AGE, PERSONS, person_units
     from tabrecon.synth import SynthConfig, synthesize
     from tabrecon.tables import tabulate
@@ -471,7 +470,7 @@ def test_ages_the_tables_do_not_resolve_are_written_as_the_person_paths_ranges(l
     are the person reconstruction's age classes, record by record at agebin38 where the
     blocks are unique (the person path reads no median: compared without P13), and every
     count cell tabulates back."""
-    from tabrecon.attacks.reconstruct import reconstruct
+    from tabrecon import reconstruct
     from tabrecon.populations.persons import person_tables
     from tabrecon.schema import AGEBIN_OF_AGE, PERSONS, person_records, person_units
     from tabrecon.tables import tabulate
@@ -615,9 +614,14 @@ def test_block_programs_over_classes_give_the_type_programs_answers():
     md = person_records(by_class.units)
     assert (md.age_max > md.age).any()
     assert (AGEBIN_OF_AGE[md.age] == AGEBIN_OF_AGE[md.age_max]).all()
-    # the type program's reconstruction certified over classes: its own verdicts
+    # uniqueness is never asked finer than the records say (ages as their runs): without
+    # unique_on the classes still answer; with medians they are not used, and asking is refused
+    plain = reconstruct_units(long, PERSONS, tract_model="classes")
+    assert plain.blocks.select(cols).equals(by_class.blocks.select(cols))
+    with_medians = tabulate_units(units).filter(pl.col("geoid").str.len_chars() == 15)
     with pytest.raises(TabreconError, match="'classes' at level 'block' needs uniqueness"):
-        reconstruct_units(long, PERSONS, tract_model="classes")  # asked at single years
+        reconstruct_units(with_medians, PERSONS, tract_model="classes")
+    # the type program's reconstruction certified over classes: its own verdicts
     ref = reconstruct_units(long, PERSONS, reference=by_type.units, **kw)
     cols += ["solvar", "solvar_lo", "solvar_hi"]
     assert ref.blocks.select(cols).equals(by_type.blocks.select(cols))

@@ -26,6 +26,7 @@ True
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections import deque
 from collections.abc import Callable, Mapping
@@ -37,6 +38,7 @@ from typing import NamedTuple
 import numpy as np
 import polars as pl
 import scipy.sparse as sp
+from scipy.sparse.csgraph import connected_components
 
 from ..errors import InputError, TabreconError
 from ..geo import prefix
@@ -152,7 +154,10 @@ def reconstruct_units(
     cls = first = np.zeros(0, dtype=np.int64)
     aggregate = False
     var_cls: np.ndarray | None = None  # each type's class, when block variables count classes
-    key = _coarse_key(feas, schema, unique_on)  # the resolution uniqueness is asked at
+    # the resolution uniqueness is asked at: unique_on's, no finer than the records say
+    key = asked_key(
+        schema, unique_on, tuple(of_level["block"]), of_level["tract"] if level != "block" else ()
+    )
     if level == "block":
         # small blocks of a tract side by side in one program (they share no row), up to
         # GROUP_VARS variables: one model to build and one zero test for many blocks; a group
@@ -372,11 +377,12 @@ def reconstruct_units(
 @dataclass(frozen=True)
 class Runs:
     """What the count cells used tell apart of a schema's ordered attributes: per ordered
-    attribute, the first and last category (index) of each feasible type's class
-    (:func:`type_classes` over every row used). A class is a run when its types differ only in
-    ordered attributes and fill the box of their ranges (persons: one sex, race and origin
-    over an age range, e.g. 100-104 where PCT12 stops at single years); a type of a class that
-    is not is a run of one."""
+    attribute, the first and last category (index) of each feasible type's run -- the
+    categories its type can take, every other attribute held, without moving to another class
+    (:func:`type_classes` over every row used), when they are consecutive (persons: age 100-104
+    where PCT12 stops at single years; 0-17 with the P.L. 94-171 tables, whose classes hold both
+    sexes too); a type whose categories are not consecutive is a run of one. Where a type has
+    runs in several ordered attributes, every combination of them is in its class."""
 
     first: dict[str, np.ndarray]
     last: dict[str, np.ndarray]
@@ -403,37 +409,49 @@ def ordered_runs(schema: Schema, feas: np.ndarray, *Ws: sp.csr_matrix) -> Runs |
     ...                  sp.csr_matrix(np.array([[1, 0, 0], [0, 1, 1]])))
     >>> r.first["age"].tolist(), r.last["age"].tolist()
     ([0, 1, 1], [0, 2, 2])
+
+    Cells that count both sexes of an age range (none by sex): each type's run is its own sex
+    over the range.
+
+    >>> sex = Attribute("sex", ((0, "m"), (1, "f")))
+    >>> r = ordered_runs(Schema("t", "thing", (sex, age)), np.arange(6),
+    ...                  sp.csr_matrix(np.array([[1, 1, 0, 1, 1, 0], [0, 0, 1, 0, 0, 1]])))
+    >>> r.first["age"].tolist(), r.last["age"].tolist()
+    ([0, 0, 2, 0, 0, 2], [1, 1, 2, 1, 1, 2])
     """
     ordered = [a for a in schema.attributes if a.ordered]
     if not ordered:
         return None
     cls, _first = type_classes(sp.vstack(Ws).tocsr() if len(Ws) > 1 else Ws[0])
-    n = _first.size
-    size = np.bincount(cls, minlength=n)
     codes = schema.decode(feas)
-    box = np.ones(n, dtype=np.int64)
-    run = size > 1
-    lo: dict[str, np.ndarray] = {}
-    hi: dict[str, np.ndarray] = {}
-    for a in schema.attributes:
-        idx = a.index(codes[a.name])
-        lo[a.name] = np.full(n, np.iinfo(np.int64).max)
-        hi[a.name] = np.full(n, -1)
-        np.minimum.at(lo[a.name], cls, idx)
-        np.maximum.at(hi[a.name], cls, idx)
-        if a.ordered:
-            box *= hi[a.name] - lo[a.name] + 1
-        else:
-            run &= lo[a.name] == hi[a.name]
-    run &= box == size  # the types fill their box: the class is the run of its ranges
-    if not run.any():
+    idx = {a.name: a.index(codes[a.name]).astype(np.int64) for a in schema.attributes}
+    first: dict[str, np.ndarray] = {}
+    last: dict[str, np.ndarray] = {}
+    for a in ordered:
+        # the types that differ from each other in this attribute alone, within one class
+        held = np.stack([cls] + [idx[b.name] for b in schema.attributes if b is not a], axis=1)
+        g = np.unique(held, axis=0, return_inverse=True)[1].reshape(-1)
+        lo = np.full(int(g.max()) + 1, np.iinfo(np.int64).max)
+        hi = np.full(int(g.max()) + 1, -1)
+        np.minimum.at(lo, g, idx[a.name])
+        np.maximum.at(hi, g, idx[a.name])
+        run = (hi - lo + 1) == np.bincount(g)  # consecutive categories
+        first[a.name] = np.where(run[g], lo[g], idx[a.name])
+        last[a.name] = np.where(run[g], hi[g], idx[a.name])
+    wide = np.stack([last[n] > first[n] for n in first], axis=1)
+    if not wide.any():
         return None
-    on = run[cls]
-    own = {a.name: a.index(codes[a.name]) for a in ordered}
-    return Runs(
-        {n: np.where(on, lo[n][cls], own[n]) for n in own},
-        {n: np.where(on, hi[n][cls], own[n]) for n in own},
-    )
+    names = [a.name for a in schema.attributes]
+    for t in np.flatnonzero(wide.sum(axis=1) > 1):  # runs in several attributes: a box?
+        mates = np.flatnonzero(cls == cls[t])
+        have = {tuple(int(idx[n][u]) for n in names) for u in mates}
+        own = {n: int(idx[n][t]) for n in names}
+        for combo in itertools.product(*(range(first[n][t], last[n][t] + 1) for n in first)):
+            if tuple({**own, **dict(zip(first, combo, strict=True))}[n] for n in names) not in have:
+                for n in first:  # not every combination is in the class: a run of one
+                    first[n][t] = last[n][t] = idx[n][t]
+                break
+    return Runs(first, last)
 
 
 @cache
@@ -476,6 +494,48 @@ def _coarse_key_of(
             c = np.asarray(unique_on[a.name])[c]
         parts.append(c.astype(np.int64))
     return np.unique(np.stack(parts, axis=1), axis=0, return_inverse=True)[1].reshape(-1)
+
+
+def asked_key(
+    schema: Schema,
+    unique_on: Mapping[str, np.ndarray] | None,
+    block: tuple[str, ...],
+    tract: tuple[str, ...] = (),
+) -> np.ndarray:
+    """Each feasible type's key at the resolution uniqueness is asked at: ``unique_on``'s coarser
+    codes (:func:`_coarse_key`), joined with the runs of ordered categories the named tables
+    cannot tell apart (:func:`runs_of`), since a record is written as its run. Two types share
+    a key when a chain of same-coarse-key and same-run pairs links them: for persons at
+    agebin38 with the block tables P12A-G alone (5-year groups, no single years under 20),
+    ages 10-14 are one key, as the records say 10-14; with SF1's full tables the runs lie
+    inside agebin38's bins and the key is agebin38's. Once per process and question."""
+    feas = schema.feasible_types()
+    key = _coarse_key(feas, schema, unique_on)
+    runs = runs_of(schema, block, tract) if block or tract else None
+    if runs is None:
+        return key
+    memo = (id(key), schema, block, tract)
+    if (hit := _KEYS.get(memo)) is None:
+        codes = schema.decode(feas)
+        held = [
+            runs.first[a.name] if a.name in runs.first else a.index(codes[a.name])
+            for a in schema.attributes
+        ]
+        run_id = np.unique(np.stack(held, axis=1), axis=0, return_inverse=True)[1].reshape(-1)
+        n, nk = feas.size, int(key.max()) + 1
+        # a node per type, per key and per run, each type linked to its key and its run: the
+        # graph's components are the keys asked (numbered in order of their first type)
+        size = n + nk + int(run_id.max()) + 1
+        graph = sp.csr_matrix(
+            (
+                np.ones(2 * n),
+                (np.tile(np.arange(n), 2), np.concatenate([n + key, n + nk + run_id])),
+            ),
+            shape=(size, size),
+        )
+        comp = connected_components(graph, directed=False)[1][:n]
+        hit = _KEYS[memo] = np.unique(comp, return_inverse=True)[1].reshape(-1).astype(np.int64)
+    return hit
 
 
 def block_forms(
@@ -1186,7 +1246,7 @@ def program_of_tract(
     if np.unique(prefix(geoids, "tract")).size > 1:
         raise TabreconError("program_of_tract takes the cells of one tract")
     feas = schema.feasible_types()
-    key = _coarse_key(feas, schema, unique_on)
+    key = asked_key(schema, unique_on, block_names, tract_names if level != Level.BLOCK else ())
     cls, first, Wcls, Wclsc, deg_cls = block_classes(schema, block_names)
     by_class = _classes_answer(key, cls, first)
     Wc, deg = compiled_columns(schema, block_names)
