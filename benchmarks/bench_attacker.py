@@ -38,7 +38,7 @@ import numpy as np
 import polars as pl
 
 from benchmarks.common import record
-from tabrecon.attacks.reconstruct import reconstruct
+from tabrecon import reconstruct
 from tabrecon.attacks.reidentify import CommercialErrors, reidentify
 from tabrecon.defenses.defense import Defense
 from tabrecon.schema import BLOCK_SIZE_LABELS

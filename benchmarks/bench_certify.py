@@ -17,9 +17,12 @@ import polars as pl  # noqa: E402
 
 from benchmarks.bench_reconstruct import cpu  # noqa: E402
 from benchmarks.common import REAL, machine, peak_rss_mib, record  # noqa: E402
-from tabrecon.attacks.certify import certify, cumulative_solvar, solvar_table  # noqa: E402
+from tabrecon import (
+    certify,  # noqa: E402
+    reconstruct,  # noqa: E402
+)
+from tabrecon.attacks.certify import cumulative_solvar, solvar_table  # noqa: E402
 from tabrecon.attacks.claims import claims  # noqa: E402
-from tabrecon.attacks.reconstruct import reconstruct  # noqa: E402
 from tabrecon.attacks.solvers import SolverOptions  # noqa: E402
 from tabrecon.schema import read_microdata  # noqa: E402
 from tabrecon.synth import SynthConfig, synthesize  # noqa: E402

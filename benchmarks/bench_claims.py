@@ -23,8 +23,7 @@ import time
 
 import tabrecon.attacks.claims as C
 from benchmarks.common import record, synthetic_and_real
-from tabrecon.attacks.certify import certify
-from tabrecon.attacks.reconstruct import reconstruct
+from tabrecon import certify, reconstruct
 from tabrecon.tables import tabulate
 
 

@@ -15,7 +15,7 @@ import statistics
 import time
 
 from benchmarks.common import REAL, machine, record  # noqa: E402
-from tabrecon.attacks.reconstruct import reconstruct  # noqa: E402
+from tabrecon import reconstruct  # noqa: E402
 from tabrecon.attacks.reidentify import reidentify  # noqa: E402
 from tabrecon.defenses.defense import Defense  # noqa: E402
 from tabrecon.schema import read_microdata  # noqa: E402

@@ -34,7 +34,7 @@ from dataclasses import replace
 import polars as pl
 
 from benchmarks.common import record
-from tabrecon.attacks.reconstruct import reconstruct
+from tabrecon import reconstruct
 from tabrecon.attacks.reidentify import reidentify, simulate_attacker
 from tabrecon.defenses.defense import Defense
 from tabrecon.defenses.swapping import PRESETS, swap

@@ -17,7 +17,7 @@ from pathlib import Path
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 from benchmarks.common import machine, peak_rss_mib, record, worker_peak_rss_mib  # noqa: E402
-from tabrecon.attacks.reconstruct import reconstruct  # noqa: E402
+from tabrecon import reconstruct  # noqa: E402
 from tabrecon.download import api_name  # noqa: E402
 from tabrecon.published import read_tables  # noqa: E402
 from tabrecon.synth import SynthConfig, synthesize  # noqa: E402

@@ -17,7 +17,7 @@ import numpy as np  # noqa: E402
 
 from benchmarks.common import REAL, machine, peak_rss_mib, record, worker_peak_rss_mib  # noqa: E402
 from benchmarks.peer_slot_model import build_slot_model  # noqa: E402
-from tabrecon.attacks.reconstruct import reconstruct, reconstruct_tract  # noqa: E402
+from tabrecon import reconstruct  # noqa: E402
 from tabrecon.attacks.solvers import SolverOptions, solve  # noqa: E402
 from tabrecon.metrics.agreement import agree  # noqa: E402
 from tabrecon.runner import tree_cpu  # noqa: E402
@@ -35,15 +35,9 @@ def cpu() -> float:
     return tree_cpu()
 
 
-def timed_run(ts, level, backend="cpsat", strategy="staged", workers=1):
+def timed_run(ts, level, backend="cpsat", workers=1):
     w0, c0 = time.perf_counter(), cpu()
-    run = reconstruct(
-        ts,
-        level,
-        SolverOptions(backend=backend, time_limit=600),
-        workers=workers,
-        strategy=strategy,
-    )
+    run = reconstruct(ts, level, SolverOptions(backend=backend, time_limit=600), workers=workers)
     return run, time.perf_counter() - w0, cpu() - c0
 
 
@@ -83,17 +77,16 @@ def main() -> None:
             f"\n## real sample: {len(md):,} persons, {len(md.geoids):,} blocks, {len(ts.tracts())} "
             "tracts (1 core)"
         )
-        for level, backend, strategy in [
-            ("block+tract", "auto", "staged"),
-            ("block+tract", "cpsat", "staged"),
-            ("block+tract", "highs", "staged"),
-            ("block+tract", "cpsat", "full"),
-            ("block", "cpsat", "staged"),
-            ("block", "highs", "staged"),
+        for level, backend in [
+            ("block+tract", "auto"),
+            ("block+tract", "cpsat"),
+            ("block+tract", "highs"),
+            ("block", "cpsat"),
+            ("block", "highs"),
         ]:
-            run, wall, core = timed_run(ts, level, backend, strategy)
+            run, wall, core = timed_run(ts, level, backend)
             target = "default; target <= 0.0001" if backend == "auto" else "target <= 0.001"
-            report(f"real {level} {backend} {strategy} ({target})", run, wall, core, md)
+            report(f"real {level} {backend} ({target})", run, wall, core, md)
         # the peer formulation on the smallest tracts, both models solved by CP-SAT in this run
         pops = dict(zip(ts["tract"].geoids, ts["tract"].col("PCT0120001"), strict=True))
         small = sorted(pops, key=lambda t: pops[t])[: args.peer_tracts]
@@ -101,7 +94,7 @@ def main() -> None:
             f"\n## per-slot binary (Bureau) vs count model, same {len(small)} tracts "
             f"({sum(int(pops[t]) for t in small):,} persons), CP-SAT, 1 core"
         )
-        t_peer = t_count = t_full = 0.0
+        t_peer = t_count = 0.0
         for t in small:
             sub = ts.subset(t)
             c0 = cpu()
@@ -110,24 +103,19 @@ def main() -> None:
             dp = cpu() - c0
             c0 = cpu()
             cp = SolverOptions(backend="cpsat")
-            res, _ = reconstruct_tract(sub, t, "block+tract", cp)
+            res = reconstruct(sub, "block+tract", cp)
             dc = cpu() - c0
-            c0 = cpu()
-            resf, _ = reconstruct_tract(sub, t, "block+tract", cp, strategy="full")
-            dfu = cpu() - c0
-            t_peer, t_count, t_full = t_peer + dp, t_count + dc, t_full + dfu
+            t_peer, t_count = t_peer + dp, t_count + dc
             print(
                 f"tract {t} ({int(pops[t]):>5} persons): per-slot {prog.n_vars:>9,} binaries "
                 f"{prog.A.nnz:>11,} nonzeros "
-                f"{dp:7.2f} s ({sol.status}) | count model staged {dc:6.3f} s ({res.status}), full "
-                f"{dfu:6.3f} s; "
-                f"ratio {dp / dc:,.0f}x / {dp / dfu:,.0f}x",
+                f"{dp:7.2f} s ({sol.status}) | count model {dc:6.3f} s "
+                f"({'ok' if not res.failed else 'failed'}); ratio {dp / dc:,.0f}x",
                 flush=True,
             )
         print(
-            f"per-slot total {t_peer:.2f} core-s, count model staged {t_count:.3f} core-s: "
-            f"{t_peer / t_count:,.0f}x faster "
-            f"(full single-age count model: {t_peer / t_full:,.0f}x) (target >= 20x)"
+            f"per-slot total {t_peer:.2f} core-s, count model {t_count:.3f} core-s: "
+            f"{t_peer / t_count:,.0f}x faster (target >= 20x)"
         )
     else:
         print("real sample not present: skipped")
@@ -141,7 +129,7 @@ def main() -> None:
     )
     for level in ("block", "block+tract"):
         run, wall, core = timed_run(ts, level, "auto", workers=2)
-        report(f"synthetic {level} auto (default) staged", run, wall, core, md)
+        report(f"synthetic {level} auto (default)", run, wall, core, md)
     print(
         f"\npeak memory: main process {peak_rss_mib():,.0f} MiB, largest worker "
         f"{worker_peak_rss_mib():,.0f} MiB"

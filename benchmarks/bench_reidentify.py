@@ -17,8 +17,10 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 from benchmarks.bench_reconstruct import cpu  # noqa: E402
 from benchmarks.common import REAL, machine, peak_rss_mib, record  # noqa: E402
-from tabrecon.attacks.certify import certify  # noqa: E402
-from tabrecon.attacks.reconstruct import reconstruct  # noqa: E402
+from tabrecon import (
+    certify,  # noqa: E402
+    reconstruct,  # noqa: E402
+)
 from tabrecon.attacks.reidentify import reidentify  # noqa: E402
 from tabrecon.schema import read_microdata  # noqa: E402
 from tabrecon.synth import SynthConfig, synthesize  # noqa: E402

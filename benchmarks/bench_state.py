@@ -33,14 +33,13 @@ import argparse
 import json
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 import polars as pl
 
 from benchmarks.bench_audit import code_env, make_state, run_audit
-from benchmarks.common import machine, record
+from benchmarks.common import machine, record, worktree_of
 from benchmarks.profile_stages import show
 
 US_2010 = 308_745_538
@@ -200,26 +199,10 @@ def _baseline_run(ref: str, src: Path, d: Path, profile_tracts: int = 0) -> dict
     """The audit of ``src`` by the code of git ``ref``, checked out in a temporary worktree
     (removed after) and run with the same interpreter and configuration; with
     ``profile_tracts``, that code's profile too (:func:`_profile`)."""
-    root = Path(__file__).resolve().parents[1]
-    sha = subprocess.run(
-        ["git", "-C", str(root), "rev-parse", "--verify", f"{ref}^{{commit}}"],
-        capture_output=True,
-        text=True,
-    )
-    if sha.returncode != 0:
-        raise SystemExit(f"--baseline {ref!r}: not a commit of {root} ({sha.stderr.strip()})")
-    tmp = Path(tempfile.mkdtemp(prefix="tabrecon-baseline-"))
-    subprocess.run(
-        ["git", "-C", str(root), "worktree", "add", "--detach", "-q", str(tmp), sha.stdout.strip()],
-        check=True,
-    )
-    try:
-        print(f"baseline: {ref} ({sha.stdout.strip()[:10]}) from a temporary worktree")
-        run = run_audit(src, d / "audit-baseline", [], [], code=tmp / "src")
-        run["profile"] = _profile(tmp / "src", src, d / "profile-baseline.json", profile_tracts)
+    with worktree_of(ref) as code:
+        run = run_audit(src, d / "audit-baseline", [], [], code=code)
+        run["profile"] = _profile(code, src, d / "profile-baseline.json", profile_tracts)
         return run
-    finally:
-        subprocess.run(["git", "-C", str(root), "worktree", "remove", "--force", str(tmp)])
 
 
 def _compare(ref: str, base: dict, run: dict, d: Path, n: int) -> dict:

@@ -25,8 +25,7 @@ import polars as pl
 
 import tabrecon.attacks.variability as V
 from benchmarks.common import record, synthetic_and_real
-from tabrecon.attacks.certify import certify
-from tabrecon.attacks.reconstruct import reconstruct
+from tabrecon import certify, reconstruct
 from tabrecon.attacks.unit_reconstruct import reconstruct_units
 from tabrecon.schema import AGEBIN_OF_AGE, PERSONS, person_units
 from tabrecon.tables import tabulate

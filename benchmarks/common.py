@@ -175,3 +175,31 @@ def synthetic_and_real(doc: str, side_by_side: Callable[..., dict], persons: int
     if args.real and (md := real_sample_tracts(28)) is not None:
         out["real"] = side_by_side(md, args.rounds, "real sample")
     return out
+
+
+@contextlib.contextmanager
+def worktree_of(ref: str, flag: str = "--baseline"):
+    """The code of git ``ref`` checked out in a temporary worktree (removed after): its ``src``
+    folder, to run with ``PYTHONPATH`` pointing at it beside this code in one benchmark run.
+    A ref that is no commit ends the run naming it (``flag``: the option that gave it)."""
+    import subprocess
+    import tempfile
+
+    root = Path(__file__).resolve().parents[1]
+    sha = subprocess.run(
+        ["git", "-C", str(root), "rev-parse", "--verify", f"{ref}^{{commit}}"],
+        capture_output=True,
+        text=True,
+    )
+    if sha.returncode != 0:
+        raise SystemExit(f"{flag} {ref!r}: not a commit of {root} ({sha.stderr.strip()})")
+    tmp = Path(tempfile.mkdtemp(prefix="tabrecon-baseline-"))
+    subprocess.run(
+        ["git", "-C", str(root), "worktree", "add", "--detach", "-q", str(tmp), sha.stdout.strip()],
+        check=True,
+    )
+    try:
+        print(f"{ref} ({sha.stdout.strip()[:10]}) from a temporary worktree")
+        yield tmp / "src"
+    finally:
+        subprocess.run(["git", "-C", str(root), "worktree", "remove", "--force", str(tmp)])

@@ -56,8 +56,7 @@ def _profiled(f: Callable[[], Any], n: int) -> tuple[Any, dict]:
 def profile(src: Path, tracts: int = 30, top: int = 12) -> dict:
     """Reconstruct (block+tract) and certify (with distances) the first ``tracts`` tracts of
     the person file ``src``, each under the profiler; the figures and top entries of each."""
-    from tabrecon.attacks.certify import certify
-    from tabrecon.attacks.reconstruct import reconstruct
+    from tabrecon import certify, reconstruct
     from tabrecon.attacks.solvers import SolverOptions
     from tabrecon.schema import read_microdata
     from tabrecon.tables import tabulate

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tabrecon.attacks.certify import certify, cumulative_solvar, solvar_table, uniqueness_flags
-from tabrecon.attacks.reconstruct import reconstruct
+from tabrecon import certify, reconstruct
+from tabrecon.attacks.certify import cumulative_solvar, solvar_table, uniqueness_flags
 from tabrecon.metrics.agreement import agree
 from tabrecon.schema import CODE_OF_BITS, from_arrays
 from tabrecon.tables import tabulate
@@ -66,31 +66,6 @@ def test_real_block_only_distribution(real_certs):
     assert 0 < lo == hi < 5
 
 
-@pytest.mark.parametrize("level", ["block", "block+tract"])
-def test_block_with_two_solutions_is_never_certified(level, two_solution_block):
-    md = two_solution_block
-    ts = tabulate(md)
-    cert = certify(ts, md, level)
-    b = cert.blocks.sort("block_geoid")
-    assert b["status"].to_list() == ["varies", "unique"]
-    assert b["solvar"].to_list() == [100.0, 0.0]  # both records can differ
-
-
-def test_wrong_reconstruction_is_refused_naming_cells(two_solution_block):
-    md = two_solution_block
-    ts = tabulate(md)
-    wrong = from_arrays(
-        ["990010001001001", "990010001001001", "990010001001002"],
-        [0, 0, 1],
-        [30, 40, 57],
-        [W_B, W_AIAN, 1],
-        [0, 0, 0],
-    )
-    cert = certify(ts, wrong, "block")
-    assert cert.failed and cert.failed[0]["status"] == "refused"
-    assert "990010001001002 P0120" in cert.failed[0]["message"]
-
-
 people = st.lists(
     st.tuples(
         st.sampled_from(["990010001001001", "990010001001002", "990010001002001"]),
@@ -124,10 +99,6 @@ def test_a_distance_time_limit_bounds_each_block_instead_of_searching_long(small
     varying block ends with bounds (never a false zero) and the run stays short."""
     import time
 
-    from tabrecon.attacks.certify import certify
-    from tabrecon.attacks.reconstruct import reconstruct
-    from tabrecon.tables import tabulate
-
     ts = tabulate(small_md, "block")
     rec = reconstruct(ts, "block").records
     t0 = time.perf_counter()
@@ -145,13 +116,13 @@ def _loose_distance(ts, tract: str, level: str, rec, block: str) -> int:
     import scipy.sparse as sp
 
     from tabrecon.attacks.certify import binned_type
-    from tabrecon.attacks.reconstruct import build_tract_model
     from tabrecon.attacks.solvers import IntProgram, solve
+    from tabrecon.attacks.unit_reconstruct import program_of_tract
+    from tabrecon.populations.persons import UNIQUE_ON, release_long
+    from tabrecon.schema import PERSONS
 
-    m = build_tract_model(ts, tract, level, binned=level == "block+tract")
-    if level == "block+tract" and not m.tract_complete:
-        m = build_tract_model(ts, tract, level)
-    b = int(np.flatnonzero(m.block_geoids == block)[0])
+    m = program_of_tract(release_long(ts, level)[0], PERSONS, level, UNIQUE_ON)
+    b = int(np.flatnonzero(m.geoids == block)[0])
     mine = np.asarray(rec.block_geoid) == block
     vsel = np.flatnonzero(m.var_block == b)
     keys, vk = np.unique(binned_type(m.var_type[vsel]), return_inverse=True)
@@ -160,13 +131,13 @@ def _loose_distance(ts, tract: str, level: str, rec, block: str) -> int:
     c[np.searchsorted(keys, rk)] = rc
     kb = np.flatnonzero(c > 0)
     n, N = kb.size, int(c.sum())
-    G = sp.csr_matrix((np.ones(len(vsel)), (vk, vsel)), shape=(len(keys), m.n_vars))[kb]
+    G = sp.csr_matrix((np.ones(len(vsel)), (vk, vsel)), shape=(len(keys), m.prog.n_vars))[kb]
     eye = sp.identity(n, format="csr")
     p = m.prog
     A = sp.vstack(
         [
             sp.hstack([p.A, sp.csr_matrix((p.n_rows, 2 * n))]),
-            sp.hstack([sp.csr_matrix((n, m.n_vars)), eye, -sp.diags(c[kb].astype(float))]),
+            sp.hstack([sp.csr_matrix((n, m.prog.n_vars)), eye, -sp.diags(c[kb].astype(float))]),
             sp.hstack([G, eye, N * eye]),
         ]
     ).tocsr()
@@ -175,7 +146,7 @@ def _loose_distance(ts, tract: str, level: str, rec, block: str) -> int:
         lo=np.concatenate([p.lo, np.full(n, -N), np.full(n, -N)]),
         hi=np.concatenate([p.hi, np.zeros(n), c[kb] + N]),
         ub=np.concatenate([p.ub, c[kb], np.ones(n)]),
-        c=np.concatenate([np.zeros(m.n_vars), np.ones(n), np.zeros(n)]),
+        c=np.concatenate([np.zeros(m.prog.n_vars), np.ones(n), np.zeros(n)]),
         maximize=True,
     )
     sol = solve(prog)
@@ -322,19 +293,6 @@ def test_over_the_schema_a_wrong_reconstruction_is_refused_naming_cells(two_solu
     assert [r["status"] for r in run.failed] == ["refused"]
     assert "990010001001002 P0120" in run.failed[0]["message"]
     assert run.blocks.height == 0  # the refused tract's blocks are its failure, not verdicts
-
-
-def test_over_the_schema_equals_the_person_model_on_a_synthetic_county(small_md):
-    """Certifying the same reconstruction both ways: every block's verdict, population, proven
-    flag and solution variability equal (the distance is measured from the records given)."""
-    from tabrecon.populations.persons import certify_persons
-
-    ts = tabulate(small_md)
-    rec = reconstruct(ts, "block+tract").records
-    cols = ["block_geoid", "persons", "status", "proven", "solvar"]
-    mine = certify_persons(ts, rec, "block+tract").blocks.select(cols).sort("block_geoid")
-    theirs = certify(ts, rec, "block+tract").blocks.select(cols).sort("block_geoid")
-    assert mine.equals(theirs) and (mine["status"] == "varies").any()
 
 
 def test_over_the_schema_records_of_one_tract_refuse_the_others_by_name(small_md):

@@ -183,7 +183,7 @@ def test_an_empty_reconstruction_is_named_not_an_index_error():
 
 
 def test_commercial_attacker_on_synthetic_county(small_md, tmp_path):
-    from tabrecon.attacks.reconstruct import reconstruct
+    from tabrecon import reconstruct
     from tabrecon.tables import tabulate
 
     ts = tabulate(small_md)
@@ -229,7 +229,7 @@ def test_real_sample_nonmodal_precision_far_above_baselines(real_md, real_tables
 def test_records_at_a_stale_address_have_no_group(small_md):
     """The Bureau links putative records to the CEF on block and pik: a record whose person lives
     in another block (or of nobody) is counted in 'all' but in no group (modal, nonmodal, ...)."""
-    from tabrecon.attacks.reconstruct import reconstruct
+    from tabrecon import reconstruct
     from tabrecon.tables import tabulate
 
     ts = tabulate(small_md)

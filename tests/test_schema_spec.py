@@ -286,8 +286,7 @@ def test_generic_uniqueness_proof_agrees_with_person_certification_on_real_block
     """Certification's question asked of the code written over any schema: on three tracts of
     the real sample (219 blocks), the binned person schema's count model proves a block's
     reconstruction unique exactly where person certification does."""
-    from tabrecon.attacks.certify import certify
-    from tabrecon.attacks.reconstruct import reconstruct
+    from tabrecon import certify, reconstruct
     from tabrecon.attacks.unit_reconstruct import reconstruct_units
     from tabrecon.schema import AGEBIN_OF_AGE, PERSONS, PERSONS_BINNED, person_units
     from tabrecon.tables import tabulate

@@ -81,8 +81,7 @@ def test_unknown_preset(small_md):
 
 @pytest.mark.realdata
 def test_real_sample_swap_lo_does_not_defend(real_md):
-    from tabrecon.attacks.certify import certify
-    from tabrecon.attacks.reconstruct import reconstruct
+    from tabrecon import certify, reconstruct
     from tabrecon.attacks.reidentify import reidentify
 
     sw = swap(real_md, "swap-lo", seed=1)

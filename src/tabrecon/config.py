@@ -21,9 +21,9 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from .attacks.reconstruct import RECON_LEVELS
 from .defenses.defense import Defense
 from .errors import TabreconError
+from .vocab import Level
 
 
 class ConfigError(TabreconError):
@@ -159,11 +159,12 @@ def _validate(cfg: AuditConfig, where: str) -> None:
             r.scheduler,
             'give a scheduler address such as tcp://127.0.0.1:8786, or ""',
         )
-    if not cfg.reconstruct.levels or any(lv not in RECON_LEVELS for lv in cfg.reconstruct.levels):
+    levels = Level.choices()
+    if not cfg.reconstruct.levels or any(lv not in levels for lv in cfg.reconstruct.levels):
         raise bad(
             "reconstruct.levels",
             list(cfg.reconstruct.levels),
-            f"allowed values: {', '.join(RECON_LEVELS)}",
+            f"allowed values: {', '.join(Level.choices())}",
         )
     if cfg.reconstruct.solver not in SOLVERS:
         raise bad(

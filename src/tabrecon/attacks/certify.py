@@ -1,4 +1,5 @@
-"""Certification: what the published tables prove about a reconstruction, block by block.
+"""Certification's figures: what the published tables prove about a person reconstruction, block
+by block, and how it is summed up.
 
 *Solution variability* (Abowd et al.; methods.md section 3) of block b, for a reconstruction x* and
 the binned key k = (sex, agebin38, race, hispanic): the largest share of the block's records that
@@ -9,55 +10,34 @@ differ in any population satisfying all the tables (tract tables included, so bl
 Zero means the block's binned histogram is the only one possible: the reconstruction is exact there
 and its uniques are population uniques the attacker *knows*.
 
-Design for speed: one proof certifies a whole tract. To the tract's count model add, for every block
-and key with x*_k > 0, a binary z that forces x_k <= x*_k - 1, and require sum z >= 1. Infeasible
-means every block is unique (a proof, not a time-out). A solution names blocks that differ; they are
-set aside and the test repeats on the rest. Only the blocks that can differ get the (costlier)
-maximisation of their distance, which reports a proven value or a (lower, upper) pair on time-out.
-Before any of it, one presolve per tract (:func:`tabrecon.attacks.solvers.tighten`) removes the
-variables every consistent population shares, so the many small solves carry only the rest.
-
-All of that is :func:`tabrecon.attacks.variability.block_variability`, written over any count
-program: what is the persons' own here is the tract's count model
-(:func:`tabrecon.attacks.reconstruct.build_tract_model`) and the certification key. The count
-model over any schema certifies with the same function
-(:func:`tabrecon.attacks.unit_reconstruct.reconstruct_units` with ``distance``).
-
-For block+tract tables the binned model (tract cells summed to age bins) is used: with complete
-tract tables its solutions are exactly the binned projections of the full model's (single ages are
-then a transportation problem, :func:`tabrecon.attacks.reconstruct.spread_ages`); otherwise the
-full model.
+The proofs and distances are the count model's over any schema
+(:func:`tabrecon.attacks.unit_reconstruct.reconstruct_release`, the zero test and distances of
+:mod:`tabrecon.attacks.variability`); persons ask them at agebin38
+(:func:`tabrecon.populations.persons.certify_persons`, what ``tabrecon solvar`` runs). This module
+holds what is said of the answer: the run (:class:`CertRun`, Table S4, the share proven unique by
+block size, each record's uniqueness flags) and the published cells a refused reconstruction
+breaks (:func:`cells_it_breaks`).
 """
 
 from __future__ import annotations
 
-import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import polars as pl
-import scipy.sparse as sp
 
-from ..errors import TabreconError
-from ..geo import overlap
 from ..io import beside, write_csv, write_frame, write_parquet, write_text
-from ..provenance import run_fingerprint
 from ..schema import (
     AGEBIN_OF_AGE,
     AGEBIN_START,
     BLOCK_SIZE_LABELS,
-    N_TYPES,
     Microdata,
     decode_types,
     encode_types,
     size_bin,
 )
 from ..tables import MISSING, TABLES_BY_NAME, TableSet, tabulate
-from . import variability
-from .reconstruct import RECON_LEVELS, build_tract_model, diagnose
-from .solvers import SolverOptions
 
 #: The status of a block proven to have exactly one consistent population (solvar 0).
 UNIQUE = "unique"
@@ -67,23 +47,6 @@ def binned_type(t: np.ndarray) -> np.ndarray:
     """The type with its age replaced by the start of its agebin38 (the certification key)."""
     sex, age, race, hisp = decode_types(t)
     return encode_types(sex, AGEBIN_START[AGEBIN_OF_AGE[age]], race, hisp)
-
-
-@dataclass
-class CertResult:
-    """Outcome of one tract."""
-
-    unit: str
-    level: str
-    status: str  # ok | refused | infeasible | error
-    blocks: int
-    unique_blocks: int
-    varying_blocks: int
-    undecided_blocks: int
-    proofs: int  # solver calls of the zero test
-    seconds_zero_test: float
-    seconds_distance: float
-    message: str = ""
 
 
 def cells_it_breaks(ts: TableSet, tract: str, level: str, recon: Microdata) -> list[str]:
@@ -112,128 +75,6 @@ def cells_it_breaks(ts: TableSet, tract: str, level: str, recon: Microdata) -> l
                 f"{mine[i, j]}"
             )
     return bad
-
-
-def certify_tract(
-    ts: TableSet,
-    tract: str,
-    level: str,
-    recon: Microdata,
-    opts: SolverOptions,
-    distance: bool = True,
-    distance_time_limit: float | None = None,
-) -> tuple[CertResult, pl.DataFrame | None]:
-    """Solution variability of every block of one tract (see module docstring). Each block's
-    distance maximisation stops at ``distance_time_limit`` seconds when given (else at the
-    solver's limit), keeping its (lower, upper) bounds."""
-    if level not in RECON_LEVELS:
-        raise TabreconError(f"unknown level {level!r}; choose 'block' or 'block+tract'")
-    escalate = opts.backend == "auto"  # a distance search CP-SAT cannot close soon goes to HiGHS
-    opts = opts.for_task("certify")
-    model = build_tract_model(ts, tract, level, binned=level == "block+tract")
-    if level == "block+tract" and not model.tract_complete:
-        model = build_tract_model(ts, tract, level)
-    nb = len(model.block_geoids)
-
-    def result(status: str, **kw: Any) -> CertResult:
-        base: dict[str, Any] = dict(
-            unit=tract,
-            level=level,
-            status=status,
-            blocks=nb,
-            unique_blocks=0,
-            varying_blocks=0,
-            undecided_blocks=0,
-            proofs=0,
-            seconds_zero_test=0.0,
-            seconds_distance=0.0,
-        )
-        base.update(kw)
-        return CertResult(**base)
-
-    if model.empty_rows:
-        conf = diagnose(model, opts, limit=5)
-        return result(
-            "infeasible",
-            message="tables infeasible: " + "; ".join(f"{c['geoid']} {c['cell']}" for c in conf),
-        ), None
-    inhabited = ts.subset(tract).inhabited_blocks()
-    if len(recon) == 0 and inhabited.size:
-        return result(
-            "refused",
-            message=f"the reconstruction has no records in this tract ({inhabited.size} inhabited "
-            f"block(s) published, e.g. {inhabited[0]}): was its reconstruction a failed tract?",
-        ), None
-    bad = cells_it_breaks(ts, tract, level, recon)
-    if bad:
-        return result(
-            "refused", message="reconstruction does not satisfy the tables: " + "; ".join(bad)
-        ), None
-    # keys of the model's variables and of the reconstruction's records
-    vkey = model.var_block.astype(np.int64) * N_TYPES + binned_type(model.var_type)
-    keys, vk = np.unique(vkey, return_inverse=True)
-    rblock = np.searchsorted(model.block_geoids, recon.block_geoid)
-    rkey = rblock.astype(np.int64) * N_TYPES + binned_type(recon.types)
-    rk_u, rk_c = np.unique(rkey, return_counts=True)
-    pos = np.searchsorted(keys, rk_u)
-    if (pos >= len(keys)).any() or (keys[np.minimum(pos, len(keys) - 1)] != rk_u).any():
-        return result(
-            "refused", message="reconstruction has records of a kind the published zeros rule out"
-        ), None
-    c = np.zeros(len(keys), dtype=np.int64)
-    c[pos] = rk_c
-    G = sp.csr_matrix(
-        (np.ones(len(vk), dtype=np.int64), (vk, np.arange(len(vk)))),
-        shape=(len(keys), model.n_vars),
-    )
-    counts = variability.Counts.of(
-        model.prog,
-        G,
-        c,
-        (keys // N_TYPES).astype(np.int64),
-        model.var_block,
-        nb,
-        model.row_block,
-    )
-    v = variability.block_variability(
-        counts,
-        opts,
-        coupled=level != "block",
-        distance=distance,
-        distance_time_limit=distance_time_limit,
-        escalate=escalate,
-    )
-    solvar, lo_pct, hi_pct = v.percent()
-    state = v.state
-    status_names = np.array(["unknown", UNIQUE, "varies", "undecided"])
-    df = pl.DataFrame(
-        {
-            "block_geoid": model.block_geoids.astype(str),
-            "persons": v.N,
-            "solvar": solvar,
-            "solvar_lo": lo_pct,
-            "solvar_hi": hi_pct,
-            "proven": v.proven,
-            "status": status_names[state],
-            "level": np.full(nb, level),
-        }
-    )
-    res = result(
-        "ok",
-        unique_blocks=int((state == 1).sum()),
-        varying_blocks=int((state == 2).sum()),
-        undecided_blocks=int((state == 3).sum()),
-        proofs=v.proofs,
-        seconds_zero_test=v.seconds_zero_test,
-        seconds_distance=v.seconds_distance,
-    )
-    return res, df
-
-
-def _worker(args: tuple) -> tuple[dict, pl.DataFrame | None]:
-    ts, tract, level, recon, opts, distance, distance_time_limit = args
-    res, df = certify_tract(ts, tract, level, recon, opts, distance, distance_time_limit)
-    return asdict(res), df
 
 
 @dataclass
@@ -295,67 +136,6 @@ class CertRun:
         paths.append(beside(out, "_summary.md"))
         write_text(paths[-1], "\n".join(lines) + "\n")
         return paths
-
-
-def certify(
-    tables: TableSet,
-    recon: Microdata,
-    level: str = "block+tract",
-    solver: SolverOptions | None = None,
-    workers: int = 1,
-    out: str | Path | None = None,
-    resume: bool = True,
-    distance: bool = True,
-    progress=None,
-    distance_time_limit: float | None = None,
-) -> CertRun:
-    """Solution variability of every block, tract by tract (parallel, written as done,
-    resumable)."""
-    from ..runner import run_units
-
-    t0 = time.perf_counter()
-    overlap(
-        tables.inhabited_blocks(),
-        recon.inhabited_blocks(),
-        tables.source or "the tables",
-        recon.source or "the reconstruction",
-    )
-    opts = solver or SolverOptions()
-    tracts = tables.tracts()
-    by_tract = recon.rows_by_prefix(tracts)
-    parts = Path(str(out) + ".parts") if out is not None else None
-    statuses, frames = run_units(
-        tracts,
-        lambda t: (
-            tables.subset(t),
-            t,
-            level,
-            recon.take(by_tract[t]),
-            opts,
-            distance,
-            distance_time_limit,
-        ),
-        _worker,
-        tag=f"solvar-{level}",
-        parts=parts,
-        resume=resume,
-        workers=workers,
-        progress=progress,
-        fingerprint=run_fingerprint(
-            parts,
-            tables,
-            recon=recon,
-            level=level,
-            distance=distance,
-            solver=opts,
-            distance_time_limit=distance_time_limit,
-        ),
-    )
-    dfs = [frames[t] for t in tracts if t in frames]
-    blocks = pl.concat(dfs) if dfs else pl.DataFrame()
-    if out is not None and blocks.height:
-        write_frame(blocks, out)
-    return CertRun(blocks, statuses, level, time.perf_counter() - t0)
 
 
 SOLVAR_THRESHOLDS = (0.0, 1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 50.0, 100.0)

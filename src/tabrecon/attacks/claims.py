@@ -6,7 +6,7 @@ the nine columns (sex, agebin38, hispanic, white, black, aian, asian, nhpi, sor)
 columns a sets. It is *verified* when every population consistent with the published tables makes it
 true; a *singleton* claim (m = 1) singles one person out.
 
-* **Certified blocks** (solvar 0, :mod:`tabrecon.attacks.certify`): the block's binned histogram is
+* **Certified blocks** (solvar 0, :func:`tabrecon.certify`): the block's binned histogram is
   the same in every consistent population, so every claim read off the reconstruction is verified by
   that one proof. They are enumerated for all 511 column subsets, vectorised over key counts.
 * **Blocks that can differ**: candidates are the claims whose count is the same in K diverse
@@ -42,18 +42,19 @@ from ..provenance import run_fingerprint
 from ..schema import (
     AGEBIN38,
     AGEBIN_OF_AGE,
+    N_AGES,
     N_TYPES,
     PERSONS,
     RACE_BITS,
     RACES,
     Microdata,
+    age_classes,
     age_label,
     decode_types,
 )
-from ..tables import TableSet, all_cells
+from ..tables import MISSING, TableSet, all_cells, cell_attrs, cell_positions
 from ..vocab import Level
 from .certify import UNIQUE, binned_type
-from .reconstruct import RECON_LEVELS, class_end, determined_age_classes
 from .solvers import Extensible, IntProgram, SolverOptions, prove_forms
 from .unit_claims import one_of_n
 from .unit_reconstruct import program_of_tract
@@ -68,6 +69,35 @@ SUBSETS: tuple[tuple[int, ...], ...] = tuple(
 )
 K_MAX = len(COLUMNS)
 BASELINE_BINS = 100  # histogram resolution of baseline probabilities (medians to 0.01)
+
+
+def _cell_ranges(cells: np.ndarray) -> list[tuple[int, int]]:
+    if not len(cells):
+        return []
+    a, pos = cell_attrs(), cell_positions(cells)
+    return list(zip(a["age_min"][pos].tolist(), a["age_max"][pos].tolist(), strict=True))
+
+
+def determined_age_classes(ts: TableSet, tract: str, level: str) -> np.ndarray:
+    """Start of the age class of every age 0..110 that the cells published for ``tract`` tell
+    apart (block cells; with ``block+tract`` also the tract's cells): what a record's age can
+    say."""
+    ranges: list[tuple[int, int]] = []
+    for lv in ("block", "tract"):
+        g = ts.grids.get(lv)
+        if g is None or (lv == "tract" and level != "block+tract"):
+            continue
+        rows = (
+            g.geoids == tract if lv == "tract" else np.char.startswith(g.geoids.astype(str), tract)
+        )
+        ranges += _cell_ranges(g.cells[(g.values[rows] != MISSING).any(axis=0)])
+    return age_classes(ranges)
+
+
+def class_end(starts: np.ndarray) -> np.ndarray:
+    """Last age of the class of every age 0..110 (``starts`` from :func:`age_classes`)."""
+    width = np.bincount(starts, minlength=N_AGES)
+    return (starts + width[starts] - 1).astype(np.int16)
 
 
 def type_attrs(t: np.ndarray) -> np.ndarray:
@@ -96,7 +126,7 @@ def decode_claim(code: int) -> dict[str, int]:
 def claim_age_range(v: int, ends: np.ndarray | None = None) -> tuple[int, int]:
     """The ages a claim's agebin value ``v`` covers. Records of an age class carry its first year,
     so where the tables determine only a class wider than the agebin38 bin (``ends``, from
-    :func:`~tabrecon.attacks.reconstruct.class_end`: e.g. 10-14 without P14) the claim covers the
+    :func:`class_end`: e.g. 10-14 without P14) the claim covers the
     whole class."""
     lo, hi = AGEBIN38[v]
     return (lo, hi) if ends is None else (lo, max(hi, int(ends[lo])))
@@ -372,7 +402,7 @@ def tract_claims(
     out, that claim and its baselines), and with ``collect`` every verified claim (for checking).
     """
     opts = opts.for_task("claims")
-    if level not in RECON_LEVELS:
+    if level not in Level.choices():
         raise TabreconError(f"unknown level {level!r}; choose 'block' or 'block+tract'")
     geoids = recon.geoids
     ends = class_end(determined_age_classes(ts, tract, level))  # what a claim's age can say
@@ -711,14 +741,14 @@ def claims(
 ) -> ClaimsRun:
     """Verified claims for every block, tract by tract (see module docstring).
 
-    ``cert_blocks`` is the per-block output of :func:`tabrecon.attacks.certify.certify` for the same
-    tables and reconstruction (its ``status`` says which blocks are proven unique). With ``out`` (a
-    folder), each tract's per-record table is written to ``<out>/claims.parts/`` as it finishes and
-    a rerun resumes.
+    ``cert_blocks`` is the per-block output of :func:`tabrecon.certify` (or of
+    ``tabrecon.reconstruct(..., certify=True)``) for the same tables and reconstruction (its
+    ``status`` says which blocks are proven unique). With ``out`` (a folder), each tract's
+    per-record table is written to ``<out>/claims.parts/`` as it finishes and a rerun resumes.
     """
     from ..runner import run_units
 
-    if level not in RECON_LEVELS:
+    if level not in Level.choices():
         raise TabreconError(f"unknown level {level!r}; choose 'block' or 'block+tract'")
     if k_solutions < 1:
         raise TabreconError(f"k_solutions must be >= 1 (got {k_solutions})")

@@ -4,7 +4,8 @@ The schema and its encoding live in :mod:`tabrecon.schema`; the tables are the 3
 al. and P3-P5 (:func:`person_tables`). Persons are reconstructed and certified by the count
 model written over any schema (:func:`reconstruct_persons`: a release's person tables in, a
 person file and every block's verdict out; :func:`certify_persons`: a reconstruction made
-elsewhere certified); their claims still run on the staged person model
+elsewhere certified); their claims (:mod:`tabrecon.attacks.claims`) are proven in the same
+model's programs. The person commands still have their own path
 (:attr:`~tabrecon.schema.registry.Engine.PERSON`). ``persons_binned`` is the same schema
 on certification's resolution (agebin38), registered for the code written over any schema and
 not offered to users.
@@ -26,7 +27,7 @@ from ..measures import Measure, MedianRule, Statistic
 from ..schema import AGE_MAX, AGEBIN_OF_AGE, PERSONS, PERSONS_BINNED, Microdata, person_units
 from ..schema.registry import Engine, Population, register
 from ..synth import SynthConfig, synthesize
-from ..tables import ALL_TABLES, Cell, TableSet, all_cells
+from ..tables import ALL_TABLES, MISSING, Cell, TableSet, all_cells, cell_attrs, cell_positions
 from ..unit_tables import Predicate, UnitTable, from_layout
 from ..vocab import Level, Verdict
 
@@ -316,11 +317,42 @@ class PersonReconstruction:
         return lines
 
 
+def require_block_totals(tables: TableSet) -> None:
+    """Reconstruction works block by block from each block's total population (P1, or the total
+    line of P8, P9 or P12 -- the PL 94-171 tables have no P1): refuse tables without block tables,
+    or with a block that has cells but no total, naming it."""
+    g = tables.grids.get("block")
+    if g is None:
+        raise TabreconError(
+            f"{tables.source or 'the tables'}: no block-level tables; reconstruction needs at "
+            "least "
+            "every block's total population (P1, or the total line of P8, P9 or P12)"
+        )
+    a, pos = cell_attrs(), cell_positions(g.cells)
+    total = (
+        (a["sex"][pos] == "any")
+        & (a["age_min"][pos] == 0)
+        & (a["age_max"][pos] == AGE_MAX)
+        & (a["race"][pos] == "any")
+        & (a["hispanic"][pos] == "any")
+        & (a["measure"][pos] == "persons")
+    )
+    has_total = (g.values[:, total] != MISSING).any(axis=1)
+    lacking = np.flatnonzero(~has_total & g.present().any(axis=1))
+    if lacking.size:
+        raise TabreconError(
+            f"{tables.source or 'the tables'}: block {g.geoids[lacking[0]]} has published cells "
+            "but "
+            "no total population (P0010001, or P0080001, P0090001, P0120001); reconstruction "
+            "needs "
+            f"it for every block ({lacking.size} block(s) lack it)"
+        )
+
+
 def release_long(tables: TableSet, level: str) -> tuple[pl.DataFrame, list[str], str, list[str]]:
     """A person release as the long table the engine reads at ``level``: its tables published
     whole (one published in part is left out), the level answered (block, where no tract
     table is published), and what was left out or changed, in words."""
-    from ..attacks.reconstruct import require_block_totals
     from ..unit_tables import complete_tables, table_by_name, tables_in
 
     if level not in Level.choices():

@@ -34,8 +34,9 @@ from .spec import Schema
 class Engine(enum.StrEnum):
     """Which attack code a population runs on. ``generic`` is written once over any schema
     (:mod:`tabrecon.attacks.unit_reconstruct`, :mod:`tabrecon.attacks.unit_claims`); ``person``
-    is the staged person pipeline (age classes at block level, single years where the tract
-    tables resolve them, solution variability), which the generic code does not yet replace."""
+    runs the same count model through the person commands (:mod:`tabrecon.populations.persons`:
+    tables read into a person ``TableSet``, claims with the six race flags as columns, the
+    person file and its audit), which are not yet the generic ones."""
 
     GENERIC = "generic"
     PERSON = "person"
