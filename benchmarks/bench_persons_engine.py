@@ -159,14 +159,7 @@ def _side_by_side(md, rounds: int, label: str, ref: str = PERSON_MODEL) -> dict:
 
 
 def main() -> dict:
-    ref = PERSON_MODEL
-    if "--person-model" in sys.argv:  # (the common options are parsed by synthetic_and_real)
-        i = sys.argv.index("--person-model")
-        ref = sys.argv[i + 1]
-        del sys.argv[i : i + 2]
-    return synthetic_and_real(
-        __doc__ or "", lambda md, rounds, label: _side_by_side(md, rounds, label, ref), 0
-    )
+    return synthetic_and_real(__doc__ or "", _side_by_side, 0, PERSON_MODEL)
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import functools
 import io
 import json
 import os
@@ -154,10 +155,14 @@ def real_sample_tracts(n: int):
     return md.take(np.isin(np.array([g[:11] for g in md.block_geoid.tolist()]), tracts))
 
 
-def synthetic_and_real(doc: str, side_by_side: Callable[..., dict], persons: int) -> dict:
+def synthetic_and_real(
+    doc: str, side_by_side: Callable[..., dict], persons: int, person_model: str | None = None
+) -> dict:
     """A side-by-side benchmark's command line: ``side_by_side(microdata, rounds, label)`` on a
     synthetic county (``--synthetic N``, ``--seed``; 0: none) and, with ``--real``, on the real
-    sample's 28 tracts; ``--rounds`` pairs of runs, alternating."""
+    sample's 28 tracts; ``--rounds`` pairs of runs, alternating. With ``person_model`` (a git
+    ref: the default of ``--person-model``) the ref given is passed as ``ref=``: the commit
+    whose code the other side runs (:func:`worktree_of`)."""
     import argparse
 
     from tabrecon.synth import SynthConfig, synthesize
@@ -167,7 +172,13 @@ def synthetic_and_real(doc: str, side_by_side: Callable[..., dict], persons: int
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--rounds", type=int, default=2, help="pairs of runs, alternating")
     ap.add_argument("--real", action="store_true", help="the real sample (28 tracts) too")
+    if person_model is not None:
+        ap.add_argument(
+            "--person-model", default=person_model, help="git ref of the code compared against"
+        )
     args = ap.parse_args()
+    if person_model is not None:
+        side_by_side = functools.partial(side_by_side, ref=args.person_model)
     out = {}
     if args.synthetic:
         md = synthesize(SynthConfig(persons=args.synthetic), seed=args.seed)
