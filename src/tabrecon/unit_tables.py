@@ -466,11 +466,22 @@ def predicate_matrix(
     feas = schema.feasible_types()
     cols = schema.decode(feas)
     w = None if weight is None else np.asarray(cols[weight], dtype=np.int64)
+    # each type's category position per attribute, once: a predicate's test is then a gather
+    # from a short table of the categories it allows (np.isin per predicate and attribute was
+    # 2.5 s of a process's first person tract tables, ~2,000 cells over 28,000 types)
+    attrs = {a.name: a for a in schema.attributes}
+    pos = {n: a.index(cols[n]) for n, a in attrs.items() if n in cols}
     rows, idx, vals = [], [], []
     for i, pred in enumerate(predicates):
         m = np.ones(feas.size, dtype=bool)
         for attr, codes in pred.items():
-            m &= np.isin(cols[attr], codes)
+            if attr in pos:
+                allowed = np.zeros(attrs[attr].size + 1, dtype=bool)  # (the last: no category)
+                at = attrs[attr].index(np.asarray(codes, dtype=np.int64))
+                allowed[at[at >= 0]] = True
+                m &= allowed[pos[attr]]
+            else:
+                m &= np.isin(cols[attr], codes)
         if w is not None:
             m &= w != 0
         hit = np.flatnonzero(m)
