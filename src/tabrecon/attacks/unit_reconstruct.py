@@ -465,6 +465,18 @@ def runs_of(schema: Schema, block: tuple[str, ...], tract: tuple[str, ...] = ())
 _KEYS: dict[tuple, np.ndarray] = {}
 
 
+def _question(
+    schema: Schema, feas: np.ndarray, unique_on: Mapping[str, np.ndarray] | None
+) -> tuple:
+    """What a key memo is found by: the schema and the coarser codes asked, by content."""
+    asked = (
+        None
+        if unique_on is None
+        else tuple((k, np.asarray(v).tobytes()) for k, v in sorted(unique_on.items()))
+    )
+    return (schema, feas.size, asked)
+
+
 def _coarse_key(
     feas: np.ndarray, schema: Schema, unique_on: Mapping[str, np.ndarray] | None
 ) -> np.ndarray:
@@ -473,11 +485,7 @@ def _coarse_key(
     real-sample run's 18.9 s when found per tract)."""
     if unique_on is None:
         return np.arange(feas.size)
-    memo = (
-        schema,
-        feas.size,
-        tuple((k, np.asarray(v).tobytes()) for k, v in sorted(unique_on.items())),
-    )
+    memo = _question(schema, feas, unique_on)
     if (hit := _KEYS.get(memo)) is None:
         hit = _KEYS[memo] = _coarse_key_of(feas, schema, unique_on)
     return hit
@@ -514,7 +522,7 @@ def asked_key(
     runs = runs_of(schema, block, tract) if block or tract else None
     if runs is None:
         return key
-    memo = (id(key), schema, block, tract)
+    memo = (*_question(schema, feas, unique_on), block, tract)  # by content, not id
     if (hit := _KEYS.get(memo)) is None:
         codes = schema.decode(feas)
         held = [
