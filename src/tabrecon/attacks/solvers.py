@@ -148,14 +148,81 @@ def _set_objective(proto, c: np.ndarray, maximize: bool) -> None:
         obj.coeffs.extend(coeffs.tolist())
 
 
+def _activity(A: sp.csr_matrix, lb: np.ndarray, ub: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's least and greatest value of ``A x`` over the box ``lb <= x <= ub``."""
+    a, j = A.data.astype(np.int64), A.indices
+    low = sp.csr_matrix((np.where(a > 0, a * lb[j], a * ub[j]), j, A.indptr), shape=A.shape)
+    high = sp.csr_matrix((np.where(a > 0, a * ub[j], a * lb[j]), j, A.indptr), shape=A.shape)
+    return np.asarray(low.sum(axis=1)).ravel(), np.asarray(high.sum(axis=1)).ravel()
+
+
+def reduce_rows(prog: IntProgram) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """The rows a solver needs and tighter variable bounds, with the same integer solutions:
+    ``(keep, lb, ub)``, or None when the bounds already contradict (the program is left whole,
+    for the solver to report it infeasible).
+
+    Three reductions every presolve makes, done on the arrays before a model is filled (a
+    CP-SAT model is filled row by row from Python, about 10 us a row, and cloned for every
+    search of a certification): a row of one variable becomes that variable's bounds; a row
+    whose least value over the bounds is its upper bound (or whose greatest is its lower bound:
+    a published zero over counts) holds every variable at the bound that gives it; a row that
+    every point of the bounds satisfies is dropped. A tract's count model on the real sample
+    keeps 879 of its 406,560 rows.
+
+    >>> p = IntProgram(A=sp.csr_matrix(np.array([[2, 0, 0], [0, 1, 1], [1, 1, 1]])),
+    ...                lo=np.array([4, 0, 2]), hi=np.array([5, 0, 9]), ub=np.array([9, 9, 9]))
+    >>> keep, lb, ub = reduce_rows(p)
+    >>> keep.tolist(), lb.tolist(), ub.tolist()
+    ([False, False, False], [2, 0, 0], [2, 0, 0])
+    """
+    A = prog.A.tocsr()
+    lo, hi = prog.lo.astype(np.int64), prog.hi.astype(np.int64)
+    lb = np.zeros(prog.n_vars, np.int64) if prog.lb is None else prog.lb.astype(np.int64)
+    ub = prog.ub.astype(np.int64)
+    a, j = A.data.astype(np.int64), A.indices
+    n_of = np.diff(A.indptr)
+    one = np.repeat(n_of == 1, n_of)  # the entries of one-variable rows
+    if one.any():
+        row = np.repeat(np.arange(A.shape[0]), n_of)[one]
+        aj, jj, l_, h_ = a[one], j[one], lo[row], hi[row]
+        lb, ub = lb.copy(), ub.copy()
+        # lo <= a x <= hi: x in [ceil(lo/a), floor(hi/a)] for a > 0, [ceil(hi/a), floor(lo/a)]
+        np.maximum.at(lb, jj, np.where(aj > 0, -(-l_ // aj), -(-h_ // aj)))
+        np.minimum.at(ub, jj, np.where(aj > 0, h_ // aj, l_ // aj))
+    if (lb > ub).any():
+        return None
+    least, most = _activity(A, lb, ub)
+    if (least > hi).any() or (most < lo).any():
+        return None
+    row = np.repeat(np.arange(A.shape[0]), n_of)
+    at_least = (least == hi)[row] & ~one  # every variable at the end that gives the least
+    at_most = (most == lo)[row] & ~one
+    new_lb, new_ub = lb.copy(), ub.copy()
+    up = (at_least & (a < 0)) | (at_most & (a > 0))
+    down = (at_least & (a > 0)) | (at_most & (a < 0))
+    np.maximum.at(new_lb, j[up], ub[j[up]])
+    np.minimum.at(new_ub, j[down], lb[j[down]])
+    if (new_lb > new_ub).any():
+        return None
+    least, most = _activity(A, new_lb, new_ub)
+    return ~((least >= lo) & (most <= hi)), new_lb, new_ub
+
+
 def build_cpsat(prog: IntProgram):
-    """A CP-SAT model filled straight from the program's arrays (no Python expression objects)."""
+    """A CP-SAT model filled straight from the program's arrays (no Python expression objects),
+    with the rows and bounds :func:`reduce_rows` leaves."""
     from ortools.sat.python import cp_model
 
     m = cp_model.CpModel()
-    lb = np.zeros(prog.n_vars, dtype=np.int64) if prog.lb is None else prog.lb.astype(np.int64)
-    _add_vars(m.proto, lb, prog.ub.astype(np.int64))
-    _add_rows(m.proto, prog.A.tocsr(), prog.lo, prog.hi)
+    reduced = reduce_rows(prog)
+    if reduced is None:
+        lb = np.zeros(prog.n_vars, np.int64) if prog.lb is None else prog.lb.astype(np.int64)
+        _add_vars(m.proto, lb, prog.ub.astype(np.int64))
+        _add_rows(m.proto, prog.A.tocsr(), prog.lo, prog.hi)
+    else:
+        keep, lb, ub = reduced
+        _add_vars(m.proto, lb, ub)
+        _add_rows(m.proto, prog.A.tocsr()[keep], prog.lo[keep], prog.hi[keep])
     if prog.c is not None:
         _set_objective(m.proto, prog.c, prog.maximize)
     return m
