@@ -471,27 +471,38 @@ def predicate_matrix(
     # 2.5 s of a process's first person tract tables, ~2,000 cells over 28,000 types)
     attrs = {a.name: a for a in schema.attributes}
     pos = {n: a.index(cols[n]) for n, a in attrs.items() if n in cols}
-    rows, idx, vals = [], [], []
-    for i, pred in enumerate(predicates):
-        m = np.ones(feas.size, dtype=bool)
-        for attr, codes in pred.items():
+    idx, vals = [], []
+    tests: dict[tuple[str, tuple[int, ...]], np.ndarray] = {}  # cells share their restrictions
+
+    def test(attr: str, codes: tuple[int, ...]) -> np.ndarray:
+        if (hit := tests.get((attr, codes))) is None:
             if attr in pos:
                 allowed = np.zeros(attrs[attr].size + 1, dtype=bool)  # (the last: no category)
                 at = attrs[attr].index(np.asarray(codes, dtype=np.int64))
                 allowed[at[at >= 0]] = True
-                m &= allowed[pos[attr]]
+                hit = allowed[pos[attr]]
             else:
-                m &= np.isin(cols[attr], codes)
+                hit = np.isin(cols[attr], codes)
+            tests[(attr, codes)] = hit
+        return hit
+
+    for pred in predicates:
+        m = np.ones(feas.size, dtype=bool)
+        for attr, codes in pred.items():
+            m &= test(attr, tuple(int(c) for c in codes))
         if w is not None:
             m &= w != 0
         hit = np.flatnonzero(m)
-        rows.append(np.full(hit.size, i))
         idx.append(hit)
-        vals.append(np.ones(hit.size, dtype=np.int64) if w is None else w[hit])
-    if not rows:
+        if w is not None:
+            vals.append(w[hit])
+    if not idx:
         return sp.csr_matrix((0, feas.size), dtype=np.int64)
-    r, k, v = np.concatenate(rows), np.concatenate(idx), np.concatenate(vals)
-    return sp.csr_matrix((v, (r, k)), shape=(len(predicates), feas.size))
+    # each row's columns come sorted: the CSR arrays directly (no COO sort of ~8 M entries)
+    indptr = np.concatenate([[0], np.cumsum([h.size for h in idx])])
+    k = np.concatenate(idx)
+    v = np.ones(k.size, dtype=np.int64) if w is None else np.concatenate(vals)
+    return sp.csr_matrix((v, k, indptr), shape=(len(predicates), feas.size))
 
 
 def tabulate_units(units: Units, tables: Sequence[str] | None = None) -> pl.DataFrame:

@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, cached_property
 from pathlib import Path
 
 import numpy as np
@@ -60,9 +60,17 @@ class Attribute:
     def size(self) -> int:
         return len(self.categories)
 
-    @property
+    @cached_property
     def codes(self) -> np.ndarray:
-        return np.array([c for c, _ in self.categories], dtype=np.int64)
+        """The file codes in encoding order (read-only, built once)."""
+        out = np.array([c for c, _ in self.categories], dtype=np.int64)
+        out.setflags(write=False)
+        return out
+
+    @cached_property
+    def _sorted_codes(self) -> tuple[np.ndarray, np.ndarray]:
+        order = np.argsort(self.codes)
+        return order, self.codes[order]
 
     @property
     def labels(self) -> tuple[str, ...]:
@@ -71,8 +79,7 @@ class Attribute:
     def index(self, codes: np.ndarray) -> np.ndarray:
         """Position (0..size-1) of each file code; -1 for a code not in the categories."""
         codes = np.asarray(codes, dtype=np.int64)
-        order = np.argsort(self.codes)
-        known = self.codes[order]
+        order, known = self._sorted_codes
         pos = np.clip(np.searchsorted(known, codes), 0, known.size - 1)
         return np.where(known[pos] == codes, order[pos], -1)
 
