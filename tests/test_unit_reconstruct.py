@@ -625,3 +625,32 @@ def test_block_programs_over_classes_give_the_type_programs_answers():
     ref = reconstruct_units(long, PERSONS, reference=by_type.units, **kw)
     cols += ["solvar", "solvar_lo", "solvar_hi"]
     assert ref.blocks.select(cols).equals(by_type.blocks.select(cols))
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.integers(1, 6).flatmap(
+        lambda n: st.tuples(
+            st.lists(
+                st.lists(st.sampled_from([0, 0, 1]), min_size=n, max_size=n), min_size=1, max_size=7
+            ),
+            st.lists(st.lists(st.integers(0, 2), min_size=7, max_size=7), min_size=1, max_size=4),
+        )
+    )
+)
+def test_admissible_types_equal_the_test_against_every_cell(spec):
+    """Tested against the cells that decide (smaller cells within larger ones), every block's
+    admissible types are those of the test against every cell: with counts that agree, and
+    with counts that contradict (a zero cell over a nonzero one within it), written by hand as
+    the definition says: a type is admitted when every cell it lies in is nonzero."""
+    import scipy.sparse as sp
+
+    from tabrecon.attacks.unit_reconstruct import admissible_types
+
+    rows, values = spec
+    W = np.array(rows, dtype=np.int64)
+    V = np.array([v[: W.shape[0]] for v in values], dtype=np.int64)
+    got = admissible_types(sp.csr_matrix(W), V)
+    for b in range(V.shape[0]):
+        want = [t for t in range(W.shape[1]) if all(V[b, c] > 0 for c in np.flatnonzero(W[:, t]))]
+        assert got[b].tolist() == want
