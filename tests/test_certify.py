@@ -311,6 +311,33 @@ def test_certification_without_presolved_bounds_is_unchanged(small_md, bounds, m
     assert got.equals(want)
 
 
+@pytest.mark.parametrize("level", ["block", "block+tract"])
+def test_distances_of_all_varying_blocks_at_once_equal_one_by_one(small_md, level, monkeypatch):
+    """Every varying block's distance on its own rows is found by one maximisation of their
+    sum (the blocks share nothing, so a proven sum is each at its own maximum): the verdicts
+    and solvar are those of a search per block."""
+    import tabrecon.attacks.variability as variability_module
+
+    ts = tabulate(small_md)
+    rec = reconstruct(ts, level).records
+    calls: list[int] = []
+    at_once = variability_module._own_rows_at_once
+
+    def counted(cp, blocks, opts):
+        got = at_once(cp, blocks, opts)
+        calls.append(int(got is not None))
+        return got
+
+    monkeypatch.setattr(variability_module, "_own_rows_at_once", counted)
+    want_cols = ["block_geoid", "status", "solvar", "proven"]
+    got = certify(ts, rec, level, distance=True).blocks.select(want_cols)
+    assert sum(calls) >= 1  # the path was taken, and proven somewhere
+    monkeypatch.setattr(variability_module, "_own_rows_at_once", lambda cp, blocks, opts: None)
+    want = certify(ts, rec, level, distance=True).blocks.select(want_cols)
+    assert (got["status"] == "varies").sum() >= 10
+    assert got.equals(want)
+
+
 # -- certification over the schema (certify_persons: what tabrecon solvar calls) ------------------
 @pytest.mark.parametrize("level", ["block", "block+tract"])
 def test_over_the_schema_a_block_with_two_solutions_is_never_certified(level, two_solution_block):

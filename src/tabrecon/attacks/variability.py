@@ -408,7 +408,15 @@ def distances(
         return np.flatnonzero(np.isin(key_block, bs) & (c > 0))
 
     own_opts = capped(opts, OWN_ROWS_LIMIT) if coupled else opts
-    for b in varying:
+    todo = varying
+    if varying.size > 1:  # every varying block on its own rows at once (see _own_rows_at_once)
+        got = _own_rows_at_once(cp, varying, capped(own_opts, OWN_ROWS_LIMIT * varying.size))
+        if got is not None:
+            upper[varying] = np.minimum(upper[varying], got)
+            if not coupled:  # each block's own search is the whole question: exact
+                lower[varying] = np.maximum(lower[varying], got)
+            todo = varying[:0]
+    for b in todo:
         kb = keys_of(np.array([b]))
         vs = np.flatnonzero(cp.var_block == b)
         rs = np.flatnonzero(cp.row_block == b)
@@ -454,6 +462,47 @@ def distances(
             lower[b] = max(lower[b], lo_b)
             upper[b] = lower[b] if exact else min(upper[b], hi_b)
     return upper
+
+
+def _own_rows_at_once(cp: Counts, blocks: np.ndarray, opts: SolverOptions) -> np.ndarray | None:
+    """Each of ``blocks``' largest shortfall on its own rows and variables (what
+    :func:`distances` asks of every varying block first), from one maximisation of their sum:
+    the blocks' programs share nothing, so an optimal sum is every block at its own maximum.
+    None when the sum is not proven optimal within ``opts``' time (the blocks are then searched
+    one by one, as before). One model instead of one per block: a 100,000-person state's 268
+    varying blocks in 10 tracts built 305 models."""
+    p, G = cp.prog, cp.G.tocsr()
+    vb, rb = cp.var_block, cp.row_block
+    mine = np.zeros(cp.N.size, dtype=bool)
+    mine[blocks] = True
+    rows = np.flatnonzero((rb >= 0) & mine[np.maximum(rb, 0)])
+    cols = np.flatnonzero((vb >= 0) & mine[np.maximum(vb, 0)])
+    keys = np.flatnonzero(mine[cp.key_block] & (cp.c > 0))
+
+    def own(M: sp.csr_matrix, of_row: np.ndarray) -> sp.csr_matrix:
+        """``M``'s entries in a column of the row's own block, over ``cols``."""
+        M = M.tocoo()
+        keep = vb[M.col] == of_row[M.row]
+        at = np.searchsorted(cols, M.col[keep])
+        return sp.csr_matrix(
+            (M.data[keep], (M.row[keep], at)), shape=(M.shape[0], cols.size), dtype=np.int64
+        )
+
+    sub = IntProgram(
+        A=own(p.A[rows], rb[rows]),
+        lo=p.lo[rows],
+        hi=p.hi[rows],
+        ub=p.ub[cols],
+        lb=None if p.lb is None else p.lb[cols],
+    )
+    Gk = own(G[keys], cp.key_block[keys])
+    _lo, _hi, proven, x = max_shortfall(Extensible(sub, opts), Gk, cp.c[keys], cp.ymax[keys])
+    if not proven or x is None:
+        return None
+    short = np.maximum(cp.c[keys] - Gk @ x, 0)
+    return np.bincount(cp.key_block[keys], weights=short, minlength=cp.N.size)[blocks].astype(
+        np.int64
+    )
 
 
 @dataclass
