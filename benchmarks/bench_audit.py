@@ -64,9 +64,11 @@ def run_audit(
     extra_args: list[str],
     extra_pids: list[int],
     code: Path | None = None,
+    config: Path | None = None,
 ) -> dict:
     """``tabrecon audit`` as its own process, its process tree's memory sampled; with ``code``
-    (a checkout's ``src`` folder) the audit runs that code instead of the installed one."""
+    (a checkout's ``src`` folder) the audit runs that code instead of the installed one;
+    ``config``: the audit's configuration file (``bench.toml`` beside ``out`` unless given)."""
     cmd = [
         sys.executable,
         "-m",
@@ -79,7 +81,7 @@ def run_audit(
         "",
         "--quiet",
         "--config",
-        str(out.parent / "bench.toml"),
+        str(config or out.parent / "bench.toml"),
         *extra_args,
     ]
     t0 = time.perf_counter()

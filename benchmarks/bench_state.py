@@ -3,7 +3,7 @@ to for the 308.7 million persons of the 2010 Census.
 
 Run (from the repository root):
 python -m benchmarks.bench_state [--persons 10000000] [--counties 40] [--scaling 500000]
-    [--baseline REF] [--profile-tracts 30]
+    [--baseline REF] [--profile-tracts 30] [--claims]
 
 The state is ``--counties`` synthetic counties of equal size whose blocks follow the 2010 national
 distribution of persons by block size (many blocks of 1-9, a tail above 1,000; see
@@ -22,6 +22,9 @@ LocalCluster with 1 and then 2 single-threaded worker processes and prints the s
 worktree, the same interpreter and configuration) and prints both, stage by stage, with their
 ratio and a block-by-block comparison of the certification: machines here differ from day to day
 by more than the gains measured, so a speed-up is only ever a ratio from one run.
+The audit's verified claims (a stage added after the issue-40 baseline 2efe309) are switched
+off on both sides unless ``--claims``; then they run too (on the baseline only if its code has
+the stage) and are printed as their own stage.
 ``--profile-tracts N`` (30 unless 0) then profiles reconstruction and certification of the
 state's first N tracts in one process (:mod:`benchmarks.profile_stages`) and prints the top
 entries, with the baseline's code too when there is one: where the time went, before and after.
@@ -43,18 +46,28 @@ from benchmarks.common import machine, record, worktree_of
 from benchmarks.profile_stages import show
 
 US_2010 = 308_745_538
-STAGES = ("read", "tabulate", "reconstruct", "certify", "reidentify", "aggregate")
+STAGES = ("read", "tabulate", "reconstruct", "certify", "claims", "reidentify", "aggregate")
 TARGET_WALL_MIN = 25.0
 TARGET_RSS_GIB = 4.0
 TARGET_PROJECTION_H = 12.0
 
 
-def config(path: Path, chunk_persons: int, workers: int = 2) -> None:
+def config(path: Path, chunk_persons: int, workers: int = 2, claims: bool | None = None) -> None:
+    """The audit's configuration; ``claims`` switches the verified-claims stage on or off
+    (None: not said, for code older than the stage, which refuses the section)."""
     path.write_text(
         f"[run]\nworkers = {workers}\nchunk_persons = {chunk_persons}\n"
         '[reconstruct]\nlevels = ["block+tract"]\n'
         "[certify]\ndistance = true\n"
+        + ("" if claims is None else f"[claims]\nenabled = {str(claims).lower()}\n")
     )
+
+
+def knows_claims(code: Path | None) -> bool:
+    """Whether the code in ``code`` (a checkout's ``src``; None: this code) has the audit's
+    verified-claims stage (b9ca80c, after the issue-40 baseline 2efe309)."""
+    root = code if code is not None else Path(__file__).resolve().parents[1] / "src"
+    return "class ClaimsConfig" in (root / "tabrecon" / "config.py").read_text()
 
 
 def state(d: Path, persons: int, counties: int) -> tuple[Path, int]:
@@ -91,6 +104,12 @@ def main() -> dict:
         help="tracts of the state profiled, stage by stage, in one process after the audit "
         "(and with the baseline's code); 0: no profile",
     )
+    ap.add_argument(
+        "--claims",
+        action="store_true",
+        help="also run the audit's verified claims (a stage the issue-40 baseline 2efe309 does "
+        "not have: off by default, so both sides do the same work)",
+    )
     a = ap.parse_args()
     print(f"# national-scale benchmark -- {machine()}")
     t0 = time.perf_counter()
@@ -99,14 +118,15 @@ def main() -> dict:
         f"synthetic state: {n:,} persons in {a.counties} counties "
         f"({time.perf_counter() - t0:.0f} s)"
     )
-    config(a.dir / "bench.toml", a.chunk_persons)
+    config(a.dir / "bench.toml", a.chunk_persons, claims=a.claims)
     print(
         "audit: block+tract reconstruction, certification (zero test + distance of every varying "
-        f"block), reidentification; chunks of <= {a.chunk_persons:,} persons; local pool of 2"
+        f"block), {'verified claims, ' if a.claims else ''}reidentification; chunks of <= "
+        f"{a.chunk_persons:,} persons; local pool of 2"
     )
     base = None
     if a.baseline:
-        base = _baseline_run(a.baseline, src, a.dir, a.profile_tracts)
+        base = _baseline_run(a.baseline, src, a.dir, a.profile_tracts, a.chunk_persons, a.claims)
     run = run_audit(src, a.dir / "audit", [], [])
     run["profile"] = _profile(None, src, a.dir / "profile.json", a.profile_tracts)
     s = run["summary"]
@@ -162,7 +182,7 @@ def main() -> dict:
         print(f"\n## Dask scaling on {sn:,} persons (LocalCluster, single-threaded workers)")
         times = {}
         for w in (1, 2):
-            config(a.dir / "bench.toml", a.chunk_persons, workers=w)
+            config(a.dir / "bench.toml", a.chunk_persons, workers=w, claims=a.claims)
             with LocalCluster(
                 n_workers=w, threads_per_worker=1, processes=True, dashboard_address=None
             ) as lc:
@@ -195,12 +215,17 @@ def _profile(code: Path | None, src: Path, out: Path, tracts: int) -> dict | Non
     return json.loads(out.read_text())
 
 
-def _baseline_run(ref: str, src: Path, d: Path, profile_tracts: int = 0) -> dict:
+def _baseline_run(
+    ref: str, src: Path, d: Path, profile_tracts: int, chunk_persons: int, claims: bool
+) -> dict:
     """The audit of ``src`` by the code of git ``ref``, checked out in a temporary worktree
-    (removed after) and run with the same interpreter and configuration; with
-    ``profile_tracts``, that code's profile too (:func:`_profile`)."""
+    (removed after) and run with the same interpreter and configuration (the claims stage
+    switched as for this code where ``ref`` has it); with ``profile_tracts``, that code's
+    profile too (:func:`_profile`)."""
     with worktree_of(ref) as code:
-        run = run_audit(src, d / "audit-baseline", [], [], code=code)
+        cfg = d / "bench-baseline.toml"
+        config(cfg, chunk_persons, claims=claims if knows_claims(code) else None)
+        run = run_audit(src, d / "audit-baseline", [], [], code=code, config=cfg)
         run["profile"] = _profile(code, src, d / "profile-baseline.json", profile_tracts)
         return run
 
@@ -228,6 +253,8 @@ def _compare(ref: str, base: dict, run: dict, d: Path, n: int) -> dict:
         f"{base['wall_s'] * US_2010 / n / 3600:.1f} -> {run['wall_s'] * US_2010 / n / 3600:.1f} h "
         "on this machine"
     )
+    # solvar is a distance from each run's own reconstruction: where the two reconstructions
+    # of a varying block differ (equally consistent), so may it; the verdict may not
     cols = ["block_geoid", "status", "solvar", "proven"]
     b = pl.read_parquet(d / "audit-baseline" / "results" / "solvar_blocks.parquet").select(cols)
     c = pl.read_parquet(d / "audit" / "results" / "solvar_blocks.parquet").select(cols)
@@ -237,8 +264,9 @@ def _compare(ref: str, base: dict, run: dict, d: Path, n: int) -> dict:
     both = j.filter(pl.col("proven") & pl.col("proven_now"))
     solvar = int(both.select(((pl.col("solvar") - pl.col("solvar_now")).abs() > 1e-9).sum()).item())
     print(
-        f"blocks: {j.height:,}; verdict differs in {verdicts:,}; solvar differs in {solvar:,} of "
-        f"{both.height:,} proven in both; in one run only: {missing:,}"
+        f"blocks: {j.height:,}; verdict differs in {verdicts:,}; in one run only: {missing:,}; "
+        f"solvar (from each run's own reconstruction) differs in {solvar:,} of {both.height:,} "
+        "proven in both"
     )
     return {
         "ref": ref,
