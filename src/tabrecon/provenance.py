@@ -48,11 +48,39 @@ def digest_arrays(*arrays: Any) -> str:
     return h.hexdigest()
 
 
+#: Rows of text a digest joins at a time (:func:`digest_long`)
+DIGEST_ROWS = 1_000_000
+
+
 def digest_long(long: Any) -> str:
     """The digest of a long table (geoid, cell, value), whatever its row order: what a run over
-    published tables records so that a resume never mixes two releases."""
-    srt = long.sort("geoid", "cell")
-    return digest_arrays(srt["geoid"].to_numpy(), srt["cell"].to_numpy(), srt["value"].to_numpy())
+    published tables records so that a resume never mixes two releases. The same digest as
+    :func:`digest_arrays` of the sorted columns, taken :data:`DIGEST_ROWS` rows at a time in
+    sorted order, so that neither a sorted copy nor every string as a Python object is held at
+    once (a 1,000,000-person release's 18.8 M person cells held 2 GB more while digested).
+
+    >>> import polars as pl
+    >>> t = pl.DataFrame({"geoid": ["2", "1", "1"], "cell": ["a", "b", "a"], "value": [3, 2, 1]})
+    >>> digest_long(t) == digest_arrays(["1", "1", "2"], ["a", "b", "a"], [1, 2, 3])
+    True
+    """
+    import polars as pl
+
+    n = long.height
+    order = long.select(pl.arg_sort_by("geoid", "cell")).to_series()
+    h = hashlib.blake2b(digest_size=12)
+    for name in ("geoid", "cell"):  # as digest_arrays hashes text
+        col = long[name]
+        h.update(f"text{(n,)};".encode())
+        for start in range(0, n, DIGEST_ROWS):
+            if start:
+                h.update(b"\x1f")
+            part = col.gather(order.slice(start, DIGEST_ROWS)).to_list()
+            h.update("\x1f".join(map(str, part)).encode())
+    a = np.ascontiguousarray(long["value"].gather(order).to_numpy())
+    h.update(f"{a.dtype.str}{a.shape};".encode())
+    h.update(a.tobytes())
+    return h.hexdigest()
 
 
 def digest_tables(ts: Any) -> str:

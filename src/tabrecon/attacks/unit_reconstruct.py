@@ -1681,13 +1681,9 @@ def reconstruct_release(
             f"level 'block+tract' needs tract tables; these tables hold none of the "
             f"{schema.name} schema's ({', '.join(names)} are block tables): use level 'block'"
         )
-    long = long.filter(
-        pl.col("cell").is_in([c.id for n in names for c in table_by_name(n, schema).cells()])
-    )
-    by_tract = long.with_columns(pl.col("geoid").str.slice(0, 11).alias("_tract")).partition_by(
-        "_tract", as_dict=True, include_key=False
-    )
-    tracts = sorted(t for (t,) in by_tract)
+    used = long["cell"].is_in([c.id for n in names for c in table_by_name(n, schema).cells()])
+    if not used.all():  # (a copy of a large release only where cells are left out)
+        long = long.filter(used)
     parts = Path(str(out) + ".parts") if out is not None else None
     fp = None
     if parts is not None:
@@ -1710,6 +1706,11 @@ def reconstruct_release(
         if not options.check_unique:
             fp["check_unique"] = False
         fp.update(asked or {})
+    by_tract = long.with_columns(pl.col("geoid").str.slice(0, 11).alias("_tract")).partition_by(
+        "_tract", as_dict=True, include_key=False
+    )
+    tracts = sorted(t for (t,) in by_tract)
+    del long, used  # the tracts' parts are copies: a caller that hands the table over frees it
     refs: dict[str, Units] = {}
     if reference is not None:
         if fp is not None:
