@@ -158,8 +158,8 @@ def _activity(A: sp.csr_matrix, lb: np.ndarray, ub: np.ndarray) -> tuple[np.ndar
 
 def reduce_rows(prog: IntProgram) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """The rows a solver needs and tighter variable bounds, with the same integer solutions:
-    ``(keep, lb, ub)``, or None when the bounds already contradict (the program is left whole,
-    for the solver to report it infeasible).
+    ``(keep, lb, ub)``, or None where the bounds already contradict (the program is left whole,
+    for the solver to report it infeasible) or a row's value could overflow 64 bits.
 
     Three reductions every presolve makes, done on the arrays before a model is filled (a
     CP-SAT model is filled row by row from Python, about 10 us a row, and cloned for every
@@ -181,6 +181,11 @@ def reduce_rows(prog: IntProgram) -> tuple[np.ndarray, np.ndarray, np.ndarray] |
     ub = prog.ub.astype(np.int64)
     a, j = A.data.astype(np.int64), A.indices
     n_of = np.diff(A.indptr)
+    if a.size and (
+        int(np.abs(a).max()) * max(int(np.abs(lb).max()), int(np.abs(ub).max())) * int(n_of.max())
+        >= 1 << 62
+    ):
+        return None  # a row's activity could overflow int64: the program is left whole
     one = np.repeat(n_of == 1, n_of)  # the entries of one-variable rows
     if one.any():
         row = np.repeat(np.arange(A.shape[0]), n_of)[one]

@@ -1078,14 +1078,7 @@ def _packed(
     """Blocks ``bs`` with their own programs ``singles``, in groups of consecutive blocks of at
     most :data:`GROUP_VARS` variables (a larger block alone), each group's programs side by side
     (:func:`side_by_side`); ``seconds``: each block's share of the time taken to build them."""
-    groups: list[list[int]] = [[]]
-    n = 0
-    for i, (p, _) in enumerate(singles):
-        if groups[-1] and n + p.n_vars > GROUP_VARS:
-            groups.append([])
-            n = 0
-        groups[-1].append(i)
-        n += p.n_vars
+    groups = _consecutive_groups([p.n_vars for p, _ in singles])
     return [
         (
             [bs[i] for i in g],
@@ -1098,6 +1091,20 @@ def _packed(
         )
         for g in groups
     ]
+
+
+def _consecutive_groups(sizes: list[int]) -> list[list[int]]:
+    """Positions in consecutive groups of at most :data:`GROUP_VARS` variables in all (one
+    larger than that alone)."""
+    groups: list[list[int]] = [[]]
+    n = 0
+    for i, k in enumerate(sizes):
+        if groups[-1] and n + k > GROUP_VARS:
+            groups.append([])
+            n = 0
+        groups[-1].append(i)
+        n += k
+    return groups
 
 
 def _grouped(
@@ -1113,19 +1120,11 @@ def _grouped(
     block alone), each group's programs side by side in one :func:`_block_diagonal` (the same
     rows, in the same order, as :func:`block_program`'s joined by :func:`side_by_side`);
     ``first``: each class's first type, when the columns are classes."""
-    sizes = np.array([a.size for a in adms], dtype=np.int64)
-    groups: list[list[int]] = [[]]
-    n = 0
-    for i, k in enumerate(sizes.tolist()):
-        if groups[-1] and n + k > GROUP_VARS:
-            groups.append([])
-            n = 0
-        groups[-1].append(i)
-        n += k
+    V = np.asarray(V, dtype=np.int64)
     out = []
-    for g in groups:
+    for g in _consecutive_groups([a.size for a in adms]):
         blocks = [bs[i] for i in g]
-        Vg = np.asarray(V, dtype=np.int64)[blocks]
+        Vg = V[blocks]
         B, rows, ub = _block_diagonal(Wc, Vg, [adms[i] for i in g])
         vb = Vg.ravel()[rows]
         kept = [adms[i] if first is None else first[adms[i]] for i in g]
@@ -1710,7 +1709,7 @@ def reconstruct_release(
         "_tract", as_dict=True, include_key=False
     )
     tracts = sorted(t for (t,) in by_tract)
-    del long, used  # the tracts' parts are copies: a caller that hands the table over frees it
+    del long, used  # the tracts' parts are copies of it
     refs: dict[str, Units] = {}
     if reference is not None:
         if fp is not None:
