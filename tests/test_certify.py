@@ -329,6 +329,9 @@ def test_distances_of_all_varying_blocks_at_once_equal_one_by_one(small_md, leve
         return got
 
     monkeypatch.setattr(variability_module, "_own_rows_at_once", counted)
+    # time enough that the joint search is proven on a loaded machine too (else the blocks
+    # are searched one by one: the same answers, but this test would not see the path taken)
+    monkeypatch.setattr(variability_module, "OWN_ROWS_LIMIT", 30.0)
     want_cols = ["block_geoid", "status", "solvar", "proven"]
     got = certify(ts, rec, level, distance=True).blocks.select(want_cols)
     assert sum(calls) >= 1  # the path was taken, and proven somewhere

@@ -410,7 +410,8 @@ def distances(
     own_opts = capped(opts, OWN_ROWS_LIMIT) if coupled else opts
     todo = varying
     if varying.size > 1:  # every varying block on its own rows at once (see _own_rows_at_once)
-        got = _own_rows_at_once(cp, varying, capped(own_opts, OWN_ROWS_LIMIT * varying.size))
+        # as long as the blocks' own searches could take in all (coupled: OWN_ROWS_LIMIT each)
+        got = _own_rows_at_once(cp, varying, capped(opts, OWN_ROWS_LIMIT * varying.size))
         if got is not None:
             upper[varying] = np.minimum(upper[varying], got)
             if not coupled:  # each block's own search is the whole question: exact
