@@ -186,10 +186,10 @@ def reduce_rows(prog: IntProgram) -> tuple[np.ndarray, np.ndarray, np.ndarray] |
         >= 1 << 62
     ):
         return None  # a row's activity could overflow int64: the program is left whole
+    row = np.repeat(np.arange(A.shape[0]), n_of)  # each entry's row
     one = np.repeat(n_of == 1, n_of)  # the entries of one-variable rows
     if one.any():
-        row = np.repeat(np.arange(A.shape[0]), n_of)[one]
-        aj, jj, l_, h_ = a[one], j[one], lo[row], hi[row]
+        aj, jj, l_, h_ = a[one], j[one], lo[row[one]], hi[row[one]]
         lb, ub = lb.copy(), ub.copy()
         # lo <= a x <= hi: x in [ceil(lo/a), floor(hi/a)] for a > 0, [ceil(hi/a), floor(lo/a)]
         np.maximum.at(lb, jj, np.where(aj > 0, -(-l_ // aj), -(-h_ // aj)))
@@ -199,7 +199,6 @@ def reduce_rows(prog: IntProgram) -> tuple[np.ndarray, np.ndarray, np.ndarray] |
     least, most = _activity(A, lb, ub)
     if (least > hi).any() or (most < lo).any():
         return None
-    row = np.repeat(np.arange(A.shape[0]), n_of)
     at_least = (least == hi)[row] & ~one  # every variable at the end that gives the least
     at_most = (most == lo)[row] & ~one
     new_lb, new_ub = lb.copy(), ub.copy()
