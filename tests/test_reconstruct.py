@@ -184,6 +184,46 @@ def test_persons_over_the_schema_leave_out_a_table_published_in_part_and_say_so(
     assert any("left out" in line for line in run.summary_lines())
 
 
+@pytest.mark.parametrize("level", ["block", "block+tract"])
+def test_person_tracts_are_the_long_tables_parts(small_md, level):
+    """The engine reads a person release tract by tract from its grids
+    (:func:`release_tracts`); each tract's long table is the whole release's long table (cells
+    of the tables used, the level's) restricted to that tract, row for row, whatever the
+    grid's row order; a table published in part is left out of both and a block with nothing
+    published is no row of either. The digest does not depend on the row order."""
+    import polars as pl
+
+    from tabrecon.populations.persons import release_tracts
+    from tabrecon.schema import PERSONS
+    from tabrecon.unit_tables import table_by_name
+
+    ts = drop_cells(tabulate(small_md), ["P0140003"])  # P14 published in part
+    g = ts["block"]
+    values = g.values.copy()
+    values[:3] = MISSING  # three blocks publish nothing
+    perm = np.random.default_rng(0).permutation(len(g.geoids))
+    shuffled = TableSet(
+        {"block": Grid("block", g.geoids[perm], g.cells, values[perm]), "tract": ts["tract"]}
+    )
+    ts = TableSet({"block": Grid("block", g.geoids, g.cells, values), "tract": ts["tract"]})
+    split, used, _, notes = release_tracts(ts, level)
+    assert "P14" not in used and any("P14" in n for n in notes)
+    cells = [c.id for n in used for c in table_by_name(n, PERSONS).cells()]
+    long = ts.to_frame().filter(pl.col("cell").is_in(cells))
+    assert not long["geoid"].is_in(g.geoids[:3].tolist()).any()
+    want = long.with_columns(pl.col("geoid").str.slice(0, 11).alias("t")).partition_by(
+        "t", as_dict=True, include_key=False
+    )
+    assert list(split.parts) == sorted(t for (t,) in want)
+    for (t,), part in want.items():
+        assert split.long(t).equals(part)
+    again = release_tracts(shuffled, level)[0]
+    assert again.digest == split.digest and list(again.parts) == list(split.parts)
+    for t in split.parts:
+        assert again.long(t).sort("geoid", "cell").equals(split.long(t).sort("geoid", "cell"))
+    assert release_tracts(tabulate(small_md), level)[0].digest != split.digest
+
+
 def test_persons_over_the_schema_without_tract_tables_solve_block_by_block(small_md):
     from tabrecon.populations.persons import reconstruct_persons
     from tabrecon.tables import BLOCK_TABLES

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from .errors import TabreconError
+from .publication import MISSING
 
 _MB = 1 << 20
 
@@ -80,6 +81,37 @@ def digest_long(long: Any) -> str:
     a = np.ascontiguousarray(long["value"].gather(order).to_numpy())
     h.update(f"{a.dtype.str}{a.shape};".encode())
     h.update(a.tobytes())
+    return h.hexdigest()
+
+
+def digest_grids(grids: Any) -> str:
+    """The digest of tables held as grids, ``(level, geoids, cells, values)`` each (values a
+    geoid x cell array, ``MISSING`` where not published), whatever the order of the grids, their
+    rows and their columns: what a run over a release held as grids records, so that a resume
+    never mixes two releases. A geoid with nothing published is no row of the release and is
+    left out. The values are hashed :data:`DIGEST_ROWS` cells at a time, so no sorted copy of a
+    large grid is held.
+
+    >>> g = (np.array(["2", "1"]), np.array(["b", "a"]), np.array([[4, 3], [2, 1]]))
+    >>> v = np.array([[1, 2], [3, 4], [-1, -1]])
+    >>> same = (np.array(["1", "2", "3"]), np.array(["a", "b"]), v)
+    >>> digest_grids([("block", *g)]) == digest_grids([("block", *same)])
+    True
+    >>> digest_grids([("block", *g)]) == digest_grids([("tract", *g)])
+    False
+    """
+    h = hashlib.blake2b(digest_size=12)
+    for level, geoids, cells, values in sorted(grids, key=lambda g: str(g[0])):
+        values = np.asarray(values)
+        held = np.flatnonzero((values != MISSING).any(axis=1)) if values.size else np.zeros(0, int)
+        rows = held[np.argsort(np.asarray(geoids)[held], kind="stable")]
+        cols = np.argsort(np.asarray(cells), kind="stable")
+        h.update(digest_arrays(np.array([str(level)]), np.asarray(geoids)[rows]).encode())
+        h.update(digest_arrays(np.asarray(cells)[cols]).encode())
+        step = max(1, DIGEST_ROWS // max(1, cols.size))
+        for start in range(0, rows.size, step):
+            part = values[rows[start : start + step]][:, cols].astype(np.int64)
+            h.update(part.tobytes())
     return h.hexdigest()
 
 

@@ -530,6 +530,47 @@ class TableSet:
             out[lvl] = g.take_geo(mask)
         return TableSet(out, self.source)
 
+    def by_tract(self, cells: Iterable[str] | None = None) -> dict[str, TableSet]:
+        """Each tract's tables (:meth:`subset`: its blocks and the tract itself) at once, for the
+        tracts with a value published, in order. Each grid is sorted by geoid, so a tract's
+        rows are one run and its grids views of the release's (copied only where ``cells``, the
+        columns to keep, leaves some out).
+
+        >>> from tabrecon.synth import SynthConfig, synthesize
+        >>> ts = tabulate(synthesize(SynthConfig(persons=2_000), seed=1))
+        >>> parts = ts.by_tract(["P0010001"])
+        >>> list(parts) == ts.tracts(), set(parts[ts.tracts()[0]].grids)
+        (True, {'block'})
+        >>> parts[ts.tracts()[0]].to_frame().equals(
+        ...     ts.subset(ts.tracts()[0]).to_frame().filter(pl.col("cell") == "P0010001"))
+        True
+        """
+        keep_cells = None if cells is None else np.asarray(sorted(set(cells)), dtype=str)
+        out: dict[str, dict[str, Grid]] = {}
+        for lvl, g in self.grids.items():
+            if LENGTH[lvl] < LENGTH["tract"]:
+                continue
+            keep = (
+                np.ones(len(g.cells), dtype=bool)
+                if keep_cells is None
+                else np.isin(g.cells.astype(str), keep_cells)
+            )
+            if not keep.any():
+                continue
+            geoids, values = g.geoids.astype(str), g.values
+            if geoids.size > 1 and not (geoids[:-1] <= geoids[1:]).all():
+                order = np.argsort(geoids, kind="stable")
+                geoids, values = geoids[order], values[order]
+            if not keep.all():
+                values = values[:, keep]
+            held = (values != MISSING).any(axis=1)
+            tracts, starts = np.unique(geoids.astype(f"U{LENGTH['tract']}"), return_index=True)
+            ends = np.append(starts[1:], geoids.size)
+            for t, a, b in zip(tracts.tolist(), starts.tolist(), ends.tolist(), strict=True):
+                if held[a:b].any():
+                    out.setdefault(t, {})[lvl] = Grid(lvl, geoids[a:b], g.cells[keep], values[a:b])
+        return {t: TableSet(out[t], self.source) for t in sorted(out)}
+
     def tracts(self) -> list[str]:
         ids: set[str] = set()
         for lvl, g in self.grids.items():

@@ -33,7 +33,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
 import numpy as np
 import polars as pl
@@ -1616,10 +1616,64 @@ class ReleaseReconstruction:
         return lines
 
 
+class LongPart(Protocol):
+    """Published tables that make themselves a long table (geoid, cell, value) on demand, e.g.
+    :class:`tabrecon.tables.TableSet`."""
+
+    def to_frame(self) -> pl.DataFrame: ...
+
+
+@dataclass(frozen=True)
+class TractTables:
+    """A release's tables split by tract, each part made a long table (geoid, cell, value) only in
+    the worker that reconstructs its tract: a 1,000,000-person state's person cells are 18.8 M
+    rows of text as one long table, held, digested and split by the client while the workers
+    waited; as grids they are a tenth of that and are never joined.
+
+    ``names``: the schema's tables the release publishes; ``digest``: the release's content
+    digest (what a resume checks); ``parts``: each tract's tables, a long frame or any
+    :class:`LongPart`."""
+
+    names: tuple[str, ...]
+    digest: str
+    parts: Mapping[str, pl.DataFrame | LongPart]
+
+    @classmethod
+    def of_long(cls, long: pl.DataFrame, schema: Schema) -> TractTables:
+        """A long table's tracts: its cells of the schema's tables it holds
+        (:func:`~tabrecon.unit_tables.tables_in`), split by tract.
+
+        >>> from tabrecon.schema.catalog import HOUSING_UNITS
+        >>> long = pl.DataFrame({"geoid": ["1" * 15, "2" * 15, "1" * 15],
+        ...                      "cell": ["H0040001", "H0040001", "X"], "value": [1, 2, 3]})
+        >>> tt = TractTables.of_long(long, HOUSING_UNITS)
+        >>> tt.names, sorted(tt.parts), tt.parts["1" * 11]["value"].to_list()
+        (('H4',), ['11111111111', '22222222222'], [1])
+        """
+        from ..provenance import digest_long
+
+        names = tables_in(long, schema)
+        used = long["cell"].is_in([c.id for n in names for c in table_by_name(n, schema).cells()])
+        if not used.all():  # (a copy of a large release only where cells are left out)
+            long = long.filter(used)
+        digest = digest_long(long)
+        by_tract = long.with_columns(pl.col("geoid").str.slice(0, 11).alias("_tract"))
+        parts = by_tract.partition_by("_tract", as_dict=True, include_key=False)
+        return cls(names, digest, {t: parts[(t,)] for (t,) in sorted(parts)})
+
+    def long(self, tract: str) -> pl.DataFrame:
+        """One tract's tables as a long table (geoid, cell, value)."""
+        return _as_long(self.parts[tract])
+
+
+def _as_long(part: pl.DataFrame | LongPart) -> pl.DataFrame:
+    return part if isinstance(part, pl.DataFrame) else part.to_frame()
+
+
 def _tract_worker(args: tuple) -> tuple[dict, pl.DataFrame | None]:
-    tract, long, schema, tables, options, reference = args
+    tract, part, schema, tables, options, reference = args
     rec = reconstruct_units(
-        long,
+        _as_long(part),
         schema,
         tables,
         options.solver,
@@ -1636,7 +1690,7 @@ def _tract_worker(args: tuple) -> tuple[dict, pl.DataFrame | None]:
 
 
 def reconstruct_release(
-    long: pl.DataFrame,
+    tables: pl.DataFrame | TractTables,
     schema: Schema,
     options: ReconstructOptions | None = None,
     *,
@@ -1647,7 +1701,8 @@ def reconstruct_release(
     asked: Mapping[str, str] | None = None,
     reference: Units | None = None,
 ) -> ReleaseReconstruction:
-    """Reconstruct every tract of a release's tables over ``schema`` with the runner
+    """Reconstruct every tract of a release's tables (a long table, or :class:`TractTables`)
+    over ``schema`` with the runner
     (:func:`tabrecon.runner.run_units`): tracts in parallel (``workers``, or the Dask cluster of
     :func:`tabrecon.runner.execution`), each written to ``<out>.parts/`` as it finishes, a rerun
     resuming (a rerun with other tables or options is refused; ``asked``: what the caller was
@@ -1672,7 +1727,8 @@ def reconstruct_release(
     from ..runner import run_units
 
     options = options or ReconstructOptions()
-    names = tables_in(long, schema)
+    split = tables if isinstance(tables, TractTables) else TractTables.of_long(tables, schema)
+    names = split.names
     if options.level == Level.BLOCK_TRACT and not any(
         table_by_name(n, schema).level == "tract" for n in names
     ):
@@ -1680,14 +1736,11 @@ def reconstruct_release(
             f"level 'block+tract' needs tract tables; these tables hold none of the "
             f"{schema.name} schema's ({', '.join(names)} are block tables): use level 'block'"
         )
-    used = long["cell"].is_in([c.id for n in names for c in table_by_name(n, schema).cells()])
-    if not used.all():  # (a copy of a large release only where cells are left out)
-        long = long.filter(used)
     parts = Path(str(out) + ".parts") if out is not None else None
     fp = None
     if parts is not None:
         fp = {
-            "tables": digest_long(long),
+            "tables": split.digest,
             "table_names": ",".join(names),
             "schema": schema.name,
             "level": str(options.level),
@@ -1705,11 +1758,7 @@ def reconstruct_release(
         if not options.check_unique:
             fp["check_unique"] = False
         fp.update(asked or {})
-    by_tract = long.with_columns(pl.col("geoid").str.slice(0, 11).alias("_tract")).partition_by(
-        "_tract", as_dict=True, include_key=False
-    )
-    tracts = sorted(t for (t,) in by_tract)
-    del long, used  # the tracts' parts are copies of it
+    tracts = list(split.parts)
     refs: dict[str, Units] = {}
     if reference is not None:
         if fp is not None:
@@ -1722,7 +1771,7 @@ def reconstruct_release(
         refs = {t: reference.take(order[a:b]) for t, a, b in zip(tracts, starts, ends, strict=True)}
     statuses, frames = run_units(
         tracts,
-        lambda t: (t, by_tract[(t,)], schema, names, options, refs.get(t)),
+        lambda t: (t, split.parts[t], schema, names, options, refs.get(t)),
         _tract_worker,
         tag=f"{schema.name}-reconstruct",
         parts=parts,

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import polars as pl
 
-from ..errors import TabreconError
+from ..errors import InputError, TabreconError
 from ..measures import Measure, MedianRule, Statistic
 from ..schema import AGE_MAX, AGEBIN_OF_AGE, PERSONS, PERSONS_BINNED, Microdata, person_units
 from ..schema.registry import Engine, Population, register
@@ -34,7 +34,7 @@ from ..vocab import Level, Verdict
 if TYPE_CHECKING:
     from ..attacks.certify import CertRun
     from ..attacks.solvers import SolverOptions
-    from ..attacks.unit_reconstruct import ReleaseReconstruction
+    from ..attacks.unit_reconstruct import ReleaseReconstruction, TractTables
     from ..schema.spec import Units
 
 
@@ -349,23 +349,33 @@ def require_block_totals(tables: TableSet) -> None:
         )
 
 
-def release_long(tables: TableSet, level: str) -> tuple[pl.DataFrame, list[str], str, list[str]]:
-    """A person release as the long table the engine reads at ``level``: its tables published
-    whole (one published in part is left out), the level answered (block, where no tract
-    table is published), and what was left out or changed, in words."""
-    from ..unit_tables import complete_tables, table_by_name, tables_in
+def release_tracts(tables: TableSet, level: str) -> tuple[TractTables, list[str], str, list[str]]:
+    """A person release as the engine reads it at ``level``, split by tract
+    (:class:`~tabrecon.attacks.unit_reconstruct.TractTables`: each tract's grids, made a long
+    table in the worker that reconstructs it): its tables published whole (one published in
+    part is left out), the level answered (block, where no tract table is published), and what
+    was left out or changed, in words."""
+    from ..attacks.unit_reconstruct import TractTables
+    from ..provenance import digest_grids
+    from ..unit_tables import table_by_name, tables_of
 
     if level not in Level.choices():
         raise TabreconError(f"unknown level {level!r}; choose 'block' or 'block+tract'")
     require_block_totals(tables)
-    long = tables.to_frame()
-    present = tables_in(long, PERSONS)
-    whole = set(complete_tables(long, PERSONS))
+    have = {
+        str(c) for g in tables.grids.values() for c in g.cells[(g.values != MISSING).any(axis=0)]
+    }
+    declared = tables_of(PERSONS)
+    present = [t.name for t in declared if any(c.id in have for c in t.cells())]
+    if not present:
+        raise InputError(
+            f"the tables hold no cell of the {PERSONS.name} schema's tables "
+            f"({', '.join(t.name for t in declared)})"
+        )
+    whole = {t.name for t in declared if {c.id for c in t.cells()} <= have}
     used = [n for n in present if n in whole]
     notes = []
     if len(used) < len(present):  # a table is used whole or not at all: never in part
-        cells = {c.id for n in used for c in table_by_name(n, PERSONS).cells()}
-        long = long.filter(pl.col("cell").is_in(cells))
         notes.append(
             "published in part, left out: "
             + ", ".join(n for n in present if n not in whole)
@@ -379,9 +389,28 @@ def release_long(tables: TableSet, level: str) -> tuple[pl.DataFrame, list[str],
         notes.append("no tract tables (PCT12, PCT12A-O): each block from its block tables")
     if run_level == Level.BLOCK:  # the tract tables are not read
         used = [n for n in used if table_by_name(n, PERSONS).level == "block"]
-        cells = {c.id for n in used for c in table_by_name(n, PERSONS).cells()}
-        long = long.filter(pl.col("cell").is_in(cells))
-    return long, used, str(run_level), notes
+    cells = {c.id for n in used for c in table_by_name(n, PERSONS).cells()}
+    parts = tables.by_tract(cells)
+    grids = [
+        (lvl, g.geoids, g.cells[keep], g.values[:, keep])
+        for lvl, g in tables.grids.items()
+        if (keep := np.isin(g.cells.astype(str), list(cells))).any()
+    ]
+    split = TractTables(tuple(used), digest_grids(grids), parts)
+    return split, used, str(run_level), notes
+
+
+def release_long(tables: TableSet, level: str) -> tuple[pl.DataFrame, list[str], str, list[str]]:
+    """:func:`release_tracts` as one long table (geoid, cell, value): for a tract's tables, or
+    a release small enough to hold whole."""
+    split, used, run_level, notes = release_tracts(tables, level)
+    frames = [split.long(t) for t in split.parts]
+    long = (
+        pl.concat(frames)
+        if frames
+        else pl.DataFrame(schema={"geoid": pl.String, "cell": pl.String, "value": pl.Int64})
+    )
+    return long, used, run_level, notes
 
 
 def _release_run(
@@ -397,11 +426,11 @@ def _release_run(
 ) -> tuple[ReleaseReconstruction, list[str], str, list[str]]:
     """A person release through :func:`~tabrecon.attacks.unit_reconstruct.reconstruct_release`
     at ``level`` (``runner``: its workers, out, resume and progress): the run, the tables used,
-    the level answered and what was left out (:func:`release_long`)."""
+    the level answered and what was left out (:func:`release_tracts`)."""
     from ..attacks.solvers import SolverOptions
     from ..attacks.unit_reconstruct import ReconstructOptions, reconstruct_release
 
-    long, used, run_level, notes = release_long(tables, level)
+    split, used, run_level, notes = release_tracts(tables, level)
     opts = ReconstructOptions(
         level=Level(run_level),
         solver=solver or SolverOptions(),
@@ -411,7 +440,7 @@ def _release_run(
         check_unique=check_unique,
     )
     run = reconstruct_release(
-        long,
+        split,
         PERSONS,
         opts,
         asked={"level": str(level)} if run_level != level else None,
