@@ -41,9 +41,9 @@ from benchmarks.common import record
 from tabrecon import reconstruct
 from tabrecon.attacks.reidentify import CommercialErrors, reidentify
 from tabrecon.defenses.defense import Defense
+from tabrecon.records.synth import SynthConfig, synthesize
 from tabrecon.schema import BLOCK_SIZE_LABELS
-from tabrecon.synth import SynthConfig, synthesize
-from tabrecon.tables import tabulate
+from tabrecon.tables.persons import tabulate
 
 #: Abowd et al. (2023): rHDF_b,t nonmodal precision by block size, COMRCL and CEF_atkr
 BUREAU_COMRCL = (83.7, 65.3, 50.3, 38.3, 28.3, 23.4, 21.0)

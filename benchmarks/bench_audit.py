@@ -27,8 +27,8 @@ from pathlib import Path
 import polars as pl  # noqa: E402
 
 from benchmarks.common import TreeSampler, machine, record  # noqa: E402
+from tabrecon.records.synth import SynthConfig, synthesize  # noqa: E402
 from tabrecon.schema import write_microdata  # noqa: E402
-from tabrecon.synth import SynthConfig, synthesize  # noqa: E402
 
 
 def make_state(path: Path, persons: int, counties: int, seed: int = 0) -> int:

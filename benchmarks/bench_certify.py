@@ -23,10 +23,10 @@ from tabrecon import (
 )
 from tabrecon.attacks.certify import cumulative_solvar, solvar_table  # noqa: E402
 from tabrecon.attacks.claims import claims  # noqa: E402
-from tabrecon.attacks.solvers import SolverOptions  # noqa: E402
+from tabrecon.engine.solvers import SolverOptions  # noqa: E402
+from tabrecon.records.synth import SynthConfig, synthesize  # noqa: E402
 from tabrecon.schema import read_microdata  # noqa: E402
-from tabrecon.synth import SynthConfig, synthesize  # noqa: E402
-from tabrecon.tables import tabulate  # noqa: E402
+from tabrecon.tables.persons import tabulate  # noqa: E402
 
 BUREAU_SOLVAR = 9.4  # vCPU-seconds per person (methods.md section 10)
 

@@ -24,7 +24,7 @@ import time
 import tabrecon.attacks.claims as C
 from benchmarks.common import record, synthetic_and_real
 from tabrecon import certify, reconstruct
-from tabrecon.tables import tabulate
+from tabrecon.tables.persons import tabulate
 
 
 def _side_by_side(md, rounds: int, label: str) -> dict:

@@ -29,7 +29,7 @@ import polars as pl
 
 from benchmarks.common import record, synthetic_and_real, worktree_of
 from tabrecon.schema import write_microdata
-from tabrecon.tables import tabulate
+from tabrecon.tables.persons import tabulate
 
 #: The last commit whose person claims were proven in the person model's tract model
 PERSON_MODEL = "8bf6ac6"
@@ -40,7 +40,7 @@ import json, sys, time
 import polars as pl
 from tabrecon.attacks.claims import claims
 from tabrecon.schema import read_microdata
-from tabrecon.tables import tabulate
+from tabrecon.tables.persons import tabulate
 truth, rec, blocks, level, out = sys.argv[1:6]
 ts, rec, blocks = tabulate(read_microdata(truth)), read_microdata(rec), pl.read_parquet(blocks)
 t0 = time.perf_counter()

@@ -9,7 +9,7 @@ Both halves run on ``--workers`` processes, one after the other, so their times 
 
 1. the person audit (``tabrecon audit PERSONS --workers N``: tabulate, reconstruct and certify
    at block and block+tract, claims, reidentification, defenses, report), through
-   :func:`tabrecon.audit.audit` with the default configuration;
+   :func:`tabrecon.audit.run.audit` with the default configuration;
 2. Generate-then-Verify on the housing-unit tables (SF1 2010's full household set, the
    ``tabrecon claims --schema households`` runner: :func:`release_claims`), every block, K
    solutions per block, each block capped at ``--block-seconds`` (a block that reaches it keeps
@@ -32,13 +32,13 @@ import polars as pl
 
 from benchmarks.common import machine, record
 from tabrecon.attacks.unit_claims import matching_units, release_claims
-from tabrecon.audit import audit
-from tabrecon.config import AuditConfig, RunConfig
-from tabrecon.households import synthesize_households
+from tabrecon.audit.config import AuditConfig, RunConfig
+from tabrecon.audit.run import audit
+from tabrecon.records.households import synthesize_households
+from tabrecon.records.synth import SynthConfig
 from tabrecon.schema import write_microdata
 from tabrecon.schema.catalog import HOUSING_UNITS
-from tabrecon.synth import SynthConfig
-from tabrecon.unit_tables import tabulate_units
+from tabrecon.tables.spec import tabulate_units
 
 #: block sizes (housing units) the per-block times are shown by
 BANDS = ((1, 1), (2, 4), (5, 9), (10, 19), (20, 49), (50, 99), (100, 10**9))

@@ -19,7 +19,7 @@ from tabrecon import reconstruct  # noqa: E402
 from tabrecon.attacks.reidentify import reidentify  # noqa: E402
 from tabrecon.defenses.defense import Defense  # noqa: E402
 from tabrecon.schema import read_microdata  # noqa: E402
-from tabrecon.tables import tabulate  # noqa: E402
+from tabrecon.tables.persons import tabulate  # noqa: E402
 
 
 def one(md, orig_tables, spec: str, seed: int, workers: int) -> dict:

@@ -31,13 +31,13 @@ import polars as pl
 from benchmarks.common import RESULTS, machine, record
 from tabrecon.attacks.joint import reconstruct_together
 from tabrecon.attacks.unit_claims import STUDY_TABLES_2_3, matching_units, release_claims
-from tabrecon.attacks.unit_reconstruct import reconstruct_units
-from tabrecon.households import synthesize_households
+from tabrecon.engine.reconstruct import reconstruct_units
 from tabrecon.populations.households import housing_tables
+from tabrecon.records.households import synthesize_households
+from tabrecon.records.synth import SynthConfig
 from tabrecon.schema import person_units
 from tabrecon.schema.catalog import HOUSING_UNITS
-from tabrecon.synth import SynthConfig
-from tabrecon.unit_tables import tabulate_units
+from tabrecon.tables.spec import tabulate_units
 
 #: the tables households were attacked on before issue 37 (120 cells per block)
 SF1_12 = ("H1", "H3", "H4", "H5", "H6", "H7", "H13", "H14", "H15", "H16", "H17", "P18")

@@ -23,12 +23,12 @@ import polars as pl
 
 from benchmarks.common import machine, record
 from tabrecon.attacks.joint import reconstruct_together, tie_matrices, tie_violations
-from tabrecon.attacks.unit_reconstruct import reconstruct_units
-from tabrecon.households import synthesize_households
+from tabrecon.engine.reconstruct import reconstruct_units
+from tabrecon.records.households import synthesize_households
+from tabrecon.records.synth import SynthConfig
 from tabrecon.schema import PERSONS_BINNED, person_units
 from tabrecon.schema.catalog import HOUSING_UNITS
-from tabrecon.synth import SynthConfig
-from tabrecon.unit_tables import tabulate_units
+from tabrecon.tables.spec import tabulate_units
 
 
 def main() -> dict:

@@ -9,7 +9,7 @@ variability) are tabulated over the person schema by single year of age: the 34 
 tables (P1, P6-P12, P14, P12A-I), then P13 computed from the records under SF1's convention
 (:data:`tabrecon.populations.persons.MEDIAN_AGE`: linear interpolation over single years),
 then P13 and its race iterations P13A-P13I. Each table set is reconstructed at block level by
-the count model over any schema (:func:`tabrecon.attacks.unit_reconstruct.reconstruct_units`)
+the count model over any schema (:func:`tabrecon.engine.reconstruct.reconstruct_units`)
 and every block's uniqueness proven twice: at agebin38 (the resolution of the Bureau's
 block-level certification) and by single year of age (what the block tables alone never pin
 above age 21, and a median can). Figures side by side, one run.
@@ -21,9 +21,9 @@ import argparse
 import time
 
 from benchmarks.common import real_sample_tracts, record
-from tabrecon.attacks.unit_reconstruct import reconstruct_units
+from tabrecon.engine.reconstruct import reconstruct_units
 from tabrecon.schema import AGEBIN_OF_AGE, PERSONS, person_units
-from tabrecon.unit_tables import tables_of, tabulate_units
+from tabrecon.tables.spec import tables_of, tabulate_units
 
 ITERATIONS = tuple(f"P13{i}" for i in "ABCDEFGHI")
 

@@ -39,9 +39,9 @@ from tabrecon.attacks.reidentify import reidentify, simulate_attacker
 from tabrecon.defenses.defense import Defense
 from tabrecon.defenses.swapping import PRESETS, swap
 from tabrecon.metrics.agreement import agree
+from tabrecon.records.synth import SynthConfig, synthesize
 from tabrecon.schema import BLOCK_SIZE_LABELS
-from tabrecon.synth import SynthConfig, synthesize
-from tabrecon.tables import tabulate
+from tabrecon.tables.persons import tabulate
 
 #: Abowd et al.: CEF_atkr precision, all persons (rHDF_b,t / CEF as race source), and rHDF_b,t
 #: nonmodal precision by block size

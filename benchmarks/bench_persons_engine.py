@@ -34,7 +34,7 @@ import polars as pl
 from benchmarks.common import record, synthetic_and_real, worktree_of
 from tabrecon.metrics.agreement import agree
 from tabrecon.schema import read_microdata, write_microdata
-from tabrecon.tables import tabulate
+from tabrecon.tables.persons import tabulate
 
 #: The last commit with the person model (the parent of the commit that deleted it)
 PERSON_MODEL = "d1a94a4"
@@ -44,7 +44,7 @@ PERSON_MODEL = "d1a94a4"
 RUN = """
 import json, sys, time
 from tabrecon.schema import read_microdata, write_microdata
-from tabrecon.tables import tabulate
+from tabrecon.tables.persons import tabulate
 truth, level, side, out, given = sys.argv[1:6]
 ts = tabulate(read_microdata(truth))
 t0 = time.perf_counter()

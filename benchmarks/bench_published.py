@@ -18,10 +18,10 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 from benchmarks.common import machine, peak_rss_mib, record, worker_peak_rss_mib  # noqa: E402
 from tabrecon import reconstruct  # noqa: E402
-from tabrecon.download import api_name  # noqa: E402
-from tabrecon.published import read_tables  # noqa: E402
-from tabrecon.synth import SynthConfig, synthesize  # noqa: E402
-from tabrecon.tables import tabulate, write_tables  # noqa: E402
+from tabrecon.records.synth import SynthConfig, synthesize  # noqa: E402
+from tabrecon.tables.download import api_name  # noqa: E402
+from tabrecon.tables.persons import tabulate, write_tables  # noqa: E402
+from tabrecon.tables.published import read_tables  # noqa: E402
 
 
 def main() -> None:

@@ -18,12 +18,12 @@ import numpy as np  # noqa: E402
 from benchmarks.common import REAL, machine, peak_rss_mib, record, worker_peak_rss_mib  # noqa: E402
 from benchmarks.peer_slot_model import build_slot_model  # noqa: E402
 from tabrecon import reconstruct  # noqa: E402
-from tabrecon.attacks.solvers import SolverOptions, solve  # noqa: E402
+from tabrecon.engine.solvers import SolverOptions, solve  # noqa: E402
 from tabrecon.metrics.agreement import agree  # noqa: E402
+from tabrecon.records.synth import SynthConfig, synthesize  # noqa: E402
 from tabrecon.runner import tree_cpu  # noqa: E402
 from tabrecon.schema import read_microdata  # noqa: E402
-from tabrecon.synth import SynthConfig, synthesize  # noqa: E402
-from tabrecon.tables import tabulate  # noqa: E402
+from tabrecon.tables.persons import tabulate  # noqa: E402
 
 BUREAU_RECON = 2.4  # vCPU-seconds per person (methods.md section 10)
 

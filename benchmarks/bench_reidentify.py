@@ -22,9 +22,9 @@ from tabrecon import (
     reconstruct,  # noqa: E402
 )
 from tabrecon.attacks.reidentify import reidentify  # noqa: E402
+from tabrecon.records.synth import SynthConfig, synthesize  # noqa: E402
 from tabrecon.schema import read_microdata  # noqa: E402
-from tabrecon.synth import SynthConfig, synthesize  # noqa: E402
-from tabrecon.tables import tabulate  # noqa: E402
+from tabrecon.tables.persons import tabulate  # noqa: E402
 
 
 def line(label: str, res) -> None:

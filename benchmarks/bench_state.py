@@ -7,8 +7,8 @@ python -m benchmarks.bench_state [--persons 10000000] [--counties 40] [--scaling
 
 The state is ``--counties`` synthetic counties of equal size whose blocks follow the 2010 national
 distribution of persons by block size (many blocks of 1-9, a tail above 1,000; see
-:func:`tabrecon.synth._block_sizes`). ``tabrecon audit`` runs on it as its own process with the
-configuration a disclosure-avoidance auditor would use at scale: block+tract reconstruction,
+:func:`tabrecon.records.synth._block_sizes`). ``tabrecon audit`` runs on it as its own process with
+the configuration a disclosure-avoidance auditor would use at scale: block+tract reconstruction,
 certification with the zero test *and* the distance maximisation of every block that varies, and
 reidentification with every baseline; counties are batched into chunks of ``--chunk-persons`` so
 memory follows the chunk, not the state; a local pool of 2 worker processes.

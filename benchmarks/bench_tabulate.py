@@ -12,9 +12,9 @@ import time
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 from benchmarks.common import REAL, machine, peak_rss_mib, record  # noqa: E402
+from tabrecon.records.synth import SynthConfig, synthesize  # noqa: E402
 from tabrecon.schema import read_microdata  # noqa: E402
-from tabrecon.synth import SynthConfig, synthesize  # noqa: E402
-from tabrecon.tables import tabulate, weight_matrix  # noqa: E402
+from tabrecon.tables.persons import tabulate, weight_matrix  # noqa: E402
 
 
 def main() -> None:

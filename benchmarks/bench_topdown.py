@@ -17,8 +17,8 @@ import time
 from benchmarks.common import REAL, machine, peak_rss_mib, record, worker_peak_rss_mib  # noqa: E402
 from tabrecon.defenses.topdown import dhc2023_like, topdown  # noqa: E402
 from tabrecon.metrics.accuracy import tvd_by_level  # noqa: E402
+from tabrecon.records.synth import SynthConfig, synthesize  # noqa: E402
 from tabrecon.schema import read_microdata  # noqa: E402
-from tabrecon.synth import SynthConfig, synthesize  # noqa: E402
 
 
 def run(label: str, md, workers: int = 1, fit: str = "admm") -> float:

@@ -3,10 +3,10 @@
 Run (from the repository root):
 python -m benchmarks.bench_zero_test [--synthetic 100000] [--rounds 2] [--real]
 
-Certification decides every block by the zero test (:func:`tabrecon.attacks.variability
+Certification decides every block by the zero test (:func:`tabrecon.engine.variability
 .zero_test`): each proof asks for a population in which some key of a still-open block falls
 below its count; the blocks that differ in it are set aside and the test repeats until a proof
-finds none. With :data:`~tabrecon.attacks.variability.SPREAD_WORK` each proof instead asks, for
+finds none. With :data:`~tabrecon.engine.variability.SPREAD_WORK` each proof instead asks, for
 that much of CP-SAT's deterministic time, for the population in which the most keys fall, so one
 proof sets many blocks aside. Timed here both ways, alternating in one process (``--rounds``
 pairs), on synthetic persons where a third of the blocks vary: certification over the person
@@ -23,13 +23,13 @@ import time
 
 import polars as pl
 
-import tabrecon.attacks.variability as V
+import tabrecon.engine.variability as V
 from benchmarks.common import record, synthetic_and_real
 from tabrecon import certify, reconstruct
-from tabrecon.attacks.unit_reconstruct import reconstruct_units
+from tabrecon.engine.reconstruct import reconstruct_units
 from tabrecon.schema import AGEBIN_OF_AGE, PERSONS, person_units
-from tabrecon.tables import tabulate
-from tabrecon.unit_tables import tabulate_units
+from tabrecon.tables.persons import tabulate
+from tabrecon.tables.spec import tabulate_units
 
 SPREAD = V.SPREAD_WORK
 

@@ -165,7 +165,7 @@ def synthetic_and_real(
     whose code the other side runs (:func:`worktree_of`)."""
     import argparse
 
-    from tabrecon.synth import SynthConfig, synthesize
+    from tabrecon.records.synth import SynthConfig, synthesize
 
     ap = argparse.ArgumentParser(description=doc.split("\n")[0])
     ap.add_argument("--synthetic", type=int, default=persons, help="synthetic persons (0: none)")

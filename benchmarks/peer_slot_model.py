@@ -13,9 +13,9 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from tabrecon.attacks.solvers import IntProgram
+from tabrecon.engine.solvers import IntProgram
 from tabrecon.schema import N_RACES, encode_types
-from tabrecon.tables import MISSING, TableSet, all_cells, cell_index, weight_matrix
+from tabrecon.tables.persons import MISSING, TableSet, all_cells, cell_index, weight_matrix
 
 
 def build_slot_model(ts: TableSet, tract: str) -> tuple[IntProgram, np.ndarray, np.ndarray]:

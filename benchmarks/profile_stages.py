@@ -57,9 +57,9 @@ def profile(src: Path, tracts: int = 30, top: int = 12) -> dict:
     """Reconstruct (block+tract) and certify (with distances) the first ``tracts`` tracts of
     the person file ``src``, each under the profiler; the figures and top entries of each."""
     from tabrecon import certify, reconstruct
-    from tabrecon.attacks.solvers import SolverOptions
+    from tabrecon.engine.solvers import SolverOptions
     from tabrecon.schema import read_microdata
-    from tabrecon.tables import tabulate
+    from tabrecon.tables.persons import tabulate
 
     geo = pl.col("block_geoid").cast(pl.String)
     lf = pl.scan_parquet(src)

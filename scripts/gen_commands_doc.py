@@ -11,7 +11,7 @@ from pathlib import Path
 
 from rich.text import Text
 
-from tabrecon.cli import app
+from tabrecon.cli.app import app
 
 PIPE = "\\|"
 OUT = Path(__file__).resolve().parent.parent / "docs" / "commands.md"

@@ -29,7 +29,7 @@ def real_md(real_path):
 
 @pytest.fixture(scope="session")
 def real_tables(real_md):
-    from tabrecon.tables import tabulate
+    from tabrecon.tables.persons import tabulate
 
     return tabulate(real_md)
 
@@ -72,7 +72,7 @@ def two_solution_block():
 
 @pytest.fixture(scope="session")
 def small_md():
-    from tabrecon.synth import SynthConfig, synthesize
+    from tabrecon.records.synth import SynthConfig, synthesize
 
     return synthesize(SynthConfig(persons=3000), seed=7)
 

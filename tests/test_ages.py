@@ -13,9 +13,9 @@ import scipy.sparse as sp
 
 from tabrecon import certify, reconstruct
 from tabrecon.attacks.claims import claims
-from tabrecon.attacks.solvers import IntProgram, SolverOptions, solve
+from tabrecon.engine.solvers import IntProgram, SolverOptions, solve
 from tabrecon.schema import AGE_MAX, RACE_BITS, RACES, decode_types, read_microdata, write_microdata
-from tabrecon.tables import MISSING, N_TYPES, TableSet, cell_index, tabulate, weight_matrix
+from tabrecon.tables.persons import MISSING, N_TYPES, TableSet, cell_index, tabulate, weight_matrix
 
 P12_ONLY = "P1,P8,P9," + ",".join(f"P12{x}" for x in "ABCDEFG")
 SINGLE_YEAR_BELOW_22 = re.compile(r"^(\d+)$")
@@ -179,9 +179,9 @@ def test_linkage_and_confirmation_use_the_ranges_the_tables_determine(small_md):
 
 
 def test_audit_report_says_what_ages_are_compared_on(small_md, tmp_path):
-    from tabrecon.audit import audit
-    from tabrecon.config import load_config
-    from tabrecon.tables import write_tables
+    from tabrecon.audit.config import load_config
+    from tabrecon.audit.run import audit
+    from tabrecon.tables.persons import write_tables
 
     write_microdata(small_md, tmp_path / "county.parquet")
     write_tables(tabulate(small_md, P12_ONLY), tmp_path / "release.parquet")

@@ -16,8 +16,8 @@ import numpy as np
 import polars as pl
 import pytest
 
-from tabrecon.audit import MismatchError, audit, plan_chunks
-from tabrecon.config import ConfigError, config_from_dict, load_config
+from tabrecon.audit.config import ConfigError, config_from_dict, load_config
+from tabrecon.audit.run import MismatchError, audit, plan_chunks
 from tabrecon.schema import write_microdata
 
 FAST = {"defenses": {"specs": []}, "reconstruct": {"levels": ["block+tract"]}}
@@ -116,7 +116,7 @@ def test_numbers_equal_the_individual_steps(small_audit, small_md):
     from tabrecon.attacks.reidentify import reidentify
     from tabrecon.metrics.agreement import agree
     from tabrecon.populations.persons import reconstruct_persons
-    from tabrecon.tables import tabulate
+    from tabrecon.tables.persons import tabulate
 
     ts = tabulate(small_md)
     run = reconstruct_persons(ts, "block+tract", certify=True, distance=True)
@@ -317,7 +317,7 @@ def test_small_counts_are_marked(tmp_path, small_file):
 
 
 def two_county_file(tmp_path: Path) -> tuple[Path, list]:
-    from tabrecon.synth import SynthConfig, synthesize
+    from tabrecon.records.synth import SynthConfig, synthesize
 
     mds = [
         synthesize(SynthConfig(persons=1500, county=c), seed=i)
@@ -335,7 +335,7 @@ def two_county_file(tmp_path: Path) -> tuple[Path, list]:
 def test_chunks_stream_counties_and_add_up(tmp_path):
     from tabrecon.metrics.agreement import agree
     from tabrecon.populations.persons import reconstruct_persons as reconstruct
-    from tabrecon.tables import tabulate
+    from tabrecon.tables.persons import tabulate
 
     p, mds = two_county_file(tmp_path)
     chunks = plan_chunks(p, 2000)
@@ -352,7 +352,7 @@ def test_chunks_stream_counties_and_add_up(tmp_path):
 def test_tables_only_from_sf1_folder(tmp_path, small_md):
     from test_sf1 import write_official_layout
 
-    from tabrecon.tables import tabulate
+    from tabrecon.tables.persons import tabulate
 
     write_official_layout(tabulate(small_md, "published"), tmp_path / "sf1")
     res = audit(None, tmp_path / "out", cfg(), tables=tmp_path / "sf1", show_progress=False)
@@ -363,8 +363,8 @@ def test_tables_only_from_sf1_folder(tmp_path, small_md):
 
 
 def test_mixed_geographies_are_refused(tmp_path, small_file):
-    from tabrecon.synth import SynthConfig, synthesize
-    from tabrecon.tables import tabulate, write_tables
+    from tabrecon.records.synth import SynthConfig, synthesize
+    from tabrecon.tables.persons import tabulate, write_tables
 
     other = synthesize(SynthConfig(persons=500, county="005"), seed=3)
     write_tables(tabulate(other), tmp_path / "t.parquet")
@@ -380,7 +380,7 @@ def test_mixed_geographies_are_refused(tmp_path, small_file):
 
 # -- resume, retries, Dask -----------------------------------------------------------------------
 def test_killed_run_resumes_without_losing_finished_units(tmp_path):
-    from tabrecon.synth import SynthConfig, synthesize
+    from tabrecon.records.synth import SynthConfig, synthesize
 
     src = tmp_path / "county.parquet"
     write_microdata(synthesize(SynthConfig(persons=16000), seed=5), src)
@@ -642,7 +642,7 @@ def test_a_bad_county_is_reported_and_the_others_go_on(tmp_path):
 
 
 def test_a_release_without_tract_tables_is_certified_as_block_tables(tmp_path, small_md):
-    from tabrecon.tables import tabulate, write_tables
+    from tabrecon.tables.persons import tabulate, write_tables
 
     write_tables(tabulate(small_md, "block"), tmp_path / "blocks.parquet")
     fast = cfg(certify={"distance": False})  # many blocks vary: skip their distance maximisation

@@ -13,7 +13,7 @@ from tabrecon import certify, reconstruct
 from tabrecon.attacks.certify import cumulative_solvar, solvar_table, uniqueness_flags
 from tabrecon.metrics.agreement import agree
 from tabrecon.schema import CODE_OF_BITS, from_arrays
-from tabrecon.tables import tabulate
+from tabrecon.tables.persons import tabulate
 
 W_B = int(CODE_OF_BITS[0b000011])  # White + Black
 W_AIAN = int(CODE_OF_BITS[0b000101])  # White + AIAN
@@ -116,8 +116,8 @@ def _loose_distance(ts, tract: str, level: str, rec, block: str) -> int:
     import scipy.sparse as sp
 
     from tabrecon.attacks.certify import binned_type
-    from tabrecon.attacks.solvers import IntProgram, solve
-    from tabrecon.attacks.unit_reconstruct import program_of_tract
+    from tabrecon.engine.reconstruct import program_of_tract
+    from tabrecon.engine.solvers import IntProgram, solve
     from tabrecon.populations.persons import UNIQUE_ON, release_long
     from tabrecon.schema import PERSONS
 
@@ -189,7 +189,7 @@ def test_synthetic_county_distances_equal_the_textbook_formulation(
     it solves quickly). With tract tables this pins the bounding route too: own-rows upper
     bounds, joint lower bounds, unique blocks held fixed, searches only where bounds differ;
     and, with CP-SAT cut off at once, every search handed to HiGHS with the bounds combined."""
-    import tabrecon.attacks.variability as variability
+    import tabrecon.engine.variability as variability
 
     if escalate_after is not None:
         monkeypatch.setattr(variability, "ESCALATE_AFTER", escalate_after)
@@ -223,7 +223,7 @@ def test_tightened_bounds_keep_every_feasible_solution(spec):
 
     import scipy.sparse as sp
 
-    from tabrecon.attacks.solvers import IntProgram, tighten
+    from tabrecon.engine.solvers import IntProgram, tighten
 
     n, rows, bounds, ub = spec
     A = np.array(rows, dtype=np.int64)
@@ -268,7 +268,7 @@ def test_reduced_rows_keep_exactly_the_integer_solutions(spec):
 
     import scipy.sparse as sp
 
-    from tabrecon.attacks.solvers import IntProgram, reduce_rows
+    from tabrecon.engine.solvers import IntProgram, reduce_rows
 
     n, rows, bounds, ub, lb = spec
     A = np.array(rows, dtype=np.int64)
@@ -294,7 +294,7 @@ def test_reduced_rows_keep_exactly_the_integer_solutions(spec):
 def test_certification_without_presolved_bounds_is_unchanged(small_md, bounds, monkeypatch):
     """When presolve gives nothing, or bounds the reconstruction violates (a guard that should
     never fire), certification runs on the whole program and reports the same blocks."""
-    import tabrecon.attacks.variability as variability_module
+    import tabrecon.engine.variability as variability_module
 
     ts = tabulate(small_md)
     rec = reconstruct(ts, "block+tract").records
@@ -316,7 +316,7 @@ def test_distances_of_all_varying_blocks_at_once_equal_one_by_one(small_md, leve
     """Every varying block's distance on its own rows is found by one maximisation of their
     sum (the blocks share nothing, so a proven sum is each at its own maximum): the verdicts
     and solvar are those of a search per block."""
-    import tabrecon.attacks.variability as variability_module
+    import tabrecon.engine.variability as variability_module
 
     ts = tabulate(small_md)
     rec = reconstruct(ts, level).records

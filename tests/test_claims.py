@@ -14,7 +14,7 @@ from tabrecon.attacks.certify import binned_type
 from tabrecon.interrupts import process_pool
 from tabrecon.populations.persons import reconstruct_persons
 from tabrecon.schema import Microdata
-from tabrecon.tables import tabulate
+from tabrecon.tables.persons import tabulate
 
 
 def truth_counts(truth: Microdata, claims: pl.DataFrame) -> np.ndarray:
@@ -127,7 +127,7 @@ def test_real_block_only_every_verified_claim_is_true(real_md, real_tables, real
 
 def test_claims_run_is_written_per_tract_and_resumes(tmp_path):
     from tabrecon.errors import TabreconError
-    from tabrecon.synth import SynthConfig, synthesize
+    from tabrecon.records.synth import SynthConfig, synthesize
 
     md = synthesize(SynthConfig(persons=600), seed=3)
     ts = tabulate(md, "block")
@@ -171,7 +171,7 @@ def test_a_tract_whose_diverse_solves_all_time_out_still_verifies_the_same_claim
 def test_diverse_solutions_say_when_the_program_is_infeasible():
     import scipy.sparse as sp
 
-    from tabrecon.attacks.solvers import IntProgram
+    from tabrecon.engine.solvers import IntProgram
 
     bad = IntProgram(
         A=sp.csr_matrix(np.array([[1, 1]])), lo=np.array([3]), hi=np.array([3]), ub=np.array([1, 1])
@@ -187,7 +187,7 @@ def test_diverse_solutions_say_when_the_program_is_infeasible():
 @pytest.mark.parametrize("level", ["block", "block+tract"])
 def test_claims_in_the_engines_tract_programs_are_true_of_the_truth(small_md, level):
     """The claims are proven in the count program written over the schema
-    (:func:`~tabrecon.attacks.unit_reconstruct.program_of_tract`: at block+tract, block
+    (:func:`~tabrecon.engine.reconstruct.program_of_tract`: at block+tract, block
     variables over classes of ages and the tract's over single years): on a synthetic county
     every verified claim, of certified and of varying blocks, counts its block's true records
     exactly, and varying blocks have verified claims."""

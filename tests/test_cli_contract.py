@@ -18,12 +18,12 @@ import numpy as np
 import polars as pl
 import pytest
 
-from tabrecon.households import synthesize_households
+from tabrecon.records.households import synthesize_households
+from tabrecon.records.synth import SynthConfig, synthesize
 from tabrecon.schema import write_microdata
 from tabrecon.schema.spec import write_units
-from tabrecon.synth import SynthConfig, synthesize
-from tabrecon.tables import Grid, TableSet, tabulate, write_tables
-from tabrecon.unit_tables import tabulate_units
+from tabrecon.tables.persons import Grid, TableSet, tabulate, write_tables
+from tabrecon.tables.spec import tabulate_units
 
 EXE = [sys.executable, "-c", "from tabrecon.entry import main; main()"]
 

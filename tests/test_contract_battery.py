@@ -29,16 +29,16 @@ import polars as pl
 import pytest
 
 from tabrecon.attacks.unit_claims import ClaimsRun, matching_units, release_claims
-from tabrecon.attacks.unit_reconstruct import (
+from tabrecon.engine.reconstruct import (
     asked_key,
     reconstruct_release,
     reconstruct_units,
 )
-from tabrecon.layout import layout
+from tabrecon.records.synth import SynthConfig
 from tabrecon.schema.registry import Population, names, population
 from tabrecon.schema.spec import Units
-from tabrecon.synth import SynthConfig
-from tabrecon.unit_tables import (
+from tabrecon.tables.layout import layout
+from tabrecon.tables.spec import (
     as_published,
     compiled,
     compiled_statistics,
@@ -149,7 +149,8 @@ def _keep_statistics(county: County, sols: np.ndarray, val: dict) -> np.ndarray:
 def test_reconstruction_tabulates_back_to_every_cell(county):
     """Every count exactly; a median or mean (persons' P13) to its published value, or one unit
     above where the reconstruction's statistic lies exactly at the rounding tie (.x5): a tie is
-    allowed either way, since the Bureau does not say how it rounded one (tabrecon.measures)."""
+    allowed either way, since the Bureau does not say how it rounded one
+    (tabrecon.tables.measures)."""
     pop, long, rec = county.pop, county.long, county.rec
     _tabulates_back(pop, long, rec.units)
     assert set(rec.blocks["status"].to_list()) <= {"unique", "varies"}

@@ -1,4 +1,4 @@
-"""Releases declared in a TOML file (tabrecon.declaration), run with the same commands.
+"""Releases declared in a TOML file (tabrecon.tables.declaration), run with the same commands.
 
 The two worked examples of docs/declarations.md run from their declaration files here: a
 school release (counts with a suppressed cell, a median age) and a census-style meshblock
@@ -17,11 +17,11 @@ import polars as pl
 import pytest
 
 from tabrecon.attacks.unit_claims import generate_then_verify, matching_units
-from tabrecon.declaration import load_declaration, population
 from tabrecon.errors import InputError
-from tabrecon.publication import Publication
 from tabrecon.schema.spec import read_units
-from tabrecon.unit_tables import compiled, read_unit_tables, tabulate_units
+from tabrecon.tables.declaration import load_declaration, population
+from tabrecon.tables.publication import Publication
+from tabrecon.tables.spec import compiled, read_unit_tables, tabulate_units
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "declarations"
 SCHOOL = EXAMPLES / "school.toml"

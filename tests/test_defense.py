@@ -7,7 +7,7 @@ import pytest
 from tabrecon.defenses.defense import DHC2023_RHO, Defense, Swapping, TopDown
 from tabrecon.defenses.mechanisms import PrivacyCost, discrete_gaussian, discrete_laplace
 from tabrecon.errors import TabreconError
-from tabrecon.synth import SynthConfig, synthesize
+from tabrecon.records.synth import SynthConfig, synthesize
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +35,7 @@ def test_tradeoff_help_names_every_defense_the_parser_takes():
     print it); every named spec of the parser's grammar must be in it, and each must parse."""
     import re
 
-    from tabrecon.commands.defend import DEFENSES_HELP
+    from tabrecon.cli.commands.defend import DEFENSES_HELP
     from tabrecon.defenses.defense import GRAMMAR
 
     names = [n for n in re.split(r",\s*|\s+or\s+", GRAMMAR) if n and "<" not in n]

@@ -10,10 +10,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tabrecon.consistency import check_consistency
 from tabrecon.defenses.defense import FAMILIES, Defense, grammar
-from tabrecon.synth import SynthConfig, synthesize
-from tabrecon.tables import tabulate
+from tabrecon.records.synth import SynthConfig, synthesize
+from tabrecon.tables.consistency import check_consistency
+from tabrecon.tables.persons import tabulate
 
 
 @pytest.fixture(scope="module")

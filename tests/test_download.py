@@ -12,10 +12,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import numpy as np
 import pytest
 
-from tabrecon.download import api_name, download
 from tabrecon.errors import TabreconError
-from tabrecon.published import name_2020, read_tables
-from tabrecon.tables import tabulate
+from tabrecon.tables.download import api_name, download
+from tabrecon.tables.persons import tabulate
+from tabrecon.tables.published import name_2020, read_tables
 
 TABLES = "P1,P3,P5,P12,PCT12"
 
@@ -85,7 +85,7 @@ def _serve(fake: FakeAPI):
 def county_md():
     """A small county with the FIPS codes of a real one (Guernsey County, Ohio): download
     refuses codes that no county has before any request."""
-    from tabrecon.synth import SynthConfig, synthesize
+    from tabrecon.records.synth import SynthConfig, synthesize
 
     return synthesize(SynthConfig(persons=3000, state="39", county="059"), seed=7)
 
@@ -207,12 +207,12 @@ def test_a_countys_household_tables_download_under_the_layouts_api_names(tmp_pat
     units behind them; 2020 household tables are refused, not guessed."""
     import polars as pl
 
-    from tabrecon.households import synthesize_households
-    from tabrecon.layout import layout
+    from tabrecon.records.households import synthesize_households
+    from tabrecon.records.synth import SynthConfig
     from tabrecon.schema.catalog import HOUSING_UNITS
-    from tabrecon.synth import SynthConfig
-    from tabrecon.tables import Grid, TableSet
-    from tabrecon.unit_tables import read_unit_tables, tabulate_units
+    from tabrecon.tables.layout import layout
+    from tabrecon.tables.persons import Grid, TableSet
+    from tabrecon.tables.spec import read_unit_tables, tabulate_units
 
     _, units = synthesize_households(SynthConfig(persons=1500, state="39", county="059"), seed=2)
     long = tabulate_units(units)

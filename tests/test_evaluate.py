@@ -10,7 +10,7 @@ import pytest
 from rich.console import Console
 
 import tabrecon as tr
-from tabrecon.evaluate import DefenseOutcome, EvaluationPlan, evaluate_defense
+from tabrecon.audit.evaluate import DefenseOutcome, EvaluationPlan, evaluate_defense
 
 
 @pytest.fixture(scope="module")

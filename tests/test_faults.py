@@ -18,10 +18,10 @@ import pytest
 
 from tabrecon.errors import TabreconError
 from tabrecon.populations.persons import reconstruct_persons as reconstruct
+from tabrecon.records.synth import SynthConfig, synthesize
 from tabrecon.runner import notices
 from tabrecon.schema import read_microdata
-from tabrecon.synth import SynthConfig, synthesize
-from tabrecon.tables import tabulate, write_tables
+from tabrecon.tables.persons import tabulate, write_tables
 
 EXE = [sys.executable, "-c", "from tabrecon.entry import main; main()"]
 
@@ -93,8 +93,8 @@ def test_a_part_damaged_on_disk_is_redone_never_read(county, tmp_path, damage):
 
 
 def test_an_audit_stage_damaged_on_disk_is_redone(tmp_path):
-    from tabrecon.audit import audit
-    from tabrecon.config import load_config
+    from tabrecon.audit.config import load_config
+    from tabrecon.audit.run import audit
     from tabrecon.schema import write_microdata
 
     md = synthesize(SynthConfig(persons=1500), seed=2)

@@ -16,7 +16,7 @@ import pytest
 from tabrecon.populations.households import DECLARED, LEFT_OUT, housing_tables
 from tabrecon.schema.catalog import HOUSING_UNITS
 from tabrecon.schema.spec import Units
-from tabrecon.unit_tables import tabulate_units
+from tabrecon.tables.spec import tabulate_units
 
 LAYOUT = Path(__file__).resolve().parents[2] / "shared" / "reference" / "sf1_2010_layout.csv"
 BLOCK = "990010001001000"
@@ -296,7 +296,7 @@ def test_2020_household_variables_are_refused_not_guessed(tmp_path):
     """A wide file in the 2020 DHC's spelling (H1_001N, P16_002N) is refused with why: the 2020
     household tables are not declared, and their ids are never guessed from 2010 labels."""
     from tabrecon.errors import InputError
-    from tabrecon.unit_tables import read_unit_tables
+    from tabrecon.tables.spec import read_unit_tables
 
     f = tmp_path / "dhc.csv"
     f.write_text("GEO_ID,H1_001N,P16_002N,state,county,tract,block\nx,3,2,99,001,000100,1000\n")
@@ -309,10 +309,10 @@ def test_2020_household_variables_are_refused_not_guessed(tmp_path):
 def _write_sf1_folder(long: pl.DataFrame, folder: Path, skip_segments: tuple[int, ...] = ()):
     """``long`` (geoid, cell, value; blocks and tracts) written as an SF1 2010 distribution: a
     geographic header and every segment file the cells need, each cell at the segment and field
-    of the Bureau's layout (``tabrecon.layout``), every other field 0."""
+    of the Bureau's layout (``tabrecon.tables.layout``), every other field 0."""
     from test_sf1 import _geo_record
 
-    from tabrecon.layout import layout
+    from tabrecon.tables.layout import layout
 
     folder.mkdir(parents=True)
     lay = layout()
@@ -347,9 +347,9 @@ def _write_sf1_folder(long: pl.DataFrame, folder: Path, skip_segments: tuple[int
 
 @pytest.fixture(scope="module")
 def both_halves():
-    from tabrecon.households import synthesize_households
-    from tabrecon.synth import SynthConfig
-    from tabrecon.tables import tabulate
+    from tabrecon.records.households import synthesize_households
+    from tabrecon.records.synth import SynthConfig
+    from tabrecon.tables.persons import tabulate
 
     md, units = synthesize_households(SynthConfig(persons=800), seed=3)
     persons = tabulate(md, "published")
@@ -359,8 +359,8 @@ def both_halves():
 def test_an_sf1_folder_with_persons_and_housing_reads_both_halves(both_halves, tmp_path):
     """One folder written in the reference layout: the person reader takes its 34 tables and
     P3-P5, the household reader its 64 tables, each equal to what was written."""
-    from tabrecon.sf1 import read_sf1
-    from tabrecon.unit_tables import read_unit_tables
+    from tabrecon.tables.sf1 import read_sf1
+    from tabrecon.tables.spec import read_unit_tables
 
     persons, households = both_halves
     _write_sf1_folder(pl.concat([persons.to_frame(), households]), tmp_path / "zz")
@@ -376,7 +376,7 @@ def test_an_sf1_folder_with_persons_and_housing_reads_both_halves(both_halves, t
 
 def test_a_missing_housing_segment_is_named(both_halves, tmp_path):
     from tabrecon.errors import InputError
-    from tabrecon.unit_tables import read_unit_tables
+    from tabrecon.tables.spec import read_unit_tables
 
     persons, households = both_halves
     _write_sf1_folder(pl.concat([persons.to_frame(), households]), tmp_path / "zz", (44,))

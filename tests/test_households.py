@@ -11,11 +11,15 @@ import polars as pl
 import pytest
 
 from tabrecon.errors import InputError
-from tabrecon.households import check_households, household_calibration, synthesize_households
+from tabrecon.records.households import (
+    check_households,
+    household_calibration,
+    synthesize_households,
+)
+from tabrecon.records.synth import SynthConfig, synthesize
 from tabrecon.schema import read_microdata, write_microdata
 from tabrecon.schema.catalog import HOUSING_UNITS
 from tabrecon.schema.spec import read_units, write_units
-from tabrecon.synth import SynthConfig, synthesize
 
 
 @pytest.mark.parametrize("seed", [0, 1, 7])
@@ -74,7 +78,7 @@ def test_every_unit_agrees_with_its_members(tmp_path, seed):
 def test_the_mix_is_calibrated_to_2010():
     """Household type (P18), size (H13), tenure (H4) and occupancy (H3/H5) within 1.5 points on
     a 100,000-person county; married couples with own children and partner households within 3
-    (the rest of the figures are reported, not fitted: see tabrecon.households)."""
+    (the rest of the figures are reported, not fitted: see tabrecon.records.households)."""
     md, units = synthesize_households(SynthConfig(persons=100_000), seed=3)
     rows = household_calibration(md, units)
     for figure, measured, target in rows:

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from tabrecon.synth import SynthConfig, synthesize
-from tabrecon.tables import tabulate, write_tables
+from tabrecon.records.synth import SynthConfig, synthesize
+from tabrecon.tables.persons import tabulate, write_tables
 
 EXE = [sys.executable, "-c", "from tabrecon.entry import main; main()"]
 RUNS = 20

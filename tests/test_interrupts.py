@@ -143,13 +143,13 @@ def test_a_ctrl_c_inside_an_extensions_import_is_an_interrupt_not_a_failed_unit(
 IMPORT_INTERRUPTED = textwrap.dedent(
     """
     import sys
-    import tabrecon.synth
+    import tabrecon.records.synth
 
     def synthesize(*a, **k):
         raise ImportError("initialization failed") from KeyboardInterrupt()
 
-    tabrecon.synth.synthesize = synthesize
-    from tabrecon.cli import main
+    tabrecon.records.synth.synthesize = synthesize
+    from tabrecon.cli.app import main
     sys.argv = ["tabrecon", "synth", "--out", "x.csv", "--persons", "10"]
     main()
     """

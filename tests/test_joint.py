@@ -20,13 +20,13 @@ from tabrecon.attacks.joint import (
     tie_matrices,
     tie_violations,
 )
-from tabrecon.attacks.unit_reconstruct import reconstruct_units
-from tabrecon.households import synthesize_households
+from tabrecon.engine.reconstruct import reconstruct_units
+from tabrecon.records.households import synthesize_households
+from tabrecon.records.synth import SynthConfig
 from tabrecon.schema import AGEBIN_OF_AGE, PERSONS_BINNED, person_units
 from tabrecon.schema.catalog import HOUSING_UNITS
 from tabrecon.schema.spec import Units, write_units
-from tabrecon.synth import SynthConfig
-from tabrecon.unit_tables import tabulate_units
+from tabrecon.tables.spec import tabulate_units
 
 EXE = [sys.executable, "-c", "from tabrecon.entry import main; main()"]
 
@@ -224,7 +224,7 @@ def test_claims_given_both_releases_keep_every_claim_of_one_and_stay_true(county
     population of both releases, and is a candidate in any of their solutions: so every claim
     verified from the household tables alone is verified given both, and more may be."""
     from tabrecon.attacks.unit_claims import matching_units, release_claims
-    from tabrecon.units_audit import median_blocks
+    from tabrecon.audit.units import median_blocks
 
     units, _, lu, lp = county
     pick = median_blocks(lu, 4)

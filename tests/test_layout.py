@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from tabrecon.errors import TabreconError
-from tabrecon.layout import layout, rows, stubs_at
 from tabrecon.schema.registry import population
 from tabrecon.schema.spec import Attribute, Schema
-from tabrecon.unit_tables import from_layout
+from tabrecon.tables.layout import layout, rows, stubs_at
+from tabrecon.tables.spec import from_layout
 
 REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference" / "sf1_2010_layout.csv"
 

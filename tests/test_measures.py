@@ -1,4 +1,4 @@
-"""Medians and means (tabrecon.measures) in the count model, against plain definitions and
+"""Medians and means (tabrecon.tables.measures) in the count model, against plain definitions and
 brute force.
 
 Three layers: the published value of a distribution equals a plain rational computation of the
@@ -23,12 +23,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tabrecon.attacks.unit_claims import generate_then_verify
-from tabrecon.attacks.unit_reconstruct import block_program, reconstruct_units
+from tabrecon.engine.reconstruct import block_program, reconstruct_units
 from tabrecon.errors import InputError, TabreconError
-from tabrecon.measures import WITHHELD, Measure, MedianRule, Statistic, format_values
-from tabrecon.publication import MISSING, Publication
 from tabrecon.schema.spec import Attribute, Schema, Units
-from tabrecon.unit_tables import (
+from tabrecon.tables.measures import WITHHELD, Measure, MedianRule, Statistic, format_values
+from tabrecon.tables.publication import MISSING, Publication
+from tabrecon.tables.spec import (
     UnitTable,
     as_published,
     cell_tables,
@@ -337,8 +337,8 @@ def test_median_ages_read_alike_from_an_sf1_folder_a_wide_file_and_the_api(tmp_p
 
     from test_household_tables import _write_sf1_folder
 
+    from tabrecon.records.synth import SynthConfig, synthesize
     from tabrecon.schema import PERSONS, person_units
-    from tabrecon.synth import SynthConfig, synthesize
 
     md = synthesize(SynthConfig(persons=300), seed=2)
     long = tabulate_units(person_units(md))

@@ -9,8 +9,8 @@ import sys
 
 from rich.console import Console
 
-from tabrecon.audit import run_demo
-from tabrecon.config import load_config
+from tabrecon.audit.config import load_config
+from tabrecon.audit.run import run_demo
 
 
 def test_demo_runs_every_step(tmp_path):

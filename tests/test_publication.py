@@ -1,4 +1,4 @@
-"""Rounded and withheld cells (tabrecon.publication) in the count model, against brute force.
+"""Rounded and withheld cells (tabrecon.tables.publication) in the count model, against brute force.
 
 A toy schema (sex x 3 ages x 2 colours: 12 types) small enough to list every population of up to
 8 records: for random populations of up to 6 records, random table sets and random publication
@@ -21,11 +21,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tabrecon.attacks.unit_claims import generate_then_verify
-from tabrecon.attacks.unit_reconstruct import reconstruct_units
+from tabrecon.engine.reconstruct import reconstruct_units
 from tabrecon.errors import InputError, TabreconError
-from tabrecon.publication import MISSING, Publication
 from tabrecon.schema.spec import Attribute, Schema, Units
-from tabrecon.unit_tables import (
+from tabrecon.tables.publication import MISSING, Publication
+from tabrecon.tables.spec import (
     UnitTable,
     cell_tables,
     compiled,
@@ -376,9 +376,9 @@ def test_persons_are_swept_on_their_block_tables_and_every_claim_is_true(tmp_pat
 def test_withheld_cells_read_alike_from_a_long_and_a_wide_file(tmp_path):
     """A summary-file style wide CSV marking withheld cells 'X' reads to the same long table
     (nulls where withheld) as the long file leaving them empty."""
+    from tabrecon.records.synth import SynthConfig
     from tabrecon.schema.registry import population
-    from tabrecon.synth import SynthConfig
-    from tabrecon.unit_tables import read_unit_tables
+    from tabrecon.tables.spec import read_unit_tables
 
     gq = population("group_quarters")
     units = gq.synthesize(SynthConfig(persons=40_000), 2)

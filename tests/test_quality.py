@@ -72,7 +72,7 @@ def test_command_reference_is_current():
         sys.path.pop(0)
     page = (ROOT / "docs" / "commands.md").read_text()
     assert page == gen_commands_doc.render(), "run: python scripts/gen_commands_doc.py"
-    from tabrecon.cli import app
+    from tabrecon.cli.app import app
 
     for c in app.registered_commands:
         assert f"`tabrecon {c.name or c.callback.__name__.replace('_', '-')}`" in page
@@ -87,7 +87,7 @@ def test_every_help_text_shows_as_written():
 
     from rich.text import Text
 
-    from tabrecon.cli import app
+    from tabrecon.cli.app import app
 
     def commands(a, prefix=""):
         for c in a.registered_commands:

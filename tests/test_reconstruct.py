@@ -8,11 +8,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tabrecon import reconstruct
-from tabrecon.attacks.solvers import SolverOptions
-from tabrecon.consistency import check_consistency
+from tabrecon.engine.solvers import SolverOptions
 from tabrecon.metrics.agreement import agree
 from tabrecon.schema import from_arrays
-from tabrecon.tables import MISSING, Grid, TableSet, drop_cells, tabulate
+from tabrecon.tables.consistency import check_consistency
+from tabrecon.tables.persons import MISSING, Grid, TableSet, drop_cells, tabulate
 
 
 def _same_tables(a: TableSet, b: TableSet, levels=("block", "tract")) -> bool:
@@ -195,7 +195,7 @@ def test_person_tracts_are_the_long_tables_parts(small_md, level):
 
     from tabrecon.populations.persons import release_tracts
     from tabrecon.schema import PERSONS
-    from tabrecon.unit_tables import table_by_name
+    from tabrecon.tables.spec import table_by_name
 
     ts = drop_cells(tabulate(small_md), ["P0140003"])  # P14 published in part
     g = ts["block"]
@@ -226,7 +226,7 @@ def test_person_tracts_are_the_long_tables_parts(small_md, level):
 
 def test_persons_over_the_schema_without_tract_tables_solve_block_by_block(small_md):
     from tabrecon.populations.persons import reconstruct_persons
-    from tabrecon.tables import BLOCK_TABLES
+    from tabrecon.tables.persons import BLOCK_TABLES
 
     ts = tabulate(small_md, tables=BLOCK_TABLES)
     run = reconstruct_persons(ts, "block+tract", certify=True)

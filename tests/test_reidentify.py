@@ -109,7 +109,7 @@ def test_expected_prg_is_the_mean_of_the_draws():
     moved = from_arrays(
         [B1, B1, B2, B2], [0, 0, 1, 1], [30, 30, 50, 40], [WHITE, WHITE, BLACK, ASIAN], [0, 0, 0, 0]
     )
-    from tabrecon.tables import tabulate
+    from tabrecon.tables.persons import tabulate
 
     res2 = reidentify(truth, truth, "perfect", tabulate(moved, ["P8", "P9"]), seed=0)
     exp2 = dict(zip(res2.records["pik"], res2.records["expected_prg"], strict=True))
@@ -184,7 +184,7 @@ def test_an_empty_reconstruction_is_named_not_an_index_error():
 
 def test_commercial_attacker_on_synthetic_county(small_md, tmp_path):
     from tabrecon import reconstruct
-    from tabrecon.tables import tabulate
+    from tabrecon.tables.persons import tabulate
 
     ts = tabulate(small_md)
     rec = reconstruct(ts).records
@@ -230,7 +230,7 @@ def test_records_at_a_stale_address_have_no_group(small_md):
     """The Bureau links putative records to the CEF on block and pik: a record whose person lives
     in another block (or of nobody) is counted in 'all' but in no group (modal, nonmodal, ...)."""
     from tabrecon import reconstruct
-    from tabrecon.tables import tabulate
+    from tabrecon.tables.persons import tabulate
 
     ts = tabulate(small_md)
     rec = reconstruct(ts).records

@@ -166,15 +166,15 @@ def test_feasible_types_are_exactly_those_no_rule_refuses():
 
 
 def test_person_tables_over_the_schema_tabulate_as_sf1_does(tmp_path):
-    """The SF1 person tables declared over the person schema (tabrecon.unit_tables) give,
+    """The SF1 person tables declared over the person schema (tabrecon.tables.spec) give,
     through the code written for any schema, every block and tract cell the person tabulation
     gives -- the reference oracle's cells, P3-P5 included -- except the four race tallies (not
     counts of records); the median ages (P13, P13A-P13I), which the person tabulation does not
     make, are the rest."""
+    from tabrecon.records.synth import SynthConfig, synthesize
     from tabrecon.schema import person_units
-    from tabrecon.synth import SynthConfig, synthesize
-    from tabrecon.tables import tabulate, write_tables
-    from tabrecon.unit_tables import tabulate_units
+    from tabrecon.tables.persons import tabulate, write_tables
+    from tabrecon.tables.spec import tabulate_units
 
     md = synthesize(SynthConfig(persons=1500), seed=5)
     generic = tabulate_units(person_units(md))
@@ -202,10 +202,10 @@ def test_reconstruction_and_claims_over_any_schema_run_on_persons():
     and its tables: the reconstruction tabulates back to the tables, every verified claim is
     true of the persons."""
     from tabrecon.attacks.unit_claims import generate_then_verify
-    from tabrecon.attacks.unit_reconstruct import reconstruct_units
+    from tabrecon.engine.reconstruct import reconstruct_units
+    from tabrecon.records.synth import SynthConfig, synthesize
     from tabrecon.schema import PERSONS, person_units
-    from tabrecon.synth import SynthConfig, synthesize
-    from tabrecon.unit_tables import tabulate_units
+    from tabrecon.tables.spec import tabulate_units
 
     units = person_units(synthesize(SynthConfig(persons=1500), seed=3))
     geo, n = np.unique(units.block_geoid, return_counts=True)
@@ -226,10 +226,10 @@ def test_a_third_schema_is_a_declaration():
     back to the tables and every verified claim is true; a table naming an attribute or a
     category the schema lacks is refused."""
     from tabrecon.attacks.unit_claims import generate_then_verify
-    from tabrecon.attacks.unit_reconstruct import reconstruct_units
+    from tabrecon.engine.reconstruct import reconstruct_units
     from tabrecon.errors import TabreconError
     from tabrecon.schema.spec import Attribute, Rule, Schema, Units
-    from tabrecon.unit_tables import UnitTable, declare_tables, tabulate_units
+    from tabrecon.tables.spec import UnitTable, declare_tables, tabulate_units
 
     kind = Attribute("kind", ((1, "car"), (2, "bike"), (3, "van")))
     seats = Attribute("seats", tuple((n, str(n)) for n in range(1, 9)))
@@ -287,10 +287,10 @@ def test_generic_uniqueness_proof_agrees_with_person_certification_on_real_block
     the real sample (219 blocks), the binned person schema's count model proves a block's
     reconstruction unique exactly where person certification does."""
     from tabrecon import certify, reconstruct
-    from tabrecon.attacks.unit_reconstruct import reconstruct_units
+    from tabrecon.engine.reconstruct import reconstruct_units
     from tabrecon.schema import AGEBIN_OF_AGE, PERSONS, PERSONS_BINNED, person_units
-    from tabrecon.tables import tabulate
-    from tabrecon.unit_tables import tabulate_units
+    from tabrecon.tables.persons import tabulate
+    from tabrecon.tables.spec import tabulate_units
 
     tracts = sorted({g[:11] for g in real_md.geoids.tolist()})[:3]
     md = real_md.take(np.isin(np.array([g[:11] for g in real_md.block_geoid.tolist()]), tracts))

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from tabrecon.errors import InputError
-from tabrecon.sf1 import PL94, SF1, field_positions, read_sf1
-from tabrecon.tables import tabulate
+from tabrecon.tables.persons import tabulate
+from tabrecon.tables.sf1 import PL94, SF1, field_positions, read_sf1
 
 # Absolute positions from the SF1 technical documentation's segment layouts (1-based field numbers,
 # the five header fields FILEID, STUSAB, CHARITER, CIFSN, LOGRECNO first): written out here, not
@@ -184,7 +184,7 @@ def write_2020_pl(ts, folder: Path, st: str = "zz") -> None:
     """``ts``'s P8-P11 as a 2020 P.L. 94-171 folder in the documented layout: a pipe-delimited
     geographic header (FILEID|STUSAB|SUMLEV|GEOVAR|GEOCOMP|CHARITER|CIFSN|LOGRECNO|GEOID|GEOCODE|
     ...) and pipe-delimited segments (FILEID|STUSAB|CHARITER|CIFSN|LOGRECNO|cells)."""
-    from tabrecon.sf1 import PL94_2020
+    from tabrecon.tables.sf1 import PL94_2020
 
     folder.mkdir(parents=True, exist_ok=True)
     recs, logrec, n = [], {}, 0
@@ -230,9 +230,9 @@ def write_2020_pl(ts, folder: Path, st: str = "zz") -> None:
 
 
 def test_2020_pl94171_folder_reads_and_audits_end_to_end(small_md, tmp_path):
-    from tabrecon.audit import audit
-    from tabrecon.config import load_config
-    from tabrecon.sf1 import PL94_2020
+    from tabrecon.audit.config import load_config
+    from tabrecon.audit.run import audit
+    from tabrecon.tables.sf1 import PL94_2020
 
     pos = field_positions(PL94_2020)
     assert pos["P0080001"] == (1, 6) and pos["P0090073"] == (1, 149)

@@ -9,8 +9,8 @@ import pytest
 
 from tabrecon.defenses.swapping import PRESETS, SwapConfig, swap
 from tabrecon.errors import TabreconError
-from tabrecon.synth import SynthConfig, synthesize
-from tabrecon.tables import tabulate
+from tabrecon.records.synth import SynthConfig, synthesize
+from tabrecon.tables.persons import tabulate
 
 
 def _pops(md, n):

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from tabrecon.errors import TabreconError
-from tabrecon.synth import SynthConfig, synthesize
+from tabrecon.records.synth import SynthConfig, synthesize
 
 
 def _modal_share_by_size(md) -> tuple[float, float]:

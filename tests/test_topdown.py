@@ -14,7 +14,7 @@ from tabrecon.defenses.topdown import (
 )
 from tabrecon.errors import TabreconError
 from tabrecon.metrics.accuracy import tvd_by_level
-from tabrecon.synth import SynthConfig, synthesize
+from tabrecon.records.synth import SynthConfig, synthesize
 
 
 @pytest.fixture(scope="module")
@@ -111,7 +111,7 @@ def test_tradeoff_one_row_per_defense_and_resume(county, tmp_path):
     import polars as pl
     from rich.console import Console
 
-    from tabrecon.pipeline import run_tradeoff
+    from tabrecon.audit.tradeoff import run_tradeoff
 
     quiet = Console(file=open("/dev/null", "w"))
     df = run_tradeoff(county, ["none", "swap-lo", "rho=1e6"], tmp_path, seed=1, console=quiet)
@@ -164,7 +164,7 @@ def test_noisy_measurement_fit(county):
 
     from tabrecon.attacks.noisy import reconstruct_from_measurements
     from tabrecon.metrics.agreement import agree
-    from tabrecon.tables import tabulate
+    from tabrecon.tables.persons import tabulate
 
     exact = topdown(county, uniform_config(1e6))
     nr = reconstruct_from_measurements(exact.measurements, county.geoids)

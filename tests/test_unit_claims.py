@@ -12,10 +12,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tabrecon.attacks.unit_claims import generate_then_verify
-from tabrecon.households import synthesize_households
+from tabrecon.records.households import synthesize_households
+from tabrecon.records.synth import SynthConfig
 from tabrecon.schema.catalog import HOUSING_UNITS
-from tabrecon.synth import SynthConfig
-from tabrecon.unit_tables import tabulate_units
+from tabrecon.tables.spec import tabulate_units
 
 
 def _county(seed: int):
@@ -46,7 +46,7 @@ def test_claims_runs_verdict_is_the_uniqueness_proofs():
     import polars as pl
 
     from tabrecon.attacks.unit_claims import release_claims
-    from tabrecon.attacks.unit_reconstruct import reconstruct_units
+    from tabrecon.engine.reconstruct import reconstruct_units
 
     _, units = synthesize_households(SynthConfig(persons=400), seed=5)
     long = tabulate_units(units)
@@ -155,7 +155,7 @@ def test_claims_proven_before_the_time_runs_out_are_kept(monkeypatch):
     import numpy as np
 
     from tabrecon.attacks import unit_claims
-    from tabrecon.attacks.solvers import FormProof
+    from tabrecon.engine.solvers import FormProof
 
     units, long, blocks = _county(4)
     full = generate_then_verify(
@@ -208,9 +208,9 @@ def test_a_total_that_breaks_its_parts_makes_the_block_infeasible():
     import numpy as np
     import polars as pl
 
-    from tabrecon.attacks.solvers import independent_rows
-    from tabrecon.attacks.unit_reconstruct import block_program, block_tables
-    from tabrecon.unit_tables import tables_in
+    from tabrecon.engine.reconstruct import block_program, block_tables
+    from tabrecon.engine.solvers import independent_rows
+    from tabrecon.tables.spec import tables_in
 
     units, long, blocks = _county(3)
     b = blocks[0]
@@ -242,7 +242,7 @@ def test_the_rows_kept_imply_every_row_dropped(seed):
     import numpy as np
     import scipy.sparse as sp
 
-    from tabrecon.attacks.solvers import IntProgram, independent_rows
+    from tabrecon.engine.solvers import IntProgram, independent_rows
 
     rng = np.random.default_rng(seed)
     n = int(rng.integers(2, 40))
@@ -365,7 +365,9 @@ def test_candidates_proven_together_are_those_proven_one_by_one(relax_after, row
     import numpy as np
     import scipy.sparse as sp
 
-    from tabrecon.attacks.solvers import (
+    from tabrecon.attacks.unit_claims import _forms, _keys
+    from tabrecon.engine.reconstruct import block_program, block_tables
+    from tabrecon.engine.solvers import (
         Extensible,
         Relaxation,
         SolverOptions,
@@ -373,8 +375,6 @@ def test_candidates_proven_together_are_those_proven_one_by_one(relax_after, row
         prove_forms,
         solve,
     )
-    from tabrecon.attacks.unit_claims import _forms, _keys
-    from tabrecon.attacks.unit_reconstruct import block_program, block_tables
     from tabrecon.populations.households import housing_tables
     from tabrecon.schema.catalog import HOUSING_UNITS as S
 
@@ -430,7 +430,7 @@ def test_joint_proofs_leave_the_programs_solver_as_it_was(backend):
     import numpy as np
     import scipy.sparse as sp
 
-    from tabrecon.attacks.solvers import Extensible, IntProgram, SolverOptions, prove_forms
+    from tabrecon.engine.solvers import Extensible, IntProgram, SolverOptions, prove_forms
 
     p = IntProgram(
         A=sp.csr_matrix(np.array([[1, 1, 0]])),

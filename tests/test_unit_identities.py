@@ -12,14 +12,14 @@ import numpy as np
 import polars as pl
 import pytest
 
-from tabrecon.consistency import check_unit_consistency, identities, identities_of
-from tabrecon.households import synthesize_households
+from tabrecon.records.households import synthesize_households
+from tabrecon.records.synth import SynthConfig, synthesize
 from tabrecon.schema import PERSONS, person_units
 from tabrecon.schema.catalog import HOUSING_UNITS
 from tabrecon.schema.spec import write_units
-from tabrecon.synth import SynthConfig, synthesize
-from tabrecon.tables import Identity
-from tabrecon.unit_tables import tables_of, tabulate_units
+from tabrecon.tables.consistency import check_unit_consistency, identities, identities_of
+from tabrecon.tables.persons import Identity
+from tabrecon.tables.spec import tables_of, tabulate_units
 
 
 def _vectors(schema, ids):

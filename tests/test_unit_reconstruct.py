@@ -9,12 +9,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tabrecon.attacks.unit_reconstruct import reconstruct_units
-from tabrecon.households import synthesize_households
+from tabrecon.engine.reconstruct import reconstruct_units
+from tabrecon.records.households import synthesize_households
+from tabrecon.records.synth import SynthConfig
 from tabrecon.schema.catalog import HOUSING_UNITS
 from tabrecon.schema.spec import Units
-from tabrecon.synth import SynthConfig
-from tabrecon.unit_tables import tables_in, tabulate_units
+from tabrecon.tables.spec import tables_in, tabulate_units
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
@@ -33,9 +33,9 @@ def test_a_contradictory_block_is_named_alone_and_its_tract_answered():
     dozen variables each); when one block's cells contradict each other, that block alone is
     named infeasible and every other block of its group is still reconstructed and answered
     (the group is retried block by block)."""
-    from tabrecon.attacks.unit_reconstruct import GROUP_VARS
+    from tabrecon.engine.reconstruct import GROUP_VARS
+    from tabrecon.records.synth import synthesize
     from tabrecon.schema import PERSONS_BINNED, person_units
-    from tabrecon.synth import synthesize
 
     md = synthesize(SynthConfig(persons=800), seed=3)
     long = tabulate_units(person_units(md, binned=True))
@@ -66,8 +66,8 @@ def test_a_contradictory_block_is_named_alone_and_its_tract_answered():
 def test_published_empty_blocks_are_answered_beside_inhabited_ones():
     """Published tables list empty blocks too (every cell 0). Sharing a program with inhabited
     blocks of their tract, last in it or alone, they are reconstructed empty and unique."""
+    from tabrecon.records.synth import synthesize
     from tabrecon.schema import PERSONS_BINNED, person_units
-    from tabrecon.synth import synthesize
 
     md = synthesize(SynthConfig(persons=300), seed=2)
     long = tabulate_units(person_units(md, binned=True))
@@ -133,8 +133,8 @@ def test_tract_tables_join_a_tracts_blocks_in_one_model():
     and every block unique from its block tables stays unique with the tract's."""
     import polars as pl
 
+    from tabrecon.records.synth import SynthConfig, synthesize
     from tabrecon.schema import AGEBIN_OF_AGE, PERSONS, person_units
-    from tabrecon.synth import SynthConfig, synthesize
 
     units = person_units(synthesize(SynthConfig(persons=1_200), seed=3))
     # the counts (median ages, P13, are modelled at block level only: left out of both levels)
@@ -169,8 +169,8 @@ def test_block_and_tract_level_misuse_is_named():
     import polars as pl
 
     from tabrecon.errors import InputError, TabreconError
+    from tabrecon.records.synth import SynthConfig, synthesize
     from tabrecon.schema import PERSONS, person_units
-    from tabrecon.synth import SynthConfig, synthesize
 
     _, units = synthesize_households(SynthConfig(persons=300), seed=4)
     with pytest.raises(TabreconError, match="no tract tables among those used"):
@@ -194,11 +194,11 @@ def test_class_program_gives_the_type_programs_verdicts():
     block cell tells apart, the tract's per type) gives every block the verdict the program
     over types gives, and its reconstruction tabulates back; a question finer than the classes
     is refused, not answered coarsely."""
-    from tabrecon.attacks.unit_reconstruct import type_classes
+    from tabrecon.engine.reconstruct import type_classes
     from tabrecon.errors import TabreconError
+    from tabrecon.records.synth import SynthConfig, synthesize
     from tabrecon.schema import AGEBIN_OF_AGE, PERSONS, person_units
-    from tabrecon.synth import SynthConfig, synthesize
-    from tabrecon.unit_tables import compiled, tables_of
+    from tabrecon.tables.spec import compiled, tables_of
 
     units = person_units(synthesize(SynthConfig(persons=1_200), seed=5))
     long = tabulate_units(units).filter(~pl.col("cell").str.starts_with("P013"))  # counts
@@ -232,7 +232,7 @@ def test_class_program_gives_the_type_programs_verdicts():
 def test_a_solution_that_does_not_deal_out_is_refused():
     """Dealing a tract's types to its blocks: the blocks' class counts must use up the tract's
     counts exactly; a point that does not (a solver's bug) is refused, never dealt in part."""
-    from tabrecon.attacks.unit_reconstruct import _deal
+    from tabrecon.engine.reconstruct import _deal
     from tabrecon.errors import TabreconError
 
     cls = np.array([0, 0, 1])  # types 0 and 1 form class 0, type 2 class 1
@@ -278,7 +278,7 @@ def test_distances_equal_the_largest_shortfall_over_every_solution():
     """Solution variability over the housing-unit schema: a varying block's solvar is the largest
     share of its reconstructed units that some consistent population lacks, checked against the
     enumeration of every solution of the blocks small enough to enumerate."""
-    from tabrecon.attacks.unit_reconstruct import block_program, block_tables
+    from tabrecon.engine.reconstruct import block_program, block_tables
 
     _, units = synthesize_households(SynthConfig(persons=500), seed=3)
     sizes = units.to_frame().group_by("block_geoid").len()
@@ -312,9 +312,9 @@ def test_a_person_reconstruction_certified_over_the_schema_gets_certifications_d
     distance at agebin38) gets, block for block, the verdict and the solution variability person
     certification proves for it."""
     from tabrecon import certify, reconstruct
+    from tabrecon.records.synth import SynthConfig, synthesize
     from tabrecon.schema import AGEBIN_OF_AGE, PERSONS, person_units
-    from tabrecon.synth import SynthConfig, synthesize
-    from tabrecon.tables import tabulate
+    from tabrecon.tables.persons import tabulate
 
     md = synthesize(SynthConfig(persons=1_200), seed=6)  # 7 of its 25 blocks vary
     ts = tabulate(md)
@@ -366,8 +366,8 @@ def test_uniqueness_without_a_published_total_proves_every_count():
     a total row added, the shortcut applies and the verdict is unique."""
     import scipy.sparse as sp
 
-    from tabrecon.attacks.solvers import Extensible, IntProgram, SolverOptions
-    from tabrecon.attacks.unit_reconstruct import _totals_fixed, certify_forms
+    from tabrecon.engine.reconstruct import _totals_fixed, certify_forms
+    from tabrecon.engine.solvers import Extensible, IntProgram, SolverOptions
 
     F = sp.identity(2, format="csr", dtype=np.int64)
     x, m, blk = np.array([1, 0]), np.array([1, 0]), np.array([0, 0])
@@ -409,7 +409,7 @@ def test_block_diagonal_equals_the_blocks_programs_stacked(seed):
     stacking them gives: the same matrix, values and upper bounds."""
     import scipy.sparse as sp
 
-    from tabrecon.attacks.unit_reconstruct import (
+    from tabrecon.engine.reconstruct import (
         _block_diagonal,
         admissible_types,
         block_program,
@@ -438,8 +438,8 @@ def test_presolve_auto_presolves_only_when_a_block_differs(differs, monkeypatch)
     all unique (the real sample's tracts) pays one proof and no presolve."""
     import scipy.sparse as sp
 
-    import tabrecon.attacks.variability as V
-    from tabrecon.attacks.solvers import IntProgram, SolverOptions
+    import tabrecon.engine.variability as V
+    from tabrecon.engine.solvers import IntProgram, SolverOptions
 
     calls: list[int] = []
     real = V.presolved
@@ -473,7 +473,7 @@ def test_ages_the_tables_do_not_resolve_are_written_as_the_person_paths_ranges(l
     from tabrecon import reconstruct
     from tabrecon.populations.persons import person_tables
     from tabrecon.schema import AGEBIN_OF_AGE, PERSONS, person_records, person_units
-    from tabrecon.tables import tabulate
+    from tabrecon.tables.persons import tabulate
 
     long = tabulate_units(person_units(small_md))
     on = {"age": AGEBIN_OF_AGE}
@@ -522,11 +522,11 @@ def test_runs_survive_the_release_runner_and_a_file(tmp_path):
     """reconstruct_release joins tracts' records with runs of ages (``age_min``, ``age_max``)
     and without; writing them and reading them back keeps every run, and a run that is no run
     (its last before its first, an age outside it) is refused naming file, line and column."""
-    from tabrecon.attacks.unit_reconstruct import reconstruct_release
+    from tabrecon.engine.reconstruct import reconstruct_release
     from tabrecon.errors import InputError
+    from tabrecon.records.synth import synthesize
     from tabrecon.schema import PERSONS, person_units
     from tabrecon.schema.spec import read_units, write_units
-    from tabrecon.synth import synthesize
 
     md = synthesize(SynthConfig(persons=1500), seed=5)
     long = tabulate_units(person_units(md))
@@ -557,11 +557,11 @@ def test_runs_survive_the_release_runner_and_a_file(tmp_path):
 
 def test_spreading_proofs_give_the_same_verdicts_in_fewer_proofs(monkeypatch):
     """The zero test asks each proof for the population in which the most keys fall
-    (:data:`~tabrecon.attacks.variability.SPREAD_WORK`): the verdicts and solvar of every
+    (:data:`~tabrecon.engine.variability.SPREAD_WORK`): the verdicts and solvar of every
     block equal those of one-key-at-a-time proofs, in fewer proofs, and twice the same."""
-    import tabrecon.attacks.variability as V
+    import tabrecon.engine.variability as V
+    from tabrecon.records.synth import synthesize
     from tabrecon.schema import AGEBIN_OF_AGE, PERSONS, person_units
-    from tabrecon.synth import synthesize
 
     md = synthesize(SynthConfig(persons=6000), seed=11)
     long = tabulate_units(person_units(md))
@@ -596,8 +596,8 @@ def test_block_programs_over_classes_give_the_type_programs_answers():
     classes with its own verdicts and solution variability (a block's solvar is measured from
     the reconstruction at hand: the two programs' reconstructions may differ where it varies)."""
     from tabrecon.errors import TabreconError
+    from tabrecon.records.synth import SynthConfig, synthesize
     from tabrecon.schema import AGEBIN_OF_AGE, PERSONS, person_records, person_units
-    from tabrecon.synth import SynthConfig, synthesize
 
     units = person_units(synthesize(SynthConfig(persons=1_500), seed=11))
     long = tabulate_units(units).filter(pl.col("geoid").str.len_chars() == 15)
@@ -645,7 +645,7 @@ def test_admissible_types_equal_the_test_against_every_cell(spec):
     the definition says: a type is admitted when every cell it lies in is nonzero."""
     import scipy.sparse as sp
 
-    from tabrecon.attacks.unit_reconstruct import admissible_types
+    from tabrecon.engine.reconstruct import admissible_types
 
     rows, values = spec
     W = np.array(rows, dtype=np.int64)

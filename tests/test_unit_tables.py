@@ -11,12 +11,12 @@ import polars as pl
 import pytest
 
 from tabrecon.errors import InputError, TabreconError
-from tabrecon.households import synthesize_households
 from tabrecon.populations.households import housing_tables
+from tabrecon.records.households import synthesize_households
+from tabrecon.records.synth import SynthConfig
 from tabrecon.schema.catalog import HOUSING_UNITS
 from tabrecon.schema.spec import write_units
-from tabrecon.synth import SynthConfig
-from tabrecon.unit_tables import table_by_name, tabulate_units
+from tabrecon.tables.spec import table_by_name, tabulate_units
 
 
 @pytest.fixture(scope="module", params=[0, 5])
@@ -133,15 +133,15 @@ def test_housing_unit_tables_are_read_from_the_census_api_json_too(tmp_path):
 
     import polars as pl
 
-    from tabrecon.households import synthesize_households
-    from tabrecon.synth import SynthConfig
-    from tabrecon.unit_tables import read_unit_tables
+    from tabrecon.records.households import synthesize_households
+    from tabrecon.records.synth import SynthConfig
+    from tabrecon.tables.spec import read_unit_tables
 
     _, units = synthesize_households(SynthConfig(persons=300), seed=4)
     long = tabulate_units(units)
     wide = long.pivot(on="cell", index="geoid", values="value")
     cells = [c for c in wide.columns if c != "geoid"]
-    from tabrecon.layout import layout
+    from tabrecon.tables.layout import layout
 
     api = dict(layout().select("cell", "api_name").iter_rows())  # H016A0003 -> H016A003
     rows = [["state", "county", "tract", "block", *[api[c] for c in cells]]]

@@ -10,12 +10,12 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from tabrecon.households import synthesize_households
+from tabrecon.audit.units import median_blocks
+from tabrecon.records.households import synthesize_households
+from tabrecon.records.synth import SynthConfig
 from tabrecon.schema import write_microdata
 from tabrecon.schema.spec import write_units
-from tabrecon.synth import SynthConfig
-from tabrecon.unit_tables import tabulate_units
-from tabrecon.units_audit import median_blocks
+from tabrecon.tables.spec import tabulate_units
 
 EXE = [sys.executable, "-c", "from tabrecon.entry import main; main()"]
 FAST = """

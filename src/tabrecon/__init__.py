@@ -1,11 +1,14 @@
 """tabrecon: publish tables from microdata, attack them, certify what they prove, defend, and
 measure.
 
-The pipeline, one layer per step, imports running one way: :mod:`~tabrecon.schema` (person
-records) -> :mod:`~tabrecon.tables` (published tables) -> :mod:`~tabrecon.attacks`
-(reconstruction, certification, claims, linkage) and :mod:`~tabrecon.defenses` (swapping, TopDown,
-mechanisms) -> :mod:`~tabrecon.metrics` (agreement, accuracy) -> :mod:`~tabrecon.evaluate`,
-:mod:`~tabrecon.audit` -> :mod:`~tabrecon.report`; :mod:`~tabrecon.cli` sits on top.
+The pipeline, one package per layer, imports running one way (``tests/test_architecture.py``):
+:mod:`~tabrecon.schema` (what a record is) and :mod:`~tabrecon.records` (records to publish from)
+-> :mod:`~tabrecon.tables` (published tables: declared, tabulated, read in every form) ->
+:mod:`~tabrecon.engine` (the count model and its solvers, over any schema) ->
+:mod:`~tabrecon.attacks` (certification, claims, linkage) and :mod:`~tabrecon.defenses`
+(swapping, TopDown, mechanisms) -> :mod:`~tabrecon.populations` (one declaration per
+population) -> :mod:`~tabrecon.metrics` -> :mod:`~tabrecon.audit` -> :mod:`~tabrecon.report`;
+:mod:`~tabrecon.cli` sits on top.
 
 The whole chain in Python (published or reconstructed data first, the truth as a keyword):
 
@@ -34,80 +37,80 @@ from typing import TYPE_CHECKING, Any
 #: --help`` and every command start without loading the whole toolkit (the CLI imports what a
 #: command needs inside it).
 _EXPORTS: dict[str, str] = {
-    "AuditConfig": "config",
+    "AuditConfig": "audit.config",
     "Budget": "defenses.matrix",
     "Defense": "defenses.defense",
-    "DefenseOutcome": "evaluate",
-    "EvaluationPlan": "evaluate",
+    "DefenseOutcome": "audit.evaluate",
+    "EvaluationPlan": "audit.evaluate",
     "InfeasibleError": "errors",
     "InputError": "errors",
     "Microdata": "schema",
     "PrivacyCost": "defenses.mechanisms",
     "Protected": "defenses.defense",
-    "SF1_TABLES": "tables",
+    "SF1_TABLES": "tables.persons",
     "Strategy": "defenses.matrix",
-    "SynthConfig": "synth",
-    "TableSet": "tables",
+    "SynthConfig": "records.synth",
+    "TableSet": "tables.persons",
     "TabreconError": "errors",
     "Workload": "defenses.matrix",
     "agree": "metrics.agreement",
-    "audit": "audit",
+    "audit": "audit.run",
     "certify": "populations.persons",
-    "check_consistency": "consistency",
+    "check_consistency": "tables.consistency",
     "claims": "attacks.claims",
-    "download": "download",
-    "evaluate_defense": "evaluate",
+    "download": "tables.download",
+    "evaluate_defense": "audit.evaluate",
     "expected_error": "metrics.matrix_error",
     "frontier": "metrics.frontier",
     "hierarchy_factors": "metrics.matrix_error",
-    "load_config": "config",
+    "load_config": "audit.config",
     "optimise_shares": "metrics.frontier",
     "read_microdata": "schema",
-    "read_sf1": "sf1",
-    "read_tables": "published",
+    "read_sf1": "tables.sf1",
+    "read_tables": "tables.published",
     "reconstruct": "populations.persons",
     "reidentify": "attacks.reidentify",
     "rr_frontier": "metrics.frontier",
-    "run_demo": "audit",
-    "run_tradeoff": "pipeline",
+    "run_demo": "audit.run",
+    "run_tradeoff": "audit.tradeoff",
     "simulate_error": "metrics.matrix_error",
     "swap": "defenses.swapping",
-    "synthesize": "synth",
-    "tabulate": "tables",
+    "synthesize": "records.synth",
+    "tabulate": "tables.persons",
     "topdown": "defenses.topdown",
     "write_microdata": "schema",
-    "write_tables": "tables",
+    "write_tables": "tables.persons",
 }
 
 if TYPE_CHECKING:  # the same names, for type checkers and the API documentation
     from .attacks.claims import claims
     from .attacks.reidentify import reidentify
-    from .audit import audit, run_demo
-    from .config import AuditConfig, load_config
-    from .consistency import check_consistency
+    from .audit.config import AuditConfig, load_config
+    from .audit.evaluate import DefenseOutcome, EvaluationPlan, evaluate_defense
+    from .audit.run import audit, run_demo
+    from .audit.tradeoff import run_tradeoff
     from .defenses.defense import Defense, Protected
     from .defenses.matrix import Budget, Strategy, Workload
     from .defenses.mechanisms import PrivacyCost
     from .defenses.swapping import swap
     from .defenses.topdown import topdown
-    from .download import download
     from .errors import InfeasibleError, InputError, TabreconError
-    from .evaluate import DefenseOutcome, EvaluationPlan, evaluate_defense
     from .metrics.agreement import agree
     from .metrics.frontier import frontier, optimise_shares, rr_frontier
     from .metrics.matrix_error import expected_error, hierarchy_factors, simulate_error
-    from .pipeline import run_tradeoff
     from .populations.persons import certify, reconstruct
-    from .published import read_tables
+    from .records.synth import SynthConfig, synthesize
     from .schema import Microdata, read_microdata, write_microdata
-    from .sf1 import read_sf1
-    from .synth import SynthConfig, synthesize
-    from .tables import (
+    from .tables.consistency import check_consistency
+    from .tables.download import download
+    from .tables.persons import (
         SF1_TABLES,
         TableSet,
         tabulate,
         write_tables,
     )
+    from .tables.published import read_tables
+    from .tables.sf1 import read_sf1
 
 
 def __getattr__(name: str) -> Any:
@@ -123,14 +126,14 @@ def __dir__() -> list[str]:
     return sorted(set(globals()) | set(__all__))
 
 
-#: public functions named like the module that defines them (``tabrecon.audit``, ``download``)
-_SHADOWED = frozenset(n for n, m in _EXPORTS.items() if n == m)
+#: public functions named like the package of the module that defines them (``tabrecon.audit``)
+_SHADOWED = frozenset(n for n, m in _EXPORTS.items() if n == m.split(".")[0])
 
 
 class _Package(types.ModuleType):
-    """The package keeps ``tabrecon.audit`` and ``tabrecon.download`` the functions: importing
-    their modules (which the import system then binds on the package) leaves the names alone, as
-    the eager ``from .audit import audit`` did."""
+    """The package keeps ``tabrecon.audit`` the function: importing its package (which the import
+    system then binds on this one) leaves the name alone, as the eager ``from .audit import
+    audit`` did."""
 
     def __setattr__(self, name: str, value: Any) -> None:
         if name in _SHADOWED and isinstance(value, types.ModuleType):

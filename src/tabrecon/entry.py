@@ -1,14 +1,14 @@
 """The ``tabrecon`` command's entry point: interrupts are handled before anything heavy is
 imported, so a Ctrl-C or SIGTERM while the program starts (a second or more on a loaded machine,
 most of it importing the numerical libraries) ends it with the contract's exit code 130 and one
-line, never a traceback; then :func:`tabrecon.cli.main` runs."""
+line, never a traceback; then :func:`tabrecon.cli.app.main` runs."""
 
 from __future__ import annotations
 
 import signal
 import sys
 
-#: the contract's exit code of an interrupted run (:func:`tabrecon.cli.run`)
+#: the contract's exit code of an interrupted run (:func:`tabrecon.cli.app.run`)
 EXIT_INTERRUPTED = 130
 
 
@@ -20,7 +20,7 @@ def main() -> None:
     """Run the command line; an interrupt before it is ready exits 130 with one line."""
     signal.signal(signal.SIGTERM, _raise_interrupt)  # SIGINT already raises KeyboardInterrupt
     try:
-        from .cli import main as cli_main
+        from .cli.app import main as cli_main
     except KeyboardInterrupt:
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, signal.SIG_IGN)

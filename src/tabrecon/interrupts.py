@@ -161,10 +161,10 @@ def worker_init(parent: int | None = None, declared: tuple[str, ...] = ()) -> No
     when ``parent`` (the process that made the pool) is gone. A parent killed with SIGKILL
     cannot terminate its workers, and a fork server's worker is not its child, so it would never
     see it go: the workers and the fork server were seen alive hours later. ``declared``: the
-    declaration files the parent read (:mod:`tabrecon.declaration`), registered here too, since a
-    worker starts from a clean process."""
+    declaration files the parent read (:mod:`tabrecon.tables.declaration`), registered here too,
+    since a worker starts from a clean process."""
     if declared:
-        from .declaration import load_declaration
+        from .tables.declaration import load_declaration
 
         for path in declared:
             load_declaration(path)

@@ -25,9 +25,9 @@ from typing import Any
 import numpy as np
 
 from .errors import TabreconError
-from .publication import MISSING
 
 _MB = 1 << 20
+_MISSING = -1  # a cell not published (tabrecon.tables.publication.MISSING)
 
 
 class StaleResumeError(TabreconError):
@@ -103,7 +103,7 @@ def digest_grids(grids: Any) -> str:
     h = hashlib.blake2b(digest_size=12)
     for level, geoids, cells, values in sorted(grids, key=lambda g: str(g[0])):
         values = np.asarray(values)
-        held = np.flatnonzero((values != MISSING).any(axis=1)) if values.size else np.zeros(0, int)
+        held = np.flatnonzero((values != _MISSING).any(axis=1)) if values.size else np.zeros(0, int)
         rows = held[np.argsort(np.asarray(geoids)[held], kind="stable")]
         cols = np.argsort(np.asarray(cells), kind="stable")
         h.update(digest_arrays(np.array([str(level)]), np.asarray(geoids)[rows]).encode())
@@ -116,7 +116,8 @@ def digest_grids(grids: Any) -> str:
 
 
 def digest_tables(ts: Any) -> str:
-    """Digest of a :class:`tabrecon.tables.TableSet`: every level's geoids, cells and values."""
+    """Digest of a :class:`tabrecon.tables.persons.TableSet`: every level's geoids, cells and
+    values."""
     parts: list[Any] = []
     for lv in sorted(ts.grids):
         g = ts.grids[lv]

@@ -11,8 +11,8 @@ Zero means the block's binned histogram is the only one possible: the reconstruc
 and its uniques are population uniques the attacker *knows*.
 
 The proofs and distances are the count model's over any schema
-(:func:`tabrecon.attacks.unit_reconstruct.reconstruct_release`, the zero test and distances of
-:mod:`tabrecon.attacks.variability`); persons ask them at agebin38
+(:func:`tabrecon.engine.reconstruct.reconstruct_release`, the zero test and distances of
+:mod:`tabrecon.engine.variability`); persons ask them at agebin38
 (:func:`tabrecon.populations.persons.certify_persons`, what ``tabrecon solvar`` runs). This module
 holds what is said of the answer: the run (:class:`CertRun`, Table S4, the share proven unique by
 block size, each record's uniqueness flags) and the published cells a refused reconstruction
@@ -37,7 +37,7 @@ from ..schema import (
     encode_types,
     size_bin,
 )
-from ..tables import MISSING, TABLES_BY_NAME, TableSet, tabulate
+from ..tables.persons import MISSING, TABLES_BY_NAME, TableSet, tabulate
 
 #: The status of a block proven to have exactly one consistent population (solvar 0).
 UNIQUE = "unique"

@@ -35,6 +35,8 @@ import numpy as np
 import polars as pl
 import scipy.sparse as sp
 
+from ..engine.reconstruct import program_of_tract
+from ..engine.solvers import Extensible, IntProgram, SolverOptions, prove_forms
 from ..errors import TabreconError
 from ..geo import overlap
 from ..io import write_csv, write_json, write_parquet, write_text
@@ -52,12 +54,10 @@ from ..schema import (
     age_label,
     decode_types,
 )
-from ..tables import MISSING, TableSet, all_cells, cell_attrs, cell_positions
+from ..tables.persons import MISSING, TableSet, all_cells, cell_attrs, cell_positions
 from ..vocab import Level
 from .certify import UNIQUE, binned_type
-from .solvers import Extensible, IntProgram, SolverOptions, prove_forms
 from .unit_claims import one_of_n
-from .unit_reconstruct import program_of_tract
 
 COLUMNS: tuple[str, ...] = ("sex", "agebin", "hispanic", *RACES)
 _RADIX = np.array([3, 39, 3, 3, 3, 3, 3, 3, 3], dtype=np.int64)  # value + 1 per column (0 = unset)

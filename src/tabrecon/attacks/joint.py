@@ -5,7 +5,7 @@ A population may declare how its records tie to another's in the same block
 the block with the householder's age band, race, origin and, where the household type says,
 sex; households hold at most the block's persons; a household with someone under 18 or 65 and
 over holds a distinct such person). Each block's count program of the one population's tables
-(:func:`~tabrecon.attacks.unit_reconstruct.block_program`) and of the other's are put side by
+(:func:`~tabrecon.engine.reconstruct.block_program`) and of the other's are put side by
 side and joined by one row per tie: the ``a`` records it counts (weighted) minus the ``b``
 records it counts at most 0. A solution is a reconstruction of both that agrees on every tie;
 its certification (the same proofs as one population's) says whether each half is the only one
@@ -16,10 +16,10 @@ a ``contradiction``; :func:`explain` names the ties that cannot hold (the fewest
 release needs against the most the other allows). The ties are necessary conditions, not a
 household roster: person records carry no household, so who lives with whom is not rebuilt.
 
->>> from tabrecon.households import synthesize_households
+>>> from tabrecon.records.households import synthesize_households
 >>> from tabrecon.schema import person_units
->>> from tabrecon.synth import SynthConfig
->>> from tabrecon.unit_tables import tabulate_units
+>>> from tabrecon.records.synth import SynthConfig
+>>> from tabrecon.tables.spec import tabulate_units
 >>> md, units = synthesize_households(SynthConfig(persons=300), seed=4)
 >>> persons = person_units(md, binned=True)
 >>> rec = reconstruct_together(tabulate_units(units), tabulate_units(persons), "households")
@@ -39,13 +39,19 @@ import numpy as np
 import polars as pl
 import scipy.sparse as sp
 
+from ..engine.reconstruct import (
+    block_forms,
+    block_program,
+    block_tables,
+    cell_degree,
+    certify_forms,
+)
+from ..engine.solvers import Extensible, IntProgram, SolverOptions, solve
 from ..errors import InputError, TabreconError
 from ..schema.registry import Tie, population
 from ..schema.spec import Schema, Units
-from ..unit_tables import predicate_matrix, table_by_name, tables_in
+from ..tables.spec import predicate_matrix, table_by_name, tables_in
 from ..vocab import Verdict
-from .solvers import Extensible, IntProgram, SolverOptions, solve
-from .unit_reconstruct import block_forms, block_program, block_tables, cell_degree, certify_forms
 
 #: a block's outcome: both halves reconstructed in agreement; the two releases admit no common
 #: population though each admits its own; one release contradicts itself; no answer in time

@@ -49,7 +49,7 @@ from ..schema import (
     range_classes,
     size_bin,
 )
-from ..tables import TableSet, all_cells, race_predicate_mask
+from ..tables.persons import TableSet, all_cells, race_predicate_mask
 from .certify import certified_geoids
 
 
@@ -607,7 +607,7 @@ def reidentify(
     that race is right (default: the measured share of persons in their block's modal group).
     ``link_order`` is how the agebin pass pairs records within a key (:func:`link`).
     """
-    from ..tables import tabulate
+    from ..tables.persons import tabulate
 
     for name, md in (("reconstruction", recon), ("truth", truth)):
         if md.block.size == 0:  # nothing to link or to confirm against: no rate to report

@@ -37,14 +37,14 @@ import numpy as np
 import polars as pl
 import scipy.sparse as sp
 
+from ..engine.reconstruct import block_bounds, block_program, block_statistics
+from ..engine.solvers import Extensible, SolverOptions, independent_rows, prove_forms
 from ..errors import InputError, TabreconError
 from ..io import write_figure
-from ..publication import EXACT, Publication
 from ..schema.spec import Schema, Units
-from ..unit_tables import compiled, compiled_columns, table_by_name, tables_in
+from ..tables.publication import EXACT, Publication
+from ..tables.spec import compiled, compiled_columns, table_by_name, tables_in
 from ..vocab import ClaimStatus, Verdict
-from .solvers import Extensible, SolverOptions, independent_rows, prove_forms
-from .unit_reconstruct import block_bounds, block_program, block_statistics
 
 CLAIM_COLUMNS = {
     "geoid": pl.String,
@@ -57,7 +57,7 @@ CLAIM_COLUMNS = {
 
 
 #: Seconds a verification search runs before the linear relaxation is tried
-#: (:func:`~tabrecon.attacks.solvers.prove_forms`): most blocks' searches answer well inside it
+#: (:func:`~tabrecon.engine.solvers.prove_forms`): most blocks' searches answer well inside it
 RELAX_AFTER = 1.0
 
 #: Random objectives tried per solution asked for (K): the relaxation's vertex under one is an
@@ -66,7 +66,7 @@ RELAX_AFTER = 1.0
 GENERATE_DRAWS = 3
 
 #: Nonzeros of a block's program from which CP-SAT, too, reads only the rows no others imply
-#: (:func:`~tabrecon.attacks.solvers.independent_rows`); the relaxation always does. Below it
+#: (:func:`~tabrecon.engine.solvers.independent_rows`); the relaxation always does. Below it
 #: the implied rows help CP-SAT's propagation more than they cost. Measured on the county's
 #: blocks (Generate-then-Verify, K = 20), CP-SAT on all rows / on the kept rows: 3.5 / 7.6 s
 #: at 57 units (178,000 nonzeros), 7.4 / 7.3 s at 100 (252,000), 13.9 / 7.4 s at 145
@@ -293,7 +293,7 @@ def generate_then_verify(
     no units at all is marked ``infeasible``. Claims are about one block, so only block tables
     are used (by default every one the long table holds a cell of).
 
-    ``publication`` says how the cells were published (:mod:`tabrecon.publication`): each
+    ``publication`` says how the cells were published (:mod:`tabrecon.tables.publication`): each
     rounded or withheld cell is the interval of counts it allows, and a claim is verified when
     every population those intervals allow makes it true. A claim that repeats a cell is
     trivial only where that cell was published exactly (a rounded cell's exact count is a
@@ -575,8 +575,8 @@ def _unit_seed(seed: int, unit: str) -> int:
 
 def _block_worker(args: tuple) -> tuple[dict, pl.DataFrame | None]:
     geoid, long, schema, tables, k_values, K, seed, opts, block_seconds, tied, pub = args
-    from .unit_reconstruct import reconstruct_units
-    from .variability import capped
+    from ..engine.reconstruct import reconstruct_units
+    from ..engine.variability import capped
 
     t0 = time.perf_counter()
     # the block's time limit bounds the whole block: Generate-then-Verify (claims verified
@@ -967,12 +967,12 @@ def release_claims(
     claims go to ``<out>/claims.parts/`` as it finishes and a rerun resumes (a rerun with other
     tables or options is refused). With ``tied`` (households: the person tables of the same
     blocks) every claim is verified given both releases (:func:`generate_then_verify`). With a
-    ``publication`` rule (rounded, withheld cells: :mod:`tabrecon.publication`) every claim is
-    verified under the intervals the published values allow."""
+    ``publication`` rule (rounded, withheld cells: :mod:`tabrecon.tables.publication`) every claim
+    is verified under the intervals the published values allow."""
     from ..provenance import digest_long
     from ..runner import run_units
     from ..schema.registry import of_schema
-    from ..unit_tables import complete_tables
+    from ..tables.spec import complete_tables
 
     tables = complete_tables(long, schema)
     if not tables:

@@ -43,7 +43,7 @@ import scipy.sparse as sp
 
 from ..errors import InputError
 from ..schema import AGEBIN_OF_AGE, N_TYPES, TYPE_AGE, TYPE_HISP, TYPE_RACE, TYPE_SEX
-from ..tables import TABLES_BY_NAME, all_cells, cell_index, resolve_tables, weight_matrix
+from ..tables.persons import TABLES_BY_NAME, all_cells, cell_index, resolve_tables, weight_matrix
 from .mechanisms import (
     Mechanism,
     PrivacyCost,

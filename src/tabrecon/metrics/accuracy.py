@@ -56,7 +56,7 @@ def block_cell_sq_error(truth: Microdata, protected: Microdata) -> tuple[float, 
     (:mod:`tabrecon.metrics.matrix_error`)."""
     import scipy.sparse as sp
 
-    from ..tables import BLOCK_TABLES, TABLES_BY_NAME, cell_index, weight_matrix
+    from ..tables.persons import BLOCK_TABLES, TABLES_BY_NAME, cell_index, weight_matrix
 
     geo = np.union1d(truth.geoids, protected.geoids)
     idx = cell_index()

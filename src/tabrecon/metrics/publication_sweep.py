@@ -1,6 +1,6 @@
 """What would have stopped it: a release's risk and accuracy under each publication rule.
 
-For each rule (:mod:`tabrecon.publication`: exact, rounded to a base, withheld below a
+For each rule (:mod:`tabrecon.tables.publication`: exact, rounded to a base, withheld below a
 threshold) the records' block tables are published under it, attacked as published (each cell
 the interval its value allows: reconstruction with its uniqueness proof, and Generate-then-
 Verify), and measured against the records:
@@ -13,7 +13,7 @@ Verify), and measured against the records:
   true values (``l1_per_block``; a withheld cell counts its true value: the user lost it).
 
 >>> from tabrecon.schema.registry import population
->>> from tabrecon.synth import SynthConfig
+>>> from tabrecon.records.synth import SynthConfig
 >>> gq = population("group_quarters")
 >>> units = gq.synthesize(SynthConfig(persons=40_000), 1)
 >>> df = sweep_publication(units, gq.schema, ["exact", "suppress:3"], K=5, k_values=(1, 2))
@@ -30,11 +30,11 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from ..attacks.solvers import SolverOptions
 from ..attacks.unit_claims import matching_units, release_claims
-from ..publication import MISSING, Publication
+from ..engine.solvers import SolverOptions
 from ..schema.spec import Schema, Units
-from ..unit_tables import cell_tables, publish_counts, tables_in, tabulate_units
+from ..tables.publication import MISSING, Publication
+from ..tables.spec import cell_tables, publish_counts, tables_in, tabulate_units
 
 #: the rules swept when none are named: each kind at the bases and thresholds agencies use
 DEFAULT_RULES = (

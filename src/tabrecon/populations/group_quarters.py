@@ -3,8 +3,8 @@
 A group-quarters person lives in a facility (a prison, a nursing home, a dormitory, barracks...)
 rather than a housing unit. SF1 2010 publishes for every block P42 (the group-quarters
 population by type: 10 cells) and P43 (by sex by age by type: 63 cells). Everything here is
-taken from the Bureau's layout (:mod:`tabrecon.layout`, read by
-:func:`tabrecon.unit_tables.from_layout`): the seven types are P42's lines at depth 2, the age
+taken from the Bureau's layout (:mod:`tabrecon.tables.layout`, read by
+:func:`tabrecon.tables.spec.from_layout`): the seven types are P42's lines at depth 2, the age
 groups P43's at depth 2, the sexes P43's at depth 1, and a group line (institutionalized,
 noninstitutionalized) is the union of its lines. The schema is therefore
 exactly what the two tables resolve: sex x 3 age groups x 7 types, 42 types of record.
@@ -26,11 +26,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..layout import children, stubs_at
+from ..records.synth import SynthConfig, synthesize
 from ..schema.registry import Population, register
 from ..schema.spec import Attribute, Schema, Units
-from ..synth import SynthConfig, synthesize
-from ..unit_tables import from_layout
+from ..tables.layout import children, stubs_at
+from ..tables.spec import from_layout
 
 _TYPES = stubs_at("P42", 2)
 _AGES = stubs_at("P43", 2)
@@ -84,7 +84,7 @@ _SHAPES: tuple[tuple[float, float, tuple[float, float, float], float], ...] = (
 
 def synthesize_group_quarters(config: SynthConfig | None = None, seed: int = 0) -> Units:
     """A synthetic county's group-quarters persons: the blocks of
-    :func:`tabrecon.synth.synthesize`'s county (``config``), about one facility per 2,500 of
+    :func:`tabrecon.records.synth.synthesize`'s county (``config``), about one facility per 2,500 of
     its residents (at least one), each in its own block.
 
     >>> u = synthesize_group_quarters(SynthConfig(persons=5_000), seed=1)

@@ -1,8 +1,8 @@
 """Housing units: the ten columns of Liu et al.'s Generate-then-Verify study
 (:data:`tabrecon.schema.catalog.HOUSING_UNITS`) and every block-level SF1 2010 household and
 housing-unit table those columns determine, declared from the Bureau's layout
-(:func:`housing_tables`, :mod:`tabrecon.layout`): official ids such as ``H0180006``, line order,
-labels and universes are the file's; what this module adds is the predicate of each stub the
+(:func:`housing_tables`, :mod:`tabrecon.tables.layout`): official ids such as ``H0180006``, line
+order, labels and universes are the file's; what this module adds is the predicate of each stub the
 tables use (:func:`vocabulary`), written once, and of each universe (a race or origin iteration
 such as H16A or P18I restricts its universe to the householder it names).
 
@@ -15,7 +15,7 @@ ages of children, related children, people under 18 other than householders, spo
 partners). The 2020 DHC tables the study attacked (621 statistics per block) are not declared:
 their shells are not available here, and 2020 ids are never guessed from 2010 labels.
 
->>> from tabrecon.unit_tables import table_by_name, weight_matrix
+>>> from tabrecon.tables.spec import table_by_name, weight_matrix
 >>> t = table_by_name("H4", HOUSING_UNITS)
 >>> [c.id for c in t.cells()]
 ['H0040001', 'H0040002', 'H0040003', 'H0040004']
@@ -30,13 +30,13 @@ from __future__ import annotations
 from functools import cache
 
 from ..attacks.unit_claims import STUDY_TABLES_2_3
-from ..households import synthesize_households
-from ..layout import universe_of
+from ..records.households import synthesize_households
+from ..records.synth import SynthConfig
 from ..schema import AGEBIN38
 from ..schema.catalog import AGE_RANGES, AGED_65_PLUS, HOUSING_UNITS, LIVING_ALONE, WITH_CHILDREN
 from ..schema.registry import Population, Tie, Ties, register
-from ..synth import SynthConfig
-from ..unit_tables import Predicate, UnitTable, from_layout
+from ..tables.layout import universe_of
+from ..tables.spec import Predicate, UnitTable, from_layout
 
 
 def _codes(name: str) -> dict[str, int]:
@@ -87,7 +87,7 @@ LEFT_OUT: dict[str, str] = {
 @cache
 def vocabulary() -> dict[str, Predicate]:
     """The predicate of every stub the declared tables use, keyed as the layout spells the stub
-    (:func:`tabrecon.layout.stub_key`). Category stubs are built from the schema's own labels
+    (:func:`tabrecon.tables.layout.stub_key`). Category stubs are built from the schema's own labels
     (tenure, vacancy status, race of the householder, household size); the household-type lines
     follow the HHT codes of :data:`tabrecon.schema.catalog.HOUSEHOLD_TYPE`."""
     races = _codes("householder_race")

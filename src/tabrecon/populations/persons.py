@@ -23,18 +23,26 @@ import numpy as np
 import polars as pl
 
 from ..errors import InputError, TabreconError
-from ..measures import Measure, MedianRule, Statistic
+from ..records.synth import SynthConfig, synthesize
 from ..schema import AGE_MAX, AGEBIN_OF_AGE, PERSONS, PERSONS_BINNED, Microdata, person_units
 from ..schema.registry import Engine, Population, register
-from ..synth import SynthConfig, synthesize
-from ..tables import ALL_TABLES, MISSING, Cell, TableSet, all_cells, cell_attrs, cell_positions
-from ..unit_tables import Predicate, UnitTable, from_layout
+from ..tables.measures import Measure, MedianRule, Statistic
+from ..tables.persons import (
+    ALL_TABLES,
+    MISSING,
+    Cell,
+    TableSet,
+    all_cells,
+    cell_attrs,
+    cell_positions,
+)
+from ..tables.spec import Predicate, UnitTable, from_layout
 from ..vocab import Level, Verdict
 
 if TYPE_CHECKING:
     from ..attacks.certify import CertRun
-    from ..attacks.solvers import SolverOptions
-    from ..attacks.unit_reconstruct import ReleaseReconstruction, TractTables
+    from ..engine.reconstruct import ReleaseReconstruction, TractTables
+    from ..engine.solvers import SolverOptions
     from ..schema.spec import Units
 
 
@@ -55,8 +63,8 @@ def _person_predicate(c: Cell) -> Predicate:
 
 @cache
 def person_tables() -> tuple[UnitTable, ...]:
-    """SF1's person tables (:data:`tabrecon.tables.ALL_TABLES`: the 34 -- block tables and the
-    tract tables PCT12, PCT12A-O -- and P3-P5) as tables over the person schema
+    """SF1's person tables (:data:`tabrecon.tables.persons.ALL_TABLES`: the 34 -- block tables and
+    the tract tables PCT12, PCT12A-O -- and P3-P5) as tables over the person schema
     (:data:`tabrecon.schema.PERSONS`),
     so that tabulation, the count model and Generate-then-Verify over a schema run on persons
     too, from the same cell definitions. The race tallies (P6 and P7's first cells: a person
@@ -97,7 +105,7 @@ MEDIAN_AGE = Statistic(Measure.MEDIAN, "age", 1, MedianRule.INTERPOLATED, empty=
 
 def median_age_tables(by_name: dict[str, UnitTable]) -> tuple[UnitTable, ...]:
     """P13 (median age by sex) and its iterations P13A-P13I, declared from the Bureau's layout
-    (:func:`tabrecon.unit_tables.from_layout`), each iteration over the universe of P12's
+    (:func:`tabrecon.tables.spec.from_layout`), each iteration over the universe of P12's
     (P13B: persons who are Black alone, the predicate of P012B001)."""
     stubs = {"Median age": {}, "Both sexes": {}, "Male": {"sex": (0,)}, "Female": {"sex": (1,)}}
     out = [from_layout("P13", PERSONS, stubs, statistic=MEDIAN_AGE)]
@@ -351,13 +359,13 @@ def require_block_totals(tables: TableSet) -> None:
 
 def release_tracts(tables: TableSet, level: str) -> tuple[TractTables, list[str], str, list[str]]:
     """A person release as the engine reads it at ``level``, split by tract
-    (:class:`~tabrecon.attacks.unit_reconstruct.TractTables`: each tract's grids, made a long
+    (:class:`~tabrecon.engine.reconstruct.TractTables`: each tract's grids, made a long
     table in the worker that reconstructs it): its tables published whole (one published in
     part is left out), the level answered (block, where no tract table is published), and what
     was left out or changed, in words."""
-    from ..attacks.unit_reconstruct import TractTables
+    from ..engine.reconstruct import TractTables
     from ..provenance import digest_grids
-    from ..unit_tables import table_by_name, tables_of
+    from ..tables.spec import table_by_name, tables_of
 
     if level not in Level.choices():
         raise TabreconError(f"unknown level {level!r}; choose 'block' or 'block+tract'")
@@ -424,11 +432,11 @@ def _release_run(
     check_unique: bool = True,
     reference: Units | None = None,
 ) -> tuple[ReleaseReconstruction, list[str], str, list[str]]:
-    """A person release through :func:`~tabrecon.attacks.unit_reconstruct.reconstruct_release`
+    """A person release through :func:`~tabrecon.engine.reconstruct.reconstruct_release`
     at ``level`` (``runner``: its workers, out, resume and progress): the run, the tables used,
     the level answered and what was left out (:func:`release_tracts`)."""
-    from ..attacks.solvers import SolverOptions
-    from ..attacks.unit_reconstruct import ReconstructOptions, reconstruct_release
+    from ..engine.reconstruct import ReconstructOptions, reconstruct_release
+    from ..engine.solvers import SolverOptions
 
     split, used, run_level, notes = release_tracts(tables, level)
     opts = ReconstructOptions(
@@ -463,8 +471,8 @@ def reconstruct_persons(
     distance: bool = False,
     distance_time_limit: float | None = None,
 ) -> PersonReconstruction:
-    """Person records from a release's person tables (:class:`tabrecon.tables.TableSet`) with
-    the count model written over any schema (:func:`tabrecon.attacks.unit_reconstruct
+    """Person records from a release's person tables (:class:`tabrecon.tables.persons.TableSet`)
+    with the count model written over any schema (:func:`tabrecon.engine.reconstruct
     .reconstruct_release`: tracts in parallel, written to ``<out>.parts/`` as they finish, a
     rerun resuming): each block from its block tables, at "block+tract" a tract's blocks
     jointly under PCT12 and PCT12A-O. With ``certify`` each block is also proven unique or
@@ -474,8 +482,8 @@ def reconstruct_persons(
     reconstructed from its block tables. Tracts whose tables contradict each other name the
     cells whose smallest change restores feasibility.
 
-    >>> from tabrecon.synth import SynthConfig, synthesize
-    >>> from tabrecon.tables import tabulate
+    >>> from tabrecon.records.synth import SynthConfig, synthesize
+    >>> from tabrecon.tables.persons import tabulate
     >>> md = synthesize(SynthConfig(persons=1_000), seed=1)
     >>> run = reconstruct_persons(tabulate(md), certify=True)
     >>> len(run.records) == len(md), run.failed
@@ -483,8 +491,8 @@ def reconstruct_persons(
     """
     import time
 
-    from ..attacks.solvers import SolverOptions
-    from ..attacks.unit_reconstruct import diagnose, program_of_tract
+    from ..engine.reconstruct import diagnose, program_of_tract
+    from ..engine.solvers import SolverOptions
     from ..schema import person_records, write_microdata
 
     t0 = time.perf_counter()
@@ -546,14 +554,14 @@ def certify_persons(
     """Certify a person reconstruction made elsewhere (a file, another tool's, the truth) with
     the count model over any schema: each block proven unique or not at agebin38 and, with
     ``distance``, its solution variability measured from these records
-    (:func:`tabrecon.attacks.unit_reconstruct.reconstruct_release` with ``reference``; tracts
+    (:func:`tabrecon.engine.reconstruct.reconstruct_release` with ``reference``; tracts
     in parallel, written to ``<out>.parts/``, resumable). A tract where the records break a
     published cell, hold a person the published zeros rule out or leave an inhabited block
     empty is refused by name, and the others go on. Returns certification's run (its
     ``blocks``, ``write`` and ``summary_lines``).
 
-    >>> from tabrecon.synth import SynthConfig, synthesize
-    >>> from tabrecon.tables import tabulate
+    >>> from tabrecon.records.synth import SynthConfig, synthesize
+    >>> from tabrecon.tables.persons import tabulate
     >>> md = synthesize(SynthConfig(persons=1_000), seed=1)
     >>> run = certify_persons(tabulate(md), md)
     >>> run.failed, set(run.blocks["status"]) <= {"unique", "varies"}

@@ -16,7 +16,7 @@ from typing import Any
 
 import polars as pl
 
-from ..config import AuditConfig
+from ..audit.config import AuditConfig
 from ..io import write_text
 from ..shapes import MAPS_EXTRA
 from .maps import CSS as MAP_CSS

@@ -33,7 +33,7 @@ from .spec import Schema
 
 class Engine(enum.StrEnum):
     """Which attack code a population runs on. ``generic`` is written once over any schema
-    (:mod:`tabrecon.attacks.unit_reconstruct`, :mod:`tabrecon.attacks.unit_claims`); ``person``
+    (:mod:`tabrecon.engine.reconstruct`, :mod:`tabrecon.attacks.unit_claims`); ``person``
     runs the same count model through the person commands (:mod:`tabrecon.populations.persons`:
     tables read into a person ``TableSet``, claims with the six race flags as columns, the
     person file and its audit), which are not yet the generic ones."""
@@ -85,7 +85,7 @@ class Population:
     #: the tables published over it (called once, lazily: declarations may read files)
     tables: Callable[[], Sequence[Any]] = field(compare=False)
     #: a synthetic county's records (:class:`~tabrecon.schema.spec.Units`) from a
-    #: :class:`~tabrecon.synth.SynthConfig` and a seed
+    #: :class:`~tabrecon.records.synth.SynthConfig` and a seed
     synthesize: Callable[[Any, int], Any] | None = field(default=None, compare=False)
     #: the cell that holds a block's number of records (a block's size, to pick median blocks)
     size_cell: str = ""
@@ -109,9 +109,10 @@ class Population:
     tied: Ties | None = field(default=None, compare=False)
     description: str = ""
     #: how its counts are published when a command is not told (``--publication``): a
-    #: :class:`~tabrecon.publication.Publication` rule's text; census populations: exact
+    #: :class:`~tabrecon.tables.publication.Publication` rule's text; census populations: exact
     publication: str = "exact"
-    #: the declaration file it was read from (:mod:`tabrecon.declaration`), for worker processes
+    #: the declaration file it was read from (:mod:`tabrecon.tables.declaration`), for worker
+    #: processes
     source: str = ""
     #: a person-engine population's twin on the generic engine (its block tables at the
     #: resolution they determine), for commands written over any schema (``sweep-publication``)
@@ -160,7 +161,7 @@ def names(listed: bool = True) -> list[str]:
 
 def population(name: str) -> Population:
     """The population registered as ``name``; an unknown name is refused with the choices (a
-    declaration file, ``NAME.toml``, is read by :func:`tabrecon.declaration.population`)."""
+    declaration file, ``NAME.toml``, is read by :func:`tabrecon.tables.declaration.population`)."""
     _load()
     if name not in _REGISTRY:
         raise TabreconError(
@@ -183,7 +184,7 @@ def of_schema(schema: Schema) -> Population:
             return p
     raise TabreconError(
         f"no tables are declared over the schema {schema.name!r} (register a "
-        "tabrecon.schema.registry.Population, or tabrecon.unit_tables.declare_tables)"
+        "tabrecon.schema.registry.Population, or tabrecon.tables.spec.declare_tables)"
     )
 
 

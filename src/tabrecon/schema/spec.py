@@ -105,7 +105,8 @@ class Schema:
     rules: tuple[Rule, ...] = ()
     description: str = ""
     #: the geographic unit tables are published for: a census block (15-digit geoids) unless a
-    #: declared release says otherwise (a school with 6-digit ids: :mod:`tabrecon.declaration`)
+    #: declared release says otherwise (a school with 6-digit ids:
+    #: :mod:`tabrecon.tables.declaration`)
     geography: str = "block"
     geoid_digits: int = 15
 

@@ -1,0 +1,807 @@
+"""Commands that attack a release: ``reconstruct``, ``agree``, ``solvar``, ``claims``,
+``reidentify``."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from rich.markup import escape
+
+from ... import vocab
+from ...errors import TabreconError
+from ...io import Reads, Writes, check_suffix
+from ...tables.publication import EXACT, Publication
+from ..terminal import (
+    FolderOut,
+    Fresh,
+    Level,
+    PublicationRule,
+    ReconOpt,
+    SchemaName,
+    Solver,
+    TablesArg,
+    Threads,
+    TimeLimit,
+    Workers,
+    at_least,
+    console,
+    err,
+    frame_table,
+    one_of,
+    pct1,
+    positive_finite,
+    progress,
+    publication_rule,
+    read_blocks,
+    solver_options,
+    table,
+)
+
+if TYPE_CHECKING:
+    import polars as pl
+
+    from ...engine.solvers import SolverOptions
+    from ...schema.registry import Population
+
+app = typer.Typer()
+RECON_LEVELS = vocab.Level.choices()
+
+
+@app.command()
+def reconstruct(
+    tables_file: TablesArg,
+    out: Annotated[
+        Path,
+        typer.Option(
+            "--out",
+            "-o",
+            help="Records to write (.parquet, .csv, .csv.gz); also "
+            "OUT's stem + _blocks.csv, each block's verdict",
+        ),
+        Writes(parts=True, beside=("_blocks.csv",)),
+    ] = Path("recon.parquet"),
+    level: Annotated[
+        str,
+        typer.Option(
+            help="Tables the attacker uses: 'block' or 'block+tract' (default: block+tract for "
+            "persons, block for a population without tract tables)"
+        ),
+    ] = "",
+    solver: Solver = "auto",
+    threads: Threads = 1,
+    time_limit: TimeLimit = 300.0,
+    seed: Annotated[int, typer.Option(help="Solver random seed")] = 0,
+    workers: Workers = 1,
+    fresh: Fresh = False,
+    schema: SchemaName = "persons",
+    distance: Annotated[
+        bool,
+        typer.Option(
+            "--distance",
+            help="Each block that varies also gets its solution variability (solvar, percent "
+            "of its records, at the resolution its uniqueness is asked: persons by agebin38)",
+        ),
+    ] = False,
+    together: Annotated[
+        Path | None,
+        typer.Option(
+            "--with",
+            help="The tables of the population --schema's records tie to, in the same blocks "
+            "(households: the person tables, long/wide file or SF1 folder): both reconstructed "
+            "together, every householder a person of the block; also writes OUT's stem + "
+            "_persons",
+            metavar="TABLES",
+        ),
+    ] = None,
+    publication: PublicationRule = "declared",
+) -> None:
+    """Rebuild records from published tables, tract by tract (written as each finishes), with
+    each block's verdict (unique or varies); with ``--with``, housing units and persons of each
+    block together."""
+    from ...schema.registry import Engine
+    from ...tables.declaration import population
+
+    pop = population(schema)
+    pub = publication_rule(pop, publication)
+    if together is not None:
+        _refuse_untied(pop)
+        for flag, given in (
+            ("--level", level not in ("", "block")),
+            ("--distance", distance),
+            (f"--publication {pub}", not pub.exact),
+        ):
+            if given:
+                raise TabreconError(
+                    f"{flag}: not an option of a reconstruction --with (block tables)"
+                )
+        opts = solver_options(solver, threads, time_limit, seed, workers)
+        _reconstruct_together(pop, tables_file, together, out, opts, workers, fresh)
+        return
+    if pop.engine is Engine.GENERIC:
+        opts = solver_options(solver, threads, time_limit, seed, workers)
+        _reconstruct_release(
+            pop, tables_file, out, level or "block", opts, workers, fresh, distance, pub
+        )
+        return
+    _reconstruct_persons(
+        tables_file,
+        out,
+        level or "block+tract",
+        solver_options(solver, threads, time_limit, seed, workers),
+        workers,
+        fresh,
+        distance,
+    )
+
+
+def _reconstruct_persons(
+    tables_file: Path,
+    out: Path,
+    level: str,
+    solver: SolverOptions,
+    workers: int,
+    fresh: bool,
+    distance: bool,
+) -> None:
+    """``tabrecon reconstruct`` for persons (:func:`tabrecon.populations.persons
+    .reconstruct_persons`): the person file and each block's verdict at agebin38 written; exit
+    1 naming each tract that failed, with the cells to blame where its tables contradict."""
+    from ...io import beside, write_csv
+    from ...populations.persons import reconstruct_persons
+    from ...tables.published import read_tables
+
+    one_of(level, RECON_LEVELS, "--level")
+    check_suffix(out)
+    ts = read_tables(tables_file)
+    console.print(
+        f"{tables_file}: {len(ts.tracts())} tracts; tables present: "
+        f"{', '.join(ts.tables_present())}"
+    )
+    prog, tick = progress(len(ts.tracts()), "reconstruct")
+    with prog:
+        run = reconstruct_persons(
+            ts,
+            level,
+            solver,
+            workers=workers,
+            out=out,
+            resume=not fresh,
+            progress=tick,
+            certify=True,
+            distance=distance,
+        )
+    blocks_path = write_csv(run.blocks, beside(out, "_blocks.csv"))
+    console.print("\n".join(run.summary_lines()))
+    console.print(f"written {out}, {blocks_path}")
+    for line in run.failure_lines():
+        err.print(line)
+    if run.failed:
+        raise typer.Exit(1)
+
+
+def _release_tables(
+    pop: Population, tables_file: Path, publication: Publication = EXACT
+) -> pl.DataFrame:
+    """A population's published tables from a long or wide file or an SF1 folder (withheld
+    cells read as null where the publication rule withholds some)."""
+    from ...tables.spec import cell_tables, read_unit_tables
+
+    long = read_unit_tables(tables_file, pop.schema, withheld=publication.withholds)
+    publication.check(long, str(tables_file), table_of=cell_tables(pop.schema))
+    return long
+
+
+def _reconstruct_release(
+    pop: Population,
+    tables_file: Path,
+    out: Path,
+    level: str,
+    solver: SolverOptions,
+    workers: int,
+    fresh: bool,
+    distance: bool,
+    publication: Publication = EXACT,
+) -> None:
+    """``tabrecon reconstruct --schema NAME`` for a population on the generic engine: every
+    tract with the runner (resume, workers, Dask, progress), the records and each block's
+    verdict written; exit 1 when a tract failed or a block's tables admit no records."""
+    import polars as pl
+
+    from ...engine.reconstruct import ReconstructOptions, reconstruct_release
+    from ...io import beside, write_csv
+    from ...schema.spec import write_units
+
+    one_of(level, RECON_LEVELS, "--level")
+    check_suffix(out)
+    opts = ReconstructOptions(
+        level=vocab.Level(level),
+        solver=solver,
+        distance=distance,
+        publication=publication,
+        unique_on=pop.unique_on,
+    )
+    long = _release_tables(pop, tables_file, publication)
+    n = long["geoid"].str.slice(0, 11).n_unique()
+    prog, tick = progress(n, f"{pop.name} reconstruct")
+    with prog:
+        run = reconstruct_release(
+            long, pop.schema, opts, workers=workers, out=out, resume=not fresh, progress=tick
+        )
+    write_units(run.units, out)
+    blocks_path = write_csv(run.blocks, beside(out, "_blocks.csv"))
+    console.print("\n".join(run.summary_lines()))
+    console.print(f"written {out}, {blocks_path}")
+    bad = run.blocks.filter(pl.col("status").is_in(["infeasible", "failed"]))
+    place = pop.schema.geography
+    why = {
+        "infeasible": "its tables contradict each other (under --publication "
+        f"{publication}: no {pop.noun} fit them)",
+        "failed": "no solution within the time limit",
+    }
+    for r in bad.head(20).iter_rows(named=True):
+        err.print(f"[red]{place} {r['geoid']}:[/red] {r['status']}: {why[r['status']]}")
+    if bad.height > 20:
+        err.print(f"[red]... and {bad.height - 20:,} more {place}s[/red] (see {blocks_path})")
+    group = "tract" if place == "block" else place
+    for r in run.failed:
+        err.print(
+            f"[red]{group} {r['unit']}: {r['status']}[/red] -- {escape(r.get('message', ''))}"
+        )
+    if run.failed or bad.height:
+        raise typer.Exit(1)
+
+
+def _refuse_untied(pop: Population) -> None:
+    """``--with`` for a population that declares no ties: refused, naming those that do."""
+    from ...schema.registry import names
+    from ...tables.declaration import population
+
+    if pop.tied is None:
+        tied = [n for n in names() if population(n).tied is not None]
+        raise TabreconError(
+            f"--with: the {pop.name} records declare no ties to another population's "
+            f"(--with works with --schema {', '.join(tied)})"
+        )
+
+
+def _tied_tables(pop: Population, path: Path) -> pl.DataFrame:
+    """The ``--with`` file: the tables of the population ``pop``'s records tie to; a file of
+    other tables is named as such (not by the internal schema that reads it)."""
+    from ...errors import InputError
+    from ...tables.declaration import population
+    from ...tables.spec import read_unit_tables
+
+    assert pop.tied is not None
+    other = population(pop.tied.other)
+    try:
+        return read_unit_tables(path, other.schema)
+    except InputError as exc:
+        if "holds no cells of the" not in str(exc):
+            raise
+        first = ", ".join(t.name for t in other.tables()[:4])
+        raise InputError(
+            f"--with needs the {pop.tied.known_as} tables of the same blocks ({first}, ...); "
+            "this file holds none",
+            path=str(path),
+        ) from None
+
+
+def _reconstruct_together(
+    pop: Population,
+    tables_file: Path,
+    together: Path,
+    out: Path,
+    solver: SolverOptions,
+    workers: int,
+    fresh: bool,
+) -> None:
+    """``tabrecon reconstruct --schema NAME --with TABLES``: both populations of every block
+    together, tract by tract with the runner; exit 1 naming each block whose two releases admit
+    no common population (and the ties that cannot hold) after the other blocks are written."""
+    from ...attacks.joint import reconstruct_release_together, write_together
+
+    check_suffix(out)
+    assert pop.tied is not None
+    # one SF1 folder holding both halves may be given twice: each reader takes its cells
+    long_a = _release_tables(pop, tables_file)
+    long_b = _tied_tables(pop, together)
+    n = long_a["geoid"].str.slice(0, 11).n_unique()
+    prog, tick = progress(n, f"{pop.name} and {pop.tied.known_as} reconstruct")
+    with prog:
+        run = reconstruct_release_together(
+            long_a,
+            long_b,
+            pop.name,
+            solver,
+            workers=workers,
+            out=out,
+            resume=not fresh,
+            progress=tick,
+        )
+    paths = write_together(run.rec, out)
+    console.print("\n".join(run.summary_lines()))
+    console.print(f"written {', '.join(map(str, paths))}")
+    bad = run.bad_blocks
+    for r in bad.head(20).iter_rows(named=True):
+        err.print(f"[red]block {r['geoid']}:[/red] {r['status']}: {escape(r['message'] or '')}")
+    if bad.height > 20:
+        err.print(f"... and {bad.height - 20} more blocks (see {paths[-1]})")
+    for r in run.failed:
+        err.print(f"[red]tract {r['unit']}: {r['status']}[/red] -- {escape(r.get('message', ''))}")
+    if run.failed or bad.height:
+        raise typer.Exit(1)
+
+
+@app.command()
+def agree(
+    left: Annotated[Path, typer.Argument(help="Reference person file (truth, CEF or HDF)")],
+    right: Annotated[
+        Path, typer.Argument(help="Person file compared with it (e.g. a reconstruction)")
+    ],
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", "-o", help="Write the Table 3-style rows as CSV"),
+        Writes(beside=("_by_bin.csv",)),
+    ] = None,
+) -> None:
+    """Agreement of two person files within blocks (exact age, then age bin), as in Abowd et al.
+    Table 3."""
+    from ...metrics.agreement import agree as _agree
+    from ...schema import read_microdata
+
+    if out is not None:
+        check_suffix(out, (".csv",))
+    a = _agree(read_microdata(right), truth=read_microdata(left))
+    rows = [
+        [r["bin"], r["blocks"], r["persons"], pct1(r["exact_pct"]), pct1(r["binned_pct"])]
+        for r in a.by_bin.iter_rows(named=True)
+    ]
+    rows.append(
+        [
+            "all",
+            int(a.by_bin["blocks"].sum()),
+            a.population,
+            pct1(a.exact_pct),
+            pct1(a.binned_pct),
+        ]
+    )
+    console.print(f"binned pass compares on: {a.resolution}")
+    title = f"agreement of {right.name} with {left.name} (% of {left.name} persons)"
+    console.print(table(title, ["bin", "blocks", "persons", "exact %", "binned %"], rows))
+    if out is not None:
+        console.print(f"written {', '.join(map(str, a.write(out, f'{right.name}-{left.name}')))}")
+
+
+@app.command()
+def solvar(
+    tables_file: TablesArg,
+    recon: ReconOpt,
+    out: Annotated[
+        Path,
+        typer.Option("--out", "-o", help="Per-block results (.parquet or .csv)"),
+        Writes(
+            beside=("_table_s4.csv", "_zero_by_size.csv", "_flags.parquet", "_summary.md"),
+            parts=True,
+        ),
+    ] = Path("solvar.parquet"),
+    level: Level = "block+tract",
+    distance: Annotated[
+        bool,
+        typer.Option(
+            help="Maximise the distance for blocks that can differ (else only the zero test)"
+        ),
+    ] = True,
+    solver: Solver = "auto",
+    threads: Threads = 1,
+    time_limit: Annotated[
+        float,
+        typer.Option(help="Time limit per solver call, seconds (bounds are reported on time-out)"),
+    ] = 120.0,
+    distance_time_limit: Annotated[
+        float,
+        typer.Option(
+            help="Seconds per block's distance maximisation, bounds kept on time-out (0: as "
+            "--time-limit)"
+        ),
+    ] = 0.0,
+    seed: Annotated[int, typer.Option(help="Solver random seed")] = 0,
+    workers: Workers = 1,
+    fresh: Fresh = False,
+) -> None:
+    """Certify a reconstruction: solution variability per block, uniqueness flags, Table S4."""
+    from ...attacks.certify import solvar_table
+    from ...populations.persons import certify_persons
+    from ...schema import read_microdata
+    from ...tables.published import read_tables
+
+    one_of(level, RECON_LEVELS, "--level")
+    opts = solver_options(solver, threads, time_limit, seed, workers)
+    if distance_time_limit:
+        positive_finite(distance_time_limit=distance_time_limit)
+    check_suffix(out, (".parquet", ".csv"))
+    ts, rec = read_tables(tables_file), read_microdata(recon)
+    prog, tick = progress(len(ts.tracts()), "certify")
+    with prog:
+        run = certify_persons(
+            ts,
+            rec,
+            level,
+            opts,
+            workers=workers,
+            out=out,
+            resume=not fresh,
+            distance=distance,
+            progress=tick,
+            distance_time_limit=distance_time_limit or None,
+        )
+    for r in run.failed:
+        err.print(f"[red]tract {r['unit']}: {r['status']}[/red] -- {escape(r.get('message', ''))}")
+    if not run.blocks.height:
+        raise TabreconError("no tract could be certified")
+    paths = run.write(out, rec)
+    cols = {
+        "solvar_at_most_pct": "<= %",
+        "blocks": "blocks",
+        "persons": "persons",
+        "cum_blocks_pct": "cum blocks %",
+        "cum_persons_pct": "cum persons %",
+        "unproven_blocks": "unproven",
+    }
+    console.print(
+        frame_table("cumulative solvar (Table S4 layout)", solvar_table(run.blocks), cols)
+    )
+    console.print("\n".join(run.summary_lines(rec)))
+    console.print(f"written {', '.join(map(str, paths))}")
+    if run.failed:
+        raise typer.Exit(1)
+
+
+@app.command()
+def claims(
+    tables_file: TablesArg,
+    recon: Annotated[
+        Path | None,
+        typer.Option("--recon", "-r", help="Reconstruction (person file; persons only)"),
+    ] = None,
+    solvar_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--solvar",
+            "-s",
+            help="Per-block output of `tabrecon solvar` for this reconstruction (persons only)",
+        ),
+    ] = None,
+    out: FolderOut = Path("claims"),
+    level: Level = "block",
+    k_solutions: Annotated[
+        int,
+        typer.Option(
+            "--k-solutions", "-K", help="Diverse solutions whose common claims are candidates"
+        ),
+    ] = 100,
+    solver: Solver = "auto",
+    threads: Threads = 1,
+    time_limit: Annotated[float, typer.Option(help="Time limit per solver call, seconds")] = 120.0,
+    seed: Annotated[int, typer.Option(help="Seed of the random objectives and the solver")] = 0,
+    workers: Workers = 1,
+    fresh: Fresh = False,
+    schema: SchemaName = "persons",
+    k: Annotated[
+        str,
+        typer.Option(
+            "--k",
+            help="Not persons: columns per claim, a comma list (default: the population's, "
+            "5,6,7,8,9,10 for households)",
+        ),
+    ] = "",
+    truth: Annotated[
+        Path | None,
+        typer.Option(
+            "--truth",
+            help="Not persons: the file of records behind the tables (records covered)",
+        ),
+    ] = None,
+    block_time_limit: Annotated[
+        float,
+        typer.Option(
+            help="Not persons: seconds per block, its reconstruction and uniqueness proof "
+            "included; a block that reaches it keeps the claims verified so far and is reported"
+        ),
+    ] = 300.0,
+    together: Annotated[
+        Path | None,
+        typer.Option(
+            "--with",
+            help="Not persons: the tables of the population --schema's records tie to "
+            "(households: the person tables of the same blocks); every claim is then verified "
+            "given both releases",
+            metavar="TABLES",
+        ),
+    ] = None,
+    publication: PublicationRule = "declared",
+) -> None:
+    """Verified claims (generate-then-verify): persons, housing units, ... singled out by claims
+    every consistent population makes true."""
+    from ...schema.registry import Engine
+    from ...tables.declaration import population
+
+    pop = population(schema)
+    pub = publication_rule(pop, publication)
+    at_least(1, k_solutions=k_solutions)
+    # an option the chosen population does not use is refused, never silently ignored
+    person_only = {
+        "--recon": recon is not None,
+        "--solvar": solvar_file is not None,
+        f"--level {level}": level != "block",  # other populations' claims are per block
+    }
+    other_only = {
+        "--k": bool(k.strip()),
+        "--truth": truth is not None,
+        "--with": together is not None,
+    }
+    unused = [
+        o
+        for o, given in (other_only if pop.engine is Engine.PERSON else person_only).items()
+        if given
+    ]
+    if unused:
+        whose = "other populations" if pop.engine is Engine.PERSON else "persons"
+        raise TabreconError(
+            f"{', '.join(unused)}: an option of claims about {whose}, not of --schema {pop.name}"
+        )
+    if pop.engine is Engine.GENERIC:
+        _release_claims(
+            pop,
+            tables_file,
+            out,
+            k,
+            k_solutions,
+            truth,
+            block_time_limit,
+            solver_options(solver, threads, time_limit, seed, workers),
+            seed,
+            workers,
+            fresh,
+            together,
+            pub,
+        )
+        return
+    if recon is None or solvar_file is None:
+        from ...schema.registry import names
+
+        others = [n for n in names() if population(n).engine is Engine.GENERIC]
+        raise TabreconError(
+            "claims about persons need --recon (the reconstruction) and --solvar (its "
+            "certification); for another population give its --schema ("
+            + ", ".join(f"--schema {n}" for n in others)
+            + ")"
+        )
+    from ...attacks.claims import claims as _claims
+    from ...schema import read_microdata
+    from ...tables.published import read_tables
+
+    one_of(level, RECON_LEVELS, "--level")
+    opts = solver_options(solver, threads, time_limit, seed, workers)
+    ts, rec = read_tables(tables_file), read_microdata(recon)
+    blocks = read_blocks(solvar_file)
+    t0 = time.perf_counter()
+    prog, tick = progress(len(ts.tracts()), "claims")
+    with prog:
+        run = _claims(
+            ts, rec, blocks, level, opts, k_solutions, seed, workers, out, not fresh, tick
+        )
+    for r in run.failed:
+        err.print(f"[red]tract {r['unit']}: {r['status']}[/red] -- {escape(r.get('message', ''))}")
+    el = time.perf_counter() - t0
+    paths = run.write(out, seed, el)
+    cols = {
+        "k": "k",
+        "persons_covered": "persons covered",
+        "persons_per_block": "per block",
+        "blocks_with_singleton": "blocks",
+        "verified_singletons": "verified singletons",
+        "verified_claims": "verified claims",
+        "median_baseline_tract": "median base (tract)",
+        "median_baseline_state": "median base (state)",
+    }
+    title = "verified singleton claims by number of columns k"
+    console.print(frame_table(title, run.by_k(), cols))
+    console.print("\n".join(run.summary_lines(el)))
+    console.print(f"written {', '.join(map(str, paths))}")
+    if run.failed:
+        raise typer.Exit(1)
+
+
+def _release_claims(
+    pop: Population,
+    tables_file: Path,
+    out: Path,
+    k: str,
+    k_solutions: int,
+    truth: Path | None,
+    block_time_limit: float,
+    opts: SolverOptions,
+    seed: int,
+    workers: int,
+    fresh: bool,
+    together: Path | None = None,
+    publication: Publication = EXACT,
+) -> None:
+    """``tabrecon claims --schema NAME`` for a population on the generic engine: Generate-then-
+    Verify on a release's tables, block by block (written as each finishes, resumable), figures
+    in the study's layout; with ``--with``, given both releases."""
+    import polars as pl
+
+    from ...attacks.unit_claims import release_claims
+    from ...schema.spec import read_units
+    from ...tables.consistency import check_unit_consistency
+
+    positive_finite(block_time_limit=block_time_limit)
+    try:
+        ks = tuple(sorted({int(x) for x in k.split(",") if x.strip()})) or pop.k_values
+    except ValueError:
+        raise TabreconError(f"--k: {k!r} is not a comma list of numbers such as 5,6,7") from None
+    n_attr = len(pop.schema.attributes)
+    if any(not 1 <= x <= n_attr for x in ks):
+        raise TabreconError(f"--k: columns per claim must lie in 1..{n_attr} for {pop.name}")
+    tied = None
+    if together is not None:
+        _refuse_untied(pop)
+        if not publication.exact:
+            raise TabreconError(
+                f"--publication {publication}: claims --with assume exact tables so far"
+            )
+        tied = _tied_tables(pop, together)
+    long = _release_tables(pop, tables_file, publication)
+    units = read_units(truth, pop.schema) if truth is not None else None
+    t0 = time.perf_counter()
+    prog, tick = progress(long["geoid"].n_unique(), f"{pop.name} claims")
+    with prog:
+        run = release_claims(
+            long,
+            pop.schema,
+            ks,
+            k_solutions,
+            seed,
+            opts,
+            block_time_limit,
+            workers,
+            out,
+            not fresh,
+            tick,
+            units,
+            tied=tied,
+            publication=publication,
+        )
+    for r in run.failed:
+        err.print(f"[red]block {r['unit']}: {r['status']}[/red] -- {escape(r.get('message', ''))}")
+    bad = run.problem_blocks
+    contradicted = bad.filter(pl.col("status") == "infeasible")["geoid"].to_list()
+    broken: dict[str, str] = {}
+    if contradicted and publication.exact:  # name an identity the tables break, where one does
+        rep = check_unit_consistency(long.filter(pl.col("geoid").is_in(contradicted)), pop.schema)
+        for v in rep.violations:
+            broken.setdefault(v.geoid, str(v).split(": ", 1)[1])
+    place = pop.schema.geography  # block, or a declared release's own (school)
+    for r in bad.head(20).iter_rows(named=True):
+        what = {
+            "time-limit": f"reached --block-time-limit {block_time_limit:g} s; "
+            f"{r['verified']} claim(s) verified before it are kept",
+            "infeasible": f"its tables contradict each other (no {pop.noun} fit them"
+            + ("" if publication.exact else f" under --publication {publication}")
+            + ")"
+            + (f": {broken[r['geoid']]}" if r["geoid"] in broken else "")
+            if r["geoid"] in broken or tied is None
+            else "its two releases admit no common population (tabrecon reconstruct --with "
+            "names the ties that cannot hold)",
+        }.get(r["status"], "no solution found within the solver's limit")
+        err.print(f"[yellow]{place} {r['geoid']}:[/yellow] {escape(str(what))}")
+    if bad.height > 20:
+        err.print(f"[yellow]... and {bad.height - 20} more such {place}s[/yellow]")
+    el = time.perf_counter() - t0
+    paths = run.write(out, seed, el)
+    cols = {
+        "k": "k",
+        "blocks_with_singleton": f"{place}s with a singleton",
+        "blocks_with_singleton_pct": "%",
+        "verified_singletons": "verified singletons",
+        "verified_claims": "verified claims",
+        "baseline_median": "median baseline",
+    }
+    if truth is not None:
+        cols |= {"units_singled_out": "singled out", "units_covered": "covered"}
+    console.print(frame_table(f"verified claims about {pop.noun} by k", run.by_k(), cols))
+    console.print("\n".join(run.summary_lines(el)))
+    console.print(f"written {', '.join(map(str, paths))}")
+    if run.failed or (bad["status"] != "time-limit").any():
+        raise typer.Exit(1)
+
+
+@app.command()
+def reidentify(
+    recon: Annotated[
+        Path, typer.Option("--recon", "-r", help="Reconstruction (person file): the race source")
+    ],
+    truth: Annotated[
+        Path,
+        typer.Option("--truth", "-t", help="Confidential truth (person file) to confirm against"),
+    ],
+    attacker: Annotated[
+        str,
+        typer.Option(
+            help="'perfect', 'commercial', 'commercial-2010' (fitted to the Bureau's COMRCL "
+            "rates), or an attacker file (pik, block_geoid, sex, age)"
+        ),
+        Reads(),
+    ] = "perfect",
+    out: FolderOut = Path("reid"),
+    tables_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--tables", help="Published tables for MDG/PRG (default: tabulated from --truth)"
+        ),
+    ] = None,
+    solvar_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--solvar", help="Per-block `tabrecon solvar` output (marks certified blocks)"
+        ),
+    ] = None,
+    seed: Annotated[
+        int, typer.Option(help="Seed of the attacker simulation, tie-breaking and PRG draws")
+    ] = 0,
+    francis_threshold: Annotated[int, typer.Option(help="Francis' minimum majority count")] = 5,
+) -> None:
+    """Link a reconstruction to attacker data; precision beside MDG, PRG, truth and Ruggles-Van
+    Riper."""
+    from ...attacks.reidentify import reidentify as _reid
+    from ...report.reid import write_reid_report
+    from ...schema import read_microdata
+    from ...tables.published import read_tables
+
+    at_least(1, francis_threshold=francis_threshold)
+    from ...attacks.reidentify import ATTACKER_PRESETS
+
+    if attacker not in ATTACKER_PRESETS and not Path(attacker).exists():
+        raise TabreconError(
+            f"--attacker: {attacker!r} is neither one of {', '.join(ATTACKER_PRESETS)} nor an "
+            "existing file"
+        )
+    ts = read_tables(tables_file) if tables_file is not None else None
+    cert = read_blocks(solvar_file) if solvar_file is not None else None
+    res = _reid(
+        read_microdata(recon),
+        read_microdata(truth),
+        attacker,
+        ts,
+        cert,
+        seed=seed,
+        francis_threshold=francis_threshold,
+    )
+    how = f"tabrecon reidentify --recon {recon} --truth {truth} --attacker {attacker} --seed {seed}"
+    summ = write_reid_report(res, out, how + (f" --solvar {solvar_file}" if solvar_file else ""))
+    for line in res.attacker_report.lines():
+        err.print(f"[yellow]attacker data:[/yellow] {escape(str(line))}")
+    keys = ("attacker_records", "putative", "confirmed")
+    rows = [
+        [
+            g,
+            s,
+            *(summ[s][g][k] for k in keys),
+            "n/a" if summ[s][g]["precision_pct"] is None else f"{summ[s][g]['precision_pct']:.1f}",
+        ]
+        for g in ("all", "nonmodal", "certified_uniques")
+        for s in ("attack", "mdg", "prg", "truth")
+    ]
+    cols = ["group", "source", "attacker records", "putative", "confirmed", "precision %"]
+    console.print(table("reidentification (precision = confirmed / putative)", cols, rows))
+    console.print(f"report written to {out}/report.md")
+    if not summ["attack"]["all"]["putative"]:  # every precision is n/a: nothing was measured
+        err.print(
+            "[yellow]no attacker record could be linked: the attacker data and the release share "
+            "no block, sex and age, so no precision was measured (exit 1)[/yellow]"
+        )
+        raise typer.Exit(1)

@@ -1,0 +1,224 @@
+"""Commands that run the whole pipeline: ``audit`` and ``demo``."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ... import vocab
+from ...io import Writes
+from ..terminal import (
+    FolderOut,
+    Quiet,
+    Seed,
+    at_least,
+    console,
+    err,
+    publication_rule,
+    table,
+)
+
+app = typer.Typer()
+RECON_LEVELS = vocab.Level.choices()
+
+
+def _print_audit(res, out: Path) -> None:
+    s = res.summary
+    console.print(table("audit headline", ["figure", "value"], res.headline()))
+    console.print(f"time per stage (s): {s['timings_s']}")
+    if s.get("resumed_stages"):
+        kept = s["resumed_stages"]
+        err.print(
+            f"[dim]resumed: {len(kept)} stage(s) kept from an earlier run in {out / 'work'}: "
+            f"{', '.join(kept[:8])}{' ...' if len(kept) > 8 else ''}[/dim]"
+        )
+    if s.get("failures"):
+        err.print(
+            f"[yellow]{len(s['failures'])} unit(s) failed:[/yellow] " + "; ".join(s["failures"][:5])
+        )
+    console.print(f"report: {res.report}  (numbers: {out / 'results'}, {out / 'summary.json'})")
+
+
+@app.command()
+def audit(
+    microdata: Annotated[
+        Path | None, typer.Argument(help="Confidential person file (CSV, CSV.gz, Parquet)")
+    ] = None,
+    tables_path: Annotated[
+        Path | None,
+        typer.Option(
+            "--tables", help="Published tables: long table file or SF1 summary-file folder"
+        ),
+    ] = None,
+    out: Annotated[
+        Path,
+        typer.Option("--out", "-o", help="Output folder (report.html, results/, work/)"),
+        Writes(folder=True),
+    ] = Path("tabrecon-audit"),
+    config: Annotated[
+        Path | None, typer.Option("--config", "-c", help="TOML configuration (see README)")
+    ] = None,
+    resume: Annotated[
+        bool,
+        typer.Option("--resume", help="Keep finished stages and tracts of an earlier run in OUT"),
+    ] = False,
+    scheduler: Annotated[
+        str | None, typer.Option(help="Dask scheduler address, e.g. tcp://10.0.0.5:8786")
+    ] = None,
+    workers: Annotated[
+        int | None, typer.Option(help="Local processes for tracts (default from config: 1)")
+    ] = None,
+    seed: Annotated[int | None, typer.Option(help="Seed (default from config: 2010)")] = None,
+    defenses: Annotated[
+        str | None, typer.Option(help="Comma-separated defenses, e.g. 'swap-lo,rho=2' ('' = none)")
+    ] = None,
+    chunk_persons: Annotated[
+        int | None, typer.Option(help="Counties are batched up to this many persons")
+    ] = None,
+    quiet: Quiet = False,
+    households: Annotated[
+        Path | None,
+        typer.Option(
+            help="Housing-unit file of the same households: adds Generate-then-Verify on the "
+            "housing-unit tables and a households section (see \\[households] in the config)"
+        ),
+    ] = None,
+    schema: Annotated[
+        str,
+        typer.Option(
+            help="What MICRODATA's records are: 'persons' (a person file: the full audit) or "
+            "another population (e.g. 'households', 'group_quarters', a declaration NAME.toml: "
+            "its Generate-then-Verify part alone)"
+        ),
+    ] = "persons",
+    shapes: Annotated[
+        Path | None,
+        typer.Option(
+            help="The county's block shapes (TIGER/Line tl_2010_SSCCC_tabblock10.zip or 2020's "
+            "tabblock20, a shapefile, GeoPackage, GeoJSON or GeoParquet): the report maps its "
+            "blocks by certified uniqueness and share singled out (\\[report] shapes; needs the "
+            "maps extra; tabrecon download --shapes fetches the file)"
+        ),
+    ] = None,
+    publication_rules: Annotated[
+        str | None,
+        typer.Option(
+            help="Adds a report section on what would have stopped it: the sampled blocks "
+            "published under each rule (';'-separated, e.g. 'exact;round:3;suppress:3') and "
+            r"attacked as published (\[households] publication_rules); records, not --tables"
+        ),
+    ] = None,
+) -> None:
+    """Audit a release end to end: publish, reconstruct, certify, link, defend, compare; write a
+    report."""
+    from ...audit.config import load_config
+    from ...audit.run import audit as _audit
+    from ...errors import TabreconError
+    from ...schema.registry import Engine
+    from ...tables.declaration import population
+
+    pop = population(schema)
+    if pop.engine is Engine.GENERIC:
+        if shapes is not None:  # refused, never silently ignored
+            raise TabreconError(
+                f"--shapes: the maps are drawn by the person audit, not yet by --schema {pop.name}"
+            )
+        if (microdata is None) == (tables_path is None) or households is not None:
+            raise TabreconError(
+                f"--schema {pop.name} audits one file: its {pop.noun} as MICRODATA, or their "
+                "published tables as --tables (not both, and without --households)"
+            )
+        unused = [
+            o
+            for o, v in (("--defenses", defenses), ("--chunk-persons", chunk_persons))
+            if v is not None
+        ]
+        if unused:  # refused, never silently ignored
+            raise TabreconError(
+                f"{', '.join(unused)}: an option of the person audit, not of --schema {pop.name}"
+            )
+        from ...audit.run import audit_units
+
+        cfg = load_config(
+            config,
+            run={"workers": workers, "seed": seed, "scheduler": scheduler},
+            households={"publication_rules": _rules(publication_rules)},
+        )
+        if cfg.households.publication_rules and microdata is None:
+            raise TabreconError(
+                "publication rules are swept over records: give MICRODATA, not --tables (a "
+                "release is published already)"
+            )
+        for r in cfg.households.publication_rules:  # every rule checked before any work
+            publication_rule(pop, r)
+        cmd = "tabrecon audit " + " ".join(sys.argv[2:])
+        source = microdata if microdata is not None else tables_path
+        assert source is not None  # exactly one of the two, checked above
+        res = audit_units(
+            pop.name, source, out, cfg, resume, err, not quiet, cmd, published=microdata is None
+        )
+        _print_audit(res, out)
+        if res.summary.get("failures"):
+            raise typer.Exit(1)
+        return
+
+    specs = None if defenses is None else [d.strip() for d in defenses.split(",") if d.strip()]
+    run_opts = {
+        "scheduler": scheduler,
+        "workers": workers,
+        "seed": seed,
+        "chunk_persons": chunk_persons,
+    }
+    cfg = load_config(
+        config,
+        run=run_opts,
+        defenses={"specs": specs},
+        households={"publication_rules": _rules(publication_rules)},
+        report={"shapes": str(shapes) if shapes is not None else None},
+    )
+    if cfg.report.shapes:
+        from ...shapes import require_maps
+
+        require_maps()
+    if cfg.households.publication_rules:
+        if households is None:
+            raise TabreconError(
+                "--publication-rules sweeps housing-unit tables: give --households FILE (or "
+                "audit --schema households)"
+            )
+        for r in cfg.households.publication_rules:
+            publication_rule(population("households"), r)
+    cmd = "tabrecon audit " + " ".join(sys.argv[2:])
+    res = _audit(microdata, out, cfg, tables_path, resume, err, not quiet, cmd, households)
+    _print_audit(res, out)
+    if res.summary.get("failures"):
+        raise typer.Exit(1)
+
+
+def _rules(text: str | None) -> list[str] | None:
+    """``--publication-rules``: ';'-separated rules (a rule may hold commas), None untold."""
+    if text is None:
+        return None
+    return [r.strip() for r in text.split(";") if r.strip()]
+
+
+@app.command()
+def demo(
+    out: FolderOut = Path("tabrecon-demo"),
+    persons: Annotated[int, typer.Option(help="Size of the synthetic county")] = 20_000,
+    seed: Seed = 2010,
+    config: Annotated[
+        Path | None, typer.Option("--config", "-c", help="TOML configuration for the audit")
+    ] = None,
+    quiet: Quiet = False,
+) -> None:
+    """Synthesize a county and audit it: the whole pipeline and its HTML report in a few minutes."""
+    from ...audit.config import load_config
+    from ...audit.run import run_demo
+
+    at_least(1, persons=persons)
+    res = run_demo(out, persons, seed, load_config(config, run={"seed": seed}), err, not quiet)
+    _print_audit(res, out)

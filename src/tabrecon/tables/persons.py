@@ -1,0 +1,892 @@
+"""The published tables: SF1 person tables declared as data, tabulation and table files (their
+consistency identities: :mod:`tabrecon.tables.consistency`).
+
+A table is a :class:`TableSpec`: a universe (a partial predicate on sex, age, race and ethnicity), a
+layout naming how its lines are generated (also data: :data:`LAYOUTS`), and its geographic level.
+Each line becomes a :class:`Cell` -- one predicate over the person schema with a measure
+(``persons``, or ``race_tally`` which counts a person once per reported race). Every cell is turned
+into a weight vector over the 27,972 person types (:mod:`tabrecon.schema`), so that
+
+    tables(geounit) = histogram(geounit) @ W
+
+and tabulation is one sparse matrix product, whatever the number of tables.
+
+Tables travel as a long table ``(geoid, cell, value)``; the level of a row follows from the length
+of its geoid (15 block, 12 block group, 11 tract, 5 county, 2 state). In memory they are a
+:class:`TableSet`: per level a dense (geounits x cells) matrix, ``-1`` marking a cell not published.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import scipy.sparse as sp
+
+from ..errors import InputError
+from ..geo import LENGTH, TABLE_LEVELS
+from ..io import read_text_frame, write_frame
+from ..schema import (
+    AGE_MAX,
+    N_TYPES,
+    P12_BINS,
+    RACE_BITS,
+    RACE_COMBOS,
+    RACE_COUNT,
+    RACE_LABELS,
+    RACES,
+    TYPE_AGE,
+    TYPE_HISP,
+    TYPE_RACE,
+    TYPE_SEX,
+    Microdata,
+)
+
+LEVEL_OF_LEN = {LENGTH[lv]: lv for lv in TABLE_LEVELS}
+MISSING = -1
+
+
+# --------------------------------------------------------------------------------------------------
+# Cells and their predicates
+# --------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Cell:
+    """One published statistic: a predicate over the person schema and a measure.
+
+    ``race`` is ``any``, ``includes:x`` (alone or in combination), ``exactly:x+y`` (exactly those
+    races), ``count:k`` or ``count>=2``; ``hispanic`` is ``any``, ``0`` or ``1``.
+    """
+
+    id: str
+    table: str
+    level: str
+    sex: str = "any"
+    age_min: int = 0
+    age_max: int = AGE_MAX
+    race: str = "any"
+    hispanic: str = "any"
+    measure: str = "persons"
+
+    def race_mask(self) -> np.ndarray:
+        """Boolean mask over the 63 race codes (index code - 1)."""
+        return race_predicate_mask(self.race)
+
+    def type_weights(self) -> np.ndarray:
+        """Weight of every person type in this cell (0 where the predicate is false)."""
+        m = self.race_mask()[TYPE_RACE - 1]
+        m &= (TYPE_AGE >= self.age_min) & (TYPE_AGE <= self.age_max)
+        if self.sex != "any":
+            m &= TYPE_SEX == (0 if self.sex == "male" else 1)
+        if self.hispanic != "any":
+            m &= TYPE_HISP == int(self.hispanic)
+        w = m.astype(np.int8)
+        if self.measure == "race_tally":
+            w = w * RACE_COUNT[TYPE_RACE - 1]
+        return w
+
+    def description(self) -> str:
+        parts = [{"any": "both sexes", "male": "male", "female": "female"}[self.sex]]
+        if (self.age_min, self.age_max) != (0, AGE_MAX):
+            if self.age_max == AGE_MAX:
+                parts.append(f"age {self.age_min}+")
+            elif self.age_min == self.age_max:
+                parts.append(f"age {self.age_min}")
+            else:
+                parts.append(f"age {self.age_min}-{self.age_max}")
+        parts.append(describe_race(self.race))
+        if self.hispanic != "any":
+            parts.append("Hispanic" if self.hispanic == "1" else "not Hispanic")
+        text = ", ".join(parts)
+        return f"TALLY of races over: {text}" if self.measure == "race_tally" else text
+
+
+def race_predicate_mask(pred: str) -> np.ndarray:
+    """Mask over race codes 1..63 (index code-1) for a race predicate string."""
+    if pred == "any":
+        return np.ones(63, dtype=bool)
+    kind, _, arg = pred.partition(":")
+    if pred.startswith("count>="):
+        return RACE_COUNT >= int(pred[len("count>=") :])
+    if kind == "count":
+        return RACE_COUNT == int(arg)
+    names = arg.split("+")
+    bits = sum(1 << RACES.index(n) for n in names)
+    if kind == "includes":
+        return (RACE_BITS & bits) != 0
+    if kind == "exactly":
+        return RACE_BITS == bits
+    raise ValueError(f"unknown race predicate {pred!r}")
+
+
+def describe_race(pred: str) -> str:
+    if pred == "any":
+        return "any race"
+    if pred == "count>=2":
+        return "two or more races"
+    kind, _, arg = pred.partition(":")
+    if kind == "count":
+        return f"exactly {arg} races"
+    names = [RACE_LABELS[n] for n in arg.split("+")]
+    if kind == "includes":
+        return f"{names[0]} alone or in combination"
+    return f"{names[0]} alone" if len(names) == 1 else "; ".join(names)
+
+
+# --------------------------------------------------------------------------------------------------
+# Layouts: how a table's lines are generated (rows as partial predicates, in SF1 line order)
+# --------------------------------------------------------------------------------------------------
+Row = dict  # partial predicate: any of sex, age_min, age_max, race, hispanic, measure
+
+
+def _race_detail_rows() -> list[Row]:
+    """P8 lines 001-071: total; one race; six alone; two or more; per k races a subtotal +
+    leaves."""
+    rows: list[Row] = [{}, {"race": "count:1"}]
+    rows += [{"race": f"exactly:{r}"} for r in RACES]
+    rows.append({"race": "count>=2"})
+    for k in range(2, 7):
+        rows.append({"race": f"count:{k}"})
+        rows += [
+            {"race": "exactly:" + "+".join(RACES[i] for i in c)} for c in RACE_COMBOS if len(c) == k
+        ]
+    return rows
+
+
+def _hisp_race_detail_rows() -> list[Row]:
+    """P9 lines 001-073: total; Hispanic; not Hispanic, followed by P8 lines 002-071 for NH."""
+    return [{}, {"hispanic": "1"}, {"hispanic": "0"}] + [
+        {**r, "hispanic": "0"} for r in _race_detail_rows()[1:]
+    ]
+
+
+def _tally_rows() -> list[Row]:
+    """P6: tally of races; each race alone or in combination."""
+    return [{"measure": "race_tally"}] + [{"race": f"includes:{r}"} for r in RACES]
+
+
+def _hisp_tally_rows() -> list[Row]:
+    """P7: tally; NH tally and races; Hispanic tally and races."""
+    rows: list[Row] = [{"measure": "race_tally"}]
+    for h in ("0", "1"):
+        rows.append({"measure": "race_tally", "hispanic": h})
+        rows += [{"race": f"includes:{r}", "hispanic": h} for r in RACES]
+    return rows
+
+
+def _race7_rows() -> list[Row]:
+    """P3 lines 1-8: total; each race alone; two or more races."""
+    return [{}] + [{"race": f"exactly:{r}"} for r in RACES] + [{"race": "count>=2"}]
+
+
+def _hisp_race7_rows() -> list[Row]:
+    """P5 lines 1-17: total; not Hispanic, then its P3 lines 2-8; Hispanic, then its lines 2-8."""
+    rows: list[Row] = [{}]
+    for h in ("0", "1"):
+        rows.append({"hispanic": h})
+        rows += [{**r, "hispanic": h} for r in _race7_rows()[1:]]
+    return rows
+
+
+def _sex_by(ages: Sequence[tuple[int, int]]) -> list[Row]:
+    rows: list[Row] = [{}]
+    for s in ("male", "female"):
+        rows.append({"sex": s})
+        rows += [{"sex": s, "age_min": lo, "age_max": hi} for lo, hi in ages]
+    return rows
+
+
+PCT12_AGES: tuple[tuple[int, int], ...] = tuple((a, a) for a in range(100)) + (
+    (100, 104),
+    (105, 109),
+    (110, 110),
+)
+
+LAYOUTS: dict[str, list[Row]] = {
+    "total": [{}],
+    "race7": _race7_rows(),
+    "hisp2": [{}, {"hispanic": "0"}, {"hispanic": "1"}],
+    "hisp_race7": _hisp_race7_rows(),
+    "race_tally": _tally_rows(),
+    "hisp_race_tally": _hisp_tally_rows(),
+    "race_detail": _race_detail_rows(),
+    "hisp_race_detail": _hisp_race_detail_rows(),
+    "sex_by_p12_age": _sex_by(P12_BINS),
+    "sex_by_age_under20": _sex_by([(a, a) for a in range(20)]),
+    "sex_by_single_age": _sex_by(PCT12_AGES),
+}
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    """A published table: name, SF1 number and iteration, level, universe and layout."""
+
+    name: str
+    prefix: str  # "P" or "PCT"
+    number: int
+    level: str
+    layout: str
+    universe: Row = field(default_factory=dict, hash=False, compare=False)
+    iteration: str = ""
+    title: str = ""
+
+    def cell_id(self, line: int) -> str:
+        if self.iteration:
+            return f"{self.prefix}{self.number:03d}{self.iteration}{line:03d}"
+        return f"{self.prefix}{self.number:03d}{line:04d}"
+
+    def cells(self) -> list[Cell]:
+        out = []
+        for i, row in enumerate(LAYOUTS[self.layout], start=1):
+            pred = {**row}
+            for k, v in self.universe.items():
+                if k == "age_min":
+                    pred["age_min"] = max(pred.get("age_min", 0), v)
+                elif k == "age_max":
+                    pred["age_max"] = min(pred.get("age_max", AGE_MAX), v)
+                elif k in pred and pred[k] != v:
+                    raise ValueError(f"{self.name} line {i}: row and universe both restrict {k}")
+                else:
+                    pred[k] = v
+            out.append(Cell(id=self.cell_id(i), table=self.name, level=self.level, **pred))
+        return out
+
+
+#: The race/ethnicity universes of the iteration tables (P12A-I, PCT12A-O).
+ITERATIONS: dict[str, Row] = {
+    **{L: {"race": f"exactly:{r}"} for L, r in zip("ABCDEF", RACES, strict=True)},
+    "G": {"race": "count>=2"},
+    "H": {"hispanic": "1"},
+    "I": {"race": "exactly:white", "hispanic": "0"},
+    **{
+        L: {"race": f"exactly:{r}", "hispanic": "0"}
+        for L, r in zip("JKLMN", RACES[1:], strict=True)
+    },
+    "O": {"race": "count>=2", "hispanic": "0"},
+}
+
+ADULT = {"age_min": 18}
+
+#: The 34 SF1 person tables used by Abowd et al.: 19 block tables and 16 tract tables.
+SF1_TABLES: tuple[TableSpec, ...] = (
+    TableSpec("P1", "P", 1, "block", "total", title="Total population"),
+    TableSpec("P6", "P", 6, "block", "race_tally", title="Race (total races tallied)"),
+    TableSpec(
+        "P7",
+        "P",
+        7,
+        "block",
+        "hisp_race_tally",
+        title="Hispanic or Latino origin by race (total races tallied)",
+    ),
+    TableSpec("P8", "P", 8, "block", "race_detail", title="Race"),
+    TableSpec(
+        "P9",
+        "P",
+        9,
+        "block",
+        "hisp_race_detail",
+        title="Hispanic or Latino, and not Hispanic or Latino by race",
+    ),
+    TableSpec(
+        "P10",
+        "P",
+        10,
+        "block",
+        "race_detail",
+        ADULT,
+        title="Race for the population 18 years and over",
+    ),
+    TableSpec(
+        "P11",
+        "P",
+        11,
+        "block",
+        "hisp_race_detail",
+        ADULT,
+        title="Hispanic or Latino by race, 18 years and over",
+    ),
+    TableSpec("P12", "P", 12, "block", "sex_by_p12_age", title="Sex by age"),
+    TableSpec(
+        "P14",
+        "P",
+        14,
+        "block",
+        "sex_by_age_under20",
+        {"age_max": 19},
+        title="Sex by age for the population under 20 years",
+    ),
+    *(
+        TableSpec(
+            f"P12{L}", "P", 12, "block", "sex_by_p12_age", ITERATIONS[L], L, f"Sex by age ({L})"
+        )
+        for L in "ABCDEFGHI"
+    ),
+    TableSpec("PCT12", "PCT", 12, "tract", "sex_by_single_age", title="Sex by single year of age"),
+    *(
+        TableSpec(
+            f"PCT12{L}",
+            "PCT",
+            12,
+            "tract",
+            "sex_by_single_age",
+            ITERATIONS[L],
+            L,
+            f"Sex by single year of age ({L})",
+        )
+        for L in "ABCDEFGHIJKLMNO"
+    ),
+)
+
+#: Published SF1 block tables beyond those 34 (implied by P8 and P9 when those are present; a
+#: release may have them without P8/P9): race (P3), Hispanic or Latino (P4), and both (P5).
+EXTRA_TABLES: tuple[TableSpec, ...] = (
+    TableSpec("P3", "P", 3, "block", "race7", title="Race"),
+    TableSpec("P4", "P", 4, "block", "hisp2", title="Hispanic or Latino origin"),
+    TableSpec("P5", "P", 5, "block", "hisp_race7", title="Hispanic or Latino origin by race"),
+)
+#: Cells that count a block's whole population, in the order they are trusted.
+WHOLE_POPULATION_CELLS = (
+    "P0010001",
+    "P0030001",
+    "P0040001",
+    "P0050001",
+    "P0080001",
+    "P0090001",
+    "P0120001",
+)
+#: Every person table tabrecon reads: the 34, then P3-P5 (so the 34's cell indices never move).
+ALL_TABLES: tuple[TableSpec, ...] = SF1_TABLES + EXTRA_TABLES
+TABLES_BY_NAME: dict[str, TableSpec] = {t.name: t for t in ALL_TABLES}
+BLOCK_TABLES = tuple(t.name for t in SF1_TABLES if t.level == "block")
+TRACT_TABLES = tuple(t.name for t in SF1_TABLES if t.level == "tract")
+
+
+@functools.lru_cache(maxsize=1)
+def all_cells() -> tuple[Cell, ...]:
+    """Every cell of every table tabrecon reads, in table then line order: the 34 tables (844
+    block + 3,344 tract cells), then P3, P4 and P5 (28 block cells)."""
+    return tuple(c for t in ALL_TABLES for c in t.cells())
+
+
+@functools.lru_cache(maxsize=1)
+def cell_index() -> dict[str, int]:
+    return {c.id: i for i, c in enumerate(all_cells())}
+
+
+def get_cell(cell_id: str) -> Cell:
+    try:
+        return all_cells()[cell_index()[cell_id]]
+    except KeyError:
+        raise InputError(f"unknown cell id {cell_id!r}") from None
+
+
+@functools.lru_cache(maxsize=1)
+def weight_matrix() -> sp.csc_matrix:
+    """Sparse (N_TYPES x all cells) matrix of cell weights (int32)."""
+    rows, cols, data = [], [], []
+    for j, c in enumerate(all_cells()):
+        w = c.type_weights()
+        nz = np.flatnonzero(w)
+        rows.append(nz)
+        cols.append(np.full(nz.size, j, dtype=np.int32))
+        data.append(w[nz].astype(np.int32))
+    return sp.csc_matrix(
+        (np.concatenate(data), (np.concatenate(rows), np.concatenate(cols))),
+        shape=(N_TYPES, len(all_cells())),
+    )
+
+
+def resolve_tables(tables: Iterable[str] | str | None) -> list[str]:
+    """Table names from a list, a comma list, ``block``, ``tract``, ``all`` (default: the 34
+    tables of Abowd et al.) or ``published`` (those and P3, P4, P5)."""
+    if tables is None or tables == "all":
+        return [t.name for t in SF1_TABLES]
+    if tables == "published":
+        return [t.name for t in ALL_TABLES]
+    if isinstance(tables, str):
+        if tables == "block":
+            return list(BLOCK_TABLES)
+        if tables == "tract":
+            return list(TRACT_TABLES)
+        tables = [t.strip() for t in tables.split(",") if t.strip()]
+    out = []
+    for t in tables:
+        name = t.upper()
+        if name not in TABLES_BY_NAME:
+            raise InputError(f"unknown table {t!r}; known tables: {', '.join(TABLES_BY_NAME)}")
+        out.append(name)
+    if not out:
+        raise InputError(
+            "no table selected: give 'all', 'published', 'block', 'tract' or a comma list such as "
+            "P1,P12,PCT12"
+        )
+    return out
+
+
+# --------------------------------------------------------------------------------------------------
+# TableSet: published values per level
+# --------------------------------------------------------------------------------------------------
+@dataclass
+class Grid:
+    """Values of some cells for the geounits of one level; ``MISSING`` (-1) where not published."""
+
+    level: str
+    geoids: np.ndarray  # sorted str
+    cells: np.ndarray  # str cell ids
+    values: np.ndarray  # int64 (n_geo, n_cells)
+
+    def col(self, cell_id: str) -> np.ndarray:
+        j = np.flatnonzero(self.cells == cell_id)
+        if not j.size:
+            raise KeyError(cell_id)
+        return self.values[:, j[0]]
+
+    def present(self) -> np.ndarray:
+        return self.values != MISSING
+
+    def take_geo(self, mask: np.ndarray) -> Grid:
+        return Grid(self.level, self.geoids[mask], self.cells, self.values[mask])
+
+
+@dataclass
+class TableSet:
+    """Published tables, one :class:`Grid` per geographic level."""
+
+    grids: dict[str, Grid]
+    source: str = ""
+
+    def __getitem__(self, level: str) -> Grid:
+        return self.grids[level]
+
+    def levels(self) -> list[str]:
+        return list(self.grids)
+
+    def inhabited_blocks(self) -> np.ndarray:
+        """The geoids of the blocks whose published population is above zero (every block when
+        no whole-population cell is published; none without block tables)."""
+        g = self.grids.get("block")
+        if g is None:
+            return np.zeros(0, dtype=str)
+        pop = self.block_population()
+        return g.geoids if pop is None else g.geoids[pop > 0]
+
+    def block_population(self) -> np.ndarray | None:
+        """Each block's total population from whichever whole-population cell is published (P1,
+        or the total line of P3, P4, P5, P8, P9 or P12: the PL 94-171 tables have no P1), in
+        the order of the block grid's geoids; None without block tables or any such cell.
+        Blocks with none of them published count as 0."""
+        g = self.grids.get("block")
+        if g is None:
+            return None
+        totals = [c for c in WHOLE_POPULATION_CELLS if c in set(g.cells.tolist())]
+        if not totals:
+            return None
+        v = np.stack([g.col(c) for c in totals], axis=1)
+        return np.where(v >= 0, v, -1).max(axis=1).clip(min=0)
+
+    def tables_present(self) -> list[str]:
+        names = set()
+        idx = cell_index()
+        cells = all_cells()
+        for g in self.grids.values():
+            have = g.present().any(axis=0)
+            for c in g.cells[have]:
+                names.add(cells[idx[c]].table)
+        return [t.name for t in ALL_TABLES if t.name in names]
+
+    def to_frame(self) -> pl.DataFrame:
+        """Long table (geoid, cell, value) of every published value, zeros included."""
+        frames = []
+        for g in self.grids.values():
+            ng, nc = g.values.shape
+            val = g.values.ravel()
+            keep = np.flatnonzero(val != MISSING)
+            gi, ci = np.divmod(keep, nc)
+            frames.append(
+                pl.DataFrame(
+                    {
+                        "geoid": pl.Series(g.geoids.astype(str)).gather(gi),
+                        "cell": pl.Series(g.cells.astype(str)).gather(ci),
+                        "value": val[keep],
+                    }
+                )
+            )
+        if not frames:
+            return pl.DataFrame(schema={"geoid": pl.String, "cell": pl.String, "value": pl.Int64})
+        return pl.concat(frames)
+
+    def subset(self, tract: str) -> TableSet:
+        """The tables of one tract (its blocks and the tract itself)."""
+        out = {}
+        for lvl, g in self.grids.items():
+            n = LENGTH["tract"]
+            if LENGTH[lvl] < n:
+                continue
+            mask = np.char.startswith(g.geoids.astype(str), tract)
+            out[lvl] = g.take_geo(mask)
+        return TableSet(out, self.source)
+
+    def by_tract(self, cells: Iterable[str] | None = None) -> dict[str, TableSet]:
+        """Each tract's tables (:meth:`subset`: its blocks and the tract itself) at once, for the
+        tracts with a value published, in order. Each grid is sorted by geoid, so a tract's
+        rows are one run and its grids views of the release's (copied only where ``cells``, the
+        columns to keep, leaves some out).
+
+        >>> from tabrecon.records.synth import SynthConfig, synthesize
+        >>> ts = tabulate(synthesize(SynthConfig(persons=2_000), seed=1))
+        >>> parts = ts.by_tract(["P0010001"])
+        >>> list(parts) == ts.tracts(), set(parts[ts.tracts()[0]].grids)
+        (True, {'block'})
+        >>> parts[ts.tracts()[0]].to_frame().equals(
+        ...     ts.subset(ts.tracts()[0]).to_frame().filter(pl.col("cell") == "P0010001"))
+        True
+        """
+        keep_cells = None if cells is None else np.asarray(sorted(set(cells)), dtype=str)
+        out: dict[str, dict[str, Grid]] = {}
+        for lvl, g in self.grids.items():
+            if LENGTH[lvl] < LENGTH["tract"]:
+                continue
+            keep = (
+                np.ones(len(g.cells), dtype=bool)
+                if keep_cells is None
+                else np.isin(g.cells.astype(str), keep_cells)
+            )
+            if not keep.any():
+                continue
+            geoids, values = g.geoids.astype(str), g.values
+            if geoids.size > 1 and not (geoids[:-1] <= geoids[1:]).all():
+                order = np.argsort(geoids, kind="stable")
+                geoids, values = geoids[order], values[order]
+            if not keep.all():
+                values = values[:, keep]
+            held = (values != MISSING).any(axis=1)
+            tracts, starts = np.unique(geoids.astype(f"U{LENGTH['tract']}"), return_index=True)
+            ends = np.append(starts[1:], geoids.size)
+            for t, a, b in zip(tracts.tolist(), starts.tolist(), ends.tolist(), strict=True):
+                if held[a:b].any():
+                    out.setdefault(t, {})[lvl] = Grid(lvl, geoids[a:b], g.cells[keep], values[a:b])
+        return {t: TableSet(out[t], self.source) for t in sorted(out)}
+
+    def tracts(self) -> list[str]:
+        ids: set[str] = set()
+        for lvl, g in self.grids.items():
+            if LENGTH[lvl] >= LENGTH["tract"]:
+                ids.update(s[:11] for s in g.geoids)
+        return sorted(ids)
+
+
+# --------------------------------------------------------------------------------------------------
+# Tabulation
+# --------------------------------------------------------------------------------------------------
+@functools.lru_cache(maxsize=64)
+def _cells_by_level(tables: tuple[str, ...]) -> dict[str, list[int]]:
+    """Global column indices of the tables' cells, grouped by each table's own level."""
+    idx = cell_index()
+    by_level: dict[str, list[int]] = {}
+    for name in tables:
+        spec = TABLES_BY_NAME[name]
+        by_level.setdefault(spec.level, []).extend(idx[c.id] for c in spec.cells())
+    return by_level
+
+
+def cell_positions(ids: np.ndarray) -> np.ndarray:
+    """Global index of each cell id (vectorised); raises KeyError on an unknown id."""
+    order, sorted_ids = _sorted_ids()
+    ids = np.asarray(ids, dtype=str)
+    pos = np.searchsorted(sorted_ids, ids)
+    pos = np.minimum(pos, len(sorted_ids) - 1)
+    if ids.size and (sorted_ids[pos] != ids).any():
+        raise KeyError(str(ids[sorted_ids[pos] != ids][0]))
+    return order[pos]
+
+
+@functools.lru_cache(maxsize=1)
+def _sorted_ids() -> tuple[np.ndarray, np.ndarray]:
+    ids = np.array([c.id for c in all_cells()])
+    order = np.argsort(ids)
+    return order, ids[order]
+
+
+@functools.lru_cache(maxsize=1)
+def cell_attrs() -> dict[str, np.ndarray]:
+    """Attributes of every cell as arrays indexed like :func:`all_cells` (for vectorised
+    selection)."""
+    cs = all_cells()
+    return {
+        "table": np.array([c.table for c in cs]),
+        "level": np.array([c.level for c in cs]),
+        "sex": np.array([c.sex for c in cs]),
+        "age_min": np.array([c.age_min for c in cs]),
+        "age_max": np.array([c.age_max for c in cs]),
+        "race": np.array([c.race for c in cs]),
+        "hispanic": np.array([c.hispanic for c in cs]),
+        "measure": np.array([c.measure for c in cs]),
+    }
+
+
+def histogram(md: Microdata, level: str = "block") -> tuple[np.ndarray, sp.csr_matrix]:
+    """(geoids, sparse geounit x type count matrix) at ``level``."""
+    geoids, g = md.geo_at(level)
+    key = g.astype(np.int64) * N_TYPES + md.types
+    uk, counts = np.unique(key, return_counts=True)
+    H = sp.csr_matrix(
+        (counts.astype(np.int64), (uk // N_TYPES, uk % N_TYPES)), shape=(len(geoids), N_TYPES)
+    )
+    return geoids, H
+
+
+def tabulate(
+    md: Microdata,
+    tables: Iterable[str] | str | None = None,
+    level: str | None = None,
+) -> TableSet:
+    """Tabulate person records into published tables, zero cells included.
+
+    Each table is computed at its own level (block or tract) unless ``level`` is given, in which
+    case every requested table is computed at that level (e.g. ``"county"``, ``"state"``,
+    ``"blockgroup"``). One sparse product per level: histogram(geounit x type) @ W(type x cell).
+    """
+    names = resolve_tables(tables)
+    by_level = _cells_by_level(tuple(names))
+    if level is not None:
+        if level not in TABLE_LEVELS:
+            raise InputError(f"unknown level {level!r}; choose from {', '.join(TABLE_LEVELS)}")
+        by_level = {level: [i for v in by_level.values() for i in v]}
+    W = weight_matrix()
+    ids = np.array([c.id for c in all_cells()])
+    grids = {}
+    for lvl, cols in by_level.items():
+        geoids, H = histogram(md, lvl)
+        vals = (H @ W[:, cols]).toarray().astype(np.int64)
+        grids[lvl] = Grid(lvl, geoids, ids[cols], vals)
+    return TableSet(grids, source=md.source)
+
+
+# --------------------------------------------------------------------------------------------------
+# Reading and writing table files
+# --------------------------------------------------------------------------------------------------
+def write_tables(ts: TableSet, path: str | Path) -> None:
+    """Write the long table: ``.parquet`` as Parquet, ``.csv`` as CSV, ``.csv.gz`` as gzip CSV."""
+    write_frame(ts.to_frame(), path)
+
+
+def read_long_tables(path: str | Path) -> TableSet:
+    """Read and validate a long table file (geoid, cell, value).
+
+    Every error names the file, the line (header = line 1) and the cell: unknown cell ids, geoids
+    that are not digits or whose length does not fit the cell's level, values that are not
+    non-negative integers, and duplicate (geoid, cell) rows.
+    """
+    p = str(path)
+    return tables_from_long(read_text_frame(p), p)
+
+
+def tables_from_long(df: pl.DataFrame, p: str = "tables") -> TableSet:
+    """A :class:`TableSet` from a long frame of text columns geoid, cell, value (see
+    :func:`read_tables`)."""
+    missing = [c for c in ("geoid", "cell", "value") if c not in df.columns]
+    if missing:
+        raise InputError(
+            f"missing column(s) {missing}; a table file has columns geoid, cell, value", path=p
+        )
+    if df.height == 0:
+        raise InputError("no table values", path=p)
+    cells = all_cells()
+    index = cell_index()
+    want = np.array([LENGTH[c.level] for c in cells], dtype=np.int64)
+    carried = [c for c in ("__line", "variable") if c in df.columns]
+    df = df.select(
+        pl.col("geoid").str.strip_chars(),
+        pl.col("cell").str.strip_chars(),
+        pl.col("value").str.strip_chars(),
+        *carried,
+    ).with_columns(
+        pl.col("cell").replace_strict(index, default=None, return_dtype=pl.Int32).alias("_ci"),
+        pl.col("value").cast(pl.Int64, strict=False).alias("_v"),
+        pl.col("geoid").str.len_chars().alias("_len"),
+    )
+
+    def line_of(rows: pl.DataFrame) -> pl.DataFrame:
+        """The file line of each row (header = line 1), computed only for a failure."""
+        if "__line" in rows.columns:
+            return rows.with_columns(pl.col("__line").cast(pl.Int64).alias("_line"))
+        return rows
+
+    def fail(cond: pl.Expr, msg: str) -> None:
+        bad = line_of(df.with_row_index("_line", offset=2)).filter(cond)
+        if bad.height:
+            r = bad.row(0, named=True)
+            var = (
+                f"variable {r['variable']!r} = "
+                if r.get("variable") not in (None, r["cell"])
+                else ""
+            )
+            raise InputError(
+                f"{msg} (geoid {r['geoid']!r}, {var}cell {r['cell']!r}, value {r['value']!r})",
+                path=p,
+                line=int(r["_line"]),
+                more=bad.height - 1,
+            )
+
+    digits = pl.col("geoid").str.contains(r"^\d+$")
+    lengths = pl.col("_len").is_in(list(LEVEL_OF_LEN))
+    # one pass tells whether anything is wrong; the slow, precise pass runs only then
+    any_bad = df.select(
+        (
+            pl.col("_ci").is_null()
+            | pl.col("_v").is_null()
+            | (pl.col("_v") < 0)
+            | ~digits
+            | ~lengths
+        ).any()
+    ).item()
+    if any_bad:
+        from ..schema.registry import population_of_cells
+
+        unknown = pl.col("_ci").is_null()
+        strangers = df.filter(unknown)["cell"].unique().head(50).to_list()
+        whose = population_of_cells(strangers, but="persons") if strangers else None
+        fail(
+            unknown,
+            "unknown cell id"
+            + (
+                f"; it is a cell of the {whose} tables, read with --schema {whose}" if whose else ""
+            ),
+        )
+        whole = pl.col("value").str.contains(r"^[+-]?\d+$")
+        fail(pl.col("_v").is_null() & whole, "count out of range (above 9,223,372,036,854,775,807)")
+        fail(
+            pl.col("_v").is_null() & pl.col("value").cast(pl.Float64, strict=False).is_not_null(),
+            "fractional count; table values must be whole numbers",
+        )
+        fail(pl.col("_v").is_null(), "value is not an integer")
+        fail(pl.col("_v") < 0, "negative count")
+        fail(~digits, "geoid must be digits")
+        fail(
+            ~lengths,
+            "geoid length must be 2 (state), 5 (county), 11 (tract), 12 (block group) or 15 "
+            "(block)",
+        )
+    grids = {}
+    for L, lvl in sorted(LEVEL_OF_LEN.items(), reverse=True):
+        part = df.filter(pl.col("_len") == L)
+        if not part.height:
+            continue
+        ci = part["_ci"].to_numpy().astype(np.int64)
+        finer = want[ci] < L  # a cell may be given at its own level or a coarser one
+        if finer.any():
+            fail(
+                (pl.col("_len") == L) & (pl.col("_ci").is_in(np.unique(ci[finer]).tolist())),
+                "geoid is finer than the cell's level",
+            )
+        # geoids ranked by polars (hashing, not a numpy sort of 18M strings); cells looked up
+        geo = part["geoid"]
+        gids = geo.unique().sort().to_numpy().astype(str)
+        gi = (geo.rank("dense").to_numpy() - 1).astype(np.int64)
+        used = np.zeros(len(cells), dtype=bool)
+        used[ci] = True
+        cis = np.flatnonzero(used)
+        cj = (np.cumsum(used) - 1)[ci]
+        vals = np.full((len(gids), len(cis)), MISSING, dtype=np.int64)
+        vals[gi, cj] = part["_v"].to_numpy()
+        if int((vals != MISSING).sum()) != part.height:  # a (geoid, cell) given twice
+            dup = line_of(df.with_row_index("_line", offset=2)).filter(
+                pl.struct("geoid", "cell").is_duplicated()
+            )
+            r = dup.row(1 if dup.height > 1 else 0, named=True)
+            raise InputError(
+                f"duplicate row for geoid {r['geoid']!r} cell {r['cell']!r}",
+                path=p,
+                line=int(r["_line"]),
+            )
+        grids[lvl] = Grid(lvl, gids, np.array([cells[i].id for i in cis]), vals)
+    return TableSet(grids, source=p)
+
+
+# --------------------------------------------------------------------------------------------------
+# Consistency: an identity and what checking one finds (derived and checked in
+# tabrecon.tables.consistency)
+# --------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Identity:
+    """``lhs = sum(rhs)`` at ``level``; at tract level, block cells mean their sum over the
+    tract."""
+
+    level: str
+    lhs: str
+    rhs: tuple[str, ...]
+    rule: str
+
+    def text(self) -> str:
+        """The identity as a line; four or more consecutive cells of one table are written as
+        a range (``PCT0120003..PCT0120105``: every cell from the first to the last).
+
+        >>> Identity("block", "P0120002", tuple(f"P0120{k:03d}" for k in range(3, 26)), "x").text()
+        'P0120002 = P0120003..P0120025'
+        """
+        agg = "Σblocks " if self.level == "tract" else ""
+
+        def fmt(c: str) -> str:
+            summed = self.level == "tract" and c in cell_index() and get_cell(c).level == "block"
+            return f"{agg}{c}" if summed else c
+
+        def next_of(a: str, b: str) -> bool:  # b is the line after a in a's table
+            return (
+                len(a) == len(b)
+                and a[:-3] == b[:-3]
+                and a[-3:].isdigit()
+                and b[-3:].isdigit()
+                and int(b[-3:]) == int(a[-3:]) + 1
+            )
+
+        runs: list[list[str]] = []
+        for c in self.rhs:
+            if runs and next_of(runs[-1][-1], c):
+                runs[-1].append(c)
+            else:
+                runs.append([c])
+        parts = [
+            f"{fmt(r[0])}..{r[-1]}" if len(r) >= 4 else " + ".join(fmt(c) for c in r) for r in runs
+        ]
+        return f"{fmt(self.lhs)} = " + " + ".join(parts)
+
+
+@dataclass
+class Violation:
+    geoid: str
+    identity: Identity
+    lhs_value: int
+    rhs_value: int
+
+    def __str__(self) -> str:
+        return (
+            f"{self.geoid}: {self.identity.text()} fails "
+            f"(left side {self.lhs_value}, right side {self.rhs_value})"
+        )
+
+
+@dataclass
+class ConsistencyReport:
+    checked: int
+    skipped: int
+    violations: list[Violation]
+
+    @property
+    def ok(self) -> bool:
+        return not self.violations
+
+
+def drop_cells(ts: TableSet, cells: Iterable[str]) -> TableSet:
+    """A copy with the given cells marked not published (for suppression experiments)."""
+    drop = set(cells)
+    out = {}
+    for lvl, g in ts.grids.items():
+        v = g.values.copy()
+        m = np.isin(g.cells, list(drop))
+        v[:, m] = MISSING
+        out[lvl] = replace(g, values=v)
+    return TableSet(out, ts.source)

@@ -1,0 +1,515 @@
+"""Reading a state's official 2010 Summary File 1 (SF1) or P.L. 94-171 redistricting
+distribution into tabrecon's tables.
+
+The distribution of a state (postal code ``xx``) is a geographic header file ``xxgeo2010.sf1`` and
+data segment files ``xx000NN2010.sf1`` (SF1 technical documentation, chapters 2 and 6):
+
+* the geographic header is fixed width, one record per geographic unit (and component); the fields
+  read here are SUMLEV (columns 9-11), GEOCOMP (12-13), LOGRECNO (19-25), STATE (28-29),
+  COUNTY (30-32), TRACT (55-60) and BLOCK (62-65); blocks are summary level 101, tracts 140, both
+  with geographic component 00;
+* a data segment file is comma-separated: FILEID, STUSAB, CHARITER, CIFSN, LOGRECNO, then the
+  segment's cells in table order; rows join the header on LOGRECNO.
+
+:data:`SEGMENTS` lists, per segment, the tables it holds in order (only those up to the last one
+tabrecon reads); cells of the other tables (P3-P5, P13, P50, P51) are skipped by count. Block tables
+are read from block records and the tract tables (PCT12, PCT12A-O) from tract records. Every error
+names the file, the line and the field or cell.
+
+The 2010 P.L. 94-171 distribution (``xxgeo2010.pl``, ``xx000012010.pl``, ``xx000022010.pl``) has the
+same geographic header layout and segment format (2010 Census Redistricting Data Summary File
+Technical Documentation, chapter 6; the Bureau's import script ``pl_part1_2010.sas``); its blocks
+are summary level 750, and its tables P1-P4 are SF1's P8-P11 under other names (segment 1: P1, P2;
+segment 2: P3, P4 and the housing table H1, skipped). :data:`PRODUCTS` holds both layouts.
+
+The 2020 P.L. 94-171 distribution (``xxgeo2020.pl``, ``xx000012020.pl`` ... ``xx000032020.pl``) is
+pipe-delimited, the geographic header too (:data:`GEO_FIELDS_2020`); its P1-P4 are again SF1's
+P8-P11 (segment 3 holds P5, group quarters, skipped). Auditing it reconstructs and certifies what
+the 2020 (differentially private) release itself determines.
+
+Read without a list of tables, a folder may lack some segment files: the tables they hold are left
+out and a warning names them (a block missing from one segment file stays an error).
+"""
+
+from __future__ import annotations
+
+import re
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+import polars as pl
+
+from ..errors import InputError
+from .measures import parse_values
+
+if TYPE_CHECKING:  # the person tables: imported where the person reader runs
+    from .persons import TableSet
+
+#: tables of each data segment, in order, up to the last table tabrecon reads from it
+SEGMENTS: dict[int, tuple[str, ...]] = {
+    1: ("P1",),
+    3: ("P3", "P4", "P5", "P6", "P7", "P8", "P9"),
+    4: ("P10", "P11", "P12", "P13", "P14"),
+    7: ("P50", "P51", "P12A", "P12B", "P12C", "P12D", "P12E"),
+    8: ("P12F", "P12G", "P12H", "P12I"),
+    17: ("PCT12",),
+    **{20 + i: (f"PCT12{L}",) for i, L in enumerate("ABCDEFGHIJKLMNO")},
+}
+#: cell counts of SF1 tables in those segments that tabrecon does not model
+OTHER_TABLE_CELLS = {"P13": 3, "P50": 3, "P51": 3}
+HEADER_FIELDS = 5  # FILEID, STUSAB, CHARITER, CIFSN, LOGRECNO
+
+#: (first, last) 1-based columns of the geographic header fields read here
+GEO_COLUMNS = {
+    "FILEID": (1, 6),
+    "STUSAB": (7, 8),
+    "SUMLEV": (9, 11),
+    "GEOCOMP": (12, 13),
+    "LOGRECNO": (19, 25),
+    "STATE": (28, 29),
+    "COUNTY": (30, 32),
+    "TRACT": (55, 60),
+    "BLOCK": (62, 65),
+}
+SUMLEV_BLOCK, SUMLEV_TRACT = "101", "140"
+
+
+@dataclass(frozen=True)
+class Product:
+    """A summary-file distribution's layout: file suffix, block summary level, and per data
+    segment the tables it holds in order (tabrecon's name for each table this product names
+    otherwise in ``rename``; tables tabrecon does not model are skipped by ``other_cells``)."""
+
+    name: str
+    suffix: str
+    block_sumlev: str
+    segments: dict[int, tuple[str, ...]]
+    rename: dict[str, str] = field(default_factory=dict)
+    other_cells: dict[str, int] = field(default_factory=dict)
+    year: int = 2010
+    separator: str = ","  # the 2020 files are pipe-delimited, the geographic header too
+
+    def table(self, name: str) -> str | None:
+        """tabrecon's name of one of this product's tables (None: not a person table modelled)."""
+        from .persons import TABLES_BY_NAME
+
+        t = self.rename.get(name, name if not self.rename else None)
+        return t if t in TABLES_BY_NAME else None
+
+
+SF1 = Product("SF1", "sf1", SUMLEV_BLOCK, SEGMENTS, other_cells=OTHER_TABLE_CELLS)
+PL94 = Product(
+    "P.L. 94-171",
+    "pl",
+    "750",
+    {1: ("P1", "P2"), 2: ("P3", "P4", "H1")},
+    rename={"P1": "P8", "P2": "P9", "P3": "P10", "P4": "P11"},
+    other_cells={"H1": 3},
+)
+PL94_2020 = Product(
+    "2020 P.L. 94-171",
+    "pl",
+    "750",
+    {1: ("P1", "P2"), 2: ("P3", "P4", "H1"), 3: ("P5",)},
+    rename={"P1": "P8", "P2": "P9", "P3": "P10", "P4": "P11"},
+    other_cells={"H1": 3, "P5": 10},
+    year=2020,
+    separator="|",
+)
+#: (suffix, year) -> layout
+PRODUCTS = {("sf1", 2010): SF1, ("pl", 2010): PL94, ("pl", 2020): PL94_2020}
+#: 1-based fields of the 2020 pipe-delimited geographic header read here (2020 Census P.L. 94-171
+#: Summary File Technical Documentation, chapter 6: FILEID|STUSAB|SUMLEV|GEOVAR|GEOCOMP|CHARITER|
+#: CIFSN|LOGRECNO|GEOID|GEOCODE|...; GEOCODE is the geoid's digits, 15 for a block, 11 for a tract)
+GEO_FIELDS_2020 = {"SUMLEV": 3, "GEOCOMP": 5, "LOGRECNO": 8, "GEOCODE": 10}
+
+
+def field_positions(product: Product = SF1) -> dict[str, tuple[int, int]]:
+    """Cell id -> (segment, 1-based field number in the segment's rows) for every cell tabrecon
+    reads from ``product``'s files."""
+    from .persons import TABLES_BY_NAME
+
+    out: dict[str, tuple[int, int]] = {}
+    for seg, tabs in product.segments.items():
+        pos = HEADER_FIELDS + 1
+        for t in tabs:
+            mine = product.table(t)
+            if mine is not None:
+                cells = TABLES_BY_NAME[mine].cells()
+                for k, c in enumerate(cells):
+                    out[c.id] = (seg, pos + k)
+                pos += len(cells)
+            else:
+                pos += product.other_cells[t]
+    return out
+
+
+def _header_frame(rows: list[tuple], path: Path, block_sumlev: str) -> pl.DataFrame:
+    """The block and tract records read from a geographic header, checked: some, and no
+    LOGRECNO twice."""
+    if not rows:
+        raise InputError(
+            f"no block (summary level {block_sumlev}) or tract (140) records", path=str(path)
+        )
+    df = pl.DataFrame(rows, schema=["logrecno", "geoid", "level", "stusab"], orient="row")
+    dup = df.filter(pl.col("logrecno").is_duplicated())
+    if dup.height:
+        raise InputError(
+            f"LOGRECNO {dup['logrecno'][0]} appears on more than one block/tract record",
+            path=str(path),
+        )
+    return df
+
+
+def read_geo_header(path: Path, block_sumlev: str = SUMLEV_BLOCK) -> pl.DataFrame:
+    """Block and tract records of the geographic header: logrecno, geoid, level."""
+    lines = path.read_bytes().decode("latin-1").splitlines()
+    rows = []
+    for i, ln in enumerate(lines, start=1):
+        if not ln.strip():
+            continue
+        if len(ln) < GEO_COLUMNS["BLOCK"][1]:
+            raise InputError(
+                f"geographic header record is {len(ln)} characters, shorter than the "
+                f"{GEO_COLUMNS['BLOCK'][1]} the layout needs",
+                path=str(path),
+                line=i,
+            )
+        f = {k: ln[a - 1 : b] for k, (a, b) in GEO_COLUMNS.items()}
+        if f["GEOCOMP"] != "00" or f["SUMLEV"] not in (block_sumlev, SUMLEV_TRACT):
+            continue
+        if not f["LOGRECNO"].strip().isdigit():
+            raise InputError(
+                f"LOGRECNO {f['LOGRECNO']!r} is not a number",
+                path=str(path),
+                line=i,
+                column="LOGRECNO",
+            )
+        block = f["SUMLEV"] == block_sumlev
+        geo = f["STATE"] + f["COUNTY"] + f["TRACT"] + (f["BLOCK"] if block else "")
+        if not re.fullmatch(r"\d+", geo) or len(geo) != (15 if block else 11):
+            raise InputError(
+                f"geographic codes {geo!r} are not {'15' if block else '11'} digits "
+                "(STATE, COUNTY, TRACT" + (", BLOCK)" if block else ")"),
+                path=str(path),
+                line=i,
+            )
+        rows.append((int(f["LOGRECNO"]), geo, "block" if block else "tract", f["STUSAB"].lower()))
+    return _header_frame(rows, path, block_sumlev)
+
+
+def read_geo_header_2020(path: Path, block_sumlev: str = "750") -> pl.DataFrame:
+    """Block and tract records of a 2020 pipe-delimited geographic header."""
+    lines = path.read_bytes().decode("latin-1").splitlines()
+    rows = []
+    need = max(GEO_FIELDS_2020.values())
+    for i, ln in enumerate(lines, start=1):
+        if not ln.strip():
+            continue
+        f = ln.split("|")
+        if len(f) < need:
+            raise InputError(
+                f"geographic header record has {len(f)} fields, fewer than the {need} the layout "
+                "needs",
+                path=str(path),
+                line=i,
+            )
+        sumlev, comp, lrn, code = (f[GEO_FIELDS_2020[k] - 1].strip() for k in GEO_FIELDS_2020)
+        if comp != "00" or sumlev not in (block_sumlev, SUMLEV_TRACT):
+            continue
+        if not lrn.isdigit():
+            raise InputError(f"LOGRECNO {lrn!r} is not a number", path=str(path), line=i)
+        block = sumlev == block_sumlev
+        if not re.fullmatch(r"\d+", code) or len(code) != (15 if block else 11):
+            raise InputError(
+                f"GEOCODE {code!r} is not {'15' if block else '11'} digits", path=str(path), line=i
+            )
+        rows.append((int(lrn), code, "block" if block else "tract", f[1].strip().lower()))
+    return _header_frame(rows, path, block_sumlev)
+
+
+def _find(folder: Path, name: str) -> Path | None:
+    for p in folder.iterdir():
+        if p.name.lower() == name.lower():
+            return p
+    return None
+
+
+def read_sf1(folder: str | Path, tables: list[str] | None = None) -> TableSet:
+    """Read the person tables tabrecon models (or ``tables``) from a state's SF1 or P.L. 94-171
+    folder (told apart by the geographic header's name, ``xxgeo2010.sf1`` or ``xxgeo2010.pl``)."""
+    from .persons import ALL_TABLES, TABLES_BY_NAME, Grid, TableSet, cell_index
+
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise InputError(
+            "not a folder (a summary-file distribution is a folder of .sf1 or .pl files)",
+            path=str(folder),
+        )
+    geos = [
+        (p, product)
+        for p in folder.iterdir()
+        for (ext, year), product in PRODUCTS.items()
+        if p.name.lower().endswith(f"geo{year}.{ext}")
+    ]
+    if len(geos) != 1:
+        raise InputError(
+            "expected one geographic header file (xxgeo2010.sf1, xxgeo2010.pl or xxgeo2020.pl), "
+            f"found {len(geos)}",
+            path=str(folder),
+        )
+    geo_path, product = geos[0]
+    st = geo_path.name[:2].lower()
+    if product.year == 2020:
+        geo = read_geo_header_2020(geo_path, product.block_sumlev)
+    else:
+        geo = read_geo_header(geo_path, product.block_sumlev)
+    pos = field_positions(product)
+    idx = cell_index()
+    offered = [t.name for t in ALL_TABLES if any(c.id in pos for c in t.cells())]
+    if tables is not None:
+        unknown = [t for t in tables if t not in offered]
+        if unknown:
+            raise InputError(
+                f"the {product.name} files hold no table {', '.join(unknown)}; they hold "
+                f"{', '.join(offered)}",
+                path=str(folder),
+            )
+    want = offered if tables is None else tables
+    seg_file = {seg: f"{st}{seg:05d}{product.year}.{product.suffix}" for seg in product.segments}
+    absent = {seg for seg, name in seg_file.items() if _find(folder, name) is None}
+    if tables is None and absent:  # read what is there; name what is not
+        left_out = [t for t in want if pos[TABLES_BY_NAME[t].cells()[0].id][0] in absent]
+        want = [t for t in want if t not in left_out]
+        if not want:
+            raise InputError(
+                f"no data segment files ({', '.join(seg_file[s] for s in sorted(absent))} are "
+                "missing)",
+                path=str(folder),
+            )
+        warnings.warn(
+            f"{folder}: data segment file(s) {', '.join(seg_file[s] for s in sorted(absent))} "
+            f"missing: tables {', '.join(left_out)} not read",
+            stacklevel=2,
+        )
+    cells_by_level: dict[str, list[str]] = {"block": [], "tract": []}
+    for t in want:
+        spec = TABLES_BY_NAME[t]
+        cells_by_level[spec.level].extend(c.id for c in spec.cells())
+
+    def holds(seg: int) -> str:
+        need = [t for t in product.segments[seg] if product.table(t)]
+        return f"tables {', '.join(need)}"
+
+    grids: dict[str, Grid] = {}
+    for level, cells in cells_by_level.items():
+        if not cells:
+            continue
+        cells = sorted(cells, key=idx.__getitem__)
+        got = _read_level(folder, geo, level, cells, pos, seg_file, holds, product.separator)
+        if got is not None:
+            grids[level] = Grid(level, got[0], np.array(cells), got[1])
+    return TableSet(grids, source=str(folder))
+
+
+def _read_level(
+    folder: Path,
+    geo: pl.DataFrame,
+    level: str,
+    cells: list[str],
+    pos: dict[str, tuple[int, int]],
+    seg_file: dict[int, str],
+    holds: Callable[[int], str],
+    separator: str = ",",
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """The ``level`` records' geoids and their values of ``cells`` (columns in that order), read
+    from the segment files that hold them (``pos``: cell -> segment, field); None when the header
+    has no record of the level. A missing segment file is named with what it holds (``holds``),
+    and a record with rows in some segments and not others is refused."""
+    g = geo.filter(pl.col("level") == level).sort("geoid")
+    if g.is_empty():
+        return None
+    lrn = g["logrecno"].to_numpy()
+    order = np.argsort(lrn)
+    sorted_lrn = lrn[order]
+    values = np.full((g.height, len(cells)), -1, dtype=np.int64)
+    col_of = {c: j for j, c in enumerate(cells)}
+    by_seg: dict[int, list[str]] = {}
+    rows_in: dict[str, np.ndarray] = {}  # per segment file: which header records it has rows for
+    for c in cells:
+        by_seg.setdefault(pos[c][0], []).append(c)
+    for seg, seg_cells in sorted(by_seg.items()):
+        name = seg_file[seg]
+        path = _find(folder, name)
+        if path is None:
+            raise InputError(
+                f"data segment file {name} is missing (it holds cells "
+                f"{seg_cells[0]}..{seg_cells[-1]}, {holds(seg)})",
+                path=str(folder),
+            )
+        rows_in[path.name] = _read_segment(
+            path, seg_cells, pos, sorted_lrn, order, values, col_of, separator
+        )
+    anywhere = np.logical_or.reduce(list(rows_in.values()))
+    missing = np.flatnonzero(~anywhere)
+    if missing.size:
+        raise InputError(
+            f"{missing.size} {level} record(s) of the geographic header have no data rows "
+            f"(e.g. LOGRECNO {lrn[missing[0]]}, geoid {g['geoid'][int(missing[0])]})",
+            path=str(folder),
+        )
+    for name, got in rows_in.items():  # a record in some segments and not in others
+        gap = np.flatnonzero(anywhere & ~got)
+        if gap.size:
+            i = int(gap[0])
+            raise InputError(
+                f"{gap.size} {level} record(s) with data rows in other segments have none "
+                f"here (e.g. LOGRECNO {lrn[i]}, geoid {g['geoid'][i]}); its cells would "
+                "silently read as not published",
+                path=str(folder / name),
+            )
+    return g["geoid"].to_numpy().astype(str), values
+
+
+def read_sf1_cells(folder: str | Path, cells: Sequence[str]) -> pl.DataFrame:
+    """Any SF1 2010 cells (``H0180006``, ``P0420001``: every field of the Bureau's layout,
+    :mod:`tabrecon.tables.layout`) from a state's SF1 folder, as a long table (geoid, cell, value):
+    each cell is read from the segment and field the layout gives, block tables from block records
+    and tract tables from tract records. What the person reader does for its tables, for any
+    population's: a folder with persons and housing holds both, and each reader takes its own.
+    A missing segment file is named with the tables it holds."""
+    from .layout import layout, level_of
+
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise InputError(
+            "not a folder (an SF1 distribution is a folder of .sf1 files)", path=str(folder)
+        )
+    geos = [p for p in folder.iterdir() if p.name.lower().endswith("geo2010.sf1")]
+    if len(geos) != 1:
+        pl_files = [p.name for p in folder.iterdir() if p.name.lower().endswith((".pl",))]
+        why = " (a P.L. 94-171 folder holds no such tables)" if pl_files else ""
+        raise InputError(
+            f"expected one SF1 geographic header file (xxgeo2010.sf1), found {len(geos)}{why}",
+            path=str(folder),
+        )
+    geo = read_geo_header(geos[0], SUMLEV_BLOCK)
+    st = geos[0].name[:2].lower()
+    lay = layout().filter(pl.col("cell").is_in(list(cells)))
+    pos = {
+        c: (int(sg), HEADER_FIELDS + int(ps))
+        for c, sg, ps in zip(lay["cell"], lay["segment"], lay["position"], strict=True)
+    }
+    table_of = dict(zip(lay["cell"], lay["table"], strict=True))
+    seg_file = {sg: f"{st}{sg:05d}2010.sf1" for sg, _ in pos.values()}
+
+    def holds(seg: int) -> str:
+        names = dict.fromkeys(table_of[c] for c, (sg, _) in pos.items() if sg == seg)
+        return f"tables {', '.join(names)}"
+
+    frames = []
+    for level in ("block", "tract"):
+        mine = sorted((c for c in pos if level_of(table_of[c]) == level), key=pos.__getitem__)
+        got = _read_level(folder, geo, level, mine, pos, seg_file, holds) if mine else None
+        if got is None:
+            continue
+        geoids, values = got
+        frames.append(
+            pl.DataFrame(
+                {
+                    "geoid": np.repeat(geoids, len(mine)),
+                    "cell": np.tile(np.array(mine), geoids.size),
+                    "value": values.reshape(-1),
+                }
+            )
+        )
+    if not frames:
+        raise InputError("no block or tract records for these tables", path=str(folder))
+    return pl.concat(frames)
+
+
+def _decimals(cells: tuple[str, ...]) -> dict[str, int]:
+    """The cells among ``cells`` that publish decimals (medians, means), with how many."""
+    from .layout import layout
+
+    lay = layout().filter(pl.col("cell").is_in(list(cells)) & (pl.col("decimal") != "0"))
+    return {
+        c: int(d) for c, d in zip(lay["cell"], lay["decimal"], strict=True) if d and d.isdigit()
+    }
+
+
+def _read_segment(
+    path: Path,
+    cells: list[str],
+    pos: dict,
+    sorted_lrn: np.ndarray,
+    order: np.ndarray,
+    values: np.ndarray,
+    col_of: dict[str, int],
+    separator: str = ",",
+) -> np.ndarray:
+    """Fill ``values`` (rows in header order; ``order`` sorts them by LOGRECNO into ``sorted_lrn``)
+    with ``cells`` of one segment file; rows of other geographic units are ignored. Returns which
+    header records (in header order) the file has a row for."""
+    need = max(pos[c][1] for c in cells)
+    try:
+        df = pl.read_csv(
+            path,
+            separator=separator,
+            has_header=False,
+            infer_schema=False,
+            truncate_ragged_lines=True,
+            encoding="latin-1",
+        )
+    except Exception as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise InputError(
+            f"cannot be read as a {'pipe' if separator == '|' else 'comma'}-separated segment "
+            f"file: {first}",
+            path=str(path),
+        ) from None
+    if df.width < need:
+        raise InputError(
+            f"rows have {df.width} fields; the SF1 layout puts {cells[-1]} in field {need}",
+            path=str(path),
+        )
+    logrec = df[:, 4].str.strip_chars().cast(pl.Int64, strict=False)
+    bad = logrec.is_null().to_numpy()
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise InputError(
+            f"LOGRECNO {df[i, 4]!r} is not a number", path=str(path), line=i + 1, column="LOGRECNO"
+        )
+    lr = logrec.to_numpy()
+    k = np.minimum(np.searchsorted(sorted_lrn, lr), sorted_lrn.size - 1)
+    found = sorted_lrn[k] == lr
+    rows = order[k[found]]
+    decimals = _decimals(tuple(cells))
+    for c in cells:
+        f = pos[c][1]
+        s = df[:, f - 1].str.strip_chars()
+        d = decimals.get(c, 0)
+        # a median or a mean (P13: 30.5) in published units (305), as tabrecon holds them
+        v = parse_values(s, d) if d else s.cast(pl.Int64, strict=False)
+        sel = s.filter(pl.Series(found))
+        vv = v.filter(pl.Series(found))
+        badv = (vv.is_null() & sel.is_not_null() & (sel != "")).to_numpy() | (
+            vv.fill_null(0) < 0
+        ).to_numpy()
+        if badv.any():
+            j = int(np.flatnonzero(found)[np.flatnonzero(badv)[0]])
+            what = f"a number with {d} decimals" if d else "a non-negative whole number"
+            raise InputError(
+                f"cell {c} (field {f}) is {df[j, f - 1]!r}, not {what}",
+                path=str(path),
+                line=j + 1,
+                column=c,
+            )
+        values[rows, col_of[c]] = vv.fill_null(-1).to_numpy()
+    got = np.zeros(values.shape[0], dtype=bool)
+    got[rows] = True
+    return got

@@ -1,0 +1,813 @@
+"""Tables over any schema: cells as predicates over a :class:`~tabrecon.schema.spec.Schema`'s
+attributes, compiled to one sparse matrix over its feasible types, tabulated by block, read from
+every published form.
+
+A :class:`UnitTable` is data: a name, a universe and cells, each cell a mapping from attribute to
+the file codes it admits (an empty mapping admits every record of the universe). Which tables a
+population publishes is its declaration (a module of :mod:`tabrecon.populations`: the SF1 2010
+housing-unit tables, the person tables, P42 and P43 of group quarters), found through
+:mod:`tabrecon.schema.registry`; :func:`from_layout` declares one from the Bureau's own layout.
+This module knows no particular schema.
+
+>>> from tabrecon.schema.catalog import HOUSING_UNITS
+>>> t = table_by_name("H4", HOUSING_UNITS)
+>>> [c.id for c in t.cells()]
+['H0040001', 'H0040002', 'H0040003', 'H0040004']
+>>> weight_matrix(HOUSING_UNITS, [t]).shape[0]
+4
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import scipy.sparse as sp
+
+from ..errors import InputError, TabreconError
+from ..geo import prefix
+from ..io import read_rows
+from ..schema.spec import Schema, Units
+from .measures import WITHHELD, Statistic, parse_values
+from .publication import Publication
+
+Predicate = Mapping[str, tuple[int, ...]]
+
+
+@dataclass(frozen=True)
+class UnitCell:
+    """One published count: the records of the table's universe matching ``predicate``."""
+
+    id: str
+    table: str
+    label: str
+    predicate: Predicate = field(hash=False, compare=False)
+    schema: Schema = field(hash=False, compare=False)
+    #: a median or a mean of the predicate's records (:mod:`tabrecon.tables.measures`); None: a
+    #: count
+    statistic: Statistic | None = field(default=None, hash=False, compare=False)
+
+    def description(self, schema: Schema | None = None) -> str:
+        """The records the cell counts, in words: each restricted column and the labels it
+        admits ("all housing units" when nothing is restricted)."""
+        schema = schema or self.schema
+        parts = []
+        for a in schema.attributes:
+            if a.name in self.predicate and len(self.predicate[a.name]) < a.size:
+                labels = [a.labels[i] for i in a.index(np.asarray(self.predicate[a.name]))]
+                parts.append(f"{a.name} in {{{', '.join(map(str, labels))}}}")
+        return "; ".join(parts) or f"all {_plural(schema.unit)}"
+
+
+@dataclass(frozen=True)
+class UnitTable:
+    """A published table over a schema: lines of (label, predicate) within a universe."""
+
+    name: str
+    number: int
+    title: str
+    universe: Predicate = field(hash=False, compare=False)
+    lines: tuple[tuple[str, Predicate], ...] = field(hash=False, compare=False)
+    prefix: str = "H"
+    level: str = "block"
+    schema: Schema = field(kw_only=True, hash=False, compare=False)
+    #: the cells' official ids where they do not follow ``prefix + number + line`` (iterations
+    #: such as ``P012A003``)
+    ids: tuple[str, ...] | None = field(default=None, hash=False, compare=False)
+    #: the universe in the Bureau's words, where the table was declared from its layout
+    universe_label: str = field(default="", compare=False)
+    #: what every cell publishes when not a count: a median or a mean
+    #: (:mod:`tabrecon.tables.measures`)
+    statistic: Statistic | None = field(default=None, kw_only=True, compare=False)
+
+    def cells(self) -> list[UnitCell]:
+        out = []
+        for i, (label, pred) in enumerate(self.lines, start=1):
+            both = dict(self.universe)
+            for k, v in pred.items():
+                both[k] = tuple(sorted(set(both.get(k, v)) & set(v)))
+            cid = self.ids[i - 1] if self.ids else f"{self.prefix}{self.number:03d}{i:04d}"
+            out.append(UnitCell(cid, self.name, label, both, self.schema, self.statistic))
+        return out
+
+
+def _plural(unit: str) -> str:
+    """``housing unit`` -> ``housing units``; ``person`` -> ``persons``."""
+    return unit if unit.endswith("s") else f"{unit}s"
+
+
+#: the schemas whose tables :func:`declare_tables` declared (and may declare again)
+_DECLARED: set[str] = set()
+
+
+def declare_tables(schema: Schema, tables: Sequence[UnitTable]) -> None:
+    """Make ``tables`` the tables published over ``schema``: tabulation, reconstruction and
+    Generate-then-Verify then run on it as on persons and housing units -- a third schema and
+    its tables are a declaration, not a module. For a schema users choose with ``--schema``,
+    register a :class:`~tabrecon.schema.registry.Population` in a module of
+    :mod:`tabrecon.populations` instead (this registers one that is not listed).
+
+    >>> from tabrecon.schema.spec import Attribute
+    >>> toy = Schema("toy", "thing", (Attribute("colour", ((0, "red"), (1, "blue"))),))
+    >>> declare_tables(toy, [UnitTable("T1", 1, "Things by colour", {},
+    ...     (("Red", {"colour": (0,)}), ("Blue", {"colour": (1,)})), prefix="T", schema=toy)])
+    >>> print(*(c.id for c in table_by_name("T1", toy).cells()))
+    T0010001 T0010002
+    """
+    from ..schema import registry
+
+    if schema.name in registry.names(listed=False) and schema.name not in _DECLARED:
+        raise TabreconError(f"the tables of the built-in schema {schema.name!r} are fixed")
+    names = [t.name for t in tables]
+    if len(set(names)) != len(names):
+        raise TabreconError(f"a table name repeats among {', '.join(names)}")
+    known = {a.name: a for a in schema.attributes}
+    for t in tables:
+        check_statistic(t, schema)
+        for c in t.cells():
+            for attr, codes in c.predicate.items():
+                if attr not in known:
+                    raise TabreconError(
+                        f"cell {c.id}: {attr!r} is not an attribute of {schema.name}"
+                    )
+                unknown = set(codes) - set(known[attr].codes.tolist())
+                if unknown:
+                    raise TabreconError(f"cell {c.id}: {attr} has no category {sorted(unknown)}")
+    fixed = tuple(tables)
+    _DECLARED.add(schema.name)
+    registry.register(
+        registry.Population(
+            name=schema.name, schema=schema, noun=schema.unit, tables=lambda: fixed, listed=False
+        ),
+        replace=True,
+    )
+
+
+def check_statistic(table: UnitTable, schema: Schema) -> None:
+    """Refuse a median or mean table whose attribute the schema lacks, whose ``values`` miss a
+    code, or whose empty-universe value a nonempty universe could publish."""
+    stat = table.statistic
+    if stat is None:
+        return
+    if stat.of not in schema.names:
+        raise TabreconError(f"{table.name}: {stat.of!r} is not an attribute of {schema.name}")
+    codes = schema.attribute(stat.of).codes
+    if stat.values is not None:
+        lacking = sorted(set(codes.tolist()) - {c for c, _ in stat.values})
+        if lacking:
+            raise TabreconError(f"{table.name}: no number for {stat.of} codes {lacking}")
+    stat.check_empty(stat.numbers(codes))
+
+
+def from_layout(
+    table: str,
+    schema: Schema,
+    stubs: Mapping[str, Predicate],
+    universe: Predicate | None = None,
+    statistic: Statistic | None = None,
+) -> UnitTable:
+    """The SF1 2010 table ``table`` over ``schema``: one line per field of the file, each cell's
+    predicate the intersection of its stub path's (``stubs`` maps :func:`stub_key` of a stub to
+    its predicate; ``universe`` restricts every cell, e.g. occupied units). A stub missing from
+    the vocabulary, or a predicate naming an attribute or code the schema lacks, is refused
+    naming the cell: a table is declared whole or not at all. A table of medians or means (the
+    layout gives its cells decimals) needs its ``statistic``, to as many decimals; a count
+    table refuses one.
+
+    >>> from tabrecon.schema.spec import Attribute, Schema
+    >>> s = Schema("toy", "person", (Attribute("sex", ((0, "male"), (1, "female"))),))
+    >>> from_layout("P12", s, {"Total": {}, "Male": {"sex": (0,)}})  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    tabrecon.errors.TabreconError: P0120003: no predicate for the stub 'Under 5 years' ...
+    """
+    from .layout import STUB_SEPARATOR, level_of, rows, stub_key
+
+    df = rows([table])
+    places = {int(d) for d in df["decimal"].to_list() if d not in (None, "")}
+    decimals = max(places, default=0)
+    if statistic is None and decimals:
+        raise TabreconError(
+            f"{table}: its cells have {decimals} decimals (a median or a mean): declare its "
+            "statistic"
+        )
+    if statistic is not None and statistic.decimals != decimals:
+        raise TabreconError(
+            f"{table}: the layout gives {decimals} decimals, the statistic {statistic.decimals}"
+        )
+    vocab = {stub_key(k): v for k, v in stubs.items()}
+    known = {a.name: set(a.codes.tolist()) for a in schema.attributes}
+    lines: list[tuple[str, Predicate]] = []
+    for cell, label in zip(df["cell"], df["label"], strict=True):
+        pred: dict[str, tuple[int, ...]] = {}
+        for stub in label.split(STUB_SEPARATOR):
+            key = stub_key(stub)
+            if key not in vocab:
+                raise TabreconError(
+                    f"{cell}: no predicate for the stub {key!r} (of {table}, over the "
+                    f"{schema.name} schema)"
+                )
+            for attr, codes in vocab[key].items():
+                if attr not in known:
+                    raise TabreconError(f"{cell}: {attr!r} is not an attribute of {schema.name}")
+                if set(codes) - known[attr]:
+                    raise TabreconError(
+                        f"{cell}: {attr} has no category {sorted(set(codes) - known[attr])}"
+                    )
+                both = set(pred.get(attr, codes)) & set(codes)
+                pred[attr] = tuple(sorted(both))
+        lines.append((label, pred))
+    m = re.match(r"^(PCT|HCT|P|H)(\d+)", table)
+    if m is None:  # every SF1 table is named so
+        raise TabreconError(f"{table}: not an SF1 table name")
+    title = re.sub(r"\s*\[\d+\]\s*$", "", str(df["table_title"][0]))
+    out = UnitTable(
+        table,
+        int(m.group(2)),
+        title,
+        dict(universe or {}),
+        tuple(lines),
+        prefix=m.group(1),
+        level=level_of(table),
+        schema=schema,
+        ids=tuple(df["cell"].to_list()),
+        universe_label=str(df["universe"][0]),
+        statistic=statistic,
+    )
+    check_statistic(out, schema)
+    return out
+
+
+def select_tables(spec: str, schema: Schema) -> tuple[UnitTable, ...]:
+    """The tables a ``--tables`` value names over ``schema``: ``all`` (or ``published``: every
+    table is published) or a comma list; an empty list or an unknown table is refused.
+
+    >>> from tabrecon.schema.catalog import HOUSING_UNITS
+    >>> [t.name for t in select_tables("h1, P18", HOUSING_UNITS)]
+    ['H1', 'P18']
+    """
+    if spec.strip() in ("all", "published"):
+        return tables_of(schema)
+    names = [t.strip() for t in spec.split(",") if t.strip()]
+    if not names:
+        some = ",".join(t.name for t in tables_of(schema)[:3])
+        raise TabreconError(f"--tables {spec!r} selects no table ('all' or {some})")
+    return tuple(table_by_name(n.upper(), schema) for n in names)
+
+
+def cell_tables(schema: Schema) -> dict[str, str]:
+    """Each of ``schema``'s cell ids with its table's name (what per-table publication rules
+    look up).
+
+    >>> from tabrecon.schema.registry import population
+    >>> cell_tables(population("group_quarters").schema)["P0430003"]
+    'P43'
+    """
+    return {c.id: t.name for t in tables_of(schema) for c in t.cells()}
+
+
+def tables_of(schema: Schema) -> tuple[UnitTable, ...]:
+    """The tables declared over ``schema``: those its registered population publishes
+    (:mod:`tabrecon.schema.registry`)."""
+    from ..schema.registry import of_schema
+
+    return tuple(of_schema(schema).tables())
+
+
+def cell_by_id(cell: str, schema: Schema | None = None) -> UnitCell:
+    """A declared cell by its id (``H0130002``, ``P0430004``): of ``schema``'s tables, or of any
+    registered population's on the generic engine (person cells: :mod:`tabrecon.tables`)."""
+    from ..populations import choices_help
+    from ..schema import registry
+
+    pops = (
+        [registry.of_schema(schema)]
+        if schema is not None
+        else [
+            registry.population(n)
+            for n in registry.names()
+            if registry.population(n).engine is registry.Engine.GENERIC
+        ]
+    )
+    for pop in pops:
+        for t in pop.tables():
+            for c in t.cells():
+                if c.id == cell.upper():
+                    return c
+    raise TabreconError(
+        f"unknown table or cell id {cell!r}; see tabrecon tables list --schema NAME "
+        f"({choices_help()})"
+    )
+
+
+def table_by_name(name: str, schema: Schema) -> UnitTable:
+    """A table declared over ``schema`` by its name."""
+    declared = tables_of(schema)
+    for t in declared:
+        if t.name == name.upper():
+            return t
+    names = ", ".join(t.name for t in declared)
+    raise TabreconError(
+        f"unknown {schema.unit.replace(' ', '-')} table {name!r}; choose from {names}"
+    )
+
+
+def weight_matrix(schema: Schema, tables: Sequence[UnitTable]) -> sp.csr_matrix:
+    """Cells x feasible types: 1 where the type lies in the cell (one sparse matrix for all)."""
+    return compiled(schema, tuple(t.name for t in tables))[1]
+
+
+@cache
+def compiled(schema: Schema, names: tuple[str, ...]) -> tuple[list[UnitCell], sp.csr_matrix]:
+    """The named tables' count cells and their weight matrix (cells x feasible types), built
+    once (cells of medians and means: :func:`compiled_statistics`)."""
+    cells = [c for n in names for c in table_by_name(n, schema).cells() if c.statistic is None]
+    return cells, predicate_matrix(schema, [c.predicate for c in cells])
+
+
+@cache
+def compiled_columns(schema: Schema, names: tuple[str, ...]) -> tuple[sp.csc_matrix, np.ndarray]:
+    """:func:`compiled`'s weight matrix by columns, and how many cells each feasible type lies
+    in (its column counts): what every block's program slices, built once per process instead
+    of once per block (a housing-unit block's conversion cost more than its proofs)."""
+    W = compiled(schema, names)[1]
+    return W.tocsc(), np.bincount(W.indices, minlength=W.shape[1])
+
+
+@dataclass(frozen=True)
+class StatisticCell:
+    """A median or mean cell compiled over the feasible types: the positions of its universe's
+    types and each one's number (the attribute's value the statistic is of)."""
+
+    cell: UnitCell
+    universe: np.ndarray
+    numbers: np.ndarray
+
+    @property
+    def statistic(self) -> Statistic:
+        assert self.cell.statistic is not None
+        return self.cell.statistic
+
+    def publish(self, H: sp.csr_matrix) -> np.ndarray:
+        """The published value (published units) for each row of ``H`` (geounits x feasible
+        types: a histogram)."""
+        values, inv = np.unique(self.numbers, return_inverse=True)
+        P = sp.csr_matrix(
+            (np.ones(inv.size, dtype=np.int64), (np.arange(inv.size), inv.reshape(-1))),
+            shape=(inv.size, values.size),
+        )
+        dist = (sp.csr_matrix(H)[:, self.universe] @ P).toarray()
+        return self.statistic.publish(dist, values)
+
+    def rows(self, value: int, n_cols: int) -> tuple[sp.csr_matrix, np.ndarray, np.ndarray]:
+        """The rows over the feasible types that publishing ``value`` means
+        (:meth:`tabrecon.tables.measures.Statistic.rows`)."""
+        return self.statistic.rows(value, self.universe, self.numbers, n_cols)
+
+
+@cache
+def compiled_statistics(schema: Schema, names: tuple[str, ...]) -> tuple[StatisticCell, ...]:
+    """The named tables' median and mean cells, compiled (:class:`StatisticCell`), built once."""
+    cells = [c for n in names for c in table_by_name(n, schema).cells() if c.statistic]
+    if not cells:
+        return ()
+    feas = schema.feasible_types()
+    cols = schema.decode(feas)
+    out = []
+    for c in cells:
+        assert c.statistic is not None
+        m = np.ones(feas.size, dtype=bool)
+        for attr, codes in c.predicate.items():
+            m &= np.isin(cols[attr], codes)
+        pos = np.flatnonzero(m)
+        out.append(StatisticCell(c, pos, c.statistic.numbers(cols[c.statistic.of][pos])))
+    return tuple(out)
+
+
+def statistic_decimals(schema: Schema) -> dict[str, int]:
+    """Each median or mean cell id of ``schema``'s tables with its decimals."""
+    return {
+        c.id: c.statistic.decimals
+        for t in tables_of(schema)
+        for c in t.cells()
+        if c.statistic is not None
+    }
+
+
+def publish_counts(
+    long: pl.DataFrame, schema: Schema, publication: Publication, seed: int = 0
+) -> tuple[pl.DataFrame, np.ndarray, np.ndarray]:
+    """A release of true tables as ``publication`` publishes it: each count rounded or withheld
+    (null) by its table's rule, random rounding seeded; a median or a mean is published as its
+    table declares, untouched. Returns the release and the counts' true and published values
+    (:data:`~tabrecon.tables.publication.MISSING` where withheld), in the release's order of counts.
+
+    >>> from tabrecon.schema.registry import population
+    >>> from tabrecon.tables.publication import Publication
+    >>> t = pl.DataFrame({"geoid": ["1" * 15] * 2, "cell": ["P0420001", "P0420002"],
+    ...                   "value": [4, 2]})
+    >>> out, true, shown = publish_counts(t, population("group_quarters").schema,
+    ...                                   Publication.parse("round:3"))
+    >>> out["value"].to_list(), shown.tolist()
+    ([3, 3], [3, 3])
+    """
+    from .publication import MISSING
+
+    counted = ~long["cell"].is_in(list(statistic_decimals(schema))).to_numpy()
+    of = cell_tables(schema)
+    true = long["value"].fill_null(MISSING).to_numpy().astype(np.int64)
+    tables = [of.get(c, "") for c in long["cell"].filter(pl.Series(counted)).to_list()]
+    shown = publication.publish(true[counted], np.random.default_rng(seed), tables)
+    values = true.copy()
+    values[counted] = shown
+    out = long.with_columns(pl.Series("value", values).replace(MISSING, None))
+    return out, true[counted], shown
+
+
+def as_published(long: pl.DataFrame, schema: Schema) -> pl.DataFrame:
+    """A long table as a file holds it: medians and means as their decimals (``30.5``, from
+    tabrecon's published units, ``305``; withheld: empty), counts as they are; unchanged without
+    such cells. One expression over the column (a state's SF1 folder holds millions of rows)."""
+    dec = statistic_decimals(schema)
+    if not dec or not long["cell"].is_in(list(dec)).any():
+        return long
+    v = pl.col("value")
+    text = v.cast(pl.String)
+    for d in sorted(set(dec.values())):
+        ids = [c for c, k in dec.items() if k == d]
+        D = 10**d
+        shown = (
+            (v // D).cast(pl.String) + "." + (v % D).cast(pl.String).str.zfill(d)
+            if d
+            else v.cast(pl.String)
+        )
+        text = (
+            pl.when(pl.col("cell").is_in(ids))
+            .then(pl.when(v == WITHHELD).then(None).otherwise(shown))
+            .otherwise(text)
+        )
+    return long.with_columns(text.alias("value"))
+
+
+def predicate_matrix(
+    schema: Schema, predicates: Sequence[Predicate], weight: str | None = None
+) -> sp.csr_matrix:
+    """Predicates x feasible types: 1 where the type satisfies the predicate (or, with
+    ``weight``, the type's code of that attribute: a household's size).
+
+    >>> from tabrecon.schema.catalog import HOUSING_UNITS
+    >>> M = predicate_matrix(HOUSING_UNITS, [{}, {"vacancy_status": (0,)}])
+    >>> M.shape[0], int(M[0].sum()) == HOUSING_UNITS.feasible_types().size
+    (2, True)
+    """
+    feas = schema.feasible_types()
+    cols = schema.decode(feas)
+    w = None if weight is None else np.asarray(cols[weight], dtype=np.int64)
+    # each type's category position per attribute, once: a predicate's test is then a gather
+    # from a short table of the categories it allows (np.isin per predicate and attribute was
+    # 2.5 s of a process's first person tract tables, ~2,000 cells over 28,000 types)
+    attrs = {a.name: a for a in schema.attributes}
+    pos = {n: a.index(cols[n]) for n, a in attrs.items() if n in cols}
+    idx, vals = [], []
+    tests: dict[tuple[str, tuple[int, ...]], np.ndarray] = {}  # cells share their restrictions
+
+    def test(attr: str, codes: tuple[int, ...]) -> np.ndarray:
+        if (hit := tests.get((attr, codes))) is None:
+            if attr in pos:
+                allowed = np.zeros(attrs[attr].size + 1, dtype=bool)  # (the last: no category)
+                at = attrs[attr].index(np.asarray(codes, dtype=np.int64))
+                allowed[at[at >= 0]] = True
+                hit = allowed[pos[attr]]
+            else:
+                hit = np.isin(cols[attr], codes)
+            tests[(attr, codes)] = hit
+        return hit
+
+    for pred in predicates:
+        m = np.ones(feas.size, dtype=bool)
+        for attr, codes in pred.items():
+            m &= test(attr, tuple(int(c) for c in codes))
+        if w is not None:
+            m &= w != 0
+        hit = np.flatnonzero(m)
+        idx.append(hit)
+        if w is not None:
+            vals.append(w[hit])
+    if not idx:
+        return sp.csr_matrix((0, feas.size), dtype=np.int64)
+    # each row's columns come sorted: the CSR arrays directly (no COO sort; households: 6.4 M)
+    indptr = np.concatenate([[0], np.cumsum([h.size for h in idx])])
+    k = np.concatenate(idx)
+    v = np.ones(k.size, dtype=np.int64) if w is None else np.concatenate(vals)
+    return sp.csr_matrix((v, k, indptr), shape=(len(predicates), feas.size))
+
+
+def tabulate_units(units: Units, tables: Sequence[str] | None = None) -> pl.DataFrame:
+    """Long table (geoid, cell, value) of ``units`` for every block (and every tract, for a
+    schema's tract tables), one row per published cell (zeros included), from one sparse
+    product per level: geounit x type histogram times the tables' weight matrix."""
+    declared = tables_of(units.schema)
+    names = tuple(t.upper() for t in tables) if tables else tuple(t.name for t in declared)
+    for n in names:
+        table_by_name(n, units.schema)
+    feas = units.schema.feasible_types()
+    t = units.types
+    pos = np.searchsorted(feas, t)
+    if (pos >= feas.size).any() or (feas[np.minimum(pos, feas.size - 1)] != t).any():
+        raise TabreconError("a unit has a type no rule admits; read it with read_units()")
+    frames = []
+    for level in ("block", "tract"):
+        at = tuple(n for n in names if table_by_name(n, units.schema).level == level)
+        if not at:
+            continue
+        counted, W = compiled(units.schema, at)
+        geo, where = np.unique(prefix(units.block_geoid, level), return_inverse=True)
+        H = sp.csr_matrix(
+            (np.ones(t.size, dtype=np.int64), (where, pos)), shape=(geo.size, feas.size)
+        )
+        counts = (H @ W.T).toarray()
+        stats = compiled_statistics(units.schema, at)
+        cells = counted
+        if stats:  # medians and means in their tables' places
+            cells = [c for n in at for c in table_by_name(n, units.schema).cells()]
+            col = {c.id: i for i, c in enumerate(cells)}
+            allv = np.zeros((geo.size, len(cells)), dtype=np.int64)
+            allv[:, [col[c.id] for c in counted]] = counts
+            for sc in stats:
+                allv[:, col[sc.cell.id]] = sc.publish(H)
+            counts = allv
+        # the text columns gathered from their few distinct values: converting millions of
+        # numpy strings to polars was the largest cost of tabulating the real sample's persons
+        n_cells = len(cells)
+        frames.append(
+            pl.DataFrame(
+                {
+                    "geoid": pl.Series(geo.astype(str)).gather(
+                        np.repeat(np.arange(geo.size), n_cells)
+                    ),
+                    "cell": pl.Series([c.id for c in cells]).gather(
+                        np.tile(np.arange(n_cells), geo.size)
+                    ),
+                    "value": counts.ravel(),
+                }
+            )
+        )
+    out = pl.concat(frames)
+    if (out["value"] == WITHHELD).any():  # an empty universe's withheld median or mean
+        out = out.with_columns(pl.col("value").replace(WITHHELD, None))
+    return out
+
+
+def read_unit_tables(path: str | Path, schema: Schema, withheld: bool = False) -> pl.DataFrame:
+    """A long table (geoid, cell, value) of ``schema``'s cells from
+    a CSV, CSV.gz or Parquet file in the long form, or the block rows of a wide table (the
+    Census API's JSON, a data.census.gov or summary-file style CSV: variables ``H0130002`` or
+    ``H013002``), checked: the three columns present, 15-digit block geoids, non-negative whole
+    values, no (geoid, cell) twice, every cell id one of SF1 2010's (cells of other tables, as
+    in a file holding a whole release, are left out). Each problem names the file, line and
+    column, with the number of rows that share it. With ``withheld`` (a release that suppresses
+    cells: :mod:`tabrecon.tables.publication`) an empty value or a suppression mark (``S``, ``X``,
+    ``(X)``, ``D``, ``..``: :data:`~tabrecon.tables.publication.MISSING_MARKS`) is read as null: the
+    cell was withheld.
+
+    >>> import tempfile, os
+    >>> p = os.path.join(tempfile.mkdtemp(), "t.csv")
+    >>> _ = open(p, "w").write("geoid,cell,value\\n010010201001000,H0030001,-4\\n")
+    >>> from tabrecon.schema.catalog import HOUSING_UNITS
+    >>> read_unit_tables(p, HOUSING_UNITS)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    tabrecon.errors.InputError: ...t.csv, line 2, column 'value': '-4' is not a count (a whole ...
+    """
+    p = str(path)
+    mine = {c.id for t in tables_of(schema) for c in t.cells()}
+    if Path(p).is_dir():  # an SF1 folder: each cell from the segment and field of the layout
+        from .sf1 import read_sf1_cells
+
+        long = as_published(read_sf1_cells(p, sorted(mine)), schema)  # decimals as text
+        df, lines = long.with_columns(pl.col("value").cast(pl.String)), None
+    elif p.lower().endswith(".json"):
+        from .forms import read_api_json
+
+        df, lines = read_api_json(Path(p)), None
+    else:
+        df, lines = read_rows(path)
+    if not {"geoid", "cell", "value"} <= set(df.columns):
+        df, lines = _long_of_wide(df, p, mine, schema)
+    df = df.select(
+        pl.col("geoid").str.strip_chars(),
+        pl.col("cell").str.strip_chars().str.to_uppercase(),
+        pl.col("value").str.strip_chars(),
+        *([pl.col("__column")] if "__column" in df.columns else []),
+    ).with_row_index("__row")
+    line_of = (lambda i: int(lines[i])) if lines is not None else (lambda i: i + 2)
+
+    def refuse(bad: pl.Series, column: str, message: str) -> None:
+        rows = np.flatnonzero(bad.fill_null(True).to_numpy())
+        if rows.size:
+            r = int(rows[0])
+            # a wide file's value sits under the file's own variable (H013002), not 'value'
+            named = df["__column"][r] if column == "value" and "__column" in df.columns else column
+            raise InputError(
+                message.format(df[column][r]),
+                path=p,
+                line=line_of(r),
+                column=named,
+                more=rows.size - 1,
+            )
+
+    if not df["cell"].is_in(list(mine)).any():  # another kind of file: say whose cells it holds
+        from ..schema import registry
+
+        whose = registry.population_of_cells(
+            df["cell"].unique().head(50).to_list(), but=schema.name
+        )
+        hint = (
+            f"; they are cells of the {whose} tables: read it with --schema {whose}"
+            if whose
+            else ""
+        )
+        raise InputError(
+            f"holds no cells of the {schema.name} tables ({min(mine)} ...){hint}", path=p
+        )
+    # block cells need a block's 15 digits, tract cells a tract's 11; rows of tables the schema
+    # does not declare (a whole release's other tables) either
+    tract_cells = [c.id for t in tables_of(schema) if t.level == "tract" for c in t.cells()]
+    block_cells = [c.id for c in _cells_at(schema, "block")]
+    digits = pl.col("geoid").str.len_chars()
+    n = schema.geoid_digits
+    wrong = (
+        ~pl.col("geoid").str.contains(r"^\d+$")
+        | (pl.col("cell").is_in(block_cells) & (digits != n))
+        | (pl.col("cell").is_in(tract_cells) & (digits != 11))
+        | ~digits.is_in([11, n])
+    )
+    refuse(
+        df.select(wrong).to_series(),
+        "geoid",
+        "{!r} is not a 15-digit block geoid (an 11-digit tract's for tract cells)"
+        if schema.geography == "block"
+        else "{!r} is not a " + f"{n}-digit {schema.geography} id",
+    )
+    df = df.with_columns(pl.col("value").fill_null(""))  # an empty field is named as such
+    value = df["value"].cast(pl.Int64, strict=False)
+    dec = statistic_decimals(schema)
+    is_stat = df["cell"].is_in(list(dec))
+    if is_stat.any():  # medians and means: decimals, in published units (30.5 -> 305)
+        of_cell = df["cell"].replace_strict(dec, default=0, return_dtype=pl.Int64)
+        for d in sorted(set(dec.values())):
+            here = is_stat & (of_cell == d)
+            value = pl.select(
+                pl.when(here).then(parse_values(df["value"], d)).otherwise(value)
+            ).to_series()
+        may_lack = {
+            c.id
+            for t in tables_of(schema)
+            for c in t.cells()
+            if c.statistic and c.statistic.empty is None
+        }
+        refuse(
+            is_stat & value.is_null() & ~(df["cell"].is_in(list(may_lack)) & (df["value"] == "")),
+            "value",
+            "{!r} is not a median or a mean with its cell's decimals (tabrecon tables list)",
+        )
+        value = pl.select(
+            pl.when(is_stat & value.is_null()).then(WITHHELD).otherwise(value)
+        ).to_series()
+    if withheld:
+        from .publication import MISSING_MARKS
+
+        marked = df["value"].fill_null("").str.to_uppercase().is_in(list(MISSING_MARKS))
+        refuse(
+            ~is_stat & ((value.is_null() & ~marked) | (value < 0).fill_null(False)),
+            "value",
+            "{!r} is not a count (a whole number >= 0) nor a mark of a withheld cell (empty, "
+            + ", ".join(m for m in MISSING_MARKS if m)
+            + ")",
+        )
+    else:
+        refuse(
+            ~is_stat & (value.is_null() | (value < 0)),
+            "value",
+            "{!r} is not a count (a whole number >= 0; a withheld cell needs --publication "
+            "suppress:T)",
+        )
+    from .layout import layout
+
+    sf1 = set(layout()["cell"].to_list())
+    refuse(
+        ~df["cell"].is_in(list(mine | sf1)),
+        "cell",
+        "{!r} is not a cell of SF1 2010 (tabrecon tables list --schema " + schema.name + ")",
+    )
+    df = df.with_columns(value.alias("value")).filter(pl.col("cell").is_in(list(mine)))
+    if is_stat.any():  # a withheld median or mean is null, as a withheld count is
+        df = df.with_columns(pl.col("value").replace(WITHHELD, None))
+    twice = df.select(pl.struct("geoid", "cell").is_duplicated()).to_series()
+    refuse(twice, "cell", "{!r} appears twice for the same block")
+    if not df.height:
+        first = min(mine)
+        raise InputError(f"holds no cells of the {schema.name} tables ({first} ...)", path=p)
+    return df.drop("__row", "__column", strict=False)
+
+
+def _cells_at(schema: Schema, level: str) -> list[UnitCell]:
+    return [c for t in tables_of(schema) if t.level == level for c in t.cells()]
+
+
+def _spellings(mine: set[str]) -> dict[str, str]:
+    """Every spelling of the cells ``mine`` a wide file may use, to the cell id: the summary
+    file's (``P0120003``, ``P012A003``, ``H016A0003``) and the 2010 API's (``P012003``), the
+    latter from the Bureau's layout where it has the cell, else by its rule (a three-digit
+    line)."""
+    from .layout import layout
+
+    lay = layout().filter(pl.col("cell").is_in(list(mine)))
+    out = {c: c for c in mine}
+    out |= dict(zip(lay["api_name"].to_list(), lay["cell"].to_list(), strict=True))
+    for c in mine:
+        m = re.match(r"^(PCT|HCT|P|H)(\d{3}[A-Z]?)(\d{4})$", c)
+        if m and int(m.group(3)) < 1000:
+            out.setdefault(f"{m.group(1)}{m.group(2)}{m.group(3)[1:]}", c)
+    return out
+
+
+def _long_of_wide(
+    df: pl.DataFrame, where: str, mine: set[str], schema: Schema
+) -> tuple[pl.DataFrame, np.ndarray]:
+    """The block rows of a wide table (one row per geography: the Census API's JSON, a
+    data.census.gov or summary-file style CSV) as a long table, and each value's file line.
+    Variables are read in the summary-file style (``H0130002``) or the 2010 API style
+    (``H013002``); those that are cells of ``mine`` (``schema``'s) are kept."""
+    from .forms import geography_of
+
+    spelled = _spellings(mine)
+    cells = {c: spelled[c.strip().upper()] for c in df.columns if c.strip().upper() in spelled}
+    dhc = [c for c in df.columns if re.fullmatch(r"(PCT|HCT|P|H)\d+[A-Z]?_\d{3}N", c.strip())]
+    if not cells and dhc:  # 2020 names: never guessed from 2010 labels
+        raise InputError(
+            f"holds 2020 census variables ({', '.join(dhc[:3])}, ...): tabrecon declares the "
+            f"{schema.name} tables of SF1 2010 only (2010 names such as {min(mine)}); the 2020 "
+            "DHC tables over this schema are not declared, because their table shells are not "
+            "available to check them against, and 2020 ids are never guessed from 2010 labels",
+            path=where,
+        )
+    if not cells:
+        example = min(mine)
+        raise InputError(
+            f"neither a long table (columns geoid, cell, value) nor a wide one with {schema.name} "
+            f"variables such as {example} (found: {', '.join(df.columns[:8])})",
+            path=where,
+        )
+    geo = geography_of(df, where)
+    first = 2
+    if geo.len() and not re.search(r"\d", geo[0] or ""):  # data.census.gov: a row of labels
+        df, geo, first = df.slice(1), geo.slice(1), 3
+    wide = (
+        df.select(list(cells))
+        .rename(cells)
+        .with_columns(geo.alias("geoid"), pl.int_range(first, first + df.height).alias("__line"))
+    )
+    n = schema.geoid_digits
+    wide = wide.filter(pl.col("geoid").str.len_chars() == n)  # blocks only
+    if not wide.height:
+        raise InputError(f"holds no {schema.geography} rows ({n}-digit geographies)", path=where)
+    long = wide.unpivot(index=["geoid", "__line"], on=list(cells.values()), variable_name="cell")
+    header = {v: k for k, v in cells.items()}  # the file's own variable names, for errors
+    long = long.with_columns(pl.col("cell").replace_strict(header).alias("__column"))
+    return long.drop("__line"), long["__line"].to_numpy()
+
+
+def tables_in(long: pl.DataFrame, schema: Schema, level: str | None = None) -> tuple[str, ...]:
+    """The tables declared over ``schema`` (of ``level``, or any) that a long table holds a cell
+    of: the tables a release publishes, for the attacks' default (one it holds in part is then
+    refused by name, never used in part).
+
+    >>> from tabrecon.schema.catalog import HOUSING_UNITS
+    >>> tables_in(pl.DataFrame({"geoid": ["1" * 15], "cell": ["H0040001"], "value": [1]}),
+    ...           HOUSING_UNITS)
+    ('H4',)
+    """
+    have = set(long["cell"].unique().to_list())
+    out = tuple(
+        t.name
+        for t in tables_of(schema)
+        if (level is None or t.level == level) and any(c.id in have for c in t.cells())
+    )
+    if not out:
+        raise InputError(
+            f"the tables hold no cell of the {schema.name} schema's tables "
+            f"({', '.join(t.name for t in tables_of(schema))})"
+        )
+    return out
+
+
+def complete_tables(long: pl.DataFrame, schema: Schema) -> tuple[str, ...]:
+    """The tables declared over ``schema`` every cell of which the long table holds."""
+    have = set(long["cell"].unique().to_list())
+    return tuple(t.name for t in tables_of(schema) if {c.id for c in t.cells()} <= have)
