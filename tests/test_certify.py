@@ -116,8 +116,8 @@ def _loose_distance(ts, tract: str, level: str, rec, block: str) -> int:
     import scipy.sparse as sp
 
     from tabrecon.attacks.certify import binned_type
-    from tabrecon.engine.reconstruct import program_of_tract
     from tabrecon.engine.solvers import IntProgram, solve
+    from tabrecon.engine.tract import program_of_tract
     from tabrecon.populations.persons import UNIQUE_ON, release_long
     from tabrecon.schema import PERSONS
 

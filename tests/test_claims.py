@@ -187,7 +187,7 @@ def test_diverse_solutions_say_when_the_program_is_infeasible():
 @pytest.mark.parametrize("level", ["block", "block+tract"])
 def test_claims_in_the_engines_tract_programs_are_true_of_the_truth(small_md, level):
     """The claims are proven in the count program written over the schema
-    (:func:`~tabrecon.engine.reconstruct.program_of_tract`: at block+tract, block
+    (:func:`~tabrecon.engine.tract.program_of_tract`: at block+tract, block
     variables over classes of ages and the tract's over single years): on a synthetic county
     every verified claim, of certified and of varying blocks, counts its block's true records
     exactly, and varying blocks have verified claims."""

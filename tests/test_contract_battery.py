@@ -29,11 +29,9 @@ import polars as pl
 import pytest
 
 from tabrecon.attacks.unit_claims import ClaimsRun, matching_units, release_claims
-from tabrecon.engine.reconstruct import (
-    asked_key,
-    reconstruct_release,
-    reconstruct_units,
-)
+from tabrecon.engine.model import asked_key
+from tabrecon.engine.reconstruct import reconstruct_units
+from tabrecon.engine.release import reconstruct_release
 from tabrecon.records.synth import SynthConfig
 from tabrecon.schema.registry import Population, names, population
 from tabrecon.schema.spec import Units

@@ -23,7 +23,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tabrecon.attacks.unit_claims import generate_then_verify
-from tabrecon.engine.reconstruct import block_program, reconstruct_units
+from tabrecon.engine.model import block_program
+from tabrecon.engine.reconstruct import reconstruct_units
 from tabrecon.errors import InputError, TabreconError
 from tabrecon.schema.spec import Attribute, Schema, Units
 from tabrecon.tables.measures import WITHHELD, Measure, MedianRule, Statistic, format_values

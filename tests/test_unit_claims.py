@@ -208,7 +208,7 @@ def test_a_total_that_breaks_its_parts_makes_the_block_infeasible():
     import numpy as np
     import polars as pl
 
-    from tabrecon.engine.reconstruct import block_program, block_tables
+    from tabrecon.engine.model import block_program, block_tables
     from tabrecon.engine.solvers import independent_rows
     from tabrecon.tables.spec import tables_in
 
@@ -366,7 +366,7 @@ def test_candidates_proven_together_are_those_proven_one_by_one(relax_after, row
     import scipy.sparse as sp
 
     from tabrecon.attacks.unit_claims import _forms, _keys
-    from tabrecon.engine.reconstruct import block_program, block_tables
+    from tabrecon.engine.model import block_program, block_tables
     from tabrecon.engine.solvers import (
         Extensible,
         Relaxation,

@@ -33,7 +33,7 @@ def test_a_contradictory_block_is_named_alone_and_its_tract_answered():
     dozen variables each); when one block's cells contradict each other, that block alone is
     named infeasible and every other block of its group is still reconstructed and answered
     (the group is retried block by block)."""
-    from tabrecon.engine.reconstruct import GROUP_VARS
+    from tabrecon.engine.model import GROUP_VARS
     from tabrecon.records.synth import synthesize
     from tabrecon.schema import PERSONS_BINNED, person_units
 
@@ -194,7 +194,7 @@ def test_class_program_gives_the_type_programs_verdicts():
     block cell tells apart, the tract's per type) gives every block the verdict the program
     over types gives, and its reconstruction tabulates back; a question finer than the classes
     is refused, not answered coarsely."""
-    from tabrecon.engine.reconstruct import type_classes
+    from tabrecon.engine.model import type_classes
     from tabrecon.errors import TabreconError
     from tabrecon.records.synth import SynthConfig, synthesize
     from tabrecon.schema import AGEBIN_OF_AGE, PERSONS, person_units
@@ -232,17 +232,17 @@ def test_class_program_gives_the_type_programs_verdicts():
 def test_a_solution_that_does_not_deal_out_is_refused():
     """Dealing a tract's types to its blocks: the blocks' class counts must use up the tract's
     counts exactly; a point that does not (a solver's bug) is refused, never dealt in part."""
-    from tabrecon.engine.reconstruct import _deal
+    from tabrecon.engine.model import deal_classes
     from tabrecon.errors import TabreconError
 
     cls = np.array([0, 0, 1])  # types 0 and 1 form class 0, type 2 class 1
     adms = [np.array([0, 2]), np.array([0])]  # blocks' admissible classes, by first type
     ytypes = np.array([0, 1, 2])
     x = np.array([1, 1, 1])  # block 0: one of class 0, one of class 1; block 1: one of class 0
-    got = _deal(x, adms, cls, ytypes, np.array([1, 1, 1]))
+    got = deal_classes(x, adms, cls, ytypes, np.array([1, 1, 1]))
     assert [g.tolist() for g in got] == [[0, 2], [1]]
     with pytest.raises(TabreconError, match="does not deal out"):
-        _deal(x, adms, cls, ytypes, np.array([2, 1, 1]))  # the tract holds one unit more
+        deal_classes(x, adms, cls, ytypes, np.array([2, 1, 1]))  # the tract holds one unit more
 
 
 def _largest_shortfall(prog, c: np.ndarray) -> int | None:
@@ -278,7 +278,7 @@ def test_distances_equal_the_largest_shortfall_over_every_solution():
     """Solution variability over the housing-unit schema: a varying block's solvar is the largest
     share of its reconstructed units that some consistent population lacks, checked against the
     enumeration of every solution of the blocks small enough to enumerate."""
-    from tabrecon.engine.reconstruct import block_program, block_tables
+    from tabrecon.engine.model import block_program, block_tables
 
     _, units = synthesize_households(SynthConfig(persons=500), seed=3)
     sizes = units.to_frame().group_by("block_geoid").len()
@@ -409,12 +409,7 @@ def test_block_diagonal_equals_the_blocks_programs_stacked(seed):
     stacking them gives: the same matrix, values and upper bounds."""
     import scipy.sparse as sp
 
-    from tabrecon.engine.reconstruct import (
-        _block_diagonal,
-        admissible_types,
-        block_program,
-        cell_degree,
-    )
+    from tabrecon.engine.model import admissible_types, block_diagonal, block_program, cell_degree
 
     rng = np.random.default_rng(seed)
     cells, types, nb = rng.integers(1, 6), rng.integers(1, 8), rng.integers(1, 5)
@@ -423,7 +418,7 @@ def test_block_diagonal_equals_the_blocks_programs_stacked(seed):
     Wc = W.tocsc()
     adms = admissible_types(W, V, cell_degree(W))
     progs = [block_program(W, v, Wc, admissible=a)[0] for v, a in zip(V, adms, strict=True)]
-    B, rows, ub = _block_diagonal(Wc, V, adms)
+    B, rows, ub = block_diagonal(Wc, V, adms)
     v = V.ravel()[rows]
     B0 = sp.block_diag([p.A for p in progs], format="csr")
     assert B.shape == B0.shape and (B != B0).nnz == 0
@@ -522,7 +517,7 @@ def test_runs_survive_the_release_runner_and_a_file(tmp_path):
     """reconstruct_release joins tracts' records with runs of ages (``age_min``, ``age_max``)
     and without; writing them and reading them back keeps every run, and a run that is no run
     (its last before its first, an age outside it) is refused naming file, line and column."""
-    from tabrecon.engine.reconstruct import reconstruct_release
+    from tabrecon.engine.release import reconstruct_release
     from tabrecon.errors import InputError
     from tabrecon.records.synth import synthesize
     from tabrecon.schema import PERSONS, person_units
@@ -645,7 +640,7 @@ def test_admissible_types_equal_the_test_against_every_cell(spec):
     the definition says: a type is admitted when every cell it lies in is nonzero."""
     import scipy.sparse as sp
 
-    from tabrecon.engine.reconstruct import admissible_types
+    from tabrecon.engine.model import admissible_types
 
     rows, values = spec
     W = np.array(rows, dtype=np.int64)

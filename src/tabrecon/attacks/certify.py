@@ -11,7 +11,7 @@ Zero means the block's binned histogram is the only one possible: the reconstruc
 and its uniques are population uniques the attacker *knows*.
 
 The proofs and distances are the count model's over any schema
-(:func:`tabrecon.engine.reconstruct.reconstruct_release`, the zero test and distances of
+(:func:`tabrecon.engine.release.reconstruct_release`, the zero test and distances of
 :mod:`tabrecon.engine.variability`); persons ask them at agebin38
 (:func:`tabrecon.populations.persons.certify_persons`, what ``tabrecon solvar`` runs). This module
 holds what is said of the answer: the run (:class:`CertRun`, Table S4, the share proven unique by

@@ -35,8 +35,8 @@ import numpy as np
 import polars as pl
 import scipy.sparse as sp
 
-from ..engine.reconstruct import program_of_tract
 from ..engine.solvers import Extensible, IntProgram, SolverOptions, prove_forms
+from ..engine.tract import program_of_tract
 from ..errors import TabreconError
 from ..geo import overlap
 from ..io import write_csv, write_json, write_parquet, write_text

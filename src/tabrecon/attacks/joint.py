@@ -5,7 +5,7 @@ A population may declare how its records tie to another's in the same block
 the block with the householder's age band, race, origin and, where the household type says,
 sex; households hold at most the block's persons; a household with someone under 18 or 65 and
 over holds a distinct such person). Each block's count program of the one population's tables
-(:func:`~tabrecon.engine.reconstruct.block_program`) and of the other's are put side by
+(:func:`~tabrecon.engine.model.block_program`) and of the other's are put side by
 side and joined by one row per tie: the ``a`` records it counts (weighted) minus the ``b``
 records it counts at most 0. A solution is a reconstruction of both that agrees on every tie;
 its certification (the same proofs as one population's) says whether each half is the only one
@@ -39,13 +39,8 @@ import numpy as np
 import polars as pl
 import scipy.sparse as sp
 
-from ..engine.reconstruct import (
-    block_forms,
-    block_program,
-    block_tables,
-    cell_degree,
-    certify_forms,
-)
+from ..engine.model import block_program, block_tables, cell_degree
+from ..engine.reconstruct import block_forms, certify_forms
 from ..engine.solvers import Extensible, IntProgram, SolverOptions, solve
 from ..errors import InputError, TabreconError
 from ..schema.registry import Tie, population

@@ -37,7 +37,7 @@ import numpy as np
 import polars as pl
 import scipy.sparse as sp
 
-from ..engine.reconstruct import block_bounds, block_program, block_statistics
+from ..engine.model import block_bounds, block_program, block_statistics
 from ..engine.solvers import Extensible, SolverOptions, independent_rows, prove_forms
 from ..errors import InputError, TabreconError
 from ..io import write_figure

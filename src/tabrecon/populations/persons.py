@@ -41,7 +41,7 @@ from ..vocab import Level, Verdict
 
 if TYPE_CHECKING:
     from ..attacks.certify import CertRun
-    from ..engine.reconstruct import ReleaseReconstruction, TractTables
+    from ..engine.release import ReleaseReconstruction, TractTables
     from ..engine.solvers import SolverOptions
     from ..schema.spec import Units
 
@@ -359,11 +359,11 @@ def require_block_totals(tables: TableSet) -> None:
 
 def release_tracts(tables: TableSet, level: str) -> tuple[TractTables, list[str], str, list[str]]:
     """A person release as the engine reads it at ``level``, split by tract
-    (:class:`~tabrecon.engine.reconstruct.TractTables`: each tract's grids, made a long
+    (:class:`~tabrecon.engine.release.TractTables`: each tract's grids, made a long
     table in the worker that reconstructs it): its tables published whole (one published in
     part is left out), the level answered (block, where no tract table is published), and what
     was left out or changed, in words."""
-    from ..engine.reconstruct import TractTables
+    from ..engine.release import TractTables
     from ..provenance import digest_grids
     from ..tables.spec import table_by_name, tables_of
 
@@ -432,10 +432,10 @@ def _release_run(
     check_unique: bool = True,
     reference: Units | None = None,
 ) -> tuple[ReleaseReconstruction, list[str], str, list[str]]:
-    """A person release through :func:`~tabrecon.engine.reconstruct.reconstruct_release`
+    """A person release through :func:`~tabrecon.engine.release.reconstruct_release`
     at ``level`` (``runner``: its workers, out, resume and progress): the run, the tables used,
     the level answered and what was left out (:func:`release_tracts`)."""
-    from ..engine.reconstruct import ReconstructOptions, reconstruct_release
+    from ..engine.release import ReconstructOptions, reconstruct_release
     from ..engine.solvers import SolverOptions
 
     split, used, run_level, notes = release_tracts(tables, level)
@@ -491,8 +491,8 @@ def reconstruct_persons(
     """
     import time
 
-    from ..engine.reconstruct import diagnose, program_of_tract
     from ..engine.solvers import SolverOptions
+    from ..engine.tract import diagnose, program_of_tract
     from ..schema import person_records, write_microdata
 
     t0 = time.perf_counter()
@@ -554,7 +554,7 @@ def certify_persons(
     """Certify a person reconstruction made elsewhere (a file, another tool's, the truth) with
     the count model over any schema: each block proven unique or not at agebin38 and, with
     ``distance``, its solution variability measured from these records
-    (:func:`tabrecon.engine.reconstruct.reconstruct_release` with ``reference``; tracts
+    (:func:`tabrecon.engine.release.reconstruct_release` with ``reference``; tracts
     in parallel, written to ``<out>.parts/``, resumable). A tract where the records break a
     published cell, hold a person the published zeros rule out or leave an inhabited block
     empty is refused by name, and the others go on. Returns certification's run (its

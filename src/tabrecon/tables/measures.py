@@ -9,7 +9,7 @@ tabrecon such a value is an integer in the cell's published units, ``round(value
 
 Published values are modelled as linear rows over a block's type counts ``x``, exactly (no
 big-M, no extra variable), for the count model every attack shares
-(:func:`tabrecon.engine.reconstruct.block_program`'s ``extra`` rows):
+(:func:`tabrecon.engine.model.block_program`'s ``extra`` rows):
 
 * **mean** ``M / D`` (``D = 10**d``) of values ``v`` over ``N`` records: the true mean rounds
   to it, ``(2M - 1) N <= 2D sum(v) <= (2M + 1) N``, and ``N >= 1``;

@@ -4,7 +4,7 @@ Most agencies outside the U.S. never publish exact small counts: Statistics New 
 rounds to base 3, Statistics Canada to base 5, many others suppress cells below a threshold. A
 :class:`Publication` is that rule as a value. Its one job for the attacks is
 :meth:`Publication.interval`: the true counts a published value allows, which the count model
-(:func:`tabrecon.engine.reconstruct.block_program`) then uses as the row's bounds
+(:func:`tabrecon.engine.model.block_program`) then uses as the row's bounds
 ``lo <= A x <= hi`` instead of ``A x = v``; reconstruction, the uniqueness proof and verified
 claims need nothing else. :meth:`Publication.publish` applies the rule to true counts (to make
 a release to attack, and for the sweep of settings).

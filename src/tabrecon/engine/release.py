@@ -1,0 +1,292 @@
+"""A whole release reconstructed, tract by tract, through the runner.
+
+:func:`reconstruct_release` takes a release's tables (a long table, or :class:`TractTables`:
+each tract's part made a long table only in the worker that reconstructs it) and runs
+:func:`~tabrecon.engine.reconstruct.reconstruct_units` on every tract with
+:func:`tabrecon.runner.run_units`: in parallel, each tract written as it finishes, a rerun
+resuming, a failed tract recorded while the others go on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+import polars as pl
+
+from ..errors import TabreconError
+from ..geo import prefix
+from ..schema.spec import Schema, Units
+from ..tables.publication import EXACT, Publication
+from ..tables.spec import (
+    table_by_name,
+    tables_in,
+)
+from ..vocab import Level
+from .reconstruct import LEVELS, reconstruct_units
+from .solvers import SolverOptions
+
+
+# --------------------------------------------------------------------------------------------------
+# A whole release: tract by tract, in parallel, written as each tract finishes, resumable
+# --------------------------------------------------------------------------------------------------
+@dataclass(frozen=True, kw_only=True)
+class ReconstructOptions:
+    """What a release's reconstruction asks (one value, so that a run's fingerprint and its
+    workers see the same options).
+
+    >>> ReconstructOptions(level="block+tract").level
+    'block+tract'
+    """
+
+    #: "block": each block from its block tables; "block+tract": a tract's blocks jointly
+    level: Level = Level.BLOCK
+    solver: SolverOptions = field(default_factory=SolverOptions)
+    #: each block that varies also gets its solution variability (solvar, percent)
+    distance: bool = False
+    #: seconds per block's distance search (None: the solver's limit)
+    distance_time_limit: float | None = None
+    #: how the cells were published (rounded, withheld: :mod:`tabrecon.tables.publication`)
+    publication: Publication = EXACT
+    #: the resolution uniqueness is asked at (:func:`reconstruct_units`; persons: agebin38,
+    #: :attr:`tabrecon.schema.registry.Population.unique_on`); None: the types
+    unique_on: Mapping[str, np.ndarray] | None = None
+    #: prove each block's reconstruction unique or not (False: reconstruct only, verdicts
+    #: "unknown")
+    check_unique: bool = True
+
+    def __post_init__(self) -> None:
+        if self.level not in LEVELS:
+            raise TabreconError(f"level must be one of {', '.join(LEVELS)} (got {self.level!r})")
+        if not self.publication.exact and self.level != Level.BLOCK:
+            raise TabreconError(
+                f"publication {self.publication}: inexact cells are modelled at level 'block' "
+                "only so far"
+            )
+
+
+@dataclass
+class ReleaseReconstruction:
+    """Every tract of a release reconstructed: the records, per block their verdict, and per
+    tract its runner status (``ok``, or ``error`` with a message: that tract's blocks are
+    missing from ``units`` and ``blocks``)."""
+
+    schema: Schema
+    units: Units
+    blocks: pl.DataFrame
+    results: list[dict]
+
+    @property
+    def failed(self) -> list[dict]:
+        return [r for r in self.results if r["status"] != "ok"]
+
+    def summary_lines(self) -> list[str]:
+        """The run in words: blocks by verdict, records, failed tracts (each named)."""
+        b = self.blocks
+        counts = dict(b.group_by("status").len().iter_rows()) if b.height else {}
+        verdicts = ", ".join(f"{n:,} {s}" for s, n in sorted(counts.items()))
+        place = self.schema.geography  # block, or a declared release's own (school)
+        where = f" of {len(self.results):,} tracts" if place == "block" else ""
+        group = "tract" if place == "block" else place
+        lines = [
+            f"{len(self.units):,} records in {b.height:,} {place}s{where}; "
+            f"{place}s: {verdicts or 'none'}"
+        ]
+        lines += [f"{group} {r['unit']}: {r.get('message', r['status'])}" for r in self.failed]
+        return lines
+
+
+class LongPart(Protocol):
+    """Published tables that make themselves a long table (geoid, cell, value) on demand, e.g.
+    :class:`tabrecon.tables.persons.TableSet`."""
+
+    def to_frame(self) -> pl.DataFrame: ...
+
+
+@dataclass(frozen=True)
+class TractTables:
+    """A release's tables split by tract, each part made a long table (geoid, cell, value) only in
+    the worker that reconstructs its tract: a 1,000,000-person state's person cells are 18.8 M
+    rows of text as one long table, held, digested and split by the client while the workers
+    waited; as grids they are a tenth of that and are never joined.
+
+    ``names``: the schema's tables the release publishes; ``digest``: the release's content
+    digest (what a resume checks); ``parts``: each tract's tables, a long frame or any
+    :class:`LongPart`."""
+
+    names: tuple[str, ...]
+    digest: str
+    parts: Mapping[str, pl.DataFrame | LongPart]
+
+    @classmethod
+    def of_long(cls, long: pl.DataFrame, schema: Schema) -> TractTables:
+        """A long table's tracts: its cells of the schema's tables it holds
+        (:func:`~tabrecon.tables.spec.tables_in`), split by tract.
+
+        >>> from tabrecon.schema.catalog import HOUSING_UNITS
+        >>> long = pl.DataFrame({"geoid": ["1" * 15, "2" * 15, "1" * 15],
+        ...                      "cell": ["H0040001", "H0040001", "X"], "value": [1, 2, 3]})
+        >>> tt = TractTables.of_long(long, HOUSING_UNITS)
+        >>> tt.names, sorted(tt.parts), tt.parts["1" * 11]["value"].to_list()
+        (('H4',), ['11111111111', '22222222222'], [1])
+        """
+        from ..provenance import digest_long
+
+        names = tables_in(long, schema)
+        used = long["cell"].is_in([c.id for n in names for c in table_by_name(n, schema).cells()])
+        if not used.all():  # (a copy of a large release only where cells are left out)
+            long = long.filter(used)
+        digest = digest_long(long)
+        by_tract = long.with_columns(pl.col("geoid").str.slice(0, 11).alias("_tract"))
+        parts = by_tract.partition_by("_tract", as_dict=True, include_key=False)
+        return cls(names, digest, {t: parts[(t,)] for (t,) in sorted(parts)})
+
+    def long(self, tract: str) -> pl.DataFrame:
+        """One tract's tables as a long table (geoid, cell, value)."""
+        return _as_long(self.parts[tract])
+
+
+def _as_long(part: pl.DataFrame | LongPart) -> pl.DataFrame:
+    return part if isinstance(part, pl.DataFrame) else part.to_frame()
+
+
+def _tract_worker(args: tuple) -> tuple[dict, pl.DataFrame | None]:
+    tract, part, schema, tables, options, reference = args
+    rec = reconstruct_units(
+        _as_long(part),
+        schema,
+        tables,
+        options.solver,
+        reference=reference,
+        check_unique=options.check_unique,
+        level=options.level,
+        unique_on=options.unique_on,
+        distance=options.distance,
+        distance_time_limit=options.distance_time_limit,
+        publication=options.publication,
+    )
+    frame = rec.units.to_frame()
+    return {"unit": tract, "status": "ok", "blocks": rec.blocks.to_dicts()}, frame
+
+
+def reconstruct_release(
+    tables: pl.DataFrame | TractTables,
+    schema: Schema,
+    options: ReconstructOptions | None = None,
+    *,
+    workers: int = 1,
+    out: str | Path | None = None,
+    resume: bool = True,
+    progress: Callable[[dict], None] | None = None,
+    asked: Mapping[str, str] | None = None,
+    reference: Units | None = None,
+) -> ReleaseReconstruction:
+    """Reconstruct every tract of a release's tables (a long table, or :class:`TractTables`)
+    over ``schema`` with the runner
+    (:func:`tabrecon.runner.run_units`): tracts in parallel (``workers``, or the Dask cluster of
+    :func:`tabrecon.runner.execution`), each written to ``<out>.parts/`` as it finishes, a rerun
+    resuming (a rerun with other tables or options is refused; ``asked``: what the caller was
+    asked beyond ``options``, e.g. a level it answered with another, refused too when it
+    changes), a tract that fails recorded and the others going on. Tracts are independent at
+    both levels (a block's tables, or its tract's,
+    constrain only that tract), so the result equals :func:`reconstruct_units` on the whole.
+    With ``reference`` a reconstruction made elsewhere is certified instead of solving for one
+    (:func:`reconstruct_units`' ``reference``; its units are the result's).
+
+    >>> from tabrecon.schema.registry import population
+    >>> from tabrecon.records.synth import SynthConfig
+    >>> from tabrecon.tables.spec import tabulate_units
+    >>> gq = population("group_quarters")
+    >>> units = gq.synthesize(SynthConfig(persons=20_000), 3)
+    >>> run = reconstruct_release(tabulate_units(units), gq.schema)
+    >>> tabulate_units(run.units).sort("geoid", "cell").equals(
+    ...     tabulate_units(units).sort("geoid", "cell")), run.failed
+    (True, [])
+    """
+    from ..provenance import digest_long
+    from ..runner import run_units
+
+    options = options or ReconstructOptions()
+    split = tables if isinstance(tables, TractTables) else TractTables.of_long(tables, schema)
+    names = split.names
+    if options.level == Level.BLOCK_TRACT and not any(
+        table_by_name(n, schema).level == "tract" for n in names
+    ):
+        raise TabreconError(
+            f"level 'block+tract' needs tract tables; these tables hold none of the "
+            f"{schema.name} schema's ({', '.join(names)} are block tables): use level 'block'"
+        )
+    parts = Path(str(out) + ".parts") if out is not None else None
+    fp = None
+    if parts is not None:
+        fp = {
+            "tables": split.digest,
+            "table_names": ",".join(names),
+            "schema": schema.name,
+            "level": str(options.level),
+            "distance": options.distance,
+            "distance_time_limit": options.distance_time_limit,
+            "solver": str(options.solver),
+        }
+        if not options.publication.exact:  # (absent otherwise: earlier parts stay resumable)
+            fp["publication"] = str(options.publication)
+        if options.unique_on is not None:
+            fp["unique_on"] = ";".join(
+                f"{k}:{','.join(map(str, np.asarray(v).tolist()))}"
+                for k, v in sorted(options.unique_on.items())
+            )
+        if not options.check_unique:
+            fp["check_unique"] = False
+        fp.update(asked or {})
+    tracts = list(split.parts)
+    refs: dict[str, Units] = {}
+    if reference is not None:
+        if fp is not None:
+            fp["reference"] = digest_long(reference.to_frame())
+        geo = reference.block_geoid.astype(str)
+        of_tract = prefix(geo, "tract") if geo.size else geo
+        order = np.argsort(of_tract, kind="stable")
+        starts = np.searchsorted(of_tract[order], tracts, side="left")
+        ends = np.searchsorted(of_tract[order], tracts, side="right")
+        refs = {t: reference.take(order[a:b]) for t, a, b in zip(tracts, starts, ends, strict=True)}
+    statuses, frames = run_units(
+        tracts,
+        lambda t: (t, split.parts[t], schema, names, options, refs.get(t)),
+        _tract_worker,
+        tag=f"{schema.name}-reconstruct",
+        parts=parts,
+        resume=resume,
+        workers=workers,
+        progress=progress,
+        fingerprint=fp,
+    )
+    got = [frames[t] for t in tracts if t in frames]
+    gcol = schema.geoid_column
+    # a tract whose records are all known to one category writes no <name>_min/_max: its run
+    # is that category
+    codes = pl.concat(got, how="diagonal") if got else pl.DataFrame(schema={gcol: pl.String})
+    ranged = [a.name for a in schema.attributes if f"{a.name}_max" in codes.columns]
+    codes = codes.with_columns(
+        pl.col(f"{n}{end}").fill_null(pl.col(n)) for n in ranged for end in ("_min", "_max")
+    )
+
+    def column(name: str) -> np.ndarray:
+        return codes[name].to_numpy().astype(np.int64) if got else np.zeros(0, dtype=np.int64)
+
+    units = Units(
+        schema,
+        codes[gcol].to_numpy().astype(str),
+        {a.name: column(a.name) for a in schema.attributes},
+        source="reconstruction",
+        ranges={n: (column(f"{n}_min"), column(f"{n}_max")) for n in ranged} or None,
+    )
+    rows = [b for st in statuses if st["status"] == "ok" for b in st["blocks"]]
+    blocks = (
+        pl.DataFrame(rows, infer_schema_length=None).sort("geoid")
+        if rows
+        else pl.DataFrame(schema={"geoid": pl.String, "status": pl.String})
+    )
+    return ReleaseReconstruction(schema, units, blocks, statuses)
