@@ -16,8 +16,9 @@ import numpy as np
 import polars as pl
 import pytest
 
+from tabrecon.audit.chunks import MismatchError, plan_chunks
 from tabrecon.audit.config import ConfigError, config_from_dict, load_config
-from tabrecon.audit.run import MismatchError, audit, plan_chunks
+from tabrecon.audit.run import audit
 from tabrecon.schema import write_microdata
 
 FAST = {"defenses": {"specs": []}, "reconstruct": {"levels": ["block+tract"]}}

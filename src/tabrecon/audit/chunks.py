@@ -1,0 +1,692 @@
+"""The audit's unit of work: a chunk of counties read, tabulated, reconstructed, certified,
+linked and defended stage by stage (:class:`ChunkRunner`), each stage written as it finishes
+and skipped when a rerun finds it done; :func:`run_chunk` runs one chunk and
+:func:`audit_summary` adds the chunks' results up.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from ..attacks.certify import proven_unique
+from ..attacks.reidentify import RATE_COLUMNS
+from ..defenses.defense import Defense
+from ..errors import InputError, TabreconError
+from ..io import file_digest, write_json, write_parquet, write_text
+from ..runner import notice, tree_cpu
+from .config import AuditConfig
+from .evaluate import DefenseOutcome, EvaluationPlan, evaluate_defense
+
+PRECISION_GRID = np.linspace(0.0, 1.0, 101)
+
+
+PREC_SOURCES = ("attack", "mdg", "prg", "truth", "francis")
+
+
+class MismatchError(TabreconError):
+    """Microdata and tables that do not describe the same geography."""
+
+
+# ------------------------------------------------------------------------------------------------
+# Inputs and chunks
+# ------------------------------------------------------------------------------------------------
+@dataclass
+class Chunk:
+    index: int
+    counties: list[str]
+    persons: int  # 0 when unknown (tables-only input)
+
+    @property
+    def name(self) -> str:
+        return f"chunk-{self.index:03d}"
+
+
+def plan_chunks(microdata: Path | None, chunk_persons: int) -> list[Chunk]:
+    """Whole counties, in geoid order, batched up to ``chunk_persons`` persons (a larger county is
+    a chunk of its own). Tables-only input is one chunk."""
+    from ..schema import county_persons
+
+    if microdata is None:
+        return [Chunk(0, [], 0)]
+    cp = county_persons(microdata)
+    chunks: list[Chunk] = []
+    cur: list[str] = []
+    n = 0
+    for c, p in cp.iter_rows():
+        if cur and n + p > chunk_persons:
+            chunks.append(Chunk(len(chunks), cur, n))
+            cur, n = [], 0
+        cur.append(c)
+        n += p
+    if cur:
+        chunks.append(Chunk(len(chunks), cur, n))
+    if not chunks:  # no record at all: the person reader says why (no rows, missing columns)
+        from ..schema import read_microdata
+
+        read_microdata(microdata)
+        raise InputError("no person records", path=str(microdata))
+    return chunks
+
+
+def read_release(path: Path):
+    """Published tables in any form :func:`tabrecon.tables.published.read_tables` detects (a long or
+    wide file, a Census API response, an SF1 summary-file folder)."""
+    from ..tables.published import read_tables
+
+    return read_tables(path)
+
+
+def check_same_geography(md, ts, md_path: Path, ts_path: Path) -> None:
+    """Refuse microdata and tables of different geographies, naming the mismatch."""
+    g = ts.grids.get("block")
+    if g is None:
+        raise MismatchError(
+            f"{ts_path}: the tables have no block level; the audit needs block tables"
+        )
+    pop = ts.block_population()
+    tb = set(g.geoids[pop > 0].tolist()) if pop is not None else set(g.geoids.tolist())
+    mb = set(np.asarray(md.geoids)[np.unique(md.block)].tolist())
+    only_t, only_m = sorted(tb - mb), sorted(mb - tb)
+    if only_t or only_m:
+        parts = []
+        if only_m:
+            parts.append(
+                f"{len(only_m)} inhabited block(s) of {md_path} are not in the tables (e.g. "
+                f"{only_m[0]})"
+            )
+        if only_t:
+            parts.append(
+                f"{len(only_t)} inhabited block(s) of {ts_path} are not in the microdata (e.g. "
+                f"{only_t[0]})"
+            )
+        raise MismatchError(
+            "microdata and tables describe different geographies: " + "; ".join(parts)
+        )
+    if pop is not None:
+        order = np.searchsorted(np.asarray(md.geoids), g.geoids[pop > 0])
+        counts = np.bincount(md.block, minlength=len(md.geoids))[order]
+        bad = np.flatnonzero(counts != pop[pop > 0])
+        if bad.size:
+            b = g.geoids[pop > 0][bad[0]]
+            raise MismatchError(
+                f"microdata and tables disagree on block populations: block {b} has "
+                f"{counts[bad[0]]} persons in "
+                f"{md_path} but a published total of {pop[pop > 0][bad[0]]} in {ts_path} "
+                f"({bad.size} block(s) differ)"
+            )
+
+
+# ------------------------------------------------------------------------------------------------
+# Stages of one chunk
+# ------------------------------------------------------------------------------------------------
+def _hist(values: np.ndarray) -> np.ndarray:
+    """How many values are >= each point of the precision grid (summable across chunks)."""
+    v = np.sort(np.asarray(values, dtype=float))
+    return v.size - np.searchsorted(v, PRECISION_GRID - 1e-12, side="left")
+
+
+@dataclass
+class StageLog:
+    """Timings and peak memory of every stage (summed over chunks)."""
+
+    seconds: dict[str, float] = field(default_factory=dict)
+    resumed: list[str] = field(default_factory=list)
+    #: CPU seconds of this process and of its units in worker processes
+    #: (:func:`tabrecon.runner.tree_cpu`)
+    core: dict[str, float] = field(default_factory=dict)
+
+    def add(self, stage: str, sec: float, core: float | None = None) -> None:
+        key = stage.split(":")[0] if not stage.startswith("defense") else stage
+        self.seconds[key] = round(self.seconds.get(key, 0.0) + sec, 2)
+        if core is not None:
+            self.core[key] = round(self.core.get(key, 0.0) + core, 2)
+
+
+class ChunkRunner:
+    """Runs the stages of one chunk, each written as done and skipped on resume."""
+
+    def __init__(
+        self,
+        cfg: AuditConfig,
+        chunk: Chunk,
+        work: Path,
+        resume: bool,
+        log: StageLog,
+        progress: Callable[[str, int], Callable[[dict], None]],
+        on_stage: Callable[[str], None] = lambda stage: None,
+    ) -> None:
+        self.cfg, self.chunk, self.dir, self.resume = cfg, chunk, work / chunk.name, resume
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.log, self.progress, self.on_stage = log, progress, on_stage
+        self.seed = cfg.run.seed + 1_000_003 * chunk.index
+
+    def done(self, stage: str) -> dict | None:
+        f = self.dir / f"{stage.replace(':', '_')}.done.json"
+        if self.resume and f.exists():
+            try:
+                return json.loads(f.read_text())
+            except json.JSONDecodeError:
+                return None
+        return None
+
+    def resumed(
+        self, stage: str, path: Path, load: Callable[[Path], Any]
+    ) -> tuple[Any, dict] | None:
+        """(the stage's output, its info) when an earlier run finished it and ``resume`` is on."""
+        info = self.done(stage)
+        if info is None or not path.exists() or not self.intact(stage, info):
+            return None
+        self.skip(stage)
+        return load(path), info
+
+    def intact(self, stage: str, info: dict) -> bool:
+        """Whether every file the stage wrote still has the checksum its marker recorded (a
+        damaged one makes the stage run again, and says so)."""
+        bad = [
+            name
+            for name, digest in info.get("outputs", {}).items()
+            if not (self.dir / name).exists() or file_digest(self.dir / name) != digest
+        ]
+        if bad:
+            notice(f"{self.dir}: {stage} redone, its output damaged on disk ({', '.join(bad)})")
+        return not bad
+
+    def skip(self, stage: str) -> None:
+        """A stage finished by an earlier run: kept, counted as resumed."""
+        self.log.resumed.append(f"{self.chunk.name}/{stage}")
+        self.on_stage(stage)
+
+    def start(self) -> float:
+        """A stage begins: its wall clock (returned) and CPU clock (kept for :meth:`mark`)."""
+        self._cpu0 = tree_cpu()
+        return time.perf_counter()
+
+    def mark(self, stage: str, t0: float, info: dict, *outputs: Path) -> dict:
+        """The stage is done: its marker, with its timings and the checksum of each of its
+        ``outputs`` (checked by :meth:`intact` before a resumed run reuses them), written last."""
+        sec = time.perf_counter() - t0
+        core = tree_cpu() - self._cpu0
+        info = {**info, "seconds": round(sec, 2), "core_seconds": round(core, 2)}
+        info["outputs"] = {
+            str(p.relative_to(self.dir)): file_digest(p) for p in outputs if p.exists()
+        }
+        write_json(self.dir / f"{stage.replace(':', '_')}.done.json", info)
+        self.log.add(stage, sec, core)
+        self.on_stage(stage)
+        return info
+
+    def opts(self):
+        from ..engine.solvers import SolverOptions
+
+        r = self.cfg.reconstruct  # solver seed 0, as the individual commands use by default
+        return SolverOptions(backend=r.solver, threads=1, time_limit=r.time_limit)
+
+    # -- stages -----------------------------------------------------------------------------------
+    def tabulate(self, md, given=None):
+        from ..tables.consistency import check_consistency
+        from ..tables.persons import read_long_tables, tabulate, write_tables
+
+        path = self.dir / "tables.parquet"
+        if (hit := self.resumed("tabulate", path, read_long_tables)) is not None:
+            return hit
+        t0 = self.start()
+        ts = given if given is not None else tabulate(md)
+        rep = check_consistency(ts)
+        write_tables(ts, path)
+        info = {
+            "table_values": int(sum(g.values.size for g in ts.grids.values())),
+            "identity_checks": rep.checked,
+            "identity_violations": len(rep.violations),
+            "tracts": len(ts.tracts()),
+            "tables_present": ts.tables_present(),
+            "blocks": int(ts.grids["block"].geoids.size) if "block" in ts.grids else 0,
+            "inhabited_blocks": int((pop > 0).sum())
+            if (pop := ts.block_population()) is not None
+            else 0,
+        }
+        return ts, self.mark("tabulate", t0, info, path)
+
+    def reconstruct(self, ts, level: str, md, certify: bool = False):
+        """Persons from the chunk's tables at ``level`` (:func:`tabrecon.populations.persons
+        .reconstruct_persons`); with ``certify`` each block's verdict (and, as configured, its
+        distance) in the same program, kept beside the records for the certify stage."""
+        from ..metrics.agreement import agree
+        from ..populations.persons import reconstruct_persons
+        from ..schema import read_microdata
+
+        stage = f"reconstruct:{level}"
+        path = self.dir / f"recon_{level.replace('+', '_')}.parquet"
+        made = self.done(stage) or {}
+        # records made without the verdicts this run needs are made again, with them
+        if (not certify or "verdicts.parquet" in made.get("outputs", {})) and (
+            hit := self.resumed(stage, path, read_microdata)
+        ) is not None:
+            return hit
+        t0 = self.start()
+        tick = self.progress(f"{self.chunk.name} reconstruct {level}", len(ts.tracts()))
+        c = self.cfg.certify
+        run = reconstruct_persons(
+            ts,
+            level,
+            self.opts(),
+            workers=self.cfg.run.workers,
+            out=path,
+            resume=self.resume,
+            progress=tick,
+            certify=certify,
+            distance=certify and c.distance,
+            distance_time_limit=c.distance_time_limit or None,
+        )
+        info = {
+            "records": len(run.records),
+            "failed_tracts": [r["unit"] for r in run.failed],
+            "failures": [
+                f"tract {r['unit']}: {r['status']} -- {r.get('message', '')}".rstrip(" -")
+                for r in run.failed
+            ],
+            "notes": run.notes,
+        }
+        for note in run.notes:  # a table left out, a level answered with another: said now
+            notice(f"{self.chunk.name} reconstruct {level}: {note}")
+        outputs = [path]
+        if certify:  # the verdicts of the blocks solved (a failed tract's are its failure)
+            failed = [r["unit"] for r in run.failed]
+            kept = run.blocks.filter(~pl.col("block_geoid").str.slice(0, 11).is_in(failed))
+            outputs.append(write_parquet(kept, self.dir / "verdicts.parquet"))
+        if md is not None:
+            a = agree(run.records, truth=md)
+            info["agree_resolution"] = a.resolution
+            outputs.append(
+                write_parquet(
+                    a.by_bin.select("bin", "blocks", "persons", "exact", "binned"),
+                    self.dir / f"agree_{level.replace('+', '_')}.parquet",
+                )
+            )
+        if not path.exists():  # no tract solved: keep an empty file so the stage is complete
+            write_parquet(run.records.to_frame(), path)
+        return run.records, self.mark(stage, t0, info, *outputs)
+
+    def certify(self, level: str):
+        """Every block's verdict and solution variability: measured in the reconstruction's
+        program at ``level`` (its stage wrote them), here gathered as the certification frame
+        (``solvar.parquet``)."""
+        stage = "certify"
+        path = self.dir / "solvar.parquet"
+        if (hit := self.resumed(stage, path, pl.read_parquet)) is not None:
+            return hit
+        t0 = self.start()
+        rec = self.done(f"reconstruct:{level}") or {}
+        blocks = pl.read_parquet(self.dir / "verdicts.parquet")
+        write_parquet(blocks, path)
+        info = {
+            "blocks": blocks.height,
+            "failed_tracts": rec.get("failed_tracts", []),
+            "failures": rec.get("failures", []),
+            "measured_in": f"reconstruct:{level}",
+        }
+        return blocks, self.mark(stage, t0, info, path)
+
+    def claims(self, ts, recon, blocks: pl.DataFrame, level: str):
+        """Verified claims about the persons of every block (:func:`tabrecon.attacks.claims
+        .claims`), from the tables alone: each tract's figures in the marker, each
+        reconstructed record's first singleton claim in ``claims_persons.parquet``."""
+        from ..attacks.claims import claims
+
+        stage = "claims"
+        path = self.dir / "claims_persons.parquet"
+        if (hit := self.resumed(stage, path, pl.read_parquet)) is not None:
+            return hit
+        t0 = self.start()
+        # only the blocks certification answered for: a tract it failed on has no claims (it
+        # is reported as failed already), and the others go on
+        certified = np.isin(recon.block_geoid.astype(str), blocks["block_geoid"].to_numpy())
+        if not certified.all():
+            recon = recon.take(certified)
+        tick = self.progress(f"{self.chunk.name} claims", len(ts.tracts()))
+        run = claims(
+            ts,
+            recon,
+            blocks,
+            level,
+            self.opts(),
+            k_solutions=self.cfg.claims.k_solutions,
+            seed=self.seed,
+            workers=self.cfg.run.workers,
+            out=self.dir,
+            resume=self.resume,
+            progress=tick,
+        )
+        write_parquet(run.persons, path)
+        info = {
+            "results": [r for r in run.results if r["status"] == "ok"],
+            "failures": [
+                f"tract {f['unit']}: {f['status']} -- {f.get('message', '')}".rstrip(" -")
+                for f in run.failed
+            ],
+        }
+        return run.persons, self.mark(stage, t0, info, path)
+
+    def reidentify(self, recon, md, ts, blocks):
+        from dataclasses import asdict
+
+        from ..attacks.certify import uniqueness_flags
+        from ..attacks.reidentify import reidentify
+
+        stage = "reidentify"
+        path = self.dir / "reid_rates.parquet"
+        if (hit := self.resumed(stage, path, pl.read_parquet)) is not None:
+            return hit
+        t0 = self.start()
+        r = self.cfg.reidentify
+        res = reidentify(
+            recon, md, r.attacker, ts, blocks, seed=self.seed, francis_threshold=r.francis_threshold
+        )
+        rates = res.rates(by_bin=True).select(
+            "group", "bin", "source", "attacker_records", "putative", "confirmed"
+        )
+
+        hist = {s: _hist(res.person_precision(s)) for s in PREC_SOURCES[:-1]}
+        hist["francis"] = _hist(res.francis["precision"].to_numpy())
+        totals = {s: int(h[0]) for s, h in hist.items()}
+        hist_path = write_parquet(
+            pl.DataFrame({"p": PRECISION_GRID, **{s: hist[s] for s in PREC_SOURCES}}),
+            self.dir / "precision_hist.parquet",
+        )
+        flags = uniqueness_flags(recon, blocks)
+        info = {
+            "attacker": asdict(res.attacker_report),
+            "precision_persons": totals,
+            "mdg_rules": res.meta.get("mdg_rules"),
+            "rvr_share": res.meta.get("rvr_share"),
+            "recon_records": flags.height,
+            "recon_bsab_unique": int((flags["bsab_unique"] == 1).sum()),
+            "recon_certified_unique": int((flags["certified"] & (flags["bsab_unique"] == 1)).sum()),
+        }
+        write_parquet(rates, path)
+        return rates, self.mark(stage, t0, info, path, hist_path)
+
+    def defense(self, md, spec: str) -> DefenseOutcome:
+        """Protect this chunk with ``spec`` and attack the release (:func:`evaluate_defense`);
+        the protected release and the attack's parts are kept under ``def_<spec>/``."""
+        stage = f"defense:{spec}"
+        folder = self.dir / f"def_{spec.replace('=', '').replace('.', 'p')}"
+        path = folder / "outcome.json"
+        info = self.done(stage)
+        if info is not None and path.exists() and self.intact(stage, info):
+            self.skip(stage)
+            return DefenseOutcome.from_json(path.read_text())
+        t0 = self.start()
+        name = self.chunk.name
+
+        def progress(label: str, total: int) -> Callable[[dict], None]:
+            return self.progress(f"{name} {label}", total)
+
+        outcome = evaluate_defense(
+            md,
+            Defense.parse(spec),
+            EvaluationPlan.from_config(self.cfg),
+            seed=self.seed,
+            work=folder,
+            resume=self.resume,
+            progress=progress,
+        )
+        write_text(path, outcome.to_json())
+        self.mark(stage, t0, {"defense": spec}, path)
+        return outcome
+
+
+# ------------------------------------------------------------------------------------------------
+# Aggregation across chunks
+# ------------------------------------------------------------------------------------------------
+def pct_rates(rates: pl.DataFrame) -> pl.DataFrame:
+    """Sum count rates over chunks and add putative %, confirmed % and precision %."""
+    s = rates.group_by("group", "bin", "source", maintain_order=True).agg(
+        pl.col("attacker_records").sum(), pl.col("putative").sum(), pl.col("confirmed").sum()
+    )
+    n, put, conf = pl.col("attacker_records"), pl.col("putative"), pl.col("confirmed")
+    return s.with_columns(
+        pl.when(n > 0).then(100.0 * put / n).otherwise(None).alias("putative_pct"),
+        pl.when(n > 0).then(100.0 * conf / n).otherwise(None).alias("confirmed_pct"),
+        pl.when(put > 0).then(100.0 * conf / put).otherwise(None).alias("precision_pct"),
+    )
+
+
+def agree_table(frames: list[pl.DataFrame]) -> pl.DataFrame:
+    s = pl.concat(frames).group_by("bin", maintain_order=True).sum()
+    tot = s.select(pl.lit("all").alias("bin"), pl.exclude("bin").sum())
+    s = pl.concat([tot, s])
+    return s.with_columns(
+        pl.when(pl.col("persons") > 0)
+        .then(100.0 * pl.col("exact") / pl.col("persons"))
+        .alias("exact_pct"),
+        pl.when(pl.col("persons") > 0)
+        .then(100.0 * pl.col("binned") / pl.col("persons"))
+        .alias("binned_pct"),
+    )
+
+
+FACTS = (
+    "persons",
+    "blocks",
+    "inhabited_blocks",
+    "tracts",
+    "table_values",
+    "identity_checks",
+    "identity_violations",
+    "recon_records",
+    "recon_bsab_unique",
+    "recon_certified_unique",
+)
+
+
+@dataclass
+class ChunkResult:
+    """What leaves a chunk: summable aggregates only (counts, per-block certification, rates,
+    precision histograms, defense outcomes), merged across chunks by :func:`audit`."""
+
+    facts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(FACTS, 0))
+    failures: list[str] = field(default_factory=list)
+    tables_present: list[str] = field(default_factory=list)
+    agree: dict[str, pl.DataFrame] = field(default_factory=dict)  # per level, by block-size bin
+    resolution: dict[str, str] = field(default_factory=dict)  # what agreement compared on
+    blocks: pl.DataFrame | None = None  # certification per block
+    rates: pl.DataFrame | None = None  # reidentification counts by group, bin and source
+    hist: np.ndarray | None = None  # persons with precision >= each grid point, per source
+    attacker: dict = field(default_factory=dict)
+    defenses: list[DefenseOutcome] = field(default_factory=list)
+    claims: list[dict] = field(default_factory=list)  # per tract: verified-claims figures
+    claim_examples: pl.DataFrame | None = None  # a few records' singleton claims
+    singled: pl.DataFrame | None = None  # per block: persons singled out by a verified claim
+
+
+#: how many example claims the report shows (a handful: facts about the release, not records)
+EXAMPLE_CLAIMS = 5
+
+
+def claim_examples(persons: pl.DataFrame, n: int = EXAMPLE_CLAIMS) -> pl.DataFrame:
+    """A few verified singleton claims, one per block, fewest columns first: what the report shows
+    a reader (each a fact every population consistent with the tables makes true), the size of
+    its block (not its geoid) and how it was proven (the block's one consistent population, or
+    infeasibility proofs)."""
+    if not persons.height or "claim" not in persons.columns:
+        return pl.DataFrame(schema={"persons in block": pl.Int64, "claim": pl.String})
+    size = persons.group_by("block_geoid").len("persons in block")
+    got = (
+        persons.filter(pl.col("claim").is_not_null())
+        .sort("min_k", "block_geoid", "claim")
+        .unique("block_geoid", keep="first", maintain_order=True)
+        .head(n)
+        .join(size, on="block_geoid", how="left", maintain_order="left")
+    )
+    # no block is named: the report never lists what identifies a place of the input
+    return got.select(
+        pl.col("persons in block"),
+        pl.col("claim"),
+        pl.col("min_k").alias("k"),
+        pl.when(pl.col("certified"))
+        .then(pl.lit("the block's one consistent population"))
+        .otherwise(pl.lit("every other count proven impossible"))
+        .alias("proof"),
+        pl.col("baseline_tract").round(3).alias("baseline (tract)"),
+    )
+
+
+def run_chunk(
+    cr: ChunkRunner, cfg: AuditConfig, md_path, ts_path, given, rich_level: str, log: StageLog
+) -> ChunkResult:
+    """Every stage of one chunk; returns its summable aggregates (nothing is merged until it is
+    done)."""
+    from ..schema import read_microdata
+
+    ch = cr.chunk
+    out = ChunkResult()
+    facts = out.facts
+    t0, c0 = time.perf_counter(), tree_cpu()
+    md = None
+    if md_path is not None:
+        md = (
+            read_microdata(md_path, counties=ch.counties)
+            if ch.counties
+            else read_microdata(md_path)
+        )
+        log.add("read", time.perf_counter() - t0, tree_cpu() - c0)
+        if given is not None:
+            check_same_geography(md, given, md_path, ts_path)
+        facts["persons"] += len(md)
+    ts, tinfo = cr.tabulate(md, given)
+    for k in ("table_values", "identity_checks", "identity_violations", "tracts", "blocks"):
+        facts[k] += tinfo[k]
+    facts["inhabited_blocks"] += tinfo.get("inhabited_blocks", 0)
+    out.tables_present = tinfo.get("tables_present", [])
+    if md is None:
+        facts["persons"] += int(pop.sum()) if (pop := ts.block_population()) is not None else 0
+    recons = {}
+    for lv in cfg.reconstruct.levels:
+        recons[lv], rinfo = cr.reconstruct(ts, lv, md, cfg.certify.enabled and lv == rich_level)
+        out.failures += [f"{ch.name} reconstruct {lv}: {f}" for f in rinfo.get("failures", [])]
+        if md is not None:
+            out.agree[lv] = pl.read_parquet(cr.dir / f"agree_{lv.replace('+', '_')}.parquet")
+            out.resolution[lv] = rinfo.get("agree_resolution", "")
+    blocks = None
+    if cfg.certify.enabled:
+        blocks, cinfo = cr.certify(rich_level)  # its failures are the reconstruction's
+        out.blocks = blocks
+    if blocks is not None and blocks.height and cfg.claims.enabled:  # no tract certified: none
+        persons, clinfo = cr.claims(ts, recons[rich_level], blocks, rich_level)
+        out.claims = clinfo.get("results", [])
+        out.failures += [f"{ch.name} claims: {f}" for f in clinfo.get("failures", [])]
+        out.claim_examples = claim_examples(persons)
+        out.singled = persons.group_by("block_geoid").agg(
+            pl.col("min_k").is_not_null().sum().cast(pl.Int64).alias("singled_out")
+        )
+    if md is None:
+        from ..attacks.certify import uniqueness_flags
+
+        if blocks is not None:
+            fl = uniqueness_flags(recons[rich_level], blocks)
+            facts["recon_records"] += fl.height
+            facts["recon_bsab_unique"] += int((fl["bsab_unique"] == 1).sum())
+            facts["recon_certified_unique"] += int(
+                (fl["certified"] & (fl["bsab_unique"] == 1)).sum()
+            )
+        return out
+    out.rates, rinfo = cr.reidentify(recons[rich_level], md, ts, blocks)
+    out.hist = pl.read_parquet(cr.dir / "precision_hist.parquet").select(PREC_SOURCES).to_numpy()
+    for k in ("recon_records", "recon_bsab_unique", "recon_certified_unique"):
+        facts[k] += rinfo.get(k, 0)
+    out.attacker = rinfo.get("attacker", {})
+    for spec in cfg.defenses.specs:
+        out.defenses.append(cr.defense(md, spec))
+    return out
+
+
+def audit_summary(
+    cfg, frames, facts, allb, cum, chunks, failures, attacker_reports, md_path, ts_path
+) -> dict:
+    s: dict[str, Any] = {
+        "input": {
+            "microdata": str(md_path) if md_path else None,
+            "tables": str(ts_path) if ts_path else None,
+        },
+        "chunks": [
+            {"name": c.name, "counties": len(c.counties), "persons": c.persons} for c in chunks
+        ],
+        "config": cfg.to_dict(),
+        **facts,
+        "failures": failures,
+    }
+    for lv in cfg.reconstruct.levels:
+        f = frames.get(f"agreement_{lv.replace('+', '_')}")
+        if f is not None:
+            r = f.row(0, named=True)
+            s[f"agreement_{lv}"] = {
+                "exact_pct": r["exact_pct"],
+                "binned_pct": r["binned_pct"],
+                "persons": r["persons"],
+            }
+    if allb is None and cfg.certify.enabled and facts.get("inhabited_blocks"):
+        allb = pl.DataFrame(  # every tract failed: no block is certified, and the headline says so
+            {"block_geoid": [], "persons": [], "proven": [], "solvar": [], "status": []},
+            schema={
+                "block_geoid": pl.String,
+                "persons": pl.Int64,
+                "proven": pl.Boolean,
+                "solvar": pl.Float64,
+                "status": pl.String,
+            },
+        )
+    if allb is not None:
+        inh = allb.filter(pl.col("persons") > 0)
+        uniq = inh.filter(proven_unique(inh))
+        # blocks of a tract that failed are not in ``allb``: they count as not proven unique
+        inhabited = max(inh.height, int(facts.get("inhabited_blocks", 0)))
+        s["certify"] = {
+            "level": "block+tract"
+            if "block+tract" in cfg.reconstruct.levels
+            else cfg.reconstruct.levels[0],
+            "inhabited_blocks": inhabited,
+            "uncertified_blocks": inhabited - inh.height,
+            "unique_blocks": uniq.height,
+            "unique_blocks_pct": 100.0 * uniq.height / inhabited if inhabited else None,
+            "unique_persons": int(uniq["persons"].sum()),
+            "unique_persons_pct": 100.0 * uniq["persons"].sum() / inh["persons"].sum()
+            if inh.height
+            else None,
+            "unproven_blocks": int((~inh["proven"]).sum()),
+            "cumulative_solvar_pct": list(cum) if cum else None,
+        }
+    if "reid_rates" in frames:
+        rt = frames["reid_rates"].filter(pl.col("bin") == "all")
+        s["reidentification"] = {}
+        for src in ("attack", "mdg", "prg", "truth", "rvr"):
+            s["reidentification"][src] = {}
+            for g in (
+                "all",
+                "modal",
+                "nonmodal",
+                "uniques",
+                "certified_nonmodal",
+                "certified_uniques",
+            ):
+                r = rt.filter((pl.col("group") == g) & (pl.col("source") == src))
+                if r.height:
+                    s["reidentification"][src][g] = {k: r[k][0] for k in RATE_COLUMNS}
+        s["attacker"] = (
+            attacker_reports[0]
+            if len(attacker_reports) == 1
+            else {
+                "records": sum(a.get("records", 0) for a in attacker_reports),
+                "chunks": len(attacker_reports),
+            }
+        )
+    if "defenses" in frames:
+        s["defenses"] = frames["defenses"].to_dicts()
+    return s
