@@ -222,7 +222,8 @@ def test_report_numbers_equal_results_and_read_as_words(small_audit):
     numbers; no header is a raw column name; the glossary is there."""
     import re
 
-    from tabrecon.report.html import COLUMNS, NO_DEFENSE, _fmt, header
+    from tabrecon.report.html import NO_DEFENSE
+    from tabrecon.report.page import COLUMNS, fmt_value, header
 
     out = small_audit.out
     doc = (out / "report.html").read_text()
@@ -244,22 +245,22 @@ def test_report_numbers_equal_results_and_read_as_words(small_audit):
                 r = s["reidentification"]
                 for src in ("attack", "prg", "mdg"):
                     c = f"{src}_nonmodal_precision"
-                    assert first[head.index(header(c))] == _fmt(
+                    assert first[head.index(header(c))] == fmt_value(
                         r[src]["nonmodal"]["precision_pct"], c
                     ), c
                 c = "certified_blocks"
-                assert first[head.index(header(c))] == _fmt(s["certify"]["unique_blocks"], c)
+                assert first[head.index(header(c))] == fmt_value(s["certify"]["unique_blocks"], c)
             else:
                 assert first[head.index(header("tvd_block"))] == "1.000"
         for row, csv_row in zip(body, d.iter_rows(named=True), strict=True):
             for h, text in zip(head, row, strict=True):
-                assert text == _fmt(csv_row[raw[h]], raw[h]), (h, text, csv_row[raw[h]])
+                assert text == fmt_value(csv_row[raw[h]], raw[h]), (h, text, csv_row[raw[h]])
     # each release's agreement with the input by block size (Table 3 layout), against the CSV
     head, *body = tables["tbl-release-agreement"]
     for row, csv_row in zip(body, d.iter_rows(named=True), strict=True):
         assert row[0] == csv_row["defense"]
         for h, c in (("age bin, all (%)", ""), ("age bin, 1-9 (%)", "_1-9")):
-            assert row[head.index(h)] == _fmt(csv_row[f"agreement_binned_pct{c}"], h), h
+            assert row[head.index(h)] == fmt_value(csv_row[f"agreement_binned_pct{c}"], h), h
     # Table 5 against results/reid_rates.csv, and the headline against Table 5
     rates = pl.read_csv(out / "results" / "reid_rates.csv").filter(
         (pl.col("group") == "nonmodal") & (pl.col("bin") == "all")
@@ -269,7 +270,9 @@ def test_report_numbers_equal_results_and_read_as_words(small_audit):
     from tabrecon.report.reid import LABELS
 
     for r in rates.filter(pl.col("source") != "rvr").iter_rows(named=True):
-        assert shown[LABELS[r["source"]]] == _fmt(r["precision_pct"], "precision_pct"), r["source"]
+        assert shown[LABELS[r["source"]]] == fmt_value(r["precision_pct"], "precision_pct"), r[
+            "source"
+        ]
     assert LABELS["rvr"] not in shown  # the null model is not a precision: shown apart
     assert 'id="tbl-rvr"' in doc
     headline = doc[doc.index('id="headline"') : doc.index('id="publish"')]
