@@ -20,8 +20,11 @@ from benchmarks.common import machine, peak_rss_mib, record, worker_peak_rss_mib
 from tabrecon import reconstruct  # noqa: E402
 from tabrecon.records.synth import SynthConfig, synthesize  # noqa: E402
 from tabrecon.tables.download import api_name  # noqa: E402
-from tabrecon.tables.persons import tabulate, write_tables  # noqa: E402
-from tabrecon.tables.published import read_tables  # noqa: E402
+from tabrecon.tables.persons import tabulate
+from tabrecon.tables.published import (
+    read_tables,  # noqa: E402
+    write_tables,
+)
 
 
 def main() -> None:

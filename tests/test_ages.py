@@ -181,7 +181,7 @@ def test_linkage_and_confirmation_use_the_ranges_the_tables_determine(small_md):
 def test_audit_report_says_what_ages_are_compared_on(small_md, tmp_path):
     from tabrecon.audit.config import load_config
     from tabrecon.audit.run import audit
-    from tabrecon.tables.persons import write_tables
+    from tabrecon.tables.published import write_tables
 
     write_microdata(small_md, tmp_path / "county.parquet")
     write_tables(tabulate(small_md, P12_ONLY), tmp_path / "release.parquet")

@@ -368,7 +368,8 @@ def test_tables_only_from_sf1_folder(tmp_path, small_md):
 
 def test_mixed_geographies_are_refused(tmp_path, small_file):
     from tabrecon.records.synth import SynthConfig, synthesize
-    from tabrecon.tables.persons import tabulate, write_tables
+    from tabrecon.tables.persons import tabulate
+    from tabrecon.tables.published import write_tables
 
     other = synthesize(SynthConfig(persons=500, county="005"), seed=3)
     write_tables(tabulate(other), tmp_path / "t.parquet")
@@ -646,7 +647,8 @@ def test_a_bad_county_is_reported_and_the_others_go_on(tmp_path):
 
 
 def test_a_release_without_tract_tables_is_certified_as_block_tables(tmp_path, small_md):
-    from tabrecon.tables.persons import tabulate, write_tables
+    from tabrecon.tables.persons import tabulate
+    from tabrecon.tables.published import write_tables
 
     write_tables(tabulate(small_md, "block"), tmp_path / "blocks.parquet")
     fast = cfg(certify={"distance": False})  # many blocks vary: skip their distance maximisation

@@ -22,7 +22,8 @@ from tabrecon.records.households import synthesize_households
 from tabrecon.records.synth import SynthConfig, synthesize
 from tabrecon.schema import write_microdata
 from tabrecon.schema.spec import write_units
-from tabrecon.tables.persons import Grid, TableSet, tabulate, write_tables
+from tabrecon.tables.persons import Grid, TableSet, tabulate
+from tabrecon.tables.published import write_tables
 from tabrecon.tables.spec import tabulate_units
 
 EXE = [sys.executable, "-c", "from tabrecon.entry import main; main()"]

@@ -16,7 +16,8 @@ import pytest
 
 from tabrecon.records.synth import SynthConfig, synthesize
 from tabrecon.schema import write_microdata
-from tabrecon.tables.persons import tabulate, write_tables
+from tabrecon.tables.persons import tabulate
+from tabrecon.tables.published import write_tables
 
 EXE = [sys.executable, "-c", "from tabrecon.entry import main; main()"]
 # Seconds after the signal beyond which a run hangs. Not a speed mark: CI runs this beside four

@@ -21,7 +21,8 @@ from tabrecon.populations.persons import reconstruct_persons as reconstruct
 from tabrecon.records.synth import SynthConfig, synthesize
 from tabrecon.runner import notices
 from tabrecon.schema import read_microdata
-from tabrecon.tables.persons import tabulate, write_tables
+from tabrecon.tables.persons import tabulate
+from tabrecon.tables.published import write_tables
 
 EXE = [sys.executable, "-c", "from tabrecon.entry import main; main()"]
 

@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 
 from tabrecon.records.synth import SynthConfig, synthesize
-from tabrecon.tables.persons import tabulate, write_tables
+from tabrecon.tables.persons import tabulate
+from tabrecon.tables.published import write_tables
 
 EXE = [sys.executable, "-c", "from tabrecon.entry import main; main()"]
 RUNS = 20

@@ -173,7 +173,8 @@ def test_person_tables_over_the_schema_tabulate_as_sf1_does(tmp_path):
     make, are the rest."""
     from tabrecon.records.synth import SynthConfig, synthesize
     from tabrecon.schema import person_units
-    from tabrecon.tables.persons import tabulate, write_tables
+    from tabrecon.tables.persons import tabulate
+    from tabrecon.tables.published import write_tables
     from tabrecon.tables.spec import tabulate_units
 
     md = synthesize(SynthConfig(persons=1500), seed=5)

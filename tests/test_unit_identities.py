@@ -17,8 +17,7 @@ from tabrecon.records.synth import SynthConfig, synthesize
 from tabrecon.schema import PERSONS, person_units
 from tabrecon.schema.catalog import HOUSING_UNITS
 from tabrecon.schema.spec import write_units
-from tabrecon.tables.consistency import check_unit_consistency, identities, identities_of
-from tabrecon.tables.persons import Identity
+from tabrecon.tables.consistency import Identity, check_unit_consistency, identities, identities_of
 from tabrecon.tables.spec import tables_of, tabulate_units
 
 

@@ -79,7 +79,7 @@ _EXPORTS: dict[str, str] = {
     "tabulate": "tables.persons",
     "topdown": "defenses.topdown",
     "write_microdata": "schema",
-    "write_tables": "tables.persons",
+    "write_tables": "tables.published",
 }
 
 if TYPE_CHECKING:  # the same names, for type checkers and the API documentation
@@ -103,13 +103,8 @@ if TYPE_CHECKING:  # the same names, for type checkers and the API documentation
     from .schema import Microdata, read_microdata, write_microdata
     from .tables.consistency import check_consistency
     from .tables.download import download
-    from .tables.persons import (
-        SF1_TABLES,
-        TableSet,
-        tabulate,
-        write_tables,
-    )
-    from .tables.published import read_tables
+    from .tables.persons import SF1_TABLES, TableSet, tabulate
+    from .tables.published import read_tables, write_tables
     from .tables.sf1 import read_sf1
 
 

@@ -232,7 +232,8 @@ class ChunkRunner:
     # -- stages -----------------------------------------------------------------------------------
     def tabulate(self, md, given=None):
         from ..tables.consistency import check_consistency
-        from ..tables.persons import read_long_tables, tabulate, write_tables
+        from ..tables.persons import tabulate
+        from ..tables.published import read_long_tables, write_tables
 
         path = self.dir / "tables.parquet"
         if (hit := self.resumed("tabulate", path, read_long_tables)) is not None:

@@ -2,7 +2,7 @@
 declarations, and a release checked against them.
 
 An identity is a linear equation every tabulation satisfies
-(:class:`tabrecon.tables.persons.Identity`): two cells that count the same types are equal; a cell
+(:class:`Identity`): two cells that count the same types are equal; a cell
 is the sum of one table's, or one family of iterations', disjoint cells that cover it. They are
 derived once, from the tables' weight matrix over the schema's feasible types
 (:func:`identities_of`), for the housing-unit tables and for SF1's person tables alike
@@ -21,6 +21,7 @@ breaks.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from functools import cache
 
 import numpy as np
@@ -31,15 +32,77 @@ from ..geo import LENGTH
 from ..schema import PERSONS
 from ..schema.catalog import HOUSING_UNITS
 from ..schema.spec import Schema
-from .persons import (
-    MISSING,
-    ConsistencyReport,
-    Identity,
-    TableSet,
-    Violation,
-    all_cells,
-)
+from .persons import MISSING, TableSet, all_cells, cell_index, get_cell
 from .spec import compiled, table_by_name, tables_of
+
+
+@dataclass(frozen=True)
+class Identity:
+    """``lhs = sum(rhs)`` at ``level``; at tract level, block cells mean their sum over the
+    tract."""
+
+    level: str
+    lhs: str
+    rhs: tuple[str, ...]
+    rule: str
+
+    def text(self) -> str:
+        """The identity as a line; four or more consecutive cells of one table are written as
+        a range (``PCT0120003..PCT0120105``: every cell from the first to the last).
+
+        >>> Identity("block", "P0120002", tuple(f"P0120{k:03d}" for k in range(3, 26)), "x").text()
+        'P0120002 = P0120003..P0120025'
+        """
+        agg = "Σblocks " if self.level == "tract" else ""
+
+        def fmt(c: str) -> str:
+            summed = self.level == "tract" and c in cell_index() and get_cell(c).level == "block"
+            return f"{agg}{c}" if summed else c
+
+        def next_of(a: str, b: str) -> bool:  # b is the line after a in a's table
+            return (
+                len(a) == len(b)
+                and a[:-3] == b[:-3]
+                and a[-3:].isdigit()
+                and b[-3:].isdigit()
+                and int(b[-3:]) == int(a[-3:]) + 1
+            )
+
+        runs: list[list[str]] = []
+        for c in self.rhs:
+            if runs and next_of(runs[-1][-1], c):
+                runs[-1].append(c)
+            else:
+                runs.append([c])
+        parts = [
+            f"{fmt(r[0])}..{r[-1]}" if len(r) >= 4 else " + ".join(fmt(c) for c in r) for r in runs
+        ]
+        return f"{fmt(self.lhs)} = " + " + ".join(parts)
+
+
+@dataclass
+class Violation:
+    geoid: str
+    identity: Identity
+    lhs_value: int
+    rhs_value: int
+
+    def __str__(self) -> str:
+        return (
+            f"{self.geoid}: {self.identity.text()} fails "
+            f"(left side {self.lhs_value}, right side {self.rhs_value})"
+        )
+
+
+@dataclass
+class ConsistencyReport:
+    checked: int
+    skipped: int
+    violations: list[Violation]
+
+    @property
+    def ok(self) -> bool:
+        return not self.violations
 
 
 def _family(table: str) -> str:

@@ -35,8 +35,8 @@ from ..provenance import check_or_record, fingerprint
 from ..schema.registry import Engine, population
 from .forms import frame_of_rows
 from .layout import layout
-from .persons import TABLES_BY_NAME, resolve_tables, tables_from_long
-from .published import name_2020, tables_from_wide
+from .persons import TABLES_BY_NAME, resolve_tables
+from .published import name_2020, tables_from_long, tables_from_wide
 from .spec import select_tables
 
 #: The 2010 SF1 endpoint of the Census Data API.

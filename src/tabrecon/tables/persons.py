@@ -1,5 +1,5 @@
-"""The published tables: SF1 person tables declared as data, tabulation and table files (their
-consistency identities: :mod:`tabrecon.tables.consistency`).
+"""The published tables: SF1 person tables declared as data, and tabulation (their files:
+:mod:`tabrecon.tables.published`; their consistency identities: :mod:`tabrecon.tables.consistency`).
 
 A table is a :class:`TableSpec`: a universe (a partial predicate on sex, age, race and ethnicity), a
 layout naming how its lines are generated (also data: :data:`LAYOUTS`), and its geographic level.
@@ -21,7 +21,6 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 
 import numpy as np
 import polars as pl
@@ -29,7 +28,6 @@ import scipy.sparse as sp
 
 from ..errors import InputError
 from ..geo import LENGTH, TABLE_LEVELS
-from ..io import read_text_frame, write_frame
 from ..schema import (
     AGE_MAX,
     N_TYPES,
@@ -664,220 +662,6 @@ def tabulate(
         vals = (H @ W[:, cols]).toarray().astype(np.int64)
         grids[lvl] = Grid(lvl, geoids, ids[cols], vals)
     return TableSet(grids, source=md.source)
-
-
-# --------------------------------------------------------------------------------------------------
-# Reading and writing table files
-# --------------------------------------------------------------------------------------------------
-def write_tables(ts: TableSet, path: str | Path) -> None:
-    """Write the long table: ``.parquet`` as Parquet, ``.csv`` as CSV, ``.csv.gz`` as gzip CSV."""
-    write_frame(ts.to_frame(), path)
-
-
-def read_long_tables(path: str | Path) -> TableSet:
-    """Read and validate a long table file (geoid, cell, value).
-
-    Every error names the file, the line (header = line 1) and the cell: unknown cell ids, geoids
-    that are not digits or whose length does not fit the cell's level, values that are not
-    non-negative integers, and duplicate (geoid, cell) rows.
-    """
-    p = str(path)
-    return tables_from_long(read_text_frame(p), p)
-
-
-def tables_from_long(df: pl.DataFrame, p: str = "tables") -> TableSet:
-    """A :class:`TableSet` from a long frame of text columns geoid, cell, value (see
-    :func:`read_tables`)."""
-    missing = [c for c in ("geoid", "cell", "value") if c not in df.columns]
-    if missing:
-        raise InputError(
-            f"missing column(s) {missing}; a table file has columns geoid, cell, value", path=p
-        )
-    if df.height == 0:
-        raise InputError("no table values", path=p)
-    cells = all_cells()
-    index = cell_index()
-    want = np.array([LENGTH[c.level] for c in cells], dtype=np.int64)
-    carried = [c for c in ("__line", "variable") if c in df.columns]
-    df = df.select(
-        pl.col("geoid").str.strip_chars(),
-        pl.col("cell").str.strip_chars(),
-        pl.col("value").str.strip_chars(),
-        *carried,
-    ).with_columns(
-        pl.col("cell").replace_strict(index, default=None, return_dtype=pl.Int32).alias("_ci"),
-        pl.col("value").cast(pl.Int64, strict=False).alias("_v"),
-        pl.col("geoid").str.len_chars().alias("_len"),
-    )
-
-    def line_of(rows: pl.DataFrame) -> pl.DataFrame:
-        """The file line of each row (header = line 1), computed only for a failure."""
-        if "__line" in rows.columns:
-            return rows.with_columns(pl.col("__line").cast(pl.Int64).alias("_line"))
-        return rows
-
-    def fail(cond: pl.Expr, msg: str) -> None:
-        bad = line_of(df.with_row_index("_line", offset=2)).filter(cond)
-        if bad.height:
-            r = bad.row(0, named=True)
-            var = (
-                f"variable {r['variable']!r} = "
-                if r.get("variable") not in (None, r["cell"])
-                else ""
-            )
-            raise InputError(
-                f"{msg} (geoid {r['geoid']!r}, {var}cell {r['cell']!r}, value {r['value']!r})",
-                path=p,
-                line=int(r["_line"]),
-                more=bad.height - 1,
-            )
-
-    digits = pl.col("geoid").str.contains(r"^\d+$")
-    lengths = pl.col("_len").is_in(list(LEVEL_OF_LEN))
-    # one pass tells whether anything is wrong; the slow, precise pass runs only then
-    any_bad = df.select(
-        (
-            pl.col("_ci").is_null()
-            | pl.col("_v").is_null()
-            | (pl.col("_v") < 0)
-            | ~digits
-            | ~lengths
-        ).any()
-    ).item()
-    if any_bad:
-        from ..schema.registry import population_of_cells
-
-        unknown = pl.col("_ci").is_null()
-        strangers = df.filter(unknown)["cell"].unique().head(50).to_list()
-        whose = population_of_cells(strangers, but="persons") if strangers else None
-        fail(
-            unknown,
-            "unknown cell id"
-            + (
-                f"; it is a cell of the {whose} tables, read with --schema {whose}" if whose else ""
-            ),
-        )
-        whole = pl.col("value").str.contains(r"^[+-]?\d+$")
-        fail(pl.col("_v").is_null() & whole, "count out of range (above 9,223,372,036,854,775,807)")
-        fail(
-            pl.col("_v").is_null() & pl.col("value").cast(pl.Float64, strict=False).is_not_null(),
-            "fractional count; table values must be whole numbers",
-        )
-        fail(pl.col("_v").is_null(), "value is not an integer")
-        fail(pl.col("_v") < 0, "negative count")
-        fail(~digits, "geoid must be digits")
-        fail(
-            ~lengths,
-            "geoid length must be 2 (state), 5 (county), 11 (tract), 12 (block group) or 15 "
-            "(block)",
-        )
-    grids = {}
-    for L, lvl in sorted(LEVEL_OF_LEN.items(), reverse=True):
-        part = df.filter(pl.col("_len") == L)
-        if not part.height:
-            continue
-        ci = part["_ci"].to_numpy().astype(np.int64)
-        finer = want[ci] < L  # a cell may be given at its own level or a coarser one
-        if finer.any():
-            fail(
-                (pl.col("_len") == L) & (pl.col("_ci").is_in(np.unique(ci[finer]).tolist())),
-                "geoid is finer than the cell's level",
-            )
-        # geoids ranked by polars (hashing, not a numpy sort of 18M strings); cells looked up
-        geo = part["geoid"]
-        gids = geo.unique().sort().to_numpy().astype(str)
-        gi = (geo.rank("dense").to_numpy() - 1).astype(np.int64)
-        used = np.zeros(len(cells), dtype=bool)
-        used[ci] = True
-        cis = np.flatnonzero(used)
-        cj = (np.cumsum(used) - 1)[ci]
-        vals = np.full((len(gids), len(cis)), MISSING, dtype=np.int64)
-        vals[gi, cj] = part["_v"].to_numpy()
-        if int((vals != MISSING).sum()) != part.height:  # a (geoid, cell) given twice
-            dup = line_of(df.with_row_index("_line", offset=2)).filter(
-                pl.struct("geoid", "cell").is_duplicated()
-            )
-            r = dup.row(1 if dup.height > 1 else 0, named=True)
-            raise InputError(
-                f"duplicate row for geoid {r['geoid']!r} cell {r['cell']!r}",
-                path=p,
-                line=int(r["_line"]),
-            )
-        grids[lvl] = Grid(lvl, gids, np.array([cells[i].id for i in cis]), vals)
-    return TableSet(grids, source=p)
-
-
-# --------------------------------------------------------------------------------------------------
-# Consistency: an identity and what checking one finds (derived and checked in
-# tabrecon.tables.consistency)
-# --------------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Identity:
-    """``lhs = sum(rhs)`` at ``level``; at tract level, block cells mean their sum over the
-    tract."""
-
-    level: str
-    lhs: str
-    rhs: tuple[str, ...]
-    rule: str
-
-    def text(self) -> str:
-        """The identity as a line; four or more consecutive cells of one table are written as
-        a range (``PCT0120003..PCT0120105``: every cell from the first to the last).
-
-        >>> Identity("block", "P0120002", tuple(f"P0120{k:03d}" for k in range(3, 26)), "x").text()
-        'P0120002 = P0120003..P0120025'
-        """
-        agg = "Σblocks " if self.level == "tract" else ""
-
-        def fmt(c: str) -> str:
-            summed = self.level == "tract" and c in cell_index() and get_cell(c).level == "block"
-            return f"{agg}{c}" if summed else c
-
-        def next_of(a: str, b: str) -> bool:  # b is the line after a in a's table
-            return (
-                len(a) == len(b)
-                and a[:-3] == b[:-3]
-                and a[-3:].isdigit()
-                and b[-3:].isdigit()
-                and int(b[-3:]) == int(a[-3:]) + 1
-            )
-
-        runs: list[list[str]] = []
-        for c in self.rhs:
-            if runs and next_of(runs[-1][-1], c):
-                runs[-1].append(c)
-            else:
-                runs.append([c])
-        parts = [
-            f"{fmt(r[0])}..{r[-1]}" if len(r) >= 4 else " + ".join(fmt(c) for c in r) for r in runs
-        ]
-        return f"{fmt(self.lhs)} = " + " + ".join(parts)
-
-
-@dataclass
-class Violation:
-    geoid: str
-    identity: Identity
-    lhs_value: int
-    rhs_value: int
-
-    def __str__(self) -> str:
-        return (
-            f"{self.geoid}: {self.identity.text()} fails "
-            f"(left side {self.lhs_value}, right side {self.rhs_value})"
-        )
-
-
-@dataclass
-class ConsistencyReport:
-    checked: int
-    skipped: int
-    violations: list[Violation]
-
-    @property
-    def ok(self) -> bool:
-        return not self.violations
 
 
 def drop_cells(ts: TableSet, cells: Iterable[str]) -> TableSet:

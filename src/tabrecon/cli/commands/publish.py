@@ -153,7 +153,7 @@ def tabulate(
     from ...schema.registry import Engine
     from ...tables.declaration import population
     from ...tables.persons import tabulate as _tab
-    from ...tables.persons import write_tables
+    from ...tables.published import write_tables
 
     pop = population(schema)
     check_suffix(out)
