@@ -31,7 +31,14 @@ from typing import Any, cast
 import polars as pl
 
 from . import provenance
-from .interrupts import Interrupted, interrupted_within, process_pool, shielded, terminate_all_pools
+from .interrupts import (
+    Interrupted,
+    interrupted_within,
+    keeps,
+    process_pool,
+    shielded,
+    terminate_all_pools,
+)
 from .io import file_digest, remove_tree, write_parquet
 from .provenance import check_or_record
 
@@ -368,9 +375,16 @@ def run_units(
         # land inside finish(), between a unit's result arriving and its status line being
         # written (seen: "3 of 26 kept" with 2 status lines), so the results in memory may be
         # one ahead of the disk
-        if parts is not None:
-            kept = len(set(units) & set(_kept(parts, tag)))
-        else:
-            kept = sum(1 for u in units if results.get(u, {}).get("status") == "ok")
-        raise Interrupted(kept, len(units), str(parts) if parts is not None else "") from None
+        # an impatient second Ctrl-C must not cut this short: the run is stopping either way, and
+        # what it keeps is declared (keeps) so that a second interrupt landing anywhere on the way
+        # out still says it, never "nothing was being kept" (seen under load, the second Ctrl-C
+        # 0.1 s after the first)
+        with shielded():
+            if parts is not None:
+                kept = len(set(units) & set(_kept(parts, tag)))
+            else:
+                kept = sum(1 for u in units if results.get(u, {}).get("status") == "ok")
+            stopped = Interrupted(kept, len(units), str(parts) if parts is not None else "")
+            keeps(lambda: stopped)
+        raise stopped from None
     return [results[u] for u in units if u in results], frames

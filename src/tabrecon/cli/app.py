@@ -130,7 +130,7 @@ def run(argv: list[str] | None = None) -> int:
     input's fault; rerun later to resume); 130 interrupted (finished units kept); 70 an internal
     error (a bug; the traceback is saved and its path printed).
     """
-    from ..interrupts import Interrupted, install, interrupted_within
+    from ..interrupts import Interrupted, install, interrupted_within, shielded
 
     install()
     warnings.simplefilter("default")
@@ -149,10 +149,11 @@ def run(argv: list[str] | None = None) -> int:
             _say_interrupted(argv)
         return code
     except Interrupted as exc:
-        err.print(
-            f"{escape(str(exc))}; {_RESUME_HINT.get(_command(argv), _RESUME_HINT[''])}",
-            highlight=False,
-        )
+        with shielded():  # a second Ctrl-C must not cut the report short
+            err.print(
+                f"{escape(str(exc))}; {_RESUME_HINT.get(_command(argv), _RESUME_HINT[''])}",
+                highlight=False,
+            )
         return EXIT_INTERRUPTED
     except KeyboardInterrupt:  # outside run_units and outside typer's own handling
         _say_interrupted(argv)
