@@ -400,7 +400,7 @@ def release_tracts(tables: TableSet, level: str) -> tuple[TractTables, list[str]
     cells = {c.id for n in used for c in table_by_name(n, PERSONS).cells()}
     parts = tables.by_tract(cells)
     grids = [
-        (lvl, g.geoids, g.cells[keep], g.values[:, keep])
+        (lvl, g.geoids, g.cells[keep], g.values if keep.all() else g.values[:, keep])
         for lvl, g in tables.grids.items()
         if (keep := np.isin(g.cells.astype(str), list(cells))).any()
     ]
