@@ -5,6 +5,7 @@ table file with them."""
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import sys
 
@@ -14,11 +15,12 @@ import pytest
 
 from tabrecon.records.households import synthesize_households
 from tabrecon.records.synth import SynthConfig, synthesize
-from tabrecon.schema import PERSONS, person_units
+from tabrecon.schema import PERSONS, person_units, registry
 from tabrecon.schema.catalog import HOUSING_UNITS
 from tabrecon.schema.spec import write_units
+from tabrecon.tables import consistency
 from tabrecon.tables.consistency import Identity, check_unit_consistency, identities, identities_of
-from tabrecon.tables.spec import tables_of, tabulate_units
+from tabrecon.tables.spec import compiled, tables_of, tabulate_units
 
 
 def _vectors(schema, ids):
@@ -226,3 +228,42 @@ def test_check_tables_takes_the_household_schema(tmp_path):
     wrong = run("t.csv")  # housing cells read as person tables: the message says what to do
     assert wrong.returncode == 2 and "--schema households" in wrong.stderr
     assert "Traceback" not in wrong.stderr + bad.stderr
+
+
+@pytest.mark.parametrize("name", registry.names())
+def test_vendored_identities_are_the_derived_ones(name, monkeypatch):
+    """Every schema the package declares has its identities vendored, and they are exactly what
+    the derivation gives today (if this fails after a declaration changed: run
+    ``python scripts/vendor_identities.py``)."""
+    schema = registry.population(name).schema
+    vendored = consistency._vendored(schema.name)
+    assert vendored, f"no vendored identities for {name}"
+    derive = consistency._derive
+
+    def refused(*args):
+        raise AssertionError("derived, not read")
+
+    with monkeypatch.context() as m:  # every identity is read from the file, none derived
+        m.setattr(consistency, "_derive", refused)
+        read = consistency.identities_of.__wrapped__(schema)
+    monkeypatch.setattr(consistency, "_vendored", lambda _: {})
+    assert consistency._derive is derive
+    derived = consistency.identities_of.__wrapped__(schema)
+    assert read == derived and len(read) > 0
+
+
+def test_vendored_identities_are_keyed_by_the_declaration():
+    """A set of tables, or a weight pattern, other than the one vendored is derived afresh: the
+    key is a digest of the cells and where the matrix is not zero."""
+    cells, W = compiled(HOUSING_UNITS, tuple(t.name for t in tables_of(HOUSING_UNITS)))
+    key = consistency._key(cells, W)
+    assert ("block", key) in consistency._vendored("households")
+    moved = W.tolil()
+    row = moved.rows[0]
+    moved[0, row[0]] = 0  # one type dropped from the first cell
+    assert consistency._key(cells, moved.tocsr()) != key
+    renamed = [dataclasses.replace(cells[0], id="H9990001"), *cells[1:]]
+    assert consistency._key(renamed, W) != key
+    # a subset's identities are derived, and they are the subset's
+    sub = identities_of(HOUSING_UNITS, ("H3", "H4"))
+    assert sub[0].text() == "H0030001 = H0030002 + H0030003"

@@ -20,9 +20,13 @@ breaks.
 
 from __future__ import annotations
 
+import gzip
+import hashlib
 import re
 from dataclasses import dataclass
 from functools import cache
+from importlib import resources
+from pathlib import Path
 
 import numpy as np
 import polars as pl
@@ -33,7 +37,7 @@ from ..schema import PERSONS
 from ..schema.catalog import HOUSING_UNITS
 from ..schema.spec import Schema
 from .persons import MISSING, TableSet, all_cells, cell_index, get_cell
-from .spec import compiled, table_by_name, tables_of
+from .spec import UnitCell, compiled, table_by_name, tables_of
 
 
 @dataclass(frozen=True)
@@ -153,9 +157,79 @@ def identities_of(schema: Schema, names: tuple[str, ...] | None = None) -> tuple
     return tuple(out)
 
 
+#: where the identities of the package's own schemas are kept, one file per schema
+#: (:func:`vendor_identities`; ``scripts/vendor_identities.py`` writes them)
+VENDORED = "data/identities"
+
+
 def _identities(schema: Schema, names: tuple[str, ...], level: str) -> list[Identity]:
-    """:func:`identities_of` among tables of one level."""
+    """:func:`identities_of` among tables of one level: read from the schema's vendored file
+    when it holds the derivation of exactly these cells and this weight pattern (the key is a
+    digest of both, so a changed declaration is derived afresh, never read stale), derived
+    otherwise (SF1's person tables take seconds, the housing tables longer)."""
     cells, W = compiled(schema, names)
+    key = _key(cells, W)
+    hit = _vendored(schema.name).get((level, key))
+    return list(hit) if hit is not None else _derive(cells, W, level)
+
+
+def _key(cells: list[UnitCell], W: sp.csr_matrix) -> str:
+    """A digest of everything :func:`_derive` reads: each cell's id and table, in order, and
+    where the weight matrix is not zero."""
+    S = sp.csr_matrix(W != 0)
+    S.sort_indices()
+    h = hashlib.sha256("\n".join(f"{c.id}\t{c.table}" for c in cells).encode())
+    for a in (np.asarray(S.shape), S.indptr, S.indices):
+        h.update(np.ascontiguousarray(a, dtype=np.int64).tobytes())
+    return h.hexdigest()[:32]
+
+
+@cache
+def _vendored(schema: str) -> dict[tuple[str, str], tuple[Identity, ...]]:
+    """The vendored identities of one schema, by (level, key); empty when it has no file."""
+    src = resources.files("tabrecon").joinpath(f"{VENDORED}/{schema}.tsv.gz")
+    if not src.is_file():
+        return {}
+    out: dict[tuple[str, str], list[Identity]] = {}
+    for line in gzip.decompress(src.read_bytes()).decode().splitlines()[1:]:
+        key, level, lhs, rhs, rule = line.split("\t")
+        out.setdefault((level, key), []).append(Identity(level, lhs, tuple(rhs.split()), rule))
+    return {k: tuple(v) for k, v in out.items()}
+
+
+def vendor_identities(schema: Schema, folder: Path) -> Path:
+    """Derive every identity :func:`identities_of` uses for ``schema``'s declared tables and
+    write them to ``folder/<schema>.tsv.gz``, keyed as :func:`_identities` looks them up (run
+    ``python scripts/vendor_identities.py`` after changing a declaration; a test fails until
+    the package's files match).
+
+    >>> import tempfile
+    >>> from tabrecon.schema.catalog import HOUSING_UNITS
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     print(vendor_identities(HOUSING_UNITS, Path(d)).name)
+    households.tsv.gz
+    """
+    names = tuple(t.name for t in tables_of(schema))
+    blocks = tuple(n for n in names if table_by_name(n, schema).level == "block")
+    tracts = tuple(n for n in names if table_by_name(n, schema).level == "tract")
+    rows = ["key\tlevel\tlhs\trhs\trule"]
+    for level, used in (("block", blocks), ("tract", blocks + tracts)):
+        if not used or (level == "tract" and not tracts):
+            continue
+        cells, W = compiled(schema, used)
+        key = _key(cells, W)
+        rows += [
+            f"{key}\t{level}\t{i.lhs}\t{' '.join(i.rhs)}\t{i.rule}"
+            for i in _derive(cells, W, level)
+        ]
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{schema.name}.tsv.gz"
+    path.write_bytes(gzip.compress(("\n".join(rows) + "\n").encode(), mtime=0))
+    return path
+
+
+def _derive(cells: list[UnitCell], W: sp.csr_matrix, level: str) -> list[Identity]:
+    """The identities among ``cells`` (weight matrix ``W``) at ``level``, derived."""
     S = (W != 0).astype(np.int32).tocsr()
     inter = (S @ S.T).toarray()
     size = np.asarray(S.sum(axis=1)).ravel()
@@ -409,4 +483,5 @@ __all__ = [
     "check_unit_consistency",
     "identities",
     "identities_of",
+    "vendor_identities",
 ]
