@@ -3,14 +3,18 @@ attacker data."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
 import polars as pl
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tabrecon.attacks.reidentify import (
     CommercialErrors,
+    _prg,
     combo_id,
     mdg_guess,
     modal_combo,
@@ -19,7 +23,7 @@ from tabrecon.attacks.reidentify import (
 )
 from tabrecon.errors import InputError, TabreconError
 from tabrecon.report.reid import write_reid_report
-from tabrecon.schema import CODE_OF_BITS, from_arrays
+from tabrecon.schema import CODE_OF_BITS, from_arrays, range_classes
 
 B1, B2 = "010010001001001", "010010001001002"  # one block group
 WHITE, BLACK, ASIAN = 1, 2, int(CODE_OF_BITS[0b001000])
@@ -311,3 +315,50 @@ def test_random_order_pairs_a_bin_either_way():
         )
         seen.add(tuple(m.tolist()))
     assert seen == {(0, 1), (1, 0)}
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.data())
+def test_prg_draw_is_the_combination_the_cumulative_counts_pass(data):
+    """The proportional guess (one search over every block's cumulative counts) is, for each
+    record, how many of its block's cumulative counts are <= its draw."""
+    blocks = data.draw(st.integers(1, 8))
+    width = data.draw(st.integers(1, 6))
+    counts = np.array(
+        data.draw(st.lists(st.integers(0, 4), min_size=blocks * width, max_size=blocks * width))
+    ).reshape(blocks, width)
+    cum = np.cumsum(counts, axis=1)
+    block = np.array(data.draw(st.lists(st.integers(0, blocks - 1), min_size=1, max_size=30)))
+    u = np.array(data.draw(st.lists(st.floats(0, 0.999), min_size=block.size, max_size=block.size)))
+    draw = (u * cum[block, -1]).astype(np.int64)
+    assert _prg(cum, block, draw).tolist() == (cum[block] <= draw[:, None]).sum(axis=1).tolist()
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 110), st.integers(0, 6)), min_size=1, max_size=40))
+def test_range_classes_merges_every_range_present(pairs):
+    """Each age inside a range some record is known only to (overlapping ranges merged) starts
+    at the merged range's first year; every other age is its own class."""
+    age = np.array([a for a, _ in pairs])
+    age_max = np.minimum(age + np.array([w for _, w in pairs]), 110)
+    md = from_arrays(
+        np.full(age.size, "010010201001000"),
+        np.zeros(age.size, dtype=np.int8),
+        age,
+        np.ones(age.size, dtype=np.int8),
+        np.zeros(age.size, dtype=np.int8),
+    )
+    md = dataclasses.replace(md, age_max=age_max.astype(md.age.dtype))
+    starts = range_classes(md)
+    covered = np.zeros(111, dtype=bool)
+    for lo, hi in zip(age.tolist(), age_max.tolist(), strict=True):
+        if hi > lo:
+            covered[lo + 1 : hi + 1] = True  # joined to the year before it
+    if not covered.any():
+        assert starts is None
+        return
+    want = np.arange(111)
+    for a in range(1, 111):
+        if covered[a]:
+            want[a] = want[a - 1]
+    assert starts.tolist() == want.tolist()

@@ -809,9 +809,20 @@ def reidentify(
 
 
 def _prg(cum: np.ndarray, block: np.ndarray, draw: np.ndarray) -> np.ndarray:
-    """Proportional guess: the combination whose cumulative count passes ``draw`` in its block."""
-    rows = cum[block]
-    return (rows <= draw[:, None]).sum(axis=1)
+    """Proportional guess: the combination whose cumulative count passes ``draw`` in its block
+    (how many of the block's cumulative counts are <= ``draw``; ``draw`` < the block's total).
+    One search in the blocks' rows laid end to end, each row lifted above the one before, not a
+    records x combinations comparison (256 MB and 0.6 s for 250,000 records).
+
+    >>> cum = np.array([[0, 2, 2, 5], [1, 1, 3, 3]])
+    >>> _prg(cum, np.array([0, 0, 0, 1, 1]), np.array([0, 2, 4, 0, 2])).tolist()
+    [1, 3, 3, 0, 2]
+    """
+    lift = np.int64(cum[:, -1].max(initial=0)) + 1
+    width = cum.shape[1]
+    flat = (cum + np.arange(cum.shape[0], dtype=np.int64)[:, None] * lift).ravel()
+    block = block.astype(np.int64)
+    return np.searchsorted(flat, block * lift + draw, side="right") - block * width
 
 
 def _once(confirmed: np.ndarray, person: np.ndarray) -> np.ndarray:

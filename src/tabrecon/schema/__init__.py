@@ -101,13 +101,13 @@ def range_classes(*files: Microdata) -> np.ndarray | None:
     age its own; None when every age is a single year. Combined
     with agebin38 (``AGEBIN_OF_AGE[starts[age]]``) it is the coarser of the two partitions, since
     SF1 age classes are unions of agebin38 bins or lie inside one."""
-    ranges = sorted(
-        (int(lo), int(hi))
-        for md in files
-        if md.age_max is not None
-        for lo, hi in np.unique(np.column_stack([md.age, md.age_max]), axis=0)
-        if hi > lo
-    )
+    seen = np.zeros(N_AGES * N_AGES, dtype=bool)  # (age, age_max) pairs present, by a count
+    for md in files:  # (np.unique over rows costs 0.5 s on 250,000 records)
+        if md.age_max is not None:
+            pair = md.age.astype(np.int64) * N_AGES + md.age_max.astype(np.int64)
+            seen |= np.bincount(pair, minlength=N_AGES * N_AGES).astype(bool)
+    lo_, hi_ = np.divmod(np.flatnonzero(seen), N_AGES)
+    ranges = [(int(lo), int(hi)) for lo, hi in zip(lo_, hi_, strict=True) if hi > lo]
     if not ranges:
         return None
     starts = np.arange(N_AGES)  # every other age keeps its own class
