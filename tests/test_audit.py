@@ -657,3 +657,28 @@ def test_a_release_without_tract_tables_is_certified_as_block_tables(tmp_path, s
     )
     assert res.summary["certify"]["level"] == "block"  # not "block+tract": there are none
     assert any("(block)" in figure for figure, _ in res.headline())
+
+
+def test_dask_workers_import_the_engine_when_the_client_connects():
+    """Connecting starts every worker importing what the units need, so a run's first units
+    do not wait for it (issue 40: the client's and the workers' fixed costs cap the scaling)."""
+    distributed = pytest.importorskip("distributed")
+    from tabrecon.runner import WARM_MODULES, dask_client
+
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+    ) as lc:
+        with distributed.Client(lc.scheduler_address) as probe:
+            cold = probe.run(lambda: [m for m in WARM_MODULES if m in sys.modules])
+        assert all(v == [] for v in cold.values())  # nothing imported them before
+        client = dask_client(lc.scheduler_address)
+        try:
+            deadline = time.monotonic() + 120
+            while True:
+                warm = client.run(lambda: all(m in sys.modules for m in WARM_MODULES))
+                if len(warm) == 2 and all(warm.values()) or time.monotonic() > deadline:
+                    break
+                time.sleep(0.2)
+            assert len(warm) == 2 and all(warm.values())
+        finally:
+            client.close()
