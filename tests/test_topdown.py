@@ -6,12 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tabrecon.defenses.topdown import (
-    TopDownConfig,
-    dhc2023_like,
-    topdown,
-    uniform_config,
-)
+import tabrecon.defenses.topdown_fit as tf
+from tabrecon.defenses.topdown import TopDownConfig, dhc2023_like, topdown, uniform_config
 from tabrecon.errors import TabreconError
 from tabrecon.metrics.accuracy import tvd_by_level
 from tabrecon.records.synth import SynthConfig, synthesize
@@ -31,9 +27,8 @@ def test_huge_budget_reproduces_the_input(county):
 
 def test_failed_fit_falls_back_to_a_penalised_refit(county, monkeypatch):
     """Solver failure at a parent: the parent sums become a penalty, the run goes on and says so."""
-    import tabrecon.defenses.topdown as td
 
-    exact = td._fit
+    exact = tf.fit_ls
 
     def failing(metas, parent, totals, penalty=None):
         if penalty is None:
@@ -43,8 +38,8 @@ def test_failed_fit_falls_back_to_a_penalised_refit(county, monkeypatch):
     def admm_failing(metas, parent, *a, **k):
         raise TabreconError("ADMM fit did not converge: forced")
 
-    monkeypatch.setattr(td, "_fit", failing)
-    monkeypatch.setattr(td, "_fit_admm", admm_failing)
+    monkeypatch.setattr(tf, "fit_ls", failing)
+    monkeypatch.setattr(tf, "fit_admm", admm_failing)
     r = topdown(county, uniform_config(1e6))
     # each parent reports ADMM's failure (handed to the interior point) and then the penalised refit
     assert any("penalty" in f for f in r.fallbacks) and all("forced" in f for f in r.fallbacks)
@@ -56,12 +51,11 @@ def test_failed_fit_falls_back_to_a_penalised_refit(county, monkeypatch):
 def test_admm_that_fails_hands_the_parent_to_the_interior_point_fit_and_says_so(
     county, monkeypatch
 ):
-    import tabrecon.defenses.topdown as td
 
     def admm_failing(metas, parent, *a, **k):
         raise TabreconError("ADMM fit did not reach 0.001 persons: forced")
 
-    monkeypatch.setattr(td, "_fit_admm", admm_failing)
+    monkeypatch.setattr(tf, "fit_admm", admm_failing)
     r = topdown(county, uniform_config(1e6))
     assert r.fallbacks and all("interior-point" in f and "penalty" not in f for f in r.fallbacks)
     assert min(tvd_by_level(county, r.records).values()) >= 0.999
@@ -216,12 +210,11 @@ def _sorted_projection(v: np.ndarray, total: float) -> np.ndarray:
     st.integers(0, 2**32 - 1),
 )
 def test_column_projection_matches_the_sort_algorithm(C, S, seed):
-    import tabrecon.defenses.topdown as td
 
     rng = np.random.default_rng(seed)
     v = rng.normal(0, 3, size=(C, S))
     total = rng.integers(0, 20, size=S).astype(float)
-    z = td._project_columns(v, total)
+    z = tf.project_columns(v, total)
     want = np.stack([_sorted_projection(v[:, k], total[k]) for k in range(S)], axis=1)
     np.testing.assert_allclose(z, want, atol=1e-9)
     np.testing.assert_allclose(z.sum(axis=0), total, atol=1e-9)
@@ -251,13 +244,12 @@ def _objective(metas, x):
 
 def test_admm_fit_matches_the_interior_point_fit():
     """Same optimum (objective within 1e-5 relative), parent sums exact, nothing negative."""
-    import tabrecon.defenses.topdown as td
 
     md = synthesize(SynthConfig(persons=6000), seed=11)
     metas, parent = _parent_problem(md, rho=0.5)
     assert len(metas) >= 2
-    x_ip = td._fit(metas, parent, None)
-    x_admm, iters = td._fit_admm(metas, parent)
+    x_ip = tf.fit_ls(metas, parent, None)
+    x_admm, iters = tf.fit_admm(metas, parent)
     assert iters > 1
     assert x_admm.min() >= 0.0
     np.testing.assert_allclose(x_admm.sum(axis=0), parent, atol=1e-8)
@@ -267,12 +259,11 @@ def test_admm_fit_matches_the_interior_point_fit():
 
 
 def test_admm_that_does_not_converge_says_so():
-    import tabrecon.defenses.topdown as td
 
     md = synthesize(SynthConfig(persons=3000), seed=12)
     metas, parent = _parent_problem(md, rho=0.5)
     with pytest.raises(TabreconError, match="did not reach"):
-        td._fit_admm(metas, parent, max_iter=2)
+        tf.fit_admm(metas, parent, max_iter=2)
 
 
 @settings(max_examples=40, deadline=None)
@@ -283,12 +274,10 @@ def test_rounding_by_largest_remainders_is_the_lp_optimum(C, S, seed):
     import scipy.sparse as sp
     from scipy.optimize import linprog
 
-    import tabrecon.defenses.topdown as td
-
     rng = np.random.default_rng(seed)
     parent = rng.integers(0, 15, size=S)
     x = np.stack([rng.dirichlet(np.ones(C)) * p for p in parent], axis=1)
-    xi = td._round(x, parent, None)
+    xi = tf.round_children(x, parent, None)
     assert (xi.sum(axis=0) == parent).all() and (xi >= 0).all()
     F = np.floor(x + 1e-9)
     r = x - F
@@ -389,7 +378,7 @@ def test_rounding_under_pl_constraints_is_integral_and_exact(C, S, K, seed):
         cols = np.flatnonzero(plc == k)
         y = np.outer(M[:, k], parent[cols]) / max(parent[cols].sum(), 1)
         x[:, cols] = y
-    xi = td._round(x, parent, None, (plc, M))
+    xi = tf.round_children(x, parent, None, (plc, M))
     assert (xi >= 0).all() and (xi.sum(axis=0) == parent).all()
     for k in np.unique(plc):
         assert (xi[:, plc == k].sum(axis=1) == M[:, k]).all()

@@ -138,8 +138,9 @@ def topdown(
 ) -> None:
     """Protect person records with TopDown (zCDP, exact discrete Gaussian noise, top-down NNLS +
     rounding)."""
-    from ...defenses.topdown import FITS, dhc2023_like, pl94_2020, uniform_config
+    from ...defenses.topdown import dhc2023_like, pl94_2020, uniform_config
     from ...defenses.topdown import topdown as _topdown
+    from ...defenses.topdown_fit import FITS
     from ...metrics.accuracy import tvd_by_level
     from ...metrics.agreement import agree
     from ...schema import read_microdata
