@@ -39,7 +39,8 @@ import polars as pl
 
 from benchmarks.common import record
 from tabrecon import reconstruct
-from tabrecon.attacks.reidentify import CommercialErrors, reidentify
+from tabrecon.attacks.attacker import CommercialErrors
+from tabrecon.attacks.reidentify import reidentify
 from tabrecon.defenses.defense import Defense
 from tabrecon.records.synth import SynthConfig, synthesize
 from tabrecon.schema import BLOCK_SIZE_LABELS

@@ -35,7 +35,8 @@ import polars as pl
 
 from benchmarks.common import record
 from tabrecon import reconstruct
-from tabrecon.attacks.reidentify import reidentify, simulate_attacker
+from tabrecon.attacks.attacker import simulate_attacker
+from tabrecon.attacks.reidentify import reidentify
 from tabrecon.defenses.defense import Defense
 from tabrecon.defenses.swapping import PRESETS, swap
 from tabrecon.metrics.agreement import agree

@@ -12,15 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tabrecon.attacks.reidentify import (
-    CommercialErrors,
-    _prg,
-    combo_id,
-    mdg_guess,
-    modal_combo,
-    reidentify,
-    simulate_attacker,
-)
+from tabrecon.attacks.attacker import CommercialErrors, simulate_attacker
+from tabrecon.attacks.reidentify import _prg, combo_id, mdg_guess, modal_combo, reidentify
 from tabrecon.errors import InputError, TabreconError
 from tabrecon.report.reid import write_reid_report
 from tabrecon.schema import CODE_OF_BITS, from_arrays, range_classes
@@ -251,7 +244,7 @@ def test_records_at_a_stale_address_have_no_group(small_md):
 
 
 def test_commercial_2010_preset_and_its_error_rates(small_md):
-    from tabrecon.attacks.reidentify import ATTACKER_PRESETS, COMMERCIAL_2010
+    from tabrecon.attacks.attacker import ATTACKER_PRESETS, COMMERCIAL_2010
 
     assert "commercial-2010" in ATTACKER_PRESETS
     att = simulate_attacker(small_md, "commercial-2010", seed=2)

@@ -77,7 +77,7 @@ def run_tradeoff(
     plan_opts = {k: v for k, v in asdict(plan).items() if k != "workers"}
     fp = fingerprint(truth=digest_microdata(truth), seed=seed, plan=plan_opts)
     check_or_record(record, fp, str(csv_path), outputs=(csv_path,))
-    from ..attacks.reidentify import ATTACKER_SOURCES
+    from ..attacks.attacker import ATTACKER_SOURCES
 
     con.print(
         f"attacker: {plan.attacker} ({ATTACKER_SOURCES.get(plan.attacker, 'an attacker file')})"

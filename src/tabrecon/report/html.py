@@ -638,7 +638,7 @@ def write_audit_report(
     if "reid_rates" in frames:
         tabs = paper_tables_from_rates(frames["reid_rates"])
         att = summary.get("attacker", {})
-        from ..attacks.reidentify import ATTACKER_SOURCES
+        from ..attacks.attacker import ATTACKER_SOURCES
 
         who = str(summary["config"]["reidentify"]["attacker"])
         source = ATTACKER_SOURCES.get(who, "an attacker file")

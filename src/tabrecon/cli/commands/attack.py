@@ -763,7 +763,7 @@ def reidentify(
     from ...tables.published import read_tables
 
     at_least(1, francis_threshold=francis_threshold)
-    from ...attacks.reidentify import ATTACKER_PRESETS
+    from ...attacks.attacker import ATTACKER_PRESETS
 
     if attacker not in ATTACKER_PRESETS and not Path(attacker).exists():
         raise TabreconError(
