@@ -30,7 +30,7 @@ import polars as pl
 
 from benchmarks.common import RESULTS, machine, record
 from tabrecon.attacks.joint import reconstruct_together
-from tabrecon.attacks.unit_claims import STUDY_TABLES_2_3, matching_units, release_claims
+from tabrecon.attacks.unit_claims_release import STUDY_TABLES_2_3, matching_units, release_claims
 from tabrecon.engine.reconstruct import reconstruct_units
 from tabrecon.populations.households import housing_tables
 from tabrecon.records.households import synthesize_households

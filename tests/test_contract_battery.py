@@ -28,7 +28,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from tabrecon.attacks.unit_claims import ClaimsRun, matching_units, release_claims
+from tabrecon.attacks.unit_claims_release import ClaimsRun, matching_units, release_claims
 from tabrecon.engine.model import asked_key
 from tabrecon.engine.reconstruct import reconstruct_units
 from tabrecon.engine.release import reconstruct_release

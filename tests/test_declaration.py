@@ -16,7 +16,8 @@ import numpy as np
 import polars as pl
 import pytest
 
-from tabrecon.attacks.unit_claims import generate_then_verify, matching_units
+from tabrecon.attacks.unit_claims import generate_then_verify
+from tabrecon.attacks.unit_claims_release import matching_units
 from tabrecon.errors import InputError
 from tabrecon.schema.spec import read_units
 from tabrecon.tables.declaration import load_declaration, population

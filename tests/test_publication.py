@@ -290,7 +290,7 @@ def test_the_command_line_publishes_attacks_and_refuses_under_a_rule(tmp_path):
         "20",
     )
     assert run.returncode == 0, run.stderr
-    from tabrecon.attacks.unit_claims import matching_units
+    from tabrecon.attacks.unit_claims_release import matching_units
     from tabrecon.schema.registry import population
     from tabrecon.schema.spec import read_units
 

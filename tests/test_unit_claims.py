@@ -45,7 +45,7 @@ def test_claims_runs_verdict_is_the_uniqueness_proofs():
     proof's, unique blocks among them."""
     import polars as pl
 
-    from tabrecon.attacks.unit_claims import release_claims
+    from tabrecon.attacks.unit_claims_release import release_claims
     from tabrecon.engine.reconstruct import reconstruct_units
 
     _, units = synthesize_households(SynthConfig(persons=400), seed=5)
@@ -303,7 +303,7 @@ def test_household_claims_command_writes_the_study_layout_resumes_and_refuses_mi
     )
     assert claims.height == int(blocks["verified"].sum())
     # every verified claim is true of the units behind the tables
-    from tabrecon.attacks.unit_claims import matching_units
+    from tabrecon.attacks.unit_claims_release import matching_units
 
     hits = matching_units(claims, units)
     assert [h.size for h in hits] == claims["m"].to_list()
@@ -365,7 +365,7 @@ def test_candidates_proven_together_are_those_proven_one_by_one(relax_after, row
     import numpy as np
     import scipy.sparse as sp
 
-    from tabrecon.attacks.unit_claims import _forms, _keys
+    from tabrecon.attacks.unit_claims import _forms, claim_keys
     from tabrecon.engine.model import block_program, block_tables
     from tabrecon.engine.solvers import (
         Extensible,
@@ -386,7 +386,7 @@ def test_candidates_proven_together_are_those_proven_one_by_one(relax_after, row
     codes = S.decode(S.feasible_types()[adm])
     cands = []
     for cols in ((0, 2), (2, 8), (3, 9)):
-        key = _keys(codes, S, cols)
+        key = claim_keys(codes, S, cols)
         for g in np.unique(key):
             members = np.flatnonzero(key == g)
             if x0[members].sum() >= 1:

@@ -20,7 +20,7 @@ from typing import Any
 
 import polars as pl
 
-from ..attacks.unit_claims import ClaimsRun, release_claims
+from ..attacks.unit_claims_release import ClaimsRun, release_claims
 from ..engine.solvers import SolverOptions
 from ..schema.registry import Population
 from ..schema.spec import Units, read_units

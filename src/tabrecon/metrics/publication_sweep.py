@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from ..attacks.unit_claims import matching_units, release_claims
+from ..attacks.unit_claims_release import matching_units, release_claims
 from ..engine.solvers import SolverOptions
 from ..schema.spec import Schema, Units
 from ..tables.publication import MISSING, Publication

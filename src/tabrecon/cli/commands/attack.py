@@ -635,7 +635,7 @@ def _release_claims(
     in the study's layout; with ``--with``, given both releases."""
     import polars as pl
 
-    from ...attacks.unit_claims import release_claims
+    from ...attacks.unit_claims_release import release_claims
     from ...schema.spec import read_units
     from ...tables.consistency import check_unit_consistency
 
