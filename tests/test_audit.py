@@ -19,6 +19,7 @@ import pytest
 from tabrecon.audit.chunks import MismatchError, plan_chunks
 from tabrecon.audit.config import ConfigError, config_from_dict, load_config
 from tabrecon.audit.run import audit
+from tabrecon.errors import TabreconError
 from tabrecon.schema import write_microdata
 
 FAST = {"defenses": {"specs": []}, "reconstruct": {"levels": ["block+tract"]}}
@@ -682,3 +683,68 @@ def test_dask_workers_import_the_engine_when_the_client_connects():
             assert len(warm) == 2 and all(warm.values())
         finally:
             client.close()
+
+
+def _slow_worker(args):
+    """Writes when it starts, then sleeps 0.5 s."""
+    unit, folder = args
+    (Path(folder) / f"{unit}.started").write_text("x")
+    time.sleep(0.5)
+    return {"unit": unit, "status": "ok"}, pl.DataFrame({"u": [unit]})
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_meanwhile_runs_once_while_the_units_run(tmp_path, workers):
+    """The caller's own work runs once per run_units call: with workers, after the units are
+    handed out (some unit has started by the time it ends, waited for up to 60 s so a loaded
+    machine cannot fail it); in this process, before them; after a resume with nothing left,
+    on its own. An exception from it stops the run and reaches the caller."""
+    from tabrecon.runner import run_units
+
+    calls: list[list[str]] = []
+
+    def meanwhile() -> None:
+        deadline = time.monotonic() + 60
+        while workers > 1 and not list(tmp_path.glob("*.started")):
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        calls.append(sorted(p.stem for p in tmp_path.glob("*.started")))
+
+    job = lambda u: (u, str(tmp_path))  # noqa: E731
+    parts = tmp_path / "parts"
+    sts, _ = run_units(
+        ["a", "b", "c"],
+        job,
+        _slow_worker,
+        tag="t",
+        parts=parts,
+        workers=workers,
+        meanwhile=meanwhile,
+    )
+    assert [s["status"] for s in sts] == ["ok"] * 3
+    assert len(calls) == 1
+    assert calls[0] != [] if workers > 1 else calls[0] == []  # handed out / not yet run
+    sts, _ = run_units(
+        ["a", "b", "c"],
+        job,
+        _slow_worker,
+        tag="t",
+        parts=parts,
+        workers=workers,
+        meanwhile=meanwhile,
+    )
+    assert len(calls) == 2  # everything resumed: still called, once
+
+    def failing() -> None:
+        raise TabreconError("the tables' file could not be written")
+
+    with pytest.raises(TabreconError, match="could not be written"):
+        run_units(
+            ["d", "e"],
+            job,
+            _slow_worker,
+            tag="t",
+            parts=tmp_path / "p2",
+            workers=workers,
+            meanwhile=failing,
+        )

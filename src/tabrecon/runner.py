@@ -234,8 +234,10 @@ def _execute(
     scheduler: str,
     workers: int,
     isolate: bool,
+    meanwhile: Callable[[], None] | None = None,
 ) -> Generator[tuple[str, Any, BaseException | None], None, None]:
     """Run the pending units where configured; yield (unit, result or None, exception or None).
+    ``meanwhile`` runs here once the units are handed out (before them when they run here).
 
     When the consumer stops early (an interrupt), queued units are cancelled and running ones
     stopped: Dask futures cancelled, worker processes terminated."""
@@ -249,6 +251,8 @@ def _execute(
         client = dask_client(scheduler)
         dfuts = {client.submit(timed, job(u), pure=False): u for u in pending}
         try:
+            if meanwhile is not None:
+                meanwhile()
             for f in dask_completed(list(dfuts), loop=client.loop):
                 try:
                     res = _untimed(f.result())
@@ -263,6 +267,8 @@ def _execute(
         threads = ThreadPoolExecutor(max_workers=workers)
         try:
             futs = {threads.submit(_isolated, timed, job(u)): u for u in pending}
+            if meanwhile is not None:
+                meanwhile()
             yield from _completed(futs)
         except BaseException:
             threads.shutdown(wait=False, cancel_futures=True)
@@ -272,8 +278,13 @@ def _execute(
         threads.shutdown(wait=True)
     elif workers > 1 and len(pending) > 1:
         with process_pool(workers) as ex:
-            yield from _completed({ex.submit(timed, job(u)): u for u in pending})
+            futs = {ex.submit(timed, job(u)): u for u in pending}
+            if meanwhile is not None:
+                meanwhile()
+            yield from _completed(futs)
     else:
+        if meanwhile is not None:
+            meanwhile()
         for u in pending:
             try:
                 res = worker(job(u))
@@ -319,8 +330,14 @@ def run_units(
     progress: Callable[[dict], None] | None = None,
     retries: int = 0,
     fingerprint: dict[str, Any] | None = None,
+    meanwhile: Callable[[], None] | None = None,
 ) -> tuple[list[dict], dict[str, pl.DataFrame]]:
     """Run ``worker(job(unit))`` for every unit; returns (statuses in unit order, tables by unit).
+
+    ``meanwhile`` is called once, in this process, while the units run in worker processes or
+    on the Dask cluster (after they are handed out; before them when they run in this process,
+    and on its own when every unit was done before): the caller's own serial work, done while
+    it would otherwise wait. An exception from it stops the units as an interrupt does.
 
     ``fingerprint`` names what the units' results depend on (input digests, options; see
     :mod:`tabrecon.provenance`): ``parts`` records it, and resuming from a ``parts`` folder made
@@ -373,7 +390,8 @@ def run_units(
         while pending:
             again: list[str] = []
             broke = False
-            runs = _execute(pending, job, worker, scheduler, workers, isolate)
+            runs = _execute(pending, job, worker, scheduler, workers, isolate, meanwhile)
+            meanwhile = None  # (once: a retry's units run without it)
             try:
                 for u, out, exc in runs:
                     if exc is None:
@@ -393,6 +411,8 @@ def run_units(
                 runs.close()  # on an interrupt: cancel what is queued, stop what runs
             isolate = isolate or broke
             pending = again
+        if meanwhile is not None:  # nothing was left to run
+            meanwhile()
     except KeyboardInterrupt:
         # what is kept is what a rerun will skip, read back from the folder: the interrupt can
         # land inside finish(), between a unit's result arriving and its status line being

@@ -6,6 +6,7 @@ and skipped when a rerun finds it done; :func:`run_chunk` runs one chunk and
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 from collections.abc import Callable
@@ -167,6 +168,7 @@ class ChunkRunner:
         self.dir.mkdir(parents=True, exist_ok=True)
         self.log, self.progress, self.on_stage = log, progress, on_stage
         self.seed = cfg.run.seed + 1_000_003 * chunk.index
+        self._cpu0, self._lent = 0.0, 0.0
 
     def done(self, stage: str) -> dict | None:
         f = self.dir / f"{stage.replace(':', '_')}.done.json"
@@ -207,13 +209,26 @@ class ChunkRunner:
     def start(self) -> float:
         """A stage begins: its wall clock (returned) and CPU clock (kept for :meth:`mark`)."""
         self._cpu0 = tree_cpu()
+        self._lent = 0.0  # CPU seconds of another stage's work done inside this one
         return time.perf_counter()
 
-    def mark(self, stage: str, t0: float, info: dict, *outputs: Path) -> dict:
+    def mark(
+        self,
+        stage: str,
+        t0: float,
+        info: dict,
+        *outputs: Path,
+        spent: tuple[float, float] | None = None,
+    ) -> dict:
         """The stage is done: its marker, with its timings and the checksum of each of its
-        ``outputs`` (checked by :meth:`intact` before a resumed run reuses them), written last."""
-        sec = time.perf_counter() - t0
-        core = tree_cpu() - self._cpu0
+        ``outputs`` (checked by :meth:`intact` before a resumed run reuses them), written last.
+        ``spent``: the stage's (wall, CPU) seconds when it did not run in one stretch (its
+        tables finished while the workers reconstruct)."""
+        if spent is not None:
+            sec, core = spent
+        else:
+            sec = time.perf_counter() - t0
+            core = tree_cpu() - self._cpu0 - self._lent
         info = {**info, "seconds": round(sec, 2), "core_seconds": round(core, 2)}
         info["outputs"] = {
             str(p.relative_to(self.dir)): file_digest(p) for p in outputs if p.exists()
@@ -231,15 +246,24 @@ class ChunkRunner:
 
     # -- stages -----------------------------------------------------------------------------------
     def tabulate(self, md, given=None):
-        from ..tables.consistency import check_consistency
+        """The chunk's tables, and what finishes the stage (its identity checks, its file and
+        its marker; None when resumed), which the caller runs while the workers reconstruct."""
         from ..tables.persons import tabulate
-        from ..tables.published import read_long_tables, write_tables
+        from ..tables.published import read_long_tables
 
         path = self.dir / "tables.parquet"
         if (hit := self.resumed("tabulate", path, read_long_tables)) is not None:
-            return hit
-        t0 = self.start()
+            return hit[0], None
+        t0, c0 = time.perf_counter(), tree_cpu()
         ts = given if given is not None else tabulate(md)
+        made = (time.perf_counter() - t0, tree_cpu() - c0)
+        return ts, functools.partial(self._finish_tables, ts, path, made)
+
+    def _finish_tables(self, ts, path: Path, made: tuple[float, float]) -> dict:
+        from ..tables.consistency import check_consistency
+        from ..tables.published import write_tables
+
+        t0, c0 = time.perf_counter(), tree_cpu()
         rep = check_consistency(ts)
         write_tables(ts, path)
         info = {
@@ -253,12 +277,16 @@ class ChunkRunner:
             if (pop := ts.block_population()) is not None
             else 0,
         }
-        return ts, self.mark("tabulate", t0, info, path)
+        wall, cpu = time.perf_counter() - t0, tree_cpu() - c0
+        self._lent += cpu  # spent inside the stage running now, not by it
+        return self.mark("tabulate", t0, info, path, spent=(made[0] + wall, made[1] + cpu))
 
-    def reconstruct(self, ts, level: str, md, certify: bool = False):
+    def reconstruct(self, ts, level: str, md, certify: bool = False, meanwhile=None):
         """Persons from the chunk's tables at ``level`` (:func:`tabrecon.populations.persons
         .reconstruct_persons`); with ``certify`` each block's verdict (and, as configured, its
-        distance) in the same program, kept beside the records for the certify stage."""
+        distance) in the same program, kept beside the records for the certify stage.
+        ``meanwhile``: work of this process run while the tracts are solved (not when the
+        stage is resumed: the caller then runs it)."""
         from ..metrics.agreement import agree
         from ..populations.persons import reconstruct_persons
         from ..schema import read_microdata
@@ -285,6 +313,7 @@ class ChunkRunner:
             certify=certify,
             distance=certify and c.distance,
             distance_time_limit=c.distance_time_limit or None,
+            meanwhile=meanwhile,
         )
         info = {
             "records": len(run.records),
@@ -562,20 +591,32 @@ def run_chunk(
         if given is not None:
             check_same_geography(md, given, md_path, ts_path)
         facts["persons"] += len(md)
-    ts, tinfo = cr.tabulate(md, given)
+    ts, finish_tables = cr.tabulate(md, given)
+    # the tables' identity checks and file are written while the workers reconstruct (the
+    # client's serial work, issue 40); when no reconstruction runs them, they run after it
+    finished: list[dict] = []
+
+    def meanwhile() -> None:
+        if finish_tables is not None and not finished:
+            finished.append(finish_tables())
+
+    recons = {}
+    for lv in cfg.reconstruct.levels:
+        recons[lv], rinfo = cr.reconstruct(
+            ts, lv, md, cfg.certify.enabled and lv == rich_level, meanwhile
+        )
+        out.failures += [f"{ch.name} reconstruct {lv}: {f}" for f in rinfo.get("failures", [])]
+        if md is not None:
+            out.agree[lv] = pl.read_parquet(cr.dir / f"agree_{lv.replace('+', '_')}.parquet")
+            out.resolution[lv] = rinfo.get("agree_resolution", "")
+    meanwhile()
+    tinfo = finished[0] if finished else cr.done("tabulate") or {}
     for k in ("table_values", "identity_checks", "identity_violations", "tracts", "blocks"):
         facts[k] += tinfo[k]
     facts["inhabited_blocks"] += tinfo.get("inhabited_blocks", 0)
     out.tables_present = tinfo.get("tables_present", [])
     if md is None:
         facts["persons"] += int(pop.sum()) if (pop := ts.block_population()) is not None else 0
-    recons = {}
-    for lv in cfg.reconstruct.levels:
-        recons[lv], rinfo = cr.reconstruct(ts, lv, md, cfg.certify.enabled and lv == rich_level)
-        out.failures += [f"{ch.name} reconstruct {lv}: {f}" for f in rinfo.get("failures", [])]
-        if md is not None:
-            out.agree[lv] = pl.read_parquet(cr.dir / f"agree_{lv.replace('+', '_')}.parquet")
-            out.resolution[lv] = rinfo.get("agree_resolution", "")
     blocks = None
     if cfg.certify.enabled:
         blocks, cinfo = cr.certify(rich_level)  # its failures are the reconstruction's

@@ -183,6 +183,7 @@ def reconstruct_release(
     progress: Callable[[dict], None] | None = None,
     asked: Mapping[str, str] | None = None,
     reference: Units | None = None,
+    meanwhile: Callable[[], None] | None = None,
 ) -> ReleaseReconstruction:
     """Reconstruct every tract of a release's tables (a long table, or :class:`TractTables`)
     over ``schema`` with the runner
@@ -194,7 +195,8 @@ def reconstruct_release(
     both levels (a block's tables, or its tract's,
     constrain only that tract), so the result equals :func:`reconstruct_units` on the whole.
     With ``reference`` a reconstruction made elsewhere is certified instead of solving for one
-    (:func:`reconstruct_units`' ``reference``; its units are the result's).
+    (:func:`reconstruct_units`' ``reference``; its units are the result's). ``meanwhile``: the
+    caller's own work, run while the tracts are solved (:func:`tabrecon.runner.run_units`).
 
     >>> from tabrecon.schema.registry import population
     >>> from tabrecon.records.synth import SynthConfig
@@ -262,6 +264,7 @@ def reconstruct_release(
         workers=workers,
         progress=progress,
         fingerprint=fp,
+        meanwhile=meanwhile,
     )
     got = [frames[t] for t in tracts if t in frames]
     gcol = schema.geoid_column

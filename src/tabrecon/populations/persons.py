@@ -470,6 +470,7 @@ def reconstruct_persons(
     certify: bool = False,
     distance: bool = False,
     distance_time_limit: float | None = None,
+    meanwhile: Callable[[], None] | None = None,
 ) -> PersonReconstruction:
     """Person records from a release's person tables (:class:`tabrecon.tables.persons.TableSet`)
     with the count model written over any schema (:func:`tabrecon.engine.reconstruct
@@ -480,7 +481,8 @@ def reconstruct_persons(
     measured, in the same program. A table published only in part is left out (said in
     :attr:`PersonReconstruction.notes`); at "block+tract" a release without tract tables is
     reconstructed from its block tables. Tracts whose tables contradict each other name the
-    cells whose smallest change restores feasibility.
+    cells whose smallest change restores feasibility. ``meanwhile``: the caller's own work,
+    run while the tracts are solved (:func:`tabrecon.runner.run_units`).
 
     >>> from tabrecon.records.synth import SynthConfig, synthesize
     >>> from tabrecon.tables.persons import tabulate
@@ -501,7 +503,7 @@ def reconstruct_persons(
         tables,
         level,
         solver,
-        dict(workers=workers, out=out, resume=resume, progress=progress),
+        dict(workers=workers, out=out, resume=resume, progress=progress, meanwhile=meanwhile),
         distance=distance,
         distance_time_limit=distance_time_limit,
         check_unique=certify or distance,
