@@ -748,3 +748,22 @@ def test_meanwhile_runs_once_while_the_units_run(tmp_path, workers):
             workers=workers,
             meanwhile=failing,
         )
+
+
+def test_reidentification_truth_side_is_made_once_while_reconstructing(
+    tmp_path, small_file, monkeypatch
+):
+    """The audit makes reidentification's truth side while the workers reconstruct and the
+    stage uses it (not made again), and a rerun that resumes the stage makes none."""
+    from tabrecon.attacks import reidentify as reid
+
+    calls = []
+    real = reid.truth_side
+    monkeypatch.setattr(reid, "truth_side", lambda *a, **k: calls.append(1) or real(*a, **k))
+    c = cfg(run={"seed": 11, "workers": 2})
+    res = audit(small_file, tmp_path / "a", c, show_progress=False)
+    assert calls == [1]
+    times = res.summary["timings_s"]
+    assert times["tabulate"] > 0 and times["reidentify"] > 0
+    again = audit(small_file, tmp_path / "a", c, show_progress=False, resume=True)
+    assert calls == [1] and again.summary["reidentification"] == res.summary["reidentification"]

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from tabrecon.attacks.attacker import CommercialErrors, simulate_attacker
 from tabrecon.attacks.reidentify import _prg, combo_id, mdg_guess, modal_combo, reidentify
 from tabrecon.errors import InputError, TabreconError
+from tabrecon.records.synth import SynthConfig, synthesize
 from tabrecon.report.reid import write_reid_report
 from tabrecon.schema import CODE_OF_BITS, from_arrays, range_classes
 
@@ -355,3 +356,21 @@ def test_range_classes_merges_every_range_present(pairs):
         if covered[a]:
             want[a] = want[a - 1]
     assert starts.tolist() == want.tolist()
+
+
+def test_truth_side_made_ahead_is_used_only_when_made_from_the_same_inputs(monkeypatch):
+    """The audit makes reidentification's truth side while the workers reconstruct: used as
+    made when it was made from these inputs over these blocks (the result is the one made on
+    the spot), made again when it was made from others (another seed here)."""
+    from tabrecon.attacks import reidentify as reid
+
+    md = synthesize(SynthConfig(persons=1500), seed=4)
+    fresh = reidentify(md, md, "commercial", seed=2)
+    ahead = reid.truth_side(md, "commercial", seed=2)
+    calls = []
+    real = reid.truth_side
+    monkeypatch.setattr(reid, "truth_side", lambda *a, **k: calls.append(1) or real(*a, **k))
+    used = reid.reidentify(md, md, "commercial", seed=2, prepared=ahead)
+    assert calls == [] and used.records.equals(fresh.records) and used.meta == fresh.meta
+    other = reid.reidentify(md, md, "commercial", seed=2, prepared=reid.truth_side(md, seed=9))
+    assert len(calls) == 2 and other.records.equals(fresh.records)

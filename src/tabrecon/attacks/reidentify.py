@@ -352,40 +352,59 @@ class ReidResult:
         return out
 
 
-def reidentify(
-    recon: Microdata,
+@dataclass
+class TruthSide:
+    """Reidentification's work that reads only the truth, the attacker's data and the published
+    tables (:func:`truth_side`): the attacker's records placed, the truth behind each, the
+    baselines' guesses (MDG, PRG, Ruggles-Van Riper), the truth's own linkage, the groups and
+    Francis's majority test. Made ahead (the audit makes it while the workers reconstruct),
+    :func:`reidentify` uses it when it was made from the same inputs over the same blocks and
+    makes it again otherwise, so its result never depends on whether it was made ahead."""
+
+    #: what it was made from (the inputs' identities and the options), checked on use
+    inputs: tuple
+    geoids: np.ndarray
+    att: pl.DataFrame
+    preset: str
+    report: AttackerReport
+    #: arrays by name (the attacker's records', the truth's and the blocks')
+    a: dict[str, np.ndarray]
+    share: float
+    mdg_rule: np.ndarray
+    francis: pl.DataFrame
+
+
+def _inputs(truth, attacker, tables, seed, errors, francis_threshold, rvr_share, link_order):
+    who = attacker if isinstance(attacker, str) else id(attacker)
+    return (id(truth), who, id(tables), seed, errors, francis_threshold, rvr_share, link_order)
+
+
+def truth_side(
     truth: Microdata,
     attacker: pl.DataFrame | str = "perfect",
     tables: TableSet | None = None,
-    cert_blocks: pl.DataFrame | None = None,
     seed: int = 0,
     errors: CommercialErrors | None = None,
     francis_threshold: int = 5,
     rvr_share: float | None = None,
     link_order: str = "random",
-) -> ReidResult:
-    """Run the attack and every baseline on the same putative set (see module docstring).
+    geoids: np.ndarray | None = None,
+) -> TruthSide:
+    """:func:`reidentify`'s work that needs no reconstruction (:class:`TruthSide`), over the
+    blocks ``geoids`` (default: the truth's; :func:`reidentify` uses the union of the truth's
+    and the reconstruction's). Arguments as :func:`reidentify`'s.
 
-    ``tables`` are the published block tables (MDG, PRG); tabulated from ``truth`` when not given
-    -- the same numbers, since the release is tabulated from it. ``cert_blocks`` (``tabrecon
-    solvar`` output) marks certified blocks. ``rvr_share`` is the Ruggles-Van Riper probability
-    that race is right (default: the measured share of persons in their block's modal group).
-    ``link_order`` is how the agebin pass pairs records within a key (:func:`link`).
+    >>> from tabrecon.records.synth import SynthConfig, synthesize
+    >>> md = synthesize(SynthConfig(persons=300), seed=1)
+    >>> ahead = truth_side(md, seed=3)
+    >>> reidentify(md, md, seed=3, prepared=ahead).records.equals(
+    ...     reidentify(md, md, seed=3).records)
+    True
     """
     from ..tables.persons import tabulate
 
-    for name, md in (("reconstruction", recon), ("truth", truth)):
-        if md.block.size == 0:  # nothing to link or to confirm against: no rate to report
-            raise TabreconError(f"the {name} holds no person records: there is nothing to link")
     truth_name = truth.source or "the truth"
-    overlap(
-        recon.inhabited_blocks(),
-        truth.inhabited_blocks(),
-        recon.source or "the reconstruction",
-        truth_name,
-    )
-    if tables is not None:
-        overlap(tables.inhabited_blocks(), truth.inhabited_blocks(), tables.source, truth_name)
+    geoids = truth.geoids if geoids is None else geoids
     rng = np.random.default_rng(seed)
     if isinstance(attacker, str) and attacker in ATTACKER_PRESETS:
         att = simulate_attacker(truth, attacker, seed, errors)
@@ -402,7 +421,6 @@ def reidentify(
             truth_name,
             "blocks",
         )
-    geoids = np.union1d(truth.geoids, recon.geoids)
     att, rep = validate_attacker(
         att, geoids, preset if preset not in (*ATTACKER_PRESETS, "given") else "attacker"
     )
@@ -412,23 +430,6 @@ def reidentify(
     ablock = np.where(known, pos, -1)
     asex = (att["sex"].to_numpy() == "female").astype(np.int64)
     aage = att["age"].to_numpy().astype(np.int64)
-    # race source: the reconstruction
-    rblock = np.searchsorted(geoids, recon.block_geoid)
-    rexact = np.ones(len(recon), bool) if recon.age_exact is None else recon.age_exact.astype(bool)
-    starts = range_classes(recon)  # ages the tables give only as ranges are linked and confirmed so
-    match, how = link(
-        ablock,
-        asex,
-        aage,
-        rblock,
-        recon.sex.astype(np.int64),
-        recon.age.astype(np.int64),
-        rexact,
-        seed,
-        starts,
-        link_order,
-    )
-    put = match >= 0
     # truth behind each pik
     tid = person_ids(truth)
     torder = np.argsort(tid)
@@ -451,38 +452,14 @@ def reidentify(
     true_counts = combo_counts(truth, geoids)
     national = true_counts.sum(axis=0)
     mode = modal_combo(geoids, true_counts, national)
-    # sources' (race combo, age) for each putative record
-    src_combo = {}
-    src_age = recon.age.astype(np.int64)[np.maximum(match, 0)]
-    src_combo["attack"] = combo_id(recon.race, recon.hisp)[np.maximum(match, 0)]
-    src_combo["mdg"] = mdg[np.maximum(ablock, 0)]
     cum = np.cumsum(counts, axis=1)
     tot = cum[:, -1]
     u = rng.random(att.height)
     pb = np.maximum(ablock, 0)
     draw = (u * tot[pb]).astype(np.int64)
-    src_combo["prg"] = _prg(cum, pb, draw)
-    src_combo["truth"] = np.where(has_truth, tcombo[np.maximum(tperson, 0)], -1)
-    # confirmation: same block, sex, race x ethnicity, age (exact, else agebin) as the truth person
+    combo_truth = np.where(has_truth, tcombo[np.maximum(tperson, 0)], -1)
     tsex = np.where(has_truth, truth.sex[np.maximum(tperson, 0)], -1)
     tage = truth.age.astype(np.int64)[np.maximum(tperson, 0)]
-    same_person = put & has_truth & (tblock == ablock) & (tsex == recon.sex[np.maximum(match, 0)])
-    cls = (lambda a: a) if starts is None else (lambda a: starts[a])
-    age_ok = AGEBIN_OF_AGE[cls(src_age)] == AGEBIN_OF_AGE[cls(tage)]
-    conf = {}
-    for s in ("attack", "mdg", "prg"):
-        conf[s] = same_person & age_ok & (src_combo[s] == src_combo["truth"])
-    # PRG's chance of confirming each record (the draw's expectation: no sampling noise): the share
-    # of
-    # the person's own group in the block, from the published tables and from the unprotected counts
-    # (the Bureau's Table 6 baseline for a defense)
-    tc = np.maximum(src_combo["truth"], 0)
-    can = same_person & age_ok & (src_combo["truth"] >= 0)
-    ttot = true_counts.sum(axis=1)
-    expected_prg = np.where(can & (tot[pb] > 0), counts[pb, tc] / np.maximum(tot[pb], 1), 0.0)
-    expected_prg_original = np.where(
-        can & (ttot[pb] > 0), true_counts[pb, tc] / np.maximum(ttot[pb], 1), 0.0
-    )
     # upper bound: the truth itself released and linked the same way
     t_bidx = np.searchsorted(geoids, truth.block_geoid)
     tm, _ = link(
@@ -498,12 +475,12 @@ def reidentify(
     )
     put_truth = tm >= 0
     tmi = np.maximum(tm, 0)
-    conf["truth"] = (
+    conf_truth = (
         put_truth
         & has_truth
         & (tblock == ablock)
         & (tsex == truth.sex[tmi])
-        & (tcombo[tmi] == src_combo["truth"])
+        & (tcombo[tmi] == combo_truth)
         & (AGEBIN_OF_AGE[truth.age[tmi]] == AGEBIN_OF_AGE[tage])
     )
     # Ruggles-Van Riper: a random record of the right sex and age in the block exists with the
@@ -515,7 +492,131 @@ def reidentify(
     rvr_put, rvr_conf = _rvr(
         truth, geoids, ablock, asex, aage, has_truth, tperson, tblock, share, rng
     )
-    conf["rvr"] = rvr_conf
+    nonmodal_t = tcombo != mode[t_bidx]
+    sab = (t_bidx.astype(np.int64) * 2 + truth.sex) * 64 + AGEBIN_OF_AGE[truth.age]
+    _, inv, cnt = np.unique(sab, return_inverse=True, return_counts=True)
+    arrays = {
+        "ablock": ablock,
+        "ablock_g": ablock_g,
+        "asex": asex,
+        "aage": aage,
+        "apik": apik,
+        "has_truth": has_truth,
+        "tperson": tperson,
+        "tblock": tblock,
+        "counts": counts,
+        "true_counts": true_counts,
+        "tot": tot,
+        "pb": pb,
+        "mdg": mdg[pb],
+        "prg": _prg(cum, pb, draw),
+        "combo_truth": combo_truth,
+        "tsex": tsex,
+        "tage": tage,
+        "t_bidx": t_bidx,
+        "put_truth": put_truth,
+        "conf_truth": conf_truth,
+        "rvr_put": rvr_put,
+        "rvr_conf": rvr_conf,
+        "nonmodal_t": nonmodal_t,
+        "unique_t": cnt[inv] == 1,
+    }
+    francis = francis_majority(geoids, counts, true_counts, truth, francis_threshold)
+    key = _inputs(truth, attacker, tables, seed, errors, francis_threshold, rvr_share, link_order)
+    return TruthSide(key, geoids, att, preset, rep, arrays, share, mdg_rule, francis)
+
+
+def reidentify(
+    recon: Microdata,
+    truth: Microdata,
+    attacker: pl.DataFrame | str = "perfect",
+    tables: TableSet | None = None,
+    cert_blocks: pl.DataFrame | None = None,
+    seed: int = 0,
+    errors: CommercialErrors | None = None,
+    francis_threshold: int = 5,
+    rvr_share: float | None = None,
+    link_order: str = "random",
+    prepared: TruthSide | None = None,
+) -> ReidResult:
+    """Run the attack and every baseline on the same putative set (see module docstring).
+
+    ``tables`` are the published block tables (MDG, PRG); tabulated from ``truth`` when not given
+    -- the same numbers, since the release is tabulated from it. ``cert_blocks`` (``tabrecon
+    solvar`` output) marks certified blocks. ``rvr_share`` is the Ruggles-Van Riper probability
+    that race is right (default: the measured share of persons in their block's modal group).
+    ``link_order`` is how the agebin pass pairs records within a key (:func:`link`).
+    ``prepared``: :func:`truth_side` made ahead from these same arguments (made again when it
+    was made from others, or over other blocks).
+    """
+    for name, md in (("reconstruction", recon), ("truth", truth)):
+        if md.block.size == 0:  # nothing to link or to confirm against: no rate to report
+            raise TabreconError(f"the {name} holds no person records: there is nothing to link")
+    truth_name = truth.source or "the truth"
+    overlap(
+        recon.inhabited_blocks(),
+        truth.inhabited_blocks(),
+        recon.source or "the reconstruction",
+        truth_name,
+    )
+    if tables is not None:
+        overlap(tables.inhabited_blocks(), truth.inhabited_blocks(), tables.source, truth_name)
+    geoids = np.union1d(truth.geoids, recon.geoids)
+    key = _inputs(truth, attacker, tables, seed, errors, francis_threshold, rvr_share, link_order)
+    ts = prepared
+    if ts is None or ts.inputs != key or not np.array_equal(ts.geoids, geoids):
+        ts = truth_side(
+            truth, attacker, tables, seed, errors, francis_threshold, rvr_share, link_order, geoids
+        )
+    a = ts.a
+    ablock, has_truth, tperson, tblock = a["ablock"], a["has_truth"], a["tperson"], a["tblock"]
+    pb = a["pb"]
+    # race source: the reconstruction
+    rblock = np.searchsorted(geoids, recon.block_geoid)
+    rexact = np.ones(len(recon), bool) if recon.age_exact is None else recon.age_exact.astype(bool)
+    starts = range_classes(recon)  # ages the tables give only as ranges are linked and confirmed so
+    match, how = link(
+        ablock,
+        a["asex"],
+        a["aage"],
+        rblock,
+        recon.sex.astype(np.int64),
+        recon.age.astype(np.int64),
+        rexact,
+        seed,
+        starts,
+        link_order,
+    )
+    put = match >= 0
+    # sources' (race combo, age) for each putative record
+    src_combo = {}
+    src_age = recon.age.astype(np.int64)[np.maximum(match, 0)]
+    src_combo["attack"] = combo_id(recon.race, recon.hisp)[np.maximum(match, 0)]
+    src_combo["mdg"] = a["mdg"]
+    src_combo["prg"] = a["prg"]
+    src_combo["truth"] = a["combo_truth"]
+    # confirmation: same block, sex, race x ethnicity, age (exact, else agebin) as the truth person
+    same_person = (
+        put & has_truth & (tblock == ablock) & (a["tsex"] == recon.sex[np.maximum(match, 0)])
+    )
+    cls = (lambda v: v) if starts is None else (lambda v: starts[v])
+    age_ok = AGEBIN_OF_AGE[cls(src_age)] == AGEBIN_OF_AGE[cls(a["tage"])]
+    conf = {}
+    for s in ("attack", "mdg", "prg"):
+        conf[s] = same_person & age_ok & (src_combo[s] == src_combo["truth"])
+    # PRG's chance of confirming each record (the draw's expectation: no sampling noise): the share
+    # of the person's own group in the block, from the published tables and from the unprotected
+    # counts (the Bureau's Table 6 baseline for a defense)
+    counts, true_counts, tot = a["counts"], a["true_counts"], a["tot"]
+    tc = np.maximum(src_combo["truth"], 0)
+    can = same_person & age_ok & (src_combo["truth"] >= 0)
+    ttot = true_counts.sum(axis=1)
+    expected_prg = np.where(can & (tot[pb] > 0), counts[pb, tc] / np.maximum(tot[pb], 1), 0.0)
+    expected_prg_original = np.where(
+        can & (ttot[pb] > 0), true_counts[pb, tc] / np.maximum(ttot[pb], 1), 0.0
+    )
+    conf["truth"] = a["conf_truth"]
+    conf["rvr"] = a["rvr_conf"]
     # each truth person is confirmed once
     for s in conf:
         conf[s] = _once(conf[s], tperson)
@@ -525,21 +626,18 @@ def reidentify(
     # COMRCL nonmodal putatives against 62,810 for CEF_atkr)
     has_truth = has_truth & (tblock == ablock)
     tb = np.maximum(tperson, 0)
-    nonmodal_t = tcombo != mode[t_bidx]
-    sab = (t_bidx.astype(np.int64) * 2 + truth.sex) * 64 + AGEBIN_OF_AGE[truth.age]
-    _, inv, cnt = np.unique(sab, return_inverse=True, return_counts=True)
-    unique_t = cnt[inv] == 1
+    t_bidx, nonmodal_t = a["t_bidx"], a["nonmodal_t"]
     certified_b = np.zeros(len(geoids), dtype=bool)
     if cert_blocks is not None and cert_blocks.height:
         certified_b = np.isin(geoids, certified_geoids(cert_blocks))
     pop = np.bincount(t_bidx, minlength=len(geoids))
     nonmodal = has_truth & nonmodal_t[tb]
-    uniques = has_truth & unique_t[tb]
+    uniques = has_truth & a["unique_t"][tb]
     cert = has_truth & certified_b[t_bidx[tb]]
     records = pl.DataFrame(
         {
-            "pik": apik,
-            "block_geoid": ablock_g,
+            "pik": a["apik"],
+            "block_geoid": a["ablock_g"],
             "putative": put,
             "pass": how,
             "in_truth": has_truth,  # the person behind the pik lives in this block
@@ -551,26 +649,25 @@ def reidentify(
             "uniques": uniques,
             "certified_nonmodal": cert & nonmodal,
             "certified_uniques": cert & nonmodal & uniques,
-            "putative_truth": put_truth,
-            "putative_rvr": rvr_put,
+            "putative_truth": a["put_truth"],
+            "putative_rvr": a["rvr_put"],
             **{f"confirmed_{s}": conf[s] for s in SOURCES},
             "expected_prg": expected_prg,
             "expected_prg_original": expected_prg_original,
         }
     )
-    francis = francis_majority(geoids, counts, true_counts, truth, francis_threshold)
     meta = {
-        "attacker": preset,
+        "attacker": ts.preset,
         "seed": seed,
         "francis_threshold": francis_threshold,
-        "rvr_share": share,
+        "rvr_share": ts.share,
         "mdg_rules": {
-            f"rule{k}": int((mdg_rule[np.unique(pb[put])] == k).sum()) for k in (1, 2, 3, 4)
+            f"rule{k}": int((ts.mdg_rule[np.unique(pb[put])] == k).sum()) for k in (1, 2, 3, 4)
         },
         "tie_breaking": "seeded uniform draws on both sides within each match key",
         "certified_blocks": int(certified_b.sum()),
     }
-    return ReidResult(records, rep, francis, meta)
+    return ReidResult(records, ts.report, ts.francis, meta)
 
 
 def _prg(cum: np.ndarray, block: np.ndarray, draw: np.ndarray) -> np.ndarray:

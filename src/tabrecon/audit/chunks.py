@@ -169,6 +169,8 @@ class ChunkRunner:
         self.log, self.progress, self.on_stage = log, progress, on_stage
         self.seed = cfg.run.seed + 1_000_003 * chunk.index
         self._cpu0, self._lent = 0.0, 0.0
+        #: reidentification's truth side made ahead, with its wall and CPU seconds
+        self._ahead: tuple[Any, float, float] | None = None
 
     def done(self, stage: str) -> dict | None:
         f = self.dir / f"{stage.replace(':', '_')}.done.json"
@@ -404,6 +406,27 @@ class ChunkRunner:
         }
         return run.persons, self.mark(stage, t0, info, path)
 
+    def prepare_reidentify(self, md, ts) -> None:
+        """Reidentification's truth side (:func:`tabrecon.attacks.reidentify.truth_side`: the
+        attacker's data, the baselines, the truth's own linkage), made ahead while the workers
+        reconstruct; kept with its time for :meth:`reidentify`. Not when the stage is already
+        done; a failure here is left for the stage to meet and report in its place."""
+        from ..attacks.reidentify import truth_side
+
+        if self.done("reidentify") is not None:
+            return
+        t0, c0 = time.perf_counter(), tree_cpu()
+        r = self.cfg.reidentify
+        try:
+            made = truth_side(
+                md, r.attacker, ts, seed=self.seed, francis_threshold=r.francis_threshold
+            )
+        except Exception:  # (made again by the stage, which raises it there)
+            return
+        cpu = tree_cpu() - c0
+        self._lent += cpu  # spent inside the stage running now, not by it
+        self._ahead = (made, time.perf_counter() - t0, cpu)
+
     def reidentify(self, recon, md, ts, blocks):
         from dataclasses import asdict
 
@@ -416,8 +439,16 @@ class ChunkRunner:
             return hit
         t0 = self.start()
         r = self.cfg.reidentify
+        ahead, self._ahead = self._ahead, None
         res = reidentify(
-            recon, md, r.attacker, ts, blocks, seed=self.seed, francis_threshold=r.francis_threshold
+            recon,
+            md,
+            r.attacker,
+            ts,
+            blocks,
+            seed=self.seed,
+            francis_threshold=r.francis_threshold,
+            prepared=ahead[0] if ahead else None,
         )
         rates = res.rates(by_bin=True).select(
             "group", "bin", "source", "attacker_records", "putative", "confirmed"
@@ -441,7 +472,10 @@ class ChunkRunner:
             "recon_certified_unique": int((flags["certified"] & (flags["bsab_unique"] == 1)).sum()),
         }
         write_parquet(rates, path)
-        return rates, self.mark(stage, t0, info, path, hist_path)
+        spent = None
+        if ahead:  # its truth side was made while the workers reconstructed: counted here
+            spent = (time.perf_counter() - t0 + ahead[1], tree_cpu() - self._cpu0 + ahead[2])
+        return rates, self.mark(stage, t0, info, path, hist_path, spent=spent)
 
     def defense(self, md, spec: str) -> DefenseOutcome:
         """Protect this chunk with ``spec`` and attack the release (:func:`evaluate_defense`);
@@ -597,8 +631,10 @@ def run_chunk(
     finished: list[dict] = []
 
     def meanwhile() -> None:
-        if finish_tables is not None and not finished:
-            finished.append(finish_tables())
+        if not finished:
+            finished.append(finish_tables() if finish_tables is not None else {})
+            if md is not None:  # and reidentification's part that needs no reconstruction
+                cr.prepare_reidentify(md, ts)
 
     recons = {}
     for lv in cfg.reconstruct.levels:
@@ -610,7 +646,7 @@ def run_chunk(
             out.agree[lv] = pl.read_parquet(cr.dir / f"agree_{lv.replace('+', '_')}.parquet")
             out.resolution[lv] = rinfo.get("agree_resolution", "")
     meanwhile()
-    tinfo = finished[0] if finished else cr.done("tabulate") or {}
+    tinfo = finished[0] or cr.done("tabulate") or {}
     for k in ("table_values", "identity_checks", "identity_violations", "tracts", "blocks"):
         facts[k] += tinfo[k]
     facts["inhabited_blocks"] += tinfo.get("inhabited_blocks", 0)
