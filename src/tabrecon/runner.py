@@ -116,7 +116,11 @@ def _warm(client: Any) -> None:
     that cannot import them fails the units themselves with the message."""
     from distributed import fire_and_forget
 
-    for w in client.scheduler_info(n_workers=-1)["workers"]:
+    try:  # every worker: distributed 2025.4 and later list 5 unless asked for all
+        info = client.scheduler_info(n_workers=-1)
+    except TypeError:  # (older releases list all and take no n_workers)
+        info = client.scheduler_info()
+    for w in info["workers"]:
         fire_and_forget(client.submit(_warm_up, WARM_MODULES, workers=[w], pure=False))
 
 
