@@ -67,7 +67,9 @@ def knows_claims(code: Path | None) -> bool:
     """Whether the code in ``code`` (a checkout's ``src``; None: this code) has the audit's
     verified-claims stage (b9ca80c, after the issue-40 baseline 2efe309)."""
     root = code if code is not None else Path(__file__).resolve().parents[1] / "src"
-    return "class ClaimsConfig" in (root / "tabrecon" / "config.py").read_text()
+    # (the configuration moved to audit/config.py in 36c4e5c)
+    files = [root / "tabrecon" / "config.py", root / "tabrecon" / "audit" / "config.py"]
+    return any(f.exists() and "class ClaimsConfig" in f.read_text() for f in files)
 
 
 def state(d: Path, persons: int, counties: int) -> tuple[Path, int]:
