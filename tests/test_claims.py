@@ -18,13 +18,9 @@ from tabrecon.tables.persons import tabulate
 
 
 def truth_counts(truth: Microdata, claims: pl.DataFrame) -> np.ndarray:
-    """The number of truth records of each claim's block that match its assignment (vectorised by
-    subset)."""
-    attrs = C.type_attrs(binned_type(truth.types))
-    digits = np.stack(
-        [(claims["code"].to_numpy() // C._PLACE[i]) % C._RADIX[i] for i in range(9)], axis=1
-    )
-    mask = (digits > 0) @ (1 << np.arange(9))
+    """The number of truth records of each claim's block that match it (vectorised by column
+    subset), counted from the truth's own binned types."""
+    binned = binned_type(truth.types)
     out = np.zeros(claims.height, dtype=np.int64)
     index = pl.DataFrame(
         {"block_geoid": truth.geoids.astype(str), "bi": np.arange(len(truth.geoids))}
@@ -35,12 +31,13 @@ def truth_counts(truth: Microdata, claims: pl.DataFrame) -> np.ndarray:
         .fill_null(-1)
         .to_numpy()
     )
-    for mk in np.unique(mask):
-        subset = tuple(i for i in range(9) if mk >> i & 1)
-        tkey = truth.block.astype(np.int64) * C._SPAN + C.claim_codes(attrs, subset)
+    span = np.int64(1 << 20)  # above any key on the person claim columns (2 * 38 * 2**7)
+    for names in claims["columns"].unique().to_list():
+        cols = tuple(C.COLUMNS.index(n) for n in names.split(","))
+        tkey = truth.block.astype(np.int64) * span + C.person_keys(binned, cols)
         u, cnt = np.unique(tkey, return_counts=True)
-        sel = np.flatnonzero(mask == mk)
-        ckey = cblock[sel] * C._SPAN + claims["code"].to_numpy()[sel]
+        sel = np.flatnonzero(claims["columns"].to_numpy() == names)
+        ckey = cblock[sel] * span + claims["key"].to_numpy()[sel]
         pos = np.minimum(np.searchsorted(u, ckey), u.size - 1)
         out[sel] = np.where((u[pos] == ckey) & (cblock[sel] >= 0), cnt[pos], 0)
     return out
@@ -81,7 +78,10 @@ def test_varying_block_claims_are_verified_by_proof_and_true(two_solution_block)
     # every verified claim is true in the truth (and in the other solution)
     assert (truth_counts(md, claims) == claims["m"].to_numpy()).all()
     v = claims.filter(pl.col("block_geoid") == "990010001001001")
-    texts = {C.describe_claim(int(c), int(m)) for c, m in zip(v["code"], v["m"], strict=True)}
+    texts = {
+        C.describe_claim(tuple(C.COLUMNS.index(n) for n in c.split(",")), key, m)
+        for c, key, m in v.select("columns", "key", "m").iter_rows()
+    }
     # "exactly 1 person: male, age 30-34, white" is false in the other solution (white+aian aged
     # 30-34)
     # but "exactly 2 persons: male, white, not hispanic" holds in both
@@ -161,11 +161,11 @@ def test_a_tract_whose_diverse_solves_all_time_out_still_verifies_the_same_claim
     tables?"."""
     md = two_solution_block
     done = run_claims(md, "block", k=20)
-    want = done[3][0][2].sort("block_geoid", "code", "m")
+    want = done[3][0][2].sort("block_geoid", "columns", "key", "m")
     monkeypatch.setattr(C, "_diverse_solutions", lambda *a, **k: ([], False))
     res, _, claims = run_claims(md, "block", k=20, done=done[:3])[3][0]
     assert res.status == "ok" and res.solutions == 1, res.message
-    assert claims.sort("block_geoid", "code", "m").equals(want)
+    assert claims.sort("block_geoid", "columns", "key", "m").equals(want)
 
 
 def test_diverse_solutions_say_when_the_program_is_infeasible():
@@ -195,3 +195,45 @@ def test_claims_in_the_engines_tract_programs_are_true_of_the_truth(small_md, le
     found = pl.concat([c for _, _, c in out if c is not None])
     assert sum(r.verified_varying for r, _, _ in out) > 0
     assert (truth_counts(small_md, found) == found["m"].to_numpy()).all()
+
+
+def test_person_claim_columns_are_the_nine_of_liu_et_al():
+    """The person schema declares its claim columns (sex, agebin38, Hispanic origin, six race
+    flags); every type's values equal the direct formulas."""
+    from tabrecon.schema import AGEBIN_OF_AGE, N_TYPES, PERSONS, RACE_BITS, decode_types
+
+    t = np.arange(N_TYPES)
+    sex, age, race, hisp = decode_types(t)
+    flags = (RACE_BITS[race - 1][:, None] >> np.arange(6)) & 1
+    want = np.column_stack([sex, AGEBIN_OF_AGE[age], hisp, flags])
+    assert C.COLUMNS == (
+        "sex",
+        "agebin",
+        "hispanic",
+        "white",
+        "black",
+        "aian",
+        "asian",
+        "nhpi",
+        "sor",
+    )
+    assert (PERSONS.claim_values(t) == want).all()
+
+
+def test_a_claim_that_repeats_a_block_cell_by_other_columns_is_trivial():
+    """ "Not black, not AIAN, not Asian, not NHPI, not some other race" counts exactly the
+    persons of "White alone" (P3, P8, P12A's total): trivial, though no column says white. The
+    person path recognised only the race columns all set or one race included, and claimed
+    such claims as findings (207 distinct predicates on the sample's tracts)."""
+    from tabrecon.attacks import unit_claims as U
+    from tabrecon.schema import PERSONS
+    from tabrecon.tables.spec import compiled
+
+    names = C.block_tables()
+    cols = tuple(C.COLUMNS.index(n) for n in ("black", "aian", "asian", "nhpi", "sor"))
+    cells = compiled(PERSONS, names)[0]
+    trivial = U._trivial_cells(PERSONS, names, cols)
+    assert {cells[c].id for c in trivial[0]} == {"P0030002", "P0080003", "P012A001"}
+    assert C.describe_claim(cols, 0, 2) == (
+        "exactly 2 persons: not black, not aian, not asian, not nhpi, not sor"
+    )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -365,7 +366,7 @@ def test_candidates_proven_together_are_those_proven_one_by_one(relax_after, row
     import numpy as np
     import scipy.sparse as sp
 
-    from tabrecon.attacks.unit_claims import _forms, claim_keys
+    from tabrecon.attacks.unit_claims import claim_keys
     from tabrecon.engine.model import block_program, block_tables
     from tabrecon.engine.solvers import (
         Extensible,
@@ -383,10 +384,10 @@ def test_candidates_proven_together_are_those_proven_one_by_one(relax_after, row
     b = list(geoids).index(blocks[0])
     prog, adm = block_program(W, V[b], W.tocsc())
     x0 = solve(prog, SolverOptions(backend="cpsat")).x
-    codes = S.decode(S.feasible_types()[adm])
+    types = S.feasible_types()[adm]
     cands = []
     for cols in ((0, 2), (2, 8), (3, 9)):
-        key = claim_keys(codes, S, cols)
+        key = claim_keys(types, S, cols)
         for g in np.unique(key):
             members = np.flatnonzero(key == g)
             if x0[members].sum() >= 1:
@@ -401,7 +402,12 @@ def test_candidates_proven_together_are_those_proven_one_by_one(relax_after, row
         "kept-lp": Extensible(full, cpsat, lp=kept),
     }[rows]
     base = Extensible(prog, cpsat)  # the one-by-one proofs: every row
-    C, ms = _forms(cands, prog.n_vars), np.array([c[2] for c in cands])
+    rows_, cols_ = zip(*[(np.full(c[3].size, i), c[3]) for i, c in enumerate(cands)], strict=True)
+    C = sp.csr_matrix(
+        (np.ones(sum(r.size for r in rows_)), (np.concatenate(rows_), np.concatenate(cols_))),
+        shape=(len(cands), prog.n_vars),
+    )
+    ms = np.array([c[2] for c in cands])
     proof = prove_forms(given, C, ms, [x0], relax_after=relax_after)
     together = proof.verified
     alone = []
@@ -443,3 +449,91 @@ def test_joint_proofs_leave_the_programs_solver_as_it_was(backend):
     assert prove_forms(e, C, np.array([2, 1, 0])).verified.tolist() == [True, False, False]
     none = sp.csr_matrix((0, 3), dtype=np.int64)
     assert e.solve(0, np.zeros(0, np.int64), none, np.zeros(0), np.zeros(0)).backend == backend
+
+
+@dataclass(frozen=True)
+class _Even:
+    """A claim column derived from attribute 0: whether its position is even."""
+
+    def __call__(self, pos):
+        return 1 - pos[:, 0] % 2
+
+
+def _toy_schema():
+    from tabrecon.schema.spec import Attribute, AttributePosition, ClaimColumn, Schema
+
+    a = Attribute("a", ((0, "x"), (1, "y"), (2, "z")))
+    b = Attribute("b", ((0, "no"), (1, "yes")))
+    on = (
+        ClaimColumn("a", a.labels, AttributePosition(0)),
+        ClaimColumn("b", b.labels, AttributePosition(1)),
+        ClaimColumn("even", ("odd", "even"), _Even()),
+    )
+    return Schema("toy_claims", "thing", (a, b), claim_on=on)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.integers(1, 4).flatmap(
+        lambda n_sol: st.tuples(
+            st.just(n_sol),
+            st.lists(
+                st.tuples(
+                    st.integers(0, 2),
+                    st.integers(0, 5),
+                    st.lists(st.integers(0, 2), min_size=n_sol, max_size=n_sol),
+                ),
+                min_size=1,
+                max_size=12,
+            ),
+        )
+    )
+)
+def test_candidates_are_every_claim_stable_across_the_solutions(case):
+    """:func:`~tabrecon.attacks.unit_claims.candidates` (keys of several groups at once, claim
+    columns declared, one derived) against enumeration: every (group, columns, values) whose
+    count is the same m >= 1 in every solution, with every key of its group it counts."""
+    import itertools
+
+    import numpy as np
+
+    from tabrecon.attacks.unit_claims import candidates
+
+    n_sol, keys = case
+    S = _toy_schema()
+    group = np.array([g for g, _, _ in keys])
+    types = np.array([t for _, t, _ in keys])
+    X = np.array([x for _, _, x in keys]).T.reshape(n_sol, len(keys))
+    values = S.claim_values(types)
+    got = candidates(S, (), (1, 2, 3), X, values, group)
+    found = {
+        (
+            int(got.group[i]),
+            got.cols(i),
+            int(got.key[i]),
+            int(got.m[i]),
+            tuple(got.members.indices[got.members.indptr[i] : got.members.indptr[i + 1]].tolist()),
+        )
+        for i in range(got.key.size)
+    }
+    sizes = [c.size for c in S.claim_columns]
+    want = set()
+    for g in np.unique(group).tolist():
+        for k in (1, 2, 3):
+            for cols in itertools.combinations(range(3), k):
+                for v in itertools.product(*(range(sizes[c]) for c in cols)):
+                    hit = (group == g) & (values[:, cols] == v).all(axis=1)
+                    counts = X[:, hit].sum(axis=1)
+                    if counts[0] >= 1 and (counts == counts[0]).all():
+                        key = 0
+                        for c, x in zip(cols, v, strict=True):
+                            key = key * sizes[c] + x
+                        want.add(
+                            (g, cols, key, int(counts[0]), tuple(np.flatnonzero(hit).tolist()))
+                        )
+    assert found == want
+    # by k, then subset, then group and key
+    order = list(
+        zip(got.k.tolist(), got.subset.tolist(), got.group.tolist(), got.key.tolist(), strict=True)
+    )
+    assert order == sorted(order)

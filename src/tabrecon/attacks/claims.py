@@ -1,10 +1,14 @@
 """Verified claims (Liu, Xiao, Thaker, Smith, Wu 2025, "Generate-then-Verify") about persons in a
-block.
+tract's blocks, proven in the tract's count program at either level.
 
 A claim R(a, m) says: exactly m records of the block match the partial assignment a over a subset of
-the nine columns (sex, agebin38, hispanic, white, black, aian, asian, nhpi, sor); k = the number of
-columns a sets. It is *verified* when every population consistent with the published tables makes it
-true; a *singleton* claim (m = 1) singles one person out.
+the person schema's claim columns (sex, agebin38, hispanic and the six race flags, declared by
+:func:`tabrecon.schema.person_claim_columns`); k = the number of columns a sets. It is *verified*
+when every population consistent with the published tables makes it true; a *singleton* claim
+(m = 1) singles one person out. Candidates and trivial claims are found as for any schema
+(:func:`tabrecon.attacks.unit_claims.candidates`); what is the persons' own here is the tract
+program (block variables over age classes, the tract's over single years) and the per-record
+coverage with its baselines.
 
 * **Certified blocks** (solvar 0, :func:`tabrecon.certify`): the block's binned histogram is
   the same in every consistent population, so every claim read off the reconstruction is verified by
@@ -17,17 +21,17 @@ true; a *singleton* claim (m = 1) singles one person out.
   infeasible verifies them all, a solution refutes the ones it breaks and the proof repeats on the
   rest. A time-out leaves the remaining candidates unverified (never claimed).
 
-Claims whose predicate is one published block cell (e.g. "male, age 30-34" = P12) are dropped as
-trivial. Each verified claim gets its baseline probability P(count = m) under Binomial(N_block, p),
-p the share of matching records in the tract (and in the state) of the reconstruction -- the prior
-of Liu et al. With the tract/state histograms known to the attacker only through the tables, the
-reconstruction's shares are what the attacker has.
+Claims that count exactly the persons one published block cell counts are dropped as trivial
+(e.g. "male, age 30-34", a P12 cell; "not black, not aian, not asian, not nhpi, not sor", which is
+"White alone"). Each verified claim gets its baseline probability P(count = m) under
+Binomial(N_block, p), p the share of matching records in the tract (and in the state) of the
+reconstruction -- the prior of Liu et al. With the tract/state histograms known to the attacker
+only through the tables, the reconstruction's shares are what the attacker has.
 """
 
 from __future__ import annotations
 
 import functools
-import itertools
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -41,34 +45,26 @@ from ..errors import TabreconError
 from ..geo import overlap
 from ..io import write_csv, write_json, write_parquet, write_text
 from ..provenance import run_fingerprint
-from ..schema import (
-    AGEBIN38,
-    AGEBIN_OF_AGE,
-    N_AGES,
-    N_TYPES,
-    PERSONS,
-    RACE_BITS,
-    RACES,
-    Microdata,
-    age_classes,
-    age_label,
-    decode_types,
-)
-from ..tables.persons import MISSING, TableSet, all_cells, cell_attrs, cell_positions
+from ..schema import AGEBIN38, N_AGES, N_TYPES, PERSONS, Microdata, age_classes, age_label
+from ..tables.persons import MISSING, TableSet, cell_attrs, cell_positions
 from ..vocab import Level
 from .certify import UNIQUE, binned_type
-from .unit_claims import one_of_n
+from .unit_claims import Candidates, candidates, claim_keys, one_of_n
 
-COLUMNS: tuple[str, ...] = ("sex", "agebin", "hispanic", *RACES)
-_RADIX = np.array([3, 39, 3, 3, 3, 3, 3, 3, 3], dtype=np.int64)  # value + 1 per column (0 = unset)
-_PLACE = np.concatenate([[1], np.cumprod(_RADIX)[:-1]]).astype(np.int64)
-_SPAN = int(np.prod(_RADIX))
-#: The 511 non-empty column subsets, by size.
-SUBSETS: tuple[tuple[int, ...], ...] = tuple(
-    s for k in range(1, len(COLUMNS) + 1) for s in itertools.combinations(range(len(COLUMNS)), k)
-)
+#: The columns person claims are stated over (:func:`tabrecon.schema.person_claim_columns`)
+COLUMNS: tuple[str, ...] = tuple(c.name for c in PERSONS.claim_columns)
 K_MAX = len(COLUMNS)
+K_ALL = tuple(range(1, K_MAX + 1))
 BASELINE_BINS = 100  # histogram resolution of baseline probabilities (medians to 0.01)
+
+
+@functools.cache
+def block_tables() -> tuple[str, ...]:
+    """The person block tables (:func:`~tabrecon.populations.persons.person_tables`): a claim
+    that counts exactly the persons one of their cells counts is trivial."""
+    from ..populations.persons import person_tables
+
+    return tuple(t.name for t in person_tables() if t.level == "block")
 
 
 def _cell_ranges(cells: np.ndarray) -> list[tuple[int, int]]:
@@ -100,27 +96,19 @@ def class_end(starts: np.ndarray) -> np.ndarray:
     return (starts + width[starts] - 1).astype(np.int16)
 
 
-def type_attrs(t: np.ndarray) -> np.ndarray:
-    """(n, 9) column values of types: sex, agebin38 index, hispanic, six race flags."""
-    sex, age, race, hisp = decode_types(t)
-    flags = (RACE_BITS[race - 1][:, None] >> np.arange(6)) & 1
-    return np.column_stack([sex, AGEBIN_OF_AGE[age], hisp, flags]).astype(np.int64)
+def person_keys(types: np.ndarray, cols: tuple[int, ...]) -> np.ndarray:
+    """Each person type's key on the claim columns ``cols``."""
+    return claim_keys(types, PERSONS, cols)
 
 
-def claim_codes(attrs: np.ndarray, subset: tuple[int, ...]) -> np.ndarray:
-    """Code of the partial assignment that ``attrs`` rows take on the columns of ``subset``."""
-    cols = np.array(subset)
-    return ((attrs[:, cols] + 1) * _PLACE[cols]).sum(axis=1)
-
-
-def decode_claim(code: int) -> dict[str, int]:
-    """Column -> value of a claim code (only the columns it sets)."""
+def decode_claim(cols: tuple[int, ...], key: int) -> dict[str, int]:
+    """Column -> value of a claim (only the columns it sets)."""
     out = {}
-    for i, name in enumerate(COLUMNS):
-        v = (code // _PLACE[i]) % _RADIX[i]
-        if v:
-            out[name] = int(v - 1)
-    return out
+    for i in reversed(cols):
+        size = PERSONS.claim_columns[i].size
+        out[COLUMNS[i]] = key % size
+        key //= size
+    return {COLUMNS[i]: out[COLUMNS[i]] for i in cols}
 
 
 def claim_age_range(v: int, ends: np.ndarray | None = None) -> tuple[int, int]:
@@ -132,154 +120,47 @@ def claim_age_range(v: int, ends: np.ndarray | None = None) -> tuple[int, int]:
     return (lo, hi) if ends is None else (lo, max(hi, int(ends[lo])))
 
 
-def describe_claim(code: int, m: int | None = None, ends: np.ndarray | None = None) -> str:
-    """Plain words for a claim, e.g. ``exactly 1 person: female, age 25-29, black, Hispanic``.
-
-    ``ends`` (last age of each age's class) makes the age read as what the tables determine."""
+def describe_claim(
+    cols: tuple[int, ...], key: int, m: int | None = None, ends: np.ndarray | None = None
+) -> str:
+    """Plain words for a claim, e.g. ``exactly 1 person: female, age 25-29, black, Hispanic``:
+    each column's label (:func:`tabrecon.schema.person_claim_columns`). ``ends`` (last age of
+    each age's class) makes the age read as what the tables determine."""
     parts = []
-    for k, v in decode_claim(code).items():
-        if k == "sex":
-            parts.append("male" if v == 0 else "female")
-        elif k == "agebin":
+    for name, v in decode_claim(cols, key).items():
+        if name == "agebin" and ends is not None:
             lo, hi = claim_age_range(v, ends)
             parts.append(age_label(lo, hi) if lo == 0 and hi == 110 else f"age {age_label(lo, hi)}")
-        elif k == "hispanic":
-            parts.append("Hispanic" if v else "not Hispanic")
         else:
-            parts.append(k if v else f"not {k}")
+            parts.append(PERSONS.claim_columns[COLUMNS.index(name)].labels[v])
     text = ", ".join(parts)
     if m is None:
         return text
     return f"exactly {m} person{'s' if m != 1 else ''}: {text}"
 
 
-@functools.lru_cache(maxsize=1)
-def _cell_signatures() -> frozenset[tuple]:
-    return frozenset(
-        (c.sex, c.age_min, c.age_max, c.race, c.hispanic)
-        for c in all_cells()
-        if c.level == "block" and c.measure == "persons"
-    )
-
-
-@functools.cache
-def is_trivial(code: int) -> bool:
-    """True when the claim's predicate is exactly one published block cell's (readable off a
-    table)."""
-    a = decode_claim(code)
-    sex = {None: "any", 0: "male", 1: "female"}[a.get("sex")]
-    lo, hi = AGEBIN38[a["agebin"]] if "agebin" in a else (0, 110)
-    hisp = {None: "any", 0: "0", 1: "1"}[a.get("hispanic")]
-    flags = {r: a[r] for r in RACES if r in a}
-    if not flags:
-        race = "any"
-    elif len(flags) == 6:
-        on = [r for r in RACES if flags[r]]
-        if not on:
-            return False
-        race = "exactly:" + "+".join(on)
-    elif len(flags) == 1 and next(iter(flags.values())) == 1:
-        race = f"includes:{next(iter(flags))}"
-    else:
-        return False
-    return (sex, lo, hi, race, hisp) in _cell_signatures()
-
-
-def _trivial_mask(codes: np.ndarray) -> np.ndarray:
-    u, inv = np.unique(codes, return_inverse=True)
-    return np.array([is_trivial(int(c)) for c in u], dtype=bool)[inv]
-
-
 class Prior:
     """Shares of every partial assignment in a population, from its histogram of binned types."""
 
     def __init__(self, types: np.ndarray, counts: np.ndarray) -> None:
-        self.attrs = type_attrs(types)
+        self.types = types
         self.counts = counts.astype(np.float64)
         self.total = float(counts.sum())
         self._cache: dict[tuple[int, ...], tuple[np.ndarray, np.ndarray]] = {}
 
-    def share(self, subset: tuple[int, ...], codes: np.ndarray) -> np.ndarray:
-        if subset not in self._cache:
-            u, inv = np.unique(claim_codes(self.attrs, subset), return_inverse=True)
-            self._cache[subset] = (u, np.bincount(inv, weights=self.counts, minlength=u.size))
-        u, w = self._cache[subset]
+    def share(self, cols: tuple[int, ...], keys: np.ndarray) -> np.ndarray:
+        if cols not in self._cache:
+            u, inv = np.unique(person_keys(self.types, cols), return_inverse=True)
+            self._cache[cols] = (u, np.bincount(inv, weights=self.counts, minlength=u.size))
+        u, w = self._cache[cols]
         if not u.size or not self.total:
-            return np.zeros(codes.size)
-        pos = np.minimum(np.searchsorted(u, codes), u.size - 1)
-        return np.where(u[pos] == codes, w[pos], 0.0) / self.total
+            return np.zeros(keys.size)
+        pos = np.minimum(np.searchsorted(u, keys), u.size - 1)
+        return np.where(u[pos] == keys, w[pos], 0.0) / self.total
 
 
 def _histogram(md: Microdata) -> tuple[np.ndarray, np.ndarray]:
     return np.unique(binned_type(md.types), return_counts=True)
-
-
-# --------------------------------------------------------------------------------------------------
-# Generate: candidate claims from several solutions over one set of keys
-# --------------------------------------------------------------------------------------------------
-@dataclass
-class _Claims:
-    """Claims stable across solutions over a set of keys (block, binned type): one row per claim."""
-
-    block: np.ndarray  # index of the claim's block
-    k: np.ndarray
-    code: np.ndarray
-    m: np.ndarray
-    subset: np.ndarray  # index into SUBSETS
-    first_key: np.ndarray  # position (in the keys given) of the first key the claim counts
-    keys: sp.csr_matrix | None = None  # claims x keys incidence, when asked for
-
-
-def _stable_claims(
-    key_block: np.ndarray, attrs: np.ndarray, Y: np.ndarray, incidence: bool = False
-) -> _Claims:
-    """Non-trivial claims with m >= 1 whose count is the same in every row of ``Y`` (solutions x
-    keys)."""
-    nk = key_block.size
-    cols: dict[str, list[np.ndarray]] = {
-        n: [] for n in ("block", "k", "code", "m", "subset", "first")
-    }
-    inc = []
-    for si, subset in enumerate(SUBSETS):
-        code = claim_codes(attrs, subset)
-        u, first_key, inv = np.unique(
-            key_block * _SPAN + code, return_index=True, return_inverse=True
-        )
-        first = np.bincount(inv, weights=Y[0], minlength=u.size).astype(np.int64)
-        keep = first >= 1
-        M = None
-        if Y.shape[0] > 1 or incidence:
-            M = sp.csr_matrix((np.ones(nk), (np.arange(nk), inv)), shape=(nk, u.size))
-        if Y.shape[0] > 1:
-            assert M is not None
-            cnt = np.rint(np.asarray((M.T @ Y.T).T)).astype(np.int64)
-            keep &= (cnt == first).all(axis=0)
-        j = np.flatnonzero(keep)
-        j = j[~_trivial_mask(u[j] % _SPAN)]
-        if not j.size:
-            continue
-        cols["block"].append(u[j] // _SPAN)
-        cols["k"].append(np.full(j.size, len(subset)))
-        cols["code"].append(u[j] % _SPAN)
-        cols["m"].append(first[j])
-        cols["subset"].append(np.full(j.size, si))
-        cols["first"].append(first_key[j])
-        if incidence:
-            assert M is not None
-            inc.append(M[:, j].T.tocsr())
-    if not cols["code"]:
-        z = np.zeros(0, dtype=np.int64)
-        return _Claims(z, z, z, z, z, z, sp.csr_matrix((0, nk)) if incidence else None)
-    c = {n: np.concatenate(v) for n, v in cols.items()}
-    return _Claims(
-        c["block"],
-        c["k"],
-        c["code"],
-        c["m"],
-        c["subset"],
-        c["first"],
-        sp.vstack(inc).tocsr() if incidence else None,
-    )
 
 
 def _row_argmax(M: sp.csr_matrix) -> np.ndarray:
@@ -410,20 +291,22 @@ def tract_claims(
     rkey = recon.block.astype(np.int64) * N_TYPES + binned_type(recon.types)
     keys, rinv, y0 = np.unique(rkey, return_inverse=True, return_counts=True)
     key_block = keys // N_TYPES
-    attrs = type_attrs(keys % N_TYPES)
+    values = PERSONS.claim_values(keys % N_TYPES)
     cert = np.array([status.get(str(g)) == UNIQUE for g in geoids], dtype=bool)
     pop = np.bincount(recon.block, minlength=len(geoids)).astype(np.int64)
     res = TractClaims(tract, "ok", len(geoids), int(cert.sum()), int((~cert & (pop > 0)).sum()))
     ttypes, tcounts = _histogram(recon)
     tract_prior = Prior(ttypes, tcounts)
 
-    # certified blocks: every claim of the reconstruction is verified
+    # certified blocks: every claim of the reconstruction is verified; each claim's first key
+    # (a singleton's one key: every key here has a record) is the record it singles out
     ck = np.flatnonzero(cert[key_block])
-    parts: list[tuple[_Claims, np.ndarray]] = []
+    parts: list[tuple[Candidates, np.ndarray, np.ndarray]] = []
+    names = block_tables()
     if ck.size:
-        cl = _stable_claims(key_block[ck], attrs[ck], y0[ck][None, :].astype(np.float64))
-        cl.first_key = ck[cl.first_key]  # a singleton's one key (every key here has a record)
-        parts.append((cl, np.ones(cl.code.size, dtype=bool)))
+        cl = candidates(PERSONS, names, K_ALL, y0[ck][None, :], values[ck], key_block[ck])
+        first = ck[cl.members.indices[cl.members.indptr[:-1]]]
+        parts.append((cl, np.ones(cl.key.size, dtype=bool), first))
     # blocks that can differ: generate from K solutions, then verify
     vblocks = np.flatnonzero(~cert & (pop > 0))
     if vblocks.size:
@@ -485,21 +368,15 @@ def tract_claims(
         res.solutions = 1 + len(sols)
         vkeys = np.flatnonzero(np.isin(all_keys // N_TYPES, vblocks))
         Y = np.vstack([y_all[vkeys]] + [(G @ s)[vkeys] for s in sols]).astype(np.float64)
-        vattrs = np.vstack([attrs, type_attrs(extra_keys % N_TYPES)]) if extra_keys.size else attrs
-        cl = _stable_claims(all_keys[vkeys] // N_TYPES, vattrs[vkeys], Y, incidence=True)
-        res.candidates = int(cl.code.size)
-        if cl.code.size:
-            assert cl.keys is not None  # asked for with incidence=True
+        vvalues = PERSONS.claim_values(all_keys[vkeys] % N_TYPES)
+        cl = candidates(PERSONS, names, K_ALL, Y, vvalues, all_keys[vkeys] // N_TYPES)
+        res.candidates = int(cl.key.size)
+        if cl.key.size:
             # one linear form per distinct (key set); keys are within one block, so is the form
+            M = cl.members
             inc = sp.csr_matrix(
-                (
-                    np.ones(cl.keys.nnz),
-                    (
-                        np.repeat(np.arange(cl.keys.shape[0]), np.diff(cl.keys.indptr)),
-                        vkeys[cl.keys.indices],
-                    ),
-                ),
-                shape=(cl.keys.shape[0], nkeys_all),
+                (M.data.astype(np.float64), vkeys[M.indices], M.indptr),
+                shape=(M.shape[0], nkeys_all),
             )
             sig = [
                 inc.indices[inc.indptr[i] : inc.indptr[i + 1]].tobytes()
@@ -515,39 +392,40 @@ def tract_claims(
             res.verified_varying = int(good.sum())
             # the record a singleton singles out: its one key that the reconstruction holds
             rk = inc[:, : keys.size].multiply(y0[None, :]).tocsr()
-            cl.first_key = _row_argmax(rk)
-            parts.append((cl, good))
+            parts.append((cl, good, _row_argmax(rk)))
     # tally verified claims by k; coverage and baselines for singletons
     cov_k = np.zeros((K_MAX, keys.size), dtype=bool)
     min_k = np.full(keys.size, K_MAX + 1, dtype=np.int64)
-    ex_code = np.zeros(keys.size, dtype=np.int64)
+    ex_subset = np.zeros(keys.size, dtype=np.int64)
+    ex_key = np.zeros(keys.size, dtype=np.int64)
     ex_bt = np.full(keys.size, np.nan)
     ex_bs = np.full(keys.size, np.nan)
     collected = []
-    for cl, ok in parts:
+    for cl, ok, first_key in parts:
         for k in range(1, K_MAX + 1):
             res.claims_k[k - 1] += int((ok & (cl.k == k)).sum())
         single = ok & (cl.m == 1)
-        for si in np.unique(cl.subset[single]):
-            subset = SUBSETS[si]
-            k = len(subset)
+        for si in np.unique(cl.subset[single]).tolist():
+            cols = cl.columns[si]
+            k = len(cols)
             s = np.flatnonzero(single & (cl.subset == si))
             res.singletons_k[k - 1] += s.size
-            key_of = cl.first_key[s]
+            key_of = first_key[s]
             if (key_of < 0).any():  # a verified claim holds in the reconstruction too
                 raise TabreconError(
                     f"tract {tract}: a verified singleton claim matches no reconstructed record"
                 )
-            N = pop[cl.block[s]]
-            bt = one_of_n(N, tract_prior.share(subset, cl.code[s]))
-            bs = one_of_n(N, state_prior.share(subset, cl.code[s]))
+            N = pop[cl.group[s]]
+            bt = one_of_n(N, tract_prior.share(cols, cl.key[s]))
+            bs = one_of_n(N, state_prior.share(cols, cl.key[s]))
             res.base_tract[k - 1] = (np.array(res.base_tract[k - 1]) + _hist(bt)).tolist()
             res.base_state[k - 1] = (np.array(res.base_state[k - 1]) + _hist(bs)).tolist()
             cov_k[k - 1, key_of] = True
             better = k < min_k[key_of]
             kb = key_of[better]
             min_k[kb] = k
-            ex_code[kb] = cl.code[s][better]
+            ex_subset[kb] = si
+            ex_key[kb] = cl.key[s][better]
             ex_bt[kb] = bt[better]
             ex_bs[kb] = bs[better]
         if collect:
@@ -555,9 +433,12 @@ def tract_claims(
             collected.append(
                 pl.DataFrame(
                     {
-                        "block_geoid": geoids[cl.block[v]].astype(str),
+                        "block_geoid": geoids[cl.group[v]].astype(str),
                         "k": cl.k[v],
-                        "code": cl.code[v],
+                        "columns": [
+                            ",".join(COLUMNS[i] for i in cl.columns[j]) for j in cl.subset[v]
+                        ],
+                        "key": cl.key[v],
                         "m": cl.m[v],
                     }
                 )
@@ -568,6 +449,7 @@ def tract_claims(
     res.any_persons = int((min_k <= K_MAX).sum())
     res.any_blocks = int(np.unique(key_block[min_k <= K_MAX]).size)
     rec_k = min_k[rinv]
+    columns = parts[0][0].columns if parts else ()
     persons = pl.DataFrame(
         {
             "block_geoid": recon.block_geoid.astype(str),
@@ -575,8 +457,10 @@ def tract_claims(
             "min_k": pl.Series(np.where(rec_k <= K_MAX, rec_k, 0)).replace(0, None).cast(pl.Int64),
             "claim": pl.Series(
                 [
-                    describe_claim(int(c), 1, ends) if kk <= K_MAX else None
-                    for c, kk in zip(ex_code[rinv], rec_k, strict=True)
+                    describe_claim(columns[si], key, 1, ends) if kk <= K_MAX else None
+                    for si, key, kk in zip(
+                        ex_subset[rinv].tolist(), ex_key[rinv].tolist(), rec_k, strict=True
+                    )
                 ],
                 dtype=pl.String,
             ),

@@ -3,7 +3,8 @@ schema's block tables: claims about individual records that every consistent pop
 true, found even where full reconstruction is far from unique.
 
 A claim R(S, a, m) says that exactly m records of the block take the values ``a`` on the columns
-``S``. For each block:
+``S``: the schema's claim columns (:attr:`~tabrecon.schema.spec.Schema.claim_columns`, its
+attributes unless it declares others, as persons do). For each block:
 
 1. *generate*: K solutions of the block's count program (:func:`block_program`) under random
    objectives, for diversity;
@@ -115,34 +116,33 @@ class UnitClaims:
     first: Mapping[str, np.ndarray] = field(default_factory=dict)
 
 
-def claim_keys(codes: dict[str, np.ndarray], schema: Schema, cols: tuple[int, ...]) -> np.ndarray:
-    """Mixed-radix index of each type's values on the columns ``cols``."""
-    key = np.zeros(next(iter(codes.values())).size, dtype=np.int64)
-    for i in cols:
-        a = schema.attributes[i]
-        key = key * a.size + a.index(codes[a.name])
-    return key
+def claim_keys(types: np.ndarray, schema: Schema, cols: tuple[int, ...]) -> np.ndarray:
+    """Each record type's key on the claim columns ``cols`` (:attr:`Schema.claim_columns`):
+    the mixed-radix number of its values there, the first column most significant."""
+    return _position_keys(schema.claim_values(types), schema, cols)
+
+
+def column_indices(schema: Schema, names: str) -> tuple[int, ...]:
+    """The claim columns (:attr:`Schema.claim_columns`) a claims file's ``columns`` names,
+    comma-separated, as indices."""
+    known = [c.name for c in schema.claim_columns]
+    return tuple(known.index(n) for n in names.split(","))
 
 
 @cache
-def _positions(schema: Schema) -> np.ndarray:
-    """(feasible types x attributes): each feasible type's category position on every attribute
-    (a type index is the mixed-radix number of its positions), computed once per process."""
-    rest = schema.feasible_types().copy()
-    out = np.empty((rest.size, len(schema.attributes)), dtype=np.int64)
-    for i in reversed(range(len(schema.attributes))):
-        size = schema.attributes[i].size
-        out[:, i] = rest % size
-        rest //= size
+def _claim_values(schema: Schema) -> np.ndarray:
+    """(feasible types x claim columns): each feasible type's value on every column claims are
+    stated over (:meth:`Schema.claim_values`), computed once per process."""
+    out = schema.claim_values(schema.feasible_types())
     out.setflags(write=False)
     return out
 
 
 def _position_keys(pos: np.ndarray, schema: Schema, cols: tuple[int, ...]) -> np.ndarray:
-    """:func:`claim_keys` of types given by their positions (rows of :func:`_positions`)."""
+    """:func:`claim_keys` of types given by their claim values (rows of :func:`_claim_values`)."""
     key = np.zeros(pos.shape[0], dtype=np.int64)
     for i in cols:
-        key = key * schema.attributes[i].size + pos[:, i]
+        key = key * schema.claim_columns[i].size + pos[:, i]
     return key
 
 
@@ -168,7 +168,7 @@ def _trivial_cells(
     exactly. Computed once per process and column set: keys and cells matched by their number
     of types and sum of type positions, the few equal signatures compared in full."""
     W = compiled(schema, names)[1]
-    keys = _position_keys(_positions(schema), schema, cols)
+    keys = _position_keys(_claim_values(schema), schema, cols)
     uk, inv, cnt = np.unique(keys, return_inverse=True, return_counts=True)
     span = np.int64(keys.size) ** 2  # above any sum of positions
     ksig = cnt * span + np.bincount(inv, weights=np.arange(keys.size)).astype(np.int64)
@@ -187,15 +187,15 @@ def _trivial_cells(
 
 @dataclass
 class _Subsets:
-    """The column subsets of one size k for a schema and tables, computed once per process:
-    each subset's columns, the radix weights giving a type's key on it (``positions @
+    """The claim-column subsets of one size k for a schema and tables, computed once per
+    process: each subset's columns, the radix weights giving a type's key on it (``values @
     radix[:, s]``, :func:`_position_keys` for every subset at once), the number of keys it can
     take, and its trivial keys (:func:`_trivial_cells`) as they are first asked for."""
 
     schema: Schema
     names: tuple[str, ...]
     cols: tuple[tuple[int, ...], ...]
-    radix: np.ndarray  # attributes x subsets
+    radix: np.ndarray  # claim columns x subsets
     spans: np.ndarray  # subsets: number of keys each can take
     trivial: dict[int, dict[int, tuple[int, ...]]] = field(default_factory=dict)
 
@@ -207,43 +207,107 @@ class _Subsets:
 
 @cache
 def _subsets(schema: Schema, names: tuple[str, ...], k: int) -> _Subsets:
-    cols = tuple(itertools.combinations(range(len(schema.attributes)), k))
-    radix = np.zeros((len(schema.attributes), len(cols)), dtype=np.int64)
+    columns = schema.claim_columns
+    cols = tuple(itertools.combinations(range(len(columns)), k))
+    radix = np.zeros((len(columns), len(cols)), dtype=np.int64)
     spans = np.ones(len(cols), dtype=np.int64)
     for s, c in enumerate(cols):
         for i in reversed(c):
             radix[i, s] = spans[s]
-            spans[s] *= schema.attributes[i].size
+            spans[s] *= columns[i].size
     return _Subsets(schema, names, cols, radix, spans)
 
 
-#: elements (solutions x used types x subsets) counted in one pass of :func:`_candidates`
+#: elements (solutions x used keys x subsets) counted in one pass of :func:`candidates`
 _COUNT_CHUNK = 4_000_000
 
 
-def _candidates(
-    sub: _Subsets, X: np.ndarray, pos: np.ndarray, exact: np.ndarray
-) -> list[tuple[tuple[int, ...], int, int, np.ndarray]]:
-    """Generate-then-Verify's candidates of one k: every (columns, key, m) with m >= 1 records
-    in all the solutions ``X`` (solutions x admissible types, whose positions are ``pos``) that
-    is not a cell published exactly (``exact``) in this block, with the admissible types it
-    counts. Every subset's keys are counted at once, over the types some solution uses (a key
-    no solution uses counts 0): a handful of array operations a block instead of several per
-    column subset (638 subsets for k = 5..10, most of a small block's time). Candidates come
-    in subset order, then by key."""
+@dataclass
+class Candidates:
+    """Generate-then-Verify's candidate claims, one entry each: its group (block), number of
+    columns ``k``, column subset (an index into ``columns``, every subset of the sizes asked in
+    order), key on those columns, count ``m`` (the same in every solution), and ``members``
+    (candidates x keys): the keys it counts."""
+
+    group: np.ndarray
+    k: np.ndarray
+    subset: np.ndarray
+    key: np.ndarray
+    m: np.ndarray
+    members: sp.csr_matrix
+    columns: tuple[tuple[int, ...], ...]
+
+    def cols(self, i: int) -> tuple[int, ...]:
+        """The claim columns of candidate ``i``."""
+        return self.columns[int(self.subset[i])]
+
+
+def candidates(
+    schema: Schema,
+    names: tuple[str, ...],
+    k_values: tuple[int, ...],
+    X: np.ndarray,
+    values: np.ndarray,
+    group: np.ndarray | None = None,
+    exact: np.ndarray | None = None,
+) -> Candidates:
+    """Every claim (columns, key, m) of each group with m >= 1 records in all the solutions
+    ``X`` (solutions x keys: a key is a (group, type) whose claim values are the row of
+    ``values``) that does not repeat a count cell of the tables ``names`` published exactly
+    (``exact``: groups x cells, or None: every cell of every group) -- Generate-then-Verify's
+    candidates, for each k of ``k_values``. Every subset's keys are counted at once, over the
+    keys some solution uses (a key no solution uses counts 0): a handful of array operations
+    instead of several per column subset. Candidates come by k, subset, group, then key; their
+    members are every key of their group with their values (used or not)."""
+    n_keys = X.shape[1]
+    grp = np.zeros(n_keys, np.int64) if group is None else np.asarray(group, np.int64)
+    n_groups = int(grp.max()) + 1 if n_keys else 1
+    subs = [_subsets(schema, names, k) for k in k_values]
+    first = np.cumsum([0] + [len(sub.cols) for sub in subs])
+    columns = tuple(c for sub in subs for c in sub.cols)
+    out: list[tuple] = []
     used = np.flatnonzero(X.any(axis=0))
-    if not used.size:
-        return []
-    Xu = X[:, used].astype(np.float64)
-    n_sol = X.shape[0]
+    if used.size:
+        Xu = X[:, used].astype(np.float64)
+        for sub, k, f in zip(subs, k_values, first.tolist(), strict=False):
+            out += _stable_of(sub, k, f, Xu, values, grp, used, n_groups, exact)
+    if not out:
+        z = np.zeros(0, np.int64)
+        M0 = sp.csr_matrix((0, n_keys), dtype=np.int64)
+        return Candidates(z, z, z, z, z, M0, columns)
+    group_, k_, subset, key_, m_, members, sizes = (
+        np.concatenate([p[i] for p in out]) for i in range(7)
+    )
+    indptr = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    M = sp.csr_matrix((np.ones(members.size, np.int64), members, indptr), (k_.size, n_keys))
+    return Candidates(group_, k_, subset, key_, m_, M, columns)
+
+
+def _stable_of(
+    sub: _Subsets,
+    k: int,
+    first: int,
+    Xu: np.ndarray,
+    values: np.ndarray,
+    grp: np.ndarray,
+    used: np.ndarray,
+    n_groups: int,
+    exact: np.ndarray | None,
+) -> list[tuple]:
+    """:func:`candidates` of one k (its subsets numbered from ``first``): per subset with any,
+    (group, k, subset, key, m, member keys laid end to end, each candidate's number of
+    members)."""
+    n_sol = Xu.shape[0]
     per = max(1, _COUNT_CHUNK // (n_sol * used.size))
-    out: list[tuple[tuple[int, ...], int, int, np.ndarray]] = []
-    full: dict[int, np.ndarray] = {}  # a subset's key of every admissible type
+    vu, gu = values[used], grp[used]
+    out: list[tuple] = []
     for lo in range(0, len(sub.cols), per):
         hi = min(lo + per, len(sub.cols))
-        offset = np.concatenate([[0], np.cumsum(sub.spans[lo:hi])[:-1]])
-        # subset-major: each subset's keys of the used types, shifted past earlier subsets'
-        g = (pos[used] @ sub.radix[:, lo:hi] + offset).T.ravel()
+        spans = sub.spans[lo:hi]
+        width = spans * n_groups  # each subset's keys in every group
+        offset = np.concatenate([[0], np.cumsum(width)[:-1]])
+        # subset-major: each subset's (group, key) of the used keys, past earlier subsets'
+        g = (vu @ sub.radix[:, lo:hi] + gu[:, None] * spans + offset).T.ravel()
         uk, inv = np.unique(g, return_inverse=True)
         rows = np.arange(n_sol)[:, None] * uk.size
         counts = np.rint(
@@ -256,14 +320,29 @@ def _candidates(
         m0 = counts[0]
         stable = np.flatnonzero((m0 >= 1) & (counts == m0).all(axis=0))
         which = np.searchsorted(offset, uk[stable], side="right") - 1
-        for g_, w in zip(stable.tolist(), which.tolist(), strict=True):
-            s = lo + w
-            key = int(uk[g_] - offset[w])
-            if any(exact[c] for c in sub.trivial_keys(s).get(key, ())):
-                continue  # trivial: a cell published exactly counts it
-            if s not in full:
-                full[s] = pos @ sub.radix[:, s]
-            out.append((sub.cols[s], key, int(m0[g_]), np.flatnonzero(full[s] == key)))
+        rem = uk[stable] - offset[which]
+        for w in np.unique(which).tolist():
+            at = np.flatnonzero(which == w)
+            s, span = lo + w, int(spans[w])
+            cg, ck, cm = rem[at] // span, rem[at] % span, m0[stable[at]]
+            trivial = sub.trivial_keys(s)
+            if trivial:
+                drop = np.isin(ck, np.fromiter(trivial, np.int64, len(trivial)))
+                if exact is not None:  # trivial only where one of its cells is exact there
+                    for i in np.flatnonzero(drop):
+                        drop[i] = any(exact[cg[i], c] for c in trivial[int(ck[i])])
+                cg, ck, cm = cg[~drop], ck[~drop], cm[~drop]
+            if not ck.size:
+                continue
+            # members: every key of the group with the claim's values, in key order
+            full = grp * span + values @ sub.radix[:, s]
+            order = np.argsort(full, kind="stable")
+            code = cg * span + ck
+            a = np.searchsorted(full[order], code, side="left")
+            n = np.searchsorted(full[order], code, side="right") - a
+            starts = np.repeat(a - np.concatenate([[0], np.cumsum(n)[:-1]]), n)
+            members = order[starts + np.arange(int(n.sum()))]
+            out.append((cg, np.full(ck.size, k), np.full(ck.size, first + s), ck, cm, members, n))
     return out
 
 
@@ -307,7 +386,7 @@ def generate_then_verify(
     measured = block_statistics(long, schema, names, geoids)  # medians and means: extra rows
     Vhi = V if hi is None else hi
     names = tuple(names)
-    positions = _positions(schema)
+    values = _claim_values(schema)
     Wc, deg = compiled_columns(schema, names)  # once per process
     rng = np.random.default_rng(seed)
     found: list[tuple] = []
@@ -357,36 +436,31 @@ def generate_then_verify(
             witnessed.append(geoid)
         x0 = X[0]
         first[geoid] = np.repeat(feasible[adm[x0 > 0]], x0[x0 > 0])
-        pos = positions[adm]
         pool = list(sols)  # every solution known: the K generated and those refuting candidates
         # every k's candidates proven together: one search where the block's claims all hold
         # (most blocks) instead of one for each k -- 30-50% less proving on blocks of 20-226
         # units, the same verdicts. Fewer solutions than asked (the time ran out generating)
         # would mean more candidates, all to prove: none is tried
         cands = (
-            []
+            None
             if short
-            else [
-                (k, *c)
-                for k in k_values
-                for c in _candidates(_subsets(schema, names, k), X, pos, exact)
-            ]
+            else candidates(schema, names, k_values, X, values[adm], None, exact[None])
         )
         status = ClaimStatus.TIME_LIMIT if short else ClaimStatus.OK
-        n_ver = 0
-        if cands:
+        n_ver = n_cand = 0
+        if cands is not None and cands.key.size:
+            n_cand = cands.key.size
             remaining = None if block_seconds is None else block_seconds - time.perf_counter() + t0
-            ms = np.array([c[3] for c in cands], dtype=np.int64)
-            proof = prove_forms(
-                base, _forms(cands, prog.n_vars), ms, pool, remaining, relax_after=RELAX_AFTER
-            )
+            M = cands.members
+            forms = sp.csr_matrix((M.data, M.indices, M.indptr), shape=(n_cand, prog.n_vars))
+            proof = prove_forms(base, forms, cands.m, pool, remaining, relax_after=RELAX_AFTER)
             if not proof.complete:  # the claims proven before the time ran out stand
                 status = ClaimStatus.TIME_LIMIT
-            for cand, v in zip(cands, proof.verified, strict=True):
-                if v:
-                    n_ver += 1
-                    found.append((geoid, *cand))
-        n_cand = len(cands)
+            for i in np.flatnonzero(proof.verified).tolist():
+                n_ver += 1
+                found.append(
+                    (geoid, int(cands.k[i]), cands.cols(i), int(cands.key[i]), int(cands.m[i]))
+                )
         took = time.perf_counter() - t0
         stats.append(
             (geoid, int(X[0].sum()), int(adm.size), len(sols), n_cand, n_ver, took, status)
@@ -438,39 +512,28 @@ def _generate(
     return sols, short, infeasible
 
 
-def _forms(cands: list[tuple], nv: int) -> sp.csr_matrix:
-    """One row per candidate claim (its last item the types it counts): 1 on those types."""
-    empty = np.zeros(0, dtype=np.int64)
-    rows = np.concatenate([np.full(c[-1].size, i) for i, c in enumerate(cands)] or [empty])
-    cols = np.concatenate([c[-1] for c in cands] or [empty])
-    return sp.csr_matrix(
-        (np.ones(rows.size, dtype=np.int64), (rows.astype(np.int64), cols.astype(np.int64))),
-        shape=(len(cands), nv),
-    )
-
-
 def _values(schema: Schema, cols: tuple[int, ...], key: int, labels: list | None = None) -> str:
-    """``column=label; ...`` of a claim's mixed-radix key (``labels``: each attribute's labels,
-    looked up once by callers formatting many claims)."""
-    labels = labels or [a.labels for a in schema.attributes]
+    """``column=label; ...`` of a claim's mixed-radix key (``labels``: each claim column's
+    labels, looked up once by callers formatting many claims)."""
+    labels = labels or [c.labels for c in schema.claim_columns]
     parts = []
     for i in reversed(cols):
-        att = schema.attributes[i]
-        parts.append(f"{att.name}={labels[i][key % att.size]}")
-        key //= att.size
+        col = schema.claim_columns[i]
+        parts.append(f"{col.name}={labels[i][key % col.size]}")
+        key //= col.size
     return "; ".join(reversed(parts))
 
 
 def _claims_frame(found: list[tuple], schema: Schema, truth: Units | None) -> pl.DataFrame:
     """One row per verified claim: block, k, columns, the values as labels, m, its key and (with
     the truth) how many true records match it (equal to m for every verified claim)."""
-    labels = [a.labels for a in schema.attributes]
+    labels = [c.labels for c in schema.claim_columns]
     names: dict[tuple[int, ...], str] = {}
     text: dict[tuple[tuple[int, ...], int], str] = {}  # the same claims recur block after block
     rows = []
-    for geoid, k, cols, key, m, _members in found:
+    for geoid, k, cols, key, m in found:
         if cols not in names:
-            names[cols] = ",".join(schema.attributes[i].name for i in cols)
+            names[cols] = ",".join(schema.claim_columns[i].name for i in cols)
         if (cols, key) not in text:
             text[cols, key] = _values(schema, cols, key, labels)
         rows.append((geoid, k, names[cols], text[cols, key], m, key))
@@ -494,14 +557,14 @@ def matching_claims(found: list[tuple], schema: Schema, truth: Units) -> list[np
     starts = np.searchsorted(geo_sorted, wanted, side="left")
     ends = np.searchsorted(geo_sorted, wanted, side="right")
     of_block = {g: order[a:b] for g, a, b in zip(wanted.tolist(), starts, ends, strict=True)}
-    decoded: dict[str, dict[str, np.ndarray]] = {}
+    values: dict[str, np.ndarray] = {}
     out = []
-    for geoid, _k, cols, key, _m, _members in found:
+    for geoid, _k, cols, key, _m in found:
         if (geoid, cols) not in tkeys:
             idx = of_block[geoid]
-            if geoid not in decoded:
-                decoded[geoid] = schema.decode(true_types[idx])
-            tkeys[(geoid, cols)] = (idx, claim_keys(decoded[geoid], schema, cols))
+            if geoid not in values:
+                values[geoid] = schema.claim_values(true_types[idx])
+            tkeys[(geoid, cols)] = (idx, _position_keys(values[geoid], schema, cols))
         idx, keys = tkeys[(geoid, cols)]
         out.append(idx[keys == key])
     return out
@@ -522,13 +585,13 @@ def claims_by_k(res: UnitClaims, truth: Units, tract_len: int = 11) -> pl.DataFr
     tract_keys: dict[tuple[str, tuple[int, ...]], np.ndarray] = {}
     found = []
     for row in c.iter_rows(named=True):
-        cols = tuple(schema.names.index(n) for n in row["columns"].split(","))
-        found.append((row["geoid"], row["k"], cols, row["key"], row["m"], None))
+        cols = column_indices(schema, row["columns"])
+        found.append((row["geoid"], row["k"], cols, row["key"], row["m"]))
     hits = matching_claims(found, schema, truth)
     out = []
     for k in sorted(set(c["k"].to_list())) if c.height else []:
         single, every, base, with_single = set(), set(), [], set()
-        for (geoid, kk, cols, key, m, _), h in zip(found, hits, strict=True):
+        for (geoid, kk, cols, key, m), h in zip(found, hits, strict=True):
             if kk != k:
                 continue
             every.update(h.tolist())
@@ -538,9 +601,7 @@ def claims_by_k(res: UnitClaims, truth: Units, tract_len: int = 11) -> pl.DataFr
                 tract = geoid[:tract_len]
                 if (tract, cols) not in tract_keys:
                     in_tract = np.flatnonzero(tracts == tract)
-                    tract_keys[(tract, cols)] = claim_keys(
-                        schema.decode(types[in_tract]), schema, cols
-                    )
+                    tract_keys[(tract, cols)] = claim_keys(types[in_tract], schema, cols)
                 keys = tract_keys[(tract, cols)]
                 p = float((keys == key).mean())
                 n = int((geo == geoid).sum())

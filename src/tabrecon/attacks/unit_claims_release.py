@@ -27,6 +27,7 @@ from .unit_claims import (
     BLOCK_COLUMNS,
     CLAIM_COLUMNS,
     claim_keys,
+    column_indices,
     generate_then_verify,
     matching_claims,
     one_of_n,
@@ -199,13 +200,11 @@ class ClaimsRun:
             single = ck.filter(pl.col("m") == 1)
             base = []
             for row in single.iter_rows(named=True):
-                cols = tuple(self.schema.names.index(n) for n in row["columns"].split(","))
+                cols = column_indices(self.schema, row["columns"])
                 tract = row["geoid"][:11]
                 if (tract, cols) not in key_cache:
                     idx = np.flatnonzero(tract_of == tract)
-                    key_cache[(tract, cols)] = claim_keys(
-                        self.schema.decode(base_from.types[idx]), self.schema, cols
-                    )
+                    key_cache[(tract, cols)] = claim_keys(base_from.types[idx], self.schema, cols)
                 keys = key_cache[(tract, cols)]
                 p = float((keys == row["key"]).mean()) if keys.size else 0.0
                 base.append(one_of_n(sizes.get(row["geoid"], 0), p))
@@ -407,10 +406,9 @@ def found_claims(c: pl.DataFrame, schema: Schema) -> list[tuple]:
         (
             r["geoid"],
             r["k"],
-            tuple(schema.names.index(n) for n in r["columns"].split(",")),
+            column_indices(schema, r["columns"]),
             r["key"],
             r["m"],
-            None,
         )
         for r in c.iter_rows(named=True)
     ]
@@ -453,7 +451,7 @@ def release_claims(
             f"--schema {schema.name}"
         )
     k_values = of_schema(schema).k_values if k_values is None else k_values
-    n_attr = len(schema.attributes)
+    n_attr = len(schema.claim_columns)
     bad = [k for k in k_values if not 1 <= k <= n_attr]
     if bad or not k_values:
         raise TabreconError(

@@ -32,7 +32,7 @@ import polars as pl
 from ..errors import InputError, TabreconError
 from ..geo import prefix
 from ..io import read_rows, require_columns, scan_text, write_frame
-from .spec import Attribute, Schema, Units, refuse_rows
+from .spec import Attribute, AttributePosition, ClaimColumn, Schema, Units, refuse_rows
 
 RACES: tuple[str, ...] = ("white", "black", "aian", "asian", "nhpi", "sor")
 RACE_LABELS: dict[str, str] = {
@@ -199,6 +199,39 @@ def decode_types(t: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.
     return sex.astype(np.int8), age.astype(np.int16), race.astype(np.int8), hisp.astype(np.int8)
 
 
+@dataclass(frozen=True)
+class _AgeBin:
+    """A person type's agebin38 from its age position (single years, or already the bin)."""
+
+    binned: bool
+
+    def __call__(self, pos: np.ndarray) -> np.ndarray:
+        return pos[:, 1] if self.binned else AGEBIN_OF_AGE[pos[:, 1]].astype(np.int64)
+
+
+@dataclass(frozen=True)
+class _RaceFlag:
+    """Whether a person type's race combination includes race ``r`` (0 = white .. 5 = sor)."""
+
+    r: int
+
+    def __call__(self, pos: np.ndarray) -> np.ndarray:
+        return ((RACE_BITS[pos[:, 2]] >> self.r) & 1).astype(np.int64)
+
+
+def person_claim_columns(binned: bool) -> tuple[ClaimColumn, ...]:
+    """The columns person claims are stated over (Liu et al.'s nine): sex, agebin38, Hispanic
+    origin and one flag per race, so that "exactly 1 person: female, age 25-29, black" is a
+    claim over three columns whatever the person's other races. Each label is the value's
+    words in a claim."""
+    return (
+        ClaimColumn("sex", ("male", "female"), value=AttributePosition(0)),
+        ClaimColumn("agebin", tuple(f"age {lab}" for lab in AGEBIN38_LABELS), _AgeBin(binned)),
+        ClaimColumn("hispanic", ("not Hispanic", "Hispanic"), value=AttributePosition(3)),
+        *(ClaimColumn(r, (f"not {r}", r), _RaceFlag(i)) for i, r in enumerate(RACES)),
+    )
+
+
 #: The person schema as data: the same four attributes in :func:`encode_types`'s order, so that
 #: ``PERSONS.encode`` gives the same type indices (pinned by a test).
 PERSONS = Schema(
@@ -225,6 +258,7 @@ PERSONS = Schema(
         ),
     ),
     description="One row per person: block, sex, age, race, Hispanic origin (SF1's 34 tables)",
+    claim_on=person_claim_columns(binned=False),
 )
 #: Persons on certification's resolution: agebin38 (:data:`AGEBIN38`) for the single year, the
 #: binned histogram whose uniqueness ``tabrecon solvar`` proves.
@@ -237,6 +271,7 @@ PERSONS_BINNED = Schema(
         *PERSONS.attributes[2:],
     ),
     description="One row per person: block, sex, agebin38, race, Hispanic origin",
+    claim_on=person_claim_columns(binned=True),
 )
 
 #: Attributes of every type, for building cell predicates as vectorised masks.

@@ -24,7 +24,7 @@ that share it.
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from functools import cache, cached_property
 from pathlib import Path
@@ -85,6 +85,39 @@ class Attribute:
 
 
 @dataclass(frozen=True)
+class ClaimColumn:
+    """A column verified claims are stated over (the S of Generate-then-Verify's R(S, a, m)):
+    its name, the label of each of its values (in order), and ``value``: each record type's
+    value (0..len(labels)-1) from the type's attribute positions, a (types x attributes) array.
+    A schema's claim columns are its attributes unless it declares others (persons: sex,
+    agebin38, Hispanic origin and the six race flags, :data:`tabrecon.schema.PERSONS`); the
+    claims, their trivial cells and their keys are computed from the declaration alone.
+
+    >>> even = ClaimColumn("even", ("odd", "even"), value=lambda pos: 1 - pos[:, 0] % 2)
+    >>> even.value(np.array([[0], [3]])).tolist(), even.size
+    ([1, 0], 2)
+    """
+
+    name: str
+    labels: tuple[str, ...]
+    value: Callable[[np.ndarray], np.ndarray]
+
+    @property
+    def size(self) -> int:
+        return len(self.labels)
+
+
+@dataclass(frozen=True)
+class AttributePosition:
+    """The claim column that is attribute ``i`` itself (a value, so schemas stay comparable)."""
+
+    i: int
+
+    def __call__(self, pos: np.ndarray) -> np.ndarray:
+        return pos[:, self.i]
+
+
+@dataclass(frozen=True)
 class Rule:
     """A consistency identity over file codes: rows where ``broken`` is true are refused with
     ``message``, naming ``column`` (the attribute a user would correct first)."""
@@ -109,6 +142,8 @@ class Schema:
     #: :mod:`tabrecon.tables.declaration`)
     geography: str = "block"
     geoid_digits: int = 15
+    #: the columns claims are stated over (:class:`ClaimColumn`); empty: the attributes
+    claim_on: tuple[ClaimColumn, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.geography.isidentifier() or not 1 <= self.geoid_digits <= 30:
@@ -140,6 +175,36 @@ class Schema:
     def n_types(self) -> int:
         """Cells of the full cross-classification (most are ruled out by the rules)."""
         return math.prod(self.sizes)
+
+    @cached_property
+    def claim_columns(self) -> tuple[ClaimColumn, ...]:
+        """The columns verified claims are stated over: :attr:`claim_on`, or the attributes."""
+        return self.claim_on or tuple(
+            ClaimColumn(a.name, a.labels, AttributePosition(i))
+            for i, a in enumerate(self.attributes)
+        )
+
+    def positions(self, types: np.ndarray) -> np.ndarray:
+        """(types x attributes): each type's category position on every attribute (the digits
+        of its mixed-radix index)."""
+        rest = np.asarray(types, dtype=np.int64).copy()
+        out = np.empty((rest.size, len(self.attributes)), dtype=np.int64)
+        for i in reversed(range(len(self.attributes))):
+            out[:, i] = rest % self.attributes[i].size
+            rest //= self.attributes[i].size
+        return out
+
+    def claim_values(self, types: np.ndarray) -> np.ndarray:
+        """(types x claim columns): each type's value on every column claims are stated over.
+
+        >>> s = Schema("toy", "thing", (Attribute("a", ((0, "x"), (1, "y"))),))
+        >>> s.claim_values(np.array([1, 0])).tolist()
+        [[1], [0]]
+        """
+        pos = self.positions(types)
+        if not self.claim_on:
+            return pos
+        return np.column_stack([c.value(pos) for c in self.claim_on]).astype(np.int64)
 
     def attribute(self, name: str) -> Attribute:
         for a in self.attributes:
