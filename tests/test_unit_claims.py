@@ -506,6 +506,10 @@ def test_candidates_are_every_claim_stable_across_the_solutions(case):
     X = np.array([x for _, _, x in keys]).T.reshape(n_sol, len(keys))
     values = S.claim_values(types)
     got = candidates(S, (), (1, 2, 3), X, values, group)
+    assert got.members is not None
+    lean = candidates(S, (), (1, 2, 3), X, values, group, members=False)
+    assert lean.members is None and (lean.key == got.key).all() and (lean.first == got.first).all()
+    assert (got.first == got.members.indices[got.members.indptr[:-1]]).all()
     found = {
         (
             int(got.group[i]),

@@ -49,7 +49,7 @@ from ..schema import AGEBIN38, N_AGES, N_TYPES, PERSONS, Microdata, age_classes,
 from ..tables.persons import MISSING, TableSet, cell_attrs, cell_positions
 from ..vocab import Level
 from .certify import UNIQUE, binned_type
-from .unit_claims import Candidates, candidates, claim_keys, one_of_n
+from .unit_claims import Candidates, candidates, claim_keys, one_of_n, value_keys
 
 #: The columns person claims are stated over (:func:`tabrecon.schema.person_claim_columns`)
 COLUMNS: tuple[str, ...] = tuple(c.name for c in PERSONS.claim_columns)
@@ -143,14 +143,15 @@ class Prior:
     """Shares of every partial assignment in a population, from its histogram of binned types."""
 
     def __init__(self, types: np.ndarray, counts: np.ndarray) -> None:
-        self.types = types
+        # the claim values once (a prior is sent to every tract's task, its cache is not)
+        self.values = PERSONS.claim_values(types)
         self.counts = counts.astype(np.float64)
         self.total = float(counts.sum())
         self._cache: dict[tuple[int, ...], tuple[np.ndarray, np.ndarray]] = {}
 
     def share(self, cols: tuple[int, ...], keys: np.ndarray) -> np.ndarray:
         if cols not in self._cache:
-            u, inv = np.unique(person_keys(self.types, cols), return_inverse=True)
+            u, inv = np.unique(value_keys(self.values, PERSONS, cols), return_inverse=True)
             self._cache[cols] = (u, np.bincount(inv, weights=self.counts, minlength=u.size))
         u, w = self._cache[cols]
         if not u.size or not self.total:
@@ -304,9 +305,9 @@ def tract_claims(
     parts: list[tuple[Candidates, np.ndarray, np.ndarray]] = []
     names = block_tables()
     if ck.size:
-        cl = candidates(PERSONS, names, K_ALL, y0[ck][None, :], values[ck], key_block[ck])
-        first = ck[cl.members.indices[cl.members.indptr[:-1]]]
-        parts.append((cl, np.ones(cl.key.size, dtype=bool), first))
+        X0 = y0[ck][None, :]
+        cl = candidates(PERSONS, names, K_ALL, X0, values[ck], key_block[ck], members=False)
+        parts.append((cl, np.ones(cl.key.size, dtype=bool), ck[cl.first]))
     # blocks that can differ: generate from K solutions, then verify
     vblocks = np.flatnonzero(~cert & (pop > 0))
     if vblocks.size:
@@ -374,6 +375,7 @@ def tract_claims(
         if cl.key.size:
             # one linear form per distinct (key set); keys are within one block, so is the form
             M = cl.members
+            assert M is not None  # asked for
             inc = sp.csr_matrix(
                 (M.data.astype(np.float64), vkeys[M.indices], M.indptr),
                 shape=(M.shape[0], nkeys_all),

@@ -119,7 +119,7 @@ class UnitClaims:
 def claim_keys(types: np.ndarray, schema: Schema, cols: tuple[int, ...]) -> np.ndarray:
     """Each record type's key on the claim columns ``cols`` (:attr:`Schema.claim_columns`):
     the mixed-radix number of its values there, the first column most significant."""
-    return _position_keys(schema.claim_values(types), schema, cols)
+    return value_keys(schema.claim_values(types), schema, cols)
 
 
 def column_indices(schema: Schema, names: str) -> tuple[int, ...]:
@@ -138,8 +138,9 @@ def _claim_values(schema: Schema) -> np.ndarray:
     return out
 
 
-def _position_keys(pos: np.ndarray, schema: Schema, cols: tuple[int, ...]) -> np.ndarray:
-    """:func:`claim_keys` of types given by their claim values (rows of :func:`_claim_values`)."""
+def value_keys(pos: np.ndarray, schema: Schema, cols: tuple[int, ...]) -> np.ndarray:
+    """:func:`claim_keys` of types given by their claim values (rows of
+    :meth:`Schema.claim_values`): for callers that key the same types on many column sets."""
     key = np.zeros(pos.shape[0], dtype=np.int64)
     for i in cols:
         key = key * schema.claim_columns[i].size + pos[:, i]
@@ -168,7 +169,7 @@ def _trivial_cells(
     exactly. Computed once per process and column set: keys and cells matched by their number
     of types and sum of type positions, the few equal signatures compared in full."""
     W = compiled(schema, names)[1]
-    keys = _position_keys(_claim_values(schema), schema, cols)
+    keys = value_keys(_claim_values(schema), schema, cols)
     uk, inv, cnt = np.unique(keys, return_inverse=True, return_counts=True)
     span = np.int64(keys.size) ** 2  # above any sum of positions
     ksig = cnt * span + np.bincount(inv, weights=np.arange(keys.size)).astype(np.int64)
@@ -189,7 +190,7 @@ def _trivial_cells(
 class _Subsets:
     """The claim-column subsets of one size k for a schema and tables, computed once per
     process: each subset's columns, the radix weights giving a type's key on it (``values @
-    radix[:, s]``, :func:`_position_keys` for every subset at once), the number of keys it can
+    radix[:, s]``, :func:`value_keys` for every subset at once), the number of keys it can
     take, and its trivial keys (:func:`_trivial_cells`) as they are first asked for."""
 
     schema: Schema
@@ -226,15 +227,17 @@ _COUNT_CHUNK = 4_000_000
 class Candidates:
     """Generate-then-Verify's candidate claims, one entry each: its group (block), number of
     columns ``k``, column subset (an index into ``columns``, every subset of the sizes asked in
-    order), key on those columns, count ``m`` (the same in every solution), and ``members``
-    (candidates x keys): the keys it counts."""
+    order), key on those columns, count ``m`` (the same in every solution), the first key it
+    counts (``first``: a singleton's one key where every key has a record) and, when asked for,
+    ``members`` (candidates x keys): every key it counts."""
 
     group: np.ndarray
     k: np.ndarray
     subset: np.ndarray
     key: np.ndarray
     m: np.ndarray
-    members: sp.csr_matrix
+    first: np.ndarray
+    members: sp.csr_matrix | None
     columns: tuple[tuple[int, ...], ...]
 
     def cols(self, i: int) -> tuple[int, ...]:
@@ -250,6 +253,7 @@ def candidates(
     values: np.ndarray,
     group: np.ndarray | None = None,
     exact: np.ndarray | None = None,
+    members: bool = True,
 ) -> Candidates:
     """Every claim (columns, key, m) of each group with m >= 1 records in all the solutions
     ``X`` (solutions x keys: a key is a (group, type) whose claim values are the row of
@@ -258,7 +262,8 @@ def candidates(
     candidates, for each k of ``k_values``. Every subset's keys are counted at once, over the
     keys some solution uses (a key no solution uses counts 0): a handful of array operations
     instead of several per column subset. Candidates come by k, subset, group, then key; their
-    members are every key of their group with their values (used or not)."""
+    members are every key of their group with their values (used or not), listed only with
+    ``members``."""
     n_keys = X.shape[1]
     grp = np.zeros(n_keys, np.int64) if group is None else np.asarray(group, np.int64)
     n_groups = int(grp.max()) + 1 if n_keys else 1
@@ -270,17 +275,19 @@ def candidates(
     if used.size:
         Xu = X[:, used].astype(np.float64)
         for sub, k, f in zip(subs, k_values, first.tolist(), strict=False):
-            out += _stable_of(sub, k, f, Xu, values, grp, used, n_groups, exact)
+            out += _stable_of(sub, k, f, Xu, values, grp, used, n_groups, exact, members)
     if not out:
         z = np.zeros(0, np.int64)
-        M0 = sp.csr_matrix((0, n_keys), dtype=np.int64)
-        return Candidates(z, z, z, z, z, M0, columns)
-    group_, k_, subset, key_, m_, members, sizes = (
-        np.concatenate([p[i] for p in out]) for i in range(7)
+        M0 = sp.csr_matrix((0, n_keys), dtype=np.int64) if members else None
+        return Candidates(z, z, z, z, z, z, M0, columns)
+    group_, k_, subset, key_, m_, first_, listed, sizes = (
+        np.concatenate([p[i] for p in out]) for i in range(8)
     )
-    indptr = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
-    M = sp.csr_matrix((np.ones(members.size, np.int64), members, indptr), (k_.size, n_keys))
-    return Candidates(group_, k_, subset, key_, m_, M, columns)
+    M = None
+    if members:
+        indptr = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        M = sp.csr_matrix((np.ones(listed.size, np.int64), listed, indptr), (k_.size, n_keys))
+    return Candidates(group_, k_, subset, key_, m_, first_, M, columns)
 
 
 def _stable_of(
@@ -293,10 +300,11 @@ def _stable_of(
     used: np.ndarray,
     n_groups: int,
     exact: np.ndarray | None,
+    members: bool,
 ) -> list[tuple]:
     """:func:`candidates` of one k (its subsets numbered from ``first``): per subset with any,
-    (group, k, subset, key, m, member keys laid end to end, each candidate's number of
-    members)."""
+    (group, k, subset, key, m, first member, member keys laid end to end (with ``members``),
+    each candidate's number of members)."""
     n_sol = Xu.shape[0]
     per = max(1, _COUNT_CHUNK // (n_sol * used.size))
     vu, gu = values[used], grp[used]
@@ -340,9 +348,12 @@ def _stable_of(
             code = cg * span + ck
             a = np.searchsorted(full[order], code, side="left")
             n = np.searchsorted(full[order], code, side="right") - a
-            starts = np.repeat(a - np.concatenate([[0], np.cumsum(n)[:-1]]), n)
-            members = order[starts + np.arange(int(n.sum()))]
-            out.append((cg, np.full(ck.size, k), np.full(ck.size, first + s), ck, cm, members, n))
+            listed = np.zeros(0, np.int64)
+            if members:
+                starts = np.repeat(a - np.concatenate([[0], np.cumsum(n)[:-1]]), n)
+                listed = order[starts + np.arange(int(n.sum()))]
+            head = (cg, np.full(ck.size, k), np.full(ck.size, first + s), ck, cm)
+            out.append((*head, order[a], listed, n))
     return out
 
 
@@ -452,6 +463,7 @@ def generate_then_verify(
             n_cand = cands.key.size
             remaining = None if block_seconds is None else block_seconds - time.perf_counter() + t0
             M = cands.members
+            assert M is not None  # asked for
             forms = sp.csr_matrix((M.data, M.indices, M.indptr), shape=(n_cand, prog.n_vars))
             proof = prove_forms(base, forms, cands.m, pool, remaining, relax_after=RELAX_AFTER)
             if not proof.complete:  # the claims proven before the time ran out stand
@@ -564,7 +576,7 @@ def matching_claims(found: list[tuple], schema: Schema, truth: Units) -> list[np
             idx = of_block[geoid]
             if geoid not in values:
                 values[geoid] = schema.claim_values(true_types[idx])
-            tkeys[(geoid, cols)] = (idx, _position_keys(values[geoid], schema, cols))
+            tkeys[(geoid, cols)] = (idx, value_keys(values[geoid], schema, cols))
         idx, keys = tkeys[(geoid, cols)]
         out.append(idx[keys == key])
     return out
