@@ -223,7 +223,7 @@ def test_report_numbers_equal_results_and_read_as_words(small_audit):
     numbers; no header is a raw column name; the glossary is there."""
     import re
 
-    from tabrecon.report.html import NO_DEFENSE
+    from tabrecon.report.defenses import NO_DEFENSE
     from tabrecon.report.page import COLUMNS, fmt_value, header
 
     out = small_audit.out

@@ -36,11 +36,11 @@ from tabrecon.records.synth import SynthConfig
 from tabrecon.schema.registry import Population, names, population
 from tabrecon.schema.spec import Units
 from tabrecon.tables.layout import layout
+from tabrecon.tables.reader import read_unit_tables
 from tabrecon.tables.spec import (
     as_published,
     compiled,
     compiled_statistics,
-    read_unit_tables,
     statistic_decimals,
     tables_in,
     tabulate_units,

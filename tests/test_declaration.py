@@ -22,7 +22,8 @@ from tabrecon.errors import InputError
 from tabrecon.schema.spec import read_units
 from tabrecon.tables.declaration import load_declaration, population
 from tabrecon.tables.publication import Publication
-from tabrecon.tables.spec import compiled, read_unit_tables, tabulate_units
+from tabrecon.tables.reader import read_unit_tables
+from tabrecon.tables.spec import compiled, tabulate_units
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "declarations"
 SCHOOL = EXAMPLES / "school.toml"

@@ -212,7 +212,8 @@ def test_a_countys_household_tables_download_under_the_layouts_api_names(tmp_pat
     from tabrecon.schema.catalog import HOUSING_UNITS
     from tabrecon.tables.layout import layout
     from tabrecon.tables.persons import Grid, TableSet
-    from tabrecon.tables.spec import read_unit_tables, tabulate_units
+    from tabrecon.tables.reader import read_unit_tables
+    from tabrecon.tables.spec import tabulate_units
 
     _, units = synthesize_households(SynthConfig(persons=1500, state="39", county="059"), seed=2)
     long = tabulate_units(units)

@@ -296,7 +296,7 @@ def test_2020_household_variables_are_refused_not_guessed(tmp_path):
     """A wide file in the 2020 DHC's spelling (H1_001N, P16_002N) is refused with why: the 2020
     household tables are not declared, and their ids are never guessed from 2010 labels."""
     from tabrecon.errors import InputError
-    from tabrecon.tables.spec import read_unit_tables
+    from tabrecon.tables.reader import read_unit_tables
 
     f = tmp_path / "dhc.csv"
     f.write_text("GEO_ID,H1_001N,P16_002N,state,county,tract,block\nx,3,2,99,001,000100,1000\n")
@@ -359,8 +359,8 @@ def both_halves():
 def test_an_sf1_folder_with_persons_and_housing_reads_both_halves(both_halves, tmp_path):
     """One folder written in the reference layout: the person reader takes its 34 tables and
     P3-P5, the household reader its 64 tables, each equal to what was written."""
+    from tabrecon.tables.reader import read_unit_tables
     from tabrecon.tables.sf1 import read_sf1
-    from tabrecon.tables.spec import read_unit_tables
 
     persons, households = both_halves
     _write_sf1_folder(pl.concat([persons.to_frame(), households]), tmp_path / "zz")
@@ -376,7 +376,7 @@ def test_an_sf1_folder_with_persons_and_housing_reads_both_halves(both_halves, t
 
 def test_a_missing_housing_segment_is_named(both_halves, tmp_path):
     from tabrecon.errors import InputError
-    from tabrecon.tables.spec import read_unit_tables
+    from tabrecon.tables.reader import read_unit_tables
 
     persons, households = both_halves
     _write_sf1_folder(pl.concat([persons.to_frame(), households]), tmp_path / "zz", (44,))

@@ -29,6 +29,7 @@ from tabrecon.errors import InputError, TabreconError
 from tabrecon.schema.spec import Attribute, Schema, Units
 from tabrecon.tables.measures import WITHHELD, Measure, MedianRule, Statistic, format_values
 from tabrecon.tables.publication import MISSING, Publication
+from tabrecon.tables.reader import read_unit_tables
 from tabrecon.tables.spec import (
     UnitTable,
     as_published,
@@ -36,7 +37,6 @@ from tabrecon.tables.spec import (
     compiled,
     compiled_statistics,
     declare_tables,
-    read_unit_tables,
     tabulate_units,
 )
 

@@ -25,13 +25,7 @@ from tabrecon.engine.reconstruct import reconstruct_units
 from tabrecon.errors import InputError, TabreconError
 from tabrecon.schema.spec import Attribute, Schema, Units
 from tabrecon.tables.publication import MISSING, Publication
-from tabrecon.tables.spec import (
-    UnitTable,
-    cell_tables,
-    compiled,
-    declare_tables,
-    tabulate_units,
-)
+from tabrecon.tables.spec import UnitTable, cell_tables, compiled, declare_tables, tabulate_units
 
 SEX = Attribute("sex", ((0, "male"), (1, "female")))
 AGE = Attribute("age", ((0, "child"), (1, "adult"), (2, "old")))
@@ -378,7 +372,7 @@ def test_withheld_cells_read_alike_from_a_long_and_a_wide_file(tmp_path):
     (nulls where withheld) as the long file leaving them empty."""
     from tabrecon.records.synth import SynthConfig
     from tabrecon.schema.registry import population
-    from tabrecon.tables.spec import read_unit_tables
+    from tabrecon.tables.reader import read_unit_tables
 
     gq = population("group_quarters")
     units = gq.synthesize(SynthConfig(persons=40_000), 2)

@@ -135,7 +135,7 @@ def test_housing_unit_tables_are_read_from_the_census_api_json_too(tmp_path):
 
     from tabrecon.records.households import synthesize_households
     from tabrecon.records.synth import SynthConfig
-    from tabrecon.tables.spec import read_unit_tables
+    from tabrecon.tables.reader import read_unit_tables
 
     _, units = synthesize_households(SynthConfig(persons=300), seed=4)
     long = tabulate_units(units)

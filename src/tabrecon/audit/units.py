@@ -25,7 +25,8 @@ from ..engine.solvers import SolverOptions
 from ..schema.registry import Population
 from ..schema.spec import Units, read_units
 from ..tables.publication import Publication
-from ..tables.spec import publish_counts, read_unit_tables, tabulate_units
+from ..tables.reader import read_unit_tables
+from ..tables.spec import publish_counts, tabulate_units
 from .config import AuditConfig, HouseholdsConfig
 
 
@@ -72,7 +73,7 @@ def units_stage(
     ``<name>_blocks``) and the records read. ``check`` is called on the records before any
     work (a person audit passes the check that its person file describes the same households)
     and raises to refuse them. ``published``: ``units_path`` holds the published tables (any
-    form :func:`~tabrecon.tables.spec.read_unit_tables` reads), not records: the claims are
+    form :func:`~tabrecon.tables.reader.read_unit_tables` reads), not records: the claims are
     verified without a truth to match them against (no record returned). ``tied``: the block
     tables of the population ``pop``'s records tie to (a person audit's person tables), with
     which every claim is verified (:mod:`tabrecon.attacks.joint`)."""

@@ -20,7 +20,7 @@ from rich.markup import escape
 from .. import __version__
 from ..errors import NetworkError, TabreconError
 from ..io import Reads, Writes, clash, protecting, unwritable
-from .commands import attack, audit, defend, lab, publish
+from .commands import attack, audit, claims, defend, lab, publish
 from .terminal import console, err
 
 app = typer.Typer(
@@ -30,7 +30,7 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-for _stage in (publish, attack, audit, defend):  # the commands in pipeline order
+for _stage in (publish, attack, claims, audit, defend):  # the commands in pipeline order
     app.registered_commands += _stage.app.registered_commands
 app.add_typer(publish.tables_app, name="tables")
 app.add_typer(lab.dn_app, name="dn")

@@ -26,11 +26,7 @@ from ..errors import InputError, TabreconError
 from ..schema.spec import Schema
 from ..tables.measures import WITHHELD, format_values
 from ..tables.publication import EXACT, MISSING, Publication
-from ..tables.spec import (
-    StatisticCell,
-    compiled,
-    compiled_statistics,
-)
+from ..tables.spec import StatisticCell, compiled, compiled_statistics
 from .solvers import IntProgram
 
 

@@ -39,12 +39,7 @@ from ..errors import InputError, TabreconError
 from ..geo import prefix
 from ..schema.spec import Schema, Units
 from ..tables.publication import EXACT, Publication
-from ..tables.spec import (
-    compiled_columns,
-    table_by_name,
-    tables_in,
-    tables_of,
-)
+from ..tables.spec import compiled_columns, table_by_name, tables_in, tables_of
 from ..vocab import Level, Verdict
 from . import variability
 from .model import (

@@ -21,10 +21,7 @@ from ..errors import TabreconError
 from ..geo import prefix
 from ..schema.spec import Schema, Units
 from ..tables.publication import EXACT, Publication
-from ..tables.spec import (
-    table_by_name,
-    tables_in,
-)
+from ..tables.spec import table_by_name, tables_in
 from ..vocab import Level
 from .reconstruct import LEVELS, reconstruct_units
 from .solvers import SolverOptions

@@ -22,12 +22,7 @@ from ..errors import TabreconError
 from ..geo import prefix
 from ..schema.spec import Schema
 from ..tables.publication import EXACT
-from ..tables.spec import (
-    compiled,
-    compiled_columns,
-    table_by_name,
-    tables_in,
-)
+from ..tables.spec import compiled, compiled_columns, table_by_name, tables_in
 from ..vocab import Level
 from .model import (
     Built,

@@ -2,7 +2,7 @@
 array of arrays, header first) and the geography columns of a wide file (``GEO_ID``, ``GEOID``,
 or ``STATE``, ``COUNTY``, ``TRACT``, ``BLOCK``). The person reader
 (:mod:`tabrecon.tables.published`) and the reader over any schema
-(:func:`tabrecon.tables.spec.read_unit_tables`) share them.
+(:func:`tabrecon.tables.reader.read_unit_tables`) share them.
 
 >>> frame_of_rows([["GEO_ID", "P001001"], ["1000000US280010001001000", "7"]]).shape
 (1, 2)

@@ -1,9 +1,8 @@
-"""Commands that attack a release: ``reconstruct``, ``agree``, ``solvar``, ``claims``,
-``reidentify``."""
+"""Commands that attack a release: ``reconstruct``, ``agree``, ``solvar``, ``reidentify``
+(``claims``: :mod:`tabrecon.cli.commands.claims`)."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -107,7 +106,7 @@ def reconstruct(
     pop = population(schema)
     pub = publication_rule(pop, publication)
     if together is not None:
-        _refuse_untied(pop)
+        refuse_untied(pop)
         for flag, given in (
             ("--level", level not in ("", "block")),
             ("--distance", distance),
@@ -182,12 +181,13 @@ def _reconstruct_persons(
         raise typer.Exit(1)
 
 
-def _release_tables(
+def release_tables(
     pop: Population, tables_file: Path, publication: Publication = EXACT
 ) -> pl.DataFrame:
     """A population's published tables from a long or wide file or an SF1 folder (withheld
     cells read as null where the publication rule withholds some)."""
-    from ...tables.spec import cell_tables, read_unit_tables
+    from ...tables.reader import read_unit_tables
+    from ...tables.spec import cell_tables
 
     long = read_unit_tables(tables_file, pop.schema, withheld=publication.withholds)
     publication.check(long, str(tables_file), table_of=cell_tables(pop.schema))
@@ -223,7 +223,7 @@ def _reconstruct_release(
         publication=publication,
         unique_on=pop.unique_on,
     )
-    long = _release_tables(pop, tables_file, publication)
+    long = release_tables(pop, tables_file, publication)
     n = long["geoid"].str.slice(0, 11).n_unique()
     prog, tick = progress(n, f"{pop.name} reconstruct")
     with prog:
@@ -254,7 +254,7 @@ def _reconstruct_release(
         raise typer.Exit(1)
 
 
-def _refuse_untied(pop: Population) -> None:
+def refuse_untied(pop: Population) -> None:
     """``--with`` for a population that declares no ties: refused, naming those that do."""
     from ...schema.registry import names
     from ...tables.declaration import population
@@ -267,12 +267,12 @@ def _refuse_untied(pop: Population) -> None:
         )
 
 
-def _tied_tables(pop: Population, path: Path) -> pl.DataFrame:
+def tied_tables(pop: Population, path: Path) -> pl.DataFrame:
     """The ``--with`` file: the tables of the population ``pop``'s records tie to; a file of
     other tables is named as such (not by the internal schema that reads it)."""
     from ...errors import InputError
     from ...tables.declaration import population
-    from ...tables.spec import read_unit_tables
+    from ...tables.reader import read_unit_tables
 
     assert pop.tied is not None
     other = population(pop.tied.other)
@@ -306,8 +306,8 @@ def _reconstruct_together(
     check_suffix(out)
     assert pop.tied is not None
     # one SF1 folder holding both halves may be given twice: each reader takes its cells
-    long_a = _release_tables(pop, tables_file)
-    long_b = _tied_tables(pop, together)
+    long_a = release_tables(pop, tables_file)
+    long_b = tied_tables(pop, together)
     n = long_a["geoid"].str.slice(0, 11).n_unique()
     prog, tick = progress(n, f"{pop.name} and {pop.tied.known_as} reconstruct")
     with prog:
@@ -456,267 +456,6 @@ def solvar(
     console.print("\n".join(run.summary_lines(rec)))
     console.print(f"written {', '.join(map(str, paths))}")
     if run.failed:
-        raise typer.Exit(1)
-
-
-@app.command()
-def claims(
-    tables_file: TablesArg,
-    recon: Annotated[
-        Path | None,
-        typer.Option("--recon", "-r", help="Reconstruction (person file; persons only)"),
-    ] = None,
-    solvar_file: Annotated[
-        Path | None,
-        typer.Option(
-            "--solvar",
-            "-s",
-            help="Per-block output of `tabrecon solvar` for this reconstruction (persons only)",
-        ),
-    ] = None,
-    out: FolderOut = Path("claims"),
-    level: Level = "block",
-    k_solutions: Annotated[
-        int,
-        typer.Option(
-            "--k-solutions", "-K", help="Diverse solutions whose common claims are candidates"
-        ),
-    ] = 100,
-    solver: Solver = "auto",
-    threads: Threads = 1,
-    time_limit: Annotated[float, typer.Option(help="Time limit per solver call, seconds")] = 120.0,
-    seed: Annotated[int, typer.Option(help="Seed of the random objectives and the solver")] = 0,
-    workers: Workers = 1,
-    fresh: Fresh = False,
-    schema: SchemaName = "persons",
-    k: Annotated[
-        str,
-        typer.Option(
-            "--k",
-            help="Not persons: columns per claim, a comma list (default: the population's, "
-            "5,6,7,8,9,10 for households)",
-        ),
-    ] = "",
-    truth: Annotated[
-        Path | None,
-        typer.Option(
-            "--truth",
-            help="Not persons: the file of records behind the tables (records covered)",
-        ),
-    ] = None,
-    block_time_limit: Annotated[
-        float,
-        typer.Option(
-            help="Not persons: seconds per block, its reconstruction and uniqueness proof "
-            "included; a block that reaches it keeps the claims verified so far and is reported"
-        ),
-    ] = 300.0,
-    together: Annotated[
-        Path | None,
-        typer.Option(
-            "--with",
-            help="Not persons: the tables of the population --schema's records tie to "
-            "(households: the person tables of the same blocks); every claim is then verified "
-            "given both releases",
-            metavar="TABLES",
-        ),
-    ] = None,
-    publication: PublicationRule = "declared",
-) -> None:
-    """Verified claims (generate-then-verify): persons, housing units, ... singled out by claims
-    every consistent population makes true."""
-    from ...schema.registry import Engine
-    from ...tables.declaration import population
-
-    pop = population(schema)
-    pub = publication_rule(pop, publication)
-    at_least(1, k_solutions=k_solutions)
-    # an option the chosen population does not use is refused, never silently ignored
-    person_only = {
-        "--recon": recon is not None,
-        "--solvar": solvar_file is not None,
-        f"--level {level}": level != "block",  # other populations' claims are per block
-    }
-    other_only = {
-        "--k": bool(k.strip()),
-        "--truth": truth is not None,
-        "--with": together is not None,
-    }
-    unused = [
-        o
-        for o, given in (other_only if pop.engine is Engine.PERSON else person_only).items()
-        if given
-    ]
-    if unused:
-        whose = "other populations" if pop.engine is Engine.PERSON else "persons"
-        raise TabreconError(
-            f"{', '.join(unused)}: an option of claims about {whose}, not of --schema {pop.name}"
-        )
-    if pop.engine is Engine.GENERIC:
-        _release_claims(
-            pop,
-            tables_file,
-            out,
-            k,
-            k_solutions,
-            truth,
-            block_time_limit,
-            solver_options(solver, threads, time_limit, seed, workers),
-            seed,
-            workers,
-            fresh,
-            together,
-            pub,
-        )
-        return
-    if recon is None or solvar_file is None:
-        from ...schema.registry import names
-
-        others = [n for n in names() if population(n).engine is Engine.GENERIC]
-        raise TabreconError(
-            "claims about persons need --recon (the reconstruction) and --solvar (its "
-            "certification); for another population give its --schema ("
-            + ", ".join(f"--schema {n}" for n in others)
-            + ")"
-        )
-    from ...attacks.claims import claims as _claims
-    from ...schema import read_microdata
-    from ...tables.published import read_tables
-
-    one_of(level, RECON_LEVELS, "--level")
-    opts = solver_options(solver, threads, time_limit, seed, workers)
-    ts, rec = read_tables(tables_file), read_microdata(recon)
-    blocks = read_blocks(solvar_file)
-    t0 = time.perf_counter()
-    prog, tick = progress(len(ts.tracts()), "claims")
-    with prog:
-        run = _claims(
-            ts, rec, blocks, level, opts, k_solutions, seed, workers, out, not fresh, tick
-        )
-    for r in run.failed:
-        err.print(f"[red]tract {r['unit']}: {r['status']}[/red] -- {escape(r.get('message', ''))}")
-    el = time.perf_counter() - t0
-    paths = run.write(out, seed, el)
-    cols = {
-        "k": "k",
-        "persons_covered": "persons covered",
-        "persons_per_block": "per block",
-        "blocks_with_singleton": "blocks",
-        "verified_singletons": "verified singletons",
-        "verified_claims": "verified claims",
-        "median_baseline_tract": "median base (tract)",
-        "median_baseline_state": "median base (state)",
-    }
-    title = "verified singleton claims by number of columns k"
-    console.print(frame_table(title, run.by_k(), cols))
-    console.print("\n".join(run.summary_lines(el)))
-    console.print(f"written {', '.join(map(str, paths))}")
-    if run.failed:
-        raise typer.Exit(1)
-
-
-def _release_claims(
-    pop: Population,
-    tables_file: Path,
-    out: Path,
-    k: str,
-    k_solutions: int,
-    truth: Path | None,
-    block_time_limit: float,
-    opts: SolverOptions,
-    seed: int,
-    workers: int,
-    fresh: bool,
-    together: Path | None = None,
-    publication: Publication = EXACT,
-) -> None:
-    """``tabrecon claims --schema NAME`` for a population on the generic engine: Generate-then-
-    Verify on a release's tables, block by block (written as each finishes, resumable), figures
-    in the study's layout; with ``--with``, given both releases."""
-    import polars as pl
-
-    from ...attacks.unit_claims_release import release_claims
-    from ...schema.spec import read_units
-    from ...tables.consistency import check_unit_consistency
-
-    positive_finite(block_time_limit=block_time_limit)
-    try:
-        ks = tuple(sorted({int(x) for x in k.split(",") if x.strip()})) or pop.k_values
-    except ValueError:
-        raise TabreconError(f"--k: {k!r} is not a comma list of numbers such as 5,6,7") from None
-    n_attr = len(pop.schema.attributes)
-    if any(not 1 <= x <= n_attr for x in ks):
-        raise TabreconError(f"--k: columns per claim must lie in 1..{n_attr} for {pop.name}")
-    tied = None
-    if together is not None:
-        _refuse_untied(pop)
-        if not publication.exact:
-            raise TabreconError(
-                f"--publication {publication}: claims --with assume exact tables so far"
-            )
-        tied = _tied_tables(pop, together)
-    long = _release_tables(pop, tables_file, publication)
-    units = read_units(truth, pop.schema) if truth is not None else None
-    t0 = time.perf_counter()
-    prog, tick = progress(long["geoid"].n_unique(), f"{pop.name} claims")
-    with prog:
-        run = release_claims(
-            long,
-            pop.schema,
-            ks,
-            k_solutions,
-            seed,
-            opts,
-            block_time_limit,
-            workers,
-            out,
-            not fresh,
-            tick,
-            units,
-            tied=tied,
-            publication=publication,
-        )
-    for r in run.failed:
-        err.print(f"[red]block {r['unit']}: {r['status']}[/red] -- {escape(r.get('message', ''))}")
-    bad = run.problem_blocks
-    contradicted = bad.filter(pl.col("status") == "infeasible")["geoid"].to_list()
-    broken: dict[str, str] = {}
-    if contradicted and publication.exact:  # name an identity the tables break, where one does
-        rep = check_unit_consistency(long.filter(pl.col("geoid").is_in(contradicted)), pop.schema)
-        for v in rep.violations:
-            broken.setdefault(v.geoid, str(v).split(": ", 1)[1])
-    place = pop.schema.geography  # block, or a declared release's own (school)
-    for r in bad.head(20).iter_rows(named=True):
-        what = {
-            "time-limit": f"reached --block-time-limit {block_time_limit:g} s; "
-            f"{r['verified']} claim(s) verified before it are kept",
-            "infeasible": f"its tables contradict each other (no {pop.noun} fit them"
-            + ("" if publication.exact else f" under --publication {publication}")
-            + ")"
-            + (f": {broken[r['geoid']]}" if r["geoid"] in broken else "")
-            if r["geoid"] in broken or tied is None
-            else "its two releases admit no common population (tabrecon reconstruct --with "
-            "names the ties that cannot hold)",
-        }.get(r["status"], "no solution found within the solver's limit")
-        err.print(f"[yellow]{place} {r['geoid']}:[/yellow] {escape(str(what))}")
-    if bad.height > 20:
-        err.print(f"[yellow]... and {bad.height - 20} more such {place}s[/yellow]")
-    el = time.perf_counter() - t0
-    paths = run.write(out, seed, el)
-    cols = {
-        "k": "k",
-        "blocks_with_singleton": f"{place}s with a singleton",
-        "blocks_with_singleton_pct": "%",
-        "verified_singletons": "verified singletons",
-        "verified_claims": "verified claims",
-        "baseline_median": "median baseline",
-    }
-    if truth is not None:
-        cols |= {"units_singled_out": "singled out", "units_covered": "covered"}
-    console.print(frame_table(f"verified claims about {pop.noun} by k", run.by_k(), cols))
-    console.print("\n".join(run.summary_lines(el)))
-    console.print(f"written {', '.join(map(str, paths))}")
-    if run.failed or (bad["status"] != "time-limit").any():
         raise typer.Exit(1)
 
 

@@ -316,7 +316,7 @@ def check_tables(
     at_least(0, limit=limit)
     if pop.engine is Engine.GENERIC:
         from ...tables.consistency import check_unit_consistency
-        from ...tables.spec import read_unit_tables
+        from ...tables.reader import read_unit_tables
 
         rep = check_unit_consistency(read_unit_tables(tables_file, pop.schema), pop.schema)
     else:

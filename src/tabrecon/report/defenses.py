@@ -1,0 +1,182 @@
+"""The audit report's defense part: each release's agreement with the input, the privacy-accuracy
+frontier at the defenses' budgets, the defenses' tables (:data:`DEFENSE_TABLES`, with a first row
+for the release as published) and why the unbiased estimate's error is not TopDown's measured
+one. The page around it is :mod:`tabrecon.report.html`'s.
+"""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+
+import polars as pl
+
+from .page import (
+    figure_html,
+    fmt_value,
+    legend_html,
+    png_base64,
+    table_html,
+)
+
+
+def release_agreement(d: pl.DataFrame, th: int) -> list[str]:
+    """Each release's agreement with the input by true block size (Abowd et al. Table 3
+    layout): the protected records matched one-to-one to the input's, exact age and age bin."""
+    by_size = [c for c in d.columns if c.startswith("agreement_binned_pct_")]
+    if not by_size or "agreement_binned_pct" not in d.columns:
+        return []
+    t = d.select(
+        "defense",
+        pl.col("agreement_exact_pct").alias("exact age, all (%)"),
+        pl.col("agreement_binned_pct").alias("age bin, all (%)"),
+        *[
+            pl.col(c).alias(f"age bin, {c.removeprefix('agreement_binned_pct_')} (%)")
+            for c in by_size
+        ],
+    )
+    return [
+        "<p>What each release keeps of the input: its records matched one-to-one to the "
+        "input's on block, sex, race, ethnicity and age (exact) or age bin, by true block size "
+        "(Abowd et al. Table 3 layout; n/a where the input has no block of that size).</p>",
+        table_html(t, th, "Agreement of each release with the input", "tbl-release-agreement"),
+    ]
+
+
+def frontier_section(front: pl.DataFrame, th: int, out: Path | None) -> list[str]:
+    """The privacy-accuracy frontier at the defenses' budgets, beside their measured risk."""
+    from .frontier import frontier_figure
+
+    cols = [
+        c
+        for c in (
+            "budget",
+            "epsilon",
+            "rmse_per_cell",
+            "rmse_block_cell",
+            "accuracy_I",
+            "dI_depsilon",
+            "attack_nonmodal_precision",
+            "prg_nonmodal_precision",
+        )
+        if c in front.columns
+    ]
+    cells, units = int(front["cells"][0]), int(front["geounits"][0])
+    return [
+        '<h3 id="frontier">The privacy-accuracy frontier around these budgets</h3>'
+        "<p>Accuracy I is minus the expected squared error of the block tables' "
+        f"{cells} cells over the {units:,} blocks when TopDown's queries are measured at every "
+        "level with the dhc2023-like shares and the block tables are estimated by least squares "
+        "(the matrix mechanism, computed exactly; TopDown's own non-negative, rounded estimate "
+        "differs). dI/d&epsilon; is the marginal rate of transformation: the accuracy one more "
+        "unit of &epsilon; (&delta; = 10<sup>-10</sup>) buys. The measured attack and PRG are "
+        "those of the defense at the same budget (table above).</p>",
+        table_html(front.select(cols), th, "Frontier and measured risk", "tbl-frontier"),
+        legend_html(cols),
+        *_estimator_note(front),
+        figure_html(
+            png_base64(frontier_figure(front)),
+            "Accuracy, its marginal rate and the measured attack against epsilon",
+            "fig-frontier",
+            out,
+        ),
+    ]
+
+
+#: the defense part's tables, each narrow enough to read at 1,400 px: (columns, caption, id,
+#: whether a first row shows the release without a defense)
+DEFENSE_TABLES = (
+    (
+        (
+            "defense",
+            "rho",
+            "epsilon",
+            "attack_nonmodal_precision",
+            "prg_nonmodal_precision",
+            "mdg_nonmodal_precision",
+            "certified_blocks",
+            "attack_certified_uniques_precision",
+        ),
+        "Risk per defense (first row: the release as published)",
+        "tbl-defenses",
+        True,
+    ),
+    (
+        (
+            "defense",
+            "tvd_block",
+            "tvd_tract",
+            "tvd_county",
+            "mae_block_total",
+            "rmse_block_cell",
+            "mean_l1_race_eth",
+            "majority_kept_pct",
+        ),
+        "Accuracy per defense (first row: the release as published)",
+        "tbl-defense-accuracy",
+        True,
+    ),
+    (
+        (
+            "defense",
+            "prg_expected_nonmodal_precision",
+            "prg_original_nonmodal_precision",
+            "nmf_agreement_binned_pct",
+            "nmf_all_precision",
+            "nmf_nonmodal_precision",
+        ),
+        "PRG three ways, and the attack on TopDown's noisy measurements",
+        "tbl-defense-more",
+        False,
+    ),
+)
+
+
+#: the name of the first row of the defense tables
+NO_DEFENSE = "none (as published)"
+
+
+def no_defense_row(summary: dict, like: pl.DataFrame) -> pl.DataFrame:
+    """The release without a defense in ``like``'s columns: its risk from the audit's own
+    reidentification and certification (summary.json), its accuracy exact by definition."""
+    r = summary.get("reidentification", {})
+
+    def prec(src: str, group: str) -> float | None:
+        v = r.get(src, {}).get(group, {}).get("precision_pct")
+        return None if v is None else float(v)
+
+    exact = {"mae_block_total": 0.0, "rmse_block_cell": 0.0, "mean_l1_race_eth": 0.0}
+    values = {
+        "defense": NO_DEFENSE,
+        "attack_nonmodal_precision": prec("attack", "nonmodal"),
+        "prg_nonmodal_precision": prec("prg", "nonmodal"),
+        "mdg_nonmodal_precision": prec("mdg", "nonmodal"),
+        "attack_certified_uniques_precision": prec("attack", "certified_uniques"),
+        "certified_blocks": summary.get("certify", {}).get("unique_blocks"),
+        "majority_kept_pct": 100.0,
+        **{c: 1.0 for c in like.columns if c.startswith("tvd_")},
+        **exact,
+    }
+    return pl.DataFrame(
+        [{c: values.get(c) for c in like.columns}], schema=like.schema, strict=False
+    )
+
+
+def _estimator_note(front: pl.DataFrame) -> list[str]:
+    """One sentence per measured budget on why the unbiased estimate's expected error is not
+    TopDown's measured one, and which to read."""
+    if "rmse_block_cell" not in front.columns:
+        return []
+    m = front.filter(pl.col("rmse_block_cell").is_not_null()).unique(
+        "budget", keep="first", maintain_order=True
+    )
+    return [
+        f"<p>At {html.escape(str(r['budget']))} the unbiased least-squares estimate's expected "
+        f"error is {fmt_value(r['rmse_per_cell'], 'rmse_per_cell')} persons per block cell, and "
+        f"TopDown's measured error {fmt_value(r['rmse_block_cell'], 'rmse_block_cell')}: TopDown's "
+        "tables are held non-negative, whole and consistent with the exact totals, which pulls "
+        "the many small and zero cells back toward their true values. The expected error is the "
+        "noise this budget puts into the measurements; the measured one is what users of the "
+        "published tables see, so size a budget for those users by the measured one.</p>"
+        for r in m.iter_rows(named=True)
+    ]

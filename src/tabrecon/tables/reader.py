@@ -1,0 +1,240 @@
+"""Reading a published table of any schema into the long form (geoid, cell, value): a long file
+(CSV, CSV.gz or Parquet), a wide one (the Census API's JSON, a data.census.gov or summary-file
+style CSV) or a state's SF1 folder, checked cell by cell, every problem named by file, line and
+column (:func:`read_unit_tables`). The person tables' own reader is
+:mod:`tabrecon.tables.published`.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from ..errors import InputError
+from ..io import read_rows
+from ..schema.spec import Schema
+from .measures import WITHHELD, parse_values
+from .spec import UnitCell, as_published, statistic_decimals, tables_of
+
+
+def read_unit_tables(path: str | Path, schema: Schema, withheld: bool = False) -> pl.DataFrame:
+    """A long table (geoid, cell, value) of ``schema``'s cells from
+    a CSV, CSV.gz or Parquet file in the long form, or the block rows of a wide table (the
+    Census API's JSON, a data.census.gov or summary-file style CSV: variables ``H0130002`` or
+    ``H013002``), checked: the three columns present, 15-digit block geoids, non-negative whole
+    values, no (geoid, cell) twice, every cell id one of SF1 2010's (cells of other tables, as
+    in a file holding a whole release, are left out). Each problem names the file, line and
+    column, with the number of rows that share it. With ``withheld`` (a release that suppresses
+    cells: :mod:`tabrecon.tables.publication`) an empty value or a suppression mark (``S``, ``X``,
+    ``(X)``, ``D``, ``..``: :data:`~tabrecon.tables.publication.MISSING_MARKS`) is read as null: the
+    cell was withheld.
+
+    >>> import tempfile, os
+    >>> p = os.path.join(tempfile.mkdtemp(), "t.csv")
+    >>> _ = open(p, "w").write("geoid,cell,value\\n010010201001000,H0030001,-4\\n")
+    >>> from tabrecon.schema.catalog import HOUSING_UNITS
+    >>> read_unit_tables(p, HOUSING_UNITS)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    tabrecon.errors.InputError: ...t.csv, line 2, column 'value': '-4' is not a count (a whole ...
+    """
+    p = str(path)
+    mine = {c.id for t in tables_of(schema) for c in t.cells()}
+    if Path(p).is_dir():  # an SF1 folder: each cell from the segment and field of the layout
+        from .sf1 import read_sf1_cells
+
+        long = as_published(read_sf1_cells(p, sorted(mine)), schema)  # decimals as text
+        df, lines = long.with_columns(pl.col("value").cast(pl.String)), None
+    elif p.lower().endswith(".json"):
+        from .forms import read_api_json
+
+        df, lines = read_api_json(Path(p)), None
+    else:
+        df, lines = read_rows(path)
+    if not {"geoid", "cell", "value"} <= set(df.columns):
+        df, lines = _long_of_wide(df, p, mine, schema)
+    df = df.select(
+        pl.col("geoid").str.strip_chars(),
+        pl.col("cell").str.strip_chars().str.to_uppercase(),
+        pl.col("value").str.strip_chars(),
+        *([pl.col("__column")] if "__column" in df.columns else []),
+    ).with_row_index("__row")
+    line_of = (lambda i: int(lines[i])) if lines is not None else (lambda i: i + 2)
+
+    def refuse(bad: pl.Series, column: str, message: str) -> None:
+        rows = np.flatnonzero(bad.fill_null(True).to_numpy())
+        if rows.size:
+            r = int(rows[0])
+            # a wide file's value sits under the file's own variable (H013002), not 'value'
+            named = df["__column"][r] if column == "value" and "__column" in df.columns else column
+            raise InputError(
+                message.format(df[column][r]),
+                path=p,
+                line=line_of(r),
+                column=named,
+                more=rows.size - 1,
+            )
+
+    if not df["cell"].is_in(list(mine)).any():  # another kind of file: say whose cells it holds
+        from ..schema import registry
+
+        whose = registry.population_of_cells(
+            df["cell"].unique().head(50).to_list(), but=schema.name
+        )
+        hint = (
+            f"; they are cells of the {whose} tables: read it with --schema {whose}"
+            if whose
+            else ""
+        )
+        raise InputError(
+            f"holds no cells of the {schema.name} tables ({min(mine)} ...){hint}", path=p
+        )
+    # block cells need a block's 15 digits, tract cells a tract's 11; rows of tables the schema
+    # does not declare (a whole release's other tables) either
+    tract_cells = [c.id for t in tables_of(schema) if t.level == "tract" for c in t.cells()]
+    block_cells = [c.id for c in _cells_at(schema, "block")]
+    digits = pl.col("geoid").str.len_chars()
+    n = schema.geoid_digits
+    wrong = (
+        ~pl.col("geoid").str.contains(r"^\d+$")
+        | (pl.col("cell").is_in(block_cells) & (digits != n))
+        | (pl.col("cell").is_in(tract_cells) & (digits != 11))
+        | ~digits.is_in([11, n])
+    )
+    refuse(
+        df.select(wrong).to_series(),
+        "geoid",
+        "{!r} is not a 15-digit block geoid (an 11-digit tract's for tract cells)"
+        if schema.geography == "block"
+        else "{!r} is not a " + f"{n}-digit {schema.geography} id",
+    )
+    df = df.with_columns(pl.col("value").fill_null(""))  # an empty field is named as such
+    value = df["value"].cast(pl.Int64, strict=False)
+    dec = statistic_decimals(schema)
+    is_stat = df["cell"].is_in(list(dec))
+    if is_stat.any():  # medians and means: decimals, in published units (30.5 -> 305)
+        of_cell = df["cell"].replace_strict(dec, default=0, return_dtype=pl.Int64)
+        for d in sorted(set(dec.values())):
+            here = is_stat & (of_cell == d)
+            value = pl.select(
+                pl.when(here).then(parse_values(df["value"], d)).otherwise(value)
+            ).to_series()
+        may_lack = {
+            c.id
+            for t in tables_of(schema)
+            for c in t.cells()
+            if c.statistic and c.statistic.empty is None
+        }
+        refuse(
+            is_stat & value.is_null() & ~(df["cell"].is_in(list(may_lack)) & (df["value"] == "")),
+            "value",
+            "{!r} is not a median or a mean with its cell's decimals (tabrecon tables list)",
+        )
+        value = pl.select(
+            pl.when(is_stat & value.is_null()).then(WITHHELD).otherwise(value)
+        ).to_series()
+    if withheld:
+        from .publication import MISSING_MARKS
+
+        marked = df["value"].fill_null("").str.to_uppercase().is_in(list(MISSING_MARKS))
+        refuse(
+            ~is_stat & ((value.is_null() & ~marked) | (value < 0).fill_null(False)),
+            "value",
+            "{!r} is not a count (a whole number >= 0) nor a mark of a withheld cell (empty, "
+            + ", ".join(m for m in MISSING_MARKS if m)
+            + ")",
+        )
+    else:
+        refuse(
+            ~is_stat & (value.is_null() | (value < 0)),
+            "value",
+            "{!r} is not a count (a whole number >= 0; a withheld cell needs --publication "
+            "suppress:T)",
+        )
+    from .layout import layout
+
+    sf1 = set(layout()["cell"].to_list())
+    refuse(
+        ~df["cell"].is_in(list(mine | sf1)),
+        "cell",
+        "{!r} is not a cell of SF1 2010 (tabrecon tables list --schema " + schema.name + ")",
+    )
+    df = df.with_columns(value.alias("value")).filter(pl.col("cell").is_in(list(mine)))
+    if is_stat.any():  # a withheld median or mean is null, as a withheld count is
+        df = df.with_columns(pl.col("value").replace(WITHHELD, None))
+    twice = df.select(pl.struct("geoid", "cell").is_duplicated()).to_series()
+    refuse(twice, "cell", "{!r} appears twice for the same block")
+    if not df.height:
+        first = min(mine)
+        raise InputError(f"holds no cells of the {schema.name} tables ({first} ...)", path=p)
+    return df.drop("__row", "__column", strict=False)
+
+
+def _cells_at(schema: Schema, level: str) -> list[UnitCell]:
+    return [c for t in tables_of(schema) if t.level == level for c in t.cells()]
+
+
+def _spellings(mine: set[str]) -> dict[str, str]:
+    """Every spelling of the cells ``mine`` a wide file may use, to the cell id: the summary
+    file's (``P0120003``, ``P012A003``, ``H016A0003``) and the 2010 API's (``P012003``), the
+    latter from the Bureau's layout where it has the cell, else by its rule (a three-digit
+    line)."""
+    from .layout import layout
+
+    lay = layout().filter(pl.col("cell").is_in(list(mine)))
+    out = {c: c for c in mine}
+    out |= dict(zip(lay["api_name"].to_list(), lay["cell"].to_list(), strict=True))
+    for c in mine:
+        m = re.match(r"^(PCT|HCT|P|H)(\d{3}[A-Z]?)(\d{4})$", c)
+        if m and int(m.group(3)) < 1000:
+            out.setdefault(f"{m.group(1)}{m.group(2)}{m.group(3)[1:]}", c)
+    return out
+
+
+def _long_of_wide(
+    df: pl.DataFrame, where: str, mine: set[str], schema: Schema
+) -> tuple[pl.DataFrame, np.ndarray]:
+    """The block rows of a wide table (one row per geography: the Census API's JSON, a
+    data.census.gov or summary-file style CSV) as a long table, and each value's file line.
+    Variables are read in the summary-file style (``H0130002``) or the 2010 API style
+    (``H013002``); those that are cells of ``mine`` (``schema``'s) are kept."""
+    from .forms import geography_of
+
+    spelled = _spellings(mine)
+    cells = {c: spelled[c.strip().upper()] for c in df.columns if c.strip().upper() in spelled}
+    dhc = [c for c in df.columns if re.fullmatch(r"(PCT|HCT|P|H)\d+[A-Z]?_\d{3}N", c.strip())]
+    if not cells and dhc:  # 2020 names: never guessed from 2010 labels
+        raise InputError(
+            f"holds 2020 census variables ({', '.join(dhc[:3])}, ...): tabrecon declares the "
+            f"{schema.name} tables of SF1 2010 only (2010 names such as {min(mine)}); the 2020 "
+            "DHC tables over this schema are not declared, because their table shells are not "
+            "available to check them against, and 2020 ids are never guessed from 2010 labels",
+            path=where,
+        )
+    if not cells:
+        example = min(mine)
+        raise InputError(
+            f"neither a long table (columns geoid, cell, value) nor a wide one with {schema.name} "
+            f"variables such as {example} (found: {', '.join(df.columns[:8])})",
+            path=where,
+        )
+    geo = geography_of(df, where)
+    first = 2
+    if geo.len() and not re.search(r"\d", geo[0] or ""):  # data.census.gov: a row of labels
+        df, geo, first = df.slice(1), geo.slice(1), 3
+    wide = (
+        df.select(list(cells))
+        .rename(cells)
+        .with_columns(geo.alias("geoid"), pl.int_range(first, first + df.height).alias("__line"))
+    )
+    n = schema.geoid_digits
+    wide = wide.filter(pl.col("geoid").str.len_chars() == n)  # blocks only
+    if not wide.height:
+        raise InputError(f"holds no {schema.geography} rows ({n}-digit geographies)", path=where)
+    long = wide.unpivot(index=["geoid", "__line"], on=list(cells.values()), variable_name="cell")
+    header = {v: k for k, v in cells.items()}  # the file's own variable names, for errors
+    long = long.with_columns(pl.col("cell").replace_strict(header).alias("__column"))
+    return long.drop("__line"), long["__line"].to_numpy()
