@@ -191,16 +191,19 @@ def test_every_verified_claim_is_true(county):
 
 
 def test_claims_hold_in_every_solution_of_small_blocks(county):
+    """Claims are stated over the schema's claim columns (its attributes, or what it declares:
+    persons' nine), read back here from their labels."""
     pop, run = county.pop, county.claims
-    codes = pop.schema.decode(pop.schema.feasible_types())
+    values = pop.schema.claim_values(pop.schema.feasible_types())
+    columns = {c.name: (i, c.labels) for i, c in enumerate(pop.schema.claim_columns)}
     checked = 0
     for geoid, (sols, W) in _enumerated(county).items():
         for claim in run.claims.filter(pl.col("geoid") == geoid).iter_rows(named=True):
             want = dict(p.split("=", 1) for p in claim["values"].split("; "))
             match = np.ones(W.shape[1], dtype=bool)
             for col, label in want.items():
-                att = pop.schema.attribute(col)
-                match &= codes[col] == att.codes[att.labels.index(label)]
+                i, labels = columns[col]
+                match &= values[:, i] == labels.index(label)
             for s in sols:
                 assert int(match[s].sum()) == claim["m"], (pop.name, geoid, claim)
             checked += 1
