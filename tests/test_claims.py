@@ -162,26 +162,33 @@ def test_a_tract_whose_diverse_solves_all_time_out_still_verifies_the_same_claim
     md = two_solution_block
     done = run_claims(md, "block", k=20)
     want = done[3][0][2].sort("block_geoid", "columns", "key", "m")
-    monkeypatch.setattr(C, "_diverse_solutions", lambda *a, **k: ([], False))
+    monkeypatch.setattr(C, "generate", lambda *a, **k: ([], True, False))
     res, _, claims = run_claims(md, "block", k=20, done=done[:3])[3][0]
     assert res.status == "ok" and res.solutions == 1, res.message
     assert claims.sort("block_geoid", "columns", "key", "m").equals(want)
 
 
-def test_diverse_solutions_say_when_the_program_is_infeasible():
+def test_generated_solutions_say_when_the_program_is_infeasible():
+    """The random solutions both claim paths start from (:func:`unit_claims.generate`): none
+    and a proof of infeasibility where no population fits; else K distinct draws, each a
+    solution."""
     import scipy.sparse as sp
 
-    from tabrecon.engine.solvers import IntProgram
+    from tabrecon.attacks.unit_claims import generate
+    from tabrecon.engine.solvers import Extensible, IntProgram
 
+    opts = C.SolverOptions()
     bad = IntProgram(
         A=sp.csr_matrix(np.array([[1, 1]])), lo=np.array([3]), hi=np.array([3]), ub=np.array([1, 1])
     )
-    assert C._diverse_solutions(bad, 2, 5, C.SolverOptions(), 0) == ([], True)
+    rng = np.random.default_rng(0)
+    assert generate(Extensible(bad, opts), 4, rng, opts, None, 0.0) == ([], False, True)
     good = IntProgram(
         A=sp.csr_matrix(np.array([[1, 1]])), lo=np.array([1]), hi=np.array([1]), ub=np.array([1, 1])
     )
-    sols, infeasible = C._diverse_solutions(good, 2, 5, C.SolverOptions(), 0)
-    assert not infeasible and len(sols) == 4 and all(int(s.sum()) == 1 for s in sols)
+    sols, short, infeasible = generate(Extensible(good, opts), 4, rng, opts, None, 0.0)
+    assert not infeasible and not short and len(sols) == 4
+    assert all(int(s.sum()) == 1 for s in sols)
 
 
 @pytest.mark.parametrize("level", ["block", "block+tract"])

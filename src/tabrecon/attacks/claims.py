@@ -39,7 +39,7 @@ import numpy as np
 import polars as pl
 import scipy.sparse as sp
 
-from ..engine.solvers import Extensible, IntProgram, SolverOptions, prove_forms
+from ..engine.solvers import Extensible, IntProgram, SolverOptions
 from ..engine.tract import program_of_tract
 from ..errors import TabreconError
 from ..geo import overlap
@@ -49,7 +49,7 @@ from ..schema import AGEBIN38, N_AGES, N_TYPES, PERSONS, Microdata, age_classes,
 from ..tables.persons import MISSING, TableSet, cell_attrs, cell_positions
 from ..vocab import Level
 from .certify import UNIQUE, binned_type
-from .unit_claims import Candidates, candidates, claim_keys, one_of_n, value_keys
+from .unit_claims import Candidates, candidates, claim_keys, generate, one_of_n, value_keys, verify
 
 #: The columns person claims are stated over (:func:`tabrecon.schema.person_claim_columns`)
 COLUMNS: tuple[str, ...] = tuple(c.name for c in PERSONS.claim_columns)
@@ -187,44 +187,6 @@ def _row_argmax(M: sp.csr_matrix) -> np.ndarray:
     return out
 
 
-#: Each random objective asks the tract's linear relaxation (HiGHS, re-optimised from its last
-#: basis) first and takes its optimal vertex when it is an integer solution, as the claims over
-#: any schema do; CP-SAT searches only when it is not. The verified claims are the same either
-#: way (a verified claim holds in every population, so it is a candidate whatever the
-#: solutions); synthetic 20,025 persons: 36.1/40.3 s against 66.7/59.9 s side by side
-#: (``python -m benchmarks.bench_claims``). False: CP-SAT for every objective (the baseline).
-VERTEX_FIRST: bool = True
-
-
-def _diverse_solutions(
-    prog: IntProgram, n_vars: int, k_solutions: int, opts: SolverOptions, seed: int
-) -> tuple[list[np.ndarray], bool]:
-    """Up to K-1 feasible solutions of random integer objectives (diversity by random
-    directions; :data:`VERTEX_FIRST`), and whether a solve proved the program infeasible. A
-    solve that runs out of time adds nothing: fewer solutions only leave more candidates to
-    verify, never a claim that is not verified."""
-    rng = np.random.default_rng(seed)
-    gen = SolverOptions(opts.backend, opts.threads, min(opts.time_limit or 10.0, 10.0), opts.seed)
-    base = Extensible(prog, gen)
-    empty = sp.csr_matrix((0, n_vars), dtype=np.int64)
-    none = np.zeros(0, dtype=np.int64)
-    out: list[np.ndarray] = []
-    for _ in range(max(0, k_solutions - 1)):
-        c = rng.integers(-3, 4, size=n_vars).astype(np.int64)
-        maximize = bool(rng.integers(2))
-        if VERTEX_FIRST:
-            x = base.relaxation.vertex(c, maximize)
-            if x is not None:
-                out.append(x)
-                continue
-        s = base.solve(0, none, empty, none, none, c=c, maximize=maximize)
-        if s.status == "infeasible":
-            return out, True
-        if s.x is not None:
-            out.append(s.x[:n_vars])
-    return out, False
-
-
 # --------------------------------------------------------------------------------------------------
 # One tract
 # --------------------------------------------------------------------------------------------------
@@ -356,45 +318,49 @@ def tract_claims(
             hi=np.concatenate([bprog.hi, y_all[fixed]]),
             ub=bprog.ub,
         )
-        sols, infeasible = _diverse_solutions(prog, n_vars, max(k_solutions, 2), opts, seed)
+        # one program for the random solutions and the proofs (built and presolved once)
+        base = Extensible(prog, opts)
+        rng = np.random.default_rng(seed)
+        sols, _short, infeasible = generate(base, k_solutions - 1, rng, opts, None, 0.0)
         # the program must have a solution (the reconstruction) or no proof means anything; a
-        # tract whose solves all ran out of time goes on with the reconstruction alone (was
-        # refused as if its reconstruction were from other tables)
+        # tract whose solves all ran out of time goes on with the reconstruction alone
         if infeasible:
             raise TabreconError(
                 f"tract {tract}: no population satisfies the tables together with the certified "
                 "blocks; is the reconstruction from these tables?"
             )
-        sols = sols[: k_solutions - 1]
         res.solutions = 1 + len(sols)
         vkeys = np.flatnonzero(np.isin(all_keys // N_TYPES, vblocks))
-        Y = np.vstack([y_all[vkeys]] + [(G @ s)[vkeys] for s in sols]).astype(np.float64)
+        Gv = G[vkeys]
+        Y = np.vstack([y_all[vkeys]] + [Gv @ s[:n_vars] for s in sols]).astype(np.float64)
         vvalues = PERSONS.claim_values(all_keys[vkeys] % N_TYPES)
-        cl = candidates(PERSONS, names, K_ALL, Y, vvalues, all_keys[vkeys] // N_TYPES)
+        ver = verify(
+            base,
+            PERSONS,
+            names,
+            K_ALL,
+            Y,
+            vvalues,
+            Gv,
+            all_keys[vkeys] // N_TYPES,
+            max_rounds=200,
+        )
+        cl = ver.candidates
         res.candidates = int(cl.key.size)
+        res.proofs = ver.proofs
         if cl.key.size:
-            # one linear form per distinct (key set); keys are within one block, so is the form
+            res.verified_varying = int(ver.verified.sum())
+            # the record a singleton singles out: its one key that the reconstruction holds
             M = cl.members
             assert M is not None  # asked for
-            inc = sp.csr_matrix(
-                (M.data.astype(np.float64), vkeys[M.indices], M.indptr),
-                shape=(M.shape[0], nkeys_all),
+            rk = (
+                sp.csr_matrix(
+                    (M.data * 1.0, vkeys[M.indices], M.indptr), shape=(M.shape[0], nkeys_all)
+                )[:, : keys.size]
+                .multiply(y0[None, :])
+                .tocsr()
             )
-            sig = [
-                inc.indices[inc.indptr[i] : inc.indptr[i + 1]].tobytes()
-                for i in range(inc.shape[0])
-            ]
-            _, first, form = np.unique(
-                np.array(sig, dtype=object), return_index=True, return_inverse=True
-            )
-            C = (inc[first] @ G).tocsr().astype(np.int64)
-            proof = prove_forms(Extensible(prog, opts), C, cl.m[first], max_rounds=200)
-            res.proofs = proof.proofs
-            good = proof.verified[form]
-            res.verified_varying = int(good.sum())
-            # the record a singleton singles out: its one key that the reconstruction holds
-            rk = inc[:, : keys.size].multiply(y0[None, :]).tocsr()
-            parts.append((cl, good, _row_argmax(rk)))
+            parts.append((cl, ver.verified, _row_argmax(rk)))
     # tally verified claims by k; coverage and baselines for singletons
     cov_k = np.zeros((K_MAX, keys.size), dtype=bool)
     min_k = np.full(keys.size, K_MAX + 1, dtype=np.int64)

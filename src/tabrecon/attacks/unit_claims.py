@@ -390,6 +390,80 @@ def _stable_of(
     return out
 
 
+@dataclass(frozen=True)
+class Verdicts:
+    """Candidate claims and which of them are proven (:func:`verify`): ``verified`` one flag
+    per candidate; ``complete`` False when the time or the rounds ran out first (the candidates
+    not proven by then are not verified)."""
+
+    candidates: Candidates
+    verified: np.ndarray
+    proofs: int
+    complete: bool
+
+
+def verify(
+    base: Extensible,
+    schema: Schema,
+    names: tuple[str, ...],
+    k_values: tuple[int, ...],
+    X: np.ndarray,
+    values: np.ndarray,
+    G: sp.csr_matrix | None = None,
+    group: np.ndarray | None = None,
+    exact: np.ndarray | None = None,
+    seconds: float | None = None,
+    max_rounds: int | None = None,
+    relax_after: float | None = None,
+) -> Verdicts:
+    """Steps 2 and 3 of Generate-then-Verify, for any schema and any program: the
+    :func:`candidates` of the solutions ``X`` (solutions x keys), each proven to hold in every
+    solution of ``base``'s program (:func:`~tabrecon.engine.solvers.prove_forms`). ``G`` (keys
+    x the program's variables) gives each key's count in a solution; None: key i is variable i
+    (a block's program over its admissible types). Candidates that count the same variables
+    (e.g. "male" and "male, renting" in a block where every man rents) are one form, proven
+    once.
+
+    >>> from tabrecon.engine.solvers import IntProgram
+    >>> from tabrecon.schema.spec import Attribute
+    >>> toy = Schema("toy", "thing", (Attribute("a", ((0, "x"), (1, "y"))),
+    ...                               Attribute("b", ((0, "u"), (1, "v")))))
+    >>> p = IntProgram(A=sp.csr_matrix(np.array([[1, 1, 0, 0], [0, 0, 1, 1]])),
+    ...                lo=np.array([1, 1]), hi=np.array([1, 1]), ub=np.ones(4, np.int64))
+    >>> X = np.array([[1, 0, 1, 0], [0, 1, 0, 1]])  # types (x,u) (x,v) (y,u) (y,v)
+    >>> ver = verify(Extensible(p, SolverOptions(backend="cpsat")), toy, (), (1,), X,
+    ...              toy.claim_values(np.arange(4)))
+    >>> [(ver.candidates.cols(i), int(ver.candidates.key[i])) for i in range(2)]
+    [((0,), 0), ((0,), 1)]
+    >>> ver.verified.tolist(), ver.complete
+    ([True, True], True)
+    """
+    cands = candidates(schema, names, k_values, X, values, group, exact)
+    n = cands.key.size
+    if not n:
+        return Verdicts(cands, np.zeros(0, dtype=bool), 0, True)
+    M = cands.members
+    assert M is not None  # asked for
+    n_vars = base.prog.n_vars
+    if G is None:
+        forms = sp.csr_matrix((M.data, M.indices, M.indptr), shape=(n, n_vars))
+    else:
+        forms = (M.astype(np.int64) @ G).tocsr()
+        forms.sort_indices()
+    # one proof per distinct form (a form's m is its count in X[0]: equal forms, equal m)
+    sig = np.array(
+        [
+            forms.indices[forms.indptr[i] : forms.indptr[i + 1]].tobytes()
+            + forms.data[forms.indptr[i] : forms.indptr[i + 1]].tobytes()
+            for i in range(n)
+        ],
+        dtype=object,
+    )
+    _, first, form = np.unique(sig, return_index=True, return_inverse=True)
+    proof = prove_forms(base, forms[first], cands.m[first], None, seconds, max_rounds, relax_after)
+    return Verdicts(cands, proof.verified[form.ravel()], proof.proofs, proof.complete)
+
+
 def generate_then_verify(
     long: pl.DataFrame,
     schema: Schema,
@@ -467,7 +541,7 @@ def generate_then_verify(
                 base = Extensible(prog, opts)
             else:
                 base = Extensible(full, opts, lp=prog)
-            sols, short, infeasible = _generate(base, K, rng, opts, block_seconds, t0)
+            sols, short, infeasible = generate(base, K, rng, opts, block_seconds, t0)
             if all(full.satisfied_by(x) for x in sols):
                 break
         if not sols:
@@ -480,28 +554,30 @@ def generate_then_verify(
             witnessed.append(geoid)
         x0 = X[0]
         first[geoid] = np.repeat(feasible[adm[x0 > 0]], x0[x0 > 0])
-        pool = list(sols)  # every solution known: the K generated and those refuting candidates
         # every k's candidates proven together: one search where the block's claims all hold
         # (most blocks) instead of one for each k -- 30-50% less proving on blocks of 20-226
         # units, the same verdicts. Fewer solutions than asked (the time ran out generating)
         # would mean more candidates, all to prove: none is tried
-        cands = (
-            None
-            if short
-            else candidates(schema, names, k_values, X, values[adm], None, exact[None])
-        )
         status = ClaimStatus.TIME_LIMIT if short else ClaimStatus.OK
         n_ver = n_cand = 0
-        if cands is not None and cands.key.size:
-            n_cand = cands.key.size
+        if not short:
             remaining = None if block_seconds is None else block_seconds - time.perf_counter() + t0
-            M = cands.members
-            assert M is not None  # asked for
-            forms = sp.csr_matrix((M.data, M.indices, M.indptr), shape=(n_cand, prog.n_vars))
-            proof = prove_forms(base, forms, cands.m, pool, remaining, relax_after=RELAX_AFTER)
-            if not proof.complete:  # the claims proven before the time ran out stand
+            ver = verify(
+                base,
+                schema,
+                names,
+                k_values,
+                X,
+                values[adm],
+                exact=exact[None],
+                seconds=remaining,
+                relax_after=RELAX_AFTER,
+            )
+            cands = ver.candidates
+            n_cand = cands.key.size
+            if not ver.complete:  # the claims proven before the time ran out stand
                 status = ClaimStatus.TIME_LIMIT
-            for i in np.flatnonzero(proof.verified).tolist():
+            for i in np.flatnonzero(ver.verified).tolist():
                 n_ver += 1
                 found.append(
                     (geoid, int(cands.k[i]), cands.cols(i), int(cands.key[i]), int(cands.m[i]))
@@ -519,7 +595,7 @@ def generate_then_verify(
     return UnitClaims(claims, per_block, frozenset(witnessed), first)
 
 
-def _generate(
+def generate(
     base: Extensible,
     K: int,
     rng: np.random.Generator,
