@@ -221,10 +221,17 @@ class TractClaims:
     message: str = ""
 
 
-def _hist(p: np.ndarray) -> np.ndarray:
-    return np.bincount(
-        np.minimum((p * BASELINE_BINS).astype(np.int64), BASELINE_BINS - 1), minlength=BASELINE_BINS
-    )
+def _hist(p: np.ndarray, k: np.ndarray) -> np.ndarray:
+    """Histograms (k x :data:`BASELINE_BINS`) of the probabilities ``p`` of claims of ``k``
+    columns."""
+    b = np.minimum((p * BASELINE_BINS).astype(np.int64), BASELINE_BINS - 1)
+    flat = np.bincount((k - 1) * BASELINE_BINS + b, minlength=K_MAX * BASELINE_BINS)
+    return flat.reshape(K_MAX, BASELINE_BINS)
+
+
+def _per_k(k: np.ndarray) -> np.ndarray:
+    """Claims of each number of columns 1..K_MAX."""
+    return np.bincount(k, minlength=K_MAX + 1)[1:]
 
 
 def tract_claims(
@@ -369,33 +376,40 @@ def tract_claims(
     ex_bt = np.full(keys.size, np.nan)
     ex_bs = np.full(keys.size, np.nan)
     collected = []
+    base_t = np.zeros((K_MAX, BASELINE_BINS), dtype=np.int64)
+    base_s = np.zeros((K_MAX, BASELINE_BINS), dtype=np.int64)
     for cl, ok, first_key in parts:
-        for k in range(1, K_MAX + 1):
-            res.claims_k[k - 1] += int((ok & (cl.k == k)).sum())
-        single = ok & (cl.m == 1)
-        for si in np.unique(cl.subset[single]).tolist():
-            cols = cl.columns[si]
-            k = len(cols)
-            s = np.flatnonzero(single & (cl.subset == si))
-            res.singletons_k[k - 1] += s.size
-            key_of = first_key[s]
-            if (key_of < 0).any():  # a verified claim holds in the reconstruction too
-                raise TabreconError(
-                    f"tract {tract}: a verified singleton claim matches no reconstructed record"
-                )
-            N = pop[cl.group[s]]
-            bt = one_of_n(N, tract_prior.share(cols, cl.key[s]))
-            bs = one_of_n(N, state_prior.share(cols, cl.key[s]))
-            res.base_tract[k - 1] = (np.array(res.base_tract[k - 1]) + _hist(bt)).tolist()
-            res.base_state[k - 1] = (np.array(res.base_state[k - 1]) + _hist(bs)).tolist()
-            cov_k[k - 1, key_of] = True
-            better = k < min_k[key_of]
-            kb = key_of[better]
-            min_k[kb] = k
-            ex_subset[kb] = si
-            ex_key[kb] = cl.key[s][better]
-            ex_bt[kb] = bt[better]
-            ex_bs[kb] = bs[better]
+        res.claims_k = (np.array(res.claims_k) + _per_k(cl.k[ok])).tolist()
+        # singletons by column subset (candidates come by k, then subset: the smallest k first)
+        single = np.flatnonzero(ok & (cl.m == 1))
+        single = single[np.argsort(cl.subset[single], kind="stable")]
+        key_of = first_key[single]
+        if (key_of < 0).any():  # a verified claim holds in the reconstruction too
+            raise TabreconError(
+                f"tract {tract}: a verified singleton claim matches no reconstructed record"
+            )
+        k_of, key = cl.k[single], cl.key[single]
+        res.singletons_k = (np.array(res.singletons_k) + _per_k(k_of)).tolist()
+        N = pop[cl.group[single]]
+        bt, bs = np.empty(single.size), np.empty(single.size)
+        sub = cl.subset[single]
+        runs = np.flatnonzero(np.diff(sub, prepend=-1, append=-1))
+        for lo, hi in zip(runs[:-1].tolist(), runs[1:].tolist(), strict=True):
+            cols = cl.columns[sub[lo]]
+            bt[lo:hi] = one_of_n(N[lo:hi], tract_prior.share(cols, key[lo:hi]))
+            bs[lo:hi] = one_of_n(N[lo:hi], state_prior.share(cols, key[lo:hi]))
+        base_t += _hist(bt, k_of)
+        base_s += _hist(bs, k_of)
+        cov_k[k_of - 1, key_of] = True
+        # each record's claim: its first singleton (the smallest k, then the first subset)
+        u, at = np.unique(key_of, return_index=True)
+        better = at[k_of[at] < min_k[u]]
+        kb = key_of[better]
+        min_k[kb] = k_of[better]
+        ex_subset[kb] = sub[better]
+        ex_key[kb] = key[better]
+        ex_bt[kb] = bt[better]
+        ex_bs[kb] = bs[better]
         if collect:
             v = np.flatnonzero(ok)
             collected.append(
@@ -411,6 +425,7 @@ def tract_claims(
                     }
                 )
             )
+    res.base_tract, res.base_state = base_t.tolist(), base_s.tolist()
     for k in range(1, K_MAX + 1):
         res.persons_k[k - 1] = int(cov_k[k - 1].sum())  # each key singled out has one record
         res.blocks_k[k - 1] = int(np.unique(key_block[cov_k[k - 1]]).size)

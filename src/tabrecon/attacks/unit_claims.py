@@ -261,8 +261,8 @@ class Candidates:
     """Generate-then-Verify's candidate claims, one entry each: its group (block), number of
     columns ``k``, column subset (an index into ``columns``, every subset of the sizes asked in
     order), key on those columns, count ``m`` (the same in every solution), the first key it
-    counts (``first``: a singleton's one key where every key has a record) and, when asked for,
-    ``members`` (candidates x keys): every key it counts."""
+    counts that some solution uses (``first``: a singleton's one key where every key has a
+    record) and, when asked for, ``members`` (candidates x keys): every key it counts."""
 
     group: np.ndarray
     k: np.ndarray
@@ -349,7 +349,7 @@ def _stable_of(
         offset = np.concatenate([[0], np.cumsum(width)[:-1]])
         # subset-major: each subset's (group, key) of the used keys, past earlier subsets'
         g = (vu @ sub.radix[:, lo:hi] + gu[:, None] * spans + offset).T.ravel()
-        uk, inv = np.unique(g, return_inverse=True)
+        uk, at0, inv = np.unique(g, return_index=True, return_inverse=True)
         rows = np.arange(n_sol)[:, None] * uk.size
         counts = np.rint(
             np.bincount(
@@ -360,33 +360,37 @@ def _stable_of(
         ).astype(np.int64)
         m0 = counts[0]
         stable = np.flatnonzero((m0 >= 1) & (counts == m0).all(axis=0))
+        # codes are subset-major: each subset's stable claims are one run (found by search,
+        # not by a scan per subset); the first occurrence of a code is its first used key
         which = np.searchsorted(offset, uk[stable], side="right") - 1
+        bounds = np.searchsorted(which, np.arange(hi - lo + 1))
         rem = uk[stable] - offset[which]
-        for w in np.unique(which).tolist():
-            at = np.flatnonzero(which == w)
+        first_used = used[at0[stable] % used.size]
+        for w in np.flatnonzero(np.diff(bounds)).tolist():
+            at = slice(bounds[w], bounds[w + 1])
             s, span = lo + w, int(spans[w])
-            cg, ck, cm = rem[at] // span, rem[at] % span, m0[stable[at]]
+            cg, ck, cm, cf = rem[at] // span, rem[at] % span, m0[stable[at]], first_used[at]
             trivial = sub.trivial_keys(s)
             if trivial:
                 drop = np.isin(ck, np.fromiter(trivial, np.int64, len(trivial)))
                 if exact is not None:  # trivial only where one of its cells is exact there
                     for i in np.flatnonzero(drop):
                         drop[i] = any(exact[cg[i], c] for c in trivial[int(ck[i])])
-                cg, ck, cm = cg[~drop], ck[~drop], cm[~drop]
+                cg, ck, cm, cf = cg[~drop], ck[~drop], cm[~drop], cf[~drop]
             if not ck.size:
                 continue
-            # members: every key of the group with the claim's values, in key order
-            full = grp * span + values @ sub.radix[:, s]
-            order = np.argsort(full, kind="stable")
-            code = cg * span + ck
-            a = np.searchsorted(full[order], code, side="left")
-            n = np.searchsorted(full[order], code, side="right") - a
             listed = np.zeros(0, np.int64)
-            if members:
+            n = np.zeros(ck.size, np.int64)
+            if members:  # every key of the group with the claim's values, in key order
+                full = grp * span + values @ sub.radix[:, s]
+                order = np.argsort(full, kind="stable")
+                code = cg * span + ck
+                a = np.searchsorted(full[order], code, side="left")
+                n = np.searchsorted(full[order], code, side="right") - a
                 starts = np.repeat(a - np.concatenate([[0], np.cumsum(n)[:-1]]), n)
                 listed = order[starts + np.arange(int(n.sum()))]
             head = (cg, np.full(ck.size, k), np.full(ck.size, first + s), ck, cm)
-            out.append((*head, order[a], listed, n))
+            out.append((*head, cf, listed, n))
     return out
 
 
