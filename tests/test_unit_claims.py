@@ -545,3 +545,26 @@ def test_candidates_are_every_claim_stable_across_the_solutions(case):
         zip(got.k.tolist(), got.subset.tolist(), got.group.tolist(), got.key.tolist(), strict=True)
     )
     assert order == sorted(order)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.lists(st.integers(0, 2), min_size=5, max_size=5), min_size=1, max_size=30
+    )
+)
+def test_distinct_rows_groups_exactly_the_equal_rows(rows):
+    """Candidates counting the same variables are proven once (:func:`_distinct_rows`): its
+    groups are exactly the sets of equal rows (entries and values), each named by its first."""
+    import numpy as np
+    import scipy.sparse as sp
+
+    from tabrecon.attacks.unit_claims import _distinct_rows
+
+    A = np.array(rows)
+    first, of = _distinct_rows(sp.csr_matrix(A))
+    want = {}
+    for i, r in enumerate(map(tuple, A.tolist())):
+        want.setdefault(r, i)
+    assert first.tolist() == sorted(want.values())
+    assert [int(first[j]) for j in of] == [want[tuple(r)] for r in A.tolist()]
