@@ -11,9 +11,10 @@ import pytest
 
 from tabrecon.attacks import claims as C
 from tabrecon.attacks.certify import binned_type
+from tabrecon.attacks.unit_claims import claim_keys
 from tabrecon.interrupts import process_pool
 from tabrecon.populations.persons import reconstruct_persons
-from tabrecon.schema import Microdata
+from tabrecon.schema import PERSONS, Microdata
 from tabrecon.tables.persons import tabulate
 
 
@@ -34,7 +35,7 @@ def truth_counts(truth: Microdata, claims: pl.DataFrame) -> np.ndarray:
     span = np.int64(1 << 20)  # above any key on the person claim columns (2 * 38 * 2**7)
     for names in claims["columns"].unique().to_list():
         cols = tuple(C.COLUMNS.index(n) for n in names.split(","))
-        tkey = truth.block.astype(np.int64) * span + C.person_keys(binned, cols)
+        tkey = truth.block.astype(np.int64) * span + claim_keys(binned, PERSONS, cols)
         u, cnt = np.unique(tkey, return_counts=True)
         sel = np.flatnonzero(claims["columns"].to_numpy() == names)
         ckey = cblock[sel] * span + claims["key"].to_numpy()[sel]

@@ -49,7 +49,7 @@ from ..schema import AGEBIN38, N_AGES, N_TYPES, PERSONS, Microdata, age_classes,
 from ..tables.persons import MISSING, TableSet, cell_attrs, cell_positions
 from ..vocab import Level
 from .certify import UNIQUE, binned_type
-from .unit_claims import Candidates, candidates, claim_keys, generate, one_of_n, value_keys, verify
+from .unit_claims import Candidates, candidates, generate, one_of_n, value_keys, verify
 
 #: The columns person claims are stated over (:func:`tabrecon.schema.person_claim_columns`)
 COLUMNS: tuple[str, ...] = tuple(c.name for c in PERSONS.claim_columns)
@@ -94,11 +94,6 @@ def class_end(starts: np.ndarray) -> np.ndarray:
     """Last age of the class of every age 0..110 (``starts`` from :func:`age_classes`)."""
     width = np.bincount(starts, minlength=N_AGES)
     return (starts + width[starts] - 1).astype(np.int16)
-
-
-def person_keys(types: np.ndarray, cols: tuple[int, ...]) -> np.ndarray:
-    """Each person type's key on the claim columns ``cols``."""
-    return claim_keys(types, PERSONS, cols)
 
 
 def decode_claim(cols: tuple[int, ...], key: int) -> dict[str, int]:
