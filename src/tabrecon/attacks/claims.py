@@ -14,8 +14,10 @@ coverage with its baselines.
   the same in every consistent population, so every claim read off the reconstruction is verified by
   that one proof. They are enumerated for all 511 column subsets, vectorised over key counts.
 * **Blocks that can differ**: candidates are the claims whose count is the same in K diverse
-  feasible solutions (the reconstruction plus K-1 solutions of random objectives); each is then
-  verified by proving ``count(a) <= m-1`` and ``count(a) >= m+1`` infeasible under all the tables.
+  feasible solutions (the reconstruction plus K-1 solutions of random objectives,
+  :func:`~tabrecon.attacks.unit_claims.generate`); each is then verified by proving
+  ``count(a) <= m-1`` and ``count(a) >= m+1`` infeasible under all the tables
+  (:func:`~tabrecon.attacks.unit_claims.verify`, as for any schema's block).
   Candidates that select the same keys of a block are one linear form and are verified once; all of
   a tract's candidates go into one program with an indicator per branch and "some indicator holds":
   infeasible verifies them all, a solution refutes the ones it breaks and the proof repeats on the
