@@ -548,11 +548,7 @@ def test_candidates_are_every_claim_stable_across_the_solutions(case):
 
 
 @settings(max_examples=60, deadline=None)
-@given(
-    st.lists(
-        st.lists(st.integers(0, 2), min_size=5, max_size=5), min_size=1, max_size=30
-    )
-)
+@given(st.lists(st.lists(st.integers(0, 2), min_size=5, max_size=5), min_size=1, max_size=30))
 def test_distinct_rows_groups_exactly_the_equal_rows(rows):
     """Candidates counting the same variables are proven once (:func:`_distinct_rows`): its
     groups are exactly the sets of equal rows (entries and values), each named by its first."""
