@@ -447,8 +447,8 @@ def verify(
     >>> X = np.array([[1, 0, 1, 0], [0, 1, 0, 1]])  # types (x,u) (x,v) (y,u) (y,v)
     >>> ver = verify(Extensible(p, SolverOptions(backend="cpsat")), toy, (), (1,), X,
     ...              toy.claim_values(np.arange(4)))
-    >>> [(ver.candidates.cols(i), int(ver.candidates.key[i])) for i in range(2)]
-    [((0,), 0), ((0,), 1)]
+    >>> ver.candidates.key.tolist(), ver.candidates.cols(0), ver.candidates.cols(1)
+    ([0, 1], (0,), (0,))
     >>> ver.verified.tolist(), ver.complete
     ([True, True], True)
     """
