@@ -51,7 +51,7 @@ from ..schema import AGEBIN38, N_AGES, N_TYPES, PERSONS, Microdata, age_classes,
 from ..tables.persons import MISSING, TableSet, cell_attrs, cell_positions
 from ..vocab import Level
 from .certify import UNIQUE, binned_type
-from .unit_claims import Candidates, candidates, generate, one_of_n, value_keys, verify
+from .unit_claims import RELAX_AFTER, Candidates, candidates, generate, one_of_n, value_keys, verify
 
 #: The columns person claims are stated over (:func:`tabrecon.schema.person_claim_columns`)
 COLUMNS: tuple[str, ...] = tuple(c.name for c in PERSONS.claim_columns)
@@ -348,6 +348,7 @@ def tract_claims(
             Gv,
             all_keys[vkeys] // N_TYPES,
             max_rounds=200,
+            relax_after=RELAX_AFTER,  # as for any schema's block: a slow search hands over
         )
         cl = ver.candidates
         res.candidates = int(cl.key.size)
