@@ -345,8 +345,8 @@ def tract_claims(
             K_ALL,
             Y,
             vvalues,
-            Gv,
-            all_keys[vkeys] // N_TYPES,
+            G=Gv,
+            group=all_keys[vkeys] // N_TYPES,
             max_rounds=200,
             relax_after=RELAX_AFTER,  # as for any schema's block: a slow search hands over
         )

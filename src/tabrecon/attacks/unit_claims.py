@@ -423,6 +423,7 @@ def verify(
     k_values: tuple[int, ...],
     X: np.ndarray,
     values: np.ndarray,
+    *,
     G: sp.csr_matrix | None = None,
     group: np.ndarray | None = None,
     exact: np.ndarray | None = None,
