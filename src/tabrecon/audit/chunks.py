@@ -79,7 +79,7 @@ def plan_chunks(microdata: Path | None, chunk_persons: int) -> list[Chunk]:
 
 def read_release(path: Path):
     """Published tables in any form :func:`tabrecon.tables.published.read_tables` detects (a long or
-    wide file, a Census API response, an SF1 summary-file folder)."""
+    wide file, a Census API response, an SF1 summary-file folder, a ZIP of one of them)."""
     from ..tables.published import read_tables
 
     return read_tables(path)

@@ -68,7 +68,11 @@ PublicationRule = Annotated[
     ),
 ]
 TablesArg = Annotated[
-    Path, typer.Argument(help="Published tables (long format: geoid, cell, value)")
+    Path,
+    typer.Argument(
+        help="Published tables: a long (geoid, cell, value) or wide file (CSV, CSV.gz, "
+        "Parquet), the Census API's JSON, an SF1 or P.L. 94-171 folder, or a ZIP of one"
+    ),
 ]
 ReconOpt = Annotated[Path, typer.Option("--recon", "-r", help="Reconstruction (person file)")]
 DnOut = Annotated[Path, typer.Option("--out", "-o", help="Output folder"), Writes(folder=True)]

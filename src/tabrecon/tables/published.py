@@ -31,7 +31,7 @@ import polars as pl
 from ..errors import InputError
 from ..geo import LENGTH, LEVEL_OF_LENGTH
 from ..io import kind_of, read_text_frame, write_frame
-from .forms import frame_of_rows, geography_of, read_api_json
+from .forms import frame_of_rows, geography_of
 from .persons import LEVEL_OF_LEN, MISSING, Grid, TableSet, all_cells, cell_index
 
 _VARIABLE = re.compile(r"^(P|PCT)(\d{3})([A-Z]?)(\d{3,4})$")
@@ -83,20 +83,21 @@ def name_2020(cell: str) -> str:
 
 
 def read_tables(path: str | Path) -> TableSet:
-    """Published tables from ``path`` in any form listed in the module docstring."""
-    p = Path(path)
-    if not p.exists():
-        raise InputError("file not found", path=str(p))
-    if p.is_dir():
-        from .sf1 import read_sf1
+    """Published tables from ``path`` in any registered form (:mod:`tabrecon.tables.forms`: the
+    ones listed in the module docstring, and a ZIP holding one of them)."""
+    from .forms import Shape, opened
 
-        return read_sf1(p)
-    if p.suffix.lower() == ".json":
-        return tables_from_wide(read_api_json(p), str(p))
-    df = read_text_frame(p)
-    if {"geoid", "cell", "value"} <= set(df.columns):
-        return tables_from_long(df, str(p))
-    return tables_from_wide(df, str(p))
+    with opened(path, [c.id for c in all_cells()]) as raw:
+        if raw.folder is not None:
+            from .sf1 import read_sf1
+
+            ts = read_sf1(raw.folder)
+            ts.source = raw.where
+            return ts
+        assert raw.frame is not None
+        if raw.shape is Shape.LONG:
+            return tables_from_long(raw.frame, raw.where)
+        return tables_from_wide(raw.frame, raw.where)
 
 
 def _refuse_partial_tables(

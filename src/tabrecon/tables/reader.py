@@ -1,7 +1,8 @@
 """Reading a published table of any schema into the long form (geoid, cell, value): a long file
 (CSV, CSV.gz or Parquet), a wide one (the Census API's JSON, a data.census.gov or summary-file
-style CSV) or a state's SF1 folder, checked cell by cell, every problem named by file, line and
-column (:func:`read_unit_tables`). The person tables' own reader is
+style CSV), a state's SF1 folder or a ZIP of any of these (the forms of
+:mod:`tabrecon.tables.forms`, opened through its registry), checked cell by cell, every problem
+named by file, line and column (:func:`read_unit_tables`). The person tables' own reader is
 :mod:`tabrecon.tables.published`.
 """
 
@@ -14,23 +15,24 @@ import numpy as np
 import polars as pl
 
 from ..errors import InputError
-from ..io import read_rows
 from ..schema.spec import Schema
+from .forms import Raw, Shape, opened
 from .measures import WITHHELD, parse_values
 from .spec import UnitCell, as_published, statistic_decimals, tables_of
 
 
 def read_unit_tables(path: str | Path, schema: Schema, withheld: bool = False) -> pl.DataFrame:
-    """A long table (geoid, cell, value) of ``schema``'s cells from
-    a CSV, CSV.gz or Parquet file in the long form, or the block rows of a wide table (the
-    Census API's JSON, a data.census.gov or summary-file style CSV: variables ``H0130002`` or
-    ``H013002``), checked: the three columns present, 15-digit block geoids, non-negative whole
-    values, no (geoid, cell) twice, every cell id one of SF1 2010's (cells of other tables, as
-    in a file holding a whole release, are left out). Each problem names the file, line and
-    column, with the number of rows that share it. With ``withheld`` (a release that suppresses
-    cells: :mod:`tabrecon.tables.publication`) an empty value or a suppression mark (``S``, ``X``,
-    ``(X)``, ``D``, ``..``: :data:`~tabrecon.tables.publication.MISSING_MARKS`) is read as null: the
-    cell was withheld.
+    """A long table (geoid, cell, value) of ``schema``'s cells from a CSV, CSV.gz or Parquet file
+    in the long form, or the block rows of a wide table (the Census API's JSON, a
+    data.census.gov or summary-file style CSV: variables ``H0130002`` or ``H013002``), a state's
+    SF1 folder or a ZIP of one of these (every form registered in :mod:`tabrecon.tables.forms`),
+    checked: the three columns present, 15-digit block geoids, non-negative whole values, no
+    (geoid, cell) twice, every cell id one of SF1 2010's (cells of other tables, as in a file
+    holding a whole release, are left out). Each problem names the file, line and column, with
+    the number of rows that share it. With ``withheld`` (a release that suppresses cells:
+    :mod:`tabrecon.tables.publication`) an empty value or a suppression mark (``S``, ``X``,
+    ``(X)``, ``D``, ``..``: :data:`~tabrecon.tables.publication.MISSING_MARKS`) is read as null:
+    the cell was withheld.
 
     >>> import tempfile, os
     >>> p = os.path.join(tempfile.mkdtemp(), "t.csv")
@@ -41,20 +43,27 @@ def read_unit_tables(path: str | Path, schema: Schema, withheld: bool = False) -
     ...
     tabrecon.errors.InputError: ...t.csv, line 2, column 'value': '-4' is not a count (a whole ...
     """
-    p = str(path)
     mine = {c.id for t in tables_of(schema) for c in t.cells()}
-    if Path(p).is_dir():  # an SF1 folder: each cell from the segment and field of the layout
+    with opened(path, mine) as raw:
+        return _checked(raw, schema, mine, withheld)
+
+
+def _checked(raw: Raw, schema: Schema, mine: set[str], withheld: bool) -> pl.DataFrame:
+    """The long table of ``schema``'s cells in the opened table ``raw``, checked (see
+    :func:`read_unit_tables`)."""
+    p = raw.where
+    lines: np.ndarray | None = None
+    if raw.folder is not None:  # an SF1 folder: each cell from the segment and field of the layout
         from .sf1 import read_sf1_cells
 
-        long = as_published(read_sf1_cells(p, sorted(mine)), schema)  # decimals as text
-        df, lines = long.with_columns(pl.col("value").cast(pl.String)), None
-    elif p.lower().endswith(".json"):
-        from .forms import read_api_json
-
-        df, lines = read_api_json(Path(p)), None
+        long = as_published(read_sf1_cells(raw.folder, sorted(mine)), schema)  # decimals as text
+        df = long.with_columns(pl.col("value").cast(pl.String))
     else:
-        df, lines = read_rows(path)
-    if not {"geoid", "cell", "value"} <= set(df.columns):
+        assert raw.frame is not None
+        df = raw.frame
+        if "__line" in df.columns:
+            df, lines = df.drop("__line"), df["__line"].cast(pl.Int64).to_numpy()
+    if raw.shape is Shape.WIDE:
         df, lines = _long_of_wide(df, p, mine, schema)
     df = df.select(
         pl.col("geoid").str.strip_chars(),

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import re
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -282,8 +282,9 @@ def read_sf1(folder: str | Path, tables: list[str] | None = None) -> TableSet:
     want = offered if tables is None else tables
     seg_file = {seg: f"{st}{seg:05d}{product.year}.{product.suffix}" for seg in product.segments}
     absent = {seg for seg, name in seg_file.items() if _find(folder, name) is None}
-    if tables is None and absent:  # read what is there; name what is not
-        left_out = [t for t in want if pos[TABLES_BY_NAME[t].cells()[0].id][0] in absent]
+    left_out = [t for t in want if pos[TABLES_BY_NAME[t].cells()[0].id][0] in absent]
+    if tables is None and left_out:  # read what is there; name what is not
+        absent = {pos[TABLES_BY_NAME[t].cells()[0].id][0] for t in left_out}
         want = [t for t in want if t not in left_out]
         if not want:
             raise InputError(
@@ -373,6 +374,38 @@ def _read_level(
                 path=str(folder / name),
             )
     return g["geoid"].to_numpy().astype(str), values
+
+
+def distribution_files(names: Sequence[str], cells: Collection[str]) -> list[str] | None:
+    """The files among ``names`` (base names, as in a ZIP) a reader of ``cells`` needs when they
+    are a summary-file distribution: its one geographic header and the data segment files that
+    hold any of the cells (the person tables' fields for any product, SF1 2010's layout for
+    the rest); None when ``names`` hold no geographic header, or more than one.
+
+    >>> distribution_files(["zzgeo2010.sf1", "zz000012010.sf1", "zz000442010.sf1"], ["P0010001"])
+    ['zzgeo2010.sf1', 'zz000012010.sf1']
+    >>> distribution_files(["notes.txt"], ["P0010001"]) is None
+    True
+    """
+    from .layout import layout
+
+    geos = [
+        (n, product)
+        for n in names
+        for (ext, year), product in PRODUCTS.items()
+        if n.lower().endswith(f"geo{year}.{ext}")
+    ]
+    if len(geos) != 1:
+        return None
+    geo, product = geos[0]
+    want = set(cells)
+    pos = field_positions(product)
+    segs = {pos[c][0] for c in want if c in pos}
+    if product is SF1:
+        lay = layout().filter(pl.col("cell").is_in(list(want)))
+        segs |= {int(s) for s in lay["segment"].to_list()}
+    files = {f"{geo[:2].lower()}{s:05d}{product.year}.{product.suffix}" for s in segs}
+    return [geo] + [n for n in names if n.lower() in files]
 
 
 def read_sf1_cells(folder: str | Path, cells: Sequence[str]) -> pl.DataFrame:

@@ -89,9 +89,9 @@ def reconstruct(
         typer.Option(
             "--with",
             help="The tables of the population --schema's records tie to, in the same blocks "
-            "(households: the person tables, long/wide file or SF1 folder): both reconstructed "
-            "together, every householder a person of the block; also writes OUT's stem + "
-            "_persons",
+            "(households: the person tables, long/wide file, SF1 folder or a ZIP): both "
+            "reconstructed together, every householder a person of the block; also writes OUT's "
+            "stem + _persons",
             metavar="TABLES",
         ),
     ] = None,

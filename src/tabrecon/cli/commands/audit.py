@@ -50,7 +50,9 @@ def audit(
     tables_path: Annotated[
         Path | None,
         typer.Option(
-            "--tables", help="Published tables: long table file or SF1 summary-file folder"
+            "--tables",
+            help="Published tables: a long or wide file, the Census API's JSON, an SF1 "
+            "summary-file folder, or a ZIP of one",
         ),
     ] = None,
     out: Annotated[
