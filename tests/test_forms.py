@@ -149,6 +149,13 @@ def test_a_file_named_zip_that_is_not_one_is_refused(tmp_path):
         read_tables(p)
 
 
+def test_an_excel_workbook_is_refused_with_what_to_do(tmp_path):
+    p = _zip(tmp_path / "P12.xlsx", {"xl/workbook.xml": b"<workbook/>"})  # a workbook is a ZIP
+    for read in (read_tables, lambda p: read_unit_tables(p, HOUSING_UNITS)):
+        with pytest.raises(InputError, match=r"P12\.xlsx: is an Excel workbook; save its sheet"):
+            read(p)
+
+
 @pytest.fixture()
 def tsv_form():
     """A form registered by a user: tab-separated text, long or wide."""

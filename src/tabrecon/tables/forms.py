@@ -132,6 +132,11 @@ def _open_json(p: Path, cells: Collection[str]) -> Iterator[Raw]:
 
 @contextlib.contextmanager
 def _open_table(p: Path, cells: Collection[str]) -> Iterator[Raw]:
+    if p.name.lower().endswith((".xlsx", ".xls", ".xlsm")):  # data.census.gov offers these too
+        raise InputError(
+            "is an Excel workbook; save its sheet as CSV (or download the table as CSV)",
+            path=str(p),
+        )
     df = read_text_frame(p)
     long = {"geoid", "cell", "value"} <= set(df.columns)
     yield Raw(Shape.LONG if long else Shape.WIDE, str(p), frame=df)
