@@ -4,6 +4,7 @@ browser."""
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import signal
@@ -444,8 +445,7 @@ def test_killed_worker_unit_is_redone(tmp_path):
 
     sts, frames = run_units(
         ["a", "b", "c"],
-        lambda u: (u, str(tmp_path)),
-        _flaky_worker,
+        lambda u: functools.partial(_flaky_worker, (u, str(tmp_path))),
         tag="t",
         parts=tmp_path / "parts",
         workers=2,
@@ -456,7 +456,7 @@ def test_killed_worker_unit_is_redone(tmp_path):
 
 
 _HALF_SENT = """
-import os, signal, struct, sys
+import functools, os, signal, struct, sys
 from pathlib import Path
 
 import polars as pl
@@ -485,7 +485,7 @@ if __name__ == "__main__":
 
     folder = sys.argv[1]
     sts, frames = run_units(
-        list("abcdef"), lambda u: (u, folder), worker, tag="t", workers=2
+        list("abcdef"), lambda u: functools.partial(worker, (u, folder)), tag="t", workers=2
     )
     print(",".join(s["status"] for s in sts), ",".join(sorted(frames)))
 """
@@ -518,20 +518,25 @@ def _busy_worker(unit):
     return {"unit": unit, "status": "ok"}, None
 
 
+def _busy(unit):
+    """A unit's task: :func:`_busy_worker` of it."""
+    return functools.partial(_busy_worker, unit)
+
+
 def test_core_time_counts_what_units_spend_in_worker_processes():
     """The audit's per-stage core time adds the CPU its units spent in pool workers to its own
     (a forkserver's workers are not this process's children, so rusage would miss them)."""
     from tabrecon.runner import run_units, units_cpu, units_peak_mib
 
     before = units_cpu()
-    sts, _ = run_units(["a", "b", "c", "d"], lambda u: u, _busy_worker, tag="t", workers=2)
+    sts, _ = run_units(["a", "b", "c", "d"], _busy, tag="t", workers=2)
     assert [s["status"] for s in sts] == ["ok"] * 4
     assert 1.1 <= units_cpu() - before <= 3.0
     # and their peak memory: a worker is a Python process with tabrecon and polars loaded (the
     # audit's report said "largest worker process 0.0 MB" when it read rusage's children)
     assert 20 < units_peak_mib() < 4096
     before = units_cpu()
-    run_units(["a"], lambda u: u, _busy_worker, tag="t", workers=1)  # in this process: not added
+    run_units(["a"], _busy, tag="t", workers=1)  # in this process: not added
     assert units_cpu() == before
 
 
@@ -710,12 +715,11 @@ def test_meanwhile_runs_once_while_the_units_run(tmp_path, workers):
             time.sleep(0.05)
         calls.append(sorted(p.stem for p in tmp_path.glob("*.started")))
 
-    job = lambda u: (u, str(tmp_path))  # noqa: E731
+    job = lambda u: functools.partial(_slow_worker, (u, str(tmp_path)))  # noqa: E731
     parts = tmp_path / "parts"
     sts, _ = run_units(
         ["a", "b", "c"],
         job,
-        _slow_worker,
         tag="t",
         parts=parts,
         workers=workers,
@@ -727,7 +731,6 @@ def test_meanwhile_runs_once_while_the_units_run(tmp_path, workers):
     sts, _ = run_units(
         ["a", "b", "c"],
         job,
-        _slow_worker,
         tag="t",
         parts=parts,
         workers=workers,
@@ -742,7 +745,6 @@ def test_meanwhile_runs_once_while_the_units_run(tmp_path, workers):
         run_units(
             ["d", "e"],
             job,
-            _slow_worker,
             tag="t",
             parts=tmp_path / "p2",
             workers=workers,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import subprocess
 import sys
 import textwrap
@@ -62,6 +63,11 @@ def _ok_unit(u: str):
     return {"unit": u, "status": "ok"}, pl.DataFrame({"unit": [u]})
 
 
+def _ok(u: str):
+    """A unit's task: :func:`_ok_unit` of it."""
+    return functools.partial(_ok_unit, u)
+
+
 def test_an_interrupt_while_a_unit_is_written_counts_only_what_was_kept(tmp_path, monkeypatch):
     """The interrupt lands while the third unit's result is being written (its file, before its
     status line): the message must count the two units a rerun will skip, not three; the rerun
@@ -86,11 +92,11 @@ def test_an_interrupt_while_a_unit_is_written_counts_only_what_was_kept(tmp_path
     parts = tmp_path / "out.parts"
     units = ["a", "b", "c", "d"]
     with pytest.raises(Interrupted) as e:
-        run_units(units, lambda u: u, _ok_unit, tag="t", parts=parts)
+        run_units(units, _ok, tag="t", parts=parts)
     assert (e.value.kept, e.value.total) == (2, 4)
     assert "2 of 4 units finished" in str(e.value)
     monkeypatch.setattr(pl.DataFrame, "write_parquet", real)
-    statuses, frames = run_units(units, lambda u: u, _ok_unit, tag="t", parts=parts)
+    statuses, frames = run_units(units, _ok, tag="t", parts=parts)
     assert [s["unit"] for s in statuses] == units and set(frames) == set(units)
     lines = [json.loads(x)["unit"] for x in (parts / "status.jsonl").read_text().splitlines()]
     assert sorted(lines) == units  # nothing done twice
@@ -136,7 +142,12 @@ def test_a_ctrl_c_inside_an_extensions_import_is_an_interrupt_not_a_failed_unit(
     from tabrecon.runner import run_units
 
     with pytest.raises(Interrupted) as e:
-        run_units(["a", "b", "c"], lambda u: u, _import_interrupted, tag="t", parts=tmp_path / "p")
+        run_units(
+            ["a", "b", "c"],
+            lambda u: functools.partial(_import_interrupted, u),
+            tag="t",
+            parts=tmp_path / "p",
+        )
     assert (e.value.kept, e.value.total) == (1, 3)
 
 

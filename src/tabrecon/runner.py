@@ -1,6 +1,8 @@
 """Running units of work (tracts): in parallel, each written as it finishes, resumable, never fatal.
 
-A unit's result is a status dict (with at least ``unit`` and ``status``) and an optional table. With
+A unit of work is a :class:`Task`: a picklable value (a frozen dataclass naming its inputs) whose
+call runs the unit wherever the runner sends it. A unit's result is a status dict (with at least
+``unit`` and ``status``) and an optional table. With
 a parts folder, the table goes to ``<parts>/<unit>.<tag>.parquet`` (written to a temporary name and
 renamed, so nothing half-written is ever read back) and the status, with the part's checksum, is
 appended to ``<parts>/status.jsonl``. A rerun skips units whose status is ``ok`` and whose file
@@ -27,7 +29,7 @@ from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, Protocol, cast
 
 import polars as pl
 
@@ -43,7 +45,18 @@ from .interrupts import (
 from .io import file_digest, remove_tree, write_parquet
 from .provenance import check_or_record
 
-Worker = Callable[[Any], tuple[dict, pl.DataFrame | None]]
+#: what a unit returns: its status (``unit``, ``status``, anything else to keep) and its table
+Result = tuple[dict, pl.DataFrame | None]
+
+
+class Task(Protocol):
+    """One unit of work, typed: a picklable value (a frozen dataclass of the unit's inputs, or a
+    ``functools.partial``) whose call runs the unit in this process, a pool worker or a Dask
+    worker. Every attack and reconstruction over tracts or blocks is one such class and one
+    :func:`run_units` call."""
+
+    def __call__(self) -> Result: ...
+
 
 _SCHEDULER: ContextVar[str] = ContextVar("tabrecon_scheduler", default="")
 _RETRIES: ContextVar[int] = ContextVar("tabrecon_retries", default=0)
@@ -205,12 +218,12 @@ def units_peak_mib() -> float:
     return _UNIT_RSS[0]
 
 
-def _timed(worker: Worker, parent: int, arg: Any) -> tuple[Any, float, float]:
-    """``worker(arg)``, the CPU seconds it took and its process's peak resident set (MiB) when
+def _timed(parent: int, task: Task) -> tuple[Any, float, float]:
+    """``task()``, the CPU seconds it took and its process's peak resident set (MiB) when
     run in a process other than ``parent`` (in ``parent`` itself they are already in its own
     figures)."""
     c0 = time.process_time()
-    out = worker(arg)
+    out = task()
     if os.getpid() == parent:
         return out, 0.0, 0.0
     import resource
@@ -226,15 +239,14 @@ def _untimed(res: tuple[Any, float, float]) -> Any:
     return out
 
 
-def _isolated(worker: Callable[[Any], Any], arg: Any) -> Any:
+def _isolated(timed: Callable[[Task], Any], task: Task) -> Any:
     with process_pool(1) as ex:
-        return ex.submit(worker, arg).result()
+        return ex.submit(timed, task).result()
 
 
 def _execute(
     pending: list[str],
-    job: Callable[[str], Any],
-    worker: Worker,
+    task: Callable[[str], Task],
     scheduler: str,
     workers: int,
     isolate: bool,
@@ -246,14 +258,12 @@ def _execute(
     When the consumer stops early (an interrupt), queued units are cancelled and running ones
     stopped: Dask futures cancelled, worker processes terminated."""
     # elsewhere than in this process each unit reports its CPU time with its result
-    timed: Callable[[Any], tuple[Any, float, float]] = functools.partial(
-        _timed, worker, os.getpid()
-    )
+    timed: Callable[[Task], tuple[Any, float, float]] = functools.partial(_timed, os.getpid())
     if scheduler:
         from distributed import as_completed as dask_completed
 
         client = dask_client(scheduler)
-        dfuts = {client.submit(timed, job(u), pure=False): u for u in pending}
+        dfuts = {client.submit(timed, task(u), pure=False): u for u in pending}
         try:
             if meanwhile is not None:
                 meanwhile()
@@ -270,7 +280,7 @@ def _execute(
     elif isolate:
         threads = ThreadPoolExecutor(max_workers=workers)
         try:
-            futs = {threads.submit(_isolated, timed, job(u)): u for u in pending}
+            futs = {threads.submit(_isolated, timed, task(u)): u for u in pending}
             if meanwhile is not None:
                 meanwhile()
             yield from _completed(futs)
@@ -282,7 +292,7 @@ def _execute(
         threads.shutdown(wait=True)
     elif workers > 1 and len(pending) > 1:
         with process_pool(workers) as ex:
-            futs = {ex.submit(timed, job(u)): u for u in pending}
+            futs = {ex.submit(timed, task(u)): u for u in pending}
             if meanwhile is not None:
                 meanwhile()
             yield from _completed(futs)
@@ -291,7 +301,7 @@ def _execute(
             meanwhile()
         for u in pending:
             try:
-                res = worker(job(u))
+                res = task(u)()
             except Exception as exc:
                 if interrupted_within(exc):  # a Ctrl-C inside a lazy import of the unit's
                     raise KeyboardInterrupt from exc
@@ -324,8 +334,7 @@ def _completed(futs: dict) -> Iterator[tuple[str, Any, BaseException | None]]:
 
 def run_units(
     units: Sequence[str],
-    job: Callable[[str], Any],
-    worker: Worker,
+    task: Callable[[str], Task],
     *,
     tag: str,
     parts: Path | None = None,
@@ -336,7 +345,9 @@ def run_units(
     fingerprint: dict[str, Any] | None = None,
     meanwhile: Callable[[], None] | None = None,
 ) -> tuple[list[dict], dict[str, pl.DataFrame]]:
-    """Run ``worker(job(unit))`` for every unit; returns (statuses in unit order, tables by unit).
+    """Run ``task(unit)()`` for every unit; returns (statuses in unit order, tables by unit).
+    ``task`` builds each unit's :class:`Task` when the unit is handed out (never for a unit an
+    earlier run finished).
 
     ``meanwhile`` is called once, in this process, while the units run in worker processes or
     on the Dask cluster (after they are handed out; before them when they run in this process,
@@ -394,7 +405,7 @@ def run_units(
         while pending:
             again: list[str] = []
             broke = False
-            runs = _execute(pending, job, worker, scheduler, workers, isolate, meanwhile)
+            runs = _execute(pending, task, scheduler, workers, isolate, meanwhile)
             meanwhile = None  # (once: a retry's units run without it)
             try:
                 for u, out, exc in runs:

@@ -36,6 +36,7 @@ from __future__ import annotations
 import functools
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import polars as pl
@@ -52,6 +53,9 @@ from ..tables.persons import MISSING, TableSet, cell_attrs, cell_positions
 from ..vocab import Level
 from .certify import UNIQUE, binned_type
 from .unit_claims import RELAX_AFTER, Candidates, candidates, generate, one_of_n, value_keys, verify
+
+if TYPE_CHECKING:
+    from ..runner import Result
 
 #: The columns person claims are stated over (:func:`tabrecon.schema.person_claim_columns`)
 COLUMNS: tuple[str, ...] = tuple(c.name for c in PERSONS.claim_columns)
@@ -456,10 +460,34 @@ def tract_claims(
 # --------------------------------------------------------------------------------------------------
 # All tracts: parallel, written as they finish, resumable
 # --------------------------------------------------------------------------------------------------
-def _worker(args: tuple) -> tuple[dict, pl.DataFrame | None]:
-    ts, tract, level, recon, status, opts, prior, k_solutions, seed = args
-    res, persons, _ = tract_claims(ts, tract, level, recon, status, opts, prior, k_solutions, seed)
-    return asdict(res), persons
+@dataclass(frozen=True)
+class _TractTask:
+    """One tract's verified claims, a unit of :func:`claims`: the tract's tables, its
+    reconstruction and certification, and its state's prior."""
+
+    tables: TableSet
+    tract: str
+    level: str
+    recon: Microdata
+    status: dict[str, str]
+    opts: SolverOptions
+    prior: Prior
+    k_solutions: int
+    seed: int
+
+    def __call__(self) -> Result:
+        res, persons, _ = tract_claims(
+            self.tables,
+            self.tract,
+            self.level,
+            self.recon,
+            self.status,
+            self.opts,
+            self.prior,
+            self.k_solutions,
+            self.seed,
+        )
+        return asdict(res), persons
 
 
 @dataclass
@@ -647,7 +675,7 @@ def claims(
     parts = Path(out) / "claims.parts" if out is not None else None
     statuses, frames = run_units(
         tracts,
-        lambda t: (
+        lambda t: _TractTask(
             tables.subset(t),
             t,
             level,
@@ -658,7 +686,6 @@ def claims(
             k_solutions,
             seed,
         ),
-        _worker,
         tag=f"claims-{level}-K{k_solutions}",
         parts=parts,
         resume=resume,

@@ -34,6 +34,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import polars as pl
@@ -47,6 +48,9 @@ from ..schema.registry import Tie, population
 from ..schema.spec import Schema, Units
 from ..tables.spec import predicate_matrix, table_by_name, tables_in
 from ..vocab import Verdict
+
+if TYPE_CHECKING:
+    from ..runner import Result
 
 #: a block's outcome: both halves reconstructed in agreement; the two releases admit no common
 #: population though each admits its own; one release contradicts itself; no answer in time
@@ -427,17 +431,27 @@ def _n(n: int, noun: str) -> str:
     return f"{n:,} {noun}" if n == 1 else f"{n:,} {noun}s"
 
 
-def _tract_worker(args: tuple) -> tuple[dict, pl.DataFrame | None]:
-    tract, long_a, long_b, name, opts = args
-    rec = reconstruct_together(long_a, long_b, name, opts)
-    frame = pl.concat(
-        [
-            rec.units.to_frame().with_columns(pl.lit("a").alias("_half")),
-            rec.others.to_frame().with_columns(pl.lit("b").alias("_half")),
-        ],
-        how="diagonal",
-    )
-    return {"unit": tract, "status": "ok", "blocks": rec.blocks.to_dicts()}, frame
+@dataclass(frozen=True)
+class _TractTask:
+    """One tract's two releases reconstructed together, a unit of
+    :func:`reconstruct_release_together`."""
+
+    tract: str
+    long_a: pl.DataFrame
+    long_b: pl.DataFrame
+    name: str
+    opts: SolverOptions | None
+
+    def __call__(self) -> Result:
+        rec = reconstruct_together(self.long_a, self.long_b, self.name, self.opts)
+        frame = pl.concat(
+            [
+                rec.units.to_frame().with_columns(pl.lit("a").alias("_half")),
+                rec.others.to_frame().with_columns(pl.lit("b").alias("_half")),
+            ],
+            how="diagonal",
+        )
+        return {"unit": self.tract, "status": "ok", "blocks": rec.blocks.to_dicts()}, frame
 
 
 def _units_of(schema: Schema, frame: pl.DataFrame | None) -> Units:
@@ -509,14 +523,9 @@ def reconstruct_release_together(
         }
     statuses, frames = run_units(
         tracts,
-        lambda t: (
-            t,
-            parts_of[0].get((t,), empty[0]),
-            parts_of[1].get((t,), empty[1]),
-            name,
-            opts,
+        lambda t: _TractTask(
+            t, parts_of[0].get((t,), empty[0]), parts_of[1].get((t,), empty[1]), name, opts
         ),
-        _tract_worker,
         tag=f"{name}-together",
         parts=parts,
         resume=resume,

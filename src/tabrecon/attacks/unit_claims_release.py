@@ -11,7 +11,7 @@ import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import polars as pl
@@ -33,6 +33,9 @@ from .unit_claims import (
     one_of_n,
 )
 
+if TYPE_CHECKING:
+    from ..runner import Result
+
 
 # --------------------------------------------------------------------------------------------------
 # A whole release: block by block, in parallel, written as each block finishes, resumable
@@ -42,73 +45,94 @@ def _unit_seed(seed: int, unit: str) -> int:
     return (seed * 1_000_003 + zlib.crc32(unit.encode())) % 2**31
 
 
-def _block_worker(args: tuple) -> tuple[dict, pl.DataFrame | None]:
-    geoid, long, schema, tables, k_values, K, seed, opts, block_seconds, tied, pub = args
-    from ..engine.reconstruct import reconstruct_units
-    from ..engine.variability import capped
+@dataclass(frozen=True)
+class _BlockTask:
+    """One block's Generate-then-Verify (``K`` solutions, claims of ``k_values`` columns) and
+    its reconstruction's verdict, within ``block_seconds``, a unit of :func:`release_claims`;
+    ``tied``: the block's tables of the population its records tie to."""
 
-    t0 = time.perf_counter()
-    # the block's time limit bounds the whole block: Generate-then-Verify (claims verified
-    # before it runs out are kept), then the uniqueness proof -- only where the generated
-    # solutions were all the same (most blocks' differ: a witness that they vary, which no
-    # proof can overturn). The block's reconstruction is the first generated solution (it
-    # satisfies every published cell); it is solved for apart only where none was generated
-    rec: Any = None  # the block's reconstruction, where one is solved for apart
-    verdicts = None
-    if tied is not None:  # the full reconstruction's verdict given both releases
-        from ..schema.registry import of_schema
-        from .joint import reconstruct_together
+    geoid: str
+    long: pl.DataFrame
+    schema: Schema
+    tables: Any
+    k_values: tuple[int, ...]
+    K: int
+    seed: int
+    opts: SolverOptions
+    block_seconds: float | None
+    tied: pl.DataFrame | None
+    pub: Publication
 
-        ropts = opts if block_seconds is None else capped(opts, block_seconds / 2)
-        rec = reconstruct_together(long, tied, of_schema(schema).name, ropts)
-        verdicts = rec.blocks.select(
-            "geoid",
-            pl.when(pl.col("status") == "consistent")
-            .then(pl.col("units_verdict"))
-            .otherwise(pl.col("status"))
-            .alias("reconstruction"),
+    def __call__(self) -> Result:
+        geoid, long, schema, tables, pub = self.geoid, self.long, self.schema, self.tables, self.pub
+        opts, block_seconds, tied = self.opts, self.block_seconds, self.tied
+        from ..engine.reconstruct import reconstruct_units
+        from ..engine.variability import capped
+
+        t0 = time.perf_counter()
+        # the block's time limit bounds the whole block: Generate-then-Verify (claims verified
+        # before it runs out are kept), then the uniqueness proof -- only where the generated
+        # solutions were all the same (most blocks' differ: a witness that they vary, which no
+        # proof can overturn). The block's reconstruction is the first generated solution (it
+        # satisfies every published cell); it is solved for apart only where none was generated
+        rec: Any = None  # the block's reconstruction, where one is solved for apart
+        verdicts = None
+        if tied is not None:  # the full reconstruction's verdict given both releases
+            from ..schema.registry import of_schema
+            from .joint import reconstruct_together
+
+            ropts = opts if block_seconds is None else capped(opts, block_seconds / 2)
+            rec = reconstruct_together(long, tied, of_schema(schema).name, ropts)
+            verdicts = rec.blocks.select(
+                "geoid",
+                pl.when(pl.col("status") == "consistent")
+                .then(pl.col("units_verdict"))
+                .otherwise(pl.col("status"))
+                .alias("reconstruction"),
+            )
+        res = generate_then_verify(
+            long,
+            schema,
+            tables,
+            self.k_values,
+            self.K,
+            _unit_seed(self.seed, geoid),
+            opts=opts,
+            block_seconds=(
+                None
+                if block_seconds is None
+                else max(block_seconds - (time.perf_counter() - t0), 1e-3)
+            ),
+            tied=tied,
+            publication=pub,
         )
-    res = generate_then_verify(
-        long,
-        schema,
-        tables,
-        k_values,
-        K,
-        _unit_seed(seed, geoid),
-        opts=opts,
-        block_seconds=(
-            None if block_seconds is None else max(block_seconds - (time.perf_counter() - t0), 1e-3)
-        ),
-        tied=tied,
-        publication=pub,
-    )
-    x0 = res.first.get(geoid)
-    if verdicts is None:
-        left = None if block_seconds is None else block_seconds - (time.perf_counter() - t0)
-        popts = opts if left is None else capped(opts, max(left, 1.0))
-        if x0 is not None and geoid in res.varies:
-            status: str = Verdict.VARIES
-        else:  # the proof; with no solution generated, the reconstruction's own solve
-            ref = None
-            if x0 is not None:
-                ref = Units(schema, np.full(x0.size, geoid), schema.decode(x0), None, "claims")
-            rec = reconstruct_units(long, schema, tables, popts, publication=pub, reference=ref)
-            status = rec.blocks["status"][0]
-        verdicts = pl.DataFrame({"geoid": [geoid], "reconstruction": [str(status)]})
-    if tied is None and x0 is not None:
-        types = x0
-    else:  # a tied release's joint reconstruction, or the block's own solve
-        types = rec.units.types if rec is not None else np.zeros(0, dtype=np.int64)
-    blocks = res.blocks.join(verdicts, on="geoid", how="left")
-    types, counts = np.unique(types, return_counts=True)
-    st = {
-        "unit": geoid,
-        "status": "ok",
-        "blocks": blocks.to_dicts(),
-        "recon_types": types.tolist(),
-        "recon_counts": counts.tolist(),
-    }
-    return st, res.claims
+        x0 = res.first.get(geoid)
+        if verdicts is None:
+            left = None if block_seconds is None else block_seconds - (time.perf_counter() - t0)
+            popts = opts if left is None else capped(opts, max(left, 1.0))
+            if x0 is not None and geoid in res.varies:
+                status: str = Verdict.VARIES
+            else:  # the proof; with no solution generated, the reconstruction's own solve
+                ref = None
+                if x0 is not None:
+                    ref = Units(schema, np.full(x0.size, geoid), schema.decode(x0), None, "claims")
+                rec = reconstruct_units(long, schema, tables, popts, publication=pub, reference=ref)
+                status = rec.blocks["status"][0]
+            verdicts = pl.DataFrame({"geoid": [geoid], "reconstruction": [str(status)]})
+        if tied is None and x0 is not None:
+            types = x0
+        else:  # a tied release's joint reconstruction, or the block's own solve
+            types = rec.units.types if rec is not None else np.zeros(0, dtype=np.int64)
+        blocks = res.blocks.join(verdicts, on="geoid", how="left")
+        types, counts = np.unique(types, return_counts=True)
+        st = {
+            "unit": geoid,
+            "status": "ok",
+            "blocks": blocks.to_dicts(),
+            "recon_types": types.tolist(),
+            "recon_counts": counts.tolist(),
+        }
+        return st, res.claims
 
 
 @dataclass
@@ -500,7 +524,7 @@ def release_claims(
             fp["publication"] = str(publication)
     statuses, frames = run_units(
         geoids,
-        lambda g: (
+        lambda g: _BlockTask(
             g,
             by_block[(g,)],
             schema,
@@ -513,7 +537,6 @@ def release_claims(
             tied_by[(g,)] if tied is not None else None,
             publication,
         ),
-        _block_worker,
         tag=f"{schema.name}-claims",
         parts=parts,
         resume=resume,

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 import polars as pl
@@ -25,6 +25,9 @@ from ..tables.spec import table_by_name, tables_in
 from ..vocab import Level
 from .reconstruct import LEVELS, reconstruct_units
 from .solvers import SolverOptions
+
+if TYPE_CHECKING:
+    from ..runner import Result
 
 
 # --------------------------------------------------------------------------------------------------
@@ -150,23 +153,35 @@ def _as_long(part: pl.DataFrame | LongPart) -> pl.DataFrame:
     return part if isinstance(part, pl.DataFrame) else part.to_frame()
 
 
-def _tract_worker(args: tuple) -> tuple[dict, pl.DataFrame | None]:
-    tract, part, schema, tables, options, reference = args
-    rec = reconstruct_units(
-        _as_long(part),
-        schema,
-        tables,
-        options.solver,
-        reference=reference,
-        check_unique=options.check_unique,
-        level=options.level,
-        unique_on=options.unique_on,
-        distance=options.distance,
-        distance_time_limit=options.distance_time_limit,
-        publication=options.publication,
-    )
-    frame = rec.units.to_frame()
-    return {"unit": tract, "status": "ok", "blocks": rec.blocks.to_dicts()}, frame
+@dataclass(frozen=True)
+class _TractTask:
+    """One tract's reconstruction over ``schema`` (or, with ``reference``, its certification),
+    a unit of :func:`reconstruct_release`."""
+
+    tract: str
+    part: pl.DataFrame | LongPart
+    schema: Schema
+    tables: tuple[str, ...] | None
+    options: ReconstructOptions
+    reference: Units | None
+
+    def __call__(self) -> Result:
+        o = self.options
+        rec = reconstruct_units(
+            _as_long(self.part),
+            self.schema,
+            self.tables,
+            o.solver,
+            reference=self.reference,
+            check_unique=o.check_unique,
+            level=o.level,
+            unique_on=o.unique_on,
+            distance=o.distance,
+            distance_time_limit=o.distance_time_limit,
+            publication=o.publication,
+        )
+        st = {"unit": self.tract, "status": "ok", "blocks": rec.blocks.to_dicts()}
+        return st, rec.units.to_frame()
 
 
 def reconstruct_release(
@@ -253,8 +268,7 @@ def reconstruct_release(
         refs = {t: reference.take(order[a:b]) for t, a, b in zip(tracts, starts, ends, strict=True)}
     statuses, frames = run_units(
         tracts,
-        lambda t: (t, split.parts[t], schema, names, options, refs.get(t)),
-        _tract_worker,
+        lambda t: _TractTask(t, split.parts[t], schema, names, options, refs.get(t)),
         tag=f"{schema.name}-reconstruct",
         parts=parts,
         resume=resume,
