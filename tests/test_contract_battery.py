@@ -12,7 +12,8 @@ For each population's synthetic county, with the code written once over any sche
 4. a claims run, and a reconstruction, resumed after losing half their finished units equal
    uninterrupted ones;
 5. every published form the readers take (long CSV and Parquet, wide summary-file and API
-   spellings, the API's JSON) reads back to the same long table.
+   spellings, the API's JSON, an SF1 folder, a ZIP of each) reads back to the same long table,
+   and every form registered in :mod:`tabrecon.tables.forms` is among them.
 """
 
 from __future__ import annotations
@@ -243,6 +244,13 @@ def _wide(long: pl.DataFrame, api: bool) -> pl.DataFrame:
 
 
 def test_every_published_form_reads_back(county, tmp_path: Path):
+    import zipfile
+
+    from test_household_tables import _write_sf1_folder
+
+    from tabrecon.tables.forms import forms
+    from tabrecon.tables.spec import tables_of
+
     pop = county.pop
     want = county.long.sort("geoid", "cell")
     long = as_published(county.long, pop.schema)  # files hold a median's decimals (30.5)
@@ -253,8 +261,34 @@ def test_every_published_form_reads_back(county, tmp_path: Path):
     api = _wide(long, api=True)
     rows = [api.columns, *[[str(x) for x in r] for r in api.iter_rows()]]
     (tmp_path / "api.json").write_text(json.dumps(rows))
-    for f in ("long.csv", "long.parquet", "wide.csv", "wide_api.csv", "api.json"):
+    files = ["long.csv", "long.parquet", "wide.csv", "wide_api.csv", "api.json"]
+    # a state's SF1 folder: the block cells, and the schema's tract cells (0) for its tracts,
+    # since a folder is read whole
+    tract_cells = [c.id for t in tables_of(pop.schema) if t.level == "tract" for c in t.cells()]
+    tracts = long["geoid"].str.slice(0, 11).unique().sort()
+    zeros = pl.DataFrame(
+        {
+            "geoid": np.repeat(tracts.to_numpy(), len(tract_cells)),
+            "cell": np.tile(np.array(tract_cells, dtype=str), tracts.len()),
+            "value": "0",
+        }
+    )
+    text = long.with_columns(pl.col("value").cast(pl.String))
+    _write_sf1_folder(pl.concat([text, zeros]) if tract_cells else text, tmp_path / "zz")
+    files.append("zz")
+    for f in files[:5]:  # each file zipped as downloaded, beside a metadata file
+        with zipfile.ZipFile(tmp_path / f"{f}.zip", "w", zipfile.ZIP_DEFLATED) as zf:
+            zf.write(tmp_path / f, f"download/{f}")
+            zf.writestr("download/Column-Metadata.csv", "Column Name,Label\n")
+    with zipfile.ZipFile(tmp_path / "zz.zip", "w") as zf:  # and the folder, as the Bureau ships
+        for part in sorted((tmp_path / "zz").iterdir()):
+            zf.write(part, f"zz/{part.name}")
+    files += [f"{f}.zip" for f in files]
+    used = {next(fm.name for fm in forms() if fm.matches(tmp_path / f)) for f in files}
+    assert used == {fm.name for fm in forms()}, "a registered form has no writer here"
+    for f in files:
         got = read_unit_tables(tmp_path / f, pop.schema).select("geoid", "cell", "value")
+        got = got.filter(pl.col("geoid").str.len_chars() == pop.schema.geoid_digits)
         got = got.with_columns(pl.col("value").cast(pl.Int64)).sort("geoid", "cell")
         assert got.equals(want.select("geoid", "cell", pl.col("value").cast(pl.Int64))), (
             pop.name,
