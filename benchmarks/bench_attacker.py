@@ -71,7 +71,7 @@ DUPLICATES = 0.03
 
 
 def measure(md, rec, ts, attacker, errors=None, seed=1) -> dict:
-    res = reidentify(rec, md, attacker, ts, seed=seed, errors=errors)
+    res = reidentify(rec, md, attacker, tables=ts, seed=seed, errors=errors)
     rt = res.rates(by_bin=True)
 
     def g(src, grp, b="all", k="precision_pct"):

@@ -27,8 +27,12 @@ def one(md, orig_tables, spec: str, seed: int, workers: int) -> dict:
     protected = Defense.parse(spec).protect(md, seed, workers).records
     ts = tabulate(protected)
     rec = reconstruct(ts, "block+tract", workers=workers).records
-    pub = reidentify(rec, md, "perfect", ts, None, seed=seed)  # baselines from the protected tables
-    org = reidentify(rec, md, "perfect", orig_tables, None, seed=seed)  # ... from the original ones
+    pub = reidentify(
+        rec, md, "perfect", tables=ts, cert_blocks=None, seed=seed
+    )  # baselines from the protected tables
+    org = reidentify(
+        rec, md, "perfect", tables=orig_tables, cert_blocks=None, seed=seed
+    )  # ... from the original ones
     s = pub.summary()
     return {
         "spec": spec,

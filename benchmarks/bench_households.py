@@ -116,8 +116,8 @@ def _attack(
     run = release_claims(
         sub,
         HOUSING_UNITS,
-        ks,
-        a.K,
+        k_values=ks,
+        K=a.K,
         seed=0,
         block_seconds=None,
         workers=a.workers,

@@ -138,12 +138,16 @@ def _attack(md, released) -> pl.DataFrame:
     if run.failed:
         raise SystemExit(f"reconstruction failed in {len(run.failed)} tract(s)")
     att = simulate_attacker(md, "perfect")
-    return reidentify(run.records, md, att, tabulate(md, ["P8", "P9"]), seed=1).rates(by_bin=True)
+    return reidentify(run.records, md, att, tables=tabulate(md, ["P8", "P9"]), seed=1).rates(
+        by_bin=True
+    )
 
 
 def _nonmodal_share(md) -> list[float]:
     """Per cent of persons nonmodal (methods.md section 4's rules) by block size."""
-    rec = reidentify(md, md, simulate_attacker(md, "perfect"), tabulate(md, ["P8", "P9"])).records
+    rec = reidentify(
+        md, md, simulate_attacker(md, "perfect"), tables=tabulate(md, ["P8", "P9"])
+    ).records
     return [
         round(100 * float(rec.filter(pl.col("size_bin") == i)["nonmodal"].mean() or 0), 1)
         for i in range(len(BLOCK_SIZE_LABELS))

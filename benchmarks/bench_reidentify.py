@@ -54,7 +54,7 @@ def main() -> None:
     ts = tabulate(md, ["P8", "P9"])
     for preset in ("perfect", "commercial"):
         w, c = time.perf_counter(), cpu()
-        res = reidentify(md, md, preset, ts, seed=1)
+        res = reidentify(md, md, preset, tables=ts, seed=1)
         wall, core = time.perf_counter() - w, cpu() - c
         print(
             f"synthetic {len(md):,} persons, {preset} attacker ({res.records.height:,} records): "
@@ -69,7 +69,7 @@ def main() -> None:
         for preset in ("perfect", "commercial"):
             line(
                 f"real sample, block+tract reconstruction, {preset} attacker",
-                reidentify(rec, real, preset, rts, cert, seed=1),
+                reidentify(rec, real, preset, tables=rts, cert_blocks=cert, seed=1),
             )
     small = synthesize(SynthConfig(persons=20_000), seed=5)
     sts = tabulate(small)
@@ -78,7 +78,7 @@ def main() -> None:
     for preset in ("perfect", "commercial"):
         line(
             f"synthetic county 20,000, block+tract reconstruction, {preset} attacker",
-            reidentify(srec, small, preset, sts, scert, seed=1),
+            reidentify(srec, small, preset, tables=sts, cert_blocks=scert, seed=1),
         )
     print(f"peak memory: {peak_rss_mib():,.0f} MiB")
 

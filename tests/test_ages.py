@@ -170,8 +170,10 @@ def test_linkage_and_confirmation_use_the_ranges_the_tables_determine(small_md):
 
     ts = tabulate(small_md, P12_ONLY)
     few = reconstruct(ts, "block").records
-    res = reidentify(few, small_md, "perfect", ts, None, seed=1).summary()
-    blind = reidentify(replace(few, age_max=None), small_md, "perfect", ts, None, seed=1).summary()
+    res = reidentify(few, small_md, "perfect", tables=ts, cert_blocks=None, seed=1).summary()
+    blind = reidentify(
+        replace(few, age_max=None), small_md, "perfect", tables=ts, cert_blocks=None, seed=1
+    ).summary()
     # read as single years, records of 10-14 etc. link to the wrong persons or to nobody
     assert res["attack"]["all"]["putative"] > blind["attack"]["all"]["putative"]
     assert res["attack"]["all"]["confirmed"] > blind["attack"]["all"]["confirmed"]

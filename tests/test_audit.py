@@ -124,7 +124,7 @@ def test_numbers_equal_the_individual_steps(small_audit, small_md):
     ts = tabulate(small_md)
     run = reconstruct_persons(ts, "block+tract", certify=True, distance=True)
     rec, blocks = run.records, run.blocks
-    res = reidentify(rec, small_md, "perfect", ts, blocks, seed=11)
+    res = reidentify(rec, small_md, "perfect", tables=ts, cert_blocks=blocks, seed=11)
     s = small_audit.summary
     a = agree(rec, truth=small_md)
     assert s["agreement_block+tract"]["binned_pct"] == pytest.approx(a.binned_pct)
@@ -619,7 +619,9 @@ def test_real_sample_audit_equals_the_individual_steps(
         agree(rec, truth=real_md).exact_pct
     )
     assert s["certify"]["unique_blocks"] == int((cert.blocks["status"] == "unique").sum()) == 8530
-    direct = reidentify(rec, real_md, "perfect", real_tables, cert.blocks, seed=2010).summary()
+    direct = reidentify(
+        rec, real_md, "perfect", tables=real_tables, cert_blocks=cert.blocks, seed=2010
+    ).summary()
     for src in ("attack", "mdg", "prg"):
         for g in ("all", "nonmodal", "certified_uniques"):
             assert s["reidentification"][src][g]["confirmed"] == direct[src][g]["confirmed"], (

@@ -229,8 +229,8 @@ def test_claims_given_both_releases_keep_every_claim_of_one_and_stay_true(county
     units, _, lu, lp = county
     pick = median_blocks(lu, 4)
     lu4, lp4 = (t.filter(pl.col("geoid").is_in(pick)) for t in (lu, lp))
-    alone = release_claims(lu4, HOUSING_UNITS, (4, 5), K=8, truth=units)
-    both = release_claims(lu4, HOUSING_UNITS, (4, 5), K=8, truth=units, tied=lp4)
+    alone = release_claims(lu4, HOUSING_UNITS, k_values=(4, 5), K=8, truth=units)
+    both = release_claims(lu4, HOUSING_UNITS, k_values=(4, 5), K=8, truth=units, tied=lp4)
     assert set(alone.blocks["status"]) == set(both.blocks["status"]) == {"ok"}
     key = ["geoid", "k", "columns", "values", "m"]
     a = set(alone.claims.select(key).iter_rows())

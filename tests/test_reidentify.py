@@ -109,7 +109,7 @@ def test_expected_prg_is_the_mean_of_the_draws():
     )
     from tabrecon.tables.persons import tabulate
 
-    res2 = reidentify(truth, truth, "perfect", tabulate(moved, ["P8", "P9"]), seed=0)
+    res2 = reidentify(truth, truth, "perfect", tables=tabulate(moved, ["P8", "P9"]), seed=0)
     exp2 = dict(zip(res2.records["pik"], res2.records["expected_prg"], strict=True))
     assert exp2 == pytest.approx({"a": 1.0, "b": 1.0, "c": 0.0, "d": 0.5})
     assert res2.expected_prg_precision("nonmodal", original=True) == pytest.approx(
@@ -191,7 +191,7 @@ def test_commercial_attacker_on_synthetic_county(small_md, tmp_path):
     assert att.height == pytest.approx(
         len(small_md) * e.coverage * (1 + e.duplicates + e.extras), rel=0.05
     )
-    res = reidentify(rec, small_md, "commercial", ts, seed=1)
+    res = reidentify(rec, small_md, "commercial", tables=ts, seed=1)
     s = write_reid_report(res, tmp_path, "test")
     a = s["attack"]["all"]
     # the paper's COMRCL: putative 57%, precision 41%; ours: putative well below 100, precision
@@ -215,7 +215,7 @@ def test_commercial_attacker_on_synthetic_county(small_md, tmp_path):
 @pytest.mark.realdata
 def test_real_sample_nonmodal_precision_far_above_baselines(real_md, real_tables, real_certs):
     rec, cert = real_certs["block+tract"]
-    res = reidentify(rec, real_md, "perfect", real_tables, cert.blocks, seed=0)
+    res = reidentify(rec, real_md, "perfect", tables=real_tables, cert_blocks=cert.blocks, seed=0)
     s = res.summary()
     nm = {src: s[src]["nonmodal"]["precision_pct"] for src in ("attack", "mdg", "prg", "truth")}
     assert nm["attack"] > nm["prg"] + 40 and nm["attack"] > nm["mdg"] + 60
@@ -233,7 +233,7 @@ def test_records_at_a_stale_address_have_no_group(small_md):
     ts = tabulate(small_md)
     rec = reconstruct(ts).records
     errors = CommercialErrors(wrong_block=0.5, extras=0.2, age_off_by_one=0.0)
-    res = reidentify(rec, small_md, "commercial", ts, seed=3, errors=errors)
+    res = reidentify(rec, small_md, "commercial", tables=ts, seed=3, errors=errors)
     r = res.records
     ids = [f"p{i}" for i in range(len(small_md))]
     blocks = dict(zip(ids, small_md.block_geoid.tolist(), strict=True))

@@ -87,7 +87,9 @@ def test_real_sample_swap_lo_does_not_defend(real_md):
     sw = swap(real_md, "swap-lo", seed=1)
     ts = tabulate(sw.records)
     rec = reconstruct(ts).records
-    s = reidentify(rec, real_md, "perfect", ts, certify(ts, rec).blocks, seed=1).summary()
+    s = reidentify(
+        rec, real_md, "perfect", tables=ts, cert_blocks=certify(ts, rec).blocks, seed=1
+    ).summary()
     assert s["attack"]["nonmodal"]["precision_pct"] > s["prg"]["nonmodal"]["precision_pct"] + 40
 
 

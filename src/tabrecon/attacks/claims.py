@@ -243,6 +243,7 @@ def tract_claims(
     status: dict[str, str],
     opts: SolverOptions,
     state_prior: Prior,
+    *,
     k_solutions: int = 100,
     seed: int = 0,
     collect: bool = False,
@@ -484,8 +485,8 @@ class _TractTask:
             self.status,
             self.opts,
             self.prior,
-            self.k_solutions,
-            self.seed,
+            k_solutions=self.k_solutions,
+            seed=self.seed,
         )
         return asdict(res), persons
 
@@ -624,6 +625,7 @@ def claims(
     recon: Microdata,
     cert_blocks: pl.DataFrame,
     level: str = "block",
+    *,
     solver: SolverOptions | None = None,
     k_solutions: int = 100,
     seed: int = 0,

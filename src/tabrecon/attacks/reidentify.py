@@ -202,6 +202,7 @@ def link(
     src_sex: np.ndarray,
     src_age: np.ndarray,
     src_exact: np.ndarray,
+    *,
     seed: int = 0,
     starts: np.ndarray | None = None,
     order: str = "random",
@@ -470,7 +471,7 @@ def truth_side(
         truth.sex.astype(np.int64),
         truth.age.astype(np.int64),
         np.ones(len(truth), dtype=bool),
-        seed + 1,
+        seed=seed + 1,
         order=link_order,
     )
     put_truth = tm >= 0
@@ -530,6 +531,7 @@ def reidentify(
     recon: Microdata,
     truth: Microdata,
     attacker: pl.DataFrame | str = "perfect",
+    *,
     tables: TableSet | None = None,
     cert_blocks: pl.DataFrame | None = None,
     seed: int = 0,
@@ -583,9 +585,9 @@ def reidentify(
         recon.sex.astype(np.int64),
         recon.age.astype(np.int64),
         rexact,
-        seed,
-        starts,
-        link_order,
+        seed=seed,
+        starts=starts,
+        order=link_order,
     )
     put = match >= 0
     # sources' (race combo, age) for each putative record
@@ -711,7 +713,14 @@ def _rvr(truth, geoids, ablock, asex, aage, has_truth, tperson, tblock, share, r
     ssex = truth.sex.astype(np.int64)[pick]
     sage = truth.age.astype(np.int64)[pick]
     match, _ = link(
-        ablock, asex, aage, sblock, ssex, sage, np.ones(n, dtype=bool), int(rng.integers(1 << 31))
+        ablock,
+        asex,
+        aage,
+        sblock,
+        ssex,
+        sage,
+        np.ones(n, dtype=bool),
+        seed=int(rng.integers(1 << 31)),
     )
     put = match >= 0
     tage = truth.age.astype(np.int64)[np.maximum(tperson, 0)]

@@ -536,6 +536,7 @@ def generate_then_verify(
     k_values: tuple[int, ...] = (5, 6, 7, 8, 9, 10),
     K: int = 20,
     seed: int = 0,
+    *,
     blocks: list[str] | None = None,
     truth: Units | None = None,
     opts: SolverOptions | None = None,

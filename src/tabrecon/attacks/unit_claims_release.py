@@ -441,6 +441,7 @@ def found_claims(c: pl.DataFrame, schema: Schema) -> list[tuple]:
 def release_claims(
     long: pl.DataFrame,
     schema: Schema,
+    *,
     k_values: tuple[int, ...] | None = None,
     K: int = 20,
     seed: int = 0,

@@ -257,7 +257,13 @@ def evaluate_defense(
         failed = [r["unit"] for r in run.failed]
         blocks = run.blocks.filter(~pl.col("block_geoid").str.slice(0, 11).is_in(failed))
     res = reidentify(
-        rec, truth, plan.attacker, ts, blocks, seed=seed, francis_threshold=plan.francis_threshold
+        rec,
+        truth,
+        plan.attacker,
+        tables=ts,
+        cert_blocks=blocks,
+        seed=seed,
+        francis_threshold=plan.francis_threshold,
     )
     rates = res.rates().filter(pl.col("bin") == "all")
     acc = block_accuracy(truth, prot.records).row(0, named=True)
@@ -333,8 +339,7 @@ def _noisy_attack(
         nr.records,
         truth,
         plan.attacker,
-        ts,
-        None,
+        tables=ts,
         seed=seed,
         francis_threshold=plan.francis_threshold,
     )

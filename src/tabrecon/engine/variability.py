@@ -136,6 +136,7 @@ def zero_test(
     key_block: np.ndarray,
     state: np.ndarray,
     lower: np.ndarray,
+    *,
     seconds: float | None = None,
     max_proofs: int | None = None,
 ) -> int:
@@ -538,6 +539,7 @@ def block_variability(
     cp: Counts,
     opts: SolverOptions,
     coupled: bool,
+    *,
     distance: bool = True,
     distance_time_limit: float | None = None,
     escalate: bool = False,
@@ -594,8 +596,8 @@ def block_variability(
             cp.key_block,
             state,
             lower,
-            seconds,
-            max_proofs,
+            seconds=seconds,
+            max_proofs=max_proofs,
         )
 
     # a block none of whose keys can fall below its count cannot differ at all

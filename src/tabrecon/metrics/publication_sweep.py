@@ -80,12 +80,12 @@ def sweep_publication(
         run = release_claims(
             released,
             schema,
-            k_values,
-            K,
-            seed,
-            solver,
-            block_seconds,
-            workers,
+            k_values=k_values,
+            K=K,
+            seed=seed,
+            solver=solver,
+            block_seconds=block_seconds,
+            workers=workers,
             truth=units,
             publication=pub,
         )

@@ -515,8 +515,8 @@ def reidentify(
         read_microdata(recon),
         read_microdata(truth),
         attacker,
-        ts,
-        cert,
+        tables=ts,
+        cert_blocks=cert,
         seed=seed,
         francis_threshold=francis_threshold,
     )

@@ -176,7 +176,17 @@ def claims(
     prog, tick = progress(len(ts.tracts()), "claims")
     with prog:
         run = _claims(
-            ts, rec, blocks, level, opts, k_solutions, seed, workers, out, not fresh, tick
+            ts,
+            rec,
+            blocks,
+            level,
+            solver=opts,
+            k_solutions=k_solutions,
+            seed=seed,
+            workers=workers,
+            out=out,
+            resume=not fresh,
+            progress=tick,
         )
     for r in run.failed:
         err.print(f"[red]tract {r['unit']}: {r['status']}[/red] -- {escape(r.get('message', ''))}")
@@ -248,16 +258,16 @@ def _release_claims(
         run = release_claims(
             long,
             pop.schema,
-            ks,
-            k_solutions,
-            seed,
-            opts,
-            block_time_limit,
-            workers,
-            out,
-            not fresh,
-            tick,
-            units,
+            k_values=ks,
+            K=k_solutions,
+            seed=seed,
+            solver=opts,
+            block_seconds=block_time_limit,
+            workers=workers,
+            out=out,
+            resume=not fresh,
+            progress=tick,
+            truth=units,
             tied=tied,
             publication=publication,
         )
