@@ -28,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import enum
 import json
+import shutil
 import tempfile
 import warnings
 import zipfile
@@ -213,7 +214,7 @@ def _open_members(zf: zipfile.ZipFile, p: Path, tmp: Path, cells: Collection[str
         )
     inner = tmp / Path(tables[0]).name
     _extract(zf, tables[0], inner, p)
-    form = next(f for f in _FORMS if f.name != "zip" and not inner.is_dir() and f.matches(inner))
+    form = next(f for f in _FORMS if f.name != "zip" and f.matches(inner))
     with form.open(inner, cells) as raw:
         yield replace(raw, where=str(p / inner.name))
 
@@ -223,8 +224,7 @@ def _extract(zf: zipfile.ZipFile, member: str, to: Path, zip_path: Path) -> None
     trusted as a path)."""
     try:
         with zf.open(member) as src, open(to, "wb") as dst:
-            while chunk := src.read(1 << 20):
-                dst.write(chunk)
+            shutil.copyfileobj(src, dst)
     except (zipfile.BadZipFile, OSError, EOFError) as exc:
         raise InputError(f"cannot extract {member} ({exc})", path=str(zip_path)) from None
 

@@ -100,6 +100,10 @@ class Product:
         t = self.rename.get(name, name if not self.rename else None)
         return t if t in TABLES_BY_NAME else None
 
+    def segment_file(self, state: str, segment: int) -> str:
+        """A data segment file's name (``zz000042010.sf1``) for the state's postal code."""
+        return f"{state.lower()}{segment:05d}{self.year}.{self.suffix}"
+
 
 SF1 = Product("SF1", "sf1", SUMLEV_BLOCK, SEGMENTS, other_cells=OTHER_TABLE_CELLS)
 PL94 = Product(
@@ -122,6 +126,17 @@ PL94_2020 = Product(
 )
 #: (suffix, year) -> layout
 PRODUCTS = {("sf1", 2010): SF1, ("pl", 2010): PL94, ("pl", 2020): PL94_2020}
+
+
+def product_of(name: str) -> Product | None:
+    """The distribution whose geographic header a file named ``name`` is (``xxgeo2010.sf1``,
+    ``xxgeo2010.pl``, ``xxgeo2020.pl``), or None."""
+    for (ext, year), product in PRODUCTS.items():
+        if name.lower().endswith(f"geo{year}.{ext}"):
+            return product
+    return None
+
+
 #: 1-based fields of the 2020 pipe-delimited geographic header read here (2020 Census P.L. 94-171
 #: Summary File Technical Documentation, chapter 6: FILEID|STUSAB|SUMLEV|GEOVAR|GEOCOMP|CHARITER|
 #: CIFSN|LOGRECNO|GEOID|GEOCODE|...; GEOCODE is the geoid's digits, 15 for a block, 11 for a tract)
@@ -250,12 +265,7 @@ def read_sf1(folder: str | Path, tables: list[str] | None = None) -> TableSet:
             "not a folder (a summary-file distribution is a folder of .sf1 or .pl files)",
             path=str(folder),
         )
-    geos = [
-        (p, product)
-        for p in folder.iterdir()
-        for (ext, year), product in PRODUCTS.items()
-        if p.name.lower().endswith(f"geo{year}.{ext}")
-    ]
+    geos = [(p, product) for p in folder.iterdir() if (product := product_of(p.name))]
     if len(geos) != 1:
         raise InputError(
             "expected one geographic header file (xxgeo2010.sf1, xxgeo2010.pl or xxgeo2020.pl), "
@@ -280,7 +290,7 @@ def read_sf1(folder: str | Path, tables: list[str] | None = None) -> TableSet:
                 path=str(folder),
             )
     want = offered if tables is None else tables
-    seg_file = {seg: f"{st}{seg:05d}{product.year}.{product.suffix}" for seg in product.segments}
+    seg_file = {seg: product.segment_file(st, seg) for seg in product.segments}
     absent = {seg for seg, name in seg_file.items() if _find(folder, name) is None}
     left_out = [t for t in want if pos[TABLES_BY_NAME[t].cells()[0].id][0] in absent]
     if tables is None and left_out:  # read what is there; name what is not
@@ -389,12 +399,7 @@ def distribution_files(names: Sequence[str], cells: Collection[str]) -> list[str
     """
     from .layout import layout
 
-    geos = [
-        (n, product)
-        for n in names
-        for (ext, year), product in PRODUCTS.items()
-        if n.lower().endswith(f"geo{year}.{ext}")
-    ]
+    geos = [(n, product) for n in names if (product := product_of(n))]
     if len(geos) != 1:
         return None
     geo, product = geos[0]
@@ -404,7 +409,7 @@ def distribution_files(names: Sequence[str], cells: Collection[str]) -> list[str
     if product is SF1:
         lay = layout().filter(pl.col("cell").is_in(list(want)))
         segs |= {int(s) for s in lay["segment"].to_list()}
-    files = {f"{geo[:2].lower()}{s:05d}{product.year}.{product.suffix}" for s in segs}
+    files = {product.segment_file(geo[:2], s) for s in segs}
     return [geo] + [n for n in names if n.lower() in files]
 
 
@@ -438,7 +443,7 @@ def read_sf1_cells(folder: str | Path, cells: Sequence[str]) -> pl.DataFrame:
         for c, sg, ps in zip(lay["cell"], lay["segment"], lay["position"], strict=True)
     }
     table_of = dict(zip(lay["cell"], lay["table"], strict=True))
-    seg_file = {sg: f"{st}{sg:05d}2010.sf1" for sg, _ in pos.values()}
+    seg_file = {sg: SF1.segment_file(st, sg) for sg, _ in pos.values()}
 
     def holds(seg: int) -> str:
         names = dict.fromkeys(table_of[c] for c, (sg, _) in pos.items() if sg == seg)
