@@ -194,3 +194,34 @@ def test_imports_run_down_the_layers():
         f"{a} -> {b}" for a, b in sorted(up - UPWARD)
     )
     assert not (UPWARD - up), f"listed in UPWARD but no longer imported: {sorted(UPWARD - up)}"
+
+
+def test_closed_vocabularies_are_compared_by_member_not_by_text():
+    """Levels and statuses are enums in ``tabrecon.vocab`` (issue 36 item 4): a comparison of a
+    level, a unit's status or a solver status with a bare string ("block", "ok", "infeasible")
+    is a word the type checker cannot see misspelt, and is refused here. Polars expressions over a
+    table's column (``pl.col("status") == ...``) count too."""
+    from tabrecon import vocab
+
+    words = {
+        m.value for e in (vocab.Geo, vocab.Level, vocab.UnitStatus, vocab.SolveStatus) for m in e
+    }
+    found = []
+    for path in SRC.rglob("*.py"):
+        if path.name == "vocab.py":
+            continue
+        for tree_node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(tree_node, ast.Compare):
+                continue
+            for op, right in zip(tree_node.ops, tree_node.comparators, strict=True):
+                consts = (
+                    [right]
+                    if isinstance(right, ast.Constant)
+                    else list(right.elts)
+                    if isinstance(op, ast.In | ast.NotIn) and isinstance(right, ast.Tuple)
+                    else []
+                )
+                for c in consts:
+                    if isinstance(c, ast.Constant) and c.value in words:
+                        found.append(f"{path.relative_to(SRC)}:{tree_node.lineno} {c.value!r}")
+    assert not found, found

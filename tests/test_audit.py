@@ -443,7 +443,7 @@ def _flaky_worker(args):
 def test_killed_worker_unit_is_redone(tmp_path):
     from tabrecon.runner import run_units
 
-    sts, frames = run_units(
+    ran = run_units(
         ["a", "b", "c"],
         lambda u: functools.partial(_flaky_worker, (u, str(tmp_path))),
         tag="t",
@@ -451,8 +451,9 @@ def test_killed_worker_unit_is_redone(tmp_path):
         workers=2,
         retries=1,
     )
-    assert [s["status"] for s in sts] == ["ok", "ok", "ok"]
-    assert sorted(frames) == ["a", "b", "c"]
+    assert [s["status"] for s in ran.results] == ["ok", "ok", "ok"] and not ran.failed
+    assert sorted(ran.frames) == ["a", "b", "c"]
+    assert [f["u"][0] for f in ran.tables(["c", "a", "b"])] == ["c", "a", "b"]
 
 
 _HALF_SENT = """
@@ -484,10 +485,10 @@ if __name__ == "__main__":
     from tabrecon.runner import run_units
 
     folder = sys.argv[1]
-    sts, frames = run_units(
+    ran = run_units(
         list("abcdef"), lambda u: functools.partial(worker, (u, folder)), tag="t", workers=2
     )
-    print(",".join(s["status"] for s in sts), ",".join(sorted(frames)))
+    print(",".join(s["status"] for s in ran.results), ",".join(sorted(ran.frames)))
 """
 
 
@@ -529,8 +530,8 @@ def test_core_time_counts_what_units_spend_in_worker_processes():
     from tabrecon.runner import run_units, units_cpu, units_peak_mib
 
     before = units_cpu()
-    sts, _ = run_units(["a", "b", "c", "d"], _busy, tag="t", workers=2)
-    assert [s["status"] for s in sts] == ["ok"] * 4
+    ran = run_units(["a", "b", "c", "d"], _busy, tag="t", workers=2)
+    assert [s["status"] for s in ran.results] == ["ok"] * 4
     assert 1.1 <= units_cpu() - before <= 3.0
     # and their peak memory: a worker is a Python process with tabrecon and polars loaded (the
     # audit's report said "largest worker process 0.0 MB" when it read rusage's children)
@@ -719,7 +720,7 @@ def test_meanwhile_runs_once_while_the_units_run(tmp_path, workers):
 
     job = lambda u: functools.partial(_slow_worker, (u, str(tmp_path)))  # noqa: E731
     parts = tmp_path / "parts"
-    sts, _ = run_units(
+    ran = run_units(
         ["a", "b", "c"],
         job,
         tag="t",
@@ -727,10 +728,10 @@ def test_meanwhile_runs_once_while_the_units_run(tmp_path, workers):
         workers=workers,
         meanwhile=meanwhile,
     )
-    assert [s["status"] for s in sts] == ["ok"] * 3
+    assert [s["status"] for s in ran.results] == ["ok"] * 3
     assert len(calls) == 1
     assert calls[0] != [] if workers > 1 else calls[0] == []  # handed out / not yet run
-    sts, _ = run_units(
+    run_units(
         ["a", "b", "c"],
         job,
         tag="t",

@@ -96,8 +96,8 @@ def test_an_interrupt_while_a_unit_is_written_counts_only_what_was_kept(tmp_path
     assert (e.value.kept, e.value.total) == (2, 4)
     assert "2 of 4 units finished" in str(e.value)
     monkeypatch.setattr(pl.DataFrame, "write_parquet", real)
-    statuses, frames = run_units(units, _ok, tag="t", parts=parts)
-    assert [s["unit"] for s in statuses] == units and set(frames) == set(units)
+    ran = run_units(units, _ok, tag="t", parts=parts)
+    assert [s["unit"] for s in ran.results] == units and set(ran.frames) == set(units)
     lines = [json.loads(x)["unit"] for x in (parts / "status.jsonl").read_text().splitlines()]
     assert sorted(lines) == units  # nothing done twice
 

@@ -19,18 +19,12 @@ from importlib import resources
 import numpy as np
 
 from .errors import TabreconError
+from .vocab import Geo
 
-#: Levels from the coarsest (TopDown's root) to the finest.
-LEVELS: tuple[str, ...] = ("nation", "state", "county", "tract", "blockgroup", "block")
+#: Levels from the coarsest (TopDown's root) to the finest (:class:`tabrecon.vocab.Geo`).
+LEVELS: tuple[str, ...] = Geo.choices()
 #: Length of a geoid at each level.
-LENGTH: dict[str, int] = {
-    "nation": 0,
-    "state": 2,
-    "county": 5,
-    "tract": 11,
-    "blockgroup": 12,
-    "block": 15,
-}
+LENGTH: dict[str, int] = {lv.value: lv.length for lv in Geo}
 #: The levels a published table can be at (the nation is never one here).
 TABLE_LEVELS: tuple[str, ...] = LEVELS[1:]
 #: The level of each geoid length.

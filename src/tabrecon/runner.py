@@ -2,7 +2,8 @@
 
 A unit of work is a :class:`Task`: a picklable value (a frozen dataclass naming its inputs) whose
 call runs the unit wherever the runner sends it. A unit's result is a status dict (with at least
-``unit`` and ``status``) and an optional table. With
+``unit`` and ``status``: :class:`~tabrecon.vocab.UnitStatus`) and an optional table; a run
+returns them as a :class:`Ran`. With
 a parts folder, the table goes to ``<parts>/<unit>.<tag>.parquet`` (written to a temporary name and
 renamed, so nothing half-written is ever read back) and the status, with the part's checksum, is
 appended to ``<parts>/status.jsonl``. A rerun skips units whose status is ``ok`` and whose file
@@ -28,6 +29,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from contextvars import ContextVar
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, cast
 
@@ -44,6 +46,7 @@ from .interrupts import (
 )
 from .io import file_digest, remove_tree, write_parquet
 from .provenance import check_or_record
+from .vocab import UnitStatus
 
 #: what a unit returns: its status (``unit``, ``status``, anything else to keep) and its table
 Result = tuple[dict, pl.DataFrame | None]
@@ -56,6 +59,41 @@ class Task(Protocol):
     :func:`run_units` call."""
 
     def __call__(self) -> Result: ...
+
+
+class UnitsRun:
+    """What every run over units shares (mixed into their result dataclasses): ``results``, each
+    unit's status dict, and the units that raised."""
+
+    results: list[dict]
+
+    @property
+    def failed(self) -> list[dict]:
+        """The units whose run raised (recorded with their message; the others went on)."""
+        return [r for r in self.results if r["status"] != UnitStatus.OK]
+
+
+@dataclass(frozen=True)
+class Ran(UnitsRun):
+    """What :func:`run_units` returns: each unit's status dict in unit order (``results``) and
+    the tables the units returned (``frames``, by unit).
+
+    >>> r = Ran([{"unit": "a", "status": "ok", "blocks": [1, 2]}, {"unit": "b", "status": "error"}],
+    ...         {"a": pl.DataFrame({"x": [1]})})
+    >>> r.rows("blocks"), [f["unit"] for f in r.failed], r.tables(["a", "b"])[0].height
+    ([1, 2], ['b'], 1)
+    """
+
+    results: list[dict]
+    frames: dict[str, pl.DataFrame]
+
+    def tables(self, units: Sequence[str]) -> list[pl.DataFrame]:
+        """The tables of ``units`` that returned one, in that order."""
+        return [self.frames[u] for u in units if u in self.frames]
+
+    def rows(self, key: str) -> list:
+        """The items each finished unit listed under ``key`` in its status, one list."""
+        return [b for st in self.results if st["status"] == UnitStatus.OK for b in st[key]]
 
 
 _SCHEDULER: ContextVar[str] = ContextVar("tabrecon_scheduler", default="")
@@ -157,7 +195,7 @@ def _kept(parts: Path, tag: str, damaged: list[str] | None = None) -> dict[str, 
             st = json.loads(line)
         except json.JSONDecodeError:
             continue  # a torn line from a killed run
-        if not isinstance(st, dict) or st.get("tag") != tag or st.get("status") != "ok":
+        if not isinstance(st, dict) or st.get("tag") != tag or st.get("status") != UnitStatus.OK:
             continue
         part = parts / f"{st.get('unit')}.{tag}.parquet"
         if not part.exists():
@@ -344,8 +382,9 @@ def run_units(
     retries: int = 0,
     fingerprint: dict[str, Any] | None = None,
     meanwhile: Callable[[], None] | None = None,
-) -> tuple[list[dict], dict[str, pl.DataFrame]]:
-    """Run ``task(unit)()`` for every unit; returns (statuses in unit order, tables by unit).
+) -> Ran:
+    """Run ``task(unit)()`` for every unit; returns their statuses in unit order and their
+    tables by unit (:class:`Ran`).
     ``task`` builds each unit's :class:`Task` when the unit is handed out (never for a unit an
     earlier run finished).
 
@@ -396,7 +435,11 @@ def run_units(
             progress(st)
 
     def failed(unit: str, exc: BaseException) -> dict:
-        return {"unit": unit, "status": "error", "message": f"{type(exc).__name__}: {exc}"}
+        return {
+            "unit": unit,
+            "status": UnitStatus.ERROR.value,
+            "message": f"{type(exc).__name__}: {exc}",
+        }
 
     pending = list(todo)
     charged = dict.fromkeys(pending, 0)  # failures each unit is known to have caused
@@ -441,8 +484,8 @@ def run_units(
             if parts is not None:
                 kept = len(set(units) & set(_kept(parts, tag)))
             else:
-                kept = sum(1 for u in units if results.get(u, {}).get("status") == "ok")
+                kept = sum(1 for u in units if results.get(u, {}).get("status") == UnitStatus.OK)
             stopped = Interrupted(kept, len(units), str(parts) if parts is not None else "")
             keeps(lambda: stopped)
         raise stopped from None
-    return [results[u] for u in units if u in results], frames
+    return Ran([results[u] for u in units if u in results], frames)

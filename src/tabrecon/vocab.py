@@ -7,6 +7,8 @@ and a member compares equal to the text a user typed; code names the member, nev
 (True, True)
 >>> Solver.choices()
 ('auto', 'cpsat', 'highs')
+>>> Geo.TRACT == "tract", Geo("block").length
+(True, 15)
 """
 
 from __future__ import annotations
@@ -19,6 +21,33 @@ class Words(enum.StrEnum):
     def choices(cls) -> tuple[str, ...]:
         """The words, in declaration order (an option's choices)."""
         return tuple(m.value for m in cls)
+
+
+class Geo(Words):
+    """Census geography levels, coarsest (TopDown's root) to finest, each with the length of its
+    geoids (a unit's parent at a coarser level is its geoid's prefix: :mod:`tabrecon.geo`)."""
+
+    NATION = "nation"
+    STATE = "state"
+    COUNTY = "county"
+    TRACT = "tract"
+    BLOCKGROUP = "blockgroup"
+    BLOCK = "block"
+
+    @property
+    def length(self) -> int:
+        """How many digits this level's geoids have."""
+        return _GEOID_LENGTH[self]
+
+
+_GEOID_LENGTH = {
+    Geo.NATION: 0,
+    Geo.STATE: 2,
+    Geo.COUNTY: 5,
+    Geo.TRACT: 11,
+    Geo.BLOCKGROUP: 12,
+    Geo.BLOCK: 15,
+}
 
 
 class Level(Words):
@@ -46,6 +75,25 @@ class ClaimStatus(Words):
     OK = "ok"
     TIME_LIMIT = "time-limit"  # claims verified before the block's time ran out are kept
     INFEASIBLE = "infeasible"
+
+
+class UnitStatus(Words):
+    """How one unit of work (a tract, a block) handed to :func:`tabrecon.runner.run_units` ended:
+    it returned its result, or it raised (recorded, the other units went on)."""
+
+    OK = "ok"
+    ERROR = "error"
+
+
+class SolveStatus(Words):
+    """How one solver call ended: a proof (optimal, infeasible), a solution without its proof of
+    optimality, a time limit, or the solver's own error."""
+
+    OPTIMAL = "optimal"
+    FEASIBLE = "feasible"
+    INFEASIBLE = "infeasible"
+    TIMEOUT = "timeout"
+    ERROR = "error"
 
 
 class Solver(Words):

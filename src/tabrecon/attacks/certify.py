@@ -28,6 +28,7 @@ import numpy as np
 import polars as pl
 
 from ..io import beside, write_csv, write_frame, write_parquet, write_text
+from ..runner import UnitsRun
 from ..schema import (
     AGEBIN_OF_AGE,
     AGEBIN_START,
@@ -38,6 +39,7 @@ from ..schema import (
     size_bin,
 )
 from ..tables.persons import MISSING, TABLES_BY_NAME, TableSet, tabulate
+from ..vocab import Geo, Level
 
 #: The status of a block proven to have exactly one consistent population (solvar 0).
 UNIQUE = "unique"
@@ -52,11 +54,11 @@ def binned_type(t: np.ndarray) -> np.ndarray:
 def cells_it_breaks(ts: TableSet, tract: str, level: str, recon: Microdata) -> list[str]:
     """The published cells the reconstruction does not reproduce (the first five, named)."""
     mine_ts = ts.subset(tract)
-    levels = ("block", "tract") if level == "block+tract" else ("block",)
+    levels = (Geo.BLOCK, Geo.TRACT) if level == Level.BLOCK_TRACT else (Geo.BLOCK,)
     present = [t for t in mine_ts.tables_present() if TABLES_BY_NAME[t].level in levels]
     got = tabulate(recon, present)
     bad: list[str] = []
-    for lvl in ("block", "tract") if level == "block+tract" else ("block",):
+    for lvl in (Geo.BLOCK, Geo.TRACT) if level == Level.BLOCK_TRACT else (Geo.BLOCK,):
         pub = mine_ts.grids.get(lvl)
         if pub is None or not len(pub.geoids):
             continue
@@ -78,17 +80,13 @@ def cells_it_breaks(ts: TableSet, tract: str, level: str, recon: Microdata) -> l
 
 
 @dataclass
-class CertRun:
+class CertRun(UnitsRun):
     """Solution variability of every block (``blocks``) and each tract's run (``results``)."""
 
     blocks: pl.DataFrame
     results: list[dict]
     level: str = "block+tract"
     seconds: float = 0.0
-
-    @property
-    def failed(self) -> list[dict]:
-        return [r for r in self.results if r["status"] != "ok"]
 
     def summary_lines(self, recon: Microdata) -> list[str]:
         """The run in words (Markdown bullets): proven-unique blocks, cumulative solvar,

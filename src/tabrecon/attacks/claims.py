@@ -36,7 +36,6 @@ from __future__ import annotations
 import functools
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 import polars as pl
@@ -48,14 +47,12 @@ from ..errors import TabreconError
 from ..geo import overlap
 from ..io import write_csv, write_json, write_parquet, write_text
 from ..provenance import run_fingerprint
+from ..runner import Result, UnitsRun, run_units
 from ..schema import AGEBIN38, N_AGES, N_TYPES, PERSONS, Microdata, age_classes, age_label
 from ..tables.persons import MISSING, TableSet, cell_attrs, cell_positions
-from ..vocab import Level
+from ..vocab import Geo, Level, UnitStatus
 from .certify import UNIQUE, binned_type
 from .unit_claims import RELAX_AFTER, Candidates, candidates, generate, one_of_n, value_keys, verify
-
-if TYPE_CHECKING:
-    from ..runner import Result
 
 #: The columns person claims are stated over (:func:`tabrecon.schema.person_claim_columns`)
 COLUMNS: tuple[str, ...] = tuple(c.name for c in PERSONS.claim_columns)
@@ -70,7 +67,7 @@ def block_tables() -> tuple[str, ...]:
     that counts exactly the persons one of their cells counts is trivial."""
     from ..populations.persons import person_tables
 
-    return tuple(t.name for t in person_tables() if t.level == "block")
+    return tuple(t.name for t in person_tables() if t.level == Geo.BLOCK)
 
 
 def _cell_ranges(cells: np.ndarray) -> list[tuple[int, int]]:
@@ -85,12 +82,14 @@ def determined_age_classes(ts: TableSet, tract: str, level: str) -> np.ndarray:
     apart (block cells; with ``block+tract`` also the tract's cells): what a record's age can
     say."""
     ranges: list[tuple[int, int]] = []
-    for lv in ("block", "tract"):
+    for lv in (Geo.BLOCK, Geo.TRACT):
         g = ts.grids.get(lv)
-        if g is None or (lv == "tract" and level != "block+tract"):
+        if g is None or (lv == Geo.TRACT and level != Level.BLOCK_TRACT):
             continue
         rows = (
-            g.geoids == tract if lv == "tract" else np.char.startswith(g.geoids.astype(str), tract)
+            g.geoids == tract
+            if lv == Geo.TRACT
+            else np.char.startswith(g.geoids.astype(str), tract)
         )
         ranges += _cell_ranges(g.cells[(g.values[rows] != MISSING).any(axis=0)])
     return age_classes(ranges)
@@ -266,7 +265,9 @@ def tract_claims(
     values = PERSONS.claim_values(keys % N_TYPES)
     cert = np.array([status.get(str(g)) == UNIQUE for g in geoids], dtype=bool)
     pop = np.bincount(recon.block, minlength=len(geoids)).astype(np.int64)
-    res = TractClaims(tract, "ok", len(geoids), int(cert.sum()), int((~cert & (pop > 0)).sum()))
+    res = TractClaims(
+        tract, UnitStatus.OK, len(geoids), int(cert.sum()), int((~cert & (pop > 0)).sum())
+    )
     ttypes, tcounts = _histogram(recon)
     tract_prior = Prior(ttypes, tcounts)
 
@@ -492,7 +493,7 @@ class _TractTask:
 
 
 @dataclass
-class ClaimsRun:
+class ClaimsRun(UnitsRun):
     """Verified claims of every tract: per-tract summaries and per-record coverage."""
 
     results: list[dict]
@@ -500,14 +501,10 @@ class ClaimsRun:
     level: str
     k_solutions: int
 
-    @property
-    def failed(self) -> list[dict]:
-        return [r for r in self.results if r["status"] != "ok"]
-
     def by_k(self) -> pl.DataFrame:
         """Liu et al. Table 2/3 layout: per k, persons covered by verified singletons, claims,
         baselines."""
-        ok = [r for r in self.results if r["status"] == "ok"]
+        ok = [r for r in self.results if r["status"] == UnitStatus.OK]
         nb = sum(r["blocks"] for r in ok)
         rows = []
         for k in range(1, K_MAX + 1):
@@ -539,7 +536,7 @@ class ClaimsRun:
         return pl.DataFrame(rows)
 
     def summary(self) -> dict:
-        ok = [r for r in self.results if r["status"] == "ok"]
+        ok = [r for r in self.results if r["status"] == UnitStatus.OK]
         return {
             "level": self.level,
             "k_solutions": self.k_solutions,
@@ -641,7 +638,6 @@ def claims(
     ``status`` says which blocks are proven unique). With ``out`` (a folder), each tract's
     per-record table is written to ``<out>/claims.parts/`` as it finishes and a rerun resumes.
     """
-    from ..runner import run_units
 
     if level not in Level.choices():
         raise TabreconError(f"unknown level {level!r}; choose 'block' or 'block+tract'")
@@ -675,7 +671,7 @@ def claims(
         for s_, rows in recon.rows_by_prefix(states, 2).items()
     }
     parts = Path(out) / "claims.parts" if out is not None else None
-    statuses, frames = run_units(
+    ran = run_units(
         tracts,
         lambda t: _TractTask(
             tables.subset(t),
@@ -704,6 +700,6 @@ def claims(
             solver=opts,
         ),
     )
-    dfs = [frames[t] for t in tracts if t in frames]
+    dfs = ran.tables(tracts)
     persons = pl.concat(dfs) if dfs else pl.DataFrame()
-    return ClaimsRun(statuses, persons, level, k_solutions)
+    return ClaimsRun(ran.results, persons, level, k_solutions)

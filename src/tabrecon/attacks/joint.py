@@ -34,7 +34,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 import polars as pl
@@ -44,13 +43,11 @@ from ..engine.model import block_program, block_tables, cell_degree
 from ..engine.reconstruct import block_forms, certify_forms
 from ..engine.solvers import Extensible, IntProgram, SolverOptions, solve
 from ..errors import InputError, TabreconError
+from ..runner import Result, UnitsRun, run_units
 from ..schema.registry import Tie, population
 from ..schema.spec import Schema, Units
 from ..tables.spec import predicate_matrix, table_by_name, tables_in
-from ..vocab import Verdict
-
-if TYPE_CHECKING:
-    from ..runner import Result
+from ..vocab import SolveStatus, UnitStatus, Verdict
 
 #: a block's outcome: both halves reconstructed in agreement; the two releases admit no common
 #: population though each admits its own; one release contradicts itself; no answer in time
@@ -312,10 +309,12 @@ def reconstruct_together(
         sol = base.solve_base()
         if not sol.has_solution or sol.x is None:
             status, message = FAILED, "no answer within the solver's limit"
-            if sol.status == "infeasible":
+            if sol.status == SolveStatus.INFEASIBLE:
                 alone = [solve(pa, opts), solve(pb, opts)]
                 bad = [
-                    lab for lab, s in zip(labels, alone, strict=True) if s.status == "infeasible"
+                    lab
+                    for lab, s in zip(labels, alone, strict=True)
+                    if s.status == SolveStatus.INFEASIBLE
                 ]
                 if bad:
                     status = Verdict.INFEASIBLE
@@ -386,17 +385,13 @@ def write_together(rec: JointReconstruction, out: str | Path) -> list[Path]:
 # A whole release: tract by tract with the runner (resume, workers, Dask, progress)
 # --------------------------------------------------------------------------------------------------
 @dataclass
-class ReleaseTogether:
+class ReleaseTogether(UnitsRun):
     """Every tract of two releases reconstructed together: as :class:`JointReconstruction`,
     and per tract its runner status (``ok``, or ``error`` with a message: its blocks are
     missing)."""
 
     rec: JointReconstruction
     results: list[dict]
-
-    @property
-    def failed(self) -> list[dict]:
-        return [r for r in self.results if r["status"] != "ok"]
 
     @property
     def bad_blocks(self) -> pl.DataFrame:
@@ -451,7 +446,7 @@ class _TractTask:
             ],
             how="diagonal",
         )
-        return {"unit": self.tract, "status": "ok", "blocks": rec.blocks.to_dicts()}, frame
+        return {"unit": self.tract, "status": UnitStatus.OK, "blocks": rec.blocks.to_dicts()}, frame
 
 
 def _units_of(schema: Schema, frame: pl.DataFrame | None) -> Units:
@@ -484,7 +479,6 @@ def reconstruct_release_together(
     recorded while the others go on. Blocks are independent, so the result equals one call on
     the whole."""
     from ..provenance import digest_long
-    from ..runner import run_units
 
     pop = population(name)
     if pop.tied is None:
@@ -521,7 +515,7 @@ def reconstruct_release_together(
             "schema": name,
             "solver": str(opts),
         }
-    statuses, frames = run_units(
+    ran = run_units(
         tracts,
         lambda t: _TractTask(
             t, parts_of[0].get((t,), empty[0]), parts_of[1].get((t,), empty[1]), name, opts
@@ -533,10 +527,10 @@ def reconstruct_release_together(
         progress=progress,
         fingerprint=fp,
     )
-    got = [frames[t] for t in tracts if t in frames]
+    got = ran.tables(tracts)
     both = pl.concat(got, how="diagonal") if got else None
     half = (lambda h: both.filter(pl.col("_half") == h)) if both is not None else (lambda h: None)
-    rows = [b for st in statuses if st["status"] == "ok" for b in st["blocks"]]
+    rows = ran.rows("blocks")
     blocks = pl.DataFrame(rows, schema=BLOCK_SCHEMA, orient="row").sort("geoid")
     rec = JointReconstruction(
         _units_of(pop.schema, half("a")),
@@ -544,4 +538,4 @@ def reconstruct_release_together(
         blocks,
         tie_matrices(name),
     )
-    return ReleaseTogether(rec, statuses)
+    return ReleaseTogether(rec, ran.results)

@@ -30,6 +30,7 @@ from ..geo import LEVEL_OF_LENGTH, LEVELS, overlap, prefix
 from ..io import check_readable, read_error, require_columns
 from ..schema import Microdata, decode_types
 from ..tables.persons import TableSet
+from ..vocab import Geo
 
 
 @dataclass
@@ -207,7 +208,7 @@ def reconstruct_noisy_release(
     if g is None:
         raise TabreconError(f"{name}: no block-level tables (the fit is per block)")
     measured = set(measurements["level"].cast(pl.String).to_list())
-    finest = next((lv for lv in reversed(LEVELS) if lv in measured and lv != "nation"), None)
+    finest = next((lv for lv in reversed(LEVELS) if lv in measured and lv != Geo.NATION), None)
     if finest is not None:
         overlap(
             measurements.filter(pl.col("level") == finest)["geoid"].cast(pl.String).to_numpy(),

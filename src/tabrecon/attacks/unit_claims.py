@@ -43,7 +43,7 @@ from ..errors import TabreconError
 from ..schema.spec import Schema, Units
 from ..tables.publication import EXACT, Publication
 from ..tables.spec import compiled, compiled_columns, table_by_name, tables_in
-from ..vocab import ClaimStatus
+from ..vocab import ClaimStatus, Geo, SolveStatus
 
 CLAIM_COLUMNS = {
     "geoid": pl.String,
@@ -564,7 +564,7 @@ def generate_then_verify(
     opts = replace((opts or SolverOptions()).for_task("claims"), presolve="light")
     names = tables or tables_in(long, schema, "block")
     for n in names:
-        if table_by_name(n, schema).level != "block":
+        if table_by_name(n, schema).level != Geo.BLOCK:
             raise TabreconError(f"Generate-then-Verify uses block tables; {n} is a tract table")
     cells, W, geoids, V, hi = block_bounds(long, schema, names, publication)
     measured = block_statistics(long, schema, names, geoids)  # medians and means: extra rows
@@ -693,7 +693,7 @@ def generate(
             continue
         limit = min(opts.time_limit or 5, 5, left if left is not None else 5)
         s = base.solve_base(obj, opts=replace(opts, time_limit=limit))
-        infeasible = s.status == "infeasible"
+        infeasible = s.status == SolveStatus.INFEASIBLE
         if s.has_solution and s.x is not None:
             sols.append(s.x)
     return sols, short, infeasible

@@ -11,7 +11,7 @@ import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -19,10 +19,11 @@ import polars as pl
 from ..engine.solvers import SolverOptions
 from ..errors import InputError, TabreconError
 from ..io import write_figure
+from ..runner import Result, UnitsRun, run_units
 from ..schema.spec import Schema, Units
 from ..tables.publication import EXACT, Publication
 from ..tables.spec import table_by_name
-from ..vocab import ClaimStatus, Verdict
+from ..vocab import ClaimStatus, UnitStatus, Verdict
 from .unit_claims import (
     BLOCK_COLUMNS,
     CLAIM_COLUMNS,
@@ -32,9 +33,6 @@ from .unit_claims import (
     matching_claims,
     one_of_n,
 )
-
-if TYPE_CHECKING:
-    from ..runner import Result
 
 
 # --------------------------------------------------------------------------------------------------
@@ -127,7 +125,7 @@ class _BlockTask:
         types, counts = np.unique(types, return_counts=True)
         st = {
             "unit": geoid,
-            "status": "ok",
+            "status": UnitStatus.OK,
             "blocks": blocks.to_dicts(),
             "recon_types": types.tolist(),
             "recon_counts": counts.tolist(),
@@ -136,7 +134,7 @@ class _BlockTask:
 
 
 @dataclass
-class ClaimsRun:
+class ClaimsRun(UnitsRun):
     """Verified claims about the records of ``schema`` (housing units, group-quarters persons,
     ...) for every block of a release.
 
@@ -162,11 +160,6 @@ class ClaimsRun:
         from ..schema.registry import of_schema
 
         return of_schema(self.schema).noun
-
-    @property
-    def failed(self) -> list[dict]:
-        """Blocks whose run raised (recorded by the runner, the others went on)."""
-        return [r for r in self.results if r["status"] != "ok"]
 
     @property
     def problem_blocks(self) -> pl.DataFrame:
@@ -465,7 +458,6 @@ def release_claims(
     ``publication`` rule (rounded, withheld cells: :mod:`tabrecon.tables.publication`) every claim
     is verified under the intervals the published values allow."""
     from ..provenance import digest_long
-    from ..runner import run_units
     from ..schema.registry import of_schema
     from ..tables.spec import complete_tables
 
@@ -523,7 +515,7 @@ def release_claims(
             fp["tied"] = digest_long(tied)
         if not publication.exact:  # (the same)
             fp["publication"] = str(publication)
-    statuses, frames = run_units(
+    ran = run_units(
         geoids,
         lambda g: _BlockTask(
             g,
@@ -545,12 +537,12 @@ def release_claims(
         progress=progress,
         fingerprint=fp,
     )
-    dfs = [frames[g] for g in geoids if g in frames]
+    dfs = ran.tables(geoids)
     claims = pl.concat(dfs) if dfs else pl.DataFrame(schema=CLAIM_COLUMNS)
-    block_rows = [b for st in statuses if st["status"] == "ok" for b in st["blocks"]]
+    block_rows = ran.rows("blocks")
     blocks = (
         pl.DataFrame(block_rows, infer_schema_length=None).sort("geoid")
         if block_rows
         else pl.DataFrame(schema={**BLOCK_COLUMNS, "reconstruction": pl.String})
     )
-    return ClaimsRun(statuses, claims, blocks, tables, k_values, K, schema, truth)
+    return ClaimsRun(ran.results, claims, blocks, tables, k_values, K, schema, truth)

@@ -23,6 +23,7 @@ from ..defenses.defense import Defense
 from ..errors import InputError, TabreconError
 from ..io import file_digest, write_json, write_parquet, write_text
 from ..runner import notice, tree_cpu
+from ..vocab import UnitStatus
 from .config import AuditConfig
 from .evaluate import DefenseOutcome, EvaluationPlan, evaluate_defense
 
@@ -398,7 +399,7 @@ class ChunkRunner:
         )
         write_parquet(run.persons, path)
         info = {
-            "results": [r for r in run.results if r["status"] == "ok"],
+            "results": [r for r in run.results if r["status"] == UnitStatus.OK],
             "failures": [
                 f"tract {f['unit']}: {f['status']} -- {f.get('message', '')}".rstrip(" -")
                 for f in run.failed

@@ -34,6 +34,7 @@ from ..io import remove_tree, write_csv, write_json, write_parquet, write_text
 from ..provenance import check_or_record, digest_path, fingerprint
 from ..runner import units_peak_mib
 from ..schema import write_microdata
+from ..vocab import Geo, Level
 from .chunks import (
     EXAMPLE_CLAIMS,
     FACTS,
@@ -70,7 +71,7 @@ class AuditResult:
         s = self.summary
         pct = lambda v: "n/a" if v is None or v != v else f"{v:.1f}%"  # noqa: E731
         rows = []
-        for lv in ("block", "block+tract"):
+        for lv in Level:
             if a := s.get(f"agreement_{lv}"):
                 rows.append(
                     [
@@ -414,12 +415,12 @@ def audit(
     from ..tables.persons import ALL_TABLES
 
     summary["tables_present"] = [t.name for t in ALL_TABLES if t.name in tables_seen]
-    has_tract = any(t.level == "tract" for t in ALL_TABLES if t.name in tables_seen)
-    if summary.get("certify", {}).get("level") == "block+tract" and not has_tract:
+    has_tract = any(t.level == Geo.TRACT for t in ALL_TABLES if t.name in tables_seen)
+    if summary.get("certify", {}).get("level") == Level.BLOCK_TRACT and not has_tract:
         # the release has no tract tables: what was certified is what the block tables determine
         summary["certify"]["level"] = "block"
     if claims_summary is not None:
-        if summary.get("certify", {}).get("level") == "block":  # no tract tables (above)
+        if summary.get("certify", {}).get("level") == Level.BLOCK:  # no tract tables (above)
             claims_summary["level"] = "block"
         summary["claims"] = claims_summary
     if household is not None and "error" not in household:

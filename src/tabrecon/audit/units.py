@@ -27,6 +27,7 @@ from ..schema.spec import Units, read_units
 from ..tables.publication import Publication
 from ..tables.reader import read_unit_tables
 from ..tables.spec import publish_counts, tabulate_units
+from ..vocab import ClaimStatus
 from .config import AuditConfig, HouseholdsConfig
 
 
@@ -220,7 +221,9 @@ def units_summary(
         "failures": [f"block {r['unit']}: {r.get('message', r['status'])}" for r in run.failed]
         + [
             f"block {r['geoid']}: its tables contradict each other"
-            for r in run.blocks.filter(pl.col("status") == "infeasible").iter_rows(named=True)
+            for r in run.blocks.filter(pl.col("status") == ClaimStatus.INFEASIBLE).iter_rows(
+                named=True
+            )
         ],
         "singleton_blocks_by_k": {
             str(r["k"]): int(r["blocks_with_singleton"]) for r in by_k.iter_rows(named=True)

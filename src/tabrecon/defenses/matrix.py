@@ -44,6 +44,7 @@ import scipy.sparse as sp
 from ..errors import InputError
 from ..schema import AGEBIN_OF_AGE, N_TYPES, TYPE_AGE, TYPE_HISP, TYPE_RACE, TYPE_SEX
 from ..tables.persons import TABLES_BY_NAME, all_cells, cell_index, resolve_tables, weight_matrix
+from ..vocab import Geo
 from .mechanisms import (
     Mechanism,
     PrivacyCost,
@@ -95,7 +96,7 @@ class Workload:
         one geounit, as SF1 publishes the block tables for tracts too). Rows reuse the tables'
         weight matrix (race-tally cells weigh a person once per race)."""
         names = resolve_tables(tables)
-        if level is not None and level not in ("block", "tract"):
+        if level is not None and level not in (Geo.BLOCK, Geo.TRACT):
             raise InputError(f"unknown workload level {level!r}; choose block, tract or none")
         keep = [n for n in names if level is None or TABLES_BY_NAME[n].level == level]
         if not keep:

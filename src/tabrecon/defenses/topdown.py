@@ -51,6 +51,7 @@ from ..schema import (
     decode_types,
     write_microdata,
 )
+from ..vocab import Geo
 from .mechanisms import PrivacyCost, discrete_gaussian, rho_to_epsilon
 from .topdown_fit import FITS, Measurement, fit_auto, fit_penalised, pl_indicator, round_children
 
@@ -515,7 +516,7 @@ def _run(
     (support, counts)), the measurements, timings, draws, fallbacks and the budget spent. With
     ``pl_est`` (a PL 94-171 run's estimates) each geounit's PL histogram is held to it."""
     states = np.unique(prefix(md.geoids, "state"))
-    levels = [lv for lv in LEVELS if lv != "nation" or len(states) > 1]
+    levels = [lv for lv in LEVELS if lv != Geo.NATION or len(states) > 1]
     missing = [lv for lv in levels if lv not in config.level_shares]
     if missing:
         raise TabreconError(f"the budget has no share for level(s) {missing} present in the data")
@@ -551,7 +552,7 @@ def _run(
         true = np.asarray(rH[i].todense()).ravel()
         meas = _measure(cfg, root, [true], sup_all)[0]
         draws += sum(m.groups.size for m in meas)
-        tot = sum(state_tot.values()) if root == "nation" else state_tot[g]
+        tot = sum(state_tot.values()) if root == Geo.NATION else state_tot[g]
         pl = (PL_CELL_OF_TYPE, pl_of(root, np.array([g]))[0]) if pl_est is not None else None
         x = _fit_root(meas, int(tot), ncell, pl)
         est[g] = (sup_all[x > 0], x[x > 0])
@@ -582,7 +583,7 @@ def _run(
                 _check_pl(pl, pcounts, f"{lv} under {p or 'root'}")
             totals = (
                 np.array([state_tot[cgeo[c]] for c in kids])
-                if lv == "state" and pl is None
+                if lv == Geo.STATE and pl is None
                 else None
             )
             jobs.append((str(p), kids, support, pcounts, sub, totals, pl))

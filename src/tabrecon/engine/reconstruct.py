@@ -40,7 +40,7 @@ from ..geo import prefix
 from ..schema.spec import Schema, Units
 from ..tables.publication import EXACT, Publication
 from ..tables.spec import compiled_columns, table_by_name, tables_in, tables_of
-from ..vocab import Level, Verdict
+from ..vocab import Geo, Level, SolveStatus, Verdict
 from . import variability
 from .model import (
     admissible_types,
@@ -129,33 +129,36 @@ def reconstruct_units(
     opts = (opts or SolverOptions()).for_task("certify")
     escalate = opts.backend == "auto"  # a distance CP-SAT cannot close soon goes to HiGHS
     names = tables or tables_in(long, schema)
-    if tables is None and level != "block":  # medians and means: block level only so far
+    if tables is None and level != Level.BLOCK:  # medians and means: block level only so far
         names = tuple(n for n in names if table_by_name(n, schema).statistic is None)
     of_level = {
         lv: tuple(n for n in names if table_by_name(n, schema).level == lv)
-        for lv in ("block", "tract")
+        for lv in (Geo.BLOCK, Geo.TRACT)
     }
-    if not publication.exact and level != "block":
+    if not publication.exact and level != Level.BLOCK:
         raise TabreconError(
             f"publication {publication}: inexact cells are modelled at level 'block' only so far"
         )
-    cells, W, geoids, V, Vhi = block_bounds(long, schema, of_level["block"], publication)
-    measured = block_statistics(long, schema, of_level["block"], geoids)
-    if measured and level != "block":
+    cells, W, geoids, V, Vhi = block_bounds(long, schema, of_level[Geo.BLOCK], publication)
+    measured = block_statistics(long, schema, of_level[Geo.BLOCK], geoids)
+    if measured and level != Level.BLOCK:
         which = ", ".join(dict.fromkeys(sc.cell.table for sc in measured.cells))
         raise TabreconError(
             f"medians and means ({which}) are modelled at level 'block' only so far"
         )
     feas = schema.feasible_types()
-    Wc, deg = compiled_columns(schema, tuple(of_level["block"]))  # once per process
+    Wc, deg = compiled_columns(schema, tuple(of_level[Geo.BLOCK]))  # once per process
     cls = first = np.zeros(0, dtype=np.int64)
     aggregate = False
     var_cls: np.ndarray | None = None  # each type's class, when block variables count classes
     # the resolution uniqueness is asked at: unique_on's, no finer than the records say
     key = asked_key(
-        schema, unique_on, tuple(of_level["block"]), of_level["tract"] if level != "block" else ()
+        schema,
+        unique_on,
+        tuple(of_level[Geo.BLOCK]),
+        of_level[Geo.TRACT] if level != Level.BLOCK else (),
     )
-    if level == "block":
+    if level == Level.BLOCK:
         # small blocks of a tract side by side in one program (they share no row), up to
         # GROUP_VARS variables: one model to build and one zero test for many blocks; a group
         # whose program fails is retried block by block (below)
@@ -169,11 +172,11 @@ def reconstruct_units(
         # when uniqueness is asked no finer, no median or mean reads single types and each
         # class is a run of ordered categories (its records are written as the run)
         if tract_model != "types" and not measured:
-            bcls, bfirst, Wb, Wbc, degb = block_classes(schema, tuple(of_level["block"]))
+            bcls, bfirst, Wb, Wbc, degb = block_classes(schema, tuple(of_level[Geo.BLOCK]))
             if (
                 bfirst.size < bcls.size
                 and (not check_unique or bool((key == key[bfirst[bcls]]).all()))
-                and classes_are_runs(schema, tuple(of_level["block"]), bcls)
+                and classes_are_runs(schema, tuple(of_level[Geo.BLOCK]), bcls)
             ):
                 W, Wc, deg, var_cls = Wb, Wbc, degb, bcls
         if tract_model == "classes" and var_cls is None:
@@ -183,13 +186,13 @@ def reconstruct_units(
                 "median or mean, and classes that are runs of an ordered attribute"
             )
     else:
-        if not of_level["tract"]:
+        if not of_level[Geo.TRACT]:
             raise TabreconError(
                 f"no tract tables among those used ({', '.join(names)}): level 'block+tract' "
                 f"needs some (the {schema.name} schema declares "
-                f"{', '.join(t.name for t in tables_of(schema) if t.level == 'tract') or 'none'})"
+                f"{', '.join(t.name for t in tables_of(schema) if t.level == Geo.TRACT) or 'none'})"
             )
-        _tc, Wt, tgeo, Vt = block_tables(long, schema, of_level["tract"])
+        _tc, Wt, tgeo, Vt = block_tables(long, schema, of_level[Geo.TRACT])
         tract_of = prefix(np.asarray(geoids, dtype=str), "tract")
         known = dict(zip(tgeo, range(len(tgeo)), strict=True))
         lacking = sorted(set(tract_of.tolist()) - set(known))
@@ -197,13 +200,13 @@ def reconstruct_units(
             raise InputError(
                 f"tract {lacking[0]} has blocks but no tract table values "
                 f"({len(lacking) - 1} more such tracts): level 'block+tract' needs "
-                f"{', '.join(of_level['tract'])} for every tract"
+                f"{', '.join(of_level[Geo.TRACT])} for every tract"
             )
         groups = [
             (np.flatnonzero(tract_of == t).tolist(), Vt[known[t]])
             for t in np.unique(tract_of).tolist()
         ]
-        cls, first, Wcls, Wclsc, deg_cls = block_classes(schema, tuple(of_level["block"]))
+        cls, first, Wcls, Wclsc, deg_cls = block_classes(schema, tuple(of_level[Geo.BLOCK]))
         # at the block tables' resolution when the question asked is no finer
         valid = not check_unique or classes_answer(key, cls, first)
         if tract_model == "classes" and not valid:
@@ -215,7 +218,7 @@ def reconstruct_units(
         var_cls = cls if aggregate else None
     Wtc = Wt.tocsc() if Wt is not None else None
     # what the cells cannot tell apart of an ordered attribute (age): records written as runs
-    runs = runs_of(schema, of_level["block"], of_level["tract"] if Wt is not None else ())
+    runs = runs_of(schema, of_level[Geo.BLOCK], of_level[Geo.TRACT] if Wt is not None else ())
     ref_pos = ref_geo = None
     if reference is not None:
         if reference.schema.name != schema.name:
@@ -236,7 +239,7 @@ def reconstruct_units(
         ref_geo, ref_pos = ref_geo[order], ref_pos[order]
     rows, geo_out = [], []
     stats: list[tuple] = []  # one row per block (the frame below)
-    bfirst_of = bfirst if var_cls is not None and level == "block" else None
+    bfirst_of = bfirst if var_cls is not None and level == Level.BLOCK else None
     queue: deque[tuple[list[int], np.ndarray | None, tuple | None]] = deque(
         (bs, vt, None) for bs, vt in groups
     )
@@ -314,7 +317,7 @@ def reconstruct_units(
                 continue
             if not sol.has_solution or sol.x is None:
                 why = (
-                    Verdict.INFEASIBLE if sol.status == "infeasible" else Verdict.FAILED
+                    Verdict.INFEASIBLE if sol.status == SolveStatus.INFEASIBLE else Verdict.FAILED
                 )  # contradiction
                 took = (time.perf_counter() - t0) * share
                 stats += [

@@ -12,22 +12,20 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 import numpy as np
 import polars as pl
 
 from ..errors import TabreconError
 from ..geo import prefix
+from ..runner import Result, UnitsRun, run_units
 from ..schema.spec import Schema, Units
 from ..tables.publication import EXACT, Publication
 from ..tables.spec import table_by_name, tables_in
-from ..vocab import Level
+from ..vocab import Geo, Level, UnitStatus
 from .reconstruct import LEVELS, reconstruct_units
 from .solvers import SolverOptions
-
-if TYPE_CHECKING:
-    from ..runner import Result
 
 
 # --------------------------------------------------------------------------------------------------
@@ -69,7 +67,7 @@ class ReconstructOptions:
 
 
 @dataclass
-class ReleaseReconstruction:
+class ReleaseReconstruction(UnitsRun):
     """Every tract of a release reconstructed: the records, per block their verdict, and per
     tract its runner status (``ok``, or ``error`` with a message: that tract's blocks are
     missing from ``units`` and ``blocks``)."""
@@ -79,18 +77,14 @@ class ReleaseReconstruction:
     blocks: pl.DataFrame
     results: list[dict]
 
-    @property
-    def failed(self) -> list[dict]:
-        return [r for r in self.results if r["status"] != "ok"]
-
     def summary_lines(self) -> list[str]:
         """The run in words: blocks by verdict, records, failed tracts (each named)."""
         b = self.blocks
         counts = dict(b.group_by("status").len().iter_rows()) if b.height else {}
         verdicts = ", ".join(f"{n:,} {s}" for s, n in sorted(counts.items()))
         place = self.schema.geography  # block, or a declared release's own (school)
-        where = f" of {len(self.results):,} tracts" if place == "block" else ""
-        group = "tract" if place == "block" else place
+        where = f" of {len(self.results):,} tracts" if place == Geo.BLOCK else ""
+        group = "tract" if place == Geo.BLOCK else place
         lines = [
             f"{len(self.units):,} records in {b.height:,} {place}s{where}; "
             f"{place}s: {verdicts or 'none'}"
@@ -180,7 +174,7 @@ class _TractTask:
             distance_time_limit=o.distance_time_limit,
             publication=o.publication,
         )
-        st = {"unit": self.tract, "status": "ok", "blocks": rec.blocks.to_dicts()}
+        st = {"unit": self.tract, "status": UnitStatus.OK, "blocks": rec.blocks.to_dicts()}
         return st, rec.units.to_frame()
 
 
@@ -221,13 +215,12 @@ def reconstruct_release(
     (True, [])
     """
     from ..provenance import digest_long
-    from ..runner import run_units
 
     options = options or ReconstructOptions()
     split = tables if isinstance(tables, TractTables) else TractTables.of_long(tables, schema)
     names = split.names
     if options.level == Level.BLOCK_TRACT and not any(
-        table_by_name(n, schema).level == "tract" for n in names
+        table_by_name(n, schema).level == Geo.TRACT for n in names
     ):
         raise TabreconError(
             f"level 'block+tract' needs tract tables; these tables hold none of the "
@@ -266,7 +259,7 @@ def reconstruct_release(
         starts = np.searchsorted(of_tract[order], tracts, side="left")
         ends = np.searchsorted(of_tract[order], tracts, side="right")
         refs = {t: reference.take(order[a:b]) for t, a, b in zip(tracts, starts, ends, strict=True)}
-    statuses, frames = run_units(
+    ran = run_units(
         tracts,
         lambda t: _TractTask(t, split.parts[t], schema, names, options, refs.get(t)),
         tag=f"{schema.name}-reconstruct",
@@ -277,7 +270,7 @@ def reconstruct_release(
         fingerprint=fp,
         meanwhile=meanwhile,
     )
-    got = [frames[t] for t in tracts if t in frames]
+    got = ran.tables(tracts)
     gcol = schema.geoid_column
     # a tract whose records are all known to one category writes no <name>_min/_max: its run
     # is that category
@@ -297,10 +290,10 @@ def reconstruct_release(
         source="reconstruction",
         ranges={n: (column(f"{n}_min"), column(f"{n}_max")) for n in ranged} or None,
     )
-    rows = [b for st in statuses if st["status"] == "ok" for b in st["blocks"]]
+    rows = ran.rows("blocks")
     blocks = (
         pl.DataFrame(rows, infer_schema_length=None).sort("geoid")
         if rows
         else pl.DataFrame(schema={"geoid": pl.String, "status": pl.String})
     )
-    return ReleaseReconstruction(schema, units, blocks, statuses)
+    return ReleaseReconstruction(schema, units, blocks, ran.results)

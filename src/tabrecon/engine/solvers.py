@@ -16,7 +16,7 @@ import scipy.sparse as sp
 
 from ..errors import TabreconError
 from ..interrupts import stoppable
-from ..vocab import Solver
+from ..vocab import Solver, SolveStatus
 
 BACKENDS = Solver.choices()
 
@@ -107,7 +107,7 @@ class SolverOptions:
 
 @dataclass
 class Solution:
-    status: str  # optimal | feasible | infeasible | timeout | error
+    status: SolveStatus
     x: np.ndarray | None
     objective: float | None = None
     bound: float | None = None
@@ -117,7 +117,7 @@ class Solution:
 
     @property
     def has_solution(self) -> bool:
-        return self.x is not None and self.status in ("optimal", "feasible")
+        return self.x is not None and self.status in (SolveStatus.OPTIMAL, SolveStatus.FEASIBLE)
 
 
 def _add_vars(proto, lb: np.ndarray, ub: np.ndarray) -> None:
@@ -638,7 +638,7 @@ def prove_forms(
             cap = left if relaxed else min(np.inf if left is None else left, relax_after or 0.0)
             sol = base.solve_some_differs(Ci, mi, cap)
             proofs += 1
-            if sol.status == "infeasible":
+            if sol.status == SolveStatus.INFEASIBLE:
                 verified[idx] = True
                 break
             if sol.has_solution and sol.x is not None:
@@ -692,14 +692,18 @@ def solve_cpsat_model(
         x = np.asarray(solver.response_proto.solution, dtype=np.int64)[:n_vars]
     has_obj = m.has_objective()
     status = {
-        "OPTIMAL": "optimal",
-        "FEASIBLE": "feasible" if has_obj else "optimal",
-        "INFEASIBLE": "infeasible",
-        "UNKNOWN": "timeout",
-        "MODEL_INVALID": "error",
-    }.get(name, "error")
+        "OPTIMAL": SolveStatus.OPTIMAL,
+        "FEASIBLE": SolveStatus.FEASIBLE if has_obj else SolveStatus.OPTIMAL,
+        "INFEASIBLE": SolveStatus.INFEASIBLE,
+        "UNKNOWN": SolveStatus.TIMEOUT,
+        "MODEL_INVALID": SolveStatus.ERROR,
+    }.get(name, SolveStatus.ERROR)
     if name == "FEASIBLE" and has_obj:
-        status = "timeout" if solver.wall_time >= (opts.time_limit or 1e18) * 0.99 else "feasible"
+        status = (
+            SolveStatus.TIMEOUT
+            if solver.wall_time >= (opts.time_limit or 1e18) * 0.99
+            else SolveStatus.FEASIBLE
+        )
     obj = bound = None
     if has_obj and x is not None:
         obj, bound = solver.objective_value, solver.best_objective_bound
@@ -746,14 +750,14 @@ def _solve_highs(prog: IntProgram, opts: SolverOptions) -> Solution:
     ms = h.modelStatusToString(h.getModelStatus())
     x = None
     status = {
-        "Optimal": "optimal",
-        "Infeasible": "infeasible",
-        "Time limit reached": "timeout",
-    }.get(ms, "error")
+        "Optimal": SolveStatus.OPTIMAL,
+        "Infeasible": SolveStatus.INFEASIBLE,
+        "Time limit reached": SolveStatus.TIMEOUT,
+    }.get(ms, SolveStatus.ERROR)
     if h.getInfo().primal_solution_status == 2:  # feasible point available
         x = np.rint(np.asarray(h.getSolution().col_value)).astype(np.int64)
-        if status == "timeout" and prog.c is None:
-            status = "optimal"
+        if status == SolveStatus.TIMEOUT and prog.c is None:
+            status = SolveStatus.OPTIMAL
     obj = bound = None
     if prog.c is not None and x is not None:
         info = h.getInfo()
@@ -768,7 +772,7 @@ def solve(prog: IntProgram, opts: SolverOptions | None = None) -> Solution:
     if prog.n_vars == 0:
         ok = bool(np.all(prog.lo <= 0) and np.all(prog.hi >= 0))
         return Solution(
-            "optimal" if ok else "infeasible",
+            SolveStatus.OPTIMAL if ok else SolveStatus.INFEASIBLE,
             np.zeros(0, dtype=np.int64) if ok else None,
             backend=opts.backend,
         )

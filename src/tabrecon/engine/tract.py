@@ -23,7 +23,7 @@ from ..geo import prefix
 from ..schema.spec import Schema
 from ..tables.publication import EXACT
 from ..tables.spec import compiled, compiled_columns, table_by_name, tables_in
-from ..vocab import Level
+from ..vocab import Geo, Level
 from .model import (
     Built,
     admissible_types,
@@ -204,8 +204,8 @@ def program_of_tract(
     ['H0010001', 'H0030001']
     """
     names = tuple(n for n in tables_in(long, schema) if table_by_name(n, schema).statistic is None)
-    block_names = tuple(n for n in names if table_by_name(n, schema).level == "block")
-    tract_names = tuple(n for n in names if table_by_name(n, schema).level == "tract")
+    block_names = tuple(n for n in names if table_by_name(n, schema).level == Geo.BLOCK)
+    tract_names = tuple(n for n in names if table_by_name(n, schema).level == Geo.TRACT)
     cells, W, geo, V, _hi = block_bounds(long, schema, block_names, EXACT)
     geoids = np.asarray(geo, dtype=str)
     if np.unique(prefix(geoids, "tract")).size > 1:

@@ -40,6 +40,7 @@ from typing import Literal
 import numpy as np
 import scipy.sparse as sp
 
+from ..vocab import SolveStatus
 from .solvers import Extensible, IntProgram, SolverOptions, tighten
 
 #: Seconds CP-SAT gets on a block's distance before HiGHS takes it over (solver ``auto`` only).
@@ -88,7 +89,7 @@ def max_shortfall(
     lo = int(round(sol.objective)) if sol.objective is not None else 0
     hi = int(np.floor(sol.bound + 1e-6)) if sol.bound is not None else int(c.sum())
     x = sol.x[:nx] if sol.x is not None else None  # a feasible population, even on a time-out
-    return lo, hi, sol.status == "optimal", x
+    return lo, hi, sol.status == SolveStatus.OPTIMAL, x
 
 
 def search_shortfall(
@@ -204,7 +205,7 @@ def zero_test(
         if spread:  # as many keys falling as it can
             gain = np.concatenate([np.zeros(n_vars, dtype=np.int64), np.ones(na, dtype=np.int64)])
             sol = base.solve(*ask, c=gain, maximize=True, time_limit=left, work_limit=SPREAD_WORK)
-            if sol.x is None and sol.status != "infeasible":  # none found within its work
+            if sol.x is None and sol.status != SolveStatus.INFEASIBLE:  # none found within its work
                 left = None if seconds is None else seconds - (time.perf_counter() - t0)
                 sol = None if left is not None and left <= 0 else base.solve(*ask, time_limit=left)
         else:
@@ -213,7 +214,7 @@ def zero_test(
         if sol is None:  # the time given ran out in the spread search
             state[state == UNKNOWN] = UNDECIDED
             break
-        if sol.status == "infeasible":
+        if sol.status == SolveStatus.INFEASIBLE:
             state[state == UNKNOWN] = UNIQUE
             break
         if sol.x is None:

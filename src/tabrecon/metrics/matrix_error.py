@@ -45,6 +45,7 @@ import scipy.sparse as sp
 
 from ..defenses.matrix import Budget, Strategy, Workload
 from ..errors import InputError
+from ..vocab import Geo
 
 #: Largest dense side (strategy rows beyond the detailed histogram, or strategy rows for the Gram
 #: route) computed exactly: 6,000^2 doubles are 288 MB.
@@ -415,7 +416,7 @@ def hierarchy_factors(
     bad = [b for b in blocks[:5] if len(b) != 15 or not b.isdigit()]
     if bad:
         raise InputError(f"not 15-digit block geoids: {', '.join(bad)}")
-    if level not in ("block", "tract"):
+    if level not in (Geo.BLOCK, Geo.TRACT):
         raise InputError(f"hierarchy factors are for block or tract workloads (got {level!r})")
     missing = [lv for lv in LEVELS if lv not in level_shares]
     if missing or any(not v > 0 for v in level_shares.values()):

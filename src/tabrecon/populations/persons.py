@@ -37,7 +37,7 @@ from ..tables.persons import (
     cell_positions,
 )
 from ..tables.spec import Predicate, UnitTable, from_layout
-from ..vocab import Level, Verdict
+from ..vocab import Geo, Level, UnitStatus, Verdict
 
 if TYPE_CHECKING:
     from ..attacks.certify import CertRun
@@ -122,7 +122,7 @@ def binned_person_tables() -> tuple[UnitTable, ...]:
     exactly (the tract tables' single years do not, and are left out)."""
     out = []
     for t in person_tables():
-        if t.level != "block" or t.statistic is not None:  # PCT12's single years, P13's
+        if t.level != Geo.BLOCK or t.statistic is not None:  # PCT12's single years, P13's
             continue  # median of them: no set of agebins
         lines = []
         for label, pred in t.lines:
@@ -206,7 +206,7 @@ def _failed_tracts(
     reconstruction breaks its tables; a contradicting tract's message names its cells to blame
     (``why``: the message without them)."""
     bad = blocks.filter(pl.col("status").is_in(list(_WHY)))
-    out = [r for r in results if r["status"] != "ok"]
+    out = [r for r in results if r["status"] != UnitStatus.OK]
     for tract, rows in bad.group_by(pl.col("block_geoid").str.slice(0, 11)):
         worst = next(v for v in _WHY if (rows["status"] == v).any())
         status, why = _WHY[worst]
@@ -391,12 +391,12 @@ def release_tracts(tables: TableSet, level: str) -> tuple[TractTables, list[str]
         )
     run_level = level
     if level == Level.BLOCK_TRACT and not any(
-        table_by_name(n, PERSONS).level == "tract" for n in used
+        table_by_name(n, PERSONS).level == Geo.TRACT for n in used
     ):
         run_level = Level.BLOCK
         notes.append("no tract tables (PCT12, PCT12A-O): each block from its block tables")
     if run_level == Level.BLOCK:  # the tract tables are not read
-        used = [n for n in used if table_by_name(n, PERSONS).level == "block"]
+        used = [n for n in used if table_by_name(n, PERSONS).level == Geo.BLOCK]
     cells = {c.id for n in used for c in table_by_name(n, PERSONS).cells()}
     parts = tables.by_tract(cells)
     grids = [

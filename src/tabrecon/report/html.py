@@ -14,6 +14,7 @@ import polars as pl
 
 from ..audit.config import AuditConfig
 from ..shapes import MAPS_EXTRA
+from ..vocab import Geo, Level
 from .defenses import DEFENSE_TABLES, frontier_section, no_defense_row, release_agreement
 from .page import (
     GLOSSARY,
@@ -285,7 +286,7 @@ def _headlines(s: dict) -> list[str]:
             f"{html.escape(v['level'])} tables makes true, so the tables alone assert it "
             f'(<a href="#claims">section</a>).'
         )
-    for lv in ("block", "block+tract"):
+    for lv in Level:
         a = s.get(f"agreement_{lv}")
         if a:
             out.append(
@@ -648,7 +649,7 @@ def claims_section(
         )
         + f"{h['blocks_in_file']:,} {html.escape(h.get('geography', 'block'))}s. Attacked: "
         f"{html.escape(h['sample'])}, with the "
-        f"{'SF1 2010 ' if h.get('geography', 'block') == 'block' else ''}tables "
+        f"{'SF1 2010 ' if h.get('geography', Geo.BLOCK) == Geo.BLOCK else ''}tables "
         f"{html.escape(', '.join(h['tables']))}"
         + (
             f", its counts published {html.escape(h['publication'])} (each published value "

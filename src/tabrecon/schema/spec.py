@@ -34,6 +34,7 @@ import polars as pl
 
 from ..errors import InputError, TabreconError
 from ..io import read_rows, require_columns, write_frame
+from ..vocab import Geo
 
 
 @dataclass(frozen=True)
@@ -165,7 +166,7 @@ class Schema:
     def geoid_column(self) -> str:
         """The column of a records file naming each record's geographic unit: ``block_geoid``
         (census blocks), ``school_id`` (a declared geography ``school``)."""
-        return "block_geoid" if self.geography == "block" else f"{self.geography}_id"
+        return "block_geoid" if self.geography == Geo.BLOCK else f"{self.geography}_id"
 
     @property
     def sizes(self) -> tuple[int, ...]:

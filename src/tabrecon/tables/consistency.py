@@ -36,6 +36,7 @@ from ..geo import LENGTH
 from ..schema import PERSONS
 from ..schema.catalog import HOUSING_UNITS
 from ..schema.spec import Schema
+from ..vocab import Geo
 from .persons import MISSING, TableSet, all_cells, cell_index, get_cell
 from .spec import UnitCell, compiled, table_by_name, tables_of
 
@@ -57,10 +58,12 @@ class Identity:
         >>> Identity("block", "P0120002", tuple(f"P0120{k:03d}" for k in range(3, 26)), "x").text()
         'P0120002 = P0120003..P0120025'
         """
-        agg = "Σblocks " if self.level == "tract" else ""
+        agg = "Σblocks " if self.level == Geo.TRACT else ""
 
         def fmt(c: str) -> str:
-            summed = self.level == "tract" and c in cell_index() and get_cell(c).level == "block"
+            summed = (
+                self.level == Geo.TRACT and c in cell_index() and get_cell(c).level == Geo.BLOCK
+            )
             return f"{agg}{c}" if summed else c
 
         def next_of(a: str, b: str) -> bool:  # b is the line after a in a's table
@@ -144,8 +147,8 @@ def identities_of(schema: Schema, names: tuple[str, ...] | None = None) -> tuple
     H0040001 = H0040002 + H0040003 + H0040004
     """
     names = names or tuple(t.name for t in tables_of(schema))
-    blocks = tuple(n for n in names if table_by_name(n, schema).level == "block")
-    tracts = tuple(n for n in names if table_by_name(n, schema).level == "tract")
+    blocks = tuple(n for n in names if table_by_name(n, schema).level == Geo.BLOCK)
+    tracts = tuple(n for n in names if table_by_name(n, schema).level == Geo.TRACT)
     out: list[Identity] = _identities(schema, blocks, "block") if blocks else []
     if tracts:  # a tract's cells, and its blocks' cells summed over it: one geounit
         mine = {c.id for n in tracts for c in table_by_name(n, schema).cells()}
@@ -210,11 +213,11 @@ def vendor_identities(schema: Schema, folder: Path) -> Path:
     households.tsv.gz
     """
     names = tuple(t.name for t in tables_of(schema))
-    blocks = tuple(n for n in names if table_by_name(n, schema).level == "block")
-    tracts = tuple(n for n in names if table_by_name(n, schema).level == "tract")
+    blocks = tuple(n for n in names if table_by_name(n, schema).level == Geo.BLOCK)
+    tracts = tuple(n for n in names if table_by_name(n, schema).level == Geo.TRACT)
     rows = ["key\tlevel\tlhs\trhs\trule"]
     for level, used in (("block", blocks), ("tract", blocks + tracts)):
-        if not used or (level == "tract" and not tracts):
+        if not used or (level == Geo.TRACT and not tracts):
             continue
         cells, W = compiled(schema, used)
         key = _key(cells, W)
@@ -398,7 +401,7 @@ def check_unit_consistency(long: pl.DataFrame, schema: Schema = HOUSING_UNITS) -
     010010201001000: H0030001 = H0030002 + H0030003 fails (left side 5, right side 4)
     """
     reports = []
-    for level in ("block", "tract"):
+    for level in (Geo.BLOCK, Geo.TRACT):
         ids = [i for i in identities_of(schema) if i.level == level]
         if not ids:
             continue
@@ -410,9 +413,9 @@ def check_unit_consistency(long: pl.DataFrame, schema: Schema = HOUSING_UNITS) -
         if geoids.size == 0:
             continue
         part = mine.select("geoid", "cell", pl.col("value").cast(pl.Int64), n=pl.lit(1))
-        if level == "tract":  # block cells summed over the tract: held when every block has it
-            blocks = long.filter(pl.col("geoid").str.len_chars() == LENGTH["block"])
-            tract = pl.col("geoid").str.slice(0, LENGTH["tract"])
+        if level == Geo.TRACT:  # block cells summed over the tract: held when every block has it
+            blocks = long.filter(pl.col("geoid").str.len_chars() == Geo.BLOCK.length)
+            tract = pl.col("geoid").str.slice(0, Geo.TRACT.length)
             nblocks = blocks.group_by(tract).agg(pl.col("geoid").n_unique().alias("of"))
             summed = (
                 blocks.filter(pl.col("cell").is_in(cols))
@@ -446,7 +449,7 @@ def check_consistency(ts: TableSet) -> ConsistencyReport:
     """
     reports = []
     block = ts.grids.get("block")
-    for level in ("block", "tract"):
+    for level in (Geo.BLOCK, Geo.TRACT):
         ids = [i for i in identities() if i.level == level]
         grid = ts.grids.get(level)
         if not ids or grid is None:
@@ -455,8 +458,8 @@ def check_consistency(ts: TableSet) -> ConsistencyReport:
         V = np.zeros((grid.geoids.size, len(cols)), dtype=np.int64)
         present = np.zeros(V.shape, dtype=bool)
         sources = [(grid.cells, grid.values)]
-        if level == "tract" and block is not None:  # each tract's blocks summed
-            tr = block.geoids.astype(f"<U{LENGTH['tract']}")
+        if level == Geo.TRACT and block is not None:  # each tract's blocks summed
+            tr = block.geoids.astype(f"<U{Geo.TRACT.length}")
             pos = np.searchsorted(grid.geoids, tr)
             ok = (pos < grid.geoids.size) & (
                 grid.geoids[np.minimum(pos, grid.geoids.size - 1)] == tr

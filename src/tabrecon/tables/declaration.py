@@ -67,6 +67,7 @@ from ..errors import InputError, TabreconError
 from ..schema.registry import Population, register
 from ..schema.registry import population as registered
 from ..schema.spec import Attribute, Schema
+from ..vocab import Geo
 from .measures import Measure, MedianRule, Statistic
 from .publication import Publication
 from .spec import UnitTable, check_statistic
@@ -192,7 +193,7 @@ def load_declaration(path: str | Path) -> Population:
         raise fail(["name"], f"name {name!r} must be a word (letters, digits, _)")
     unit = text_of(doc, "unit", [])
     geography = text_of(doc, "geography", [], "block")
-    digits = doc.get("geoid_digits", 15 if geography == "block" else None)
+    digits = doc.get("geoid_digits", 15 if geography == Geo.BLOCK else None)
     if not isinstance(digits, int) or not 1 <= digits <= 30:
         raise fail(["geoid_digits"], "geoid_digits must be a whole number 1 to 30")
     attrs = doc.get("attributes")

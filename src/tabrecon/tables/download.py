@@ -33,6 +33,7 @@ from ..interrupts import Interrupted, keeps
 from ..io import check_suffix, write_frame
 from ..provenance import check_or_record, fingerprint
 from ..schema.registry import Engine, population
+from ..vocab import Geo
 from .forms import frame_of_rows
 from .layout import layout
 from .persons import TABLES_BY_NAME, resolve_tables
@@ -260,7 +261,7 @@ def download(
                 continue
             geo = (
                 {"for": "block:*", "in": f"state:{state} county:{county} tract:{tract}"}
-                if level == "block"
+                if level == Geo.BLOCK
                 else {"for": f"tract:{tract}", **where}
             )
             wide = None
@@ -270,7 +271,7 @@ def download(
                 f = frame_of_rows(client.get({"get": ",".join(chunk), **geo}, what))
                 keys = [k for k in ("state", "county", "tract", "block") if k in f.columns]
                 missing = [v for v in chunk if v not in f.columns]
-                if missing or len(keys) < (4 if level == "block" else 3):
+                if missing or len(keys) < (4 if level == Geo.BLOCK else 3):
                     raise TabreconError(
                         f"{what}: the answer lacks {', '.join(missing or ['geography'])}"
                     )
@@ -306,7 +307,7 @@ def download(
 def _long_of(wide: pl.DataFrame, cell_of: dict[str, str], level: str) -> pl.DataFrame:
     """The API's wide answer (one row per geography) as a long table of cell ids, every value a
     count (refused naming the variable and the geography otherwise)."""
-    keys = ["state", "county", "tract"] + (["block"] if level == "block" else [])
+    keys = ["state", "county", "tract"] + (["block"] if level == Geo.BLOCK else [])
     geo = pl.concat_str([pl.col(k) for k in keys]).alias("geoid")
     long = wide.select(geo, *[pl.col(v) for v in cell_of if v in wide.columns]).unpivot(
         index="geoid", variable_name="variable", value_name="text"

@@ -40,8 +40,8 @@ from pathlib import Path
 import polars as pl
 
 from ..errors import InputError
-from ..geo import LENGTH
 from ..io import read_text_frame
+from ..vocab import Geo
 
 
 class Shape(enum.StrEnum):
@@ -278,9 +278,9 @@ def geography_of(df: pl.DataFrame, where: str) -> pl.Series:
             return df.select(col(name).alias("geoid"))["geoid"]
     if {"STATE", "COUNTY", "TRACT"} <= set(upper):
         parts = [
-            col("STATE").str.zfill(LENGTH["state"]),
-            col("COUNTY").str.zfill(LENGTH["county"] - LENGTH["state"]),
-            col("TRACT").str.zfill(LENGTH["tract"] - LENGTH["county"]),
+            col("STATE").str.zfill(Geo.STATE.length),
+            col("COUNTY").str.zfill(Geo.COUNTY.length - Geo.STATE.length),
+            col("TRACT").str.zfill(Geo.TRACT.length - Geo.COUNTY.length),
         ]
         tract = pl.concat_str(parts)
         if "BLOCK" not in upper:

@@ -43,6 +43,7 @@ from ..schema import (
     TYPE_SEX,
     Microdata,
 )
+from ..vocab import Geo
 
 LEVEL_OF_LEN = {LENGTH[lv]: lv for lv in TABLE_LEVELS}
 MISSING = -1
@@ -359,8 +360,8 @@ WHOLE_POPULATION_CELLS = (
 #: Every person table tabrecon reads: the 34, then P3-P5 (so the 34's cell indices never move).
 ALL_TABLES: tuple[TableSpec, ...] = SF1_TABLES + EXTRA_TABLES
 TABLES_BY_NAME: dict[str, TableSpec] = {t.name: t for t in ALL_TABLES}
-BLOCK_TABLES = tuple(t.name for t in SF1_TABLES if t.level == "block")
-TRACT_TABLES = tuple(t.name for t in SF1_TABLES if t.level == "tract")
+BLOCK_TABLES = tuple(t.name for t in SF1_TABLES if t.level == Geo.BLOCK)
+TRACT_TABLES = tuple(t.name for t in SF1_TABLES if t.level == Geo.TRACT)
 
 
 @functools.lru_cache(maxsize=1)
@@ -406,9 +407,9 @@ def resolve_tables(tables: Iterable[str] | str | None) -> list[str]:
     if tables == "published":
         return [t.name for t in ALL_TABLES]
     if isinstance(tables, str):
-        if tables == "block":
+        if tables == Geo.BLOCK:
             return list(BLOCK_TABLES)
-        if tables == "tract":
+        if tables == Geo.TRACT:
             return list(TRACT_TABLES)
         tables = [t.strip() for t in tables.split(",") if t.strip()]
     out = []
@@ -521,7 +522,7 @@ class TableSet:
         """The tables of one tract (its blocks and the tract itself)."""
         out = {}
         for lvl, g in self.grids.items():
-            n = LENGTH["tract"]
+            n = Geo.TRACT.length
             if LENGTH[lvl] < n:
                 continue
             mask = np.char.startswith(g.geoids.astype(str), tract)
@@ -546,7 +547,7 @@ class TableSet:
         keep_cells = None if cells is None else np.asarray(sorted(set(cells)), dtype=str)
         out: dict[str, dict[str, Grid]] = {}
         for lvl, g in self.grids.items():
-            if LENGTH[lvl] < LENGTH["tract"]:
+            if LENGTH[lvl] < Geo.TRACT.length:
                 continue
             keep = (
                 np.ones(len(g.cells), dtype=bool)
@@ -562,7 +563,7 @@ class TableSet:
             if not keep.all():
                 values = values[:, keep]
             held = (values != MISSING).any(axis=1)
-            tracts, starts = np.unique(geoids.astype(f"U{LENGTH['tract']}"), return_index=True)
+            tracts, starts = np.unique(geoids.astype(f"U{Geo.TRACT.length}"), return_index=True)
             ends = np.append(starts[1:], geoids.size)
             for t, a, b in zip(tracts.tolist(), starts.tolist(), ends.tolist(), strict=True):
                 if held[a:b].any():
@@ -572,7 +573,7 @@ class TableSet:
     def tracts(self) -> list[str]:
         ids: set[str] = set()
         for lvl, g in self.grids.items():
-            if LENGTH[lvl] >= LENGTH["tract"]:
+            if LENGTH[lvl] >= Geo.TRACT.length:
                 ids.update(s[:11] for s in g.geoids)
         return sorted(ids)
 

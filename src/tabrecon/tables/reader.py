@@ -16,6 +16,7 @@ import polars as pl
 
 from ..errors import InputError
 from ..schema.spec import Schema
+from ..vocab import Geo
 from .forms import Raw, Shape, opened
 from .measures import WITHHELD, parse_values
 from .spec import UnitCell, as_published, statistic_decimals, tables_of
@@ -103,7 +104,7 @@ def _checked(raw: Raw, schema: Schema, mine: set[str], withheld: bool) -> pl.Dat
         )
     # block cells need a block's 15 digits, tract cells a tract's 11; rows of tables the schema
     # does not declare (a whole release's other tables) either
-    tract_cells = [c.id for t in tables_of(schema) if t.level == "tract" for c in t.cells()]
+    tract_cells = [c.id for t in tables_of(schema) if t.level == Geo.TRACT for c in t.cells()]
     block_cells = [c.id for c in _cells_at(schema, "block")]
     digits = pl.col("geoid").str.len_chars()
     n = schema.geoid_digits
@@ -117,7 +118,7 @@ def _checked(raw: Raw, schema: Schema, mine: set[str], withheld: bool) -> pl.Dat
         df.select(wrong).to_series(),
         "geoid",
         "{!r} is not a 15-digit block geoid (an 11-digit tract's for tract cells)"
-        if schema.geography == "block"
+        if schema.geography == Geo.BLOCK
         else "{!r} is not a " + f"{n}-digit {schema.geography} id",
     )
     df = df.with_columns(pl.col("value").fill_null(""))  # an empty field is named as such

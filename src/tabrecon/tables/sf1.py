@@ -44,6 +44,7 @@ import numpy as np
 import polars as pl
 
 from ..errors import InputError
+from ..vocab import Geo
 from .measures import parse_values
 
 if TYPE_CHECKING:  # the person tables: imported where the person reader runs
@@ -450,7 +451,7 @@ def read_sf1_cells(folder: str | Path, cells: Sequence[str]) -> pl.DataFrame:
         return f"tables {', '.join(names)}"
 
     frames = []
-    for level in ("block", "tract"):
+    for level in (Geo.BLOCK, Geo.TRACT):
         mine = sorted((c for c in pos if level_of(table_of[c]) == level), key=pos.__getitem__)
         got = _read_level(folder, geo, level, mine, pos, seg_file, holds) if mine else None
         if got is None:

@@ -31,6 +31,7 @@ import scipy.sparse as sp
 from ..errors import InputError, TabreconError
 from ..geo import prefix
 from ..schema.spec import Schema, Units
+from ..vocab import Geo
 from .measures import WITHHELD, Statistic
 from .publication import Publication
 
@@ -519,7 +520,7 @@ def tabulate_units(units: Units, tables: Sequence[str] | None = None) -> pl.Data
     if (pos >= feas.size).any() or (feas[np.minimum(pos, feas.size - 1)] != t).any():
         raise TabreconError("a unit has a type no rule admits; read it with read_units()")
     frames = []
-    for level in ("block", "tract"):
+    for level in (Geo.BLOCK, Geo.TRACT):
         at = tuple(n for n in names if table_by_name(n, units.schema).level == level)
         if not at:
             continue

@@ -13,6 +13,7 @@ from ... import vocab
 from ...errors import TabreconError
 from ...io import Reads, Writes, check_suffix
 from ...tables.publication import EXACT, Publication
+from ...vocab import Geo
 from ..terminal import (
     FolderOut,
     Fresh,
@@ -108,7 +109,7 @@ def reconstruct(
     if together is not None:
         refuse_untied(pop)
         for flag, given in (
-            ("--level", level not in ("", "block")),
+            ("--level", level not in ("", vocab.Level.BLOCK)),
             ("--distance", distance),
             (f"--publication {pub}", not pub.exact),
         ):
@@ -245,7 +246,7 @@ def _reconstruct_release(
         err.print(f"[red]{place} {r['geoid']}:[/red] {r['status']}: {why[r['status']]}")
     if bad.height > 20:
         err.print(f"[red]... and {bad.height - 20:,} more {place}s[/red] (see {blocks_path})")
-    group = "tract" if place == "block" else place
+    group = "tract" if place == Geo.BLOCK else place
     for r in run.failed:
         err.print(
             f"[red]{group} {r['unit']}: {r['status']}[/red] -- {escape(r.get('message', ''))}"

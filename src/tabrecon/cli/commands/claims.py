@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.markup import escape
 
+from ... import vocab
 from ...errors import TabreconError
 from ...tables.publication import EXACT, Publication
 from ..terminal import (
@@ -120,7 +121,7 @@ def claims(
     person_only = {
         "--recon": recon is not None,
         "--solvar": solvar_file is not None,
-        f"--level {level}": level != "block",  # other populations' claims are per block
+        f"--level {level}": level != vocab.Level.BLOCK,  # other populations' claims are per block
     }
     other_only = {
         "--k": bool(k.strip()),
@@ -274,7 +275,7 @@ def _release_claims(
     for r in run.failed:
         err.print(f"[red]block {r['unit']}: {r['status']}[/red] -- {escape(r.get('message', ''))}")
     bad = run.problem_blocks
-    contradicted = bad.filter(pl.col("status") == "infeasible")["geoid"].to_list()
+    contradicted = bad.filter(pl.col("status") == vocab.ClaimStatus.INFEASIBLE)["geoid"].to_list()
     broken: dict[str, str] = {}
     if contradicted and publication.exact:  # name an identity the tables break, where one does
         rep = check_unit_consistency(long.filter(pl.col("geoid").is_in(contradicted)), pop.schema)
@@ -311,5 +312,5 @@ def _release_claims(
     console.print(frame_table(f"verified claims about {pop.noun} by k", run.by_k(), cols))
     console.print("\n".join(run.summary_lines(el)))
     console.print(f"written {', '.join(map(str, paths))}")
-    if run.failed or (bad["status"] != "time-limit").any():
+    if run.failed or (bad["status"] != vocab.ClaimStatus.TIME_LIMIT).any():
         raise typer.Exit(1)

@@ -12,6 +12,7 @@ import typer
 from ... import vocab
 from ...errors import TabreconError
 from ...io import Writes, check_suffix
+from ...vocab import Geo
 from ..terminal import (
     Fresh,
     PersonOut,
@@ -164,7 +165,7 @@ def tabulate(
         from ...schema.spec import read_units
         from ...tables.spec import as_published, publish_counts, select_tables, tabulate_units
 
-        if level not in (None, "block"):
+        if level not in (None, Geo.BLOCK):
             raise TabreconError(f"the {pop.name} tables are tabulated by block only")
         names = [t.name for t in select_tables(tables, pop.schema)]
         units = read_units(microdata, pop.schema)
@@ -216,7 +217,7 @@ def tables_list(schema: SchemaName = "persons") -> None:
         rows = [
             [
                 t.name,
-                place if t.level == "block" else t.level,
+                place if t.level == Geo.BLOCK else t.level,
                 len(t.cells()),
                 t.title if t.statistic is None else f"{t.title} ({t.statistic})",
                 t.universe_label or t.cells()[0].description(),
@@ -229,7 +230,7 @@ def tables_list(schema: SchemaName = "persons") -> None:
             else f"SF1 2010 tables over the {pop.name} schema"
         )
         console.print(table(what, cols, rows))
-        per_block = sum(len(t.cells()) for t in declared if t.level == "block")
+        per_block = sum(len(t.cells()) for t in declared if t.level == Geo.BLOCK)
         study = f"; the study compared with attacked {pop.study_cells:,}" if pop.study_cells else ""
         console.print(f"{per_block:,} cells per {place} in {len(declared)} tables{study}")
         if pop.publication != "exact":
