@@ -73,20 +73,25 @@ def test_figures_by_k_count_the_units_claims_single_out():
     """Singled-out units are exactly the units matching a verified singleton claim (one each,
     all distinct per claim), never more than the units any verified claim covers; baselines
     are probabilities; readable values name every column of the claim."""
-    from tabrecon.attacks.unit_claims import claims_by_k
+    from tabrecon.attacks.unit_claims_release import ClaimsRun, matching_units
 
     units, long, blocks = _county(4)
     res = generate_then_verify(
         long, HOUSING_UNITS, blocks=blocks, truth=units, K=5, k_values=(2, 3, 4)
     )
-    fig = claims_by_k(res, units)
+    fig = ClaimsRun.of(res, HOUSING_UNITS, (2, 3, 4), 5, units).by_k()
     c = res.claims
+    assert fig["k"].to_list() == [2, 3, 4] and (fig["blocks"] == len(blocks)).all()
     for row in fig.iter_rows(named=True):
         k = row["k"]
         singles = c.filter((c["k"] == k) & (c["m"] == 1))
-        assert row["units_singled_out"] <= singles.height
+        assert row["verified_singletons"] == singles.height
+        assert row["blocks_with_singleton"] == singles["geoid"].n_unique()
+        # each verified singleton matches exactly one true unit: the units singled out
+        hits = matching_units(singles, units)
+        assert all(h.size == 1 for h in hits)
+        assert row["units_singled_out"] == len({int(h[0]) for h in hits})
         assert row["units_singled_out"] <= row["units_covered"]
-        assert 0.0 <= row["blocks_with_singleton"] <= 1.0
         if singles.height:
             assert 0.0 <= row["baseline_median"] <= 1.0
     for row in c.iter_rows(named=True):
@@ -101,7 +106,7 @@ def test_a_claim_no_single_table_publishes_is_found_and_proven():
     singleton."""
     import numpy as np
 
-    from tabrecon.attacks.unit_claims import claims_by_k
+    from tabrecon.attacks.unit_claims_release import ClaimsRun
     from tabrecon.schema.catalog import HOUSING_UNITS
     from tabrecon.schema.spec import Units
 
@@ -129,8 +134,8 @@ def test_a_claim_no_single_table_publishes_is_found_and_proven():
     values = res.claims["values"].to_list()
     assert "vacancy_status=occupied; household_size=1-person household" not in values
     assert "tenure=owned with a mortgage or a loan; householder_race=White alone" in values
-    fig = claims_by_k(res, units).row(0, named=True)
-    assert fig["blocks_with_singleton"] == 1.0 and fig["units_singled_out"] >= 1
+    fig = ClaimsRun.of(res, HOUSING_UNITS, (2,), 5, units).by_k().row(0, named=True)
+    assert fig["blocks_with_singleton_pct"] == 100.0 and fig["units_singled_out"] >= 1
     assert 0.0 <= fig["baseline_median"] <= 1.0
 
 

@@ -27,6 +27,7 @@ from ..vocab import ClaimStatus, UnitStatus, Verdict
 from .unit_claims import (
     BLOCK_COLUMNS,
     CLAIM_COLUMNS,
+    UnitClaims,
     claim_keys,
     column_indices,
     generate_then_verify,
@@ -153,6 +154,21 @@ class ClaimsRun(UnitsRun):
     K: int
     schema: Schema
     truth: Units | None = None
+
+    @classmethod
+    def of(
+        cls,
+        res: UnitClaims,
+        schema: Schema,
+        k_values: tuple[int, ...],
+        K: int,
+        truth: Units | None = None,
+        tables: tuple[str, ...] = (),
+    ) -> ClaimsRun:
+        """The run of one :func:`generate_then_verify` call (its blocks run in this process),
+        for its figures and files: ``ClaimsRun.of(res, schema, k_values, K, truth).by_k()``."""
+        done = [{"unit": g, "status": UnitStatus.OK} for g in res.blocks["geoid"].to_list()]
+        return cls(done, res.claims, res.blocks, tables, k_values, K, schema, truth)
 
     @property
     def noun(self) -> str:
