@@ -163,7 +163,9 @@ def test_a_tract_whose_diverse_solves_all_time_out_still_verifies_the_same_claim
     md = two_solution_block
     done = run_claims(md, "block", k=20)
     want = done[3][0][2].sort("block_geoid", "columns", "key", "m")
-    monkeypatch.setattr(C, "generate", lambda *a, **k: ([], True, False))
+    from tabrecon.attacks import unit_claims_tract
+
+    monkeypatch.setattr(unit_claims_tract, "generate", lambda *a, **k: ([], True, False))
     res, _, claims = run_claims(md, "block", k=20, done=done[:3])[3][0]
     assert res.status == "ok" and res.solutions == 1, res.message
     assert claims.sort("block_geoid", "columns", "key", "m").equals(want)

@@ -569,3 +569,49 @@ def test_distinct_rows_groups_exactly_the_equal_rows(rows):
         want.setdefault(r, i)
     assert first.tolist() == sorted(want.values())
     assert [int(first[j]) for j in of] == [want[tuple(r)] for r in A.tolist()]
+
+
+def test_claims_over_a_tract_program_are_those_of_each_block_alone():
+    """Generate-then-Verify over one tract's program (:mod:`tabrecon.attacks.unit_claims_tract`,
+    what person claims run on) is written over the schema: at level "block" a tract's blocks
+    side by side, given a reference population (here the truth) and no block known unique,
+    verify exactly the claims each block's own Generate-then-Verify verifies (both are proofs;
+    the solutions only narrow the candidates), and every singleton names the reference's one
+    matching unit."""
+    import numpy as np
+    import polars as pl
+
+    from tabrecon.attacks.unit_claims_release import found_claims
+    from tabrecon.attacks.unit_claims_tract import tract_verdicts
+    from tabrecon.engine.solvers import SolverOptions
+    from tabrecon.tables.spec import tables_in
+    from tabrecon.vocab import Level
+
+    units, long, blocks = _county(4)
+    geoids = np.array(sorted(blocks))
+    tract = long.filter(pl.col("geoid").is_in(blocks))
+    mine = np.flatnonzero(np.isin(units.block_geoid, geoids))
+    tv = tract_verdicts(
+        tract,
+        HOUSING_UNITS,
+        Level.BLOCK,
+        tables_in(long, HOUSING_UNITS, "block"),
+        (2, 3),
+        geoids,
+        np.searchsorted(geoids, units.block_geoid[mine]),
+        units.types[mine],
+        np.zeros(geoids.size, dtype=bool),
+        K=5,
+        seed=0,
+        opts=SolverOptions(),
+    )
+    got = set()
+    for cl, ok, first in tv.parts:
+        for i in np.flatnonzero(ok).tolist():
+            g, k, key, m = str(geoids[cl.group[i]]), int(cl.k[i]), int(cl.key[i]), int(cl.m[i])
+            got.add((g, k, cl.cols(i), key, m))
+            if cl.m[i] == 1:
+                assert first[i] >= 0 and tv.y0[first[i]] == 1
+    res = generate_then_verify(long, HOUSING_UNITS, blocks=blocks, K=5, k_values=(2, 3))
+    want = set(found_claims(res.claims, HOUSING_UNITS))
+    assert got == want and want

@@ -5,23 +5,16 @@ A claim R(a, m) says: exactly m records of the block match the partial assignmen
 the person schema's claim columns (sex, agebin38, hispanic and the six race flags, declared by
 :func:`tabrecon.schema.person_claim_columns`); k = the number of columns a sets. It is *verified*
 when every population consistent with the published tables makes it true; a *singleton* claim
-(m = 1) singles one person out. Candidates and trivial claims are found as for any schema
-(:func:`tabrecon.attacks.unit_claims.candidates`); what is the persons' own here is the tract
-program (block variables over age classes, the tract's over single years) and the per-record
-coverage with its baselines.
+(m = 1) singles one person out.
 
-* **Certified blocks** (solvar 0, :func:`tabrecon.certify`): the block's binned histogram is
-  the same in every consistent population, so every claim read off the reconstruction is verified by
-  that one proof. They are enumerated for all 511 column subsets, vectorised over key counts.
-* **Blocks that can differ**: candidates are the claims whose count is the same in K diverse
-  feasible solutions (the reconstruction plus K-1 solutions of random objectives,
-  :func:`~tabrecon.attacks.unit_claims.generate`); each is then verified by proving
-  ``count(a) <= m-1`` and ``count(a) >= m+1`` infeasible under all the tables
-  (:func:`~tabrecon.attacks.unit_claims.verify`, as for any schema's block).
-  Candidates that select the same keys of a block are one linear form and are verified once; all of
-  a tract's candidates go into one program with an indicator per branch and "some indicator holds":
-  infeasible verifies them all, a solution refutes the ones it breaks and the proof repeats on the
-  rest. A time-out leaves the remaining candidates unverified (never claimed).
+The claims themselves are Generate-then-Verify over the tract's program for any schema
+(:func:`tabrecon.attacks.unit_claims_tract.tract_verdicts`): the blocks certification proved
+unique (solvar 0, :func:`tabrecon.certify`) have every claim read off the reconstruction
+verified by that one proof (all 511 column subsets, vectorised over key counts); the others'
+candidates hold in the reconstruction and K-1 solutions of random objectives and are proven
+together in one program (a time-out leaves the rest unverified, never claimed). What is the
+persons' own here is what is said of them: each record's smallest verified singleton, the age a
+claim can state (the classes the tables tell apart) and the baselines.
 
 Claims that count exactly the persons one published block cell counts are dropped as trivial
 (e.g. "male, age 30-34", a P12 cell; "not black, not aian, not asian, not nhpi, not sor", which is
@@ -39,20 +32,19 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
-import scipy.sparse as sp
 
-from ..engine.solvers import Extensible, IntProgram, SolverOptions
-from ..engine.tract import program_of_tract
+from ..engine.solvers import SolverOptions
 from ..errors import TabreconError
 from ..geo import overlap
 from ..io import write_csv, write_json, write_parquet, write_text
 from ..provenance import run_fingerprint
 from ..runner import Result, UnitsRun, run_units
-from ..schema import AGEBIN38, N_AGES, N_TYPES, PERSONS, Microdata, age_classes, age_label
+from ..schema import AGEBIN38, N_AGES, PERSONS, Microdata, age_classes, age_label
 from ..tables.persons import MISSING, TableSet, cell_attrs, cell_positions
 from ..vocab import Geo, Level, UnitStatus
 from .certify import UNIQUE, binned_type
-from .unit_claims import RELAX_AFTER, Candidates, candidates, generate, one_of_n, value_keys, verify
+from .unit_claims import one_of_n, value_keys
+from .unit_claims_tract import tract_verdicts
 
 #: The columns person claims are stated over (:func:`tabrecon.schema.person_claim_columns`)
 COLUMNS: tuple[str, ...] = tuple(c.name for c in PERSONS.claim_columns)
@@ -164,29 +156,6 @@ def _histogram(md: Microdata) -> tuple[np.ndarray, np.ndarray]:
     return np.unique(binned_type(md.types), return_counts=True)
 
 
-def _row_argmax(M: sp.csr_matrix) -> np.ndarray:
-    """Each row's column of its largest positive entry (the first such column on a tie), -1
-    where a row has none: scipy's ``argmax(axis=1)`` for the rows it is read for, vectorised
-    (scipy loops over the rows in Python: 11 s of a 20,000-person county's 41 s of claims
-    under the profiler).
-
-    >>> M = sp.csr_matrix(np.array([[0, 2, 2], [0, 0, 0], [3, 0, 1], [0, 0, 5]]))
-    >>> _row_argmax(M).tolist()
-    [1, -1, 0, 2]
-    """
-    M = M.tocsr()
-    M.sort_indices()
-    n = M.shape[0]
-    counts = np.diff(M.indptr)
-    rows = np.repeat(np.arange(n), counts)
-    order = np.lexsort((M.indices, -M.data, rows))  # by row, the largest first, then by column
-    out = np.full(n, -1, dtype=np.int64)
-    has = np.flatnonzero(counts > 0)
-    best = order[M.indptr[has]]
-    out[has] = np.where(M.data[best] > 0, M.indices[best], -1)
-    return out
-
-
 # --------------------------------------------------------------------------------------------------
 # One tract
 # --------------------------------------------------------------------------------------------------
@@ -258,11 +227,6 @@ def tract_claims(
         raise TabreconError(f"unknown level {level!r}; choose 'block' or 'block+tract'")
     geoids = recon.geoids
     ends = class_end(determined_age_classes(ts, tract, level))  # what a claim's age can say
-    # keys = distinct (block, binned type) of the reconstruction; y0 their counts
-    rkey = recon.block.astype(np.int64) * N_TYPES + binned_type(recon.types)
-    keys, rinv, y0 = np.unique(rkey, return_inverse=True, return_counts=True)
-    key_block = keys // N_TYPES
-    values = PERSONS.claim_values(keys % N_TYPES)
     cert = np.array([status.get(str(g)) == UNIQUE for g in geoids], dtype=bool)
     pop = np.bincount(recon.block, minlength=len(geoids)).astype(np.int64)
     res = TractClaims(
@@ -270,115 +234,38 @@ def tract_claims(
     )
     ttypes, tcounts = _histogram(recon)
     tract_prior = Prior(ttypes, tcounts)
+    from ..populations.persons import UNIQUE_ON, release_long
 
-    # certified blocks: every claim of the reconstruction is verified; each claim's first key
-    # (a singleton's one key: every key here has a record) is the record it singles out
-    ck = np.flatnonzero(cert[key_block])
-    parts: list[tuple[Candidates, np.ndarray, np.ndarray]] = []
-    names = block_tables()
-    if ck.size:
-        X0 = y0[ck][None, :]
-        cl = candidates(PERSONS, names, K_ALL, X0, values[ck], key_block[ck], members=False)
-        parts.append((cl, np.ones(cl.key.size, dtype=bool), ck[cl.first]))
-    # blocks that can differ: generate from K solutions, then verify
-    vblocks = np.flatnonzero(~cert & (pop > 0))
-    if vblocks.size:
-        from ..populations.persons import UNIQUE_ON, release_long
-
+    long, run_level = None, level
+    if (~cert & (pop > 0)).any():  # the program, for the blocks that can differ
         long, _used, run_level, _notes = release_long(ts, level)
-        tp = program_of_tract(
-            long,
-            PERSONS,
-            run_level,
-            UNIQUE_ON,
-            blocks=[str(g) for g in geoids[vblocks]] if run_level == Level.BLOCK else None,
-        )
-        # the program's blocks -> the reconstruction's; the tract's own variables (its types,
-        # at block+tract over classes) and blocks the reconstruction does not list (no one
-        # lives there) count no key
-        at = np.minimum(np.searchsorted(geoids, tp.geoids), len(geoids) - 1)
-        listed = geoids[at] == tp.geoids
-        if not np.isin(geoids[vblocks], tp.geoids[listed]).all():
-            raise TabreconError(f"tract {tract}: the reconstruction has blocks the tables do not")
-        bprog = tp.prog
-        n_vars = bprog.n_vars
-        xv = np.flatnonzero(tp.var_block >= 0)
-        xv = xv[listed[tp.var_block[xv]]]
-        vkey = at[tp.var_block[xv]].astype(np.int64) * N_TYPES + binned_type(tp.var_type[xv])
-        vk = np.searchsorted(keys, vkey)
-        in_keys = (vk < keys.size) & (keys[np.minimum(vk, keys.size - 1)] == vkey)
-        # model keys not in the reconstruction get their own columns after the reconstruction's
-        extra_keys, ek = np.unique(vkey[~in_keys], return_inverse=True)
-        col = np.where(in_keys, vk, 0)
-        col[~in_keys] = keys.size + ek
-        nkeys_all = keys.size + extra_keys.size
-        G = sp.csr_matrix((np.ones(xv.size), (col, xv)), shape=(nkeys_all, n_vars))
-        all_keys = np.concatenate([keys, extra_keys])
-        # certified blocks are the same in every solution: fixing their key counts loses nothing
-        # (block-only models hold the varying blocks alone: nothing to fix)
-        fixed = (
-            np.flatnonzero(cert[all_keys // N_TYPES])
-            if run_level != Level.BLOCK
-            else np.zeros(0, np.int64)
-        )
-        y_all = np.concatenate([y0, np.zeros(extra_keys.size, dtype=np.int64)])
-        prog = IntProgram(
-            A=sp.vstack([bprog.A, G[fixed]]).tocsr(),
-            lo=np.concatenate([bprog.lo, y_all[fixed]]),
-            hi=np.concatenate([bprog.hi, y_all[fixed]]),
-            ub=bprog.ub,
-        )
-        # one program for the random solutions and the proofs (built and presolved once)
-        base = Extensible(prog, opts)
-        rng = np.random.default_rng(seed)
-        sols, _short, infeasible = generate(base, k_solutions - 1, rng, opts, None, 0.0)
-        # the program must have a solution (the reconstruction) or no proof means anything; a
-        # tract whose solves all ran out of time goes on with the reconstruction alone
-        if infeasible:
-            raise TabreconError(
-                f"tract {tract}: no population satisfies the tables together with the certified "
-                "blocks; is the reconstruction from these tables?"
-            )
-        res.solutions = 1 + len(sols)
-        vkeys = np.flatnonzero(np.isin(all_keys // N_TYPES, vblocks))
-        Gv = G[vkeys]
-        Y = np.vstack([y_all[vkeys]] + [Gv @ s[:n_vars] for s in sols]).astype(np.float64)
-        vvalues = PERSONS.claim_values(all_keys[vkeys] % N_TYPES)
-        ver = verify(
-            base,
-            PERSONS,
-            names,
-            K_ALL,
-            Y,
-            vvalues,
-            G=Gv,
-            group=all_keys[vkeys] // N_TYPES,
-            max_rounds=200,
-            relax_after=RELAX_AFTER,  # as for any schema's block: a slow search hands over
-        )
-        cl = ver.candidates
-        res.candidates = int(cl.key.size)
-        res.proofs = ver.proofs
-        if cl.key.size:
-            res.verified_varying = int(ver.verified.sum())
-            # the record a singleton singles out: its one key that the reconstruction holds
-            M = cl.members
-            assert M is not None  # asked for
-            rk = (
-                sp.csr_matrix(
-                    (M.data * 1.0, vkeys[M.indices], M.indptr), shape=(M.shape[0], nkeys_all)
-                )[:, : keys.size]
-                .multiply(y0[None, :])
-                .tocsr()
-            )
-            parts.append((cl, ver.verified, _row_argmax(rk)))
+    tv = tract_verdicts(
+        long,
+        PERSONS,
+        run_level,
+        block_tables(),
+        K_ALL,
+        geoids,
+        recon.block,
+        recon.types,
+        cert,
+        K=k_solutions,
+        seed=seed,
+        opts=opts,
+        unique_on=UNIQUE_ON,
+        tract=tract,
+    )
+    res.solutions, res.proofs = tv.solutions, tv.proofs
+    res.candidates, res.verified_varying = tv.candidates_varying, tv.verified_varying
+    parts = list(tv.parts)
+    key_block, rinv = tv.key_block, tv.ref_key
     # tally verified claims by k; coverage and baselines for singletons
-    cov_k = np.zeros((K_MAX, keys.size), dtype=bool)
-    min_k = np.full(keys.size, K_MAX + 1, dtype=np.int64)
-    ex_subset = np.zeros(keys.size, dtype=np.int64)
-    ex_key = np.zeros(keys.size, dtype=np.int64)
-    ex_bt = np.full(keys.size, np.nan)
-    ex_bs = np.full(keys.size, np.nan)
+    cov_k = np.zeros((K_MAX, key_block.size), dtype=bool)
+    min_k = np.full(key_block.size, K_MAX + 1, dtype=np.int64)
+    ex_subset = np.zeros(key_block.size, dtype=np.int64)
+    ex_key = np.zeros(key_block.size, dtype=np.int64)
+    ex_bt = np.full(key_block.size, np.nan)
+    ex_bs = np.full(key_block.size, np.nan)
     collected = []
     base_t = np.zeros((K_MAX, BASELINE_BINS), dtype=np.int64)
     base_s = np.zeros((K_MAX, BASELINE_BINS), dtype=np.int64)

@@ -445,7 +445,7 @@ class Extensible:
         >>> p = IntProgram(A=sp.csr_matrix(np.array([[1, 1]])), lo=np.array([2]),
         ...                hi=np.array([2]), ub=np.array([2, 2]))
         >>> e = Extensible(p, SolverOptions(backend="cpsat"))
-        >>> e.solve_some_differs(sp.csr_matrix(np.array([[1, 1]])), np.array([2])).status
+        >>> e.solve_some_differs(sp.csr_matrix(np.array([[1, 1]])), np.array([2])).status.value
         'infeasible'
         >>> e.solve_some_differs(sp.csr_matrix(np.array([[1, 0]])), np.array([1])).has_solution
         True
