@@ -31,7 +31,7 @@ import numpy as np
 import polars as pl
 
 from benchmarks.common import machine, record
-from tabrecon.attacks.unit_claims_release import matching_units, release_claims
+from tabrecon.attacks.unit_claims_release import ClaimsOptions, matching_units, release_claims
 from tabrecon.audit.config import AuditConfig, RunConfig
 from tabrecon.audit.run import audit
 from tabrecon.records.households import synthesize_households
@@ -102,8 +102,7 @@ def main() -> dict:
     run = release_claims(
         long,
         HOUSING_UNITS,
-        K=a.K,
-        block_seconds=a.block_seconds,
+        ClaimsOptions(k_solutions=a.K, block_seconds=a.block_seconds),
         workers=a.workers,
         truth=units,
     )

@@ -30,7 +30,12 @@ import polars as pl
 
 from benchmarks.common import RESULTS, machine, record
 from tabrecon.attacks.joint import reconstruct_together
-from tabrecon.attacks.unit_claims_release import STUDY_TABLES_2_3, matching_units, release_claims
+from tabrecon.attacks.unit_claims_release import (
+    STUDY_TABLES_2_3,
+    ClaimsOptions,
+    matching_units,
+    release_claims,
+)
 from tabrecon.engine.reconstruct import reconstruct_units
 from tabrecon.populations.households import housing_tables
 from tabrecon.records.households import synthesize_households
@@ -116,10 +121,7 @@ def _attack(
     run = release_claims(
         sub,
         HOUSING_UNITS,
-        k_values=ks,
-        K=a.K,
-        seed=0,
-        block_seconds=None,
+        ClaimsOptions(k_values=ks, k_solutions=a.K, seed=0, block_seconds=None),
         workers=a.workers,
         truth=units,
         tied=tied,

@@ -29,7 +29,12 @@ import numpy as np
 import polars as pl
 import pytest
 
-from tabrecon.attacks.unit_claims_release import ClaimsRun, matching_units, release_claims
+from tabrecon.attacks.unit_claims_release import (
+    ClaimsOptions,
+    ClaimsRun,
+    matching_units,
+    release_claims,
+)
 from tabrecon.engine.model import asked_key
 from tabrecon.engine.reconstruct import reconstruct_units
 from tabrecon.engine.release import reconstruct_release
@@ -92,7 +97,9 @@ def county(request: pytest.FixtureRequest) -> County:
             source=units.source,
         )
     rec = reconstruct_units(long, pop.schema)
-    run = release_claims(long, pop.schema, k_values=K_VALUES, K=5, block_seconds=None)
+    run = release_claims(
+        long, pop.schema, ClaimsOptions(k_values=K_VALUES, k_solutions=5, block_seconds=None)
+    )
     return County(pop, units, long, rec, run)
 
 
@@ -216,12 +223,20 @@ def test_a_resumed_claims_run_equals_an_uninterrupted_one(county, tmp_path):
     pop, long, whole = county.pop, county.long, county.claims
     some = sorted(set(long["geoid"].to_list()))[:4]  # four blocks: the contract, not the county
     long = long.filter(pl.col("geoid").is_in(some))
-    release_claims(long, pop.schema, k_values=K_VALUES, K=5, block_seconds=None, out=tmp_path)
+    release_claims(
+        long,
+        pop.schema,
+        ClaimsOptions(k_values=K_VALUES, k_solutions=5, block_seconds=None),
+        out=tmp_path,
+    )
     status = tmp_path / "claims.parts" / "status.jsonl"
     lines = status.read_text().splitlines()
     status.write_text("\n".join(lines[: len(lines) // 2]) + "\n")  # half the blocks lost
     again = release_claims(
-        long, pop.schema, k_values=K_VALUES, K=5, block_seconds=None, out=tmp_path
+        long,
+        pop.schema,
+        ClaimsOptions(k_values=K_VALUES, k_solutions=5, block_seconds=None),
+        out=tmp_path,
     )
     key = ["geoid", "k", "columns", "key"]
     want = whole.claims.filter(pl.col("geoid").is_in(some)).sort(key)

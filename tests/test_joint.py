@@ -223,14 +223,15 @@ def test_claims_given_both_releases_keep_every_claim_of_one_and_stay_true(county
     """A claim every population of the household release makes true is made true by every
     population of both releases, and is a candidate in any of their solutions: so every claim
     verified from the household tables alone is verified given both, and more may be."""
-    from tabrecon.attacks.unit_claims_release import matching_units, release_claims
+    from tabrecon.attacks.unit_claims_release import ClaimsOptions, matching_units, release_claims
     from tabrecon.audit.units import median_blocks
 
     units, _, lu, lp = county
     pick = median_blocks(lu, 4)
     lu4, lp4 = (t.filter(pl.col("geoid").is_in(pick)) for t in (lu, lp))
-    alone = release_claims(lu4, HOUSING_UNITS, k_values=(4, 5), K=8, truth=units)
-    both = release_claims(lu4, HOUSING_UNITS, k_values=(4, 5), K=8, truth=units, tied=lp4)
+    asked = ClaimsOptions(k_values=(4, 5), k_solutions=8)
+    alone = release_claims(lu4, HOUSING_UNITS, asked, truth=units)
+    both = release_claims(lu4, HOUSING_UNITS, asked, truth=units, tied=lp4)
     assert set(alone.blocks["status"]) == set(both.blocks["status"]) == {"ok"}
     key = ["geoid", "k", "columns", "values", "m"]
     a = set(alone.claims.select(key).iter_rows())

@@ -46,12 +46,14 @@ def test_claims_runs_verdict_is_the_uniqueness_proofs():
     proof's, unique blocks among them."""
     import polars as pl
 
-    from tabrecon.attacks.unit_claims_release import release_claims
+    from tabrecon.attacks.unit_claims_release import ClaimsOptions, release_claims
     from tabrecon.engine.reconstruct import reconstruct_units
 
     _, units = synthesize_households(SynthConfig(persons=400), seed=5)
     long = tabulate_units(units)
-    run = release_claims(long, HOUSING_UNITS, k_values=(2,), K=4, block_seconds=None)
+    run = release_claims(
+        long, HOUSING_UNITS, ClaimsOptions(k_values=(2,), k_solutions=4, block_seconds=None)
+    )
     proof = reconstruct_units(long, HOUSING_UNITS, run.tables)
     both = run.blocks.join(proof.blocks.select("geoid", "status"), on="geoid", suffix="_proof")
     assert both.height == proof.blocks.height

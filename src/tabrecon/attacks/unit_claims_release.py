@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 import zlib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -447,27 +447,54 @@ def found_claims(c: pl.DataFrame, schema: Schema) -> list[tuple]:
     ]
 
 
+@dataclass(frozen=True, kw_only=True)
+class ClaimsOptions:
+    """What a release's Generate-then-Verify asks (one value, as
+    :class:`~tabrecon.engine.release.ReconstructOptions` is for reconstruction; how the run is
+    carried out -- workers, output, resume, progress -- is apart).
+
+    >>> ClaimsOptions(k_solutions=8, k_values=(4, 5)).block_seconds
+    300.0
+    >>> ClaimsOptions(k_solutions=0)
+    Traceback (most recent call last):
+    ...
+    tabrecon.errors.TabreconError: k_solutions (solutions generated per block) must be >= 1 (got 0)
+    """
+
+    #: numbers of columns a claim sets (None: the population's, :mod:`tabrecon.schema.registry`)
+    k_values: tuple[int, ...] | None = None
+    #: solutions generated per block (the study's K)
+    k_solutions: int = 20
+    seed: int = 0
+    solver: SolverOptions = field(default_factory=SolverOptions)
+    #: seconds per block (None: no limit): claims verified before it runs out are kept
+    block_seconds: float | None = 300.0
+    #: how the cells were published (rounded, withheld: :mod:`tabrecon.tables.publication`)
+    publication: Publication = EXACT
+
+    def __post_init__(self) -> None:
+        if self.k_solutions < 1:
+            raise TabreconError(
+                f"k_solutions (solutions generated per block) must be >= 1 (got {self.k_solutions})"
+            )
+
+
 def release_claims(
     long: pl.DataFrame,
     schema: Schema,
+    options: ClaimsOptions | None = None,
     *,
-    k_values: tuple[int, ...] | None = None,
-    K: int = 20,
-    seed: int = 0,
-    solver: SolverOptions | None = None,
-    block_seconds: float | None = 300.0,
     workers: int = 1,
     out: str | Path | None = None,
     resume: bool = True,
     progress: Callable[[dict], None] | None = None,
     truth: Units | None = None,
     tied: pl.DataFrame | None = None,
-    publication: Publication = EXACT,
 ) -> ClaimsRun:
     """Generate-then-Verify on every block of a release's tables over ``schema``, block by
     block (the module docstring says how; blocks are independent, their tables alone constrain
-    them). Only the schema's tables the long table holds in full are used; ``k_values``
-    defaults to the population's (:mod:`tabrecon.schema.registry`). With ``out`` each block's
+    them), asking ``options`` (:class:`ClaimsOptions`). Only the schema's tables the long table
+    holds in full are used. With ``out`` each block's
     claims go to ``<out>/claims.parts/`` as it finishes and a rerun resumes (a rerun with other
     tables or options is refused). With ``tied`` (households: the person tables of the same
     blocks) every claim is verified given both releases (:func:`generate_then_verify`). With a
@@ -476,6 +503,10 @@ def release_claims(
     from ..provenance import digest_long
     from ..schema.registry import of_schema
     from ..tables.spec import complete_tables
+
+    options = options or ClaimsOptions()
+    k_values, K, seed = options.k_values, options.k_solutions, options.seed
+    block_seconds, publication = options.block_seconds, options.publication
 
     tables = complete_tables(long, schema)
     if not tables:
@@ -491,9 +522,7 @@ def release_claims(
             f"k (columns per claim) must lie in 1..{n_attr}, the {schema.name} schema's columns "
             f"(got {bad or 'none'})"
         )
-    if K < 1:
-        raise TabreconError(f"K (solutions generated per block) must be >= 1 (got {K})")
-    opts = solver or SolverOptions()
+    opts = options.solver
     long = long.filter(
         pl.col("cell").is_in([c.id for n in tables for c in table_by_name(n, schema).cells()])
     )

@@ -20,7 +20,7 @@ from typing import Any
 
 import polars as pl
 
-from ..attacks.unit_claims_release import ClaimsRun, release_claims
+from ..attacks.unit_claims_release import ClaimsOptions, ClaimsRun, release_claims
 from ..engine.solvers import SolverOptions
 from ..schema.registry import Population
 from ..schema.spec import Units, read_units
@@ -101,18 +101,20 @@ def units_stage(
     run = release_claims(
         sub,
         pop.schema,
-        k_values=k_values_for(pop, cfg),
-        K=h.k_solutions,
-        seed=cfg.run.seed,
-        solver=opts,
-        block_seconds=h.block_time_limit,
+        ClaimsOptions(
+            k_values=k_values_for(pop, cfg),
+            k_solutions=h.k_solutions,
+            seed=cfg.run.seed,
+            solver=opts,
+            block_seconds=h.block_time_limit,
+            publication=pub,
+        ),
         workers=cfg.run.workers,
         out=work / pop.name,
         resume=resume,
         progress=tick,
         truth=units,
         tied=tied.filter(pl.col("geoid").is_in(pick)) if tied is not None else None,
-        publication=pub,
     )
     by_k = run.by_k()  # matches every claim against the truth: once
     summary = units_summary(

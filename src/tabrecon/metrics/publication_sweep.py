@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from ..attacks.unit_claims_release import matching_units, release_claims
+from ..attacks.unit_claims_release import ClaimsOptions, matching_units, release_claims
 from ..engine.solvers import SolverOptions
 from ..schema.spec import Schema, Units
 from ..tables.publication import MISSING, Publication
@@ -80,14 +80,16 @@ def sweep_publication(
         run = release_claims(
             released,
             schema,
-            k_values=k_values,
-            K=K,
-            seed=seed,
-            solver=solver,
-            block_seconds=block_seconds,
+            ClaimsOptions(
+                k_values=k_values,
+                k_solutions=K,
+                seed=seed,
+                solver=solver or SolverOptions(),
+                block_seconds=block_seconds,
+                publication=pub,
+            ),
             workers=workers,
             truth=units,
-            publication=pub,
         )
         c = run.claims
         hits = matching_units(c, units) if c.height else []

@@ -231,7 +231,7 @@ def _release_claims(
     in the study's layout; with ``--with``, given both releases."""
     import polars as pl
 
-    from ...attacks.unit_claims_release import release_claims
+    from ...attacks.unit_claims_release import ClaimsOptions, release_claims
     from ...schema.spec import read_units
     from ...tables.consistency import check_unit_consistency
 
@@ -259,18 +259,20 @@ def _release_claims(
         run = release_claims(
             long,
             pop.schema,
-            k_values=ks,
-            K=k_solutions,
-            seed=seed,
-            solver=opts,
-            block_seconds=block_time_limit,
+            ClaimsOptions(
+                k_values=ks,
+                k_solutions=k_solutions,
+                seed=seed,
+                solver=opts,
+                block_seconds=block_time_limit,
+                publication=publication,
+            ),
             workers=workers,
             out=out,
             resume=not fresh,
             progress=tick,
             truth=units,
             tied=tied,
-            publication=publication,
         )
     for r in run.failed:
         err.print(f"[red]block {r['unit']}: {r['status']}[/red] -- {escape(r.get('message', ''))}")
