@@ -182,7 +182,9 @@ def tract_verdicts(
         hi=np.concatenate([bprog.hi, y_all[fixed]]),
         ub=bprog.ub,
     )
-    # one program for the random solutions and the proofs (built and presolved once)
+    # one program for the random solutions and the proofs (built and presolved once). Not
+    # reduced to its independent rows as a block's program is: the dense QR that finds them
+    # took 138 s on an 18,091-row tract program whose relaxation gave 19 solutions in 0.1 s
     base = Extensible(prog, opts)
     sols, _short, infeasible = generate(base, K - 1, np.random.default_rng(seed), opts, None, 0.0)
     # the program must have a solution (the reference) or no proof means anything; solves that

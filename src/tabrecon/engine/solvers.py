@@ -412,12 +412,16 @@ class Extensible:
         return self._base is not None
 
     def solve_base(
-        self, c: np.ndarray | None = None, maximize: bool = False, opts: SolverOptions | None = None
+        self,
+        c: np.ndarray | None = None,
+        maximize: bool = False,
+        opts: SolverOptions | None = None,
+        work_limit: float | None = None,
     ) -> Solution:
         """The base program itself, optionally under objective ``c`` and other options (a time
-        limit): CP-SAT clones the model built once instead of building it again, which is most
-        of a small program's time when it is solved many times (Generate-then-Verify's K
-        random objectives).
+        limit; ``work_limit`` as for :meth:`solve`): CP-SAT clones the model built once instead
+        of building it again, which is most of a small program's time when it is solved many
+        times (Generate-then-Verify's K random objectives).
 
         >>> p = IntProgram(A=sp.csr_matrix(np.array([[1, 1]])), lo=np.array([2]),
         ...                hi=np.array([2]), ub=np.array([2, 2]))
@@ -432,7 +436,7 @@ class Extensible:
         m = self._base.clone()
         if c is not None:
             _set_objective(m.proto, np.asarray(c), maximize)
-        return solve_cpsat_model(m, self.prog.n_vars, o, t0, maximize)
+        return solve_cpsat_model(m, self.prog.n_vars, o, t0, maximize, work_limit)
 
     def solve_some_differs(
         self, rows: sp.csr_matrix, values: np.ndarray, time_limit: float | None = None
