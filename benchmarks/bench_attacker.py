@@ -43,6 +43,7 @@ from tabrecon.attacks.attacker import CommercialErrors
 from tabrecon.attacks.reidentify import reidentify
 from tabrecon.defenses.defense import Defense
 from tabrecon.records.synth import SynthConfig, synthesize
+from tabrecon.runner import RunOptions
 from tabrecon.schema import BLOCK_SIZE_LABELS
 from tabrecon.tables.persons import tabulate
 
@@ -131,7 +132,7 @@ def release(persons: int, seed: int):
     t = time.perf_counter()
     md = synthesize(SynthConfig.reid_2010(persons=persons), seed=seed)
     prot = Defense.parse("swap-2010").protect(md, seed)
-    run = reconstruct(tabulate(prot.records), "block+tract", workers=2)
+    run = reconstruct(tabulate(prot.records), "block+tract", run=RunOptions(workers=2))
     if run.failed:
         raise SystemExit(f"reconstruction failed in {len(run.failed)} tract(s)")
     print(

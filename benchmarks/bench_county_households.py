@@ -36,6 +36,7 @@ from tabrecon.audit.config import AuditConfig, RunConfig
 from tabrecon.audit.run import audit
 from tabrecon.records.households import synthesize_households
 from tabrecon.records.synth import SynthConfig
+from tabrecon.runner import RunOptions
 from tabrecon.schema import write_microdata
 from tabrecon.schema.catalog import HOUSING_UNITS
 from tabrecon.tables.spec import tabulate_units
@@ -103,7 +104,7 @@ def main() -> dict:
         long,
         HOUSING_UNITS,
         ClaimsOptions(k_solutions=a.K, block_seconds=a.block_seconds),
-        workers=a.workers,
+        run=RunOptions(workers=a.workers),
         truth=units,
     )
     gtv_s = time.perf_counter() - t

@@ -18,6 +18,7 @@ from benchmarks.common import REAL, machine, record  # noqa: E402
 from tabrecon import reconstruct  # noqa: E402
 from tabrecon.attacks.reidentify import reidentify  # noqa: E402
 from tabrecon.defenses.defense import Defense  # noqa: E402
+from tabrecon.runner import RunOptions
 from tabrecon.schema import read_microdata  # noqa: E402
 from tabrecon.tables.persons import tabulate  # noqa: E402
 
@@ -26,7 +27,7 @@ def one(md, orig_tables, spec: str, seed: int, workers: int) -> dict:
     t = time.perf_counter()
     protected = Defense.parse(spec).protect(md, seed, workers).records
     ts = tabulate(protected)
-    rec = reconstruct(ts, "block+tract", workers=workers).records
+    rec = reconstruct(ts, "block+tract", run=RunOptions(workers=workers)).records
     pub = reidentify(
         rec, md, "perfect", tables=ts, cert_blocks=None, seed=seed
     )  # baselines from the protected tables

@@ -40,6 +40,7 @@ from tabrecon.engine.reconstruct import reconstruct_units
 from tabrecon.populations.households import housing_tables
 from tabrecon.records.households import synthesize_households
 from tabrecon.records.synth import SynthConfig
+from tabrecon.runner import RunOptions
 from tabrecon.schema import person_units
 from tabrecon.schema.catalog import HOUSING_UNITS
 from tabrecon.tables.spec import tabulate_units
@@ -122,7 +123,7 @@ def _attack(
         sub,
         HOUSING_UNITS,
         ClaimsOptions(k_values=ks, k_solutions=a.K, seed=0, block_seconds=None),
-        workers=a.workers,
+        run=RunOptions(workers=a.workers),
         truth=units,
         tied=tied,
     )

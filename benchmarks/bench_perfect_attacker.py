@@ -41,6 +41,7 @@ from tabrecon.defenses.defense import Defense
 from tabrecon.defenses.swapping import PRESETS, swap
 from tabrecon.metrics.agreement import agree
 from tabrecon.records.synth import SynthConfig, synthesize
+from tabrecon.runner import RunOptions
 from tabrecon.schema import BLOCK_SIZE_LABELS
 from tabrecon.tables.persons import tabulate
 
@@ -134,7 +135,7 @@ REID = (_REID_CFG.block_cohesion, _REID_CFG.cohesion_slope)
 
 def _attack(md, released) -> pl.DataFrame:
     """The perfect attacker's rates after reconstructing ``released`` at block+tract."""
-    run = reconstruct(tabulate(released), "block+tract", workers=2)
+    run = reconstruct(tabulate(released), "block+tract", run=RunOptions(workers=2))
     if run.failed:
         raise SystemExit(f"reconstruction failed in {len(run.failed)} tract(s)")
     att = simulate_attacker(md, "perfect")

@@ -20,6 +20,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 from benchmarks.common import machine, peak_rss_mib, record, worker_peak_rss_mib  # noqa: E402
 from tabrecon import reconstruct  # noqa: E402
 from tabrecon.records.synth import SynthConfig, synthesize  # noqa: E402
+from tabrecon.runner import RunOptions
 from tabrecon.tables.download import api_name  # noqa: E402
 from tabrecon.tables.persons import tabulate
 from tabrecon.tables.published import (
@@ -88,7 +89,7 @@ def main() -> None:
             f"(ratio {t_zip / t_wide:.2f}x); peak memory {peak_rss_mib():,.0f} MiB"
         )
         t = time.perf_counter()
-        run = reconstruct(back, "block", workers=args.workers)
+        run = reconstruct(back, "block", run=RunOptions(workers=args.workers))
         t_rec = time.perf_counter() - t
         print(
             f"reconstruct at block level, {args.workers} workers: {t_rec:.1f} s, "

@@ -21,7 +21,10 @@ from tabrecon import reconstruct  # noqa: E402
 from tabrecon.engine.solvers import SolverOptions, solve  # noqa: E402
 from tabrecon.metrics.agreement import agree  # noqa: E402
 from tabrecon.records.synth import SynthConfig, synthesize  # noqa: E402
-from tabrecon.runner import tree_cpu  # noqa: E402
+from tabrecon.runner import (
+    RunOptions,
+    tree_cpu,  # noqa: E402
+)
 from tabrecon.schema import read_microdata  # noqa: E402
 from tabrecon.tables.persons import tabulate  # noqa: E402
 
@@ -37,7 +40,9 @@ def cpu() -> float:
 
 def timed_run(ts, level, backend="cpsat", workers=1):
     w0, c0 = time.perf_counter(), cpu()
-    run = reconstruct(ts, level, SolverOptions(backend=backend, time_limit=600), workers=workers)
+    run = reconstruct(
+        ts, level, SolverOptions(backend=backend, time_limit=600), run=RunOptions(workers=workers)
+    )
     return run, time.perf_counter() - w0, cpu() - c0
 
 

@@ -225,3 +225,30 @@ def test_closed_vocabularies_are_compared_by_member_not_by_text():
                     if isinstance(c, ast.Constant) and c.value in words:
                         found.append(f"{path.relative_to(SRC)}:{tree_node.lineno} {c.value!r}")
     assert not found, found
+
+
+def test_every_run_over_units_takes_one_run_options_value():
+    """How units of work run (workers, where results go, resume, progress) is one value,
+    :class:`tabrecon.runner.RunOptions`, not four keywords repeated at every runner: a function
+    that hands units to :func:`~tabrecon.runner.run_units` takes ``run`` and none of them (they
+    had drifted: ``out`` a file at one runner and a folder at another, ``progress`` typed at
+    some)."""
+    loose = {"workers", "out", "resume", "progress"}
+    runners, bad = [], []
+    for path in SRC.rglob("*.py"):
+        for fn in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(fn, ast.FunctionDef) or path.name == "runner.py":
+                continue
+            calls = {
+                c.func.id
+                for c in ast.walk(fn)
+                if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)
+            }
+            if "run_units" not in calls:
+                continue
+            args = {a.arg for a in fn.args.args + fn.args.kwonlyargs}
+            runners.append(fn.name)
+            if "run" not in args or args & loose:
+                bad.append(f"{_module_name(path)}.{fn.name}: {sorted(args & (loose | {'run'}))}")
+    assert len(runners) >= 4, runners  # reconstruct, claims (two), together
+    assert not bad, bad

@@ -21,6 +21,7 @@ from tabrecon.audit.chunks import MismatchError, plan_chunks
 from tabrecon.audit.config import ConfigError, config_from_dict, load_config
 from tabrecon.audit.run import audit
 from tabrecon.errors import TabreconError
+from tabrecon.runner import RunOptions
 from tabrecon.schema import write_microdata
 
 FAST = {"defenses": {"specs": []}, "reconstruct": {"levels": ["block+tract"]}}
@@ -448,7 +449,7 @@ def test_killed_worker_unit_is_redone(tmp_path):
         lambda u: functools.partial(_flaky_worker, (u, str(tmp_path))),
         tag="t",
         parts=tmp_path / "parts",
-        workers=2,
+        run=RunOptions(workers=2),
         retries=1,
     )
     assert [s["status"] for s in ran.results] == ["ok", "ok", "ok"] and not ran.failed
@@ -530,14 +531,14 @@ def test_core_time_counts_what_units_spend_in_worker_processes():
     from tabrecon.runner import run_units, units_cpu, units_peak_mib
 
     before = units_cpu()
-    ran = run_units(["a", "b", "c", "d"], _busy, tag="t", workers=2)
+    ran = run_units(["a", "b", "c", "d"], _busy, tag="t", run=RunOptions(workers=2))
     assert [s["status"] for s in ran.results] == ["ok"] * 4
     assert 1.1 <= units_cpu() - before <= 3.0
     # and their peak memory: a worker is a Python process with tabrecon and polars loaded (the
     # audit's report said "largest worker process 0.0 MB" when it read rusage's children)
     assert 20 < units_peak_mib() < 4096
     before = units_cpu()
-    run_units(["a"], _busy, tag="t", workers=1)  # in this process: not added
+    run_units(["a"], _busy, tag="t", run=RunOptions(workers=1))  # in this process: not added
     assert units_cpu() == before
 
 
@@ -725,7 +726,7 @@ def test_meanwhile_runs_once_while_the_units_run(tmp_path, workers):
         job,
         tag="t",
         parts=parts,
-        workers=workers,
+        run=RunOptions(workers=workers),
         meanwhile=meanwhile,
     )
     assert [s["status"] for s in ran.results] == ["ok"] * 3
@@ -736,7 +737,7 @@ def test_meanwhile_runs_once_while_the_units_run(tmp_path, workers):
         job,
         tag="t",
         parts=parts,
-        workers=workers,
+        run=RunOptions(workers=workers),
         meanwhile=meanwhile,
     )
     assert len(calls) == 2  # everything resumed: still called, once
@@ -750,7 +751,7 @@ def test_meanwhile_runs_once_while_the_units_run(tmp_path, workers):
             job,
             tag="t",
             parts=tmp_path / "p2",
-            workers=workers,
+            run=RunOptions(workers=workers),
             meanwhile=failing,
         )
 

@@ -14,6 +14,7 @@ from tabrecon.attacks.certify import binned_type
 from tabrecon.attacks.unit_claims import claim_keys
 from tabrecon.interrupts import process_pool
 from tabrecon.populations.persons import reconstruct_persons
+from tabrecon.runner import RunOptions
 from tabrecon.schema import PERSONS, Microdata
 from tabrecon.tables.persons import tabulate
 
@@ -135,7 +136,7 @@ def test_claims_run_is_written_per_tract_and_resumes(tmp_path):
     done = reconstruct_persons(ts, "block", certify=True)  # the zero test is all claims need
     rec, cert = done.records, done.blocks
     assert (cert["status"] == "varies").any() and (cert["status"] == "unique").any()
-    run = C.claims(ts, rec, cert, "block", k_solutions=5, out=tmp_path)
+    run = C.claims(ts, rec, cert, "block", k_solutions=5, run=RunOptions(out=tmp_path))
     assert not run.failed and run.persons.height == len(rec)
     by_k = run.by_k()
     s = run.summary()
@@ -144,7 +145,7 @@ def test_claims_run_is_written_per_tract_and_resumes(tmp_path):
     status = (tmp_path / "claims.parts" / "status.jsonl").read_text().splitlines()
     assert len(status) == len(ts.tracts())
     again = C.claims(
-        ts, rec, cert, "block", k_solutions=5, out=tmp_path
+        ts, rec, cert, "block", k_solutions=5, run=RunOptions(out=tmp_path)
     )  # resumes: nothing recomputed
     assert len((tmp_path / "claims.parts" / "status.jsonl").read_text().splitlines()) == len(status)
     assert again.summary() == s

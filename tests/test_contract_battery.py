@@ -39,6 +39,7 @@ from tabrecon.engine.model import asked_key
 from tabrecon.engine.reconstruct import reconstruct_units
 from tabrecon.engine.release import reconstruct_release
 from tabrecon.records.synth import SynthConfig
+from tabrecon.runner import RunOptions
 from tabrecon.schema.registry import Population, names, population
 from tabrecon.schema.spec import Units
 from tabrecon.tables.layout import layout
@@ -227,7 +228,7 @@ def test_a_resumed_claims_run_equals_an_uninterrupted_one(county, tmp_path):
         long,
         pop.schema,
         ClaimsOptions(k_values=K_VALUES, k_solutions=5, block_seconds=None),
-        out=tmp_path,
+        run=RunOptions(out=tmp_path),
     )
     status = tmp_path / "claims.parts" / "status.jsonl"
     lines = status.read_text().splitlines()
@@ -236,7 +237,7 @@ def test_a_resumed_claims_run_equals_an_uninterrupted_one(county, tmp_path):
         long,
         pop.schema,
         ClaimsOptions(k_values=K_VALUES, k_solutions=5, block_seconds=None),
-        out=tmp_path,
+        run=RunOptions(out=tmp_path),
     )
     key = ["geoid", "k", "columns", "key"]
     want = whole.claims.filter(pl.col("geoid").is_in(some)).sort(key)
@@ -316,11 +317,11 @@ def test_every_published_form_reads_back(county, tmp_path: Path):
 def test_a_resumed_reconstruction_equals_an_uninterrupted_one(county, tmp_path):
     pop, long, whole = county.pop, county.long, county.rec
     out = tmp_path / "rec.parquet"
-    first = reconstruct_release(long, pop.schema, out=out)
+    first = reconstruct_release(long, pop.schema, run=RunOptions(out=out))
     status = tmp_path / "rec.parquet.parts" / "status.jsonl"
     lines = status.read_text().splitlines()
     status.write_text("\n".join(lines[: len(lines) // 2]) + ("\n" if len(lines) > 1 else ""))
-    again = reconstruct_release(long, pop.schema, out=out)
+    again = reconstruct_release(long, pop.schema, run=RunOptions(out=out))
     assert not first.failed and not again.failed
     for run in (first, again):
         cols = ["geoid", "units", "types", "status"]

@@ -19,7 +19,7 @@ import pytest
 from tabrecon.errors import TabreconError
 from tabrecon.populations.persons import reconstruct_persons as reconstruct
 from tabrecon.records.synth import SynthConfig, synthesize
-from tabrecon.runner import notices
+from tabrecon.runner import RunOptions, notices
 from tabrecon.schema import read_microdata
 from tabrecon.tables.persons import tabulate
 from tabrecon.tables.published import write_tables
@@ -60,14 +60,14 @@ def test_a_full_disk_in_mid_run_loses_nothing_and_the_rerun_equals_a_clean_run(
 
     monkeypatch.setattr(pl.DataFrame, "write_parquet", full)
     with pytest.raises(TabreconError, match=r"\.parquet: cannot be written \(No space left"):
-        reconstruct(ts, out=out)
+        reconstruct(ts, run=RunOptions(out=out))
     monkeypatch.setattr(pl.DataFrame, "write_parquet", real)
     parts = Path(str(out) + ".parts")
     assert [p.name for p in parts.iterdir() if p.name.startswith(".")] == []  # no half file
     assert len(_parts(out)) == 1  # the first tract is kept
     said: list[str] = []
     with notices(said.append):
-        got = reconstruct(ts, out=out)
+        got = reconstruct(ts, run=RunOptions(out=out))
     assert said and "1 of" in said[0] and "kept from an earlier run" in said[0]
     assert _sorted(got.records.to_frame()).equals(want)
     assert _sorted(read_microdata(out).to_frame()).equals(want)
@@ -77,7 +77,7 @@ def test_a_full_disk_in_mid_run_loses_nothing_and_the_rerun_equals_a_clean_run(
 def test_a_part_damaged_on_disk_is_redone_never_read(county, tmp_path, damage):
     ts, want = county
     out = tmp_path / "r.parquet"
-    reconstruct(ts, out=out)
+    reconstruct(ts, run=RunOptions(out=out))
     victim = _parts(out)[1]
     data = bytearray(victim.read_bytes())
     if damage == "corrupted":
@@ -87,7 +87,7 @@ def test_a_part_damaged_on_disk_is_redone_never_read(county, tmp_path, damage):
     victim.write_bytes(bytes(data))
     said: list[str] = []
     with notices(said.append):
-        got = reconstruct(ts, out=out)
+        got = reconstruct(ts, run=RunOptions(out=out))
     assert any("damaged on disk (checksum differs) and redone" in s for s in said), said
     assert victim.stem.split(".")[0] in " ".join(said)
     assert _sorted(got.records.to_frame()).equals(want)

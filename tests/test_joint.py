@@ -23,6 +23,7 @@ from tabrecon.attacks.joint import (
 from tabrecon.engine.reconstruct import reconstruct_units
 from tabrecon.records.households import synthesize_households
 from tabrecon.records.synth import SynthConfig
+from tabrecon.runner import RunOptions
 from tabrecon.schema import AGEBIN_OF_AGE, PERSONS_BINNED, person_units
 from tabrecon.schema.catalog import HOUSING_UNITS
 from tabrecon.schema.spec import Units, write_units
@@ -207,14 +208,21 @@ def test_a_block_in_one_release_only_is_refused_before_any_work(tmp_path):
 
 def test_the_release_runner_resumes_to_the_same_result(county, tmp_path):
     units, persons, lu, lp = county
-    first = reconstruct_release_together(lu, lp, "households", out=tmp_path / "r.parquet")
-    again = reconstruct_release_together(lu, lp, "households", out=tmp_path / "r.parquet")
+    first = reconstruct_release_together(
+        lu, lp, "households", run=RunOptions(out=tmp_path / "r.parquet")
+    )
+    again = reconstruct_release_together(
+        lu, lp, "households", run=RunOptions(out=tmp_path / "r.parquet")
+    )
     assert first.failed == [] and again.failed == []
     assert again.rec.blocks.drop("seconds").equals(first.rec.blocks.drop("seconds"))
     assert _histograms(again.rec.units) == _histograms(first.rec.units)
     with pytest.raises(Exception, match="other|differ|changed"):  # other inputs: refused
         reconstruct_release_together(
-            lu, lp.with_columns(pl.col("value") * 2), "households", out=tmp_path / "r.parquet"
+            lu,
+            lp.with_columns(pl.col("value") * 2),
+            "households",
+            run=RunOptions(out=tmp_path / "r.parquet"),
         )
     write_units(units, tmp_path / "u.parquet")  # (the fixture's files stay usable)
 

@@ -71,6 +71,7 @@ _EXPORTS: dict[str, str] = {
     "reconstruct": "populations.persons",
     "reidentify": "attacks.reidentify",
     "rr_frontier": "metrics.frontier",
+    "RunOptions": "runner",
     "run_demo": "audit.run",
     "run_tradeoff": "audit.tradeoff",
     "simulate_error": "metrics.matrix_error",
@@ -100,6 +101,7 @@ if TYPE_CHECKING:  # the same names, for type checkers and the API documentation
     from .metrics.matrix_error import expected_error, hierarchy_factors, simulate_error
     from .populations.persons import certify, reconstruct
     from .records.synth import SynthConfig, synthesize
+    from .runner import RunOptions
     from .schema import Microdata, read_microdata, write_microdata
     from .tables.consistency import check_consistency
     from .tables.download import download
@@ -151,6 +153,7 @@ __all__ = [
     "Microdata",
     "PrivacyCost",
     "Protected",
+    "RunOptions",
     "Strategy",
     "SynthConfig",
     "TableSet",

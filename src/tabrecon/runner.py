@@ -36,6 +36,7 @@ from typing import Any, Protocol, cast
 import polars as pl
 
 from . import provenance
+from .errors import TabreconError
 from .interrupts import (
     Interrupted,
     interrupted_within,
@@ -94,6 +95,40 @@ class Ran(UnitsRun):
     def rows(self, key: str) -> list:
         """The items each finished unit listed under ``key`` in its status, one list."""
         return [b for st in self.results if st["status"] == UnitStatus.OK for b in st[key]]
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunOptions:
+    """How a run's units of work are carried out, one value every runner takes
+    (:func:`run_units` and the functions over tracts and blocks built on it): ``workers``
+    processes (the Dask cluster of :func:`execution` instead, when one is set), each unit's
+    result written under ``out`` as it finishes, a rerun resuming from them (``resume=False``
+    starts over), and ``progress`` told of each unit as it finishes.
+
+    >>> RunOptions(out="run").parts(), RunOptions(out="run").parts("claims.parts")
+    (PosixPath('run.parts'), PosixPath('run/claims.parts'))
+    >>> RunOptions(workers=0)
+    Traceback (most recent call last):
+    ...
+    tabrecon.errors.TabreconError: workers must be >= 1 (got 0)
+    """
+
+    workers: int = 1
+    out: str | Path | None = None
+    resume: bool = True
+    progress: Callable[[dict], None] | None = None
+
+    def __post_init__(self) -> None:
+        if self.workers < 1:
+            raise TabreconError(f"workers must be >= 1 (got {self.workers})")
+
+    def parts(self, inside: str | None = None) -> Path | None:
+        """Where the units' results go: ``<out>.parts`` beside a file ``out``, or the folder
+        ``inside`` of a folder ``out``; None without ``out`` (nothing written, nothing
+        resumed)."""
+        if self.out is None:
+            return None
+        return Path(self.out) / inside if inside else Path(str(self.out) + ".parts")
 
 
 _SCHEDULER: ContextVar[str] = ContextVar("tabrecon_scheduler", default="")
@@ -376,9 +411,7 @@ def run_units(
     *,
     tag: str,
     parts: Path | None = None,
-    resume: bool = True,
-    workers: int = 1,
-    progress: Callable[[dict], None] | None = None,
+    run: RunOptions | None = None,
     retries: int = 0,
     fingerprint: dict[str, Any] | None = None,
     meanwhile: Callable[[], None] | None = None,
@@ -396,9 +429,14 @@ def run_units(
     ``fingerprint`` names what the units' results depend on (input digests, options; see
     :mod:`tabrecon.provenance`): ``parts`` records it, and resuming from a ``parts`` folder made
     by a run with another fingerprint raises :class:`~tabrecon.provenance.StaleResumeError`.
-    ``resume=False`` empties ``parts`` first. An interrupt (Ctrl-C, SIGTERM) stops the units that
-    run, keeps the finished ones and raises :class:`~tabrecon.interrupts.Interrupted`.
+    ``run`` (:class:`RunOptions`) says how many workers, whether to resume and whom to tell
+    of each finished unit; ``parts`` is where this run writes (the caller's choice, most often
+    :meth:`RunOptions.parts`), emptied first when ``run.resume`` is False. An interrupt
+    (Ctrl-C, SIGTERM) stops the units that run, keeps the finished ones and raises
+    :class:`~tabrecon.interrupts.Interrupted`.
     """
+    run = run or RunOptions()
+    resume, workers, progress = run.resume, run.workers, run.progress
     retries = max(retries, _RETRIES.get())
     scheduler = _SCHEDULER.get()
     done: dict[str, dict] = {}

@@ -38,7 +38,7 @@ from ..errors import TabreconError
 from ..geo import overlap
 from ..io import write_csv, write_json, write_parquet, write_text
 from ..provenance import run_fingerprint
-from ..runner import Result, UnitsRun, run_units
+from ..runner import Result, RunOptions, UnitsRun, run_units
 from ..schema import AGEBIN38, N_AGES, PERSONS, Microdata, age_classes, age_label
 from ..tables.persons import MISSING, TableSet, cell_attrs, cell_positions
 from ..vocab import Geo, Level, UnitStatus
@@ -513,17 +513,15 @@ def claims(
     solver: SolverOptions | None = None,
     k_solutions: int = 100,
     seed: int = 0,
-    workers: int = 1,
-    out: str | Path | None = None,
-    resume: bool = True,
-    progress=None,
+    run: RunOptions | None = None,
 ) -> ClaimsRun:
     """Verified claims for every block, tract by tract (see module docstring).
 
     ``cert_blocks`` is the per-block output of :func:`tabrecon.certify` (or of
     ``tabrecon.reconstruct(..., certify=True)``) for the same tables and reconstruction (its
-    ``status`` says which blocks are proven unique). With ``out`` (a folder), each tract's
-    per-record table is written to ``<out>/claims.parts/`` as it finishes and a rerun resumes.
+    ``status`` says which blocks are proven unique). With ``run.out`` (a folder,
+    :class:`~tabrecon.runner.RunOptions`), each tract's per-record table is written to
+    ``<out>/claims.parts/`` as it finishes and a rerun resumes.
     """
 
     if level not in Level.choices():
@@ -557,7 +555,8 @@ def claims(
         s_: Prior(*_histogram(recon.take(rows)))
         for s_, rows in recon.rows_by_prefix(states, 2).items()
     }
-    parts = Path(out) / "claims.parts" if out is not None else None
+    run = run or RunOptions()
+    parts = run.parts("claims.parts")
     ran = run_units(
         tracts,
         lambda t: _TractTask(
@@ -573,9 +572,7 @@ def claims(
         ),
         tag=f"claims-{level}-K{k_solutions}",
         parts=parts,
-        resume=resume,
-        workers=workers,
-        progress=progress,
+        run=run,
         fingerprint=run_fingerprint(
             parts,
             tables,

@@ -43,7 +43,7 @@ from ..engine.model import block_program, block_tables, cell_degree
 from ..engine.reconstruct import block_forms, certify_forms
 from ..engine.solvers import Extensible, IntProgram, SolverOptions, solve
 from ..errors import InputError, TabreconError
-from ..runner import Result, UnitsRun, run_units
+from ..runner import Result, RunOptions, UnitsRun, run_units
 from ..schema.registry import Tie, population
 from ..schema.spec import Schema, Units
 from ..tables.spec import predicate_matrix, table_by_name, tables_in
@@ -468,15 +468,13 @@ def reconstruct_release_together(
     name: str,
     opts: SolverOptions | None = None,
     *,
-    workers: int = 1,
-    out: str | Path | None = None,
-    resume: bool = True,
-    progress: Callable[[dict], None] | None = None,
+    run: RunOptions | None = None,
 ) -> ReleaseTogether:
     """:func:`reconstruct_together` tract by tract with the runner
-    (:func:`tabrecon.runner.run_units`): tracts in parallel, each written to ``<out>.parts/`` as
-    it finishes, a rerun resuming (refused when the tables or options differ), a failed tract
-    recorded while the others go on. Blocks are independent, so the result equals one call on
+    (:func:`tabrecon.runner.run_units`, as ``run`` says: :class:`~tabrecon.runner.RunOptions`):
+    tracts in parallel, each written to ``<out>.parts/`` as it finishes, a rerun resuming
+    (refused when the tables or options differ), a failed tract recorded while the others go
+    on. Blocks are independent, so the result equals one call on
     the whole."""
     from ..provenance import digest_long
 
@@ -506,7 +504,8 @@ def reconstruct_release_together(
             f"({len(only) - 1} more such blocks): both releases must cover the same blocks"
         )
     empty = [long_a.clear(), long_b.clear()]
-    parts = Path(str(out) + ".parts") if out is not None else None
+    run = run or RunOptions()
+    parts = run.parts()
     fp = None
     if parts is not None:
         fp = {
@@ -522,9 +521,7 @@ def reconstruct_release_together(
         ),
         tag=f"{name}-together",
         parts=parts,
-        resume=resume,
-        workers=workers,
-        progress=progress,
+        run=run,
         fingerprint=fp,
     )
     got = ran.tables(tracts)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 import zlib
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,7 +19,7 @@ import polars as pl
 from ..engine.solvers import SolverOptions
 from ..errors import InputError, TabreconError
 from ..io import write_figure
-from ..runner import Result, UnitsRun, run_units
+from ..runner import Result, RunOptions, UnitsRun, run_units
 from ..schema.spec import Schema, Units
 from ..tables.publication import EXACT, Publication
 from ..tables.spec import table_by_name
@@ -484,17 +484,14 @@ def release_claims(
     schema: Schema,
     options: ClaimsOptions | None = None,
     *,
-    workers: int = 1,
-    out: str | Path | None = None,
-    resume: bool = True,
-    progress: Callable[[dict], None] | None = None,
+    run: RunOptions | None = None,
     truth: Units | None = None,
     tied: pl.DataFrame | None = None,
 ) -> ClaimsRun:
     """Generate-then-Verify on every block of a release's tables over ``schema``, block by
     block (the module docstring says how; blocks are independent, their tables alone constrain
     them), asking ``options`` (:class:`ClaimsOptions`). Only the schema's tables the long table
-    holds in full are used. With ``out`` each block's
+    holds in full are used. With ``run.out`` (:class:`~tabrecon.runner.RunOptions`) each block's
     claims go to ``<out>/claims.parts/`` as it finishes and a rerun resumes (a rerun with other
     tables or options is refused). With ``tied`` (households: the person tables of the same
     blocks) every claim is verified given both releases (:func:`generate_then_verify`). With a
@@ -543,7 +540,8 @@ def release_claims(
                 f"block {only[0]} is in one release and not the other ({len(only) - 1} more "
                 "such blocks): both releases must cover the same blocks"
             )
-    parts = Path(out) / "claims.parts" if out is not None else None
+    run = run or RunOptions()
+    parts = run.parts("claims.parts")
     fp = None
     if parts is not None:
         fp = {
@@ -577,9 +575,7 @@ def release_claims(
         ),
         tag=f"{schema.name}-claims",
         parts=parts,
-        resume=resume,
-        workers=workers,
-        progress=progress,
+        run=run,
         fingerprint=fp,
     )
     dfs = ran.tables(geoids)

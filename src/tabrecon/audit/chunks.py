@@ -22,7 +22,7 @@ from ..attacks.reidentify import RATE_COLUMNS
 from ..defenses.defense import Defense
 from ..errors import InputError, TabreconError
 from ..io import file_digest, write_json, write_parquet, write_text
-from ..runner import notice, tree_cpu
+from ..runner import RunOptions, notice, tree_cpu
 from ..vocab import UnitStatus
 from .config import AuditConfig
 from .evaluate import DefenseOutcome, EvaluationPlan, evaluate_defense
@@ -309,10 +309,9 @@ class ChunkRunner:
             ts,
             level,
             self.opts(),
-            workers=self.cfg.run.workers,
-            out=path,
-            resume=self.resume,
-            progress=tick,
+            run=RunOptions(
+                workers=self.cfg.run.workers, out=path, resume=self.resume, progress=tick
+            ),
             certify=certify,
             distance=certify and c.distance,
             distance_time_limit=c.distance_time_limit or None,
@@ -392,10 +391,9 @@ class ChunkRunner:
             solver=self.opts(),
             k_solutions=self.cfg.claims.k_solutions,
             seed=self.seed,
-            workers=self.cfg.run.workers,
-            out=self.dir,
-            resume=self.resume,
-            progress=tick,
+            run=RunOptions(
+                workers=self.cfg.run.workers, out=self.dir, resume=self.resume, progress=tick
+            ),
         )
         write_parquet(run.persons, path)
         info = {

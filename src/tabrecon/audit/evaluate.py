@@ -33,6 +33,7 @@ from ..io import remove_file, write_parquet, write_text
 from ..metrics.accuracy import block_accuracy, block_cell_sq_error, l1_by_level
 from ..metrics.agreement import agree
 from ..populations.persons import reconstruct_persons
+from ..runner import RunOptions
 from ..schema import BLOCK_SIZE_LABELS, read_microdata, write_microdata
 from ..tables.persons import tabulate
 
@@ -241,11 +242,14 @@ def evaluate_defense(
         ts,
         plan.level,
         plan.solver,
-        workers=plan.workers,
-        out=w / "recon.parquet" if w else None,
-        resume=resume,
-        progress=tick(
-            f"{d.name}: reconstruct and certify" if plan.certify else f"{d.name}: reconstruct", ntr
+        run=RunOptions(
+            workers=plan.workers,
+            out=w / "recon.parquet" if w else None,
+            resume=resume,
+            progress=tick(
+                f"{d.name}: reconstruct and certify" if plan.certify else f"{d.name}: reconstruct",
+                ntr,
+            ),
         ),
         certify=plan.certify,
         distance=plan.certify and plan.distance,

@@ -22,6 +22,7 @@ import polars as pl
 
 from ..attacks.unit_claims_release import ClaimsOptions, ClaimsRun, release_claims
 from ..engine.solvers import SolverOptions
+from ..runner import RunOptions
 from ..schema.registry import Population
 from ..schema.spec import Units, read_units
 from ..tables.publication import Publication
@@ -109,10 +110,7 @@ def units_stage(
             block_seconds=h.block_time_limit,
             publication=pub,
         ),
-        workers=cfg.run.workers,
-        out=work / pop.name,
-        resume=resume,
-        progress=tick,
+        run=RunOptions(workers=cfg.run.workers, out=work / pop.name, resume=resume, progress=tick),
         truth=units,
         tied=tied.filter(pl.col("geoid").is_in(pick)) if tied is not None else None,
     )

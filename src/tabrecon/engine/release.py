@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Protocol
 
 import numpy as np
@@ -19,7 +18,7 @@ import polars as pl
 
 from ..errors import TabreconError
 from ..geo import prefix
-from ..runner import Result, UnitsRun, run_units
+from ..runner import Result, RunOptions, UnitsRun, run_units
 from ..schema.spec import Schema, Units
 from ..tables.publication import EXACT, Publication
 from ..tables.spec import table_by_name, tables_in
@@ -183,17 +182,15 @@ def reconstruct_release(
     schema: Schema,
     options: ReconstructOptions | None = None,
     *,
-    workers: int = 1,
-    out: str | Path | None = None,
-    resume: bool = True,
-    progress: Callable[[dict], None] | None = None,
+    run: RunOptions | None = None,
     asked: Mapping[str, str] | None = None,
     reference: Units | None = None,
     meanwhile: Callable[[], None] | None = None,
 ) -> ReleaseReconstruction:
     """Reconstruct every tract of a release's tables (a long table, or :class:`TractTables`)
     over ``schema`` with the runner
-    (:func:`tabrecon.runner.run_units`): tracts in parallel (``workers``, or the Dask cluster of
+    (:func:`tabrecon.runner.run_units`, as ``run`` says: :class:`~tabrecon.runner.RunOptions`):
+    tracts in parallel (``workers``, or the Dask cluster of
     :func:`tabrecon.runner.execution`), each written to ``<out>.parts/`` as it finishes, a rerun
     resuming (a rerun with other tables or options is refused; ``asked``: what the caller was
     asked beyond ``options``, e.g. a level it answered with another, refused too when it
@@ -226,7 +223,8 @@ def reconstruct_release(
             f"level 'block+tract' needs tract tables; these tables hold none of the "
             f"{schema.name} schema's ({', '.join(names)} are block tables): use level 'block'"
         )
-    parts = Path(str(out) + ".parts") if out is not None else None
+    run = run or RunOptions()
+    parts = run.parts()
     fp = None
     if parts is not None:
         fp = {
@@ -264,9 +262,7 @@ def reconstruct_release(
         lambda t: _TractTask(t, split.parts[t], schema, names, options, refs.get(t)),
         tag=f"{schema.name}-reconstruct",
         parts=parts,
-        resume=resume,
-        workers=workers,
-        progress=progress,
+        run=run,
         fingerprint=fp,
         meanwhile=meanwhile,
     )

@@ -32,6 +32,7 @@ import polars as pl
 
 from ..attacks.unit_claims_release import ClaimsOptions, matching_units, release_claims
 from ..engine.solvers import SolverOptions
+from ..runner import RunOptions
 from ..schema.spec import Schema, Units
 from ..tables.publication import MISSING, Publication
 from ..tables.spec import cell_tables, publish_counts, tables_in, tabulate_units
@@ -88,7 +89,7 @@ def sweep_publication(
                 block_seconds=block_seconds,
                 publication=pub,
             ),
-            workers=workers,
+            run=RunOptions(workers=workers),
             truth=units,
         )
         c = run.claims

@@ -24,6 +24,7 @@ import polars as pl
 
 from ..errors import InputError, TabreconError
 from ..records.synth import SynthConfig, synthesize
+from ..runner import RunOptions
 from ..schema import AGE_MAX, AGEBIN_OF_AGE, PERSONS, PERSONS_BINNED, Microdata, person_units
 from ..schema.registry import Engine, Population, register
 from ..tables.measures import Measure, MedianRule, Statistic
@@ -425,16 +426,17 @@ def _release_run(
     tables: TableSet,
     level: str,
     solver: SolverOptions | None,
-    runner: dict,
+    run: RunOptions | None,
     *,
     distance: bool,
     distance_time_limit: float | None,
     check_unique: bool = True,
     reference: Units | None = None,
+    meanwhile: Callable[[], None] | None = None,
 ) -> tuple[ReleaseReconstruction, list[str], str, list[str]]:
     """A person release through :func:`~tabrecon.engine.release.reconstruct_release`
-    at ``level`` (``runner``: its workers, out, resume and progress): the run, the tables used,
-    the level answered and what was left out (:func:`release_tracts`)."""
+    at ``level``: the run, the tables used, the level answered and what was left out
+    (:func:`release_tracts`)."""
     from ..engine.release import ReconstructOptions, reconstruct_release
     from ..engine.solvers import SolverOptions
 
@@ -447,15 +449,16 @@ def _release_run(
         unique_on=UNIQUE_ON,
         check_unique=check_unique,
     )
-    run = reconstruct_release(
+    rel = reconstruct_release(
         split,
         PERSONS,
         opts,
         asked={"level": str(level)} if run_level != level else None,
         reference=reference,
-        **runner,
+        run=run,
+        meanwhile=meanwhile,
     )
-    return run, used, run_level, notes
+    return rel, used, run_level, notes
 
 
 def reconstruct_persons(
@@ -463,10 +466,7 @@ def reconstruct_persons(
     level: str = "block+tract",
     solver: SolverOptions | None = None,
     *,
-    workers: int = 1,
-    out: str | Path | None = None,
-    resume: bool = True,
-    progress: Callable[[dict], None] | None = None,
+    run: RunOptions | None = None,
     certify: bool = False,
     distance: bool = False,
     distance_time_limit: float | None = None,
@@ -475,9 +475,10 @@ def reconstruct_persons(
     """Person records from a release's person tables (:class:`tabrecon.tables.persons.TableSet`)
     with the count model written over any schema (:func:`tabrecon.engine.reconstruct
     .reconstruct_release`: tracts in parallel, written to ``<out>.parts/`` as they finish, a
-    rerun resuming): each block from its block tables, at "block+tract" a tract's blocks
-    jointly under PCT12 and PCT12A-O. With ``certify`` each block is also proven unique or
-    not at agebin38 (the Bureau's question), and with ``distance`` its solution variability
+    rerun resuming, as ``run`` says: :class:`~tabrecon.runner.RunOptions`): each block from
+    its block tables, at "block+tract" a tract's blocks jointly under PCT12 and PCT12A-O. With
+    ``certify`` each block is also proven unique or not at agebin38 (the Bureau's question),
+    and with ``distance`` its solution variability
     measured, in the same program. A table published only in part is left out (said in
     :attr:`PersonReconstruction.notes`); at "block+tract" a release without tract tables is
     reconstructed from its block tables. Tracts whose tables contradict each other name the
@@ -499,18 +500,20 @@ def reconstruct_persons(
 
     t0 = time.perf_counter()
     solver = solver or SolverOptions()
-    run, used, run_level, notes = _release_run(
+    rel, used, run_level, notes = _release_run(
         tables,
         level,
         solver,
-        dict(workers=workers, out=out, resume=resume, progress=progress, meanwhile=meanwhile),
+        run,
         distance=distance,
         distance_time_limit=distance_time_limit,
         check_unique=certify or distance,
+        meanwhile=meanwhile,
     )
-    records = person_records(run.units)
+    out = (run or RunOptions()).out
+    records = person_records(rel.units)
     records.source = f"reconstruction ({level})"
-    blocks = _verdict_frame(run.blocks, str(run_level))
+    blocks = _verdict_frame(rel.blocks, str(run_level))
     conflicts: dict[str, list[dict]] = {}
     bad = blocks.filter(pl.col("status") == Verdict.INFEASIBLE)["block_geoid"].sort().to_list()
     for tract in sorted({g[:11] for g in bad}):
@@ -530,7 +533,7 @@ def reconstruct_persons(
     return PersonReconstruction(
         records,
         blocks,
-        run.results,
+        rel.results,
         str(level),
         used,
         time.perf_counter() - t0,
@@ -546,11 +549,8 @@ def certify_persons(
     level: str = "block+tract",
     solver: SolverOptions | None = None,
     *,
-    workers: int = 1,
-    out: str | Path | None = None,
-    resume: bool = True,
+    run: RunOptions | None = None,
     distance: bool = True,
-    progress: Callable[[dict], None] | None = None,
     distance_time_limit: float | None = None,
 ) -> CertRun:
     """Certify a person reconstruction made elsewhere (a file, another tool's, the truth) with
@@ -582,17 +582,17 @@ def certify_persons(
         tables.source or "the tables",
         recon.source or "the reconstruction",
     )
-    run, _used, run_level, notes = _release_run(
+    rel, _used, run_level, notes = _release_run(
         tables,
         level,
         solver,
-        dict(workers=workers, out=out, resume=resume, progress=progress),
+        run,
         distance=distance,
         distance_time_limit=distance_time_limit,
         reference=person_units(recon),
     )
-    blocks = _verdict_frame(run.blocks, str(run_level))
-    failed = _failed_tracts(run.results, blocks, {})
+    blocks = _verdict_frame(rel.blocks, str(run_level))
+    failed = _failed_tracts(rel.results, blocks, {})
     by_tract = recon.rows_by_prefix([r["unit"] for r in failed])
     for r in failed:  # a refused tract: the published cells its records break, named
         if r["status"] == "refused":
@@ -601,7 +601,7 @@ def certify_persons(
                 r["message"] += "; cells it breaks: " + "; ".join(bad)
     gone = [r["unit"] for r in failed]
     blocks = blocks.filter(~pl.col("block_geoid").str.slice(0, 11).is_in(gone))
-    results = [r for r in run.results if r["unit"] not in gone] + failed
+    results = [r for r in rel.results if r["unit"] not in gone] + failed
     for note in notes:
         notice(f"certify: {note}")
     return CertRun(blocks, results, str(level), time.perf_counter() - t0)

@@ -12,6 +12,7 @@ from rich.markup import escape
 from ... import vocab
 from ...errors import TabreconError
 from ...io import Reads, Writes, check_suffix
+from ...runner import RunOptions
 from ...tables.publication import EXACT, Publication
 from ...vocab import Geo
 from ..terminal import (
@@ -166,10 +167,7 @@ def _reconstruct_persons(
             ts,
             level,
             solver,
-            workers=workers,
-            out=out,
-            resume=not fresh,
-            progress=tick,
+            run=RunOptions(workers=workers, out=out, resume=not fresh, progress=tick),
             certify=True,
             distance=distance,
         )
@@ -229,7 +227,10 @@ def _reconstruct_release(
     prog, tick = progress(n, f"{pop.name} reconstruct")
     with prog:
         run = reconstruct_release(
-            long, pop.schema, opts, workers=workers, out=out, resume=not fresh, progress=tick
+            long,
+            pop.schema,
+            opts,
+            run=RunOptions(workers=workers, out=out, resume=not fresh, progress=tick),
         )
     write_units(run.units, out)
     blocks_path = write_csv(run.blocks, beside(out, "_blocks.csv"))
@@ -317,10 +318,7 @@ def _reconstruct_together(
             long_b,
             pop.name,
             solver,
-            workers=workers,
-            out=out,
-            resume=not fresh,
-            progress=tick,
+            run=RunOptions(workers=workers, out=out, resume=not fresh, progress=tick),
         )
     paths = write_together(run.rec, out)
     console.print("\n".join(run.summary_lines()))
@@ -431,11 +429,8 @@ def solvar(
             rec,
             level,
             opts,
-            workers=workers,
-            out=out,
-            resume=not fresh,
+            run=RunOptions(workers=workers, out=out, resume=not fresh, progress=tick),
             distance=distance,
-            progress=tick,
             distance_time_limit=distance_time_limit or None,
         )
     for r in run.failed:

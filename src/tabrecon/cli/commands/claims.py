@@ -13,6 +13,7 @@ from rich.markup import escape
 
 from ... import vocab
 from ...errors import TabreconError
+from ...runner import RunOptions
 from ...tables.publication import EXACT, Publication
 from ..terminal import (
     FolderOut,
@@ -184,10 +185,7 @@ def claims(
             solver=opts,
             k_solutions=k_solutions,
             seed=seed,
-            workers=workers,
-            out=out,
-            resume=not fresh,
-            progress=tick,
+            run=RunOptions(workers=workers, out=out, resume=not fresh, progress=tick),
         )
     for r in run.failed:
         err.print(f"[red]tract {r['unit']}: {r['status']}[/red] -- {escape(r.get('message', ''))}")
@@ -267,10 +265,7 @@ def _release_claims(
                 block_seconds=block_time_limit,
                 publication=publication,
             ),
-            workers=workers,
-            out=out,
-            resume=not fresh,
-            progress=tick,
+            run=RunOptions(workers=workers, out=out, resume=not fresh, progress=tick),
             truth=units,
             tied=tied,
         )
