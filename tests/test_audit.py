@@ -483,11 +483,14 @@ def worker(args):
 
 
 if __name__ == "__main__":
-    from tabrecon.runner import run_units
+    from tabrecon.runner import RunOptions, run_units
 
     folder = sys.argv[1]
     ran = run_units(
-        list("abcdef"), lambda u: functools.partial(worker, (u, folder)), tag="t", workers=2
+        list("abcdef"),
+        lambda u: functools.partial(worker, (u, folder)),
+        tag="t",
+        run=RunOptions(workers=2),
     )
     print(",".join(s["status"] for s in ran.results), ",".join(sorted(ran.frames)))
 """
