@@ -38,13 +38,7 @@ import polars as pl
 import scipy.sparse as sp
 
 from ..engine.model import block_bounds, block_program, block_statistics
-from ..engine.solvers import (
-    Extensible,
-    IntProgram,
-    SolverOptions,
-    independent_rows,
-    prove_forms,
-)
+from ..engine.solvers import Extensible, IntProgram, SolverOptions, independent_rows, prove_forms
 from ..errors import TabreconError
 from ..schema.spec import Schema, Units
 from ..tables.publication import EXACT, Publication
@@ -725,8 +719,8 @@ def generate(
         if sols:
             continue
         # any solution will do, not the objective's optimum: CP-SAT stops after
-        # GENERATE_WORK of its deterministic time (the same solution on every machine) with
-        # the best it has found
+        # GENERATE_WORK of its deterministic time with the best it has found (the same
+        # solution on every machine, unless the wall-clock limit comes first)
         limit = min(opts.time_limit or 5, 5, left if left is not None else 5)
         s = base.solve_base(obj, opts=replace(opts, time_limit=limit), work_limit=GENERATE_WORK)
         infeasible = s.status == SolveStatus.INFEASIBLE

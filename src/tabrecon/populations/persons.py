@@ -478,12 +478,12 @@ def reconstruct_persons(
     rerun resuming, as ``run`` says: :class:`~tabrecon.runner.RunOptions`): each block from
     its block tables, at "block+tract" a tract's blocks jointly under PCT12 and PCT12A-O. With
     ``certify`` each block is also proven unique or not at agebin38 (the Bureau's question),
-    and with ``distance`` its solution variability
-    measured, in the same program. A table published only in part is left out (said in
-    :attr:`PersonReconstruction.notes`); at "block+tract" a release without tract tables is
-    reconstructed from its block tables. Tracts whose tables contradict each other name the
-    cells whose smallest change restores feasibility. ``meanwhile``: the caller's own work,
-    run while the tracts are solved (:func:`tabrecon.runner.run_units`).
+    and with ``distance`` its solution variability measured, in the same program. A table
+    published only in part is left out (said in :attr:`PersonReconstruction.notes`); at
+    "block+tract" a release without tract tables is reconstructed from its block tables.
+    Tracts whose tables contradict each other name the cells whose smallest change restores
+    feasibility. ``meanwhile``: the caller's own work, run while the tracts are solved
+    (:func:`tabrecon.runner.run_units`).
 
     >>> from tabrecon.records.synth import SynthConfig, synthesize
     >>> from tabrecon.tables.persons import tabulate
