@@ -583,6 +583,51 @@ def test_spreading_proofs_give_the_same_verdicts_in_fewer_proofs(monkeypatch):
     assert again.equals(spread) and n_again == n_spread
 
 
+def test_certification_with_every_constraint_in_the_lp_gives_the_same_answers(monkeypatch):
+    """Certification's solves ask CP-SAT for every constraint in its LP relaxation
+    (:data:`~tabrecon.engine.variability.LINEARIZATION`), on models it builds and on the
+    reconstruction's own model it is handed: the verdicts and solvar of every block equal those
+    under CP-SAT's default level."""
+    import tabrecon.engine.solvers as S
+    import tabrecon.engine.variability as V
+    from tabrecon.records.synth import synthesize
+    from tabrecon.schema import AGEBIN_OF_AGE, PERSONS, person_units
+
+    md = synthesize(SynthConfig(persons=6000), seed=11)
+    long = tabulate_units(person_units(md))
+    levels: list[int | None] = []
+    solve = S.solve_cpsat_model
+
+    def spy(m, n_vars, opts, *a, **k):
+        levels.append(opts.linearization)
+        return solve(m, n_vars, opts, *a, **k)
+
+    monkeypatch.setattr(S, "solve_cpsat_model", spy)
+
+    def run(level: int | None) -> pl.DataFrame:
+        monkeypatch.setattr(V, "LINEARIZATION", level)
+        levels.clear()
+        rec = reconstruct_units(
+            long, PERSONS, level="block+tract", unique_on={"age": AGEBIN_OF_AGE}, distance=True
+        )
+        return rec.blocks.select("geoid", "status", "solvar")
+
+    full = run(2)
+    assert levels.count(2) >= 5  # the zero test's proofs and the distances
+    plain = run(None)
+    assert 2 not in levels
+    assert (full["status"] == "varies").sum() > 10
+    assert full.equals(plain)
+
+
+def test_solver_options_refuse_an_unknown_linearization_level():
+    from tabrecon.engine.solvers import SolverOptions
+    from tabrecon.errors import TabreconError
+
+    with pytest.raises(TabreconError, match="linearization level 3"):
+        SolverOptions(linearization=3)
+
+
 def test_block_programs_over_classes_give_the_type_programs_answers():
     """At block level each block's variables count the classes of types no block cell tells
     apart (persons: one sex, race and origin over an agebin38 range) whenever uniqueness is

@@ -89,6 +89,9 @@ class SolverOptions:
     #: CP-SAT presolve: ``full`` (its defaults) or ``light`` (one presolve pass, no probing) for
     #: the many small searches of certification, where presolve was 80% of each 0.1 s solve
     presolve: str = "full"
+    #: CP-SAT's ``linearization_level`` (None: its default, 1): 2 puts every constraint in its
+    #: LP relaxation, which certification's proofs (:mod:`tabrecon.engine.variability`) use
+    linearization: int | None = None
 
     def __post_init__(self) -> None:
         if self.backend not in BACKENDS:
@@ -97,6 +100,10 @@ class SolverOptions:
             )
         if self.presolve not in ("full", "light"):
             raise TabreconError(f"unknown presolve {self.presolve!r}; choose 'full' or 'light'")
+        if self.linearization not in (None, 0, 1, 2):
+            raise TabreconError(
+                f"unknown linearization level {self.linearization!r}; choose 0, 1 or 2"
+            )
 
     def for_task(self, task: str) -> SolverOptions:
         """These options with ``auto`` resolved for ``task`` (reconstruct, certify, claims)."""
@@ -406,6 +413,22 @@ class Extensible:
             _set_objective(m.proto, c, maximize)
         return solve_cpsat_model(m, p.n_vars + n_new, opts, t0, maximize, work_limit)
 
+    def using(self, opts: SolverOptions) -> Extensible:
+        """This program with other options for its solves, the model built once shared (the
+        backend is this one's: only CP-SAT's parameters and the limits change).
+
+        >>> p = IntProgram(A=sp.csr_matrix(np.array([[1, 1]])), lo=np.array([2]),
+        ...                hi=np.array([2]), ub=np.array([2, 2]))
+        >>> e = Extensible(p, SolverOptions(backend="cpsat"))
+        >>> e.using(SolverOptions(backend="cpsat", linearization=2)).solve_base().x.sum()
+        np.int64(2)
+        """
+        other = Extensible.__new__(Extensible)
+        other.prog, other._base, other._cpsat = self.prog, self._base, self._cpsat
+        other._relaxation, other._lp = self._relaxation, self._lp
+        other.opts = replace(opts, backend=self.opts.backend)
+        return other
+
     @property
     def on_cpsat(self) -> bool:
         """Whether :meth:`solve` runs on a CP-SAT model (``work_limit`` is honoured)."""
@@ -688,6 +711,8 @@ def solve_cpsat_model(
     if opts.presolve == "light":
         solver.parameters.max_presolve_iterations = 1
         solver.parameters.cp_model_probing_level = 0
+    if opts.linearization is not None:
+        solver.parameters.linearization_level = opts.linearization
     with stoppable(solver):
         st = solver.solve(m)  # type: ignore[arg-type]  # CpSolver reads only .proto
     name = solver.status_name(st)

@@ -50,6 +50,11 @@ ESCALATE_AFTER = 1.0
 JOINT_ROUNDS = 1
 #: Seconds for a block's own-rows bound when the blocks are coupled (it is only a bound).
 OWN_ROWS_LIMIT = 0.2
+#: CP-SAT's linearization level in certification: 2 (every constraint in its LP relaxation)
+#: against its default 1 made the zero test's proofs 40% faster (synthetic 100,000-person state,
+#: 10 tracts at block+tract: 1.96 -> 1.17 s; the distances 3.02 -> 2.79 s), the same verdicts.
+#: None: CP-SAT's default (a benchmark's baseline).
+LINEARIZATION: int | None = 2
 #: Seconds for each joint maximisation (it supplies lower bounds only: any population will do).
 JOINT_LIMIT = 0.3
 
@@ -580,7 +585,11 @@ def block_variability(
     >>> v.percent()[0].tolist()   # block 0 can lose one of its two units: solvar 50%
     [50.0, 0.0]
     """
-    opts = replace(opts, presolve="light")  # each search is small; presolve was most of it
+    # each search is small: presolve was most of it. Every constraint in CP-SAT's LP
+    # (:data:`LINEARIZATION`) makes the zero test's proofs cheaper
+    opts = replace(opts, presolve="light", linearization=LINEARIZATION)
+    if base is not None and base.on_cpsat:
+        base = base.using(replace(base.opts, linearization=LINEARIZATION))
     nb = cp.N.size
     state = np.zeros(nb, dtype=np.int8)
     lower = np.zeros(nb, dtype=np.int64)
