@@ -446,7 +446,7 @@ def distances(
         reduced, kept, _ = drop_fixed(hold_forms(p, G, c, (state == UNIQUE)[key_block]))
         shared = Extensible(reduced, capped(opts, ESCALATE_AFTER) if escalate else opts)
         Gk = G[:, kept].tocsr()
-        joint = Extensible(reduced, capped(opts, JOINT_LIMIT))
+        joint = shared.using(capped(opts, JOINT_LIMIT))  # the model built once
         is_open = np.zeros(nb, dtype=bool)
         is_open[varying] = lower[varying] < upper[varying]
         for _ in range(JOINT_ROUNDS):
