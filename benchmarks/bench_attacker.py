@@ -33,6 +33,7 @@ from __future__ import annotations
 import argparse
 import time
 from dataclasses import asdict, replace
+from typing import Any, cast
 
 import numpy as np
 import polars as pl
@@ -234,7 +235,9 @@ def main() -> dict | None:
 
     def stage_ages(e: CommercialErrors) -> CommercialErrors:
         return stage(
-            lambda x: replace(e, **{k: _sig(v) for k, v in zip(ages, x, strict=True)}),
+            lambda x: replace(
+                e, **cast(dict[str, Any], dict(zip(ages, map(_sig, x), strict=True)))
+            ),
             np.array([_logit(getattr(e, k)) for k in ages]),
             ratio_terms,
         )
@@ -301,7 +304,7 @@ def main() -> dict | None:
         top = 2.0 if k == "address_weight" else 1.0
         for new in (v * 0.5, min(v * 1.5, top) if v > 0.0 else 0.05):
             try:
-                e = replace(fitted, **{k: new})
+                e = replace(fitted, **cast(dict[str, Any], {k: new}))
             except Exception:
                 continue
             mm = measure(md, rec, ts, "commercial", e)
@@ -312,6 +315,7 @@ def main() -> dict | None:
                 f"{mm['rec_all'] - m['rec_all']:+.1f}"
             )
     print("fitted CommercialErrors: " + repr(asdict(fitted)))
+    return {"fitted": asdict(fitted)}
 
 
 if __name__ == "__main__":

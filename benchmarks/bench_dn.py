@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import statistics
 import time
+from typing import Any
 
 import numpy as np  # noqa: E402
 
@@ -17,7 +18,7 @@ from benchmarks.common import machine, peak_rss_mib, record  # noqa: E402
 from tabrecon.attacks.linear import decode_exact, decode_lp, decode_lsq, make_instance  # noqa: E402
 
 
-def timed(f, *a, reps: int = 5, **k) -> tuple[float, object]:
+def timed(f, *a, reps: int = 5, **k) -> tuple[float, Any]:
     out, ts = None, []
     for _ in range(reps):
         t = time.perf_counter()

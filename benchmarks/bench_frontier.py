@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from typing import cast
 
 from benchmarks.common import record
 from tabrecon.defenses.matrix import Budget, Strategy, Workload
@@ -70,8 +71,8 @@ def main() -> None:
     print(
         f"randomized response (pi 0.3, n 1000, 200,000 surveys per epsilon, 0.1 <= eps <= 5, "
         f"{time.perf_counter() - t:.1f} s): max |var sim/closed - 1| "
-        f"{100 * rr['var_rel_diff'].abs().max():.2f}%, max |slope numeric/closed - 1| "
-        f"{rr['slope_rel_diff'].abs().max():.1e}"
+        f"{100 * cast(float, rr['var_rel_diff'].abs().max()):.2f}%, max |slope numeric/closed - 1| "
+        f"{cast(float, rr['slope_rel_diff'].abs().max()):.1e}"
     )
 
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from typing import cast
 
 import numpy as np
 import polars as pl
@@ -70,7 +71,7 @@ def main() -> dict:
         f"tabulate {n_tables} tables ({per_block} cells per block): {time.perf_counter() - t:.1f} s"
     )
     size = units.to_frame().group_by("block_geoid").len()
-    median = int(size["len"].median())
+    median = int(cast(float, size["len"].median()))
     pick = (
         size.with_columns((pl.col("len") - median).abs().alias("d"))
         .sort("d", "block_geoid")

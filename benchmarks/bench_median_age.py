@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from typing import Any
 
 from benchmarks.common import real_sample_tracts, record
 from tabrecon.engine.reconstruct import reconstruct_units
@@ -55,7 +56,7 @@ def main() -> dict:
     out: dict = {}
     print(f"{'tables':<26} {'unique at agebin38':>19} {'unique by single year':>22} {'seconds':>8}")
     for label, names in sets.items():
-        row = {}
+        row: dict[str, Any] = {}
         t = time.perf_counter()
         for key, on in (("agebin38", {"age": AGEBIN_OF_AGE}), ("single_year", None)):
             rec = reconstruct_units(long, PERSONS, names, unique_on=on)

@@ -30,6 +30,7 @@ import contextlib
 import io
 import time
 from dataclasses import replace
+from typing import Any, cast
 
 import polars as pl
 
@@ -107,20 +108,20 @@ def main() -> dict:
     ):
         t = time.perf_counter()
         if scfg is None:
-            rel, share = md, 0.0
+            rel, swapped = md, 0.0
         else:
             sw = swap(md, scfg, args.seed)
-            rel, share = sw.records, sw.swapped_units / sw.units
+            rel, swapped = sw.records, sw.swapped_units / sw.units
         ag = agree(rel, md, warn=False)
         by = [round(float(x), 1) for x in ag.by_bin["binned_pct"]]
         print(
-            f"release {name}: {100 * share:.2f}% of households swapped; binned agreement with the "
-            f"input {ag.binned_pct:.1f}% overall, by block size {' / '.join(map(str, by))} "
+            f"release {name}: {100 * swapped:.2f}% of households swapped; binned agreement with "
+            f"the input {ag.binned_pct:.1f}% overall, by block size {' / '.join(map(str, by))} "
             f"(HDF-CEF 96.4 overall, 74.0 in 1-9, 99.3 in 1000+)"
         )
         rt = _attack(md, rel)
         out[f"release: {name}"] = {
-            "swapped_share": round(share, 4),
+            "swapped_share": round(swapped, 4),
             "agreement_binned": round(ag.binned_pct, 1),
             "agreement_binned_by_bin": by,
             **_report(f"  {name} ({time.perf_counter() - t:.0f} s)", len(md), rt),
@@ -150,7 +151,9 @@ def _nonmodal_share(md) -> list[float]:
         md, md, simulate_attacker(md, "perfect"), tables=tabulate(md, ["P8", "P9"])
     ).records
     return [
-        round(100 * float(rec.filter(pl.col("size_bin") == i)["nonmodal"].mean() or 0), 1)
+        round(
+            100 * float(cast(float, rec.filter(pl.col("size_bin") == i)["nonmodal"].mean() or 0)), 1
+        )
         for i in range(len(BLOCK_SIZE_LABELS))
     ]
 
@@ -165,7 +168,7 @@ def _report(name: str, records: int, rt: pl.DataFrame) -> dict:
         return float("nan") if not len(v) or v[0] is None else round(float(v[0]), 1)
 
     bins = [p("attack", "nonmodal", b) for b in BLOCK_SIZE_LABELS]
-    o = {
+    o: dict[str, Any] = {
         "records": records,
         "all_rec": p("attack", "all"),
         "all_truth": p("truth", "all"),

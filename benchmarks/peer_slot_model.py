@@ -75,5 +75,5 @@ def build_slot_model(ts: TableSet, tract: str) -> tuple[IntProgram, np.ndarray, 
     A = sp.csr_matrix(
         (np.concatenate(data), (np.concatenate(rows), np.concatenate(cols))), shape=(nrow, n)
     )
-    b = np.concatenate(rhs)
-    return IntProgram(A=A, lo=b, hi=b.copy(), ub=np.ones(n, dtype=np.int64)), vb, vt
+    rhs_all = np.concatenate(rhs)
+    return IntProgram(A=A, lo=rhs_all, hi=rhs_all.copy(), ub=np.ones(n, dtype=np.int64)), vb, vt

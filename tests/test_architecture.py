@@ -26,7 +26,7 @@ def _imports() -> dict[str, list[tuple[str, list[str], int]]]:
     for path in SRC.rglob("*.py"):
         mod = _module_name(path)
         pkg = mod if path.name == "__init__.py" else mod.rsplit(".", 1)[0]
-        edges = []
+        edges: list[tuple[str, list[str], int]] = []
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ImportFrom):
                 if node.level:

@@ -151,6 +151,7 @@ def _loose_distance(ts, tract: str, level: str, rec, block: str) -> int:
     )
     sol = solve(prog)
     assert sol.status == "optimal"
+    assert sol.objective is not None
     return int(round(sol.objective))
 
 

@@ -220,8 +220,8 @@ def test_a_solution_found_before_the_search_stops_is_kept():
         asked.append(work_limit)
         return Solution(SolveStatus.TIMEOUT, np.array([0, 1]), -1.0, -2.0, 0.5, "cpsat")
 
-    base._relaxation = Fractional()  # type: ignore[assignment]
-    base.solve_base = stopped  # type: ignore[method-assign]
+    base._relaxation = Fractional()
+    base.solve_base = stopped
     rng = np.random.default_rng(0)
     sols, short, infeasible = unit_claims.generate(base, 3, rng, opts, None, 0.0)
     assert [s.tolist() for s in sols] == [[0, 1]] and not short and not infeasible

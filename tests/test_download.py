@@ -24,7 +24,10 @@ class FakeAPI:
     """Serves a TableSet's values in the API's format; counts requests; can be told to fail."""
 
     def __init__(self, ts, name=api_name) -> None:
-        self.ts, self.requests, self.fail = ts, [], {}  # fail: tract -> (code, times)
+        self.requests: list[dict[str, str]] = []
+        self.fail: dict[str, tuple[int, int]] = {}  # tract -> (code, times)
+        self.url = ""
+        self.ts = ts
         cols = {}
         for level, g in ts.grids.items():
             cols[level] = {name(c): j for j, c in enumerate(g.cells)}

@@ -344,7 +344,9 @@ class _Files:
         import threading
         from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-        self.files, self.fail, self.requests = files, {}, []
+        self.files = files
+        self.fail: dict[str, int] = {}
+        self.requests: list[str] = []
         me = self
 
         class Handler(BaseHTTPRequestHandler):

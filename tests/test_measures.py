@@ -148,7 +148,11 @@ AGE = Attribute("age", tuple((a, f"{a} years") for a in range(5)))
 TOY = Schema("measuretoy", "person", (SEX, AGE))
 BLOCK = "990010001001000"
 N_TYPES = 10
-BY_SEX = (("Both sexes", {}), ("Male", {"sex": (0,)}), ("Female", {"sex": (1,)}))
+BY_SEX: tuple[tuple[str, dict[str, tuple[int, ...]]], ...] = (
+    ("Both sexes", {}),
+    ("Male", {"sex": (0,)}),
+    ("Female", {"sex": (1,)}),
+)
 
 
 def _count(name: str, number: int, lines: tuple) -> UnitTable:

@@ -220,11 +220,10 @@ def write_2020_pl(ts, folder: Path, st: str = "zz") -> None:
         width = {1: 149, 2: 152, 3: 15}[seg]
         lines = []
         for i, geo in enumerate(g.geoids):
-            row = ["PLST", st.upper(), "000", f"{seg:02d}", f"{logrec[geo]:07d}"] + ["0"] * (
-                width - 5
-            )
-            for f, cell in fields.items():
-                row[f - 1] = str(int(g.col(cell)[i]))
+            row = ["PLST", st.upper(), "000", f"{seg:02d}", f"{logrec[geo]:07d}"]
+            row += ["0"] * (width - 5)
+            for at, cell in fields.items():
+                row[at - 1] = str(int(g.col(cell)[i]))
             lines.append("|".join(row))
         (folder / f"{st}{seg:05d}2020.pl").write_text("\n".join(lines) + "\n")
 
