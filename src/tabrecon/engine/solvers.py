@@ -7,6 +7,7 @@ a :class:`Solution` whose status distinguishes a proof (``optimal``/``infeasible
 
 from __future__ import annotations
 
+import copy
 import time
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -423,9 +424,7 @@ class Extensible:
         >>> e.using(SolverOptions(backend="cpsat", linearization=2)).solve_base().x.sum()
         np.int64(2)
         """
-        other = Extensible.__new__(Extensible)
-        other.prog, other._base, other._cpsat = self.prog, self._base, self._cpsat
-        other._relaxation, other._lp = self._relaxation, self._lp
+        other = copy.copy(self)  # shares the built models; none is changed in place
         other.opts = replace(opts, backend=self.opts.backend)
         return other
 
