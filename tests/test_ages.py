@@ -12,8 +12,8 @@ import pytest
 import scipy.sparse as sp
 
 from tabrecon import certify, reconstruct
-from tabrecon.attacks.claims import claims
 from tabrecon.engine.solvers import IntProgram, SolverOptions, solve
+from tabrecon.populations.persons import claims
 from tabrecon.schema import AGE_MAX, RACE_BITS, RACES, decode_types, read_microdata, write_microdata
 from tabrecon.tables.persons import MISSING, N_TYPES, TableSet, cell_index, tabulate, weight_matrix
 

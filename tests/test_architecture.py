@@ -96,7 +96,10 @@ def test_no_import_cycle():
 #: the code written once over any schema: it may know a Schema, never a particular one (every
 #: module of ``tabrecon.engine``, and these)
 ENGINE = (
+    "tabrecon.attacks.claims",
     "tabrecon.attacks.unit_claims",
+    "tabrecon.attacks.unit_claims_tract",
+    "tabrecon.attacks.unit_claims_release",
     "tabrecon.audit.units",
     "tabrecon.tables.spec",
     "tabrecon.tables.layout",
@@ -162,8 +165,6 @@ UPWARD = {
     # a cell looked up by id among every registered population's tables (the registry imports
     # the population modules on first use)
     ("tabrecon.tables.spec", "tabrecon.populations"),
-    # the person claims prove themselves in the program of the person release's tracts
-    ("tabrecon.attacks.claims", "tabrecon.populations.persons"),
     # the audit writes its report at the end of the run
     ("tabrecon.audit.run", "tabrecon.report.html"),
     ("tabrecon.audit.run", "tabrecon.report.maps"),

@@ -12,10 +12,18 @@ import pytest
 from tabrecon.attacks import claims as C
 from tabrecon.attacks.certify import binned_type
 from tabrecon.attacks.unit_claims import claim_keys
+from tabrecon.engine.solvers import SolverOptions
 from tabrecon.interrupts import process_pool
-from tabrecon.populations.persons import reconstruct_persons
+from tabrecon.populations.persons import (
+    COLUMNS,
+    describe_claim,
+    person_tables,
+    reconstruct_persons,
+    release_tracts,
+)
+from tabrecon.populations.persons import claims as person_claims
 from tabrecon.runner import RunOptions
-from tabrecon.schema import PERSONS, Microdata
+from tabrecon.schema import PERSONS, Microdata, person_units
 from tabrecon.tables.persons import tabulate
 
 
@@ -35,7 +43,7 @@ def truth_counts(truth: Microdata, claims: pl.DataFrame) -> np.ndarray:
     )
     span = np.int64(1 << 20)  # above any key on the person claim columns (2 * 38 * 2**7)
     for names in claims["columns"].unique().to_list():
-        cols = tuple(C.COLUMNS.index(n) for n in names.split(","))
+        cols = tuple(COLUMNS.index(n) for n in names.split(","))
         tkey = truth.block.astype(np.int64) * span + claim_keys(binned, PERSONS, cols)
         u, cnt = np.unique(tkey, return_counts=True)
         sel = np.flatnonzero(claims["columns"].to_numpy() == names)
@@ -55,19 +63,15 @@ def run_claims(truth: Microdata, level: str, k: int = 10, done=None, workers: in
     else:
         ts, rec, cert = done
     status = dict(zip(cert["block_geoid"].to_list(), cert["status"].to_list(), strict=True))
-    prior = C.Prior(*C._histogram(rec))
-    rt = np.array([g[:11] for g in rec.geoids])[rec.block]
-    tracts = list(ts.tracts())
-    args = [
-        (ts.subset(t), t, level, rec.take(rt == t), status, C.SolverOptions(), prior)
-        for t in tracts
-    ]
-    one = functools.partial(C.tract_claims, k_solutions=k, collect=True)
+    split, *_ = release_tracts(ts, level)
+    options = C.CertifiedClaimsOptions(level=level, k_solutions=k)
+    tasks = C.tract_tasks(split, PERSONS, person_units(rec), status, options)
+    one = functools.partial(C.tract_claims, collect=True)
     if workers > 1:
         with process_pool(workers) as ex:
-            out = list(ex.map(one, *zip(*args, strict=True)))
+            out = list(ex.map(one, tasks.values()))
     else:
-        out = [one(*a) for a in args]
+        out = [one(t) for t in tasks.values()]
     return ts, rec, cert, out
 
 
@@ -81,7 +85,7 @@ def test_varying_block_claims_are_verified_by_proof_and_true(two_solution_block)
     assert (truth_counts(md, claims) == claims["m"].to_numpy()).all()
     v = claims.filter(pl.col("block_geoid") == "990010001001001")
     texts = {
-        C.describe_claim(tuple(C.COLUMNS.index(n) for n in c.split(",")), key, m)
+        describe_claim(tuple(COLUMNS.index(n) for n in c.split(",")), key, m)
         for c, key, m in v.select("columns", "key", "m").iter_rows()
     }
     # "exactly 1 person: male, age 30-34, white" is false in the other solution (white+aian aged
@@ -136,7 +140,7 @@ def test_claims_run_is_written_per_tract_and_resumes(tmp_path):
     done = reconstruct_persons(ts, "block", certify=True)  # the zero test is all claims need
     rec, cert = done.records, done.blocks
     assert (cert["status"] == "varies").any() and (cert["status"] == "unique").any()
-    run = C.claims(ts, rec, cert, "block", k_solutions=5, run=RunOptions(out=tmp_path))
+    run = person_claims(ts, rec, cert, "block", k_solutions=5, run=RunOptions(out=tmp_path))
     assert not run.failed and run.persons.height == len(rec)
     by_k = run.by_k()
     s = run.summary()
@@ -144,13 +148,14 @@ def test_claims_run_is_written_per_tract_and_resumes(tmp_path):
     assert (by_k["persons_covered"] <= s["persons_singled_out"]).all()
     status = (tmp_path / "claims.parts" / "status.jsonl").read_text().splitlines()
     assert len(status) == len(ts.tracts())
-    again = C.claims(
+    again = person_claims(
         ts, rec, cert, "block", k_solutions=5, run=RunOptions(out=tmp_path)
     )  # resumes: nothing recomputed
     assert len((tmp_path / "claims.parts" / "status.jsonl").read_text().splitlines()) == len(status)
     assert again.summary() == s
     with pytest.raises(TabreconError, match="no certification result"):
-        C.claims(ts, rec, cert.filter(pl.col("block_geoid") != cert["block_geoid"][0]), "block")
+        one_short = cert.filter(pl.col("block_geoid") != cert["block_geoid"][0])
+        person_claims(ts, rec, one_short, "block")
 
 
 def test_a_tract_whose_diverse_solves_all_time_out_still_verifies_the_same_claims(
@@ -181,7 +186,7 @@ def test_generated_solutions_say_when_the_program_is_infeasible():
     from tabrecon.attacks.unit_claims import generate
     from tabrecon.engine.solvers import Extensible, IntProgram
 
-    opts = C.SolverOptions()
+    opts = SolverOptions()
     bad = IntProgram(
         A=sp.csr_matrix(np.array([[1, 1]])), lo=np.array([3]), hi=np.array([3]), ub=np.array([1, 1])
     )
@@ -205,7 +210,7 @@ def test_a_solution_found_before_the_search_stops_is_kept():
     from tabrecon.attacks import unit_claims
     from tabrecon.engine.solvers import Extensible, IntProgram, Solution, SolveStatus
 
-    opts = C.SolverOptions()
+    opts = SolverOptions()
     prog = IntProgram(
         A=sp.csr_matrix(np.array([[1, 1]])), lo=np.array([1]), hi=np.array([1]), ub=np.array([1, 1])
     )
@@ -250,7 +255,7 @@ def test_person_claim_columns_are_the_nine_of_liu_et_al():
     sex, age, race, hisp = decode_types(t)
     flags = (RACE_BITS[race - 1][:, None] >> np.arange(6)) & 1
     want = np.column_stack([sex, AGEBIN_OF_AGE[age], hisp, flags])
-    assert C.COLUMNS == (
+    assert COLUMNS == (
         "sex",
         "agebin",
         "hispanic",
@@ -273,11 +278,11 @@ def test_a_claim_that_repeats_a_block_cell_by_other_columns_is_trivial():
     from tabrecon.schema import PERSONS
     from tabrecon.tables.spec import compiled
 
-    names = C.block_tables()
-    cols = tuple(C.COLUMNS.index(n) for n in ("black", "aian", "asian", "nhpi", "sor"))
+    names = tuple(t.name for t in person_tables() if t.level == "block")
+    cols = tuple(COLUMNS.index(n) for n in ("black", "aian", "asian", "nhpi", "sor"))
     cells = compiled(PERSONS, names)[0]
     trivial = U._trivial_cells(PERSONS, names, cols)
     assert {cells[c].id for c in trivial[0]} == {"P0030002", "P0080003", "P012A001"}
-    assert C.describe_claim(cols, 0, 2) == (
+    assert describe_claim(cols, 0, 2) == (
         "exactly 2 persons: not black, not aian, not asian, not nhpi, not sor"
     )

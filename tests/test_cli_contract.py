@@ -331,22 +331,22 @@ CASES: list[tuple[str, str, int, str]] = [
     ),
     # an option the chosen population does not use is refused, never silently ignored
     (
-        "claims-recon-of-households",
+        "claims-recon-without-solvar",
         "claims {D}/tables.parquet --schema households --recon {D}/md.csv",
         2,
-        "--recon: an option of claims about persons, not of --schema households",
+        "claims about housing units need --recon (the reconstruction) and --solvar",
     ),
     (
         "claims-level-of-households",
         "claims {D}/tables.parquet --schema group_quarters --level block+tract",
         2,
-        "--level block+tract: an option of claims about persons",
+        "--level block+tract: an option of claims from a certified reconstruction",
     ),
     (
         "claims-k-of-persons",
         "claims {D}/tables.parquet --recon {D}/md.csv --solvar {D}/sv.csv --k 3",
         2,
-        "--k: an option of claims about other populations, not of --schema persons",
+        "--k: an option of claims from each block's tables alone",
     ),
     (
         "reconstruct-strategy-gone",  # the person model's age strategies went with it

@@ -327,3 +327,34 @@ def test_a_resumed_reconstruction_equals_an_uninterrupted_one(county, tmp_path):
         cols = ["geoid", "units", "types", "status"]
         assert run.blocks.select(cols).equals(whole.blocks.select(cols)), pop.name
         _tabulates_back(pop, long, run.units)
+
+
+#: verified claims of the certified path checked against the truth (a sample: a certified block's
+#: every column subset is a claim, hundreds of thousands on a small county)
+CHECK_CLAIMS = 3_000
+
+
+def test_every_claim_of_the_certified_reconstruction_is_true(county):
+    """Claims read off a certified reconstruction and proven in each tract's program
+    (:mod:`tabrecon.attacks.claims`, what ``tabrecon claims`` runs for persons) are written
+    once over the schema: for every population, each verified claim counts its block's true
+    records exactly, and every reconstructed record gets its row."""
+    from tabrecon.attacks.claims import CertifiedClaimsOptions, tract_claims, tract_tasks
+    from tabrecon.engine.release import TractTables
+
+    pop, rec = county.pop, county.rec
+    status = dict(rec.blocks.select("geoid", "status").iter_rows())
+    tables = TractTables.of_long(county.long, pop.schema)
+    options = CertifiedClaimsOptions(k_solutions=5)
+    found = []
+    for task in tract_tasks(tables, pop.schema, rec.units, status, options).values():
+        res, records, claims = tract_claims(task, collect=True)
+        assert res.status == "ok" and records.height == task.block.size, pop.name
+        if claims is not None:
+            found.append(claims)
+    c = pl.concat(found).rename({"block_geoid": "geoid"})
+    assert c.height, f"{pop.name}: no verified claim to check"
+    if c.height > CHECK_CLAIMS:
+        c = c.sample(CHECK_CLAIMS, seed=0)
+    hits = matching_units(c, county.units)
+    assert [len(h) for h in hits] == c["m"].to_list(), pop.name

@@ -26,6 +26,8 @@ def test_group_quarters_run_through_every_command(tmp_path):
         ("check-tables", "t.csv", *gq),
         ("reconstruct", "t.csv", "--out", "r.csv", "--workers", "2", *gq),
         ("claims", "t.csv", "--truth", "gq.csv", "--out", "c", *gq),
+        # the same claims read off the certified reconstruction, tract by tract, as persons'
+        ("claims", "t.csv", "--recon", "r.csv", "--solvar", "r_blocks.csv", "--out", "cc", *gq),
         ("audit", "gq.csv", "--out", "a", "--quiet", *gq),
     ]
     for step in steps:
@@ -42,6 +44,12 @@ def test_group_quarters_run_through_every_command(tmp_path):
     assert set(blocks["status"]) == {"unique"}
     claims = pl.read_csv(tmp_path / "c" / "group_quarters_claims.csv")
     assert claims.height and set(claims["k"]) <= {1, 2}  # every 3-column claim is a P43 cell
+    certified = json.loads((tmp_path / "cc" / "summary.json").read_text())
+    assert certified["persons"] == truth.height
+    assert certified["certified_blocks"] == certified["blocks"] == blocks.height
+    by_k = pl.read_csv(tmp_path / "cc" / "claims_by_k.csv")
+    # claims of up to 2 columns: what both runs verify alike (every block is unique)
+    assert by_k.filter(pl.col("k") <= 2)["verified_claims"].sum() == claims.height
     summary = json.loads((tmp_path / "a" / "summary.json").read_text())
     assert summary["population"] == "group_quarters"
     assert summary["group_quarters"]["records"] == truth.height

@@ -57,7 +57,7 @@ _EXPORTS: dict[str, str] = {
     "audit": "audit.run",
     "certify": "populations.persons",
     "check_consistency": "tables.consistency",
-    "claims": "attacks.claims",
+    "claims": "populations.persons",
     "download": "tables.download",
     "evaluate_defense": "audit.evaluate",
     "expected_error": "metrics.matrix_error",
@@ -84,7 +84,6 @@ _EXPORTS: dict[str, str] = {
 }
 
 if TYPE_CHECKING:  # the same names, for type checkers and the API documentation
-    from .attacks.claims import claims
     from .attacks.reidentify import reidentify
     from .audit.config import AuditConfig, load_config
     from .audit.evaluate import DefenseOutcome, EvaluationPlan, evaluate_defense
@@ -99,7 +98,7 @@ if TYPE_CHECKING:  # the same names, for type checkers and the API documentation
     from .metrics.agreement import agree
     from .metrics.frontier import frontier, optimise_shares, rr_frontier
     from .metrics.matrix_error import expected_error, hierarchy_factors, simulate_error
-    from .populations.persons import certify, reconstruct
+    from .populations.persons import certify, claims, reconstruct
     from .records.synth import SynthConfig, synthesize
     from .runner import RunOptions
     from .schema import Microdata, read_microdata, write_microdata

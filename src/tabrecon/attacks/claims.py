@@ -1,149 +1,107 @@
-"""Verified claims (Liu, Xiao, Thaker, Smith, Wu 2025, "Generate-then-Verify") about persons in a
-tract's blocks, proven in the tract's count program at either level.
+"""Verified claims (Liu, Xiao, Thaker, Smith, Wu 2025, "Generate-then-Verify") about the records
+of a certified reconstruction, tract by tract, for any schema.
 
-A claim R(a, m) says: exactly m records of the block match the partial assignment a over a subset of
-the person schema's claim columns (sex, agebin38, hispanic and the six race flags, declared by
-:func:`tabrecon.schema.person_claim_columns`); k = the number of columns a sets. It is *verified*
-when every population consistent with the published tables makes it true; a *singleton* claim
-(m = 1) singles one person out.
+A claim R(a, m) says: exactly m records of the block match the partial assignment a over a subset
+of the schema's claim columns (:attr:`~tabrecon.schema.spec.Schema.claim_columns`: for persons
+sex, agebin38, hispanic and the six race flags); k = the number of columns a sets. It is
+*verified* when every population consistent with the published tables makes it true; a
+*singleton* claim (m = 1) singles one record out.
 
-The claims themselves are Generate-then-Verify over the tract's program for any schema
+The claims are Generate-then-Verify over the tract's count program
 (:func:`tabrecon.attacks.unit_claims_tract.tract_verdicts`): the blocks certification proved
-unique (solvar 0, :func:`tabrecon.certify`) have every claim read off the reconstruction
-verified by that one proof (all 511 column subsets, vectorised over key counts); the others'
-candidates hold in the reconstruction and K-1 solutions of random objectives and are proven
-together in one program (a time-out leaves the rest unverified, never claimed). What is the
-persons' own here is what is said of them: each record's smallest verified singleton, the age a
-claim can state (the classes the tables tell apart) and the baselines.
+unique have every claim read off the reconstruction verified by that one proof (every column
+subset, vectorised over key counts); the others' candidates hold in the reconstruction and K-1
+solutions of random objectives and are proven together in one program (a time-out leaves the
+rest unverified, never claimed). :func:`tabrecon.attacks.unit_claims_release.release_claims`
+asks the same of each block's own tables where no reconstruction is certified.
 
-Claims that count exactly the persons one published block cell counts are dropped as trivial
-(e.g. "male, age 30-34", a P12 cell; "not black, not aian, not asian, not nhpi, not sor", which is
-"White alone"). Each verified claim gets its baseline probability P(count = m) under
-Binomial(N_block, p), p the share of matching records in the tract (and in the state) of the
-reconstruction -- the prior of Liu et al. With the tract/state histograms known to the attacker
-only through the tables, the reconstruction's shares are what the attacker has.
+What this module adds is what is said of them, written once over the schema: each record's
+smallest verified singleton, tallies by k (a run holds counts and histograms, not the claims: a
+county's persons have millions) and the baselines. Claims that count exactly the records one
+published block cell counts are dropped as trivial (e.g. "male, age 30-34", a P12 cell). Each
+verified singleton gets its baseline probability P(count = 1) under Binomial(N_block, p), p the
+share of matching records in the tract (and in the state) of the reconstruction -- the prior of
+Liu et al.: with the tract and state histograms known to the attacker only through the tables,
+the reconstruction's shares are what the attacker has. How a population's claims read (persons:
+the age as the tables determine it) is its plug-in
+(:attr:`~tabrecon.schema.registry.Population.claim_words`).
 """
 
 from __future__ import annotations
 
-import functools
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import polars as pl
 
+from ..engine.release import LongPart, TractTables
 from ..engine.solvers import SolverOptions
 from ..errors import TabreconError
-from ..geo import overlap
 from ..io import write_csv, write_json, write_parquet, write_text
-from ..provenance import run_fingerprint
+from ..provenance import digest_arrays
 from ..runner import Result, RunOptions, UnitsRun, run_units
-from ..schema import AGEBIN38, N_AGES, PERSONS, Microdata, age_classes, age_label
-from ..tables.persons import MISSING, TableSet, cell_attrs, cell_positions
-from ..vocab import Geo, Level, UnitStatus
-from .certify import UNIQUE, binned_type
+from ..schema.spec import Schema, Units
+from ..vocab import Geo, Level, UnitStatus, Verdict
 from .unit_claims import one_of_n, value_keys
-from .unit_claims_tract import tract_verdicts
+from .unit_claims_tract import claim_codes, code_values, tract_verdicts
 
-#: The columns person claims are stated over (:func:`tabrecon.schema.person_claim_columns`)
-COLUMNS: tuple[str, ...] = tuple(c.name for c in PERSONS.claim_columns)
-K_MAX = len(COLUMNS)
-K_ALL = tuple(range(1, K_MAX + 1))
 BASELINE_BINS = 100  # histogram resolution of baseline probabilities (medians to 0.01)
 
-
-@functools.cache
-def block_tables() -> tuple[str, ...]:
-    """The person block tables (:func:`~tabrecon.populations.persons.person_tables`): a claim
-    that counts exactly the persons one of their cells counts is trivial."""
-    from ..populations.persons import person_tables
-
-    return tuple(t.name for t in person_tables() if t.level == Geo.BLOCK)
+#: How a claim reads: (its columns, its key on them, m or None) -> words
+ClaimWords = Callable[[tuple[int, ...], int, "int | None"], str]
 
 
-def _cell_ranges(cells: np.ndarray) -> list[tuple[int, int]]:
-    if not len(cells):
-        return []
-    a, pos = cell_attrs(), cell_positions(cells)
-    return list(zip(a["age_min"][pos].tolist(), a["age_max"][pos].tolist(), strict=True))
+def plain_words(schema: Schema, noun: str) -> ClaimWords:
+    """Claims in the claim columns' labels, e.g. ``exactly 1 housing unit: tenure=renter``; a
+    population may declare its own (:attr:`~tabrecon.schema.registry.Population.claim_words`).
 
+    >>> from tabrecon.schema.spec import Attribute
+    >>> toy = Schema("toy", "thing", (Attribute("a", ((0, "x"), (1, "y"))),
+    ...                               Attribute("b", ((0, "u"), (1, "v"), (2, "w")))))
+    >>> plain_words(toy, "things")((0, 1), 5, 2)
+    'exactly 2 things: a=y; b=w'
+    """
+    labels = [c.labels for c in schema.claim_columns]
+    one = noun[:-1] if noun.endswith("s") else noun
 
-def determined_age_classes(ts: TableSet, tract: str, level: str) -> np.ndarray:
-    """Start of the age class of every age 0..110 that the cells published for ``tract`` tell
-    apart (block cells; with ``block+tract`` also the tract's cells): what a record's age can
-    say."""
-    ranges: list[tuple[int, int]] = []
-    for lv in (Geo.BLOCK, Geo.TRACT):
-        g = ts.grids.get(lv)
-        if g is None or (lv == Geo.TRACT and level != Level.BLOCK_TRACT):
-            continue
-        rows = (
-            g.geoids == tract
-            if lv == Geo.TRACT
-            else np.char.startswith(g.geoids.astype(str), tract)
-        )
-        ranges += _cell_ranges(g.cells[(g.values[rows] != MISSING).any(axis=0)])
-    return age_classes(ranges)
+    def words(cols: tuple[int, ...], key: int, m: int | None = None) -> str:
+        parts = []
+        for i in reversed(cols):
+            col = schema.claim_columns[i]
+            parts.append(f"{col.name}={labels[i][key % col.size]}")
+            key //= col.size
+        text = "; ".join(reversed(parts))
+        return text if m is None else f"exactly {m} {one if m == 1 else noun}: {text}"
 
-
-def class_end(starts: np.ndarray) -> np.ndarray:
-    """Last age of the class of every age 0..110 (``starts`` from :func:`age_classes`)."""
-    width = np.bincount(starts, minlength=N_AGES)
-    return (starts + width[starts] - 1).astype(np.int16)
-
-
-def decode_claim(cols: tuple[int, ...], key: int) -> dict[str, int]:
-    """Column -> value of a claim (only the columns it sets)."""
-    out = {}
-    for i in reversed(cols):
-        size = PERSONS.claim_columns[i].size
-        out[COLUMNS[i]] = key % size
-        key //= size
-    return {COLUMNS[i]: out[COLUMNS[i]] for i in cols}
-
-
-def claim_age_range(v: int, ends: np.ndarray | None = None) -> tuple[int, int]:
-    """The ages a claim's agebin value ``v`` covers. Records of an age class carry its first year,
-    so where the tables determine only a class wider than the agebin38 bin (``ends``, from
-    :func:`class_end`: e.g. 10-14 without P14) the claim covers the
-    whole class."""
-    lo, hi = AGEBIN38[v]
-    return (lo, hi) if ends is None else (lo, max(hi, int(ends[lo])))
-
-
-def describe_claim(
-    cols: tuple[int, ...], key: int, m: int | None = None, ends: np.ndarray | None = None
-) -> str:
-    """Plain words for a claim, e.g. ``exactly 1 person: female, age 25-29, black, Hispanic``:
-    each column's label (:func:`tabrecon.schema.person_claim_columns`). ``ends`` (last age of
-    each age's class) makes the age read as what the tables determine."""
-    parts = []
-    for name, v in decode_claim(cols, key).items():
-        if name == "agebin" and ends is not None:
-            lo, hi = claim_age_range(v, ends)
-            parts.append(age_label(lo, hi) if lo == 0 and hi == 110 else f"age {age_label(lo, hi)}")
-        else:
-            parts.append(PERSONS.claim_columns[COLUMNS.index(name)].labels[v])
-    text = ", ".join(parts)
-    if m is None:
-        return text
-    return f"exactly {m} person{'s' if m != 1 else ''}: {text}"
+    return words
 
 
 class Prior:
-    """Shares of every partial assignment in a population, from its histogram of binned types."""
+    """Shares of every partial assignment of ``schema``'s claim columns in a population (its
+    records' types), from the histogram of their claim codes.
 
-    def __init__(self, types: np.ndarray, counts: np.ndarray) -> None:
+    >>> from tabrecon.schema.spec import Attribute
+    >>> toy = Schema("toy", "thing", (Attribute("a", ((0, "x"), (1, "y"))),
+    ...                               Attribute("b", ((0, "u"), (1, "v"), (2, "w")))))
+    >>> Prior(toy, np.array([0, 1, 4, 4])).share((0,), np.array([0, 1])).tolist()
+    [0.5, 0.5]
+    """
+
+    def __init__(self, schema: Schema, types: np.ndarray) -> None:
+        codes, counts = np.unique(claim_codes(schema, np.asarray(types)), return_counts=True)
+        self.schema = schema
         # the claim values once (a prior is sent to every tract's task, its cache is not)
-        self.values = PERSONS.claim_values(types)
+        self.values = code_values(schema, codes)
         self.counts = counts.astype(np.float64)
         self.total = float(counts.sum())
         self._cache: dict[tuple[int, ...], tuple[np.ndarray, np.ndarray]] = {}
 
     def share(self, cols: tuple[int, ...], keys: np.ndarray) -> np.ndarray:
         if cols not in self._cache:
-            u, inv = np.unique(value_keys(self.values, PERSONS, cols), return_inverse=True)
+            u, inv = np.unique(value_keys(self.values, self.schema, cols), return_inverse=True)
             self._cache[cols] = (u, np.bincount(inv, weights=self.counts, minlength=u.size))
         u, w = self._cache[cols]
         if not u.size or not self.total:
@@ -152,16 +110,13 @@ class Prior:
         return np.where(u[pos] == keys, w[pos], 0.0) / self.total
 
 
-def _histogram(md: Microdata) -> tuple[np.ndarray, np.ndarray]:
-    return np.unique(binned_type(md.types), return_counts=True)
-
-
 # --------------------------------------------------------------------------------------------------
 # One tract
 # --------------------------------------------------------------------------------------------------
 @dataclass
 class TractClaims:
-    """Claims of one tract: counts by k, baseline histograms, and per-record coverage."""
+    """Claims of one tract: counts by k (index k - 1), baseline histograms, per-record coverage.
+    (``persons_k``/``any_persons`` count records of any schema: the names the files have kept.)"""
 
     unit: str
     status: str
@@ -172,105 +127,131 @@ class TractClaims:
     verified_varying: int = 0
     proofs: int = 0
     solutions: int = 0
-    # per k (index k-1): verified claims (any m), verified singletons, persons covered, blocks with
-    # one
-    claims_k: list[int] = field(default_factory=lambda: [0] * K_MAX)
-    singletons_k: list[int] = field(default_factory=lambda: [0] * K_MAX)
-    persons_k: list[int] = field(default_factory=lambda: [0] * K_MAX)
-    blocks_k: list[int] = field(default_factory=lambda: [0] * K_MAX)
+    # per k: verified claims (any m), verified singletons, records covered, blocks with one
+    claims_k: list[int] = field(default_factory=list)
+    singletons_k: list[int] = field(default_factory=list)
+    persons_k: list[int] = field(default_factory=list)
+    blocks_k: list[int] = field(default_factory=list)
     # histograms of singleton baselines per k, tract prior then state prior (BASELINE_BINS bins)
-    base_tract: list[list[int]] = field(
-        default_factory=lambda: [[0] * BASELINE_BINS for _ in range(K_MAX)]
-    )
-    base_state: list[list[int]] = field(
-        default_factory=lambda: [[0] * BASELINE_BINS for _ in range(K_MAX)]
-    )
+    base_tract: list[list[int]] = field(default_factory=list)
+    base_state: list[list[int]] = field(default_factory=list)
     any_persons: int = 0  # records singled out by some verified claim
     any_blocks: int = 0
     message: str = ""
 
 
-def _hist(p: np.ndarray, k: np.ndarray) -> np.ndarray:
+def _hist(p: np.ndarray, k: np.ndarray, n_cols: int) -> np.ndarray:
     """Histograms (k x :data:`BASELINE_BINS`) of the probabilities ``p`` of claims of ``k``
     columns."""
     b = np.minimum((p * BASELINE_BINS).astype(np.int64), BASELINE_BINS - 1)
-    flat = np.bincount((k - 1) * BASELINE_BINS + b, minlength=K_MAX * BASELINE_BINS)
-    return flat.reshape(K_MAX, BASELINE_BINS)
+    flat = np.bincount((k - 1) * BASELINE_BINS + b, minlength=n_cols * BASELINE_BINS)
+    return flat.reshape(n_cols, BASELINE_BINS)
 
 
-def _per_k(k: np.ndarray) -> np.ndarray:
-    """Claims of each number of columns 1..K_MAX."""
-    return np.bincount(k, minlength=K_MAX + 1)[1:]
+def _per_k(k: np.ndarray, n_cols: int) -> np.ndarray:
+    """Claims of each number of columns 1..n_cols."""
+    return np.bincount(k, minlength=n_cols + 1)[1:]
+
+
+@dataclass(frozen=True)
+class TractTask:
+    """One tract's verified claims, a unit of :func:`certified_claims`: the tract's tables
+    (``part``: a long table or what makes one), its reconstruction's records (``block``:
+    positions in ``geoids``, the tract's blocks in order; ``types``) and which blocks
+    certification proved unique, the state's prior, and the population's plug-ins: ``names``
+    (the block tables a claim must not merely repeat), ``unique_on`` (the resolution
+    uniqueness was proven at) and ``words`` (how a claim reads, given the tract's part and
+    level)."""
+
+    schema: Schema
+    tract: str
+    level: str
+    part: pl.DataFrame | LongPart | None
+    geoids: np.ndarray
+    block: np.ndarray
+    types: np.ndarray
+    certified: np.ndarray
+    prior: Prior
+    opts: SolverOptions
+    k_solutions: int
+    seed: int
+    names: tuple[str, ...]
+    unique_on: Mapping[str, Any] | None = None
+    words: Callable[[Any, str], ClaimWords] | None = None
+
+    def __call__(self) -> Result:
+        res, persons, _ = tract_claims(self)
+        return asdict(res), persons
 
 
 def tract_claims(
-    ts: TableSet,
-    tract: str,
-    level: str,
-    recon: Microdata,
-    status: dict[str, str],
-    opts: SolverOptions,
-    state_prior: Prior,
-    *,
-    k_solutions: int = 100,
-    seed: int = 0,
-    collect: bool = False,
+    task: TractTask, collect: bool = False
 ) -> tuple[TractClaims, pl.DataFrame, pl.DataFrame | None]:
-    """Verified claims of one tract's blocks.
-
-    ``status`` maps block geoid -> certification status (``unique`` for solvar 0). Returns the
-    summary, one row per record of ``recon`` (smallest k of a verified singleton claim singling it
-    out, that claim and its baselines), and with ``collect`` every verified claim (for checking).
-    """
-    opts = opts.for_task("claims")
+    """Verified claims of one tract's blocks (module docstring). Returns the tally, one row per
+    record of the reconstruction (its smallest k of a verified singleton claim singling it out,
+    that claim in words and its baselines) and, with ``collect``, every verified claim (for
+    checking)."""
+    schema, tract, level, geoids = task.schema, task.tract, task.level, task.geoids
     if level not in Level.choices():
         raise TabreconError(f"unknown level {level!r}; choose 'block' or 'block+tract'")
-    geoids = recon.geoids
-    ends = class_end(determined_age_classes(ts, tract, level))  # what a claim's age can say
-    cert = np.array([status.get(str(g)) == UNIQUE for g in geoids], dtype=bool)
-    pop = np.bincount(recon.block, minlength=len(geoids)).astype(np.int64)
-    res = TractClaims(
-        tract, UnitStatus.OK, len(geoids), int(cert.sum()), int((~cert & (pop > 0)).sum())
+    opts = task.opts.for_task("claims")
+    n_cols = len(schema.claim_columns)
+    k_all = tuple(range(1, n_cols + 1))
+    cols_names = [c.name for c in schema.claim_columns]
+    cert = task.certified
+    pop = np.bincount(task.block, minlength=len(geoids)).astype(np.int64)
+    varying = ~cert & (pop > 0)
+    zeros = [0] * n_cols
+    res = TractClaims(tract, UnitStatus.OK, len(geoids), int(cert.sum()), int(varying.sum()))
+    res.claims_k, res.singletons_k, res.persons_k, res.blocks_k = (list(zeros) for _ in range(4))
+    tract_prior = Prior(schema, task.types)
+    part = task.part
+    long = None
+    run_level = level
+    if varying.any():  # the program, for the blocks that can differ
+        if part is None:
+            raise TabreconError(f"tract {tract}: blocks can differ and no tables were given")
+        long = part if isinstance(part, pl.DataFrame) else part.to_frame()
+        if level == Level.BLOCK_TRACT and not (long["geoid"].str.len_chars() < 15).any():
+            run_level = Level.BLOCK  # no tract cell published: the block tables alone
+    describe = (
+        task.words(part, level)
+        if task.words is not None and part is not None
+        else plain_words(schema, schema.name)
     )
-    ttypes, tcounts = _histogram(recon)
-    tract_prior = Prior(ttypes, tcounts)
-    from ..populations.persons import UNIQUE_ON, release_long
-
-    long, run_level = None, level
-    if (~cert & (pop > 0)).any():  # the program, for the blocks that can differ
-        long, _used, run_level, _notes = release_long(ts, level)
     tv = tract_verdicts(
         long,
-        PERSONS,
+        schema,
         run_level,
-        block_tables(),
-        K_ALL,
+        task.names,
+        k_all,
         geoids,
-        recon.block,
-        recon.types,
+        task.block,
+        task.types,
         cert,
-        K=k_solutions,
-        seed=seed,
+        K=task.k_solutions,
+        seed=task.seed,
         opts=opts,
-        unique_on=UNIQUE_ON,
+        unique_on=task.unique_on,
         tract=tract,
     )
     res.solutions, res.proofs = tv.solutions, tv.proofs
     res.candidates, res.verified_varying = tv.candidates_varying, tv.verified_varying
-    parts = list(tv.parts)
     key_block, rinv = tv.key_block, tv.ref_key
     # tally verified claims by k; coverage and baselines for singletons
-    cov_k = np.zeros((K_MAX, key_block.size), dtype=bool)
-    min_k = np.full(key_block.size, K_MAX + 1, dtype=np.int64)
+    cov_k = np.zeros((n_cols, key_block.size), dtype=bool)
+    min_k = np.full(key_block.size, n_cols + 1, dtype=np.int64)
     ex_subset = np.zeros(key_block.size, dtype=np.int64)
     ex_key = np.zeros(key_block.size, dtype=np.int64)
     ex_bt = np.full(key_block.size, np.nan)
     ex_bs = np.full(key_block.size, np.nan)
     collected = []
-    base_t = np.zeros((K_MAX, BASELINE_BINS), dtype=np.int64)
-    base_s = np.zeros((K_MAX, BASELINE_BINS), dtype=np.int64)
-    for cl, ok, first_key in parts:
-        res.claims_k = (np.array(res.claims_k) + _per_k(cl.k[ok])).tolist()
+    claims_k = np.zeros(n_cols, dtype=np.int64)
+    singletons_k = np.zeros(n_cols, dtype=np.int64)
+    base_t = np.zeros((n_cols, BASELINE_BINS), dtype=np.int64)
+    base_s = np.zeros((n_cols, BASELINE_BINS), dtype=np.int64)
+    for cl, ok, first_key in tv.parts:
+        claims_k += _per_k(cl.k[ok], n_cols)
         # singletons by column subset (candidates come by k, then subset: the smallest k first)
         single = np.flatnonzero(ok & (cl.m == 1))
         single = single[np.argsort(cl.subset[single], kind="stable")]
@@ -280,7 +261,7 @@ def tract_claims(
                 f"tract {tract}: a verified singleton claim matches no reconstructed record"
             )
         k_of, key = cl.k[single], cl.key[single]
-        res.singletons_k = (np.array(res.singletons_k) + _per_k(k_of)).tolist()
+        singletons_k += _per_k(k_of, n_cols)
         N = pop[cl.group[single]]
         bt, bs = np.empty(single.size), np.empty(single.size)
         sub = cl.subset[single]
@@ -288,9 +269,9 @@ def tract_claims(
         for lo, hi in zip(runs[:-1].tolist(), runs[1:].tolist(), strict=True):
             cols = cl.columns[sub[lo]]
             bt[lo:hi] = one_of_n(N[lo:hi], tract_prior.share(cols, key[lo:hi]))
-            bs[lo:hi] = one_of_n(N[lo:hi], state_prior.share(cols, key[lo:hi]))
-        base_t += _hist(bt, k_of)
-        base_s += _hist(bs, k_of)
+            bs[lo:hi] = one_of_n(N[lo:hi], task.prior.share(cols, key[lo:hi]))
+        base_t += _hist(bt, k_of, n_cols)
+        base_s += _hist(bs, k_of, n_cols)
         cov_k[k_of - 1, key_of] = True
         # each record's claim: its first singleton (the smallest k, then the first subset)
         u, at = np.unique(key_of, return_index=True)
@@ -309,29 +290,30 @@ def tract_claims(
                         "block_geoid": geoids[cl.group[v]].astype(str),
                         "k": cl.k[v],
                         "columns": [
-                            ",".join(COLUMNS[i] for i in cl.columns[j]) for j in cl.subset[v]
+                            ",".join(cols_names[i] for i in cl.columns[j]) for j in cl.subset[v]
                         ],
                         "key": cl.key[v],
                         "m": cl.m[v],
                     }
                 )
             )
+    res.claims_k, res.singletons_k = claims_k.tolist(), singletons_k.tolist()
     res.base_tract, res.base_state = base_t.tolist(), base_s.tolist()
-    for k in range(1, K_MAX + 1):
+    for k in range(1, n_cols + 1):
         res.persons_k[k - 1] = int(cov_k[k - 1].sum())  # each key singled out has one record
         res.blocks_k[k - 1] = int(np.unique(key_block[cov_k[k - 1]]).size)
-    res.any_persons = int((min_k <= K_MAX).sum())
-    res.any_blocks = int(np.unique(key_block[min_k <= K_MAX]).size)
+    res.any_persons = int((min_k <= n_cols).sum())
+    res.any_blocks = int(np.unique(key_block[min_k <= n_cols]).size)
     rec_k = min_k[rinv]
-    columns = parts[0][0].columns if parts else ()
+    columns = tv.parts[0][0].columns if tv.parts else ()
     persons = pl.DataFrame(
         {
-            "block_geoid": recon.block_geoid.astype(str),
-            "certified": cert[recon.block],
-            "min_k": pl.Series(np.where(rec_k <= K_MAX, rec_k, 0)).replace(0, None).cast(pl.Int64),
+            "block_geoid": geoids[task.block].astype(str),
+            "certified": cert[task.block],
+            "min_k": pl.Series(np.where(rec_k <= n_cols, rec_k, 0)).replace(0, None).cast(pl.Int64),
             "claim": pl.Series(
                 [
-                    describe_claim(columns[si], key, 1, ends) if kk <= K_MAX else None
+                    describe(columns[si], key, 1) if kk <= n_cols else None
                     for si, key, kk in zip(
                         ex_subset[rinv].tolist(), ex_key[rinv].tolist(), rec_k, strict=True
                     )
@@ -349,62 +331,28 @@ def tract_claims(
 # --------------------------------------------------------------------------------------------------
 # All tracts: parallel, written as they finish, resumable
 # --------------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class _TractTask:
-    """One tract's verified claims, a unit of :func:`claims`: the tract's tables, its
-    reconstruction and certification, and its state's prior."""
-
-    tables: TableSet
-    tract: str
-    level: str
-    recon: Microdata
-    status: dict[str, str]
-    opts: SolverOptions
-    prior: Prior
-    k_solutions: int
-    seed: int
-
-    def __call__(self) -> Result:
-        res, persons, _ = tract_claims(
-            self.tables,
-            self.tract,
-            self.level,
-            self.recon,
-            self.status,
-            self.opts,
-            self.prior,
-            k_solutions=self.k_solutions,
-            seed=self.seed,
-        )
-        return asdict(res), persons
-
-
 @dataclass
 class ClaimsRun(UnitsRun):
-    """Verified claims of every tract: per-tract summaries and per-record coverage."""
+    """Verified claims of every tract: per-tract tallies (:class:`TractClaims` as dicts) and one
+    row per reconstructed record (``persons``: its smallest verified singleton, if any)."""
 
     results: list[dict]
     persons: pl.DataFrame
     level: str
     k_solutions: int
+    #: what the records are called (``persons``)
+    noun: str = "persons"
 
     def by_k(self) -> pl.DataFrame:
-        """Liu et al. Table 2/3 layout: per k, persons covered by verified singletons, claims,
+        """Liu et al. Table 2/3 layout: per k, records covered by verified singletons, claims,
         baselines."""
         ok = [r for r in self.results if r["status"] == UnitStatus.OK]
         nb = sum(r["blocks"] for r in ok)
+        n_cols = max((len(r["claims_k"]) for r in ok), default=0)
         rows = []
-        for k in range(1, K_MAX + 1):
-            ht = (
-                np.sum([r["base_tract"][k - 1] for r in ok], axis=0)
-                if ok
-                else np.zeros(BASELINE_BINS)
-            )
-            hs = (
-                np.sum([r["base_state"][k - 1] for r in ok], axis=0)
-                if ok
-                else np.zeros(BASELINE_BINS)
-            )
+        for k in range(1, n_cols + 1):
+            ht = np.sum([r["base_tract"][k - 1] for r in ok], axis=0)
+            hs = np.sum([r["base_state"][k - 1] for r in ok], axis=0)
             persons = sum(r["persons_k"][k - 1] for r in ok)
             rows.append(
                 {
@@ -420,7 +368,7 @@ class ClaimsRun(UnitsRun):
                     "baseline_state_above_50pct": 1.0 - _hist_share(hs, 0.5),
                 }
             )
-        return pl.DataFrame(rows)
+        return pl.DataFrame(rows, schema=BY_K_COLUMNS)
 
     def summary(self) -> dict:
         ok = [r for r in self.results if r["status"] == UnitStatus.OK]
@@ -447,8 +395,9 @@ class ClaimsRun(UnitsRun):
         return [
             f"- blocks: {s['blocks']:,} ({s['certified_blocks']:,} certified unique, "
             f"{s['varying_blocks']:,} that can differ)",
-            f"- persons singled out by a verified singleton claim: {s['persons_singled_out']:,} of "
-            f"{s['persons']:,} ({100 * s['persons_singled_out'] / n:.1f}%), in "
+            f"- {self.noun} singled out by a verified singleton claim: "
+            f"{s['persons_singled_out']:,} of {s['persons']:,} "
+            f"({100 * s['persons_singled_out'] / n:.1f}%), in "
             f"{s['blocks_with_singleton']:,} blocks",
             f"- blocks that can differ: {s['candidates_varying']:,} candidate claims, "
             f"{s['verified_varying']:,} verified by {s['proofs']} infeasibility proofs",
@@ -471,12 +420,12 @@ class ClaimsRun(UnitsRun):
             "",
             *self.summary_lines(seconds),
             "",
-            "Persons covered by k = number of columns of the claim (Liu et al. Table 2 layout); "
-            "baselines are P(count = 1) under Binomial(block size, share of matching records in "
-            "the tract / state), medians to 0.01.",
+            f"{self.noun.capitalize()} covered by k = number of columns of the claim (Liu et al. "
+            "Table 2 layout); baselines are P(count = 1) under Binomial(block size, share of "
+            "matching records in the tract / state), medians to 0.01.",
             "",
-            "| k | persons covered | per block | blocks | verified singletons | verified claims | "
-            "median baseline (tract) | median baseline (state) |",
+            f"| k | {self.noun} covered | per block | blocks | verified singletons | "
+            "verified claims | median baseline (tract) | median baseline (state) |",
             "|---|---|---|---|---|---|---|---|",
         ]
         for r in by_k.iter_rows(named=True):
@@ -488,6 +437,21 @@ class ClaimsRun(UnitsRun):
             )
         write_text(paths[2], "\n".join(lines) + "\n")
         return paths
+
+
+#: The columns of :meth:`ClaimsRun.by_k`
+BY_K_COLUMNS = {
+    "k": pl.Int64,
+    "persons_covered": pl.Int64,
+    "persons_per_block": pl.Float64,
+    "blocks_with_singleton": pl.Int64,
+    "verified_singletons": pl.Int64,
+    "verified_claims": pl.Int64,
+    "median_baseline_tract": pl.Float64,
+    "median_baseline_state": pl.Float64,
+    "baseline_tract_below_5pct": pl.Float64,
+    "baseline_state_above_50pct": pl.Float64,
+}
 
 
 def _hist_median(h: np.ndarray) -> float:
@@ -504,86 +468,159 @@ def _hist_share(h: np.ndarray, t: float) -> float:
     return float(h[: int(round(t * BASELINE_BINS))].sum() / tot) if tot else float("nan")
 
 
-def claims(
-    tables: TableSet,
-    recon: Microdata,
-    cert_blocks: pl.DataFrame,
-    level: str = "block",
-    *,
-    solver: SolverOptions | None = None,
-    k_solutions: int = 100,
-    seed: int = 0,
-    run: RunOptions | None = None,
-) -> ClaimsRun:
-    """Verified claims for every block, tract by tract (see module docstring).
+@dataclass(frozen=True, kw_only=True)
+class CertifiedClaimsOptions:
+    """What :func:`certified_claims` asks (one value; how the run is carried out -- workers,
+    output, resume, progress -- is apart).
 
-    ``cert_blocks`` is the per-block output of :func:`tabrecon.certify` (or of
-    ``tabrecon.reconstruct(..., certify=True)``) for the same tables and reconstruction (its
-    ``status`` says which blocks are proven unique). With ``run.out`` (a folder,
-    :class:`~tabrecon.runner.RunOptions`), each tract's per-record table is written to
-    ``<out>/claims.parts/`` as it finishes and a rerun resumes.
+    >>> CertifiedClaimsOptions(k_solutions=0)
+    Traceback (most recent call last):
+    ...
+    tabrecon.errors.TabreconError: k_solutions must be >= 1 (got 0)
     """
 
-    if level not in Level.choices():
-        raise TabreconError(f"unknown level {level!r}; choose 'block' or 'block+tract'")
-    if k_solutions < 1:
-        raise TabreconError(f"k_solutions must be >= 1 (got {k_solutions})")
+    level: str = Level.BLOCK
+    #: solutions per tract whose blocks can differ (the reconstruction and K - 1 random ones)
+    k_solutions: int = 100
+    seed: int = 0
+    solver: SolverOptions = field(default_factory=SolverOptions)
+
+    def __post_init__(self) -> None:
+        if self.level not in Level.choices():
+            raise TabreconError(f"unknown level {self.level!r}; choose 'block' or 'block+tract'")
+        if self.k_solutions < 1:
+            raise TabreconError(f"k_solutions must be >= 1 (got {self.k_solutions})")
+
+
+def tract_tasks(
+    tables: TractTables,
+    schema: Schema,
+    recon: Units,
+    status: Mapping[str, str],
+    options: CertifiedClaimsOptions,
+) -> dict[str, TractTask]:
+    """Each tract's :class:`TractTask` (the tracts of ``tables``, in order; a tract whose
+    tables are not published is not asked): the work :func:`certified_claims` hands out, for a
+    caller that runs tracts itself (a test collecting every claim)."""
+    from ..schema.registry import of_schema
+
+    pop = of_schema(schema)
+    names = tuple(t.name for t in pop.tables() if t.level == Geo.BLOCK)
+    geo = recon.block_geoid.astype(str)
+    types = recon.types
+    tract_of = np.array([g[:11] for g in geo]) if geo.size else np.zeros(0, dtype=str)
+    state_of = np.array([g[:2] for g in geo]) if geo.size else np.zeros(0, dtype=str)
+    priors = {s: Prior(schema, types[state_of == s]) for s in np.unique(state_of).tolist()}
+    tasks = {}
+    for t in tables.parts:
+        rows = np.flatnonzero(tract_of == t)
+        geoids, block = np.unique(geo[rows], return_inverse=True)
+        tasks[t] = TractTask(
+            schema,
+            t,
+            options.level,
+            tables.parts[t],
+            geoids,
+            block.astype(np.int64),
+            types[rows],
+            np.array([status.get(g) == Verdict.UNIQUE for g in geoids.tolist()], dtype=bool),
+            priors.get(t[:2], Prior(schema, types[:0])),
+            options.solver,
+            options.k_solutions,
+            options.seed,
+            names,
+            pop.unique_on,
+            pop.claim_words,
+        )
+    return tasks
+
+
+def certified_claims(
+    tables: TractTables | pl.DataFrame,
+    schema: Schema,
+    recon: Units,
+    cert_blocks: pl.DataFrame,
+    options: CertifiedClaimsOptions | None = None,
+    *,
+    run: RunOptions | None = None,
+) -> ClaimsRun:
+    """Verified claims about the records of every block of a release over ``schema`` from its
+    reconstruction ``recon`` and that reconstruction's certification ``cert_blocks`` (columns
+    ``block_geoid`` and ``status``: ``unique`` for the blocks proven to have one histogram),
+    tract by tract (module docstring). ``tables``: a long table (geoid, cell, value) or a
+    release split by tract (:class:`~tabrecon.engine.release.TractTables`). With ``run.out``
+    (:class:`~tabrecon.runner.RunOptions`) each tract's per-record table is written to
+    ``<out>/claims.parts/`` as it finishes and a rerun resumes (a rerun with other inputs or
+    options is refused).
+
+    >>> from tabrecon.engine.release import ReconstructOptions, reconstruct_release
+    >>> from tabrecon.records.synth import SynthConfig
+    >>> from tabrecon.schema.registry import population
+    >>> from tabrecon.tables.spec import tabulate_units
+    >>> gq = population("group_quarters")
+    >>> truth = gq.synthesize(SynthConfig(persons=3_000), 1)
+    >>> long = tabulate_units(truth)
+    >>> rec = reconstruct_release(long, gq.schema, ReconstructOptions())
+    >>> blocks = rec.blocks.select(pl.col("geoid").alias("block_geoid"), "status")
+    >>> run = certified_claims(long, gq.schema, rec.units, blocks)
+    >>> run.failed, run.summary()["persons"] == len(truth)
+    ([], True)
+    """
+    from ..geo import overlap
+
+    options = options or CertifiedClaimsOptions()
     if "status" not in cert_blocks.columns or "block_geoid" not in cert_blocks.columns:
         raise TabreconError(
             "certification results need columns block_geoid and status (tabrecon solvar)"
         )
-    overlap(
-        tables.inhabited_blocks(),
-        recon.inhabited_blocks(),
-        tables.source or "the tables",
-        recon.source or "the reconstruction",
-    )
-    opts = solver or SolverOptions()
+    if isinstance(tables, pl.DataFrame):
+        tables = TractTables.of_long(tables, schema)
     status = dict(
         zip(cert_blocks["block_geoid"].to_list(), cert_blocks["status"].to_list(), strict=True)
     )
-    missing = [g for g in recon.geoids if g not in status]
+    geo = recon.block_geoid.astype(str)
+    blocks = np.unique(geo)
+    missing = [g for g in blocks.tolist() if g not in status]
     if missing:
         raise TabreconError(
             f"block {missing[0]} of the reconstruction has no certification result "
             f"({len(missing)} such blocks); run tabrecon solvar on the same reconstruction"
         )
-    tracts = tables.tracts()
-    by_tract = recon.rows_by_prefix(tracts)
-    states = sorted({t[:2] for t in tracts})
-    priors = {
-        s_: Prior(*_histogram(recon.take(rows)))
-        for s_, rows in recon.rows_by_prefix(states, 2).items()
-    }
+    overlap(
+        {g[:11] for g in tables.parts},
+        {g[:11] for g in blocks.tolist()},
+        "the tables",
+        recon.source or "the reconstruction",
+        "tracts",
+    )
+    tasks = tract_tasks(tables, schema, recon, status, options)
+    tracts = list(tasks)
     run = run or RunOptions()
     parts = run.parts("claims.parts")
+    fp = None
+    if parts is not None:
+        fp = {
+            "tables": tables.digest,
+            "reconstruction": digest_arrays(geo, recon.types),
+            "certification": digest_arrays(np.array(sorted(status.items()), dtype=str)),
+            "schema": schema.name,
+            "level": options.level,
+            "k_solutions": options.k_solutions,
+            "seed": options.seed,
+            "solver": asdict(options.solver),
+        }
     ran = run_units(
         tracts,
-        lambda t: _TractTask(
-            tables.subset(t),
-            t,
-            level,
-            recon.take(by_tract[t]),
-            {g: status[g] for g in np.unique(recon.geoids[recon.block[by_tract[t]]])},
-            opts,
-            priors[t[:2]],
-            k_solutions,
-            seed,
-        ),
-        tag=f"claims-{level}-K{k_solutions}",
+        tasks.__getitem__,
+        tag=f"claims-{options.level}-K{options.k_solutions}",
         parts=parts,
         run=run,
-        fingerprint=run_fingerprint(
-            parts,
-            tables,
-            recon=recon,
-            certification=status,
-            level=level,
-            k_solutions=k_solutions,
-            seed=seed,
-            solver=opts,
-        ),
+        fingerprint=fp,
     )
     dfs = ran.tables(tracts)
     persons = pl.concat(dfs) if dfs else pl.DataFrame()
-    return ClaimsRun(ran.results, persons, level, k_solutions)
+    from ..schema.registry import of_schema
+
+    return ClaimsRun(
+        ran.results, persons, options.level, options.k_solutions, of_schema(schema).noun
+    )

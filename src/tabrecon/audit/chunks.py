@@ -370,7 +370,7 @@ class ChunkRunner:
         """Verified claims about the persons of every block (:func:`tabrecon.attacks.claims
         .claims`), from the tables alone: each tract's figures in the marker, each
         reconstructed record's first singleton claim in ``claims_persons.parquet``."""
-        from ..attacks.claims import claims
+        from ..populations.persons import claims
 
         stage = "claims"
         path = self.dir / "claims_persons.parquet"

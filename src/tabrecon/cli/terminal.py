@@ -207,6 +207,27 @@ def read_blocks(path: Path) -> Any:
     return df
 
 
+def read_verdicts(path: Path) -> Any:
+    """Each block's certification status, from ``tabrecon solvar``'s per-block output or
+    ``tabrecon reconstruct --schema NAME``'s ``OUT_blocks.csv`` (whose block column is
+    ``geoid``): columns ``block_geoid`` and ``status``."""
+    import polars as pl
+
+    from ..io import check_readable, read_error, require_columns
+
+    if not path.exists():
+        raise TabreconError(f"{path}: file not found (run `tabrecon reconstruct` first)")
+    check_readable(path)
+    try:
+        df = pl.read_parquet(path) if str(path).endswith(".parquet") else pl.read_csv(path)
+    except Exception as exc:  # polars raises several exception types for malformed files
+        raise read_error(path, exc) from None
+    if "block_geoid" not in df.columns and {"geoid", "status"} <= set(df.columns):
+        df = df.rename({"geoid": "block_geoid"})
+    require_columns(path, df.columns, ("block_geoid", "status"), "each block's verdict")
+    return df.with_columns(pl.col("block_geoid").cast(pl.String))
+
+
 def publication_rule(pop: Population, text: str, attacking: bool = True) -> Publication:
     """A ``--publication`` rule for population ``pop``: parsed, its tables checked, refused for
     persons (whose engine models exact counts); when ``attacking``, a warning where rounding

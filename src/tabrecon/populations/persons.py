@@ -25,7 +25,18 @@ import polars as pl
 from ..errors import InputError, TabreconError
 from ..records.synth import SynthConfig, synthesize
 from ..runner import RunOptions
-from ..schema import AGE_MAX, AGEBIN_OF_AGE, PERSONS, PERSONS_BINNED, Microdata, person_units
+from ..schema import (
+    AGE_MAX,
+    AGEBIN38,
+    AGEBIN_OF_AGE,
+    N_AGES,
+    PERSONS,
+    PERSONS_BINNED,
+    Microdata,
+    age_classes,
+    age_label,
+    person_units,
+)
 from ..schema.registry import Engine, Population, register
 from ..tables.measures import Measure, MedianRule, Statistic
 from ..tables.persons import (
@@ -42,6 +53,7 @@ from ..vocab import Geo, Level, UnitStatus, Verdict
 
 if TYPE_CHECKING:
     from ..attacks.certify import CertRun
+    from ..attacks.claims import ClaimsRun
     from ..engine.release import ReleaseReconstruction, TractTables
     from ..engine.solvers import SolverOptions
     from ..schema.spec import Units
@@ -139,6 +151,97 @@ def binned_person_tables() -> tuple[UnitTable, ...]:
 UNIQUE_ON = {"age": AGEBIN_OF_AGE}
 
 
+# --------------------------------------------------------------------------------------------------
+# How a person claim reads: its age as the tables determine it
+# --------------------------------------------------------------------------------------------------
+#: The columns person claims are stated over (:func:`tabrecon.schema.person_claim_columns`)
+COLUMNS: tuple[str, ...] = tuple(c.name for c in PERSONS.claim_columns)
+
+
+def determined_age_classes(part: TableSet | pl.DataFrame, level: str) -> np.ndarray:
+    """Start of the age class of every age 0..110 that a tract's published cells tell apart
+    (``part``: its tables, as a person ``TableSet`` or a long table; block cells, and at
+    ``block+tract`` the tract's too): what a record's age can say."""
+    levels: dict[str, bool] = {Geo.BLOCK: True, Geo.TRACT: level == Level.BLOCK_TRACT}
+    if isinstance(part, pl.DataFrame):
+        n = part["geoid"].str.len_chars()
+        at = (n == Geo.BLOCK.length) | ((n == Geo.TRACT.length) & levels[Geo.TRACT])
+        cells = np.asarray(
+            part.filter(at & pl.col("value").is_not_null())["cell"].unique().to_list(), dtype=str
+        )
+    else:
+        cells = np.concatenate(
+            [
+                g.cells[(g.values != MISSING).any(axis=0)].astype(str)
+                for lv, g in part.grids.items()
+                if levels.get(lv, False)
+            ]
+            or [np.zeros(0, dtype=str)]
+        )
+    cells = cells[np.isin(cells, [c.id for c in all_cells()])]
+    a, pos = cell_attrs(), cell_positions(cells)
+    ranges = list(zip(a["age_min"][pos].tolist(), a["age_max"][pos].tolist(), strict=True))
+    return age_classes(ranges)
+
+
+def class_end(starts: np.ndarray) -> np.ndarray:
+    """Last age of the class of every age 0..110 (``starts`` from :func:`age_classes`)."""
+    width = np.bincount(starts, minlength=N_AGES)
+    return (starts + width[starts] - 1).astype(np.int16)
+
+
+def decode_claim(cols: tuple[int, ...], key: int) -> dict[str, int]:
+    """Column -> value of a claim (only the columns it sets)."""
+    out = {}
+    for i in reversed(cols):
+        size = PERSONS.claim_columns[i].size
+        out[COLUMNS[i]] = key % size
+        key //= size
+    return {COLUMNS[i]: out[COLUMNS[i]] for i in cols}
+
+
+def claim_age_range(v: int, ends: np.ndarray | None = None) -> tuple[int, int]:
+    """The ages a claim's agebin value ``v`` covers. Records of an age class carry its first year,
+    so where the tables determine only a class wider than the agebin38 bin (``ends``, from
+    :func:`class_end`: e.g. 10-14 without P14) the claim covers the whole class."""
+    lo, hi = AGEBIN38[v]
+    return (lo, hi) if ends is None else (lo, max(hi, int(ends[lo])))
+
+
+def describe_claim(
+    cols: tuple[int, ...], key: int, m: int | None = None, ends: np.ndarray | None = None
+) -> str:
+    """Plain words for a claim, e.g. ``exactly 1 person: female, age 25-29, black, Hispanic``:
+    each column's label (:func:`tabrecon.schema.person_claim_columns`). ``ends`` (last age of
+    each age's class) makes the age read as what the tables determine.
+
+    >>> describe_claim((0, 1), 1 * 38 + 24, 1)   # sex, agebin38: female, bin 24
+    'exactly 1 person: female, age 30-34'
+    """
+    parts = []
+    for name, v in decode_claim(cols, key).items():
+        if name == "agebin" and ends is not None:
+            lo, hi = claim_age_range(v, ends)
+            parts.append(age_label(lo, hi) if lo == 0 and hi == 110 else f"age {age_label(lo, hi)}")
+        else:
+            parts.append(PERSONS.claim_columns[COLUMNS.index(name)].labels[v])
+    text = ", ".join(parts)
+    if m is None:
+        return text
+    return f"exactly {m} person{'s' if m != 1 else ''}: {text}"
+
+
+def claim_words(part: TableSet | pl.DataFrame, level: str) -> Callable[..., str]:
+    """How a tract's person claims read (:attr:`Population.claim_words`): their age as the
+    tract's tables determine it (:func:`describe_claim`)."""
+    ends = class_end(determined_age_classes(part, level))
+
+    def words(cols: tuple[int, ...], key: int, m: int | None = None) -> str:
+        return describe_claim(cols, key, m, ends)
+
+    return words
+
+
 def _synthesize(cfg: SynthConfig, seed: int) -> object:
     return person_units(synthesize(cfg, seed=seed))
 
@@ -166,6 +269,7 @@ register(
         engine=Engine.PERSON,
         generic="persons_binned",
         unique_on=UNIQUE_ON,
+        claim_words=claim_words,
         description="SF1 person tables (the 34 and P3-P5): block, sex, age, race, ethnicity",
     )
 )
@@ -607,7 +711,56 @@ def certify_persons(
     return CertRun(blocks, results, str(level), time.perf_counter() - t0)
 
 
-#: the public names (``tabrecon.reconstruct``, ``tabrecon.certify``): persons are what a census
-#: release's tables count
+def claims_persons(
+    tables: TableSet,
+    recon: Microdata,
+    cert_blocks: pl.DataFrame,
+    level: str = "block",
+    *,
+    solver: SolverOptions | None = None,
+    k_solutions: int = 100,
+    seed: int = 0,
+    run: RunOptions | None = None,
+) -> ClaimsRun:
+    """Verified claims about the persons of every block of a person release, from its
+    reconstruction and that reconstruction's certification (``cert_blocks``: the blocks of
+    :func:`reconstruct_persons` with ``certify=True`` or of :func:`certify_persons`), tract by
+    tract: :func:`tabrecon.attacks.claims.certified_claims` over the person schema. With
+    ``run.out`` each tract's per-record table is written to ``<out>/claims.parts/`` as it
+    finishes and a rerun resumes.
+
+    >>> from tabrecon.records.synth import SynthConfig, synthesize
+    >>> from tabrecon.tables.persons import tabulate
+    >>> md = synthesize(SynthConfig(persons=800), seed=2)
+    >>> ts = tabulate(md)
+    >>> rec = reconstruct_persons(ts, "block", certify=True)
+    >>> run = claims_persons(ts, rec.records, rec.blocks, "block", k_solutions=5)
+    >>> run.failed, run.summary()["persons"] == len(md)
+    ([], True)
+    """
+    from ..attacks.claims import CertifiedClaimsOptions, certified_claims
+    from ..engine.solvers import SolverOptions
+    from ..geo import overlap
+
+    options = CertifiedClaimsOptions(
+        level=level, k_solutions=k_solutions, seed=seed, solver=solver or SolverOptions()
+    )
+    if "status" not in cert_blocks.columns or "block_geoid" not in cert_blocks.columns:
+        raise TabreconError(
+            "certification results need columns block_geoid and status (tabrecon solvar)"
+        )
+    overlap(
+        tables.inhabited_blocks(),
+        recon.inhabited_blocks(),
+        tables.source or "the tables",
+        recon.source or "the reconstruction",
+    )
+    split, _used, _run_level, _notes = release_tracts(tables, level)
+    return certified_claims(split, PERSONS, person_units(recon), cert_blocks, options, run=run)
+
+
+#: the public names (``tabrecon.reconstruct``, ``tabrecon.certify``, ``tabrecon.claims``): persons
+#: are what a census release's tables count
 reconstruct = reconstruct_persons
 certify = certify_persons
+claims = claims_persons

@@ -123,6 +123,12 @@ class Population:
     #: the resolution a block's uniqueness is asked at, attribute -> its codes' coarser codes
     #: (persons: age by agebin38, the Bureau's question); None: the schema's types
     unique_on: Mapping[str, Any] | None = field(default=None, compare=False)
+    #: how its verified claims read, given a tract's published tables and the level
+    #: (:func:`tabrecon.attacks.claims.tract_claims`; persons: the age as those tables determine
+    #: it); None: the claim columns' labels (:func:`tabrecon.attacks.claims.plain_words`)
+    claim_words: Callable[[Any, str], Callable[..., str]] | None = field(
+        default=None, compare=False
+    )
 
     def __post_init__(self) -> None:
         n = len(self.schema.attributes)

@@ -1,6 +1,6 @@
 """The ``claims`` command: verified claims about a release's records (Generate-then-Verify) --
-persons from a reconstruction and its certification, any other schema from its tables alone,
-block by block."""
+from a reconstruction and its certification, tract by tract (persons always; any population given
+--recon and --solvar), or from each block's tables alone (any other population)."""
 
 from __future__ import annotations
 
@@ -34,6 +34,7 @@ from ..terminal import (
     progress,
     publication_rule,
     read_blocks,
+    read_verdicts,
     solver_options,
 )
 
@@ -51,14 +52,20 @@ def claims(
     tables_file: TablesArg,
     recon: Annotated[
         Path | None,
-        typer.Option("--recon", "-r", help="Reconstruction (person file; persons only)"),
+        typer.Option(
+            "--recon",
+            "-r",
+            help="Reconstruction (persons: a person file; another population: `tabrecon "
+            "reconstruct --schema NAME`'s records): its claims, proven tract by tract",
+        ),
     ] = None,
     solvar_file: Annotated[
         Path | None,
         typer.Option(
             "--solvar",
             "-s",
-            help="Per-block output of `tabrecon solvar` for this reconstruction (persons only)",
+            help="Each block's certification of --recon: `tabrecon solvar`'s output, or "
+            "`tabrecon reconstruct`'s OUT_blocks.csv",
         ),
     ] = None,
     out: FolderOut = Path("claims"),
@@ -118,7 +125,10 @@ def claims(
     pop = population(schema)
     pub = publication_rule(pop, publication)
     at_least(1, k_solutions=k_solutions)
-    # an option the chosen population does not use is refused, never silently ignored
+    # an option the chosen population does not use is refused, never silently ignored.
+    # Persons' claims are read off a certified reconstruction (--recon, --solvar); any other
+    # population's claims are that too when both are given, else each block's from its tables
+    certified = pop.engine is Engine.PERSON or recon is not None or solvar_file is not None
     person_only = {
         "--recon": recon is not None,
         "--solvar": solvar_file is not None,
@@ -129,17 +139,18 @@ def claims(
         "--truth": truth is not None,
         "--with": together is not None,
     }
-    unused = [
-        o
-        for o, given in (other_only if pop.engine is Engine.PERSON else person_only).items()
-        if given
-    ]
+    unused = [o for o, given in (other_only if certified else person_only).items() if given]
     if unused:
-        whose = "other populations" if pop.engine is Engine.PERSON else "persons"
+        what = ", ".join(unused)
         raise TabreconError(
-            f"{', '.join(unused)}: an option of claims about {whose}, not of --schema {pop.name}"
+            f"{what}: an option of claims from each block's tables alone (another population, "
+            f"without --recon and --solvar), not of claims about {pop.noun} from a certified "
+            "reconstruction"
+            if certified
+            else f"{what}: an option of claims from a certified reconstruction (--recon and "
+            "--solvar)"
         )
-    if pop.engine is Engine.GENERIC:
+    if not certified:
         _release_claims(
             pop,
             tables_file,
@@ -161,39 +172,71 @@ def claims(
 
         others = [n for n in names() if population(n).engine is Engine.GENERIC]
         raise TabreconError(
-            "claims about persons need --recon (the reconstruction) and --solvar (its "
-            "certification); for another population give its --schema ("
-            + ", ".join(f"--schema {n}" for n in others)
-            + ")"
+            f"claims about {pop.noun} need --recon (the reconstruction) and --solvar (its "
+            "certification, or the reconstruction's OUT_blocks.csv)"
+            + (
+                "; for another population give its --schema ("
+                + ", ".join(f"--schema {n}" for n in others)
+                + ")"
+                if pop.engine is Engine.PERSON
+                else ""
+            )
         )
-    from ...attacks.claims import claims as _claims
-    from ...schema import read_microdata
-    from ...tables.published import read_tables
-
+    if not pub.exact:
+        raise TabreconError(
+            f"--publication {pub}: claims from a certified reconstruction assume exact tables so "
+            "far; without --recon and --solvar each block's claims allow for rounded or withheld "
+            "cells"
+        )
     one_of(level, RECON_LEVELS, "--level")
     opts = solver_options(solver, threads, time_limit, seed, workers)
-    ts, rec = read_tables(tables_file), read_microdata(recon)
-    blocks = read_blocks(solvar_file)
     t0 = time.perf_counter()
-    prog, tick = progress(len(ts.tracts()), "claims")
-    with prog:
-        run = _claims(
-            ts,
-            rec,
-            blocks,
-            level,
-            solver=opts,
-            k_solutions=k_solutions,
-            seed=seed,
-            run=RunOptions(workers=workers, out=out, resume=not fresh, progress=tick),
-        )
+    if pop.engine is Engine.PERSON:
+        from ...populations.persons import claims as _claims
+        from ...schema import read_microdata
+        from ...tables.published import read_tables
+
+        ts, rec = read_tables(tables_file), read_microdata(recon)
+        blocks = read_blocks(solvar_file)
+        prog, tick = progress(len(ts.tracts()), "claims")
+        with prog:
+            run = _claims(
+                ts,
+                rec,
+                blocks,
+                level,
+                solver=opts,
+                k_solutions=k_solutions,
+                seed=seed,
+                run=RunOptions(workers=workers, out=out, resume=not fresh, progress=tick),
+            )
+    else:
+        from ...attacks.claims import CertifiedClaimsOptions, certified_claims
+        from ...engine.release import TractTables
+        from ...schema.spec import read_units
+
+        tables = TractTables.of_long(release_tables(pop, tables_file), pop.schema)
+        units = pop.read(recon) if pop.read is not None else read_units(recon, pop.schema)
+        blocks = read_verdicts(solvar_file)
+        prog, tick = progress(len(tables.parts), f"{pop.name} claims")
+        with prog:
+            run = certified_claims(
+                tables,
+                pop.schema,
+                units,
+                blocks,
+                CertifiedClaimsOptions(
+                    level=level, k_solutions=k_solutions, seed=seed, solver=opts
+                ),
+                run=RunOptions(workers=workers, out=out, resume=not fresh, progress=tick),
+            )
     for r in run.failed:
         err.print(f"[red]tract {r['unit']}: {r['status']}[/red] -- {escape(r.get('message', ''))}")
     el = time.perf_counter() - t0
     paths = run.write(out, seed, el)
     cols = {
         "k": "k",
-        "persons_covered": "persons covered",
+        "persons_covered": f"{pop.noun} covered",
         "persons_per_block": "per block",
         "blocks_with_singleton": "blocks",
         "verified_singletons": "verified singletons",
