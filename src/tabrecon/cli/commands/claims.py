@@ -218,6 +218,13 @@ def claims(
         tables = TractTables.of_long(release_tables(pop, tables_file), pop.schema)
         units = pop.read(recon) if pop.read is not None else read_units(recon, pop.schema)
         blocks = read_verdicts(solvar_file)
+        differ = int((blocks["status"] != vocab.Verdict.UNIQUE).sum())
+        if differ:  # one program per tract holds them all: no time limit per block
+            err.print(
+                f"{differ:,} of {blocks.height:,} blocks can differ: their claims are proven in "
+                "one program per tract, which can take long for many such blocks (without "
+                "--recon and --solvar each block's claims get --block-time-limit)"
+            )
         prog, tick = progress(len(tables.parts), f"{pop.name} claims")
         with prog:
             run = certified_claims(
