@@ -178,6 +178,8 @@ class TractTask:
     names: tuple[str, ...]
     unique_on: Mapping[str, Any] | None = None
     words: Callable[[Any, str], ClaimWords] | None = None
+    #: what the records are called, plural (claims in words where ``words`` is None)
+    noun: str = ""
 
     def __call__(self) -> Result:
         res, persons, _ = tract_claims(self)
@@ -217,7 +219,7 @@ def tract_claims(
     describe = (
         task.words(part, level)
         if task.words is not None and part is not None
-        else plain_words(schema, schema.name)
+        else plain_words(schema, task.noun or schema.name)
     )
     tv = tract_verdicts(
         long,
@@ -531,6 +533,7 @@ def tract_tasks(
             names,
             pop.unique_on,
             pop.claim_words,
+            pop.noun,
         )
     return tasks
 
