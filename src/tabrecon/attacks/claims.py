@@ -45,7 +45,7 @@ from ..provenance import digest_arrays
 from ..runner import Result, RunOptions, UnitsRun, run_units
 from ..schema.spec import Schema, Units
 from ..vocab import Geo, Level, UnitStatus, Verdict
-from .unit_claims import one_of_n, value_keys
+from .unit_claims import one_of_n, value_keys, values_text
 from .unit_claims_tract import claim_codes, code_values, tract_verdicts
 
 BASELINE_BINS = 100  # histogram resolution of baseline probabilities (medians to 0.01)
@@ -68,12 +68,7 @@ def plain_words(schema: Schema, noun: str) -> ClaimWords:
     one = noun[:-1] if noun.endswith("s") else noun
 
     def words(cols: tuple[int, ...], key: int, m: int | None = None) -> str:
-        parts = []
-        for i in reversed(cols):
-            col = schema.claim_columns[i]
-            parts.append(f"{col.name}={labels[i][key % col.size]}")
-            key //= col.size
-        text = "; ".join(reversed(parts))
+        text = values_text(schema, cols, key, labels)
         return text if m is None else f"exactly {m} {one if m == 1 else noun}: {text}"
 
     return words

@@ -729,7 +729,7 @@ def generate(
     return sols, short, infeasible
 
 
-def _values(schema: Schema, cols: tuple[int, ...], key: int, labels: list | None = None) -> str:
+def values_text(schema: Schema, cols: tuple[int, ...], key: int, labels: list | None = None) -> str:
     """``column=label; ...`` of a claim's mixed-radix key (``labels``: each claim column's
     labels, looked up once by callers formatting many claims)."""
     labels = labels or [c.labels for c in schema.claim_columns]
@@ -752,7 +752,7 @@ def _claims_frame(found: list[tuple], schema: Schema, truth: Units | None) -> pl
         if cols not in names:
             names[cols] = ",".join(schema.claim_columns[i].name for i in cols)
         if (cols, key) not in text:
-            text[cols, key] = _values(schema, cols, key, labels)
+            text[cols, key] = values_text(schema, cols, key, labels)
         rows.append((geoid, k, names[cols], text[cols, key], m, key))
     df = pl.DataFrame(rows, schema=CLAIM_COLUMNS, orient="row")
     if truth is None or not found:

@@ -745,10 +745,6 @@ def claims_persons(
     options = CertifiedClaimsOptions(
         level=level, k_solutions=k_solutions, seed=seed, solver=solver or SolverOptions()
     )
-    if "status" not in cert_blocks.columns or "block_geoid" not in cert_blocks.columns:
-        raise TabreconError(
-            "certification results need columns block_geoid and status (tabrecon solvar)"
-        )
     overlap(
         tables.inhabited_blocks(),
         recon.inhabited_blocks(),
