@@ -19,10 +19,10 @@ from benchmarks.bench_reconstruct import cpu  # noqa: E402
 from benchmarks.common import REAL, machine, peak_rss_mib, record  # noqa: E402
 from tabrecon import (
     certify,  # noqa: E402
+    claims,  # noqa: E402
     reconstruct,  # noqa: E402
 )
 from tabrecon.attacks.certify import cumulative_solvar, solvar_table  # noqa: E402
-from tabrecon.attacks.claims import claims  # noqa: E402
 from tabrecon.engine.solvers import SolverOptions  # noqa: E402
 from tabrecon.records.synth import SynthConfig, synthesize  # noqa: E402
 from tabrecon.schema import read_microdata  # noqa: E402
