@@ -233,6 +233,55 @@ def test_a_solution_found_before_the_search_stops_is_kept():
     assert asked == [unit_claims.GENERATE_WORK]  # the search is capped, and asked for once
 
 
+def _sorted(claims: pl.DataFrame | None) -> pl.DataFrame:
+    cols = ["block_geoid", "columns", "key", "m"]
+    if claims is None:
+        return pl.DataFrame(
+            schema={"block_geoid": pl.String, "columns": pl.String, "key": pl.Int64, "m": pl.Int64}
+        )
+    return claims.select(cols).sort(cols)
+
+
+def test_a_tract_that_reaches_its_time_limit_keeps_only_claims_it_verified(small_md):
+    """A tract stopped by its time limit (``tract_seconds``) keeps what it proved and says so:
+    its certified blocks' claims (one proof covers them, no search) and the claims about its
+    varying blocks verified before the limit, each of them one the unlimited run verifies (so
+    true); the rest of its candidates are not claimed. The run counts such tracts apart from
+    failures. Before, a tract had no limit: a household tract ran 15 min with nothing kept."""
+    import dataclasses
+
+    ts, rec, cert, full = run_claims(small_md, "block")
+    status = dict(zip(cert["block_geoid"].to_list(), cert["status"].to_list(), strict=True))
+    split, *_ = release_tracts(ts, "block")
+    options = C.CertifiedClaimsOptions(level="block", k_solutions=10)
+    tasks = list(C.tract_tasks(split, PERSONS, person_units(rec), status, options).values())
+    assert any(t.certified.any() and (~t.certified).any() for t in tasks)
+    for (res_full, _, claims_full), task in zip(full, tasks, strict=True):
+        want = _sorted(claims_full)
+        certified = set(task.geoids[task.certified].tolist())
+        # no time at all: the certified blocks' claims alone, the tract marked
+        res, records, claims = C.tract_claims(dataclasses.replace(task, seconds=1e-9), True)
+        got = _sorted(claims)
+        assert res.status == "ok" and records.height == task.block.size
+        assert res.complete == (res_full.varying_blocks == 0), res.message
+        assert res.verified_varying == 0
+        assert got.equals(want.filter(pl.col("block_geoid").is_in(list(certified))))
+        if not res.complete:
+            assert "time limit" in res.message
+        # some time: whatever it verified, the unlimited run verified too
+        res, _, claims = C.tract_claims(dataclasses.replace(task, seconds=0.5), True)
+        got = _sorted(claims)
+        assert got.join(want, on=got.columns, how="anti").is_empty()
+        if res.complete:  # finished within it: the same claims as without a limit
+            assert got.equals(want)
+    run = person_claims(ts, rec, cert, "block", k_solutions=10, tract_seconds=1e-9)
+    s = run.summary()
+    assert not run.failed and s["time_limited_tracts"] == len(run.time_limited) > 0
+    assert any("reached their time limit" in line for line in run.summary_lines())
+    with pytest.raises(Exception, match="tract_seconds must be a positive number"):
+        C.CertifiedClaimsOptions(tract_seconds=0)
+
+
 @pytest.mark.parametrize("level", ["block", "block+tract"])
 def test_claims_in_the_engines_tract_programs_are_true_of_the_truth(small_md, level):
     """The claims are proven in the count program written over the schema

@@ -349,6 +349,24 @@ CASES: list[tuple[str, str, int, str]] = [
         "--k: an option of claims from each block's tables alone",
     ),
     (
+        "claims-block-time-limit-of-persons",  # was ignored: persons' claims go tract by tract
+        "claims {D}/tables.parquet --recon {D}/md.csv --solvar {D}/sv.csv --block-time-limit 5",
+        2,
+        "--block-time-limit: an option of claims from each block's tables alone",
+    ),
+    (
+        "claims-tract-time-limit-per-block",
+        "claims {D}/tables.parquet --schema group_quarters --tract-time-limit 5",
+        2,
+        "--tract-time-limit: an option of claims from a certified reconstruction",
+    ),
+    (
+        "claims-tract-time-limit-zero",
+        "claims {D}/tables.parquet --recon {D}/md.csv --solvar {D}/sv.csv --tract-time-limit 0",
+        2,
+        "--tract-time-limit must be a finite number > 0",
+    ),
+    (
         "reconstruct-strategy-gone",  # the person model's age strategies went with it
         "reconstruct {D}/tables.parquet --strategy full",
         2,

@@ -29,6 +29,7 @@ the age as the tables determine it) is its plug-in
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -133,6 +134,9 @@ class TractClaims:
     any_persons: int = 0  # records singled out by some verified claim
     any_blocks: int = 0
     message: str = ""
+    #: False when the tract reached its time limit: the claims proven by then are counted, the
+    #: candidates left are not verified (``message`` says how many)
+    complete: bool = True
 
 
 def _hist(p: np.ndarray, k: np.ndarray, n_cols: int) -> np.ndarray:
@@ -175,6 +179,9 @@ class TractTask:
     words: Callable[[Any, str], ClaimWords] | None = None
     #: what the records are called, plural (claims in words where ``words`` is None)
     noun: str = ""
+    #: seconds for the tract's blocks that can differ (None: no limit); reaching it keeps the
+    #: claims proven by then (:attr:`TractClaims.complete` False)
+    seconds: float | None = None
 
     def __call__(self) -> Result:
         res, persons, _ = tract_claims(self)
@@ -231,9 +238,17 @@ def tract_claims(
         opts=opts,
         unique_on=task.unique_on,
         tract=tract,
+        seconds=task.seconds,
     )
     res.solutions, res.proofs = tv.solutions, tv.proofs
     res.candidates, res.verified_varying = tv.candidates_varying, tv.verified_varying
+    if not tv.complete:
+        res.complete = False
+        res.message = (
+            f"reached the tract's time limit ({task.seconds:g} s): {tv.verified_varying:,} of "
+            f"{tv.candidates_varying:,} candidate claims about its blocks that can differ were "
+            "verified before it and are kept; the rest are not claimed"
+        )
     key_block, rinv = tv.key_block, tv.ref_key
     # tally verified claims by k; coverage and baselines for singletons
     cov_k = np.zeros((n_cols, key_block.size), dtype=bool)
@@ -383,6 +398,7 @@ class ClaimsRun(UnitsRun):
             "candidates_varying": sum(r["candidates"] for r in ok),
             "verified_varying": sum(r["verified_varying"] for r in ok),
             "proofs": sum(r["proofs"] for r in ok),
+            "time_limited_tracts": sum(not r.get("complete", True) for r in ok),
         }
 
     def summary_lines(self, seconds: float = 0.0) -> list[str]:
@@ -398,7 +414,22 @@ class ClaimsRun(UnitsRun):
             f"{s['blocks_with_singleton']:,} blocks",
             f"- blocks that can differ: {s['candidates_varying']:,} candidate claims, "
             f"{s['verified_varying']:,} verified by {s['proofs']} infeasibility proofs",
+            *(
+                [
+                    f"- {s['time_limited_tracts']} tract(s) reached their time limit: the claims "
+                    "verified before it are counted, the rest of their candidates are not"
+                ]
+                if s["time_limited_tracts"]
+                else []
+            ),
             f"- {s['failed_tracts']} tract(s) failed; time {seconds:.1f} s",
+        ]
+
+    @property
+    def time_limited(self) -> list[dict]:
+        """The tracts that reached their time limit (each kept the claims verified by then)."""
+        return [
+            r for r in self.results if r["status"] == UnitStatus.OK and not r.get("complete", True)
         ]
 
     def write(self, out: str | Path, seed: int = 0, seconds: float = 0.0) -> list[Path]:
@@ -481,12 +512,19 @@ class CertifiedClaimsOptions:
     k_solutions: int = 100
     seed: int = 0
     solver: SolverOptions = field(default_factory=SolverOptions)
+    #: seconds per tract for its blocks that can differ (None: no limit): a tract that reaches
+    #: it keeps the claims verified by then and is reported (:attr:`ClaimsRun.time_limited`)
+    tract_seconds: float | None = None
 
     def __post_init__(self) -> None:
         if self.level not in Level.choices():
             raise TabreconError(f"unknown level {self.level!r}; choose 'block' or 'block+tract'")
         if self.k_solutions < 1:
             raise TabreconError(f"k_solutions must be >= 1 (got {self.k_solutions})")
+        if self.tract_seconds is not None and not 0 < self.tract_seconds < math.inf:
+            raise TabreconError(
+                f"tract_seconds must be a positive number of seconds (got {self.tract_seconds})"
+            )
 
 
 def tract_tasks(
@@ -529,6 +567,7 @@ def tract_tasks(
             pop.unique_on,
             pop.claim_words,
             pop.noun,
+            options.tract_seconds,
         )
     return tasks
 
@@ -606,6 +645,8 @@ def certified_claims(
             "k_solutions": options.k_solutions,
             "seed": options.seed,
             "solver": asdict(options.solver),
+            # a limit changes which claims a tract that reaches it keeps (none: as before)
+            **({} if options.tract_seconds is None else {"tract_seconds": options.tract_seconds}),
         }
     ran = run_units(
         tracts,

@@ -20,6 +20,7 @@ are generated from K diverse solutions and proven in one program
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -112,13 +113,19 @@ def tract_verdicts(
     unique_on: Mapping[str, np.ndarray] | None = None,
     tract: str = "",
     max_rounds: int | None = 200,
+    seconds: float | None = None,
 ) -> TractVerdicts:
     """Generate-then-Verify on one tract's blocks ``geoids`` (module docstring): ``long`` their
     cells (and at ``level`` "block+tract" the tract's), ``names`` the block tables a claim must
     not merely repeat, the reference's records ``ref_types`` in blocks ``ref_block`` (positions
     in ``geoids``), ``unique`` the blocks proven to have one histogram at the claim columns'
     resolution. ``K`` solutions in all (the reference and ``K - 1`` of random objectives).
-    ``long`` may be None when every inhabited block is ``unique`` (no program is built)."""
+    ``long`` may be None when every inhabited block is ``unique`` (no program is built).
+
+    ``seconds`` caps the tract's time from this call on: the random solutions stop when it is
+    spent and so do the proofs, the claims proven by then are kept (``complete`` False: the
+    candidates not proven are not verified). The program is built before it is checked."""
+    t0 = time.perf_counter()
     nb = len(geoids)
     n_codes = _n_codes(schema)
     rkey = ref_block.astype(np.int64) * n_codes + claim_codes(schema, ref_types)
@@ -186,7 +193,7 @@ def tract_verdicts(
     # reduced to its independent rows as a block's program is: the dense QR that finds them
     # took 138 s on an 18,091-row tract program whose relaxation gave 19 solutions in 0.1 s
     base = Extensible(prog, opts)
-    sols, _short, infeasible = generate(base, K - 1, np.random.default_rng(seed), opts, None, 0.0)
+    sols, _short, infeasible = generate(base, K - 1, np.random.default_rng(seed), opts, seconds, t0)
     # the program must have a solution (the reference) or no proof means anything; solves that
     # all ran out of time leave the reference alone
     if infeasible:
@@ -208,6 +215,7 @@ def tract_verdicts(
         group=all_keys[vkeys] // n_codes,
         max_rounds=max_rounds,
         relax_after=RELAX_AFTER,  # as for a block's own tables: a slow search hands over
+        seconds=None if seconds is None else max(seconds - (time.perf_counter() - t0), 0.0),
     )
     cl = ver.candidates
     if cl.key.size:

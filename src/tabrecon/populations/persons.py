@@ -721,13 +721,15 @@ def claims_persons(
     k_solutions: int = 100,
     seed: int = 0,
     run: RunOptions | None = None,
+    tract_seconds: float | None = None,
 ) -> ClaimsRun:
     """Verified claims about the persons of every block of a person release, from its
     reconstruction and that reconstruction's certification (``cert_blocks``: the blocks of
     :func:`reconstruct_persons` with ``certify=True`` or of :func:`certify_persons`), tract by
     tract: :func:`tabrecon.attacks.claims.certified_claims` over the person schema. With
     ``run.out`` each tract's per-record table is written to ``<out>/claims.parts/`` as it
-    finishes and a rerun resumes.
+    finishes and a rerun resumes. ``tract_seconds`` caps each tract's time (its claims
+    verified by then are kept; :attr:`~tabrecon.attacks.claims.ClaimsRun.time_limited`).
 
     >>> from tabrecon.records.synth import SynthConfig, synthesize
     >>> from tabrecon.tables.persons import tabulate
@@ -743,7 +745,11 @@ def claims_persons(
     from ..geo import overlap
 
     options = CertifiedClaimsOptions(
-        level=level, k_solutions=k_solutions, seed=seed, solver=solver or SolverOptions()
+        level=level,
+        k_solutions=k_solutions,
+        seed=seed,
+        solver=solver or SolverOptions(),
+        tract_seconds=tract_seconds,
     )
     overlap(
         tables.inhabited_blocks(),

@@ -44,6 +44,13 @@ if TYPE_CHECKING:
 
 from .attack import RECON_LEVELS, refuse_untied, release_tables, tied_tables
 
+#: seconds per block of claims from each block's tables (``--block-time-limit``)
+BLOCK_SECONDS = 300.0
+#: seconds per tract of claims from a certified reconstruction (``--tract-time-limit``): the
+#: tract program of a 1,325-unit household tract with 63 blocks that can differ ran 15 min
+#: without an answer at K = 10; a person tract takes seconds
+TRACT_SECONDS = 600.0
+
 app = typer.Typer()
 
 
@@ -99,12 +106,23 @@ def claims(
         ),
     ] = None,
     block_time_limit: Annotated[
-        float,
+        float | None,
         typer.Option(
-            help="Not persons: seconds per block, its reconstruction and uniqueness proof "
-            "included; a block that reaches it keeps the claims verified so far and is reported"
+            help="Claims from each block's tables: seconds per block, its reconstruction and "
+            "uniqueness proof included; a block that reaches it keeps the claims verified so far "
+            f"and is reported ({BLOCK_SECONDS:g} unless given)",
+            show_default=False,
         ),
-    ] = 300.0,
+    ] = None,
+    tract_time_limit: Annotated[
+        float | None,
+        typer.Option(
+            help="Claims from a certified reconstruction: seconds per tract for its blocks that "
+            "can differ; a tract that reaches it keeps the claims verified so far and is "
+            f"reported ({TRACT_SECONDS:g} unless given)",
+            show_default=False,
+        ),
+    ] = None,
     together: Annotated[
         Path | None,
         typer.Option(
@@ -133,11 +151,13 @@ def claims(
         "--recon": recon is not None,
         "--solvar": solvar_file is not None,
         f"--level {level}": level != vocab.Level.BLOCK,  # other populations' claims are per block
+        "--tract-time-limit": tract_time_limit is not None,
     }
     other_only = {
         "--k": bool(k.strip()),
         "--truth": truth is not None,
         "--with": together is not None,
+        "--block-time-limit": block_time_limit is not None,
     }
     unused = [o for o, given in (other_only if certified else person_only).items() if given]
     if unused:
@@ -158,7 +178,7 @@ def claims(
             k,
             k_solutions,
             truth,
-            block_time_limit,
+            BLOCK_SECONDS if block_time_limit is None else block_time_limit,
             solver_options(solver, threads, time_limit, seed, workers),
             seed,
             workers,
@@ -189,6 +209,8 @@ def claims(
             "cells"
         )
     one_of(level, RECON_LEVELS, "--level")
+    tract_seconds = TRACT_SECONDS if tract_time_limit is None else tract_time_limit
+    positive_finite(tract_time_limit=tract_seconds)
     opts = solver_options(solver, threads, time_limit, seed, workers)
     t0 = time.perf_counter()
     if pop.engine is Engine.PERSON:
@@ -209,6 +231,7 @@ def claims(
                 k_solutions=k_solutions,
                 seed=seed,
                 run=RunOptions(workers=workers, out=out, resume=not fresh, progress=tick),
+                tract_seconds=tract_seconds,
             )
     else:
         from ...attacks.claims import CertifiedClaimsOptions, certified_claims
@@ -222,8 +245,9 @@ def claims(
         if differ:  # one program per tract holds them all: no time limit per block
             err.print(
                 f"{differ:,} of {blocks.height:,} blocks can differ: their claims are proven in "
-                "one program per tract, which can take long for many such blocks (without "
-                "--recon and --solvar each block's claims get --block-time-limit)"
+                "one program per tract, which can take long for many such blocks (each tract "
+                f"stops at --tract-time-limit {tract_seconds:g} s with the claims verified by "
+                "then; without --recon and --solvar each block's claims get --block-time-limit)"
             )
         prog, tick = progress(len(tables.parts), f"{pop.name} claims")
         with prog:
@@ -233,12 +257,21 @@ def claims(
                 units,
                 blocks,
                 CertifiedClaimsOptions(
-                    level=level, k_solutions=k_solutions, seed=seed, solver=opts
+                    level=level,
+                    k_solutions=k_solutions,
+                    seed=seed,
+                    solver=opts,
+                    tract_seconds=tract_seconds,
                 ),
                 run=RunOptions(workers=workers, out=out, resume=not fresh, progress=tick),
             )
     for r in run.failed:
         err.print(f"[red]tract {r['unit']}: {r['status']}[/red] -- {escape(r.get('message', ''))}")
+    limited = run.time_limited
+    for r in limited[:20]:
+        err.print(f"[yellow]tract {r['unit']}:[/yellow] {escape(r.get('message', ''))}")
+    if len(limited) > 20:
+        err.print(f"[yellow]... and {len(limited) - 20} more such tracts[/yellow]")
     el = time.perf_counter() - t0
     paths = run.write(out, seed, el)
     cols = {
