@@ -94,15 +94,16 @@ def claims(
         str,
         typer.Option(
             "--k",
-            help="Not persons: columns per claim, a comma list (default: the population's, "
-            "5,6,7,8,9,10 for households)",
+            help="Claims from each block's tables: columns per claim, a comma list (default: "
+            "the population's, 5,6,7,8,9,10 for households)",
         ),
     ] = "",
     truth: Annotated[
         Path | None,
         typer.Option(
             "--truth",
-            help="Not persons: the file of records behind the tables (records covered)",
+            help="Claims from each block's tables: the file of records behind the tables "
+            "(records covered)",
         ),
     ] = None,
     block_time_limit: Annotated[
@@ -127,7 +128,8 @@ def claims(
         Path | None,
         typer.Option(
             "--with",
-            help="Not persons: the tables of the population --schema's records tie to "
+            help="Claims from each block's tables: the tables of the population --schema's "
+            "records tie to "
             "(households: the person tables of the same blocks); every claim is then verified "
             "given both releases",
             metavar="TABLES",
