@@ -276,10 +276,28 @@ def test_a_tract_that_reaches_its_time_limit_keeps_only_claims_it_verified(small
             assert got.equals(want)
     run = person_claims(ts, rec, cert, "block", k_solutions=10, tract_seconds=1e-9)
     s = run.summary()
-    assert not run.failed and s["time_limited_tracts"] == len(run.time_limited) > 0
-    assert any("reached their time limit" in line for line in run.summary_lines())
+    assert not run.failed and s["incomplete_tracts"] == len(run.incomplete) > 0
+    assert any("stopped before every candidate" in line for line in run.summary_lines())
     with pytest.raises(Exception, match="tract_seconds must be a positive number"):
         C.CertifiedClaimsOptions(tract_seconds=0)
+
+
+def test_a_tract_whose_proofs_stop_without_a_time_limit_says_why(two_solution_block, monkeypatch):
+    """Proofs can stop short with no tract time limit too (a proof at the solver's limit, the
+    rounds run out): the tract keeps what was proven and its message names that cause, not a
+    time limit it was never given."""
+    import dataclasses
+
+    from tabrecon.attacks import unit_claims_tract
+
+    ts, rec, cert, _ = run_claims(two_solution_block, "block", k=5)
+    real = unit_claims_tract.tract_verdicts
+    monkeypatch.setattr(
+        C, "tract_verdicts", lambda *a, **k: dataclasses.replace(real(*a, **k), complete=False)
+    )
+    res, _, _ = run_claims(two_solution_block, "block", k=5, done=(ts, rec, cert))[3][0]
+    assert res.status == "ok" and not res.complete
+    assert "solver's time limit or their rounds ran out" in res.message
 
 
 @pytest.mark.parametrize("level", ["block", "block+tract"])

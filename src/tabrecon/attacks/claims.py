@@ -30,6 +30,7 @@ the age as the tables determine it) is its plug-in
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -134,8 +135,9 @@ class TractClaims:
     any_persons: int = 0  # records singled out by some verified claim
     any_blocks: int = 0
     message: str = ""
-    #: False when the tract reached its time limit: the claims proven by then are counted, the
-    #: candidates left are not verified (``message`` says how many)
+    #: False when the proofs stopped before every candidate was decided (the tract's time limit,
+    #: a proof at the solver's limit, or the rounds ran out): the claims proven by then are
+    #: counted, the candidates left are not verified (``message`` says why and how many)
     complete: bool = True
 
 
@@ -208,6 +210,7 @@ def tract_claims(
     zeros = [0] * n_cols
     res = TractClaims(tract, UnitStatus.OK, len(geoids), int(cert.sum()), int(varying.sum()))
     res.claims_k, res.singletons_k, res.persons_k, res.blocks_k = (list(zeros) for _ in range(4))
+    t0 = time.perf_counter()
     tract_prior = Prior(schema, task.types)
     part = task.part
     long = None
@@ -244,10 +247,15 @@ def tract_claims(
     res.candidates, res.verified_varying = tv.candidates_varying, tv.verified_varying
     if not tv.complete:
         res.complete = False
+        why = (
+            f"reached the tract's time limit ({task.seconds:g} s)"
+            if task.seconds is not None and time.perf_counter() - t0 >= task.seconds
+            else "its proofs stopped at the solver's time limit or their rounds ran out"
+        )
         res.message = (
-            f"reached the tract's time limit ({task.seconds:g} s): {tv.verified_varying:,} of "
-            f"{tv.candidates_varying:,} candidate claims about its blocks that can differ were "
-            "verified before it and are kept; the rest are not claimed"
+            f"{why}: {tv.verified_varying:,} of {tv.candidates_varying:,} candidate claims about "
+            "its blocks that can differ were verified before and are kept; the rest are not "
+            "claimed"
         )
     key_block, rinv = tv.key_block, tv.ref_key
     # tally verified claims by k; coverage and baselines for singletons
@@ -398,7 +406,7 @@ class ClaimsRun(UnitsRun):
             "candidates_varying": sum(r["candidates"] for r in ok),
             "verified_varying": sum(r["verified_varying"] for r in ok),
             "proofs": sum(r["proofs"] for r in ok),
-            "time_limited_tracts": sum(not r.get("complete", True) for r in ok),
+            "incomplete_tracts": sum(not r.get("complete", True) for r in ok),
         }
 
     def summary_lines(self, seconds: float = 0.0) -> list[str]:
@@ -416,18 +424,20 @@ class ClaimsRun(UnitsRun):
             f"{s['verified_varying']:,} verified by {s['proofs']} infeasibility proofs",
             *(
                 [
-                    f"- {s['time_limited_tracts']} tract(s) reached their time limit: the claims "
-                    "verified before it are counted, the rest of their candidates are not"
+                    f"- {s['incomplete_tracts']} tract(s) stopped before every candidate was "
+                    "proven (time limit): the claims verified by then are counted, the rest of "
+                    "their candidates are not"
                 ]
-                if s["time_limited_tracts"]
+                if s["incomplete_tracts"]
                 else []
             ),
             f"- {s['failed_tracts']} tract(s) failed; time {seconds:.1f} s",
         ]
 
     @property
-    def time_limited(self) -> list[dict]:
-        """The tracts that reached their time limit (each kept the claims verified by then)."""
+    def incomplete(self) -> list[dict]:
+        """The tracts whose proofs stopped before every candidate was decided, most often at
+        their time limit (each kept the claims verified by then; its ``message`` says why)."""
         return [
             r for r in self.results if r["status"] == UnitStatus.OK and not r.get("complete", True)
         ]
@@ -513,7 +523,7 @@ class CertifiedClaimsOptions:
     seed: int = 0
     solver: SolverOptions = field(default_factory=SolverOptions)
     #: seconds per tract for its blocks that can differ (None: no limit): a tract that reaches
-    #: it keeps the claims verified by then and is reported (:attr:`ClaimsRun.time_limited`)
+    #: it keeps the claims verified by then and is reported (:attr:`ClaimsRun.incomplete`)
     tract_seconds: float | None = None
 
     def __post_init__(self) -> None:

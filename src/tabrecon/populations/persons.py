@@ -729,7 +729,7 @@ def claims_persons(
     tract: :func:`tabrecon.attacks.claims.certified_claims` over the person schema. With
     ``run.out`` each tract's per-record table is written to ``<out>/claims.parts/`` as it
     finishes and a rerun resumes. ``tract_seconds`` caps each tract's time (its claims
-    verified by then are kept; :attr:`~tabrecon.attacks.claims.ClaimsRun.time_limited`).
+    verified by then are kept; :attr:`~tabrecon.attacks.claims.ClaimsRun.incomplete`).
 
     >>> from tabrecon.records.synth import SynthConfig, synthesize
     >>> from tabrecon.tables.persons import tabulate

@@ -269,7 +269,7 @@ def claims(
             )
     for r in run.failed:
         err.print(f"[red]tract {r['unit']}: {r['status']}[/red] -- {escape(r.get('message', ''))}")
-    limited = run.time_limited
+    limited = run.incomplete
     for r in limited[:20]:
         err.print(f"[yellow]tract {r['unit']}:[/yellow] {escape(r.get('message', ''))}")
     if len(limited) > 20:
