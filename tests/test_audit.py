@@ -298,6 +298,8 @@ def test_claims_figures_agree_across_report_csv_and_summary(small_audit):
     assert 0 < c["persons_singled_out"] <= c["persons"] == s["persons"]
     assert "claims" in s["timings_s"]
     doc = (out / "report.html").read_text()
+    # every tract's proofs ran to the end: nothing to say about candidates left unproven
+    assert c["incomplete_tracts"] == 0 and "stopped before every candidate" not in doc
     headline = doc[doc.index('id="headline"') : doc.index('id="publish"')]
     assert f"{c['persons_singled_out']:,} of {c['persons']:,} persons" in headline
     by_k = pl.read_csv(out / "results" / "claims_by_k.csv")

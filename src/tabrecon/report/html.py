@@ -151,7 +151,15 @@ def _claims_part(summary: dict, frames: dict[str, pl.DataFrame], th: int) -> lis
         f"<p>Persons singled out: <b>{v['persons_singled_out']:,} of {v['persons']:,} "
         f"({fmt_pct(v['persons_singled_out_pct'])}%)</b>, in {v['blocks_with_singleton']:,} of "
         f"{v['blocks']:,} blocks; in blocks that can differ, {v['verified_varying']:,} of "
-        f"{v['candidates_varying']:,} candidate claims verified by {v['proofs']:,} proofs.</p>",
+        f"{v['candidates_varying']:,} candidate claims verified by {v['proofs']:,} proofs"
+        + (
+            f"; {v['incomplete_tracts']:,} tract(s) stopped before every candidate was proven "
+            "(a proof at the solver's limit): the claims verified there by then are counted, no "
+            "other"
+            if v.get("incomplete_tracts")
+            else ""
+        )
+        + ".</p>",
         table_html(
             frames["claims_by_k"].select(
                 "k",
