@@ -269,11 +269,11 @@ def claims(
             )
     for r in run.failed:
         err.print(f"[red]tract {r['unit']}: {r['status']}[/red] -- {escape(r.get('message', ''))}")
-    limited = run.incomplete
-    for r in limited[:20]:
+    incomplete = run.incomplete
+    for r in incomplete[:20]:
         err.print(f"[yellow]tract {r['unit']}:[/yellow] {escape(r.get('message', ''))}")
-    if len(limited) > 20:
-        err.print(f"[yellow]... and {len(limited) - 20} more such tracts[/yellow]")
+    if len(incomplete) > 20:
+        err.print(f"[yellow]... and {len(incomplete) - 20} more such tracts[/yellow]")
     el = time.perf_counter() - t0
     paths = run.write(out, seed, el)
     cols = {
