@@ -425,8 +425,8 @@ class ClaimsRun(UnitsRun):
             *(
                 [
                     f"- {s['incomplete_tracts']} tract(s) stopped before every candidate was "
-                    "proven (time limit): the claims verified by then are counted, the rest of "
-                    "their candidates are not"
+                    "proven (the tract's or a proof's time limit): the claims verified by then "
+                    "are counted, the rest of their candidates are not"
                 ]
                 if s["incomplete_tracts"]
                 else []

@@ -154,7 +154,8 @@ def _claims_part(summary: dict, frames: dict[str, pl.DataFrame], th: int) -> lis
         f"{v['candidates_varying']:,} candidate claims verified by {v['proofs']:,} proofs"
         + (
             f"; {v['incomplete_tracts']:,} tract(s) stopped before every candidate was proven "
-            "(a proof at the solver's limit): the claims verified there by then are counted, no "
+            "(the tract's or a proof's time limit): the claims verified there by then are "
+            "counted, no "
             "other"
             if v.get("incomplete_tracts")
             else ""
