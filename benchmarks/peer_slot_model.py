@@ -15,7 +15,8 @@ import scipy.sparse as sp
 
 from tabrecon.engine.solvers import IntProgram
 from tabrecon.schema import N_RACES, encode_types
-from tabrecon.tables.persons import MISSING, TableSet, all_cells, cell_index, weight_matrix
+from tabrecon.tables.persons import all_cells, cell_index, weight_matrix
+from tabrecon.tables.tableset import MISSING, TableSet
 
 
 def build_slot_model(ts: TableSet, tract: str) -> tuple[IntProgram, np.ndarray, np.ndarray]:

@@ -15,7 +15,8 @@ from tabrecon import certify, reconstruct
 from tabrecon.engine.solvers import IntProgram, SolverOptions, solve
 from tabrecon.populations.persons import claims
 from tabrecon.schema import AGE_MAX, RACE_BITS, RACES, decode_types, read_microdata, write_microdata
-from tabrecon.tables.persons import MISSING, N_TYPES, TableSet, cell_index, tabulate, weight_matrix
+from tabrecon.tables.persons import N_TYPES, cell_index, tabulate, weight_matrix
+from tabrecon.tables.tableset import MISSING, TableSet
 
 P12_ONLY = "P1,P8,P9," + ",".join(f"P12{x}" for x in "ABCDEFG")
 SINGLE_YEAR_BELOW_22 = re.compile(r"^(\d+)$")

@@ -22,9 +22,10 @@ from tabrecon.records.households import synthesize_households
 from tabrecon.records.synth import SynthConfig, synthesize
 from tabrecon.schema import write_microdata
 from tabrecon.schema.spec import write_units
-from tabrecon.tables.persons import Grid, TableSet, tabulate
+from tabrecon.tables.persons import tabulate
 from tabrecon.tables.published import write_tables
 from tabrecon.tables.spec import tabulate_units
+from tabrecon.tables.tableset import Grid, TableSet
 
 EXE = [sys.executable, "-c", "from tabrecon.entry import main; main()"]
 

@@ -267,7 +267,7 @@ def test_every_published_form_reads_back(county, tmp_path: Path):
     from test_household_tables import _write_sf1_folder
 
     from tabrecon.tables.forms import forms
-    from tabrecon.tables.spec import tables_of
+    from tabrecon.tables.spec import tables_in, tables_of
 
     pop = county.pop
     want = county.long.sort("geoid", "cell")
@@ -304,8 +304,17 @@ def test_every_published_form_reads_back(county, tmp_path: Path):
     files += [f"{f}.zip" for f in files]
     used = {next(fm.name for fm in forms() if fm.matches(tmp_path / f)) for f in files}
     assert used == {fm.name for fm in forms()}, "a registered form has no writer here"
+    size = want.filter(pl.col("cell") == pop.size_cell)
+    sizes = dict(size.select("geoid", pl.col("value").cast(pl.Int64)).iter_rows())
     for f in files:
-        got = read_unit_tables(tmp_path / f, pop.schema).select("geoid", "cell", "value")
+        ts = read_unit_tables(tmp_path / f, pop.schema)  # one container for any schema's tables
+        assert ts.population == pop.name, (pop.name, f)
+        assert set(tables_in(want, pop.schema)) <= set(ts.tables_present()), (pop.name, f)
+        size = ts.block_population()
+        assert size is not None and sizes, (pop.name, f)
+        read = dict(zip(ts["block"].geoids.tolist(), size.tolist(), strict=True))
+        assert {g: read[g] for g in sizes} == sizes, (pop.name, f)
+        got = ts.to_frame().select("geoid", "cell", "value")
         got = got.filter(pl.col("geoid").str.len_chars() == pop.schema.geoid_digits)
         got = got.with_columns(pl.col("value").cast(pl.Int64)).sort("geoid", "cell")
         assert got.equals(want.select("geoid", "cell", pl.col("value").cast(pl.Int64))), (

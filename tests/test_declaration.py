@@ -67,7 +67,7 @@ def test_the_school_example_runs_from_its_declaration(tmp_path):
     assert "records in 4 schools" in run.stdout
     pop = population(str(SCHOOL))
     rebuilt = read_units(tmp_path / "rec.csv", pop.schema)
-    long = read_unit_tables(tmp_path / "t.csv", pop.schema, withheld=True)
+    long = read_unit_tables(tmp_path / "t.csv", pop.schema, withheld=True).to_frame()
     assert _within(pop, long, rebuilt)
     # a range is in order: T2 places each pupil only in a two-year group, and the file says
     # so (age_min, age_max) instead of calling one solved year known
@@ -106,7 +106,7 @@ def test_the_meshblock_example_runs_from_its_declaration(tmp_path):
     run = _cli(tmp_path, "tabulate", str(records), "--schema", str(MESHBLOCKS), "-o", "t.csv")
     assert run.returncode == 0 and "round:3:random" in run.stdout, run.stderr
     pop = population(str(MESHBLOCKS))
-    long = read_unit_tables(tmp_path / "t.csv", pop.schema)
+    long = read_unit_tables(tmp_path / "t.csv", pop.schema).to_frame()
     assert (long["value"] % 3 == 0).all()
     run = _cli(tmp_path, "reconstruct", "t.csv", "--schema", str(MESHBLOCKS), "-o", "rec.csv")
     assert run.returncode == 0, run.stderr

@@ -214,9 +214,9 @@ def test_a_countys_household_tables_download_under_the_layouts_api_names(tmp_pat
     from tabrecon.records.synth import SynthConfig
     from tabrecon.schema.catalog import HOUSING_UNITS
     from tabrecon.tables.layout import layout
-    from tabrecon.tables.persons import Grid, TableSet
     from tabrecon.tables.reader import read_unit_tables
     from tabrecon.tables.spec import tabulate_units
+    from tabrecon.tables.tableset import Grid, TableSet
 
     _, units = synthesize_households(SynthConfig(persons=1500, state="39", county="059"), seed=2)
     long = tabulate_units(units)
@@ -243,6 +243,6 @@ def test_a_countys_household_tables_download_under_the_layouts_api_names(tmp_pat
                      schema="households")  # fmt: skip
     finally:
         server.shutdown()
-    got = read_unit_tables(out, HOUSING_UNITS).sort("geoid", "cell")
+    got = read_unit_tables(out, HOUSING_UNITS).to_frame().sort("geoid", "cell")
     assert got.equals(long.sort("geoid", "cell").with_columns(pl.col("value").cast(pl.Int64)))
     assert any("H016A003" in q["get"] for q in fake.requests)

@@ -369,7 +369,7 @@ def test_an_sf1_folder_with_persons_and_housing_reads_both_halves(both_halves, t
         a, b = persons.grids[level], back.grids[level]
         for cell in a.cells:
             assert (a.col(cell) == b.col(cell)).all(), cell
-    got = read_unit_tables(tmp_path / "zz", HOUSING_UNITS).sort("geoid", "cell")
+    got = read_unit_tables(tmp_path / "zz", HOUSING_UNITS).to_frame().sort("geoid", "cell")
     want = households.sort("geoid", "cell").with_columns(pl.col("value").cast(pl.Int64))
     assert got.select("geoid", "cell", "value").equals(want.select("geoid", "cell", "value"))
 

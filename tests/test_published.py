@@ -10,8 +10,9 @@ import polars as pl
 import pytest
 
 from tabrecon.errors import InputError
-from tabrecon.tables.persons import TableSet, tabulate
+from tabrecon.tables.persons import tabulate
 from tabrecon.tables.published import cell_of_variable, read_tables, write_tables
+from tabrecon.tables.tableset import TableSet
 
 # the person tables a county's block and tract downloads hold, P3-P5 included
 TABLES = "P1,P3,P4,P5,P8,P9,P12,P12A,P12B,PCT12"

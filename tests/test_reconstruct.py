@@ -12,7 +12,8 @@ from tabrecon.engine.solvers import SolverOptions
 from tabrecon.metrics.agreement import agree
 from tabrecon.schema import from_arrays
 from tabrecon.tables.consistency import check_consistency
-from tabrecon.tables.persons import MISSING, Grid, TableSet, drop_cells, tabulate
+from tabrecon.tables.persons import drop_cells, tabulate
+from tabrecon.tables.tableset import MISSING, Grid, TableSet
 
 
 def _same_tables(a: TableSet, b: TableSet, levels=("block", "tract")) -> bool:

@@ -12,8 +12,9 @@ from hypothesis import strategies as st
 from tabrecon.errors import InputError
 from tabrecon.schema import RACES, from_arrays
 from tabrecon.tables.consistency import check_consistency
-from tabrecon.tables.persons import MISSING, Grid, TableSet, all_cells, tabulate
+from tabrecon.tables.persons import all_cells, tabulate
 from tabrecon.tables.published import read_tables, write_tables
+from tabrecon.tables.tableset import MISSING, Grid, TableSet
 
 
 def _oracle(oracle_path, extra: bool = False):

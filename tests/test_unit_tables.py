@@ -150,7 +150,7 @@ def test_housing_unit_tables_are_read_from_the_census_api_json_too(tmp_path):
         rows.append([g[:2], g[2:5], g[5:11], g[11:], *[str(r[c]) for c in cells]])
     rows.append(["99", "001", "000100", None, *["0"] * len(cells)])  # a tract row: left out
     (tmp_path / "api.json").write_text(json.dumps(rows))
-    back = read_unit_tables(tmp_path / "api.json", HOUSING_UNITS).sort("geoid", "cell")
+    back = read_unit_tables(tmp_path / "api.json", HOUSING_UNITS).to_frame().sort("geoid", "cell")
     assert back.equals(long.sort("geoid", "cell").with_columns(pl.col("value").cast(pl.Int64)))
     rows[3][6] = "-1"
     (tmp_path / "bad.json").write_text(json.dumps(rows))

@@ -104,9 +104,10 @@ if TYPE_CHECKING:  # the same names, for type checkers and the API documentation
     from .schema import Microdata, read_microdata, write_microdata
     from .tables.consistency import check_consistency
     from .tables.download import download
-    from .tables.persons import SF1_TABLES, TableSet, tabulate
+    from .tables.persons import SF1_TABLES, tabulate
     from .tables.published import read_tables, write_tables
     from .tables.sf1 import read_sf1
+    from .tables.tableset import TableSet
 
 
 def __getattr__(name: str) -> Any:

@@ -116,7 +116,7 @@ def digest_grids(grids: Any) -> str:
 
 
 def digest_tables(ts: Any) -> str:
-    """Digest of a :class:`tabrecon.tables.persons.TableSet`: every level's geoids, cells and
+    """Digest of a :class:`tabrecon.tables.tableset.TableSet`: every level's geoids, cells and
     values."""
     parts: list[Any] = []
     for lv in sorted(ts.grids):

@@ -38,7 +38,8 @@ from ..schema import (
     encode_types,
     size_bin,
 )
-from ..tables.persons import MISSING, TABLES_BY_NAME, TableSet, tabulate
+from ..tables.persons import TABLES_BY_NAME, tabulate
+from ..tables.tableset import MISSING, TableSet
 from ..vocab import Geo, Level
 
 #: The status of a block proven to have exactly one consistent population (solvar 0).

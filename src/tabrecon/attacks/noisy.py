@@ -29,7 +29,7 @@ from ..errors import InputError, TabreconError
 from ..geo import LEVEL_OF_LENGTH, LEVELS, overlap, prefix
 from ..io import check_readable, read_error, require_columns
 from ..schema import Microdata, decode_types
-from ..tables.persons import TableSet
+from ..tables.tableset import TableSet
 from ..vocab import Geo
 
 

@@ -48,7 +48,8 @@ from ..schema import (
     range_classes,
     size_bin,
 )
-from ..tables.persons import TableSet, all_cells, race_predicate_mask
+from ..tables.persons import all_cells, race_predicate_mask
+from ..tables.tableset import TableSet
 from .attacker import (
     ATTACKER_PRESETS,
     AttackerReport,

@@ -9,19 +9,20 @@ resuming, a failed tract recorded while the others go on.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
 import numpy as np
 import polars as pl
 
-from ..errors import TabreconError
+from ..errors import InputError, TabreconError
 from ..geo import prefix
 from ..runner import Result, RunOptions, UnitsRun, run_units
 from ..schema.spec import Schema, Units
 from ..tables.publication import EXACT, Publication
-from ..tables.spec import table_by_name, tables_in
+from ..tables.spec import table_by_name, tables_of
+from ..tables.tableset import TableSet
 from ..vocab import Geo, Level, UnitStatus
 from .reconstruct import LEVELS, reconstruct_units
 from .solvers import SolverOptions
@@ -94,7 +95,7 @@ class ReleaseReconstruction(UnitsRun):
 
 class LongPart(Protocol):
     """Published tables that make themselves a long table (geoid, cell, value) on demand, e.g.
-    :class:`tabrecon.tables.persons.TableSet`."""
+    :class:`tabrecon.tables.tableset.TableSet`."""
 
     def to_frame(self) -> pl.DataFrame: ...
 
@@ -115,27 +116,58 @@ class TractTables:
     parts: Mapping[str, pl.DataFrame | LongPart]
 
     @classmethod
+    def of_tables(
+        cls, tables: TableSet, schema: Schema, names: Sequence[str] | None = None
+    ) -> TractTables:
+        """A release held as grids (:class:`~tabrecon.tables.tableset.TableSet`), split by
+        tract: its cells of ``names`` (the schema's tables it holds a cell of, when None: the
+        tables it publishes, :meth:`~tabrecon.tables.tableset.TableSet.tables_present`), each
+        tract's grids views of the release's, digested as grids.
+
+        >>> from tabrecon.schema.catalog import HOUSING_UNITS
+        >>> long = pl.DataFrame({"geoid": ["1" * 15, "2" * 15], "cell": ["H0040001"] * 2,
+        ...                      "value": [1, 2]})
+        >>> tt = TractTables.of_tables(TableSet.from_long(long, "households"), HOUSING_UNITS)
+        >>> tt.names, sorted(tt.parts), tt.long("1" * 11)["value"].to_list()
+        (('H4',), ['11111111111', '22222222222'], [1])
+        """
+        from ..provenance import digest_grids
+
+        declared = [t.name for t in tables_of(schema)]
+        if names is None:
+            names = [n for n in tables.tables_present() if n in declared]
+        if not names:
+            raise InputError(
+                f"the tables hold no cell of the {schema.name} schema's tables "
+                f"({', '.join(declared)})"
+            )
+        cells = {c.id for n in names for c in table_by_name(n, schema).cells()}
+        grids = [
+            (lvl, g.geoids, g.cells[keep], g.values if keep.all() else g.values[:, keep])
+            for lvl, g in tables.grids.items()
+            if (keep := np.isin(g.cells.astype(str), list(cells))).any()
+        ]
+        return cls(tuple(names), digest_grids(grids), tables.by_tract(cells))
+
+    @classmethod
     def of_long(cls, long: pl.DataFrame, schema: Schema) -> TractTables:
-        """A long table's tracts: its cells of the schema's tables it holds
-        (:func:`~tabrecon.tables.spec.tables_in`), split by tract.
+        """A long table's tracts (:meth:`of_tables`): its cells of the schema's tables, the
+        others (a whole release's other tables) left out.
 
         >>> from tabrecon.schema.catalog import HOUSING_UNITS
         >>> long = pl.DataFrame({"geoid": ["1" * 15, "2" * 15, "1" * 15],
         ...                      "cell": ["H0040001", "H0040001", "X"], "value": [1, 2, 3]})
         >>> tt = TractTables.of_long(long, HOUSING_UNITS)
-        >>> tt.names, sorted(tt.parts), tt.parts["1" * 11]["value"].to_list()
+        >>> tt.names, sorted(tt.parts), tt.long("1" * 11)["value"].to_list()
         (('H4',), ['11111111111', '22222222222'], [1])
         """
-        from ..provenance import digest_long
+        from ..schema.registry import of_schema
 
-        names = tables_in(long, schema)
-        used = long["cell"].is_in([c.id for n in names for c in table_by_name(n, schema).cells()])
+        mine = [c.id for t in tables_of(schema) for c in t.cells()]
+        used = long["cell"].is_in(mine)
         if not used.all():  # (a copy of a large release only where cells are left out)
             long = long.filter(used)
-        digest = digest_long(long)
-        by_tract = long.with_columns(pl.col("geoid").str.slice(0, 11).alias("_tract"))
-        parts = by_tract.partition_by("_tract", as_dict=True, include_key=False)
-        return cls(names, digest, {t: parts[(t,)] for (t,) in sorted(parts)})
+        return cls.of_tables(TableSet.from_long(long, of_schema(schema).name), schema)
 
     def long(self, tract: str) -> pl.DataFrame:
         """One tract's tables as a long table (geoid, cell, value)."""

@@ -41,14 +41,14 @@ from ..schema.registry import Engine, Population, register
 from ..tables.measures import Measure, MedianRule, Statistic
 from ..tables.persons import (
     ALL_TABLES,
-    MISSING,
+    WHOLE_POPULATION_CELLS,
     Cell,
-    TableSet,
     all_cells,
     cell_attrs,
     cell_positions,
 )
 from ..tables.spec import Predicate, UnitTable, from_layout
+from ..tables.tableset import MISSING, TableSet
 from ..vocab import Geo, Level, UnitStatus, Verdict
 
 if TYPE_CHECKING:
@@ -265,6 +265,7 @@ register(
         tables=person_tables,
         synthesize=_synthesize,
         size_cell="P0010001",
+        size_cells=WHOLE_POPULATION_CELLS,
         k_values=(1, 2, 3, 4),
         engine=Engine.PERSON,
         generic="persons_binned",
@@ -281,6 +282,7 @@ register(
         tables=binned_person_tables,
         synthesize=_synthesize_binned,
         size_cell="P0010001",
+        size_cells=WHOLE_POPULATION_CELLS,
         k_values=(1, 2, 3, 4),
         listed=False,
         read=_read_binned,
@@ -469,7 +471,6 @@ def release_tracts(tables: TableSet, level: str) -> tuple[TractTables, list[str]
     part is left out), the level answered (block, where no tract table is published), and what
     was left out or changed, in words."""
     from ..engine.release import TractTables
-    from ..provenance import digest_grids
     from ..tables.spec import table_by_name, tables_of
 
     if level not in Level.choices():
@@ -487,6 +488,11 @@ def release_tracts(tables: TableSet, level: str) -> tuple[TractTables, list[str]
         )
     whole = {t.name for t in declared if {c.id for c in t.cells()} <= have}
     used = [n for n in present if n in whole]
+    if not used:
+        raise InputError(
+            f"every table is published in part ({', '.join(present)}): a table is used whole or "
+            "not at all"
+        )
     notes = []
     if len(used) < len(present):  # a table is used whole or not at all: never in part
         notes.append(
@@ -502,15 +508,7 @@ def release_tracts(tables: TableSet, level: str) -> tuple[TractTables, list[str]
         notes.append("no tract tables (PCT12, PCT12A-O): each block from its block tables")
     if run_level == Level.BLOCK:  # the tract tables are not read
         used = [n for n in used if table_by_name(n, PERSONS).level == Geo.BLOCK]
-    cells = {c.id for n in used for c in table_by_name(n, PERSONS).cells()}
-    parts = tables.by_tract(cells)
-    grids = [
-        (lvl, g.geoids, g.cells[keep], g.values if keep.all() else g.values[:, keep])
-        for lvl, g in tables.grids.items()
-        if (keep := np.isin(g.cells.astype(str), list(cells))).any()
-    ]
-    split = TractTables(tuple(used), digest_grids(grids), parts)
-    return split, used, str(run_level), notes
+    return TractTables.of_tables(tables, PERSONS, used), used, str(run_level), notes
 
 
 def release_long(tables: TableSet, level: str) -> tuple[pl.DataFrame, list[str], str, list[str]]:
@@ -576,7 +574,7 @@ def reconstruct_persons(
     distance_time_limit: float | None = None,
     meanwhile: Callable[[], None] | None = None,
 ) -> PersonReconstruction:
-    """Person records from a release's person tables (:class:`tabrecon.tables.persons.TableSet`)
+    """Person records from a release's person tables (:class:`tabrecon.tables.tableset.TableSet`)
     with the count model written over any schema (:func:`tabrecon.engine.reconstruct
     .reconstruct_release`: tracts in parallel, written to ``<out>.parts/`` as they finish, a
     rerun resuming, as ``run`` says: :class:`~tabrecon.runner.RunOptions`): each block from

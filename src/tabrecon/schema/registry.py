@@ -89,6 +89,10 @@ class Population:
     synthesize: Callable[[Any, int], Any] | None = field(default=None, compare=False)
     #: the cell that holds a block's number of records (a block's size, to pick median blocks)
     size_cell: str = ""
+    #: the cells that count a block's records, in the order trusted, where a release may lack
+    #: ``size_cell`` (persons: P1, else the total line of P3, P4, P5, P8, P9 or P12: the P.L.
+    #: 94-171 tables have no P1); empty: ``size_cell`` alone
+    size_cells: tuple[str, ...] = ()
     #: columns per verified claim when the user does not say (1..number of attributes)
     k_values: tuple[int, ...] = ()
     #: a published study's figures to show beside verified claims: k -> (records singled out,
@@ -129,6 +133,11 @@ class Population:
     claim_words: Callable[[Any, str], Callable[..., str]] | None = field(
         default=None, compare=False
     )
+
+    @property
+    def total_cells(self) -> tuple[str, ...]:
+        """The cells that count a block's records, in the order trusted."""
+        return self.size_cells or ((self.size_cell,) if self.size_cell else ())
 
     def __post_init__(self) -> None:
         n = len(self.schema.attributes)

@@ -8,7 +8,7 @@ derived once, from the tables' weight matrix over the schema's feasible types
 (:func:`identities_of`), for the housing-unit tables and for SF1's person tables alike
 (:func:`identities`: the person tables', block and tract, with P6 and P7's race tallies); block
 identities relate a block's cells, tract identities a tract's cells and its blocks' cells summed
-over it. :func:`check_consistency` (a person :class:`~tabrecon.tables.persons.TableSet`) and
+over it. :func:`check_consistency` (a person :class:`~tabrecon.tables.tableset.TableSet`) and
 :func:`check_unit_consistency` (a long table over any schema) evaluate them on every block and
 tract, skipping an identity where a cell it needs is not published, and name each one a geounit
 breaks.
@@ -37,8 +37,9 @@ from ..schema import PERSONS
 from ..schema.catalog import HOUSING_UNITS
 from ..schema.spec import Schema
 from ..vocab import Geo
-from .persons import MISSING, TableSet, all_cells, cell_index, get_cell
+from .persons import all_cells, cell_index, get_cell
 from .spec import UnitCell, compiled, table_by_name, tables_of
+from .tableset import MISSING, TableSet
 
 
 @dataclass(frozen=True)
@@ -438,7 +439,7 @@ def check_unit_consistency(long: pl.DataFrame, schema: Schema = HOUSING_UNITS) -
 
 def check_consistency(ts: TableSet) -> ConsistencyReport:
     """Evaluate every person identity (:func:`identities`) on every block and tract of a
-    :class:`~tabrecon.tables.persons.TableSet` (a tract's block cells summed over its blocks);
+    :class:`~tabrecon.tables.tableset.TableSet` (a tract's block cells summed over its blocks);
     report each violated one (geoid, cells, values). Identities with a cell that is not published
     are skipped (counted in ``skipped``).
 

@@ -13,7 +13,8 @@ and tabulation is one sparse matrix product, whatever the number of tables.
 
 Tables travel as a long table ``(geoid, cell, value)``; the level of a row follows from the length
 of its geoid (15 block, 12 block group, 11 tract, 5 county, 2 state). In memory they are a
-:class:`TableSet`: per level a dense (geounits x cells) matrix, ``-1`` marking a cell not published.
+:class:`~tabrecon.tables.tableset.TableSet`: per level a dense (geounits x cells) matrix, ``-1``
+marking a cell not published.
 """
 
 from __future__ import annotations
@@ -23,7 +24,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
-import polars as pl
 import scipy.sparse as sp
 
 from ..errors import InputError
@@ -44,9 +44,9 @@ from ..schema import (
     Microdata,
 )
 from ..vocab import Geo
+from .tableset import MISSING, Grid, TableSet
 
 LEVEL_OF_LEN = {LENGTH[lv]: lv for lv in TABLE_LEVELS}
-MISSING = -1
 
 
 # --------------------------------------------------------------------------------------------------
@@ -424,158 +424,6 @@ def resolve_tables(tables: Iterable[str] | str | None) -> list[str]:
             "P1,P12,PCT12"
         )
     return out
-
-
-# --------------------------------------------------------------------------------------------------
-# TableSet: published values per level
-# --------------------------------------------------------------------------------------------------
-@dataclass
-class Grid:
-    """Values of some cells for the geounits of one level; ``MISSING`` (-1) where not published."""
-
-    level: str
-    geoids: np.ndarray  # sorted str
-    cells: np.ndarray  # str cell ids
-    values: np.ndarray  # int64 (n_geo, n_cells)
-
-    def col(self, cell_id: str) -> np.ndarray:
-        j = np.flatnonzero(self.cells == cell_id)
-        if not j.size:
-            raise KeyError(cell_id)
-        return self.values[:, j[0]]
-
-    def present(self) -> np.ndarray:
-        return self.values != MISSING
-
-    def take_geo(self, mask: np.ndarray) -> Grid:
-        return Grid(self.level, self.geoids[mask], self.cells, self.values[mask])
-
-
-@dataclass
-class TableSet:
-    """Published tables, one :class:`Grid` per geographic level."""
-
-    grids: dict[str, Grid]
-    source: str = ""
-
-    def __getitem__(self, level: str) -> Grid:
-        return self.grids[level]
-
-    def levels(self) -> list[str]:
-        return list(self.grids)
-
-    def inhabited_blocks(self) -> np.ndarray:
-        """The geoids of the blocks whose published population is above zero (every block when
-        no whole-population cell is published; none without block tables)."""
-        g = self.grids.get("block")
-        if g is None:
-            return np.zeros(0, dtype=str)
-        pop = self.block_population()
-        return g.geoids if pop is None else g.geoids[pop > 0]
-
-    def block_population(self) -> np.ndarray | None:
-        """Each block's total population from whichever whole-population cell is published (P1,
-        or the total line of P3, P4, P5, P8, P9 or P12: the PL 94-171 tables have no P1), in
-        the order of the block grid's geoids; None without block tables or any such cell.
-        Blocks with none of them published count as 0."""
-        g = self.grids.get("block")
-        if g is None:
-            return None
-        totals = [c for c in WHOLE_POPULATION_CELLS if c in set(g.cells.tolist())]
-        if not totals:
-            return None
-        v = np.stack([g.col(c) for c in totals], axis=1)
-        return np.where(v >= 0, v, -1).max(axis=1).clip(min=0)
-
-    def tables_present(self) -> list[str]:
-        names = set()
-        idx = cell_index()
-        cells = all_cells()
-        for g in self.grids.values():
-            have = g.present().any(axis=0)
-            for c in g.cells[have]:
-                names.add(cells[idx[c]].table)
-        return [t.name for t in ALL_TABLES if t.name in names]
-
-    def to_frame(self) -> pl.DataFrame:
-        """Long table (geoid, cell, value) of every published value, zeros included."""
-        frames = []
-        for g in self.grids.values():
-            ng, nc = g.values.shape
-            val = g.values.ravel()
-            keep = np.flatnonzero(val != MISSING)
-            gi, ci = np.divmod(keep, nc)
-            frames.append(
-                pl.DataFrame(
-                    {
-                        "geoid": pl.Series(g.geoids.astype(str)).gather(gi),
-                        "cell": pl.Series(g.cells.astype(str)).gather(ci),
-                        "value": val[keep],
-                    }
-                )
-            )
-        if not frames:
-            return pl.DataFrame(schema={"geoid": pl.String, "cell": pl.String, "value": pl.Int64})
-        return pl.concat(frames)
-
-    def subset(self, tract: str) -> TableSet:
-        """The tables of one tract (its blocks and the tract itself)."""
-        out = {}
-        for lvl, g in self.grids.items():
-            n = Geo.TRACT.length
-            if LENGTH[lvl] < n:
-                continue
-            mask = np.char.startswith(g.geoids.astype(str), tract)
-            out[lvl] = g.take_geo(mask)
-        return TableSet(out, self.source)
-
-    def by_tract(self, cells: Iterable[str] | None = None) -> dict[str, TableSet]:
-        """Each tract's tables (:meth:`subset`: its blocks and the tract itself) at once, for the
-        tracts with a value published, in order. Each grid is sorted by geoid, so a tract's
-        rows are one run and its grids views of the release's (copied only where ``cells``, the
-        columns to keep, leaves some out).
-
-        >>> from tabrecon.records.synth import SynthConfig, synthesize
-        >>> ts = tabulate(synthesize(SynthConfig(persons=2_000), seed=1))
-        >>> parts = ts.by_tract(["P0010001"])
-        >>> list(parts) == ts.tracts(), set(parts[ts.tracts()[0]].grids)
-        (True, {'block'})
-        >>> parts[ts.tracts()[0]].to_frame().equals(
-        ...     ts.subset(ts.tracts()[0]).to_frame().filter(pl.col("cell") == "P0010001"))
-        True
-        """
-        keep_cells = None if cells is None else np.asarray(sorted(set(cells)), dtype=str)
-        out: dict[str, dict[str, Grid]] = {}
-        for lvl, g in self.grids.items():
-            if LENGTH[lvl] < Geo.TRACT.length:
-                continue
-            keep = (
-                np.ones(len(g.cells), dtype=bool)
-                if keep_cells is None
-                else np.isin(g.cells.astype(str), keep_cells)
-            )
-            if not keep.any():
-                continue
-            geoids, values = g.geoids.astype(str), g.values
-            if geoids.size > 1 and not (geoids[:-1] <= geoids[1:]).all():
-                order = np.argsort(geoids, kind="stable")
-                geoids, values = geoids[order], values[order]
-            if not keep.all():
-                values = values[:, keep]
-            held = (values != MISSING).any(axis=1)
-            tracts, starts = np.unique(geoids.astype(f"U{Geo.TRACT.length}"), return_index=True)
-            ends = np.append(starts[1:], geoids.size)
-            for t, a, b in zip(tracts.tolist(), starts.tolist(), ends.tolist(), strict=True):
-                if held[a:b].any():
-                    out.setdefault(t, {})[lvl] = Grid(lvl, geoids[a:b], g.cells[keep], values[a:b])
-        return {t: TableSet(out[t], self.source) for t in sorted(out)}
-
-    def tracts(self) -> list[str]:
-        ids: set[str] = set()
-        for lvl, g in self.grids.items():
-            if LENGTH[lvl] >= Geo.TRACT.length:
-                ids.update(s[:11] for s in g.geoids)
-        return sorted(ids)
 
 
 # --------------------------------------------------------------------------------------------------

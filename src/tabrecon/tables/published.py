@@ -32,7 +32,8 @@ from ..errors import InputError
 from ..geo import LENGTH, LEVEL_OF_LENGTH
 from ..io import kind_of, read_text_frame, write_frame
 from .forms import frame_of_rows, geography_of
-from .persons import LEVEL_OF_LEN, MISSING, Grid, TableSet, all_cells, cell_index
+from .persons import LEVEL_OF_LEN, all_cells, cell_index
+from .tableset import MISSING, Grid, TableSet
 
 _VARIABLE = re.compile(r"^(P|PCT)(\d{3})([A-Z]?)(\d{3,4})$")
 #: 2020 names (the DHC and P.L. 94-171 on the API and data.census.gov): P1_001N, P12A_003N

@@ -1,8 +1,8 @@
-"""Reading a published table of any schema into the long form (geoid, cell, value): a long file
-(CSV, CSV.gz or Parquet), a wide one (the Census API's JSON, a data.census.gov or summary-file
-style CSV), a state's SF1 folder or a ZIP of any of these (the forms of
-:mod:`tabrecon.tables.forms`, opened through its registry), checked cell by cell, every problem
-named by file, line and column (:func:`read_unit_tables`). The person tables' own reader is
+"""Reading a published table of any schema into a :class:`~tabrecon.tables.tableset.TableSet`:
+a long file (geoid, cell, value: CSV, CSV.gz or Parquet), a wide one (the Census API's JSON, a
+data.census.gov or summary-file style CSV), a state's SF1 folder or a ZIP of any of these (the
+forms of :mod:`tabrecon.tables.forms`, opened through its registry), checked cell by cell, every
+problem named by file, line and column (:func:`read_unit_tables`). The person tables' own reader is
 :mod:`tabrecon.tables.published`.
 """
 
@@ -20,10 +20,12 @@ from ..vocab import Geo
 from .forms import Raw, Shape, opened
 from .measures import WITHHELD, parse_values
 from .spec import UnitCell, as_published, statistic_decimals, tables_of
+from .tableset import TableSet
 
 
-def read_unit_tables(path: str | Path, schema: Schema, withheld: bool = False) -> pl.DataFrame:
-    """A long table (geoid, cell, value) of ``schema``'s cells from a CSV, CSV.gz or Parquet file
+def read_unit_tables(path: str | Path, schema: Schema, withheld: bool = False) -> TableSet:
+    """The tables of ``schema``'s cells (:class:`~tabrecon.tables.tableset.TableSet`; its
+    ``to_frame()`` is the long table: geoid, cell, value) from a CSV, CSV.gz or Parquet file
     in the long form, or the block rows of a wide table (the Census API's JSON, a
     data.census.gov or summary-file style CSV: variables ``H0130002`` or ``H013002``), a state's
     SF1 folder or a ZIP of one of these (every form registered in :mod:`tabrecon.tables.forms`),
@@ -44,9 +46,12 @@ def read_unit_tables(path: str | Path, schema: Schema, withheld: bool = False) -
     ...
     tabrecon.errors.InputError: ...t.csv, line 2, column 'value': '-4' is not a count (a whole ...
     """
+    from ..schema.registry import of_schema
+
     mine = {c.id for t in tables_of(schema) for c in t.cells()}
     with opened(path, mine) as raw:
-        return _checked(raw, schema, mine, withheld)
+        long = _checked(raw, schema, mine, withheld)
+        return TableSet.from_long(long, of_schema(schema).name, source=raw.where)
 
 
 def _checked(raw: Raw, schema: Schema, mine: set[str], withheld: bool) -> pl.DataFrame:

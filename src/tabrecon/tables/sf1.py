@@ -48,7 +48,7 @@ from ..vocab import Geo
 from .measures import parse_values
 
 if TYPE_CHECKING:  # the person tables: imported where the person reader runs
-    from .persons import TableSet
+    from .tableset import TableSet
 
 #: tables of each data segment, in order, up to the last table tabrecon reads from it
 SEGMENTS: dict[int, tuple[str, ...]] = {
@@ -258,7 +258,8 @@ def _find(folder: Path, name: str) -> Path | None:
 def read_sf1(folder: str | Path, tables: list[str] | None = None) -> TableSet:
     """Read the person tables tabrecon models (or ``tables``) from a state's SF1 or P.L. 94-171
     folder (told apart by the geographic header's name, ``xxgeo2010.sf1`` or ``xxgeo2010.pl``)."""
-    from .persons import ALL_TABLES, TABLES_BY_NAME, Grid, TableSet, cell_index
+    from .persons import ALL_TABLES, TABLES_BY_NAME, cell_index
+    from .tableset import Grid, TableSet
 
     folder = Path(folder)
     if not folder.is_dir():

@@ -188,7 +188,7 @@ def release_tables(
     from ...tables.reader import read_unit_tables
     from ...tables.spec import cell_tables
 
-    long = read_unit_tables(tables_file, pop.schema, withheld=publication.withholds)
+    long = read_unit_tables(tables_file, pop.schema, withheld=publication.withholds).to_frame()
     publication.check(long, str(tables_file), table_of=cell_tables(pop.schema))
     return long
 
@@ -279,7 +279,7 @@ def tied_tables(pop: Population, path: Path) -> pl.DataFrame:
     assert pop.tied is not None
     other = population(pop.tied.other)
     try:
-        return read_unit_tables(path, other.schema)
+        return read_unit_tables(path, other.schema).to_frame()
     except InputError as exc:
         if "holds no cells of the" not in str(exc):
             raise

@@ -319,7 +319,8 @@ def check_tables(
         from ...tables.consistency import check_unit_consistency
         from ...tables.reader import read_unit_tables
 
-        rep = check_unit_consistency(read_unit_tables(tables_file, pop.schema), pop.schema)
+        long = read_unit_tables(tables_file, pop.schema).to_frame()
+        rep = check_unit_consistency(long, pop.schema)
     else:
         from ...tables.consistency import check_consistency
         from ...tables.published import read_tables

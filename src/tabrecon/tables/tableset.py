@@ -1,0 +1,236 @@
+"""Published tables in memory, for any population: per geographic level a dense
+(geounits x cells) matrix, :class:`Grid`, ``MISSING`` where a cell is not published and
+``WITHHELD_CELL`` where it is published as withheld; a :class:`TableSet` holds one grid per level
+and the name of the population whose tables they are (:mod:`tabrecon.schema.registry`). Every
+reader returns one (:func:`tabrecon.tables.reader.read_unit_tables`,
+:func:`tabrecon.tables.published.read_tables`); :meth:`TableSet.to_frame` makes the long table
+(geoid, cell, value) files hold, and :meth:`TableSet.by_tract` each tract's part without copying.
+
+>>> g = Grid("block", np.array(["1" * 15]), np.array(["H0010001"]), np.array([[4]]))
+>>> TableSet({"block": g}, population="households").tables_present()
+['H1']
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+import polars as pl
+
+from ..errors import TabreconError
+from ..geo import LENGTH
+from ..vocab import Geo
+
+if TYPE_CHECKING:
+    from ..schema.registry import Population
+
+#: a cell not published
+MISSING = -1
+#: a cell published as withheld (a null value in a long table)
+WITHHELD_CELL = -2
+
+
+@dataclass
+class Grid:
+    """Values of some cells for the geounits of one level: ``MISSING`` (-1) where not published,
+    ``WITHHELD_CELL`` (-2) where published as withheld (a release that suppresses cells)."""
+
+    level: str
+    geoids: np.ndarray  # sorted str
+    cells: np.ndarray  # str cell ids
+    values: np.ndarray  # int64 (n_geo, n_cells)
+
+    def col(self, cell_id: str) -> np.ndarray:
+        j = np.flatnonzero(self.cells == cell_id)
+        if not j.size:
+            raise KeyError(cell_id)
+        return self.values[:, j[0]]
+
+    def present(self) -> np.ndarray:
+        return self.values != MISSING
+
+    def take_geo(self, mask: np.ndarray) -> Grid:
+        return Grid(self.level, self.geoids[mask], self.cells, self.values[mask])
+
+
+@dataclass
+class TableSet:
+    """Published tables of one population (its registered name), one :class:`Grid` per
+    geographic level."""
+
+    grids: dict[str, Grid]
+    source: str = ""
+    population: str = "persons"
+
+    def __getitem__(self, level: str) -> Grid:
+        return self.grids[level]
+
+    def levels(self) -> list[str]:
+        return list(self.grids)
+
+    def inhabited_blocks(self) -> np.ndarray:
+        """The geoids of the blocks whose published population is above zero (every block when
+        no whole-population cell is published; none without block tables)."""
+        g = self.grids.get("block")
+        if g is None:
+            return np.zeros(0, dtype=str)
+        pop = self.block_population()
+        return g.geoids if pop is None else g.geoids[pop > 0]
+
+    def block_population(self) -> np.ndarray | None:
+        """Each block's number of records from whichever cell that counts them all is published
+        (the population's :attr:`~tabrecon.schema.registry.Population.total_cells`, in the order
+        trusted: persons P1, or the total line of P3, P4, P5, P8, P9 or P12, since the P.L.
+        94-171 tables have no P1), in the order of the block grid's geoids; None without block
+        tables or any such cell. Blocks with none of them published count as 0."""
+        g = self.grids.get("block")
+        if g is None:
+            return None
+        have = set(g.cells.tolist())
+        totals = [c for c in self._population().total_cells if c in have]
+        if not totals:
+            return None
+        v = np.stack([g.col(c) for c in totals], axis=1)
+        return np.where(v >= 0, v, -1).max(axis=1).clip(min=0)
+
+    def tables_present(self) -> list[str]:
+        """The population's tables of which a value is published, in declaration order."""
+        have: set[str] = set()
+        for g in self.grids.values():
+            have.update(g.cells[g.present().any(axis=0)].tolist())
+        return [t.name for t in self._population().tables() if any(c.id in have for c in t.cells())]
+
+    def _population(self) -> Population:
+        from ..schema.registry import population
+
+        return population(self.population)
+
+    def to_frame(self) -> pl.DataFrame:
+        """Long table (geoid, cell, value) of every published value, zeros included; a withheld
+        cell's value is null."""
+        frames = []
+        for g in self.grids.values():
+            ng, nc = g.values.shape
+            val = g.values.ravel()
+            keep = np.flatnonzero(val != MISSING)
+            gi, ci = np.divmod(keep, nc)
+            value = pl.Series("value", val[keep])
+            if (val[keep] == WITHHELD_CELL).any():
+                value = value.replace(WITHHELD_CELL, None)
+            frames.append(
+                pl.DataFrame(
+                    {
+                        "geoid": pl.Series(g.geoids.astype(str)).gather(gi),
+                        "cell": pl.Series(g.cells.astype(str)).gather(ci),
+                        "value": value,
+                    }
+                )
+            )
+        if not frames:
+            return pl.DataFrame(schema={"geoid": pl.String, "cell": pl.String, "value": pl.Int64})
+        return pl.concat(frames)
+
+    @classmethod
+    def from_long(cls, long: pl.DataFrame, population: str, source: str = "") -> TableSet:
+        """The tables of a checked long table (geoid, cell, value; a null value a withheld cell)
+        of ``population``'s cells, each row in the grid of its cell's table's level (the
+        population's geography, ``block``, or ``tract``).
+
+        >>> long = pl.DataFrame({"geoid": ["1" * 15, "2" * 15, "1" * 15],
+        ...                      "cell": ["H0040002", "H0040001", "H0040001"],
+        ...                      "value": [1, None, 3]})
+        >>> ts = TableSet.from_long(long, "households")
+        >>> ts["block"].cells.tolist(), ts["block"].values.tolist()
+        (['H0040001', 'H0040002'], [[3, 1], [-2, -1]])
+        >>> ts.to_frame().sort("geoid", "cell").equals(long.sort("geoid", "cell"))
+        True
+        """
+        from ..schema.registry import population as registered
+
+        pop = registered(population)
+        level_of = {c.id: t.level for t in pop.tables() for c in t.cells()}
+        order = {c: i for i, c in enumerate(level_of)}
+        unknown = long.filter(~pl.col("cell").is_in(list(level_of)))
+        if unknown.height:
+            raise TabreconError(
+                f"cell {unknown['cell'][0]!r} is not one of the {population} tables' cells"
+            )
+        long = long.with_columns(
+            pl.col("cell").replace_strict(level_of, return_dtype=pl.String).alias("_level")
+        )
+        grids: dict[str, Grid] = {}
+        for (level,), part in long.group_by("_level", maintain_order=True):
+            geo = part["geoid"]
+            gids = geo.unique().sort().to_numpy().astype(str)
+            gi = (geo.rank("dense").to_numpy() - 1).astype(np.int64)
+            cells = np.array(sorted(part["cell"].unique().to_list(), key=order.__getitem__))
+            cj = part["cell"].replace_strict(
+                {c: j for j, c in enumerate(cells.tolist())}, return_dtype=pl.Int64
+            )
+            values = np.full((gids.size, cells.size), MISSING, dtype=np.int64)
+            values[gi, cj.to_numpy()] = part["value"].fill_null(WITHHELD_CELL).to_numpy()
+            grids[str(level)] = Grid(str(level), gids, cells, values)
+        return cls(grids, source=source, population=population)
+
+    def subset(self, tract: str) -> TableSet:
+        """The tables of one tract (its blocks and the tract itself)."""
+        out = {}
+        for lvl, g in self.grids.items():
+            n = Geo.TRACT.length
+            if LENGTH[lvl] < n:
+                continue
+            mask = np.char.startswith(g.geoids.astype(str), tract)
+            out[lvl] = g.take_geo(mask)
+        return TableSet(out, self.source, self.population)
+
+    def by_tract(self, cells: Iterable[str] | None = None) -> dict[str, TableSet]:
+        """Each tract's tables (:meth:`subset`: its blocks and the tract itself) at once, for the
+        tracts with a value published, in order. Each grid is sorted by geoid, so a tract's
+        rows are one run and its grids views of the release's (copied only where ``cells``, the
+        columns to keep, leaves some out).
+
+        >>> from tabrecon.records.synth import SynthConfig, synthesize
+        >>> from tabrecon.tables.persons import tabulate
+        >>> ts = tabulate(synthesize(SynthConfig(persons=2_000), seed=1))
+        >>> parts = ts.by_tract(["P0010001"])
+        >>> list(parts) == ts.tracts(), set(parts[ts.tracts()[0]].grids)
+        (True, {'block'})
+        >>> parts[ts.tracts()[0]].to_frame().equals(
+        ...     ts.subset(ts.tracts()[0]).to_frame().filter(pl.col("cell") == "P0010001"))
+        True
+        """
+        keep_cells = None if cells is None else np.asarray(sorted(set(cells)), dtype=str)
+        out: dict[str, dict[str, Grid]] = {}
+        for lvl, g in self.grids.items():
+            if LENGTH[lvl] < Geo.TRACT.length:
+                continue
+            keep = (
+                np.ones(len(g.cells), dtype=bool)
+                if keep_cells is None
+                else np.isin(g.cells.astype(str), keep_cells)
+            )
+            if not keep.any():
+                continue
+            geoids, values = g.geoids.astype(str), g.values
+            if geoids.size > 1 and not (geoids[:-1] <= geoids[1:]).all():
+                order = np.argsort(geoids, kind="stable")
+                geoids, values = geoids[order], values[order]
+            if not keep.all():
+                values = values[:, keep]
+            held = (values != MISSING).any(axis=1)
+            tracts, starts = np.unique(geoids.astype(f"U{Geo.TRACT.length}"), return_index=True)
+            ends = np.append(starts[1:], geoids.size)
+            for t, a, b in zip(tracts.tolist(), starts.tolist(), ends.tolist(), strict=True):
+                if held[a:b].any():
+                    out.setdefault(t, {})[lvl] = Grid(lvl, geoids[a:b], g.cells[keep], values[a:b])
+        return {t: TableSet(out[t], self.source, self.population) for t in sorted(out)}
+
+    def tracts(self) -> list[str]:
+        ids: set[str] = set()
+        for lvl, g in self.grids.items():
+            if LENGTH[lvl] >= Geo.TRACT.length:
+                ids.update(s[:11] for s in g.geoids)
+        return sorted(ids)
