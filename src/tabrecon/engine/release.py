@@ -1,7 +1,8 @@
 """A whole release reconstructed, tract by tract, through the runner.
 
-:func:`reconstruct_release` takes a release's tables (a long table, or :class:`TractTables`:
-each tract's part made a long table only in the worker that reconstructs it) and runs
+:func:`reconstruct_release` takes a release's tables (a long table, a
+:class:`~tabrecon.tables.tableset.TableSet`, or :class:`TractTables`: each tract's part made a
+long table only in the worker that reconstructs it) and runs
 :func:`~tabrecon.engine.reconstruct.reconstruct_units` on every tract with
 :func:`tabrecon.runner.run_units`: in parallel, each tract written as it finishes, a rerun
 resuming, a failed tract recorded while the others go on.
@@ -210,7 +211,7 @@ class _TractTask:
 
 
 def reconstruct_release(
-    tables: pl.DataFrame | TractTables,
+    tables: pl.DataFrame | TableSet | TractTables,
     schema: Schema,
     options: ReconstructOptions | None = None,
     *,
@@ -219,7 +220,8 @@ def reconstruct_release(
     reference: Units | None = None,
     meanwhile: Callable[[], None] | None = None,
 ) -> ReleaseReconstruction:
-    """Reconstruct every tract of a release's tables (a long table, or :class:`TractTables`)
+    """Reconstruct every tract of a release's tables (a long table, a
+    :class:`~tabrecon.tables.tableset.TableSet` or :class:`TractTables`)
     over ``schema`` with the runner
     (:func:`tabrecon.runner.run_units`, as ``run`` says: :class:`~tabrecon.runner.RunOptions`):
     tracts in parallel (``workers``, or the Dask cluster of
@@ -246,7 +248,13 @@ def reconstruct_release(
     from ..provenance import digest_long
 
     options = options or ReconstructOptions()
-    split = tables if isinstance(tables, TractTables) else TractTables.of_long(tables, schema)
+    split = (
+        tables
+        if isinstance(tables, TractTables)
+        else TractTables.of_tables(tables, schema)
+        if isinstance(tables, TableSet)
+        else TractTables.of_long(tables, schema)
+    )
     names = split.names
     if options.level == Level.BLOCK_TRACT and not any(
         table_by_name(n, schema).level == Geo.TRACT for n in names

@@ -150,29 +150,30 @@ class TableSet:
         """
         from ..schema.registry import population as registered
 
-        pop = registered(population)
-        level_of = {c.id: t.level for t in pop.tables() for c in t.cells()}
-        order = {c: i for i, c in enumerate(level_of)}
-        unknown = long.filter(~pl.col("cell").is_in(list(level_of)))
-        if unknown.height:
-            raise TabreconError(
-                f"cell {unknown['cell'][0]!r} is not one of the {population} tables' cells"
-            )
-        long = long.with_columns(
-            pl.col("cell").replace_strict(level_of, return_dtype=pl.String).alias("_level")
-        )
+        ids, levels, of_code = _cells_of(registered(population))
+        known = long["cell"].is_in(ids)
+        if not known.all():
+            cell = long.filter(~known)["cell"][0]
+            raise TabreconError(f"cell {cell!r} is not one of the {population} tables' cells")
+        code = long["cell"].cast(pl.Enum(ids)).to_physical().to_numpy().astype(np.int64)
+        lvl = of_code[code]
         grids: dict[str, Grid] = {}
-        for (level,), part in long.group_by("_level", maintain_order=True):
+        for i in np.unique(lvl).tolist():  # (one level: every row, nothing gathered)
+            rows = None if (lvl == i).all() else pl.Series(np.flatnonzero(lvl == i))
+            part = long if rows is None else long[rows]
+            codes = code if rows is None else code[rows.to_numpy()]
             geo = part["geoid"]
-            gids = geo.unique().sort().to_numpy().astype(str)
-            gi = (geo.rank("dense").to_numpy() - 1).astype(np.int64)
-            cells = np.array(sorted(part["cell"].unique().to_list(), key=order.__getitem__))
-            cj = part["cell"].replace_strict(
-                {c: j for j, c in enumerate(cells.tolist())}, return_dtype=pl.Int64
+            gids = geo.unique().sort()
+            gi = geo.cast(pl.Enum(gids)).to_physical().to_numpy()
+            held = np.bincount(codes, minlength=len(ids)) > 0
+            used = np.flatnonzero(held)
+            values = np.full((gids.len(), used.size), MISSING, dtype=np.int64)
+            values[gi, (np.cumsum(held) - 1)[codes]] = (
+                part["value"].fill_null(WITHHELD_CELL).to_numpy()
             )
-            values = np.full((gids.size, cells.size), MISSING, dtype=np.int64)
-            values[gi, cj.to_numpy()] = part["value"].fill_null(WITHHELD_CELL).to_numpy()
-            grids[str(level)] = Grid(str(level), gids, cells, values)
+            level = levels[i]
+            cells = np.array(ids, dtype=str)[used]
+            grids[level] = Grid(level, gids.to_numpy().astype(str), cells, values)
         return cls(grids, source=source, population=population)
 
     def subset(self, tract: str) -> TableSet:
@@ -234,3 +235,19 @@ class TableSet:
             if LENGTH[lvl] >= Geo.TRACT.length:
                 ids.update(s[:11] for s in g.geoids)
         return sorted(ids)
+
+
+_CELLS: dict[str, tuple[Population, tuple[list[str], list[str], np.ndarray]]] = {}
+
+
+def _cells_of(pop: Population) -> tuple[list[str], list[str], np.ndarray]:
+    """``pop``'s cell ids in declaration order, its tables' levels, and each cell's level (an
+    index into them), made once per registered population (a declaration read again is
+    another)."""
+    held = _CELLS.get(pop.name)
+    if held is None or held[0] is not pop:
+        level_of = {c.id: t.level for t in pop.tables() for c in t.cells()}
+        levels = list(dict.fromkeys(level_of.values()))
+        of_code = np.array([levels.index(v) for v in level_of.values()], dtype=np.int64)
+        held = _CELLS[pop.name] = (pop, (list(level_of), levels, of_code))
+    return held[1]

@@ -46,6 +46,7 @@ if TYPE_CHECKING:
 
     from ...engine.solvers import SolverOptions
     from ...schema.registry import Population
+    from ...tables.tableset import TableSet
 
 app = typer.Typer()
 RECON_LEVELS = vocab.Level.choices()
@@ -182,15 +183,15 @@ def _reconstruct_persons(
 
 def release_tables(
     pop: Population, tables_file: Path, publication: Publication = EXACT
-) -> pl.DataFrame:
+) -> TableSet:
     """A population's published tables from a long or wide file or an SF1 folder (withheld
-    cells read as null where the publication rule withholds some)."""
+    cells read as such where the publication rule withholds some), checked against the rule."""
     from ...tables.reader import read_unit_tables
     from ...tables.spec import cell_tables
 
-    long = read_unit_tables(tables_file, pop.schema, withheld=publication.withholds).to_frame()
-    publication.check(long, str(tables_file), table_of=cell_tables(pop.schema))
-    return long
+    tables = read_unit_tables(tables_file, pop.schema, withheld=publication.withholds)
+    publication.check(tables.to_frame(), str(tables_file), table_of=cell_tables(pop.schema))
+    return tables
 
 
 def _reconstruct_release(
@@ -222,12 +223,11 @@ def _reconstruct_release(
         publication=publication,
         unique_on=pop.unique_on,
     )
-    long = release_tables(pop, tables_file, publication)
-    n = long["geoid"].str.slice(0, 11).n_unique()
-    prog, tick = progress(n, f"{pop.name} reconstruct")
+    tables = release_tables(pop, tables_file, publication)
+    prog, tick = progress(len(tables.tracts()), f"{pop.name} reconstruct")
     with prog:
         run = reconstruct_release(
-            long,
+            tables,
             pop.schema,
             opts,
             run=RunOptions(workers=workers, out=out, resume=not fresh, progress=tick),
@@ -308,7 +308,7 @@ def _reconstruct_together(
     check_suffix(out)
     assert pop.tied is not None
     # one SF1 folder holding both halves may be given twice: each reader takes its cells
-    long_a = release_tables(pop, tables_file)
+    long_a = release_tables(pop, tables_file).to_frame()
     long_b = tied_tables(pop, together)
     n = long_a["geoid"].str.slice(0, 11).n_unique()
     prog, tick = progress(n, f"{pop.name} and {pop.tied.known_as} reconstruct")

@@ -240,7 +240,7 @@ def claims(
         from ...engine.release import TractTables
         from ...schema.spec import read_units
 
-        tables = TractTables.of_long(release_tables(pop, tables_file), pop.schema)
+        tables = TractTables.of_tables(release_tables(pop, tables_file), pop.schema)
         units = pop.read(recon) if pop.read is not None else read_units(recon, pop.schema)
         blocks = read_verdicts(solvar_file)
         differ = int((blocks["status"] != vocab.Verdict.UNIQUE).sum())
@@ -334,7 +334,7 @@ def _release_claims(
                 f"--publication {publication}: claims --with assume exact tables so far"
             )
         tied = tied_tables(pop, together)
-    long = release_tables(pop, tables_file, publication)
+    long = release_tables(pop, tables_file, publication).to_frame()
     units = read_units(truth, pop.schema) if truth is not None else None
     t0 = time.perf_counter()
     prog, tick = progress(long["geoid"].n_unique(), f"{pop.name} claims")
