@@ -1,0 +1,108 @@
+"""Reading a population's published tables up to the first tract solved: what
+``tabrecon reconstruct --schema households TABLES`` does before the engine starts -- read the file
+(long CSV and wide CSV), check it against the publication rule, split it by tract -- on a
+synthetic county's housing-unit tables, best of ``--rounds``, this code beside ``--baseline REF``'s
+(a temporary worktree) in one run, with their ratio.
+
+Run (from the repository root):
+python -m benchmarks.bench_read_tables [--persons 100000] [--rounds 3] [--baseline REF]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import polars as pl
+
+from benchmarks.common import machine, record, worktree_of
+
+FORMS = ("long.csv", "wide.csv")
+
+
+def measure(folder: Path, rounds: int) -> dict[str, float]:
+    """Best seconds of each form read, checked and split by tract, with the code importable now
+    (a long table from readers before e409766, a TableSet after)."""
+    from tabrecon.engine.release import TractTables
+    from tabrecon.schema.registry import population
+    from tabrecon.tables.publication import EXACT
+    from tabrecon.tables.reader import read_unit_tables
+    from tabrecon.tables.spec import cell_tables
+
+    pop = population("households")
+    out = {}
+    for form in FORMS:
+        best = float("inf")
+        for _ in range(rounds):
+            t = time.perf_counter()
+            got = read_unit_tables(folder / form, pop.schema)
+            long = got if isinstance(got, pl.DataFrame) else got.to_frame()
+            EXACT.check(long, form, table_of=cell_tables(pop.schema))
+            if isinstance(got, pl.DataFrame):
+                split = TractTables.of_long(got, pop.schema)
+            else:
+                split = TractTables.of_tables(got, pop.schema)
+            best = min(best, time.perf_counter() - t)
+        out[form] = best
+        out[f"{form} tracts"] = len(split.parts)
+    return out
+
+
+def _write(folder: Path, persons: int) -> int:
+    from tabrecon.records.synth import SynthConfig
+    from tabrecon.schema.registry import population
+    from tabrecon.tables.spec import as_published, tabulate_units
+
+    pop = population("households")
+    assert pop.synthesize is not None
+    long = tabulate_units(pop.synthesize(SynthConfig(persons=persons), 7))
+    as_published(long, pop.schema).write_csv(folder / "long.csv")
+    wide = long.pivot(on="cell", index="geoid", values="value").rename({"geoid": "GEOID"})
+    wide.write_csv(folder / "wide.csv")
+    return long.height
+
+
+def main() -> dict:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--persons", type=int, default=100_000)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--baseline", default=None, help="git ref of the code compared against")
+    a = ap.parse_args()
+    print(f"# reading published tables -- {machine()}")
+    folder = Path(tempfile.mkdtemp(prefix="tabrecon-read-"))
+    cells = _write(folder, a.persons)
+    print(f"housing-unit tables of a {a.persons:,}-person county: {cells:,} cells")
+    runs = {"this code": measure(folder, a.rounds)}
+    if a.baseline:
+        with worktree_of(a.baseline) as code:
+            env = {**os.environ, "PYTHONPATH": str(code)}
+            cmd = [sys.executable, "-c", _CHILD, str(folder), str(a.rounds)]
+            got = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True)
+            runs[f"baseline {a.baseline}"] = json.loads(got.stdout.strip().splitlines()[-1])
+    for label, r in runs.items():
+        shown = (f"{f} {r[f]:.2f} s ({r[f + ' tracts']} tracts)" for f in FORMS)
+        print(f"{label}: " + ", ".join(shown))
+    if a.baseline:
+        now, base = runs["this code"], runs[f"baseline {a.baseline}"]
+        ratios = (f"{f} {base[f] / now[f]:.2f}x" for f in FORMS)
+        print("ratio (baseline / this code): " + ", ".join(ratios))
+    return runs
+
+
+#: what the baseline's interpreter runs: this file's ``measure`` with the baseline's tabrecon
+_CHILD = (
+    "import json, sys; from pathlib import Path; "
+    f"sys.path.insert(0, {str(Path(__file__).resolve().parents[1])!r}); "
+    "from benchmarks.bench_read_tables import measure; "
+    "print(json.dumps(measure(Path(sys.argv[1]), int(sys.argv[2]))))"
+)
+
+
+if __name__ == "__main__":
+    record("read_tables", main)
