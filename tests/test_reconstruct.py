@@ -225,6 +225,38 @@ def test_person_tracts_are_the_long_tables_parts(small_md, level):
     assert release_tracts(tabulate(small_md), level)[0].digest != split.digest
 
 
+@pytest.mark.parametrize("level", ["block", "block+tract"])
+def test_block_tables_published_for_tracts_and_counties_too_are_left_to_the_blocks(small_md, level):
+    """SF1 and the Census API publish P1, P12 and the other block tables for tracts and counties
+    too. Those rows sum the blocks' and the engine leaves them out: the release reconstructs as
+    without them (before, every tract failed with 'block 99001000100 lacks cell ...'), and a
+    table published whole for tracts but in part for blocks is left out as in part."""
+    from tabrecon.populations.persons import reconstruct_persons, release_tracts
+    from tabrecon.tables.persons import BLOCK_TABLES
+
+    ts = tabulate(small_md)
+    coarse = {
+        lv: tabulate(small_md, BLOCK_TABLES, level=lv)[lv] for lv in ("tract", "county", "state")
+    }
+    t = ts["tract"]
+    both = Grid(
+        "tract",
+        t.geoids,
+        np.concatenate([t.cells, coarse["tract"].cells]),
+        np.concatenate([t.values, coarse["tract"].values], axis=1),
+    )
+    wide = TableSet({**ts.grids, "tract": both, **{lv: coarse[lv] for lv in ("county", "state")}})
+    plain, more = (reconstruct_persons(x, level, certify=True) for x in (ts, wide))
+    assert not plain.failed and not more.failed
+    cols = ["block_geoid", "persons", "status", "level", "solvar"]
+    assert more.blocks.select(cols).equals(plain.blocks.select(cols))
+    assert more.tables_used == plain.tables_used
+    assert release_tracts(wide, level)[0].digest == release_tracts(ts, level)[0].digest
+    part = TableSet({**wide.grids, "block": drop_cells(ts, ["P0140003"])["block"]})
+    _, used, _, notes = release_tracts(part, level)
+    assert "P14" not in used and any("published in part, left out: P14" in n for n in notes)
+
+
 def test_persons_over_the_schema_without_tract_tables_solve_block_by_block(small_md):
     from tabrecon.populations.persons import reconstruct_persons
     from tabrecon.tables.persons import BLOCK_TABLES

@@ -23,7 +23,7 @@ from ..runner import Result, RunOptions, UnitsRun, run_units
 from ..schema.spec import Schema, Units
 from ..tables.publication import EXACT, Publication
 from ..tables.spec import table_by_name, tables_of
-from ..tables.tableset import TableSet
+from ..tables.tableset import Grid, TableSet
 from ..vocab import Geo, Level, UnitStatus
 from .reconstruct import LEVELS, reconstruct_units
 from .solvers import SolverOptions
@@ -123,7 +123,10 @@ class TractTables:
         """A release held as grids (:class:`~tabrecon.tables.tableset.TableSet`), split by
         tract: its cells of ``names`` (the schema's tables it holds a cell of, when None: the
         tables it publishes, :meth:`~tabrecon.tables.tableset.TableSet.tables_present`), each
-        tract's grids views of the release's, digested as grids.
+        table's at its own level, each tract's grids views of the release's, digested as grids.
+        A block table's values published for coarser geographies too (SF1 and the Census API
+        give P1 and P12 for tracts and counties) sum its blocks' and are left out: the engine
+        reads a row of a tract as the tract's own tables.
 
         >>> from tabrecon.schema.catalog import HOUSING_UNITS
         >>> long = pl.DataFrame({"geoid": ["1" * 15, "2" * 15], "cell": ["H0040001"] * 2,
@@ -142,13 +145,20 @@ class TractTables:
                 f"the tables hold no cell of the {schema.name} schema's tables "
                 f"({', '.join(declared)})"
             )
-        cells = {c.id for n in names for c in table_by_name(n, schema).cells()}
-        grids = [
-            (lvl, g.geoids, g.cells[keep], g.values if keep.all() else g.values[:, keep])
-            for lvl, g in tables.grids.items()
-            if (keep := np.isin(g.cells.astype(str), list(cells))).any()
-        ]
-        return cls(tuple(names), digest_grids(grids), tables.by_tract(cells))
+        at: dict[str, list[str]] = {}  # each level's cells: those of its tables
+        for n in names:
+            t = table_by_name(n, schema)
+            at.setdefault(t.level, []).extend(c.id for c in t.cells())
+        kept = {}
+        for lvl, g in tables.grids.items():
+            keep = np.isin(g.cells.astype(str), at.get(lvl, []))
+            if keep.all():
+                kept[lvl] = g
+            elif keep.any():  # (a copy only where some cells are left out)
+                kept[lvl] = Grid(lvl, g.geoids, g.cells[keep], g.values[:, keep])
+        release = TableSet(kept, tables.source, tables.population)
+        digest = digest_grids([(lvl, g.geoids, g.cells, g.values) for lvl, g in kept.items()])
+        return cls(tuple(names), digest, release.by_tract())
 
     @classmethod
     def of_long(cls, long: pl.DataFrame, schema: Schema) -> TractTables:

@@ -476,17 +476,20 @@ def release_tracts(tables: TableSet, level: str) -> tuple[TractTables, list[str]
     if level not in Level.choices():
         raise TabreconError(f"unknown level {level!r}; choose 'block' or 'block+tract'")
     require_block_totals(tables)
+    # a table counts where it is published at its own level (P12 given for tracts too sums
+    # the blocks' P12: TractTables.of_tables leaves it out)
     have = {
-        str(c) for g in tables.grids.values() for c in g.cells[(g.values != MISSING).any(axis=0)]
+        lvl: set(g.cells[(g.values != MISSING).any(axis=0)].astype(str).tolist())
+        for lvl, g in tables.grids.items()
     }
     declared = tables_of(PERSONS)
-    present = [t.name for t in declared if any(c.id in have for c in t.cells())]
+    present = [t.name for t in declared if any(c.id in have.get(t.level, ()) for c in t.cells())]
     if not present:
         raise InputError(
             f"the tables hold no cell of the {PERSONS.name} schema's tables "
             f"({', '.join(t.name for t in declared)})"
         )
-    whole = {t.name for t in declared if {c.id for c in t.cells()} <= have}
+    whole = {t.name for t in declared if {c.id for c in t.cells()} <= have.get(t.level, set())}
     used = [n for n in present if n in whole]
     if not used:
         raise InputError(
