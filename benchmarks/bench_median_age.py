@@ -22,7 +22,7 @@ import time
 from typing import Any
 
 from benchmarks.common import real_sample_tracts, record
-from tabrecon.engine.reconstruct import reconstruct_units
+from tabrecon.engine.reconstruct import ReconstructOptions, reconstruct_units
 from tabrecon.schema import AGEBIN_OF_AGE, PERSONS, person_units
 from tabrecon.tables.spec import tables_of, tabulate_units
 
@@ -59,7 +59,7 @@ def main() -> dict:
         row: dict[str, Any] = {}
         t = time.perf_counter()
         for key, on in (("agebin38", {"age": AGEBIN_OF_AGE}), ("single_year", None)):
-            rec = reconstruct_units(long, PERSONS, names, unique_on=on)
+            rec = reconstruct_units(long, PERSONS, ReconstructOptions(unique_on=on), tables=names)
             counts = dict(rec.blocks["status"].value_counts().rows())
             row[key] = int(counts.get("unique", 0))
             row[f"{key}_other"] = {k: int(v) for k, v in counts.items() if k != "unique"}

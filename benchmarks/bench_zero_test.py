@@ -26,10 +26,11 @@ import polars as pl
 import tabrecon.engine.variability as V
 from benchmarks.common import record, synthetic_and_real
 from tabrecon import certify, reconstruct
-from tabrecon.engine.reconstruct import reconstruct_units
+from tabrecon.engine.reconstruct import ReconstructOptions, reconstruct_units
 from tabrecon.schema import AGEBIN_OF_AGE, PERSONS, person_units
 from tabrecon.tables.persons import tabulate
 from tabrecon.tables.spec import tabulate_units
+from tabrecon.vocab import Level
 
 SPREAD = V.SPREAD_WORK
 
@@ -59,9 +60,9 @@ def _side_by_side(md, rounds: int, label: str) -> dict:
                 g = reconstruct_units(
                     long,
                     PERSONS,
-                    level="block+tract",
-                    unique_on={"age": AGEBIN_OF_AGE},
-                    distance=True,
+                    ReconstructOptions(
+                        level=Level.BLOCK_TRACT, unique_on={"age": AGEBIN_OF_AGE}, distance=True
+                    ),
                 ).blocks.select("geoid", "status", "solvar")
                 t1 = time.perf_counter()
                 n_proofs[mode] = sum(proofs)

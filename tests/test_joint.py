@@ -20,7 +20,7 @@ from tabrecon.attacks.joint import (
     tie_matrices,
     tie_violations,
 )
-from tabrecon.engine.reconstruct import reconstruct_units
+from tabrecon.engine.reconstruct import ReconstructOptions, reconstruct_units
 from tabrecon.records.households import synthesize_households
 from tabrecon.records.synth import SynthConfig
 from tabrecon.runner import RunOptions
@@ -104,8 +104,8 @@ def test_reconstructions_made_apart_can_break_the_ties(county):
     person reconstruction has nobody under 18, a householder who is no person of the block)."""
     _, _, lu, lp = county
     apart = tie_violations(
-        reconstruct_units(lu, HOUSING_UNITS, check_unique=False).units,
-        reconstruct_units(lp, PERSONS_BINNED, check_unique=False).units,
+        reconstruct_units(lu, HOUSING_UNITS, ReconstructOptions(check_unique=False)).units,
+        reconstruct_units(lp, PERSONS_BINNED, ReconstructOptions(check_unique=False)).units,
         tie_matrices("households"),
     )
     assert apart.height > 0

@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 from tabrecon.attacks.unit_claims import generate_then_verify
 from tabrecon.engine.model import block_program
-from tabrecon.engine.reconstruct import reconstruct_units
+from tabrecon.engine.reconstruct import ReconstructOptions, reconstruct_units
 from tabrecon.errors import InputError, TabreconError
 from tabrecon.schema.spec import Attribute, Schema, Units
 from tabrecon.tables.measures import WITHHELD, Measure, MedianRule, Statistic, format_values
@@ -239,7 +239,7 @@ def test_verdict_reconstruction_and_claims_equal_brute_force_with_medians_and_me
     truth = histogram(units)
     assert any(np.array_equal(truth, s) for s in sols), "the truth must be consistent"
     assert sols.sum(axis=1).max() < MOST or len(sols) > 1  # the listing held them all
-    rec = reconstruct_units(long, TOY, names, publication=pub)
+    rec = reconstruct_units(long, TOY, ReconstructOptions(publication=pub), tables=names)
     status = rec.blocks["status"].item()
     assert status == ("unique" if len(sols) == 1 else "varies"), (seed, names, str(pub), len(sols))
     mine = histogram(rec.units)
@@ -260,7 +260,7 @@ def test_a_median_narrows_what_counts_leave_open():
     tight = _consistent(names, Publication(), long)
     assert 1 <= len(tight) < len(loose)
     for which, sols in ((("T2",), loose), (names, tight)):
-        status = reconstruct_units(long, TOY, which).blocks["status"].item()
+        status = reconstruct_units(long, TOY, tables=which).blocks["status"].item()
         assert status == ("unique" if len(sols) == 1 else "varies")
 
 
@@ -296,7 +296,7 @@ def test_a_median_outside_the_range_is_named_with_block_and_cell():
     with pytest.raises(
         InputError, match=r"block 990010001001000, cell T0040001 \(T4\): 6.1 is outside"
     ):
-        reconstruct_units(long, TOY, ("T1", "T4"))
+        reconstruct_units(long, TOY, tables=("T1", "T4"))
 
 
 def test_an_unreachable_mean_makes_the_block_infeasible_not_a_crash():
@@ -307,19 +307,22 @@ def test_an_unreachable_mean_makes_the_block_infeasible_not_a_crash():
             "value": [3, 3, 0, 133],  # 1.33 from 3 persons: 4/3
         }
     )
-    assert reconstruct_units(long, TOY, ("T1", "T6")).blocks["status"].item() in (
+    assert reconstruct_units(long, TOY, tables=("T1", "T6")).blocks["status"].item() in (
         "unique",
         "varies",
     )
     bad = long.with_columns(pl.Series("value", [3, 3, 0, 150]))  # no 3 whole ages average 1.50
-    assert reconstruct_units(bad, TOY, ("T1", "T6")).blocks["status"].item() == "infeasible"
+    assert reconstruct_units(bad, TOY, tables=("T1", "T6")).blocks["status"].item() == "infeasible"
 
 
 def test_statistics_at_block_and_tract_are_refused():
     units = Units(TOY, np.full(2, BLOCK), {"sex": np.array([0, 1]), "age": np.array([1, 2])})
     with pytest.raises(TabreconError, match="level 'block' only"):
         reconstruct_units(
-            tabulate_units(units, ("T1", "T4")), TOY, ("T1", "T4"), level="block+tract"
+            tabulate_units(units, ("T1", "T4")),
+            TOY,
+            ReconstructOptions(level="block+tract"),
+            tables=("T1", "T4"),
         )
 
 

@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tabrecon.attacks.unit_claims import generate_then_verify
-from tabrecon.engine.reconstruct import reconstruct_units
+from tabrecon.engine.reconstruct import ReconstructOptions, reconstruct_units
 from tabrecon.errors import InputError, TabreconError
 from tabrecon.schema.spec import Attribute, Schema, Units
 from tabrecon.tables.publication import MISSING, Publication
@@ -131,7 +131,7 @@ def test_verdict_and_claims_equal_brute_force_under_rounding_and_suppression(see
     sols = _consistent(names, pub, long)
     truth = histogram(units)
     assert any(np.array_equal(truth, s) for s in sols), "the truth must be consistent"
-    rec = reconstruct_units(long, TOY, names, publication=pub)
+    rec = reconstruct_units(long, TOY, ReconstructOptions(publication=pub), tables=names)
     status = rec.blocks["status"].item()
     assert status == ("unique" if len(sols) == 1 else "varies"), (seed, str(pub), len(sols))
     mine = histogram(rec.units)
@@ -175,15 +175,25 @@ def test_a_value_the_rule_cannot_publish_is_named():
     units = Units(TOY, np.full(2, BLOCK), TOY.decode(TOY.feasible_types()[[0, 5]]))
     long = tabulate_units(units, ("T1",))  # 2, 1, 1: not multiples of 3
     with pytest.raises(InputError, match=r"block 990010001001000, cell T0010001: 2 is not a "):
-        reconstruct_units(long, TOY, ("T1",), publication=Publication.parse("round:3"))
+        reconstruct_units(
+            long, TOY, ReconstructOptions(publication=Publication.parse("round:3")), tables=("T1",)
+        )
     with pytest.raises(InputError, match="below the suppression threshold 3 yet published"):
-        reconstruct_units(long, TOY, ("T1",), publication=Publication.parse("suppress:3"))
+        reconstruct_units(
+            long,
+            TOY,
+            ReconstructOptions(publication=Publication.parse("suppress:3")),
+            tables=("T1",),
+        )
     gone = long.with_columns(pl.lit(None, dtype=pl.Int64).alias("value"))
     with pytest.raises(InputError, match="withheld, but the publication rule withholds nothing"):
-        reconstruct_units(gone, TOY, ("T1",))
+        reconstruct_units(gone, TOY, tables=("T1",))
     with pytest.raises(TabreconError, match="level 'block' only"):
         reconstruct_units(
-            long, TOY, ("T1",), level="block+tract", publication=Publication.parse("round:2")
+            long,
+            TOY,
+            ReconstructOptions(level="block+tract", publication=Publication.parse("round:2")),
+            tables=("T1",),
         )
 
 

@@ -288,7 +288,7 @@ def test_generic_uniqueness_proof_agrees_with_person_certification_on_real_block
     the real sample (219 blocks), the binned person schema's count model proves a block's
     reconstruction unique exactly where person certification does."""
     from tabrecon import certify, reconstruct
-    from tabrecon.engine.reconstruct import reconstruct_units
+    from tabrecon.engine.reconstruct import ReconstructOptions, reconstruct_units
     from tabrecon.schema import AGEBIN_OF_AGE, PERSONS, PERSONS_BINNED, person_units
     from tabrecon.tables.persons import tabulate
     from tabrecon.tables.spec import tabulate_units
@@ -312,7 +312,9 @@ def test_generic_uniqueness_proof_agrees_with_person_certification_on_real_block
     cert_bt = certify(tsb, reconstruct(tsb, "block+tract").records, "block+tract").blocks
     # (the median ages P13, P13A-I are modelled at block level only: left out by default here)
     long = tabulate_units(person_units(md))
-    bt = reconstruct_units(long, PERSONS, level="block+tract", unique_on={"age": AGEBIN_OF_AGE})
+    bt = reconstruct_units(
+        long, PERSONS, ReconstructOptions(level="block+tract", unique_on={"age": AGEBIN_OF_AGE})
+    )
     assert set(cert_bt["status"].to_list()) == set(bt.blocks["status"].to_list()) == {"unique"}
     assert bt.blocks.height == 219
     counts = ~pl.col("cell").str.starts_with("P013")

@@ -54,7 +54,7 @@ def test_claims_runs_verdict_is_the_uniqueness_proofs():
     run = release_claims(
         long, HOUSING_UNITS, ClaimsOptions(k_values=(2,), k_solutions=4, block_seconds=None)
     )
-    proof = reconstruct_units(long, HOUSING_UNITS, run.tables)
+    proof = reconstruct_units(long, HOUSING_UNITS, tables=run.tables)
     both = run.blocks.join(proof.blocks.select("geoid", "status"), on="geoid", suffix="_proof")
     assert both.height == proof.blocks.height
     assert (both["reconstruction"] == both["status_proof"]).all(), both

@@ -9,12 +9,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tabrecon.engine.reconstruct import reconstruct_units
+from tabrecon.engine.reconstruct import ReconstructOptions, reconstruct_units
 from tabrecon.records.households import synthesize_households
 from tabrecon.records.synth import SynthConfig
 from tabrecon.schema.catalog import HOUSING_UNITS
 from tabrecon.schema.spec import Units
 from tabrecon.tables.spec import tables_in, tabulate_units
+from tabrecon.vocab import Level
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
@@ -80,7 +81,9 @@ def test_published_empty_blocks_are_answered_beside_inhabited_ones():
             for g in empty
         ]
     ).select(long.columns)
-    rec = reconstruct_units(pl.concat([long, zeros]), PERSONS_BINNED, distance=True)
+    rec = reconstruct_units(
+        pl.concat([long, zeros]), PERSONS_BINNED, ReconstructOptions(distance=True)
+    )
     got = rec.blocks.filter(pl.col("geoid").is_in(empty))
     assert got["status"].to_list() == ["unique", "unique"]
     assert got["units"].to_list() == [0, 0] and got["solvar"].to_list() == [0.0, 0.0]
@@ -140,12 +143,12 @@ def test_tract_tables_join_a_tracts_blocks_in_one_model():
     # the counts (median ages, P13, are modelled at block level only: left out of both levels)
     long = tabulate_units(units).filter(~pl.col("cell").str.starts_with("P013"))
     on = {"age": AGEBIN_OF_AGE}
-    bt = reconstruct_units(long, PERSONS, level="block+tract", unique_on=on)
+    bt = reconstruct_units(long, PERSONS, ReconstructOptions(level="block+tract", unique_on=on))
     counted = tables_in(long, PERSONS)
     assert (
         tabulate_units(bt.units, counted).sort("geoid", "cell").equals(long.sort("geoid", "cell"))
     )
-    b = reconstruct_units(long, PERSONS, level="block", unique_on=on)
+    b = reconstruct_units(long, PERSONS, ReconstructOptions(level="block", unique_on=on))
     alone = set(b.blocks.filter(pl.col("status") == "unique")["geoid"].to_list())
     joint = set(bt.blocks.filter(pl.col("status") == "unique")["geoid"].to_list())
     assert alone and alone <= joint and bt.blocks.height == b.blocks.height
@@ -156,7 +159,7 @@ def test_tract_tables_join_a_tracts_blocks_in_one_model():
         .then(pl.col("value") + 1)
         .otherwise("value")
     )
-    res = reconstruct_units(bad, PERSONS, level="block+tract", unique_on=on)
+    res = reconstruct_units(bad, PERSONS, ReconstructOptions(level="block+tract", unique_on=on))
     mine = res.blocks.filter(pl.col("geoid").str.starts_with(tract))
     assert mine.height and set(mine["status"].to_list()) == {"infeasible"}
     assert set(res.blocks.filter(~pl.col("geoid").str.starts_with(tract))["status"]) <= {
@@ -174,19 +177,23 @@ def test_block_and_tract_level_misuse_is_named():
 
     _, units = synthesize_households(SynthConfig(persons=300), seed=4)
     with pytest.raises(TabreconError, match="no tract tables among those used"):
-        reconstruct_units(tabulate_units(units), HOUSING_UNITS, level="block+tract")
+        reconstruct_units(
+            tabulate_units(units), HOUSING_UNITS, ReconstructOptions(level="block+tract")
+        )
     with pytest.raises(TabreconError, match="level must be one of block, block"):
-        reconstruct_units(tabulate_units(units), HOUSING_UNITS, level="tract")
+        reconstruct_units(tabulate_units(units), HOUSING_UNITS, ReconstructOptions(level="tract"))
     with pytest.raises(TabreconError, match="tract_model must be auto, types or classes"):
-        reconstruct_units(tabulate_units(units), HOUSING_UNITS, tract_model="agebins")
+        reconstruct_units(
+            tabulate_units(units), HOUSING_UNITS, ReconstructOptions(tract_model="agebins")
+        )
     long = tabulate_units(person_units(synthesize(SynthConfig(persons=300), seed=1)))
     blocks_only = long.filter(pl.col("geoid").str.len_chars() == 15)
     with pytest.raises(TabreconError, match="no tract tables among those used.*declares PCT12"):
-        reconstruct_units(blocks_only, PERSONS, level="block+tract")
+        reconstruct_units(blocks_only, PERSONS, ReconstructOptions(level="block+tract"))
     # a table held in part is refused by name, never used in part
     partial = long.filter(pl.col("cell") != "PCT0120050")
     with pytest.raises(InputError, match="tables lack cells \\['PCT0120050'\\]"):
-        reconstruct_units(partial, PERSONS, level="block+tract")
+        reconstruct_units(partial, PERSONS, ReconstructOptions(level="block+tract"))
 
 
 def test_class_program_gives_the_type_programs_verdicts():
@@ -204,15 +211,17 @@ def test_class_program_gives_the_type_programs_verdicts():
     long = tabulate_units(units).filter(~pl.col("cell").str.starts_with("P013"))  # counts
     on = {"age": AGEBIN_OF_AGE}
     kw = {"level": "block+tract", "unique_on": on}
-    by_class = reconstruct_units(long, PERSONS, tract_model="classes", **kw)
-    by_type = reconstruct_units(long, PERSONS, tract_model="types", **kw)
+    by_class = reconstruct_units(long, PERSONS, ReconstructOptions(tract_model="classes", **kw))
+    by_type = reconstruct_units(long, PERSONS, ReconstructOptions(tract_model="types", **kw))
     verdicts = by_class.blocks.select("geoid", "status")
     assert verdicts.equals(by_type.blocks.select("geoid", "status"))
     assert {"unique", "varies"} <= set(verdicts["status"].to_list())
     back = tabulate_units(by_class.units, tables_in(long, PERSONS)).sort("geoid", "cell")
     assert back.equals(long.sort("geoid", "cell"))
     with pytest.raises(TabreconError, match="tract_model 'classes' answers uniqueness only"):
-        reconstruct_units(long, PERSONS, level="block+tract", tract_model="classes")
+        reconstruct_units(
+            long, PERSONS, ReconstructOptions(level="block+tract", tract_model="classes")
+        )
     # the classes of the person block tables: one sex, race and origin over one agebin38 range
     block = tuple(t.name for t in tables_of(PERSONS) if t.level == "block")
     cls, first = type_classes(compiled(PERSONS, block)[1])
@@ -284,7 +293,7 @@ def test_distances_equal_the_largest_shortfall_over_every_solution():
     sizes = units.to_frame().group_by("block_geoid").len()
     small = sizes.filter(pl.col("len") <= 25)["block_geoid"].to_list()  # large: seconds each
     long = tabulate_units(units).filter(pl.col("geoid").is_in(small))
-    rec = reconstruct_units(long, HOUSING_UNITS, distance=True)
+    rec = reconstruct_units(long, HOUSING_UNITS, ReconstructOptions(distance=True))
     b = rec.blocks
     assert (b.filter(pl.col("status") == "unique")["solvar"] == 0).all()
     varies = b.filter(pl.col("status") == "varies")
@@ -323,10 +332,8 @@ def test_a_person_reconstruction_certified_over_the_schema_gets_certifications_d
     rec = reconstruct_units(
         tabulate_units(person_units(md)),
         PERSONS,
-        level="block+tract",
-        unique_on={"age": AGEBIN_OF_AGE},
+        ReconstructOptions(level="block+tract", unique_on={"age": AGEBIN_OF_AGE}, distance=True),
         reference=person_units(recmd),
-        distance=True,
     )
     both = rec.blocks.join(
         cert.select(
@@ -476,13 +483,20 @@ def test_ages_the_tables_do_not_resolve_are_written_as_the_person_paths_ranges(l
     count = [t for t in count if level != "block" or t.level == "block"]
     ids = [c.id for t in count for c in t.cells()]
     if level == "block":  # the medians modelled too: the ages stay within their runs
-        full = reconstruct_units(long, PERSONS, unique_on=on, check_unique=False).units
+        full = reconstruct_units(
+            long, PERSONS, ReconstructOptions(unique_on=on, check_unique=False)
+        ).units
         assert full.ranges is not None
         lo, hi = full.ranges["age"]
         assert ((lo <= full.codes["age"]) & (full.codes["age"] <= hi)).all()
         again, given = (f.filter(pl.col("cell").is_in(ids)) for f in (tabulate_units(full), long))
         assert again.sort("geoid", "cell").equals(given.sort("geoid", "cell"))
-    rec = reconstruct_units(long, PERSONS, tuple(t.name for t in count), level=level, unique_on=on)
+    rec = reconstruct_units(
+        long,
+        PERSONS,
+        ReconstructOptions(level=level, unique_on=on),
+        tables=tuple(t.name for t in count),
+    )
     person = reconstruct(tabulate(small_md), level).records
     assert rec.units.ranges is not None
     mine = person_records(rec.units)  # age: the run's first year, age_max its last
@@ -525,7 +539,7 @@ def test_runs_survive_the_release_runner_and_a_file(tmp_path):
 
     md = synthesize(SynthConfig(persons=1500), seed=5)
     long = tabulate_units(person_units(md))
-    one = reconstruct_units(long, PERSONS, check_unique=False).units
+    one = reconstruct_units(long, PERSONS, ReconstructOptions(check_unique=False)).units
     run = reconstruct_release(long, PERSONS).units
     assert run.ranges is not None and one.ranges is not None
 
@@ -570,7 +584,11 @@ def test_spreading_proofs_give_the_same_verdicts_in_fewer_proofs(monkeypatch):
         monkeypatch.setattr(V, "SPREAD_WORK", 0.3 if spread else None)
         proofs.clear()
         rec = reconstruct_units(
-            long, PERSONS, level="block+tract", unique_on={"age": AGEBIN_OF_AGE}, distance=True
+            long,
+            PERSONS,
+            ReconstructOptions(
+                level=Level.BLOCK_TRACT, unique_on={"age": AGEBIN_OF_AGE}, distance=True
+            ),
         )
         return rec.blocks.select("geoid", "status", "solvar"), sum(proofs)
 
@@ -608,7 +626,11 @@ def test_certification_with_every_constraint_in_the_lp_gives_the_same_answers(mo
         monkeypatch.setattr(V, "LINEARIZATION", level)
         levels.clear()
         rec = reconstruct_units(
-            long, PERSONS, level="block+tract", unique_on={"age": AGEBIN_OF_AGE}, distance=True
+            long,
+            PERSONS,
+            ReconstructOptions(
+                level=Level.BLOCK_TRACT, unique_on={"age": AGEBIN_OF_AGE}, distance=True
+            ),
         )
         return rec.blocks.select("geoid", "status", "solvar")
 
@@ -643,8 +665,8 @@ def test_block_programs_over_classes_give_the_type_programs_answers():
     long = tabulate_units(units).filter(pl.col("geoid").str.len_chars() == 15)
     long = long.filter(~pl.col("cell").str.starts_with("P013"))  # counts only
     kw = {"unique_on": {"age": AGEBIN_OF_AGE}, "distance": True}
-    by_class = reconstruct_units(long, PERSONS, **kw)
-    by_type = reconstruct_units(long, PERSONS, tract_model="types", **kw)
+    by_class = reconstruct_units(long, PERSONS, ReconstructOptions(**kw))
+    by_type = reconstruct_units(long, PERSONS, ReconstructOptions(tract_model="types", **kw))
     cols = ["geoid", "units", "status"]
     assert by_class.blocks.select(cols).equals(by_type.blocks.select(cols))
     assert {"unique", "varies"} <= set(by_class.blocks["status"].to_list())
@@ -656,13 +678,13 @@ def test_block_programs_over_classes_give_the_type_programs_answers():
     assert (AGEBIN_OF_AGE[md.age] == AGEBIN_OF_AGE[md.age_max]).all()
     # uniqueness is never asked finer than the records say (ages as their runs): without
     # unique_on the classes still answer; with medians they are not used, and asking is refused
-    plain = reconstruct_units(long, PERSONS, tract_model="classes")
+    plain = reconstruct_units(long, PERSONS, ReconstructOptions(tract_model="classes"))
     assert plain.blocks.select(cols).equals(by_class.blocks.select(cols))
     with_medians = tabulate_units(units).filter(pl.col("geoid").str.len_chars() == 15)
     with pytest.raises(TabreconError, match="'classes' at level 'block' needs uniqueness"):
-        reconstruct_units(with_medians, PERSONS, tract_model="classes")
+        reconstruct_units(with_medians, PERSONS, ReconstructOptions(tract_model="classes"))
     # the type program's reconstruction certified over classes: its own verdicts
-    ref = reconstruct_units(long, PERSONS, reference=by_type.units, **kw)
+    ref = reconstruct_units(long, PERSONS, ReconstructOptions(**kw), reference=by_type.units)
     cols += ["solvar", "solvar_lo", "solvar_hi"]
     assert ref.blocks.select(cols).equals(by_type.blocks.select(cols))
 

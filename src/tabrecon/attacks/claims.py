@@ -600,7 +600,8 @@ def certified_claims(
     ``<out>/claims.parts/`` as it finishes and a rerun resumes (a rerun with other inputs or
     options is refused).
 
-    >>> from tabrecon.engine.release import ReconstructOptions, reconstruct_release
+    >>> from tabrecon.engine.reconstruct import ReconstructOptions
+    >>> from tabrecon.engine.release import reconstruct_release
     >>> from tabrecon.records.synth import SynthConfig
     >>> from tabrecon.schema.registry import population
     >>> from tabrecon.tables.spec import tabulate_units

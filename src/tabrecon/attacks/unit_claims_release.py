@@ -65,7 +65,7 @@ class _BlockTask:
     def __call__(self) -> Result:
         geoid, long, schema, tables, pub = self.geoid, self.long, self.schema, self.tables, self.pub
         opts, block_seconds, tied = self.opts, self.block_seconds, self.tied
-        from ..engine.reconstruct import reconstruct_units
+        from ..engine.reconstruct import ReconstructOptions, reconstruct_units
         from ..engine.variability import capped
 
         t0 = time.perf_counter()
@@ -115,7 +115,8 @@ class _BlockTask:
                 ref = None
                 if x0 is not None:
                     ref = Units(schema, np.full(x0.size, geoid), schema.decode(x0), None, "claims")
-                rec = reconstruct_units(long, schema, tables, popts, publication=pub, reference=ref)
+                o = ReconstructOptions(solver=popts, publication=pub)
+                rec = reconstruct_units(long, schema, o, tables=tables, reference=ref)
                 status = rec.blocks["status"][0]
             verdicts = pl.DataFrame({"geoid": [geoid], "reconstruction": [str(status)]})
         if tied is None and x0 is not None:
@@ -450,7 +451,7 @@ def found_claims(c: pl.DataFrame, schema: Schema) -> list[tuple]:
 @dataclass(frozen=True, kw_only=True)
 class ClaimsOptions:
     """What a release's Generate-then-Verify asks (one value, as
-    :class:`~tabrecon.engine.release.ReconstructOptions` is for reconstruction; how the run is
+    :class:`~tabrecon.engine.reconstruct.ReconstructOptions` is for reconstruction; how the run is
     carried out -- workers, output, resume, progress -- is apart).
 
     >>> ClaimsOptions(k_solutions=8, k_values=(4, 5)).block_seconds

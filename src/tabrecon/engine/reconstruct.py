@@ -29,7 +29,7 @@ from __future__ import annotations
 import time
 from collections import deque
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import polars as pl
@@ -69,26 +69,72 @@ class UnitReconstruction:
 
 
 LEVELS = Level.choices()
+#: the program's variables (:func:`reconstruct_units`)
+TRACT_MODELS = ("auto", "types", "classes")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReconstructOptions:
+    """What a reconstruction asks, one value from the command line to the workers (a run's
+    fingerprint and its workers see the same options): :func:`reconstruct_units` on a tract's
+    tables, :func:`tabrecon.engine.release.reconstruct_release` on a release's.
+
+    >>> ReconstructOptions(level="block+tract").level
+    'block+tract'
+    >>> ReconstructOptions(distance=True, check_unique=False)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    tabrecon.errors.TabreconError: distance needs check_unique: distances are measured ...
+    """
+
+    #: "block": each block from its block tables; "block+tract": a tract's blocks jointly
+    level: Level = Level.BLOCK
+    solver: SolverOptions = field(default_factory=SolverOptions)
+    #: each block that varies also gets its solution variability (solvar, percent)
+    distance: bool = False
+    #: seconds per block's distance search (None: the solver's limit)
+    distance_time_limit: float | None = None
+    #: how the cells were published (rounded, withheld: :mod:`tabrecon.tables.publication`)
+    publication: Publication = EXACT
+    #: the resolution uniqueness is asked at (persons: agebin38,
+    #: :attr:`tabrecon.schema.registry.Population.unique_on`); None: the types
+    unique_on: Mapping[str, np.ndarray] | None = None
+    #: prove each block's reconstruction unique or not (False: reconstruct only, verdicts
+    #: "unknown")
+    check_unique: bool = True
+    #: the program's variables: "types", "classes" or "auto" (:func:`reconstruct_units`)
+    tract_model: str = "auto"
+
+    def __post_init__(self) -> None:
+        if self.level not in LEVELS:
+            raise TabreconError(f"level must be one of {', '.join(LEVELS)} (got {self.level!r})")
+        if self.tract_model not in TRACT_MODELS:
+            raise TabreconError(
+                f"tract_model must be auto, types or classes (got {self.tract_model!r})"
+            )
+        if self.distance and not self.check_unique:
+            raise TabreconError(
+                "distance needs check_unique: distances are measured where blocks vary"
+            )
+        if not self.publication.exact and self.level != Level.BLOCK:
+            raise TabreconError(
+                f"publication {self.publication}: inexact cells are modelled at level 'block' "
+                "only so far"
+            )
 
 
 def reconstruct_units(
     long: pl.DataFrame,
     schema: Schema,
-    tables: tuple[str, ...] | None = None,
-    opts: SolverOptions | None = None,
+    options: ReconstructOptions | None = None,
     *,
-    check_unique: bool = True,
-    level: str = "block",
-    unique_on: Mapping[str, np.ndarray] | None = None,
-    tract_model: str = "auto",
+    tables: tuple[str, ...] | None = None,
     reference: Units | None = None,
-    distance: bool = False,
-    distance_time_limit: float | None = None,
-    publication: Publication = EXACT,
 ) -> UnitReconstruction:
     """Reconstruct every block of a long table (geoid, cell, value) of ``schema``'s tables
     (``tables``: by default every declared table the long table holds a cell of, but medians and
-    means at "block+tract"; one it holds in part is refused, naming the cells it lacks).
+    means at "block+tract"; one it holds in part is refused, naming the cells it lacks), as
+    ``options`` ask (:class:`ReconstructOptions`).
 
     ``level`` "block" solves each block from its block tables alone; "block+tract" solves the
     blocks of each tract jointly, the tract tables (persons: PCT12, PCT12A-O, by single year of
@@ -120,13 +166,15 @@ def reconstruct_units(
     becomes the interval of true counts it allows, and "unique" still means every population
     the published values allow has the same histogram (block level only so far).
     """
-    if level not in LEVELS:
-        raise TabreconError(f"level must be one of {', '.join(LEVELS)} (got {level!r})")
-    if tract_model not in ("auto", "types", "classes"):
-        raise TabreconError(f"tract_model must be auto, types or classes (got {tract_model!r})")
-    if distance and not check_unique:
-        raise TabreconError("distance needs check_unique: distances are measured where blocks vary")
-    opts = (opts or SolverOptions()).for_task("certify")
+    o = options or ReconstructOptions()
+    level, tract_model, check_unique, unique_on = (
+        o.level,
+        o.tract_model,
+        o.check_unique,
+        o.unique_on,
+    )
+    distance, distance_time_limit, publication = o.distance, o.distance_time_limit, o.publication
+    opts = o.solver.for_task("certify")
     escalate = opts.backend == "auto"  # a distance CP-SAT cannot close soon goes to HiGHS
     names = tables or tables_in(long, schema)
     if tables is None and level != Level.BLOCK:  # medians and means: block level only so far
@@ -135,10 +183,6 @@ def reconstruct_units(
         lv: tuple(n for n in names if table_by_name(n, schema).level == lv)
         for lv in (Geo.BLOCK, Geo.TRACT)
     }
-    if not publication.exact and level != Level.BLOCK:
-        raise TabreconError(
-            f"publication {publication}: inexact cells are modelled at level 'block' only so far"
-        )
     cells, W, geoids, V, Vhi = block_bounds(long, schema, of_level[Geo.BLOCK], publication)
     measured = block_statistics(long, schema, of_level[Geo.BLOCK], geoids)
     if measured and level != Level.BLOCK:

@@ -11,7 +11,7 @@ resuming, a failed tract recorded while the others go on.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
@@ -21,52 +21,15 @@ from ..errors import InputError, TabreconError
 from ..geo import prefix
 from ..runner import Result, RunOptions, UnitsRun, run_units
 from ..schema.spec import Schema, Units
-from ..tables.publication import EXACT, Publication
 from ..tables.spec import table_by_name, tables_of
 from ..tables.tableset import Grid, TableSet
 from ..vocab import Geo, Level, UnitStatus
-from .reconstruct import LEVELS, reconstruct_units
-from .solvers import SolverOptions
+from .reconstruct import ReconstructOptions, reconstruct_units
 
 
 # --------------------------------------------------------------------------------------------------
 # A whole release: tract by tract, in parallel, written as each tract finishes, resumable
 # --------------------------------------------------------------------------------------------------
-@dataclass(frozen=True, kw_only=True)
-class ReconstructOptions:
-    """What a release's reconstruction asks (one value, so that a run's fingerprint and its
-    workers see the same options).
-
-    >>> ReconstructOptions(level="block+tract").level
-    'block+tract'
-    """
-
-    #: "block": each block from its block tables; "block+tract": a tract's blocks jointly
-    level: Level = Level.BLOCK
-    solver: SolverOptions = field(default_factory=SolverOptions)
-    #: each block that varies also gets its solution variability (solvar, percent)
-    distance: bool = False
-    #: seconds per block's distance search (None: the solver's limit)
-    distance_time_limit: float | None = None
-    #: how the cells were published (rounded, withheld: :mod:`tabrecon.tables.publication`)
-    publication: Publication = EXACT
-    #: the resolution uniqueness is asked at (:func:`reconstruct_units`; persons: agebin38,
-    #: :attr:`tabrecon.schema.registry.Population.unique_on`); None: the types
-    unique_on: Mapping[str, np.ndarray] | None = None
-    #: prove each block's reconstruction unique or not (False: reconstruct only, verdicts
-    #: "unknown")
-    check_unique: bool = True
-
-    def __post_init__(self) -> None:
-        if self.level not in LEVELS:
-            raise TabreconError(f"level must be one of {', '.join(LEVELS)} (got {self.level!r})")
-        if not self.publication.exact and self.level != Level.BLOCK:
-            raise TabreconError(
-                f"publication {self.publication}: inexact cells are modelled at level 'block' "
-                "only so far"
-            )
-
-
 @dataclass
 class ReleaseReconstruction(UnitsRun):
     """Every tract of a release reconstructed: the records, per block their verdict, and per
@@ -202,19 +165,12 @@ class _TractTask:
     reference: Units | None
 
     def __call__(self) -> Result:
-        o = self.options
         rec = reconstruct_units(
             _as_long(self.part),
             self.schema,
-            self.tables,
-            o.solver,
+            self.options,
+            tables=self.tables,
             reference=self.reference,
-            check_unique=o.check_unique,
-            level=o.level,
-            unique_on=o.unique_on,
-            distance=o.distance,
-            distance_time_limit=o.distance_time_limit,
-            publication=o.publication,
         )
         st = {"unit": self.tract, "status": UnitStatus.OK, "blocks": rec.blocks.to_dicts()}
         return st, rec.units.to_frame()

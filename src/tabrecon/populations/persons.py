@@ -542,7 +542,8 @@ def _release_run(
     """A person release through :func:`~tabrecon.engine.release.reconstruct_release`
     at ``level``: the run, the tables used, the level answered and what was left out
     (:func:`release_tracts`)."""
-    from ..engine.release import ReconstructOptions, reconstruct_release
+    from ..engine.reconstruct import ReconstructOptions
+    from ..engine.release import reconstruct_release
     from ..engine.solvers import SolverOptions
 
     split, used, run_level, notes = release_tracts(tables, level)

@@ -210,7 +210,8 @@ def _reconstruct_release(
     verdict written; exit 1 when a tract failed or a block's tables admit no records."""
     import polars as pl
 
-    from ...engine.release import ReconstructOptions, reconstruct_release
+    from ...engine.reconstruct import ReconstructOptions
+    from ...engine.release import reconstruct_release
     from ...io import beside, write_csv
     from ...schema.spec import write_units
 
