@@ -148,12 +148,73 @@ def test_housing_unit_tables_are_read_from_the_census_api_json_too(tmp_path):
     for r in wide.iter_rows(named=True):
         g = r["geoid"]
         rows.append([g[:2], g[2:5], g[5:11], g[11:], *[str(r[c]) for c in cells]])
-    rows.append(["99", "001", "000100", None, *["0"] * len(cells)])  # a tract row: left out
+    rows.append(["99", "001", "000100", None, *["0"] * len(cells)])  # a tract row: read, not used
     (tmp_path / "api.json").write_text(json.dumps(rows))
-    back = read_unit_tables(tmp_path / "api.json", HOUSING_UNITS).to_frame().sort("geoid", "cell")
+    read = read_unit_tables(tmp_path / "api.json", HOUSING_UNITS)
+    assert read.levels() == ["block", "tract"]
+    back = read.own_levels().to_frame().sort("geoid", "cell")
     assert back.equals(long.sort("geoid", "cell").with_columns(pl.col("value").cast(pl.Int64)))
     rows[3][6] = "-1"
     (tmp_path / "bad.json").write_text(json.dumps(rows))
     # the file's own variable is named, not tabrecon's long-form 'value'
     with pytest.raises(InputError, match=rf"bad.json, line 4, column '{rows[0][6]}': '-1'"):
         read_unit_tables(tmp_path / "bad.json", HOUSING_UNITS)
+
+
+def test_tracts_and_counties_beside_the_blocks_are_read_and_left_to_the_blocks(tmp_path):
+    """A release may give its block tables for tracts, counties and the state too (SF1 and the
+    API do): long and wide files are read with those rows (each its level's grid), the engine
+    takes each table at its own level, so the reconstruction is the blocks' alone; a variable
+    empty for every tract is not published for tracts, one empty for some blocks is refused,
+    and a geoid of no census level, or a tract table's cell on a block, is named."""
+    from tabrecon.engine.release import reconstruct_release
+    from tabrecon.schema import PERSONS
+    from tabrecon.tables.reader import read_unit_tables
+
+    _, units = synthesize_households(SynthConfig(persons=600), seed=2)
+    long = tabulate_units(units).with_columns(pl.col("value").cast(pl.Int64))
+    coarse = [
+        long.with_columns(pl.col("geoid").str.slice(0, n))
+        .group_by("geoid", "cell")
+        .agg(pl.col("value").sum())
+        for n in (11, 5, 2)
+    ]
+    every = pl.concat([long, *coarse], how="vertical_relaxed")
+    every.write_csv(tmp_path / "long.csv")
+    wide = every.pivot(on="cell", index="geoid", values="value").rename({"geoid": "GEOID"})
+    wide = wide.with_columns(  # H3 is published for blocks only
+        pl.when(pl.col("GEOID").str.len_chars() < 15)
+        .then(None)
+        .otherwise(pl.col("H0030001"))
+        .alias("H0030001")
+    )
+    wide.write_csv(tmp_path / "wide.csv")
+    alone = reconstruct_release(long, HOUSING_UNITS)
+    for f in ("long.csv", "wide.csv"):
+        ts = read_unit_tables(tmp_path / f, HOUSING_UNITS)
+        assert ts.levels() == ["block", "tract", "county", "state"], f
+        assert ts.own_levels().to_frame().sort("geoid", "cell").equals(long.sort("geoid", "cell"))
+        run = reconstruct_release(ts, HOUSING_UNITS)
+        assert run.blocks.select("geoid", "status").equals(alone.blocks.select("geoid", "status"))
+    assert "H0030001" not in read_unit_tables(tmp_path / "wide.csv", HOUSING_UNITS)["tract"].cells
+    some = wide.with_columns(
+        pl.when(pl.col("GEOID") == wide["GEOID"].sort()[-1])
+        .then(None)
+        .otherwise(pl.col("H0010001"))
+        .alias("H0010001")
+    )
+    some.write_csv(tmp_path / "some.csv")
+    with pytest.raises(
+        InputError, match=r"some.csv, line \d+, column 'H0010001': '' is not a count"
+    ):
+        read_unit_tables(tmp_path / "some.csv", HOUSING_UNITS)
+    bad = pl.DataFrame({"geoid": ["1234567890123"], "cell": ["H0010001"], "value": ["1"]})
+    bad.write_csv(tmp_path / "bad.csv")
+    with pytest.raises(InputError, match=r"'1234567890123' is not the geoid of a block \(15"):
+        read_unit_tables(tmp_path / "bad.csv", HOUSING_UNITS)
+    finer = pl.DataFrame({"geoid": ["1" * 15], "cell": ["PCT0120001"], "value": ["1"]})
+    finer.write_csv(tmp_path / "finer.csv")
+    with pytest.raises(
+        InputError, match=r"'111111111111111' is finer than its cell's table, a tract"
+    ):
+        read_unit_tables(tmp_path / "finer.csv", PERSONS)

@@ -85,7 +85,8 @@ def units_stage(
     # a declared release is attacked as it publishes its counts (rounded, withheld: its rule)
     pub = Publication.parse(pop.publication)
     if published:
-        long = read_unit_tables(units_path, pop.schema, withheld=pub.withholds).to_frame()
+        tables = read_unit_tables(units_path, pop.schema, withheld=pub.withholds)
+        long = tables.own_levels().to_frame()
     else:
         units = read_units(units_path, pop.schema)
         if check is not None:

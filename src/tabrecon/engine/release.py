@@ -22,7 +22,7 @@ from ..geo import prefix
 from ..runner import Result, RunOptions, UnitsRun, run_units
 from ..schema.spec import Schema, Units
 from ..tables.spec import table_by_name, tables_of
-from ..tables.tableset import Grid, TableSet
+from ..tables.tableset import TableSet
 from ..vocab import Geo, Level, UnitStatus
 from .reconstruct import ReconstructOptions, reconstruct_units
 
@@ -108,19 +108,9 @@ class TractTables:
                 f"the tables hold no cell of the {schema.name} schema's tables "
                 f"({', '.join(declared)})"
             )
-        at: dict[str, list[str]] = {}  # each level's cells: those of its tables
-        for n in names:
-            t = table_by_name(n, schema)
-            at.setdefault(t.level, []).extend(c.id for c in t.cells())
-        kept = {}
-        for lvl, g in tables.grids.items():
-            keep = np.isin(g.cells.astype(str), at.get(lvl, []))
-            if keep.all():
-                kept[lvl] = g
-            elif keep.any():  # (a copy only where some cells are left out)
-                kept[lvl] = Grid(lvl, g.geoids, g.cells[keep], g.values[:, keep])
-        release = TableSet(kept, tables.source, tables.population)
-        digest = digest_grids([(lvl, g.geoids, g.cells, g.values) for lvl, g in kept.items()])
+        release = tables.own_levels(names)
+        grids = release.grids.items()
+        digest = digest_grids([(lvl, g.geoids, g.cells, g.values) for lvl, g in grids])
         return cls(tuple(names), digest, release.by_tract())
 
     @classmethod

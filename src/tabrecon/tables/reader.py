@@ -15,6 +15,7 @@ import numpy as np
 import polars as pl
 
 from ..errors import InputError
+from ..geo import LEVEL_OF_LENGTH, TABLE_LEVELS
 from ..schema.spec import Schema
 from ..vocab import Geo
 from .forms import Raw, Shape, opened
@@ -107,25 +108,38 @@ def _checked(raw: Raw, schema: Schema, mine: set[str], withheld: bool) -> pl.Dat
         raise InputError(
             f"holds no cells of the {schema.name} tables ({min(mine)} ...){hint}", path=p
         )
-    # block cells need a block's 15 digits, tract cells a tract's 11; rows of tables the schema
-    # does not declare (a whole release's other tables) either
+    # census geographies: a cell is given for its table's level or a coarser one (SF1 and the
+    # API publish P1, P12, H1 for tracts, counties and the state too); a declared geography's
+    # cells for its own ids (tract cells for 11-digit tracts)
     tract_cells = [c.id for t in tables_of(schema) if t.level == Geo.TRACT for c in t.cells()]
     block_cells = [c.id for c in _cells_at(schema, "block")]
     digits = pl.col("geoid").str.len_chars()
     n = schema.geoid_digits
-    wrong = (
-        ~pl.col("geoid").str.contains(r"^\d+$")
-        | (pl.col("cell").is_in(block_cells) & (digits != n))
-        | (pl.col("cell").is_in(tract_cells) & (digits != 11))
-        | ~digits.is_in([11, n])
-    )
-    refuse(
-        df.select(wrong).to_series(),
-        "geoid",
-        "{!r} is not a 15-digit block geoid (an 11-digit tract's for tract cells)"
-        if schema.geography == Geo.BLOCK
-        else "{!r} is not a " + f"{n}-digit {schema.geography} id",
-    )
+    if schema.geography == Geo.BLOCK:
+        census = [k for k, lv in LEVEL_OF_LENGTH.items() if lv in TABLE_LEVELS]
+        refuse(
+            df.select(~pl.col("geoid").str.contains(r"^\d+$") | ~digits.is_in(census)).to_series(),
+            "geoid",
+            "{!r} is not the geoid of a block (15 digits), block group (12), tract (11), county "
+            "(5) or state (2)",
+        )
+        refuse(
+            df.select(pl.col("cell").is_in(tract_cells) & (digits > 11)).to_series(),
+            "geoid",
+            "{!r} is finer than its cell's table, a tract table (11-digit tract geoids or coarser)",
+        )
+    else:
+        wrong = (
+            ~pl.col("geoid").str.contains(r"^\d+$")
+            | (pl.col("cell").is_in(block_cells) & (digits != n))
+            | (pl.col("cell").is_in(tract_cells) & (digits != 11))
+            | ~digits.is_in([11, n])
+        )
+        refuse(
+            df.select(wrong).to_series(),
+            "geoid",
+            "{!r} is not a " + f"{n}-digit {schema.geography} id",
+        )
     df = df.with_columns(pl.col("value").fill_null(""))  # an empty field is named as such
     value = df["value"].cast(pl.Int64, strict=False)
     dec = statistic_decimals(schema)
@@ -246,10 +260,20 @@ def _long_of_wide(
         .with_columns(geo.alias("geoid"), pl.int_range(first, first + df.height).alias("__line"))
     )
     n = schema.geoid_digits
-    wide = wide.filter(pl.col("geoid").str.len_chars() == n)  # blocks only
-    if not wide.height:
+    if not (wide["geoid"].str.len_chars() == n).any():
         raise InputError(f"holds no {schema.geography} rows ({n}-digit geographies)", path=where)
+    if schema.geography == Geo.BLOCK:  # tracts, counties, the state beside the blocks
+        census = [k for k, lv in LEVEL_OF_LENGTH.items() if lv in TABLE_LEVELS]
+        wide = wide.filter(pl.col("geoid").str.len_chars().is_in(census))
+    else:
+        wide = wide.filter(pl.col("geoid").str.len_chars() == n)
     long = wide.unpivot(index=["geoid", "__line"], on=list(cells.values()), variable_name="cell")
+    # a variable empty for every geography of a level is not published for that level (a
+    # block-only variable on a tract's row); one empty for some of them is refused as a value
+    empty = pl.col("value").is_null() | (pl.col("value").cast(pl.String).str.strip_chars() == "")
+    level = pl.col("geoid").str.len_chars()
+    if long.select(empty.any()).item():
+        long = long.filter(~empty.all().over(level, "cell"))
     header = {v: k for k, v in cells.items()}  # the file's own variable names, for errors
     long = long.with_columns(pl.col("cell").replace_strict(header).alias("__column"))
     return long.drop("__line"), long["__line"].to_numpy()

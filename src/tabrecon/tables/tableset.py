@@ -21,7 +21,7 @@ import numpy as np
 import polars as pl
 
 from ..errors import TabreconError
-from ..geo import LENGTH
+from ..geo import LENGTH, LEVEL_OF_LENGTH
 from ..vocab import Geo
 
 if TYPE_CHECKING:
@@ -136,8 +136,10 @@ class TableSet:
     @classmethod
     def from_long(cls, long: pl.DataFrame, population: str, source: str = "") -> TableSet:
         """The tables of a checked long table (geoid, cell, value; a null value a withheld cell)
-        of ``population``'s cells, each row in the grid of its cell's table's level (the
-        population's geography, ``block``, or ``tract``).
+        of ``population``'s cells, each row in the grid of its level: over census geography the
+        level its geoid's length names (a block table's cells may be given for tracts and
+        counties too: :meth:`own_levels` keeps what the engine reads), over a declared one its
+        cell's table's (``block`` for the declared geography's ids, or ``tract``).
 
         >>> long = pl.DataFrame({"geoid": ["1" * 15, "2" * 15, "1" * 15],
         ...                      "cell": ["H0040002", "H0040001", "H0040001"],
@@ -150,13 +152,23 @@ class TableSet:
         """
         from ..schema.registry import population as registered
 
-        ids, levels, of_code = _cells_of(registered(population))
+        pop = registered(population)
+        ids, levels, of_code = _cells_of(pop)
         known = long["cell"].is_in(ids)
         if not known.all():
             cell = long.filter(~known)["cell"][0]
             raise TabreconError(f"cell {cell!r} is not one of the {population} tables' cells")
         code = long["cell"].cast(pl.Enum(ids)).to_physical().to_numpy().astype(np.int64)
         lvl = of_code[code]
+        if pop.schema.geography == Geo.BLOCK:  # census: the geoid's length names the level
+            lengths = sorted(LEVEL_OF_LENGTH, reverse=True)  # blocks first
+            levels = [LEVEL_OF_LENGTH[n] for n in lengths]
+            at = np.full(max(lengths) + 1, -1, dtype=np.int64)
+            at[lengths] = np.arange(len(levels))
+            lvl = at[np.minimum(long["geoid"].str.len_chars().to_numpy(), at.size - 1)]
+            if (lvl < 0).any():
+                bad = long["geoid"][int(np.argmax(lvl < 0))]
+                raise TabreconError(f"geoid {bad!r} is no census geography's")
         grids: dict[str, Grid] = {}
         for i in np.unique(lvl).tolist():  # (one level: every row, nothing gathered)
             rows = None if (lvl == i).all() else pl.Series(np.flatnonzero(lvl == i))
@@ -175,6 +187,32 @@ class TableSet:
             cells = np.array(ids, dtype=str)[used]
             grids[level] = Grid(level, gids.to_numpy().astype(str), cells, values)
         return cls(grids, source=source, population=population)
+
+    def own_levels(self, tables: Iterable[str] | None = None) -> TableSet:
+        """Each table's cells at its own level only (of ``tables``, or of every table of the
+        population): what the engine reads. A block table's values given for tracts and
+        counties too sum its blocks' and are left out; a grid is copied only where some of its
+        cells are.
+
+        >>> long = pl.DataFrame({"geoid": ["1" * 15, "1" * 11], "cell": ["H0010001"] * 2,
+        ...                      "value": [3, 3]})
+        >>> TableSet.from_long(long, "households").own_levels().levels()
+        ['block']
+        """
+        pop = self._population()
+        names = None if tables is None else set(tables)
+        at: dict[str, list[str]] = {}
+        for t in pop.tables():
+            if names is None or t.name in names:
+                at.setdefault(t.level, []).extend(c.id for c in t.cells())
+        kept = {}
+        for lvl, g in self.grids.items():
+            keep = np.isin(g.cells.astype(str), at.get(lvl, []))
+            if keep.all():
+                kept[lvl] = g
+            elif keep.any():
+                kept[lvl] = Grid(lvl, g.geoids, g.cells[keep], g.values[:, keep])
+        return TableSet(kept, self.source, self.population)
 
     def subset(self, tract: str) -> TableSet:
         """The tables of one tract (its blocks and the tract itself)."""

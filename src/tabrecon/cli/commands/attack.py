@@ -280,7 +280,7 @@ def tied_tables(pop: Population, path: Path) -> pl.DataFrame:
     assert pop.tied is not None
     other = population(pop.tied.other)
     try:
-        return read_unit_tables(path, other.schema).to_frame()
+        return read_unit_tables(path, other.schema).own_levels().to_frame()
     except InputError as exc:
         if "holds no cells of the" not in str(exc):
             raise
@@ -309,7 +309,7 @@ def _reconstruct_together(
     check_suffix(out)
     assert pop.tied is not None
     # one SF1 folder holding both halves may be given twice: each reader takes its cells
-    long_a = release_tables(pop, tables_file).to_frame()
+    long_a = release_tables(pop, tables_file).own_levels().to_frame()
     long_b = tied_tables(pop, together)
     n = long_a["geoid"].str.slice(0, 11).n_unique()
     prog, tick = progress(n, f"{pop.name} and {pop.tied.known_as} reconstruct")

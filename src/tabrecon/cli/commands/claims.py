@@ -334,7 +334,7 @@ def _release_claims(
                 f"--publication {publication}: claims --with assume exact tables so far"
             )
         tied = tied_tables(pop, together)
-    long = release_tables(pop, tables_file, publication).to_frame()
+    long = release_tables(pop, tables_file, publication).own_levels().to_frame()
     units = read_units(truth, pop.schema) if truth is not None else None
     t0 = time.perf_counter()
     prog, tick = progress(long["geoid"].n_unique(), f"{pop.name} claims")
