@@ -163,3 +163,10 @@ def test_2020_names_of_the_pl_and_the_dhc_read_as_their_cells(small_md, tmp_path
     d = _wide(dhc, "block", _name_2020).rename({"geoid": "GEOID"})
     d.write_csv(tmp_path / "dhc2020.csv")
     _same(dhc, read_tables(tmp_path / "dhc2020.csv"))
+    # the reader written once reads them too, through the persons' plug-in (Population.spell)
+    from tabrecon.schema import PERSONS
+    from tabrecon.tables.reader import read_unit_tables
+
+    for want, f in ((pl_tables, "pl2020.csv"), (dhc, "dhc2020.csv")):
+        got = read_unit_tables(tmp_path / f, PERSONS).to_frame().sort("geoid", "cell")
+        assert got.equals(want.to_frame().sort("geoid", "cell")), f

@@ -124,6 +124,10 @@ class Population:
     #: reads a file of its records as :class:`~tabrecon.schema.spec.Units` when they are not
     #: written in its own schema's columns (``persons_binned``: a person file); None: the schema's
     read: Callable[[Any], Any] | None = field(default=None, compare=False)
+    #: the cell id of each of a wide file's variables (its columns) named otherwise than in SF1
+    #: 2010's and the 2010 API's spelling, which every population reads (persons: the 2020 P.L.
+    #: 94-171 and DHC names, ``P1_071N``); None: no other names are read
+    spell: Callable[[Sequence[str]], Mapping[str, str]] | None = field(default=None, compare=False)
     #: the resolution a block's uniqueness is asked at, attribute -> its codes' coarser codes
     #: (persons: age by agebin38, the Bureau's question); None: the schema's types
     unique_on: Mapping[str, Any] | None = field(default=None, compare=False)

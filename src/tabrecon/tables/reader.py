@@ -230,10 +230,14 @@ def _long_of_wide(
     data.census.gov or summary-file style CSV) as a long table, and each value's file line.
     Variables are read in the summary-file style (``H0130002``) or the 2010 API style
     (``H013002``); those that are cells of ``mine`` (``schema``'s) are kept."""
+    from ..schema.registry import of_schema
     from .forms import geography_of
 
     spelled = _spellings(mine)
     cells = {c: spelled[c.strip().upper()] for c in df.columns if c.strip().upper() in spelled}
+    spell = of_schema(schema).spell  # a population's other names (persons: 2020's)
+    if spell is not None:
+        cells |= {c: v for c, v in spell(df.columns).items() if v in mine and c not in cells}
     dhc = [c for c in df.columns if re.fullmatch(r"(PCT|HCT|P|H)\d+[A-Z]?_\d{3}N", c.strip())]
     if not cells and dhc:  # 2020 names: never guessed from 2010 labels
         raise InputError(
