@@ -249,3 +249,31 @@ def test_2020_pl94171_folder_reads_and_audits_end_to_end(small_md, tmp_path):
     assert s["recon_records"] == len(small_md) and s["certify"]["inhabited_blocks"] > 0
     assert s["tables_present"] == ["P8", "P9", "P10", "P11"]
     assert (tmp_path / "out" / "report.html").stat().st_size > 0
+
+
+def test_pl94171_folders_read_alike_through_the_reader_written_once(small_md, tmp_path):
+    """A 2010 or 2020 P.L. 94-171 folder reads through read_unit_tables (any population's
+    reader) as through the person reader, P1-P4 as SF1's P8-P11; a population none of whose
+    tables it holds (the housing units: its H1 is occupancy, not SF1's H1) is told so."""
+    import polars as pl
+
+    from tabrecon.schema import PERSONS
+    from tabrecon.schema.catalog import HOUSING_UNITS
+    from tabrecon.tables.reader import read_unit_tables
+
+    ts = tabulate(small_md, "P8,P9,P10,P11")
+    write_official_layout(ts, tmp_path / "pl", product=PL94)
+    write_2020_pl(ts, tmp_path / "pl2020")
+    want = ts.to_frame().filter(pl.col("geoid").str.len_chars() == 15).sort("geoid", "cell")
+    for folder in ("pl", "pl2020"):
+        got = read_unit_tables(tmp_path / folder, PERSONS)
+        assert got.tables_present()[:4] == ["P8", "P9", "P10", "P11"], folder
+        assert got["block"].cells.size == want["cell"].n_unique(), folder
+        assert (
+            got.to_frame()
+            .filter(pl.col("geoid").str.len_chars() == 15)
+            .sort("geoid", "cell")
+            .equals(want)
+        ), folder
+        with pytest.raises(InputError, match=r"P\.L\. 94-171 files hold none of these tables"):
+            read_unit_tables(tmp_path / folder, HOUSING_UNITS)

@@ -417,35 +417,51 @@ def distribution_files(names: Sequence[str], cells: Collection[str]) -> list[str
 
 def read_sf1_cells(folder: str | Path, cells: Sequence[str]) -> pl.DataFrame:
     """Any SF1 2010 cells (``H0180006``, ``P0420001``: every field of the Bureau's layout,
-    :mod:`tabrecon.tables.layout`) from a state's SF1 folder, as a long table (geoid, cell, value):
-    each cell is read from the segment and field the layout gives, block tables from block records
-    and tract tables from tract records. What the person reader does for its tables, for any
-    population's: a folder with persons and housing holds both, and each reader takes its own.
-    A missing segment file is named with the tables it holds."""
+    :mod:`tabrecon.tables.layout`) from a state's SF1 folder, or those of them a P.L. 94-171
+    folder holds (2010 or 2020: SF1's P8-P11, its P1-P4), as a long table (geoid, cell, value):
+    each cell is read from the segment and field the layout (the product's, :class:`Product`)
+    gives, block tables from block records and tract tables from tract records. What the person
+    reader does for its tables, for any population's: a folder with persons and housing holds
+    both, and each reader takes its own. A missing segment file is named with the tables it
+    holds."""
     from .layout import layout, level_of
 
     folder = Path(folder)
     if not folder.is_dir():
         raise InputError(
-            "not a folder (an SF1 distribution is a folder of .sf1 files)", path=str(folder)
-        )
-    geos = [p for p in folder.iterdir() if p.name.lower().endswith("geo2010.sf1")]
-    if len(geos) != 1:
-        pl_files = [p.name for p in folder.iterdir() if p.name.lower().endswith((".pl",))]
-        why = " (a P.L. 94-171 folder holds no such tables)" if pl_files else ""
-        raise InputError(
-            f"expected one SF1 geographic header file (xxgeo2010.sf1), found {len(geos)}{why}",
+            "not a folder (a summary-file distribution is a folder of .sf1 or .pl files)",
             path=str(folder),
         )
-    geo = read_geo_header(geos[0], SUMLEV_BLOCK)
-    st = geos[0].name[:2].lower()
+    geos = [(p, product) for p in folder.iterdir() if (product := product_of(p.name))]
+    if len(geos) != 1:
+        raise InputError(
+            "expected one geographic header file (xxgeo2010.sf1, xxgeo2010.pl or xxgeo2020.pl), "
+            f"found {len(geos)}",
+            path=str(folder),
+        )
+    geo_path, product = geos[0]
+    st = geo_path.name[:2].lower()
     lay = layout().filter(pl.col("cell").is_in(list(cells)))
-    pos = {
-        c: (int(sg), HEADER_FIELDS + int(ps))
-        for c, sg, ps in zip(lay["cell"], lay["segment"], lay["position"], strict=True)
-    }
     table_of = dict(zip(lay["cell"], lay["table"], strict=True))
-    seg_file = {sg: SF1.segment_file(st, sg) for sg, _ in pos.values()}
+    if product is SF1:
+        geo = read_geo_header(geo_path, SUMLEV_BLOCK)
+        pos = {
+            c: (int(sg), HEADER_FIELDS + int(ps))
+            for c, sg, ps in zip(lay["cell"], lay["segment"], lay["position"], strict=True)
+        }
+    else:  # the person tables it holds, at the fields of the product's own layout
+        fields = field_positions(product)
+        pos = {c: fields[c] for c in cells if c in fields}
+        if not pos:
+            held = ", ".join(t for t in product.rename.values())
+            raise InputError(
+                f"the {product.name} files hold none of these tables' cells (they hold {held} "
+                "of SF1's person tables)",
+                path=str(folder),
+            )
+        reader = read_geo_header_2020 if product.year == 2020 else read_geo_header
+        geo = reader(geo_path, product.block_sumlev)
+    seg_file = {sg: product.segment_file(st, sg) for sg, _ in pos.values()}
 
     def holds(seg: int) -> str:
         names = dict.fromkeys(table_of[c] for c, (sg, _) in pos.items() if sg == seg)
@@ -454,7 +470,11 @@ def read_sf1_cells(folder: str | Path, cells: Sequence[str]) -> pl.DataFrame:
     frames = []
     for level in (Geo.BLOCK, Geo.TRACT):
         mine = sorted((c for c in pos if level_of(table_of[c]) == level), key=pos.__getitem__)
-        got = _read_level(folder, geo, level, mine, pos, seg_file, holds) if mine else None
+        got = (
+            _read_level(folder, geo, level, mine, pos, seg_file, holds, product.separator)
+            if mine
+            else None
+        )
         if got is None:
             continue
         geoids, values = got
