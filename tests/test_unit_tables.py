@@ -218,3 +218,15 @@ def test_tracts_and_counties_beside_the_blocks_are_read_and_left_to_the_blocks(t
         InputError, match=r"'111111111111111' is finer than its cell's table, a tract"
     ):
         read_unit_tables(tmp_path / "finer.csv", PERSONS)
+
+
+def test_a_wide_file_spelling_one_cell_twice_is_refused_naming_both_columns(tmp_path):
+    """H001001 (the 2010 API's spelling) and H0010001 (the summary file's) are one cell: a file
+    with both is refused by name, not a crash inside the reader."""
+    from tabrecon.tables.reader import read_unit_tables
+
+    (tmp_path / "dup.csv").write_text("GEOID,H001001,H0010001\n990010001001000,3,3\n")
+    with pytest.raises(
+        InputError, match=r"dup\.csv: cell H0010001 appears twice, as 'H001001' and 'H0010001'"
+    ):
+        read_unit_tables(tmp_path / "dup.csv", HOUSING_UNITS)

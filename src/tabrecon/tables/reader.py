@@ -238,6 +238,13 @@ def _long_of_wide(
     spell = of_schema(schema).spell  # a population's other names (persons: 2020's)
     if spell is not None:
         cells |= {c: v for c, v in spell(df.columns).items() if v in mine and c not in cells}
+    seen: dict[str, str] = {}
+    for column, cell in cells.items():  # two spellings of one cell (H001001 and H0010001)
+        if cell in seen:
+            raise InputError(
+                f"cell {cell} appears twice, as {seen[cell]!r} and {column!r}", path=where
+            )
+        seen[cell] = column
     dhc = [c for c in df.columns if re.fullmatch(r"(PCT|HCT|P|H)\d+[A-Z]?_\d{3}N", c.strip())]
     if not cells and dhc:  # 2020 names: never guessed from 2010 labels
         raise InputError(
