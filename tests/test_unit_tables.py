@@ -230,3 +230,24 @@ def test_a_wide_file_spelling_one_cell_twice_is_refused_naming_both_columns(tmp_
         InputError, match=r"dup\.csv: cell H0010001 appears twice, as 'H001001' and 'H0010001'"
     ):
         read_unit_tables(tmp_path / "dup.csv", HOUSING_UNITS)
+
+
+def test_a_wide_variable_of_no_sf1_table_is_refused_and_a_tract_file_reads(tmp_path):
+    """A column named like an SF1 variable that SF1 2010 does not have (a typo, another product's)
+    is refused by name instead of passed over; another table's variable (a whole release) is left
+    out; a file of tracts alone reads for a population with tract tables (persons: PCT12)."""
+    from tabrecon.schema import PERSONS
+    from tabrecon.tables.reader import read_unit_tables
+
+    (tmp_path / "typo.csv").write_text("GEOID,H001001,H099001\n990010001001000,3,4\n")
+    with pytest.raises(InputError, match=r"typo\.csv: unknown variable 'H099001': no variable"):
+        read_unit_tables(tmp_path / "typo.csv", HOUSING_UNITS)
+    (tmp_path / "whole.csv").write_text("GEOID,H001001,P001001\n990010001001000,3,4\n")
+    got = read_unit_tables(tmp_path / "whole.csv", HOUSING_UNITS).to_frame()
+    assert got["cell"].to_list() == ["H0010001"] and got["value"].to_list() == [3]
+    (tmp_path / "tract.csv").write_text("GEOID,PCT012001\n99001000100,7\n")
+    tract = read_unit_tables(tmp_path / "tract.csv", PERSONS)
+    assert tract.levels() == ["tract"] and tract["tract"].col("PCT0120001").tolist() == [7]
+    (tmp_path / "tract_h.csv").write_text("GEOID,H001001\n99001000100,7\n")
+    with pytest.raises(InputError, match=r"tract_h\.csv: holds no block rows"):
+        read_unit_tables(tmp_path / "tract_h.csv", HOUSING_UNITS)

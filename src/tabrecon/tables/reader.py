@@ -9,6 +9,7 @@ problem named by file, line and column (:func:`read_unit_tables`). The person ta
 from __future__ import annotations
 
 import re
+from functools import cache
 from pathlib import Path
 
 import numpy as np
@@ -111,7 +112,7 @@ def _checked(raw: Raw, schema: Schema, mine: set[str], withheld: bool) -> pl.Dat
     # census geographies: a cell is given for its table's level or a coarser one (SF1 and the
     # API publish P1, P12, H1 for tracts, counties and the state too); a declared geography's
     # cells for its own ids (tract cells for 11-digit tracts)
-    tract_cells = [c.id for t in tables_of(schema) if t.level == Geo.TRACT for c in t.cells()]
+    tract_cells = _tract_cells(schema)
     block_cells = [c.id for c in _cells_at(schema, "block")]
     digits = pl.col("geoid").str.len_chars()
     n = schema.geoid_digits
@@ -202,6 +203,40 @@ def _checked(raw: Raw, schema: Schema, mine: set[str], withheld: bool) -> pl.Dat
     return df.drop("__row", "__column", strict=False)
 
 
+def _tract_cells(schema: Schema) -> list[str]:
+    return [c.id for t in tables_of(schema) if t.level == Geo.TRACT for c in t.cells()]
+
+
+def _refuse_unknown_variables(
+    columns: list[str], cells: dict[str, str], where: str, schema: Schema
+) -> None:
+    """Refuse a column named like an SF1 variable (``P099001``, ``H0990001``) that is none of SF1
+    2010's in either spelling: a typo or another product's variable would otherwise be passed
+    over without a word. Variables of SF1's other tables (a whole release) are left out."""
+    from .layout import layout
+
+    known = _known_variables()
+    for c in columns:
+        name = c.strip().upper()
+        if c in cells or not re.fullmatch(r"(PCT|HCT|P|H)\d{3}[A-Z]?\d{3,4}", name):
+            continue
+        if name not in known:
+            raise InputError(
+                f"unknown variable {c!r}: no variable of SF1 2010 is named so (tabrecon tables "
+                f"list --schema {schema.name}; SF1's layout: {len(layout()):,} fields)",
+                path=where,
+            )
+
+
+@cache
+def _known_variables() -> frozenset[str]:
+    """Every SF1 2010 field's name in the summary-file and the 2010 API spelling."""
+    from .layout import layout
+
+    lay = layout()
+    return frozenset(lay["cell"].to_list()) | frozenset(lay["api_name"].to_list())
+
+
 def _cells_at(schema: Schema, level: str) -> list[UnitCell]:
     return [c for t in tables_of(schema) if t.level == level for c in t.cells()]
 
@@ -245,6 +280,7 @@ def _long_of_wide(
                 f"cell {cell} appears twice, as {seen[cell]!r} and {column!r}", path=where
             )
         seen[cell] = column
+    _refuse_unknown_variables(df.columns, cells, where, schema)
     dhc = [c for c in df.columns if re.fullmatch(r"(PCT|HCT|P|H)\d+[A-Z]?_\d{3}N", c.strip())]
     if not cells and dhc:  # 2020 names: never guessed from 2010 labels
         raise InputError(
@@ -271,7 +307,8 @@ def _long_of_wide(
         .with_columns(geo.alias("geoid"), pl.int_range(first, first + df.height).alias("__line"))
     )
     n = schema.geoid_digits
-    if not (wide["geoid"].str.len_chars() == n).any():
+    own = {n} | ({11} if any(c in mine for c in _tract_cells(schema)) else set())
+    if not wide["geoid"].str.len_chars().is_in(list(own)).any():  # (persons: tract-only files)
         raise InputError(f"holds no {schema.geography} rows ({n}-digit geographies)", path=where)
     if schema.geography == Geo.BLOCK:  # tracts, counties, the state beside the blocks
         census = [k for k, lv in LEVEL_OF_LENGTH.items() if lv in TABLE_LEVELS]
