@@ -13,8 +13,7 @@ not offered to users.
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
@@ -48,6 +47,7 @@ from ..tables.persons import (
     cell_attrs,
     cell_positions,
 )
+from ..tables.published import cells_2020
 from ..tables.spec import Predicate, UnitTable, from_layout
 from ..tables.tableset import MISSING, TableSet
 from ..vocab import Geo, Level, UnitStatus, Verdict
@@ -251,23 +251,6 @@ def _synthesize_binned(cfg: SynthConfig, seed: int) -> object:
     return person_units(synthesize(cfg, seed=seed), binned=True)
 
 
-def spell_2020(columns: Sequence[str]) -> dict[str, str]:
-    """The SF1 cell of each 2020-named person variable among a wide file's ``columns`` (the DHC
-    keeps SF1's numbering; a file whose P1 has 71 lines is the 2020 P.L. 94-171, whose P1-P4 are
-    SF1's P8-P11: :func:`tabrecon.tables.published.cell_of_variable`).
-
-    >>> spell_2020(["GEO_ID", "P1_001N", "P1_071N"])
-    {'P1_001N': 'P0080001', 'P1_071N': 'P0080071'}
-    >>> spell_2020(["GEO_ID", "P1_001N", "P12A_003N"])
-    {'P1_001N': 'P0010001', 'P12A_003N': 'P012A003'}
-    """
-    from ..tables.published import cell_of_variable
-
-    named = [c for c in columns if re.fullmatch(r"(P|PCT)\d{1,3}[A-Z]?_\d{3}N", c.strip().upper())]
-    pl2020 = any(re.fullmatch(r"P1_0(0[2-9]|[1-7]\d)N", c.strip().upper()) for c in named)
-    return {c: cell for c in named if (cell := cell_of_variable(c, pl2020)) is not None}
-
-
 def _read_binned(path: object) -> object:
     """A person file (single years of age) as records of the binned schema."""
     from ..schema import read_microdata
@@ -289,7 +272,7 @@ register(
         generic="persons_binned",
         unique_on=UNIQUE_ON,
         claim_words=claim_words,
-        spell=spell_2020,
+        spell=cells_2020,
         description="SF1 person tables (the 34 and P3-P5): block, sex, age, race, ethnicity",
     )
 )
@@ -305,7 +288,7 @@ register(
         k_values=(1, 2, 3, 4),
         listed=False,
         read=_read_binned,
-        spell=spell_2020,
+        spell=cells_2020,
         description="persons by agebin38: the block tables on certification's resolution",
     )
 )

@@ -23,6 +23,7 @@ name the file, the line, the geography and the variable as the file spells it. H
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -69,6 +70,30 @@ def cell_of_variable(name: str, pl2020: bool = False) -> str | None:
     if iteration:
         return f"{prefix}{table:03d}{iteration}{line:03d}"
     return f"{prefix}{table:03d}{line:04d}"
+
+
+def is_pl_2020(columns: Sequence[str]) -> bool:
+    """Whether a wide file's ``columns`` are the 2020 P.L. 94-171's: its P1 has 71 lines (race),
+    the DHC's one (the total population)."""
+    return any(re.fullmatch(r"P1_0(0[2-9]|[1-7]\d)N", c.strip().upper()) for c in columns)
+
+
+def cells_2020(columns: Sequence[str]) -> dict[str, str]:
+    """The SF1 cell of each 2020-named person variable among a wide file's ``columns`` (the DHC
+    keeps SF1's numbering; the 2020 P.L. 94-171's P1-P4 are SF1's P8-P11): the persons'
+    :attr:`~tabrecon.schema.registry.Population.spell`.
+
+    >>> cells_2020(["GEO_ID", "P1_001N", "P1_071N"])
+    {'P1_001N': 'P0080001', 'P1_071N': 'P0080071'}
+    >>> cells_2020(["GEO_ID", "P1_001N", "P12A_003N", "P001001"])
+    {'P1_001N': 'P0010001', 'P12A_003N': 'P012A003'}
+    """
+    pl2020 = is_pl_2020(columns)
+    return {
+        c: cell
+        for c in columns
+        if _VARIABLE_2020.match(c.strip().upper()) and (cell := cell_of_variable(c, pl2020))
+    }
 
 
 def name_2020(cell: str) -> str:
@@ -133,7 +158,7 @@ def tables_from_wide(df: pl.DataFrame, where: str = "tables") -> TableSet:
     variables: list[str] = []
     cells: list[str] = []
     # the 2020 P.L. 94-171's P1 has 71 lines (race); the DHC's P1 one (total population)
-    pl2020 = any(re.fullmatch(r"P1_0(0[2-9]|[1-7]\d)N", c.strip().upper()) for c in df.columns)
+    pl2020 = is_pl_2020(df.columns)
     for c in df.columns:
         if c.startswith("__"):
             continue

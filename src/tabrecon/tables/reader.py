@@ -24,6 +24,9 @@ from .measures import WITHHELD, parse_values
 from .spec import UnitCell, as_published, statistic_decimals, tables_of
 from .tableset import TableSet
 
+#: the geoid lengths of the census levels a table is published for (block .. state)
+_CENSUS_LENGTHS = [n for n, lv in LEVEL_OF_LENGTH.items() if lv in TABLE_LEVELS]
+
 
 def read_unit_tables(path: str | Path, schema: Schema, withheld: bool = False) -> TableSet:
     """The tables of ``schema``'s cells (:class:`~tabrecon.tables.tableset.TableSet`; its
@@ -117,9 +120,10 @@ def _checked(raw: Raw, schema: Schema, mine: set[str], withheld: bool) -> pl.Dat
     digits = pl.col("geoid").str.len_chars()
     n = schema.geoid_digits
     if schema.geography == Geo.BLOCK:
-        census = [k for k, lv in LEVEL_OF_LENGTH.items() if lv in TABLE_LEVELS]
         refuse(
-            df.select(~pl.col("geoid").str.contains(r"^\d+$") | ~digits.is_in(census)).to_series(),
+            df.select(
+                ~pl.col("geoid").str.contains(r"^\d+$") | ~digits.is_in(_CENSUS_LENGTHS)
+            ).to_series(),
             "geoid",
             "{!r} is not the geoid of a block (15 digits), block group (12), tract (11), county "
             "(5) or state (2)",
@@ -213,8 +217,6 @@ def _refuse_unknown_variables(
     """Refuse a column named like an SF1 variable (``P099001``, ``H0990001``) that is none of SF1
     2010's in either spelling: a typo or another product's variable would otherwise be passed
     over without a word. Variables of SF1's other tables (a whole release) are left out."""
-    from .layout import layout
-
     known = _known_variables()
     for c in columns:
         name = c.strip().upper()
@@ -223,7 +225,7 @@ def _refuse_unknown_variables(
         if name not in known:
             raise InputError(
                 f"unknown variable {c!r}: no variable of SF1 2010 is named so (tabrecon tables "
-                f"list --schema {schema.name}; SF1's layout: {len(layout()):,} fields)",
+                f"list --schema {schema.name})",
                 path=where,
             )
 
@@ -311,8 +313,7 @@ def _long_of_wide(
     if not wide["geoid"].str.len_chars().is_in(list(own)).any():  # (persons: tract-only files)
         raise InputError(f"holds no {schema.geography} rows ({n}-digit geographies)", path=where)
     if schema.geography == Geo.BLOCK:  # tracts, counties, the state beside the blocks
-        census = [k for k, lv in LEVEL_OF_LENGTH.items() if lv in TABLE_LEVELS]
-        wide = wide.filter(pl.col("geoid").str.len_chars().is_in(census))
+        wide = wide.filter(pl.col("geoid").str.len_chars().is_in(_CENSUS_LENGTHS))
     else:
         wide = wide.filter(pl.col("geoid").str.len_chars() == n)
     long = wide.unpivot(index=["geoid", "__line"], on=list(cells.values()), variable_name="cell")
