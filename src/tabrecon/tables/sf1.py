@@ -255,13 +255,9 @@ def _find(folder: Path, name: str) -> Path | None:
     return None
 
 
-def read_sf1(folder: str | Path, tables: list[str] | None = None) -> TableSet:
-    """Read the person tables tabrecon models (or ``tables``) from a state's SF1 or P.L. 94-171
-    folder (told apart by the geographic header's name, ``xxgeo2010.sf1`` or ``xxgeo2010.pl``)."""
-    from .persons import ALL_TABLES, TABLES_BY_NAME, cell_index
-    from .tableset import Grid, TableSet
-
-    folder = Path(folder)
+def _opened(folder: Path) -> tuple[Product, str, pl.DataFrame]:
+    """A distribution folder's product (told by its one geographic header's name), its state's
+    postal code and its block and tract records, or an error naming what is wrong."""
     if not folder.is_dir():
         raise InputError(
             "not a folder (a summary-file distribution is a folder of .sf1 or .pl files)",
@@ -275,11 +271,18 @@ def read_sf1(folder: str | Path, tables: list[str] | None = None) -> TableSet:
             path=str(folder),
         )
     geo_path, product = geos[0]
-    st = geo_path.name[:2].lower()
-    if product.year == 2020:
-        geo = read_geo_header_2020(geo_path, product.block_sumlev)
-    else:
-        geo = read_geo_header(geo_path, product.block_sumlev)
+    reader = read_geo_header_2020 if product.year == 2020 else read_geo_header
+    return product, geo_path.name[:2].lower(), reader(geo_path, product.block_sumlev)
+
+
+def read_sf1(folder: str | Path, tables: list[str] | None = None) -> TableSet:
+    """Read the person tables tabrecon models (or ``tables``) from a state's SF1 or P.L. 94-171
+    folder (told apart by the geographic header's name, ``xxgeo2010.sf1`` or ``xxgeo2010.pl``)."""
+    from .persons import ALL_TABLES, TABLES_BY_NAME, cell_index
+    from .tableset import Grid, TableSet
+
+    folder = Path(folder)
+    product, st, geo = _opened(folder)
     pos = field_positions(product)
     idx = cell_index()
     offered = [t.name for t in ALL_TABLES if any(c.id in pos for c in t.cells())]
@@ -427,24 +430,10 @@ def read_sf1_cells(folder: str | Path, cells: Sequence[str]) -> pl.DataFrame:
     from .layout import layout, level_of
 
     folder = Path(folder)
-    if not folder.is_dir():
-        raise InputError(
-            "not a folder (a summary-file distribution is a folder of .sf1 or .pl files)",
-            path=str(folder),
-        )
-    geos = [(p, product) for p in folder.iterdir() if (product := product_of(p.name))]
-    if len(geos) != 1:
-        raise InputError(
-            "expected one geographic header file (xxgeo2010.sf1, xxgeo2010.pl or xxgeo2020.pl), "
-            f"found {len(geos)}",
-            path=str(folder),
-        )
-    geo_path, product = geos[0]
-    st = geo_path.name[:2].lower()
+    product, st, geo = _opened(folder)
     lay = layout().filter(pl.col("cell").is_in(list(cells)))
     table_of = dict(zip(lay["cell"], lay["table"], strict=True))
     if product is SF1:
-        geo = read_geo_header(geo_path, SUMLEV_BLOCK)
         pos = {
             c: (int(sg), HEADER_FIELDS + int(ps))
             for c, sg, ps in zip(lay["cell"], lay["segment"], lay["position"], strict=True)
@@ -459,8 +448,6 @@ def read_sf1_cells(folder: str | Path, cells: Sequence[str]) -> pl.DataFrame:
                 "of SF1's person tables)",
                 path=str(folder),
             )
-        reader = read_geo_header_2020 if product.year == 2020 else read_geo_header
-        geo = reader(geo_path, product.block_sumlev)
     seg_file = {sg: product.segment_file(st, sg) for sg, _ in pos.values()}
 
     def holds(seg: int) -> str:
