@@ -359,11 +359,11 @@ def test_chunks_stream_counties_and_add_up(tmp_path):
 
 
 def test_tables_only_from_sf1_folder(tmp_path, small_md):
-    from test_sf1 import write_official_layout
+    from test_sf1 import with_medians, write_official_layout
 
     from tabrecon.tables.persons import tabulate
 
-    write_official_layout(tabulate(small_md, "published"), tmp_path / "sf1")
+    write_official_layout(with_medians(tabulate(small_md, "published"), small_md), tmp_path / "sf1")
     res = audit(None, tmp_path / "out", cfg(), tables=tmp_path / "sf1", show_progress=False)
     s = res.summary
     assert s["persons"] == len(small_md) and s["certify"]["unique_blocks"] > 0

@@ -320,7 +320,7 @@ CASES: list[tuple[str, str, int, str]] = [
         "persons-read-household-tables",
         "check-tables {D}/hu_tables.parquet",
         2,
-        "it is a cell of the households tables, read with --schema households",
+        "they are cells of the households tables: read it with --schema households",
     ),
     ("parquet-truncated", "check-tables {D}/trunc.parquet", 2, "is damaged or truncated"),
     # a row with no cell (a short row) was an internal error in the hint naming other tables
@@ -328,7 +328,7 @@ CASES: list[tuple[str, str, int, str]] = [
         "tables-short-row",
         "check-tables {D}/short_row.csv",
         2,
-        "short_row.csv, line 3: unknown cell",
+        "short_row.csv, line 3, column 'cell': no cell id (a short row?",
     ),
     # an option the chosen population does not use is refused, never silently ignored
     (

@@ -352,6 +352,8 @@ def test_median_ages_read_alike_from_an_sf1_folder_a_wide_file_and_the_api(tmp_p
     long = tabulate_units(person_units(md))
     _write_sf1_folder(as_published(long, PERSONS), tmp_path / "zz")
     back = read_unit_tables(tmp_path / "zz", PERSONS).to_frame()
+    # the folder's every field is read, the race tallies (not tabulated here: written 0) too
+    back = back.filter(pl.col("cell").is_in(long["cell"].unique().to_list()))
     want = long.sort("geoid", "cell").select("geoid", "cell", pl.col("value").cast(pl.Int64))
     assert back.sort("geoid", "cell").select("geoid", "cell", "value").equals(want)
     p13 = as_published(long.filter(pl.col("cell").str.starts_with("P0130")), PERSONS)

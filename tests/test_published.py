@@ -113,13 +113,25 @@ def test_every_form_reads_into_identical_tables(county, tmp_path):
     "text, message",
     [
         ("GEOID,P001001,P099001\n280010001001000,3,4\n", "unknown variable 'P099001'"),
-        ("GEOID,P001001\n280010001001000,3(r1234)\n", "variable 'P001001' = cell 'P0010001'"),
+        (
+            "GEOID,P001001\n280010001001000,3(r1234)\n",
+            r"line 2, column 'P001001': '3\(r1234\)' is not a count",
+        ),
         ("GEOID,P001001\n280010001001000,-3\n", "negative count"),
-        ("GEOID,P001001\n280010001001000,3\n280010001001000,4\n", "a geography appears twice"),
+        (
+            "GEOID,P001001\n280010001001000,3\n280010001001000,4\n",
+            r"geoid '280010001001000' appears on two rows \(lines 2 and 3\)",
+        ),
         ("GEOID,P001001,P0010001\n280010001001000,3,3\n", "appears twice"),
         ("NAME,P001001\nx,3\n", "no geography columns"),
-        ("GEOID,NAME\n280010001001000,x\n", "no table variables"),
-        ("GEOID,P001001,P003001\n280010001001000,3,3\n280010001001001,4,\n", "not for geoid"),
+        (
+            "GEOID,NAME\n280010001001000,x\n",
+            "nor a wide one with persons variables such as P0010001",
+        ),
+        (
+            "GEOID,P001001,P003001\n280010001001000,3,3\n280010001001001,4,\n",
+            "line 3, column 'P003001': '' is empty, though the variable is given for other",
+        ),
     ],
     ids=["unknown", "annotation", "negative", "duplicate", "twice", "nogeo", "novars", "partial"],
 )

@@ -130,14 +130,17 @@ def test_roundtrip_files(tmp_path, small_md):
 @pytest.mark.parametrize(
     "row,fragment",
     [
-        ("010730051031000,P9999999,3", "unknown cell id"),
+        ("010730051031000,P9999999,3", "is not a cell of SF1 2010"),
         ("010730051031000,P0010001,-2", "negative count"),
         ("010730051031000,P0010001,2.5", "fractional count"),
-        ("010730051031000,P0010001,abc", "not an integer"),
-        ("0107300510310,P0010001,2", "geoid length"),
-        ("01073005103,PCT0120001,2\n01073005103100,P0010001,2", "geoid length"),
-        ("010730051031000,PCT0120001,2", "finer than the cell's level"),
-        ("010730051031000,P0010001,2\n010730051031000,P0010001,3", "duplicate row"),
+        ("010730051031000,P0010001,abc", "is not a count"),
+        ("0107300510310,P0010001,2", "is not the geoid of a block"),
+        ("01073005103,PCT0120001,2\n01073005103100,P0010001,2", "is not the geoid of a block"),
+        ("010730051031000,PCT0120001,2", "is finer than its cell's table"),
+        (
+            "010730051031000,P0010001,2\n010730051031000,P0010001,3",
+            "'P0010001' appears twice for geoid '010730051031000'",
+        ),
     ],
 )
 def test_bad_table_files(tmp_path, row, fragment):

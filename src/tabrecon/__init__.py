@@ -66,7 +66,7 @@ _EXPORTS: dict[str, str] = {
     "load_config": "audit.config",
     "optimise_shares": "metrics.frontier",
     "read_microdata": "schema",
-    "read_sf1": "tables.sf1",
+    "read_sf1": "tables.reader",
     "read_tables": "tables.published",
     "reconstruct": "populations.persons",
     "reidentify": "attacks.reidentify",
@@ -106,7 +106,7 @@ if TYPE_CHECKING:  # the same names, for type checkers and the API documentation
     from .tables.download import download
     from .tables.persons import SF1_TABLES, tabulate
     from .tables.published import read_tables, write_tables
-    from .tables.sf1 import read_sf1
+    from .tables.reader import read_sf1
     from .tables.tableset import TableSet
 
 

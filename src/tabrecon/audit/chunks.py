@@ -252,10 +252,10 @@ class ChunkRunner:
         """The chunk's tables, and what finishes the stage (its identity checks, its file and
         its marker; None when resumed), which the caller runs while the workers reconstruct."""
         from ..tables.persons import tabulate
-        from ..tables.published import read_long_tables
+        from ..tables.published import read_tables
 
         path = self.dir / "tables.parquet"
-        if (hit := self.resumed("tabulate", path, read_long_tables)) is not None:
+        if (hit := self.resumed("tabulate", path, read_tables)) is not None:
             return hit[0], None
         t0, c0 = time.perf_counter(), tree_cpu()
         ts = given if given is not None else tabulate(md)

@@ -108,6 +108,11 @@ def person_tables() -> tuple[UnitTable, ...]:
     return tuple(out) + median_age_tables({t.name: t for t in out})
 
 
+#: The race tallies (P6's and P7's totals): a person counted once per race, so not a count of
+#: records; published, read and kept beside the person cells, never modelled.
+RACE_TALLIES = {c.id: c.table for c in all_cells() if c.measure == "race_tally"}
+
+
 #: SF1's median age, in years to one decimal: "computed on the basis of a single-year-of-age
 #: distribution using a linear interpolation method" (SF1 2010 technical documentation, "Median
 #: Age"): each age a spread over [a, a+1). The documentation names the method, not the interval
@@ -273,6 +278,7 @@ register(
         unique_on=UNIQUE_ON,
         claim_words=claim_words,
         spell=cells_2020,
+        unmodelled=RACE_TALLIES,
         description="SF1 person tables (the 34 and P3-P5): block, sex, age, race, ethnicity",
     )
 )
@@ -289,6 +295,7 @@ register(
         listed=False,
         read=_read_binned,
         spell=cells_2020,
+        unmodelled=RACE_TALLIES,
         description="persons by agebin38: the block tables on certification's resolution",
     )
 )
@@ -446,24 +453,14 @@ def require_block_totals(tables: TableSet) -> None:
             "least "
             "every block's total population (P1, or the total line of P8, P9 or P12)"
         )
-    a, pos = cell_attrs(), cell_positions(g.cells)
-    total = (
-        (a["sex"][pos] == "any")
-        & (a["age_min"][pos] == 0)
-        & (a["age_max"][pos] == AGE_MAX)
-        & (a["race"][pos] == "any")
-        & (a["hispanic"][pos] == "any")
-        & (a["measure"][pos] == "persons")
-    )
+    total = np.isin(g.cells.astype(str), WHOLE_POPULATION_CELLS)
     has_total = (g.values[:, total] != MISSING).any(axis=1)
     lacking = np.flatnonzero(~has_total & g.present().any(axis=1))
     if lacking.size:
         raise TabreconError(
             f"{tables.source or 'the tables'}: block {g.geoids[lacking[0]]} has published cells "
-            "but "
-            "no total population (P0010001, or P0080001, P0090001, P0120001); reconstruction "
-            "needs "
-            f"it for every block ({lacking.size} block(s) lack it)"
+            "but no total population (P0010001, or the total line of P3, P4, P5, P8, P9 or P12); "
+            f"reconstruction needs it for every block ({lacking.size} block(s) lack it)"
         )
 
 
@@ -514,6 +511,14 @@ def release_tracts(tables: TableSet, level: str) -> tuple[TractTables, list[str]
         notes.append("no tract tables (PCT12, PCT12A-O): each block from its block tables")
     if run_level == Level.BLOCK:  # the tract tables are not read
         used = [n for n in used if table_by_name(n, PERSONS).level == Geo.BLOCK]
+    else:  # the engine models medians at block level only so far
+        stats = [n for n in used if table_by_name(n, PERSONS).statistic is not None]
+        if stats:
+            used = [n for n in used if n not in stats]
+            notes.append(
+                f"medians left out at {run_level} ({', '.join(stats)}): modelled at level "
+                "'block' only so far"
+            )
     return TractTables.of_tables(tables, PERSONS, used), used, str(run_level), notes
 
 

@@ -137,11 +137,27 @@ class Population:
     claim_words: Callable[[Any, str], Callable[..., str]] | None = field(
         default=None, compare=False
     )
+    #: cells its tables publish that count something other than its records: read, kept and
+    #: written beside the declared cells, never modelled; cell id -> its table's name (persons:
+    #: the race tallies P0060001, P0070001, P0070002, P0070009, a person counted once per race,
+    #: each the sum of its table's race lines: :func:`tabrecon.tables.consistency.identities`)
+    unmodelled: Mapping[str, str] = field(default_factory=dict, compare=False)
 
     @property
     def total_cells(self) -> tuple[str, ...]:
         """The cells that count a block's records, in the order trusted."""
         return self.size_cells or ((self.size_cell,) if self.size_cell else ())
+
+    def published_cells(self) -> list[tuple[str, str]]:
+        """Every cell its tables publish (the declared cells and the :attr:`unmodelled` ones),
+        in table order, each with its table's level; in a table with unmodelled cells, by id
+        (their line order)."""
+        out: list[tuple[str, str]] = []
+        for t in self.tables():
+            ids = [c.id for c in t.cells()]
+            extra = [c for c, name in self.unmodelled.items() if name == t.name]
+            out.extend((c, t.level) for c in (sorted(ids + extra) if extra else ids))
+        return out
 
     def __post_init__(self) -> None:
         n = len(self.schema.attributes)

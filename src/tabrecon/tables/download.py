@@ -37,7 +37,7 @@ from ..vocab import Geo
 from .forms import frame_of_rows
 from .layout import layout
 from .persons import TABLES_BY_NAME, resolve_tables
-from .published import name_2020, tables_from_long, tables_from_wide
+from .published import name_2020
 from .spec import select_tables
 
 #: The 2010 SF1 endpoint of the Census Data API.
@@ -207,10 +207,11 @@ def download(
     if pop.engine is Engine.PERSON:
         name = api_name if year == 2010 else name_2020
         names = resolve_tables(tables)
+        cell_of: dict[str, str] = {}
         for t in names:
             spec = TABLES_BY_NAME[t]
             by_level[spec.level] += [name(c.id) for c in spec.cells()]
-        cell_of: dict[str, str] = {}
+            cell_of |= {name(c.id): c.id for c in spec.cells()}
     else:
         if year != 2010:
             raise TabreconError(
@@ -288,19 +289,13 @@ def download(
                     )
                 wide = f if wide is None else wide.join(f, on=keys, how="full", coalesce=True)
             assert wide is not None
-            if pop.engine is Engine.PERSON:
-                frames.append(tables_from_wide(wide, f"tract {state}{county}{tract}").to_frame())
-            else:
-                frames.append(_long_of(wide, cell_of, level))
+            frames.append(_long_of(wide, cell_of, level))
         write_frame(pl.concat(frames), part)
         if progress:
             progress({"unit": tract, "status": "ok"})
     long = pl.concat([pl.read_parquet(parts / f"{t}.parquet") for t in tracts])
-    if pop.engine is Engine.PERSON:
-        ts = tables_from_long(long.select(pl.all().cast(pl.String)), str(parts))
-        write_frame(ts.to_frame(), out)
-    else:  # every value was checked to be a count as its tract arrived
-        write_frame(long.sort("geoid", "cell"), out)
+    # every value was checked to be a count as its tract arrived
+    write_frame(long.sort("geoid", "cell"), out)
     return out
 
 

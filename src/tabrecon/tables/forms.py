@@ -3,11 +3,10 @@ them apart.
 
 A :class:`Form` recognises a path and opens it as a :class:`Raw` table: a long frame (``geoid,
 cell, value``), a wide one (one row per geography: the Census API's JSON, a data.census.gov or
-summary-file style CSV) or a summary-file folder. Both readers, persons'
-(:func:`tabrecon.tables.published.read_tables`) and every other population's
-(:func:`tabrecon.tables.reader.read_unit_tables`), open their input through :func:`opened` and
-check what it yields with their own schema, so a form registered here (:func:`register_form`) is
-read for every population. The forms, tried in order:
+summary-file style CSV) or a summary-file folder. The reader of every population's tables
+(:func:`tabrecon.tables.reader.read_unit_tables`) opens its input through :func:`opened` and
+checks what it yields with the population's schema, so a form registered here
+(:func:`register_form`) is read for every population. The forms, tried in order:
 
 * ``folder``: a state's SF1 or P.L. 94-171 distribution (:mod:`tabrecon.tables.sf1`);
 * ``zip``: a ZIP file as downloaded, holding a distribution (only the segment files the reader's

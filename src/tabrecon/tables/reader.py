@@ -2,13 +2,15 @@
 a long file (geoid, cell, value: CSV, CSV.gz or Parquet), a wide one (the Census API's JSON, a
 data.census.gov or summary-file style CSV), a state's SF1 folder or a ZIP of any of these (the
 forms of :mod:`tabrecon.tables.forms`, opened through its registry), checked cell by cell, every
-problem named by file, line and column (:func:`read_unit_tables`). The person tables' own reader is
-:mod:`tabrecon.tables.published`.
+problem named by file, line and column (:func:`read_unit_tables`): persons'
+(:func:`tabrecon.tables.published.read_tables`), housing units', group quarters' and any
+declared population's alike.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 
@@ -49,14 +51,32 @@ def read_unit_tables(path: str | Path, schema: Schema, withheld: bool = False) -
     >>> read_unit_tables(p, HOUSING_UNITS)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    tabrecon.errors.InputError: ...t.csv, line 2, column 'value': '-4' is not a count (a whole ...
+    tabrecon.errors.InputError: ...t.csv, line 2, column 'value': '-4' is a negative count
     """
     from ..schema.registry import of_schema
 
-    mine = {c.id for t in tables_of(schema) for c in t.cells()}
+    pop = of_schema(schema)
+    mine = {c for c, _ in pop.published_cells()}
     with opened(path, mine) as raw:
         long = _checked(raw, schema, mine, withheld)
-        return TableSet.from_long(long, of_schema(schema).name, source=raw.where)
+        return TableSet.from_long(long, pop.name, source=raw.where)
+
+
+def read_sf1(folder: str | Path, schema: str = "persons") -> TableSet:
+    """The tables of the population registered as ``schema`` (persons: the 34 tables and P3-P5)
+    from a state's SF1 or P.L. 94-171 folder (told apart by the geographic header's name,
+    ``xxgeo2010.sf1``, ``xxgeo2010.pl`` or ``xxgeo2020.pl``): what
+    :func:`tabrecon.tables.reader.read_unit_tables` reads from a folder, a path that is not one
+    refused. Segment files that are missing leave their tables out, named in a warning."""
+    from ..schema.registry import population
+
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise InputError(
+            "not a folder (a summary-file distribution is a folder of .sf1 or .pl files)",
+            path=str(folder),
+        )
+    return read_unit_tables(folder, population(schema).schema)
 
 
 def _checked(raw: Raw, schema: Schema, mine: set[str], withheld: bool) -> pl.DataFrame:
@@ -84,20 +104,35 @@ def _checked(raw: Raw, schema: Schema, mine: set[str], withheld: bool) -> pl.Dat
     ).with_row_index("__row")
     line_of = (lambda i: int(lines[i])) if lines is not None else (lambda i: i + 2)
 
-    def refuse(bad: pl.Series, column: str, message: str) -> None:
+    def refuse(bad: pl.Series, column: str, message: str | Callable[[int], str]) -> None:
+        """Refuse the first row where ``bad`` holds (``message``: formatted with its value, or
+        made from its row number), naming its line and column and how many more share it."""
         rows = np.flatnonzero(bad.fill_null(True).to_numpy())
         if rows.size:
             r = int(rows[0])
             # a wide file's value sits under the file's own variable (H013002), not 'value'
             named = df["__column"][r] if column == "value" and "__column" in df.columns else column
             raise InputError(
-                message.format(df[column][r]),
+                message(r) if callable(message) else message.format(df[column][r]),
                 path=p,
                 line=line_of(r),
                 column=named,
                 more=rows.size - 1,
             )
 
+    from .layout import layout
+
+    sf1 = set(layout()["cell"].to_list())
+    refuse(
+        df["cell"].is_null() | (df["cell"] == ""),
+        "cell",
+        "no cell id (a short row? a long table's rows are geoid, cell, value)",
+    )
+    refuse(
+        ~df["cell"].is_in(list(mine | sf1)),
+        "cell",
+        "{!r} is not a cell of SF1 2010 (tabrecon tables list --schema " + schema.name + ")",
+    )
     if not df["cell"].is_in(list(mine)).any():  # another kind of file: say whose cells it holds
         from ..schema import registry
 
@@ -185,26 +220,42 @@ def _checked(raw: Raw, schema: Schema, mine: set[str], withheld: bool) -> pl.Dat
         refuse(
             ~is_stat & (value.is_null() | (value < 0)),
             "value",
-            "{!r} is not a count (a whole number >= 0; a withheld cell needs --publication "
-            "suppress:T)",
+            lambda r: _not_a_count(df["value"][r], raw.shape is Shape.WIDE),
         )
-    from .layout import layout
-
-    sf1 = set(layout()["cell"].to_list())
-    refuse(
-        ~df["cell"].is_in(list(mine | sf1)),
-        "cell",
-        "{!r} is not a cell of SF1 2010 (tabrecon tables list --schema " + schema.name + ")",
-    )
     df = df.with_columns(value.alias("value")).filter(pl.col("cell").is_in(list(mine)))
     if is_stat.any():  # a withheld median or mean is null, as a withheld count is
         df = df.with_columns(pl.col("value").replace(WITHHELD, None))
     twice = df.select(pl.struct("geoid", "cell").is_duplicated()).to_series()
-    refuse(twice, "cell", "{!r} appears twice for the same block")
+    refuse(twice, "cell", lambda r: f"{df['cell'][r]!r} appears twice for geoid {df['geoid'][r]!r}")
     if not df.height:
         first = min(mine)
         raise InputError(f"holds no cells of the {schema.name} tables ({first} ...)", path=p)
     return df.drop("__row", "__column", strict=False)
+
+
+def _not_a_count(text: str, wide: bool) -> str:
+    """Why ``text`` is not a count, in a few words (a ``wide`` file's empty value: a variable
+    given for some geographies of a level and not this one).
+
+    >>> _not_a_count("-2", False), _not_a_count("2.5", False)
+    ("'-2' is a negative count", "'2.5' is a fractional count; counts are whole numbers")
+    """
+    t = text.strip()
+    if re.fullmatch(r"-\d+", t):
+        return f"{text!r} is a negative count"
+    if re.fullmatch(r"\+?\d+", t):
+        return f"{text!r} is a count out of range (above 9,223,372,036,854,775,807)"
+    if re.fullmatch(r"[+-]?(\d+\.\d*|\.\d+)", t):
+        return f"{text!r} is a fractional count; counts are whole numbers"
+    if not t and wide:
+        return (
+            "'' is empty, though the variable is given for other geographies of this level (a "
+            "withheld cell needs --publication suppress:T)"
+        )
+    return (
+        f"{text!r} is not a count (a whole number >= 0; a withheld cell needs --publication "
+        "suppress:T)"
+    )
 
 
 def _tract_cells(schema: Schema) -> list[str]:
@@ -308,6 +359,16 @@ def _long_of_wide(
         .rename(cells)
         .with_columns(geo.alias("geoid"), pl.int_range(first, first + df.height).alias("__line"))
     )
+    twice = wide.filter(
+        pl.col("geoid").is_not_null() & pl.col("geoid").str.strip_chars().is_duplicated()
+    )
+    if twice.height:  # one geography on two rows: which to believe is not ours to guess
+        g, lines = twice["geoid"][0], twice.filter(pl.col("geoid") == twice["geoid"][0])["__line"]
+        raise InputError(
+            f"geoid {g.strip()!r} appears on two rows (lines {lines[0]} and {lines[1]})",
+            path=where,
+            line=int(lines[1]),
+        )
     n = schema.geoid_digits
     own = {n} | ({11} if any(c in mine for c in _tract_cells(schema)) else set())
     if not wide["geoid"].str.len_chars().is_in(list(own)).any():  # (persons: tract-only files)

@@ -27,8 +27,8 @@ pipe-delimited, the geographic header too (:data:`GEO_FIELDS_2020`); its P1-P4 a
 P8-P11 (segment 3 holds P5, group quarters, skipped). Auditing it reconstructs and certifies what
 the 2020 (differentially private) release itself determines.
 
-Read without a list of tables, a folder may lack some segment files: the tables they hold are left
-out and a warning names them (a block missing from one segment file stays an error).
+A folder may lack some segment files: the tables they hold are left out and a warning names them
+(a folder without any of them, or a block missing from one segment file, is an error).
 """
 
 from __future__ import annotations
@@ -38,7 +38,6 @@ import warnings
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 import polars as pl
@@ -46,9 +45,6 @@ import polars as pl
 from ..errors import InputError
 from ..vocab import Geo
 from .measures import parse_values
-
-if TYPE_CHECKING:  # the person tables: imported where the person reader runs
-    from .tableset import TableSet
 
 #: tables of each data segment, in order, up to the last table tabrecon reads from it
 SEGMENTS: dict[int, tuple[str, ...]] = {
@@ -275,63 +271,6 @@ def _opened(folder: Path) -> tuple[Product, str, pl.DataFrame]:
     return product, geo_path.name[:2].lower(), reader(geo_path, product.block_sumlev)
 
 
-def read_sf1(folder: str | Path, tables: list[str] | None = None) -> TableSet:
-    """Read the person tables tabrecon models (or ``tables``) from a state's SF1 or P.L. 94-171
-    folder (told apart by the geographic header's name, ``xxgeo2010.sf1`` or ``xxgeo2010.pl``)."""
-    from .persons import ALL_TABLES, TABLES_BY_NAME, cell_index
-    from .tableset import Grid, TableSet
-
-    folder = Path(folder)
-    product, st, geo = _opened(folder)
-    pos = field_positions(product)
-    idx = cell_index()
-    offered = [t.name for t in ALL_TABLES if any(c.id in pos for c in t.cells())]
-    if tables is not None:
-        unknown = [t for t in tables if t not in offered]
-        if unknown:
-            raise InputError(
-                f"the {product.name} files hold no table {', '.join(unknown)}; they hold "
-                f"{', '.join(offered)}",
-                path=str(folder),
-            )
-    want = offered if tables is None else tables
-    seg_file = {seg: product.segment_file(st, seg) for seg in product.segments}
-    absent = {seg for seg, name in seg_file.items() if _find(folder, name) is None}
-    left_out = [t for t in want if pos[TABLES_BY_NAME[t].cells()[0].id][0] in absent]
-    if tables is None and left_out:  # read what is there; name what is not
-        absent = {pos[TABLES_BY_NAME[t].cells()[0].id][0] for t in left_out}
-        want = [t for t in want if t not in left_out]
-        if not want:
-            raise InputError(
-                f"no data segment files ({', '.join(seg_file[s] for s in sorted(absent))} are "
-                "missing)",
-                path=str(folder),
-            )
-        warnings.warn(
-            f"{folder}: data segment file(s) {', '.join(seg_file[s] for s in sorted(absent))} "
-            f"missing: tables {', '.join(left_out)} not read",
-            stacklevel=2,
-        )
-    cells_by_level: dict[str, list[str]] = {"block": [], "tract": []}
-    for t in want:
-        spec = TABLES_BY_NAME[t]
-        cells_by_level[spec.level].extend(c.id for c in spec.cells())
-
-    def holds(seg: int) -> str:
-        need = [t for t in product.segments[seg] if product.table(t)]
-        return f"tables {', '.join(need)}"
-
-    grids: dict[str, Grid] = {}
-    for level, cells in cells_by_level.items():
-        if not cells:
-            continue
-        cells = sorted(cells, key=idx.__getitem__)
-        got = _read_level(folder, geo, level, cells, pos, seg_file, holds, product.separator)
-        if got is not None:
-            grids[level] = Grid(level, got[0], np.array(cells), got[1])
-    return TableSet(grids, source=str(folder))
-
-
 def _read_level(
     folder: Path,
     geo: pl.DataFrame,
@@ -453,6 +392,16 @@ def read_sf1_cells(folder: str | Path, cells: Sequence[str]) -> pl.DataFrame:
     def holds(seg: int) -> str:
         names = dict.fromkeys(table_of[c] for c, (sg, _) in pos.items() if sg == seg)
         return f"tables {', '.join(names)}"
+
+    absent = sorted(sg for sg, name in seg_file.items() if _find(folder, name) is None)
+    if absent and len(absent) < len(seg_file):  # read what is there; name what is not
+        files = ", ".join(seg_file[sg] for sg in absent)
+        left_out = ", ".join(holds(sg).removeprefix("tables ") for sg in absent)
+        warnings.warn(
+            f"{folder}: data segment file(s) {files} missing: tables {left_out} not read",
+            stacklevel=2,
+        )
+        pos = {c: p for c, p in pos.items() if p[0] not in absent}
 
     frames = []
     for level in (Geo.BLOCK, Geo.TRACT):

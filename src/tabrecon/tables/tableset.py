@@ -202,9 +202,11 @@ class TableSet:
         pop = self._population()
         names = None if tables is None else set(tables)
         at: dict[str, list[str]] = {}
-        for t in pop.tables():
-            if names is None or t.name in names:
-                at.setdefault(t.level, []).extend(c.id for c in t.cells())
+        keep_table = {t.name: names is None or t.name in names for t in pop.tables()}
+        table_of = {c.id: t.name for t in pop.tables() for c in t.cells()} | dict(pop.unmodelled)
+        for cell, level in pop.published_cells():
+            if keep_table[table_of[cell]]:
+                at.setdefault(level, []).append(cell)
         kept = {}
         for lvl, g in self.grids.items():
             keep = np.isin(g.cells.astype(str), at.get(lvl, []))
@@ -284,7 +286,7 @@ def _cells_of(pop: Population) -> tuple[list[str], list[str], np.ndarray]:
     another)."""
     held = _CELLS.get(pop.name)
     if held is None or held[0] is not pop:
-        level_of = {c.id: t.level for t in pop.tables() for c in t.cells()}
+        level_of = dict(pop.published_cells())
         levels = list(dict.fromkeys(level_of.values()))
         of_code = np.array([levels.index(v) for v in level_of.values()], dtype=np.int64)
         held = _CELLS[pop.name] = (pop, (list(level_of), levels, of_code))
