@@ -42,11 +42,13 @@ def truth_counts(truth: Microdata, claims: pl.DataFrame) -> np.ndarray:
         .to_numpy()
     )
     span = np.int64(1 << 20)  # above any key on the person claim columns (2 * 38 * 2**7)
-    for names in claims["columns"].unique().to_list():
+    # each claim's row numbers by its columns, in one pass (not one scan of them per subset)
+    groups = claims.select("columns").with_row_index("i").group_by("columns").agg("i")
+    for names, rows in groups.iter_rows():
         cols = tuple(COLUMNS.index(n) for n in names.split(","))
         tkey = truth.block.astype(np.int64) * span + claim_keys(binned, PERSONS, cols)
         u, cnt = np.unique(tkey, return_counts=True)
-        sel = np.flatnonzero(claims["columns"].to_numpy() == names)
+        sel = np.asarray(rows, dtype=np.int64)
         ckey = cblock[sel] * span + claims["key"].to_numpy()[sel]
         pos = np.minimum(np.searchsorted(u, ckey), u.size - 1)
         out[sel] = np.where((u[pos] == ckey) & (cblock[sel] >= 0), cnt[pos], 0)

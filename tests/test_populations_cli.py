@@ -69,7 +69,7 @@ def test_wrong_population_choices_are_refused_with_one_line(tmp_path):
             ("reconstruct", "t.csv", "--schema", "group_quarters", "--level", "block+tract"),
             "needs tract tables",
         ),
-        (("reconstruct", "t.csv", "--distance"), "read with --schema group_quarters"),
+        (("reconstruct", "t.csv", "--distance"), "read it with --schema group_quarters"),
         (("claims", "t.csv", "--schema", "households"), "holds no cells of the households"),
         (
             ("tabulate", "gq.csv", "--schema", "households", "--out", "x.csv"),

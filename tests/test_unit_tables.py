@@ -205,7 +205,7 @@ def test_tracts_and_counties_beside_the_blocks_are_read_and_left_to_the_blocks(t
     )
     some.write_csv(tmp_path / "some.csv")
     with pytest.raises(
-        InputError, match=r"some.csv, line \d+, column 'H0010001': '' is not a count"
+        InputError, match=r"some.csv, line \d+, column 'H0010001': '' is empty, though the variable"
     ):
         read_unit_tables(tmp_path / "some.csv", HOUSING_UNITS)
     bad = pl.DataFrame({"geoid": ["1234567890123"], "cell": ["H0010001"], "value": ["1"]})

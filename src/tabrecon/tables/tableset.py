@@ -189,10 +189,10 @@ class TableSet:
         return cls(grids, source=source, population=population)
 
     def own_levels(self, tables: Iterable[str] | None = None) -> TableSet:
-        """Each table's cells at its own level only (of ``tables``, or of every table of the
-        population): what the engine reads. A block table's values given for tracts and
-        counties too sum its blocks' and are left out; a grid is copied only where some of its
-        cells are.
+        """Each table's declared cells at its own level only (of ``tables``, or of every table
+        of the population): what the engine reads (the population's unmodelled cells left out).
+        A block table's values given for tracts and counties too sum its blocks' and are left
+        out; a grid is copied only where some of its cells are.
 
         >>> long = pl.DataFrame({"geoid": ["1" * 15, "1" * 11], "cell": ["H0010001"] * 2,
         ...                      "value": [3, 3]})
@@ -202,11 +202,9 @@ class TableSet:
         pop = self._population()
         names = None if tables is None else set(tables)
         at: dict[str, list[str]] = {}
-        keep_table = {t.name: names is None or t.name in names for t in pop.tables()}
-        table_of = {c.id: t.name for t in pop.tables() for c in t.cells()} | dict(pop.unmodelled)
-        for cell, level in pop.published_cells():
-            if keep_table[table_of[cell]]:
-                at.setdefault(level, []).append(cell)
+        for t in pop.tables():
+            if names is None or t.name in names:
+                at.setdefault(t.level, []).extend(c.id for c in t.cells())
         kept = {}
         for lvl, g in self.grids.items():
             keep = np.isin(g.cells.astype(str), at.get(lvl, []))
