@@ -24,7 +24,7 @@ from ..vocab import Geo
 from .forms import Raw, Shape, opened
 from .measures import WITHHELD, parse_values
 from .spec import UnitCell, as_published, statistic_decimals, tables_of
-from .tableset import TableSet
+from .tableset import TableSet, TwiceError
 
 #: the geoid lengths of the census levels a table is published for (block .. state)
 _CENSUS_LENGTHS = [n for n, lv in LEVEL_OF_LENGTH.items() if lv in TABLE_LEVELS]
@@ -59,7 +59,16 @@ def read_unit_tables(path: str | Path, schema: Schema, withheld: bool = False) -
     mine = {c for c, _ in pop.published_cells()}
     with opened(path, mine) as raw:
         long = _checked(raw, schema, mine, withheld)
-        return TableSet.from_long(long, pop.name, source=raw.where)
+        try:  # a (geoid, cell) given twice is found where the grids are filled, then named
+            ts = TableSet.from_long(long.drop("__line", "__column"), pop.name, source=raw.where)
+        except TwiceError as e:
+            raise InputError(
+                f"{long['cell'][e.row]!r} appears twice for geoid {long['geoid'][e.row]!r}",
+                path=raw.where,
+                line=int(long["__line"][e.row]),
+                column=long["__column"][e.row] or "cell",
+            ) from None
+        return ts
 
 
 def read_sf1(folder: str | Path, schema: str = "persons") -> TableSet:
@@ -225,12 +234,16 @@ def _checked(raw: Raw, schema: Schema, mine: set[str], withheld: bool) -> pl.Dat
     df = df.with_columns(value.alias("value")).filter(pl.col("cell").is_in(list(mine)))
     if is_stat.any():  # a withheld median or mean is null, as a withheld count is
         df = df.with_columns(pl.col("value").replace(WITHHELD, None))
-    twice = df.select(pl.struct("geoid", "cell").is_duplicated()).to_series()
-    refuse(twice, "cell", lambda r: f"{df['cell'][r]!r} appears twice for geoid {df['geoid'][r]!r}")
     if not df.height:
         first = min(mine)
         raise InputError(f"holds no cells of the {schema.name} tables ({first} ...)", path=p)
-    return df.drop("__row", "__column", strict=False)
+    # each row's file line and (a wide file's) variable, for what is found later (a cell twice)
+    rows = df["__row"].to_numpy()
+    column = df["__column"] if "__column" in df.columns else pl.repeat(None, df.height, eager=True)
+    return df.drop("__row", "__column", strict=False).with_columns(
+        pl.Series("__line", lines[rows] if lines is not None else rows + 2, dtype=pl.Int64),
+        column.cast(pl.String).alias("__column"),
+    )
 
 
 def _not_a_count(text: str, wide: bool) -> str:

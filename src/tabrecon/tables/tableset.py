@@ -33,6 +33,14 @@ MISSING = -1
 WITHHELD_CELL = -2
 
 
+class TwiceError(TabreconError):
+    """A (geoid, cell) given twice in a long table: ``row`` is the second one's position."""
+
+    def __init__(self, message: str, row: int) -> None:
+        super().__init__(message)
+        self.row = row
+
+
 @dataclass
 class Grid:
     """Values of some cells for the geounits of one level: ``MISSING`` (-1) where not published,
@@ -180,9 +188,17 @@ class TableSet:
             held = np.bincount(codes, minlength=len(ids)) > 0
             used = np.flatnonzero(held)
             values = np.full((gids.len(), used.size), MISSING, dtype=np.int64)
-            values[gi, (np.cumsum(held) - 1)[codes]] = (
-                part["value"].fill_null(WITHHELD_CELL).to_numpy()
-            )
+            col = (np.cumsum(held) - 1)[codes]
+            values[gi, col] = part["value"].fill_null(WITHHELD_CELL).to_numpy()
+            if int((values != MISSING).sum()) != part.height:  # a (geoid, cell) given twice
+                flat = gi.astype(np.int64) * used.size + col
+                _, first = np.unique(flat, return_index=True)
+                again = np.setdiff1d(np.arange(flat.size), first)[0]
+                row = int(again if rows is None else rows[int(again)])
+                raise TwiceError(
+                    f"cell {long['cell'][row]!r} is given twice for geoid {long['geoid'][row]!r}",
+                    row,
+                )
             level = levels[i]
             cells = np.array(ids, dtype=str)[used]
             grids[level] = Grid(level, gids.to_numpy().astype(str), cells, values)
