@@ -111,7 +111,8 @@ def _checked(raw: Raw, schema: Schema, mine: set[str], withheld: bool) -> pl.Dat
         pl.col("value").str.strip_chars(),
         *([pl.col("__column")] if "__column" in df.columns else []),
     ).with_row_index("__row")
-    line_of = (lambda i: int(lines[i])) if lines is not None else (lambda i: i + 2)
+    # each row's line in the file (header = line 1): a wide file's from its row of geographies
+    file_line = lines if lines is not None else np.arange(df.height, dtype=np.int64) + 2
 
     def refuse(bad: pl.Series, column: str, message: str | Callable[[int], str]) -> None:
         """Refuse the first row where ``bad`` holds (``message``: formatted with its value, or
@@ -124,7 +125,7 @@ def _checked(raw: Raw, schema: Schema, mine: set[str], withheld: bool) -> pl.Dat
             raise InputError(
                 message(r) if callable(message) else message.format(df[column][r]),
                 path=p,
-                line=line_of(r),
+                line=int(file_line[r]),
                 column=named,
                 more=rows.size - 1,
             )
@@ -241,7 +242,7 @@ def _checked(raw: Raw, schema: Schema, mine: set[str], withheld: bool) -> pl.Dat
     rows = df["__row"].to_numpy()
     column = df["__column"] if "__column" in df.columns else pl.repeat(None, df.height, eager=True)
     return df.drop("__row", "__column", strict=False).with_columns(
-        pl.Series("__line", lines[rows] if lines is not None else rows + 2, dtype=pl.Int64),
+        pl.Series("__line", file_line[rows], dtype=pl.Int64),
         column.cast(pl.String).alias("__column"),
     )
 
