@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
@@ -58,17 +59,18 @@ def read_unit_tables(path: str | Path, schema: Schema, withheld: bool = False) -
     pop = of_schema(schema)
     mine = {c for c, _ in pop.published_cells()}
     with opened(path, mine) as raw:
-        long = _checked(raw, schema, mine, withheld)
+        rows = _rows(raw, schema, mine)
+        kept, geoids, geo, cell, value = _checked(rows, schema, mine, withheld)
         try:  # a (geoid, cell) given twice is found where the grids are filled, then named
-            ts = TableSet.from_long(long.drop("__line", "__column"), pop.name, source=raw.where)
+            return TableSet.from_codes(pop.name, geoids, geo, cell, value, source=raw.where)
         except TwiceError as e:
+            r = int(kept[e.row])
             raise InputError(
-                f"{long['cell'][e.row]!r} appears twice for geoid {long['geoid'][e.row]!r}",
+                f"{rows.cell_of(r)!r} appears twice for geoid {rows.geoid_of(r)!r}",
                 path=raw.where,
-                line=int(long["__line"][e.row]),
-                column=long["__column"][e.row] or "cell",
+                line=rows.line_of(r),
+                column=rows.column_of(r, "cell"),
             ) from None
-        return ts
 
 
 def read_sf1(folder: str | Path, schema: str = "persons") -> TableSet:
@@ -88,10 +90,77 @@ def read_sf1(folder: str | Path, schema: str = "persons") -> TableSet:
     return read_unit_tables(folder, population(schema).schema)
 
 
-def _checked(raw: Raw, schema: Schema, mine: set[str], withheld: bool) -> pl.DataFrame:
-    """The long table of ``schema``'s cells in the opened table ``raw``, checked (see
-    :func:`read_unit_tables`)."""
-    p = raw.where
+@dataclass
+class _Rows:
+    """A table as opened, one row per value, coded: row ``i`` is the value of the cell
+    ``cells[ci[i]]`` (stripped, upper case) for the geography ``geoids[gi[i]]`` (stripped), read
+    as a whole number (``ints``, ``bad`` where it is none). Text is looked at only where needed
+    (:meth:`text_at`, of rows in ascending order: medians, marks, errors), so a wide file's
+    values are never unpivoted into a long table of text. ``line_at(i)`` is row i's line in
+    the file; a wide file's rows run variable by variable, its ``columns`` the file's own name
+    of each cell's variable."""
+
+    where: str
+    geoids: np.ndarray
+    gi: np.ndarray
+    cells: np.ndarray
+    ci: np.ndarray
+    ints: np.ndarray
+    bad: np.ndarray
+    line_at: Callable[[int], int]
+    text_at: Callable[[np.ndarray], pl.Series]
+    columns: dict[str, str] | None = None
+    wide: bool = False
+
+    def geoid_of(self, r: int) -> str:
+        return str(self.geoids[self.gi[r]])
+
+    def cell_of(self, r: int) -> str:
+        return str(self.cells[self.ci[r]])
+
+    def line_of(self, r: int) -> int:
+        return int(self.line_at(r))
+
+    def column_of(self, r: int, column: str) -> str:
+        """The file's column holding row ``r``'s ``column`` (a wide file's value sits under
+        its own variable, ``H013002``, not ``value``)."""
+        if column == "value" and self.columns is not None:
+            return self.columns[self.cell_of(r)]
+        return column
+
+
+def _coded(
+    df: pl.DataFrame, clean: dict[str, Callable[[pl.Series], pl.Series]]
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """For each column of ``df`` named in ``clean``: its distinct values (null: empty) after
+    their ``clean``, sorted, and each row's index into them. ``clean`` runs over the distinct
+    values, not over every row; the columns are coded in parallel."""
+    filled = df.select(pl.col(c).cast(pl.String).fill_null("") for c in clean)
+    raw = filled.select(pl.all().unique().implode()).row(0)
+    codes = filled.select(
+        pl.col(c).cast(pl.Enum(u)).to_physical() for c, u in zip(clean, raw, strict=True)
+    )
+    out = []
+    for (c, f), u in zip(clean.items(), raw, strict=True):
+        uniq, back = np.unique(
+            f(pl.Series(u, dtype=pl.String)).to_numpy().astype(str), return_inverse=True
+        )
+        out.append((uniq, back.astype(np.int32)[codes[c].to_numpy()]))
+    return out
+
+
+def _as_ints(text: pl.Series) -> tuple[np.ndarray, np.ndarray]:
+    """``text`` as whole numbers, and where it is none (``0`` there)."""
+    v = text.cast(pl.Int64, strict=False)
+    return v.fill_null(0).to_numpy(), v.is_null().to_numpy()
+
+
+def _rows(raw: Raw, schema: Schema, mine: set[str]) -> _Rows:
+    """The coded rows (:class:`_Rows`) of the opened table ``raw``: a long table's, a wide
+    one's (:func:`_rows_of_wide`) or an SF1 folder's cells of ``mine``."""
+    if raw.shape is Shape.WIDE:
+        assert raw.frame is not None
+        return _rows_of_wide(raw.frame, raw.where, mine, schema)
     lines: np.ndarray | None = None
     if raw.folder is not None:  # an SF1 folder: each cell from the segment and field of the layout
         from .sf1 import read_sf1_cells
@@ -103,52 +172,78 @@ def _checked(raw: Raw, schema: Schema, mine: set[str], withheld: bool) -> pl.Dat
         df = raw.frame
         if "__line" in df.columns:
             df, lines = df.drop("__line"), df["__line"].cast(pl.Int64).to_numpy()
-    if raw.shape is Shape.WIDE:
-        df, lines = _long_of_wide(df, p, mine, schema)
-    df = df.select(
-        pl.col("geoid").str.strip_chars(),
-        pl.col("cell").str.strip_chars().str.to_uppercase(),
-        pl.col("value").str.strip_chars(),
-        *([pl.col("__column")] if "__column" in df.columns else []),
-    ).with_row_index("__row")
-    # each row's line in the file (header = line 1): a wide file's from its row of geographies
-    file_line = lines if lines is not None else np.arange(df.height, dtype=np.int64) + 2
+    (geoids, gi), (cells, ci) = _coded(
+        df,
+        {
+            "geoid": lambda s: s.str.strip_chars(),
+            "cell": lambda s: s.str.strip_chars().str.to_uppercase(),
+        },
+    )
+    text = df["value"].cast(pl.String)
+    ints, bad = _as_ints(text)
+    return _Rows(
+        raw.where,
+        geoids,
+        gi,
+        cells,
+        ci,
+        ints,
+        bad,
+        (lambda r: int(lines[r])) if lines is not None else (lambda r: r + 2),
+        lambda idx: text.gather(idx),
+    )
 
-    def refuse(bad: pl.Series, column: str, message: str | Callable[[int], str]) -> None:
-        """Refuse the first row where ``bad`` holds (``message``: formatted with its value, or
-        made from its row number), naming its line and column and how many more share it."""
-        rows = np.flatnonzero(bad.fill_null(True).to_numpy())
-        if rows.size:
-            r = int(rows[0])
-            # a wide file's value sits under the file's own variable (H013002), not 'value'
-            named = df["__column"][r] if column == "value" and "__column" in df.columns else column
+
+def _checked(
+    rows: _Rows, schema: Schema, mine: set[str], withheld: bool
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``rows`` checked (see :func:`read_unit_tables`): the rows kept (those of ``schema``'s
+    cells), and what :meth:`TableSet.from_codes` builds the tables from (the geoids, and each
+    kept row's geoid, cell id code and value). The first problem is refused, naming its file
+    line and column and how many more rows share it."""
+    p = rows.where
+
+    def refuse(
+        bad: np.ndarray, column: str, message: str | Callable[[int], str], text: bool = False
+    ) -> None:
+        """Refuse the first row where ``bad`` holds (``message``: formatted with its value in
+        ``column``, or made from its row number), naming its line and column and how many more
+        share it."""
+        at = np.flatnonzero(bad)
+        if at.size:
+            r = int(at[0])
+            if callable(message):
+                said = message(r)
+            else:
+                value = {"geoid": rows.geoid_of, "cell": rows.cell_of}.get(column)
+                said = message.format(value(r) if value else rows.text_at(np.array([r]))[0])
             raise InputError(
-                message(r) if callable(message) else message.format(df[column][r]),
+                said,
                 path=p,
-                line=int(file_line[r]),
-                column=named,
-                more=rows.size - 1,
+                line=rows.line_of(r),
+                column=rows.column_of(r, column),
+                more=at.size - 1,
             )
 
     from .layout import layout
 
-    sf1 = set(layout()["cell"].to_list())
+    cells, ci = rows.cells, rows.ci
     refuse(
-        df["cell"].is_null() | (df["cell"] == ""),
+        (cells == "")[ci],
         "cell",
         "no cell id (a short row? a long table's rows are geoid, cell, value)",
     )
+    sf1 = set(layout()["cell"].to_list())
     refuse(
-        ~df["cell"].is_in(list(mine | sf1)),
+        ~np.isin(cells, list(mine | sf1))[ci],
         "cell",
         "{!r} is not a cell of SF1 2010 (tabrecon tables list --schema " + schema.name + ")",
     )
-    if not df["cell"].is_in(list(mine)).any():  # another kind of file: say whose cells it holds
+    is_mine = np.isin(cells, list(mine))
+    if not is_mine.any():  # another kind of file: say whose cells it holds
         from ..schema import registry
 
-        whose = registry.population_of_cells(
-            df["cell"].unique().head(50).to_list(), but=schema.name
-        )
+        whose = registry.population_of_cells(cells[:50].tolist(), but=schema.name)
         hint = (
             f"; they are cells of the {whose} tables: read it with --schema {whose}"
             if whose
@@ -160,67 +255,81 @@ def _checked(raw: Raw, schema: Schema, mine: set[str], withheld: bool) -> pl.Dat
     # census geographies: a cell is given for its table's level or a coarser one (SF1 and the
     # API publish P1, P12, H1 for tracts, counties and the state too); a declared geography's
     # cells for its own ids (tract cells for 11-digit tracts)
-    tract_cells = _tract_cells(schema)
-    block_cells = [c.id for c in _cells_at(schema, "block")]
-    digits = pl.col("geoid").str.len_chars()
+    geoids, gi = rows.geoids, rows.gi
+    digits = np.char.str_len(geoids) if geoids.size else np.zeros(0, dtype=np.int64)
+    numeric = np.char.isdigit(geoids) if geoids.size else np.zeros(0, dtype=bool)
+    is_tract_cell = np.isin(cells, _tract_cells(schema))
     n = schema.geoid_digits
     if schema.geography == Geo.BLOCK:
         refuse(
-            df.select(
-                ~pl.col("geoid").str.contains(r"^\d+$") | ~digits.is_in(_CENSUS_LENGTHS)
-            ).to_series(),
+            (~numeric | ~np.isin(digits, _CENSUS_LENGTHS))[gi],
             "geoid",
             "{!r} is not the geoid of a block (15 digits), block group (12), tract (11), county "
             "(5) or state (2)",
         )
-        refuse(
-            df.select(pl.col("cell").is_in(tract_cells) & (digits > 11)).to_series(),
-            "geoid",
-            "{!r} is finer than its cell's table, a tract table (11-digit tract geoids or coarser)",
-        )
+        if is_tract_cell.any():
+            refuse(
+                is_tract_cell[ci] & (digits > 11)[gi],
+                "geoid",
+                "{!r} is finer than its cell's table, a tract table (11-digit tract geoids or "
+                "coarser)",
+            )
     else:
-        wrong = (
-            ~pl.col("geoid").str.contains(r"^\d+$")
-            | (pl.col("cell").is_in(block_cells) & (digits != n))
-            | (pl.col("cell").is_in(tract_cells) & (digits != 11))
-            | ~digits.is_in([11, n])
-        )
+        is_block_cell = np.isin(cells, [c.id for c in _cells_at(schema, "block")])
         refuse(
-            df.select(wrong).to_series(),
+            (~numeric | ~np.isin(digits, [11, n]))[gi]
+            | (is_block_cell[ci] & (digits != n)[gi])
+            | (is_tract_cell[ci] & (digits != 11)[gi]),
             "geoid",
             "{!r} is not a " + f"{n}-digit {schema.geography} id",
         )
-    df = df.with_columns(pl.col("value").fill_null(""))  # an empty field is named as such
-    value = df["value"].cast(pl.Int64, strict=False)
+    value, bad = rows.ints.copy(), rows.bad.copy()
+    blank = np.zeros(value.size, dtype=bool)  # read as withheld
+    if bad.any():  # spaces around a number, or text: looked at row by row
+        at = np.flatnonzero(bad)
+        again = rows.text_at(at).fill_null("").str.strip_chars()
+        v = again.cast(pl.Int64, strict=False)
+        ok = v.is_not_null().to_numpy()
+        value[at[ok]], bad[at[ok]] = v.drop_nulls().to_numpy(), False
+        if withheld:
+            from .publication import MISSING_MARKS
+
+            marked = again.str.to_uppercase().is_in(list(MISSING_MARKS)).to_numpy() & ~ok
+            blank[at[marked]], bad[at[marked]] = True, False
     dec = statistic_decimals(schema)
-    is_stat = df["cell"].is_in(list(dec))
-    if is_stat.any():  # medians and means: decimals, in published units (30.5 -> 305)
-        of_cell = df["cell"].replace_strict(dec, default=0, return_dtype=pl.Int64)
-        for d in sorted(set(dec.values())):
-            here = is_stat & (of_cell == d)
-            value = pl.select(
-                pl.when(here).then(parse_values(df["value"], d)).otherwise(value)
-            ).to_series()
+    is_stat_cell = np.isin(cells, list(dec))
+    is_stat = is_stat_cell[ci]
+    if is_stat_cell.any():  # medians and means: decimals, in published units (30.5 -> 305)
         may_lack = {
             c.id
             for t in tables_of(schema)
             for c in t.cells()
             if c.statistic and c.statistic.empty is None
         }
+        at = np.flatnonzero(is_stat)
+        text = rows.text_at(at).fill_null("")
+        of_row = [dec.get(c, 0) for c in cells[ci[at]].tolist()]
+        parsed = np.full(at.size, WITHHELD, dtype=np.int64)
+        unread = np.ones(at.size, dtype=bool)
+        for d in sorted(set(of_row)):
+            here = np.asarray(of_row) == d
+            v = parse_values(text.filter(pl.Series(here)), d)
+            parsed[here] = v.fill_null(WITHHELD).to_numpy()
+            unread[here] = v.is_null().to_numpy()
+        empty = (text.str.strip_chars() == "").to_numpy() & np.isin(cells[ci[at]], list(may_lack))
+        wrong = np.zeros(value.size, dtype=bool)
+        wrong[at] = unread & ~empty
         refuse(
-            is_stat & value.is_null() & ~(df["cell"].is_in(list(may_lack)) & (df["value"] == "")),
+            wrong,
             "value",
             "{!r} is not a median or a mean with its cell's decimals (tabrecon tables list)",
         )
-        value = pl.select(
-            pl.when(is_stat & value.is_null()).then(WITHHELD).otherwise(value)
-        ).to_series()
+        value[at], bad[at], blank[at] = parsed, False, parsed == WITHHELD
     if withheld:
         from .publication import MISSING_MARKS
 
-        marked = df["value"].fill_null("").str.to_uppercase().is_in(list(MISSING_MARKS))
         refuse(
-            ~is_stat & ((value.is_null() & ~marked) | (value < 0).fill_null(False)),
+            ~is_stat & (bad | (value < 0)),
             "value",
             "{!r} is not a count (a whole number >= 0) nor a mark of a withheld cell (empty, "
             + ", ".join(m for m in MISSING_MARKS if m)
@@ -228,23 +337,24 @@ def _checked(raw: Raw, schema: Schema, mine: set[str], withheld: bool) -> pl.Dat
         )
     else:
         refuse(
-            ~is_stat & (value.is_null() | (value < 0)),
+            ~is_stat & (bad | (value < 0)),
             "value",
-            lambda r: _not_a_count(df["value"][r], raw.shape is Shape.WIDE),
+            lambda r: _not_a_count(str(rows.text_at(np.array([r])).fill_null("")[0]), rows.wide),
         )
-    df = df.with_columns(value.alias("value")).filter(pl.col("cell").is_in(list(mine)))
-    if is_stat.any():  # a withheld median or mean is null, as a withheld count is
-        df = df.with_columns(pl.col("value").replace(WITHHELD, None))
-    if not df.height:
-        first = min(mine)
-        raise InputError(f"holds no cells of the {schema.name} tables ({first} ...)", path=p)
-    # each row's file line and (a wide file's) variable, for what is found later (a cell twice)
-    rows = df["__row"].to_numpy()
-    column = df["__column"] if "__column" in df.columns else pl.repeat(None, df.height, eager=True)
-    return df.drop("__row", "__column", strict=False).with_columns(
-        pl.Series("__line", file_line[rows], dtype=pl.Int64),
-        column.cast(pl.String).alias("__column"),
-    )
+    kept = np.arange(ci.size) if is_mine.all() else np.flatnonzero(is_mine[ci])
+    if not kept.size:
+        raise InputError(f"holds no cells of the {schema.name} tables ({min(mine)} ...)", path=p)
+    from ..schema.registry import of_schema
+    from .tableset import WITHHELD_CELL, cell_ids
+
+    ids = cell_ids(of_schema(schema))
+    code_of = np.full(cells.size, -1, dtype=np.int64)
+    code_of[is_mine] = [ids.index(c) for c in cells[is_mine].tolist()]
+    if blank.any():
+        value[blank] = WITHHELD_CELL
+    if kept.size == ci.size:  # every row kept: nothing gathered
+        return kept, geoids, gi, code_of[ci], value
+    return kept, geoids, gi[kept], code_of[ci[kept]], value[kept]
 
 
 def _not_a_count(text: str, wide: bool) -> str:
@@ -325,13 +435,11 @@ def _spellings(mine: set[str]) -> dict[str, str]:
     return out
 
 
-def _long_of_wide(
-    df: pl.DataFrame, where: str, mine: set[str], schema: Schema
-) -> tuple[pl.DataFrame, np.ndarray]:
-    """The block rows of a wide table (one row per geography: the Census API's JSON, a
-    data.census.gov or summary-file style CSV) as a long table, and each value's file line.
-    Variables are read in the summary-file style (``H0130002``) or the 2010 API style
-    (``H013002``); those that are cells of ``mine`` (``schema``'s) are kept."""
+def _rows_of_wide(df: pl.DataFrame, where: str, mine: set[str], schema: Schema) -> _Rows:
+    """The rows (:class:`_Rows`) of a wide table (one row per geography: the Census API's JSON,
+    a data.census.gov or summary-file style CSV) for its geographies of ``schema``'s levels,
+    read column by column. Variables are read in the summary-file style (``H0130002``) or the
+    2010 API style (``H013002``); those that are cells of ``mine`` (``schema``'s) are kept."""
     from ..schema.registry import of_schema
     from .forms import geography_of
 
@@ -368,36 +476,68 @@ def _long_of_wide(
     first = 2
     if geo.len() and not re.search(r"\d", geo[0] or ""):  # data.census.gov: a row of labels
         df, geo, first = df.slice(1), geo.slice(1), 3
-    wide = (
-        df.select(list(cells))
-        .rename(cells)
-        .with_columns(geo.alias("geoid"), pl.int_range(first, first + df.height).alias("__line"))
-    )
-    twice = wide.filter(
-        pl.col("geoid").is_not_null() & pl.col("geoid").str.strip_chars().is_duplicated()
-    )
-    if twice.height:  # one geography on two rows: which to believe is not ours to guess
-        g, lines = twice["geoid"][0], twice.filter(pl.col("geoid") == twice["geoid"][0])["__line"]
+    geo = geo.fill_null("").str.strip_chars()
+    twice = np.flatnonzero((geo.is_duplicated() & (geo != "")).to_numpy())
+    if twice.size:  # one geography on two rows: which to believe is not ours to guess
+        same = np.flatnonzero((geo == geo[int(twice[0])]).to_numpy())
         raise InputError(
-            f"geoid {g.strip()!r} appears on two rows (lines {lines[0]} and {lines[1]})",
+            f"geoid {geo[int(twice[0])]!r} appears on two rows (lines {first + same[0]} and "
+            f"{first + same[1]})",
             path=where,
-            line=int(lines[1]),
+            line=int(first + same[1]),
         )
     n = schema.geoid_digits
     own = {n} | ({11} if any(c in mine for c in _tract_cells(schema)) else set())
-    if not wide["geoid"].str.len_chars().is_in(list(own)).any():  # (persons: tract-only files)
+    length = geo.str.len_chars()
+    if not length.is_in(list(own)).any():  # (persons: tract-only files)
         raise InputError(f"holds no {schema.geography} rows ({n}-digit geographies)", path=where)
-    if schema.geography == Geo.BLOCK:  # tracts, counties, the state beside the blocks
-        wide = wide.filter(pl.col("geoid").str.len_chars().is_in(_CENSUS_LENGTHS))
-    else:
-        wide = wide.filter(pl.col("geoid").str.len_chars() == n)
-    long = wide.unpivot(index=["geoid", "__line"], on=list(cells.values()), variable_name="cell")
+    ours = length.is_in(_CENSUS_LENGTHS if schema.geography == Geo.BLOCK else [n]).to_numpy()
+    at = np.flatnonzero(ours)
+    cols = list(cells)
+    frame = df.select(cols).filter(pl.Series(ours)).cast(pl.String)
+    geo, length_of = geo.filter(pl.Series(ours)), length.filter(pl.Series(ours)).to_numpy()
+    num = frame.select(pl.all().cast(pl.Int64, strict=False))
+    ints = num.fill_null(0).to_numpy(order="fortran").ravel(order="F")
+    bad = num.select(pl.all().is_null()).to_numpy().ravel(order="F")
+    rows_n = frame.height
     # a variable empty for every geography of a level is not published for that level (a
     # block-only variable on a tract's row); one empty for some of them is refused as a value
-    empty = pl.col("value").is_null() | (pl.col("value").cast(pl.String).str.strip_chars() == "")
-    level = pl.col("geoid").str.len_chars()
-    if long.select(empty.any()).item():
-        long = long.filter(~empty.all().over(level, "cell"))
-    header = {v: k for k, v in cells.items()}  # the file's own variable names, for errors
-    long = long.with_columns(pl.col("cell").replace_strict(header).alias("__column"))
-    return long.drop("__line"), long["__line"].to_numpy()
+    keep = np.ones(bad.size, dtype=bool)
+    if bad.any():
+        levels = [np.flatnonzero(length_of == k) for k in np.unique(length_of).tolist()]
+        for j in np.flatnonzero(bad.reshape(-1, rows_n).any(axis=1)).tolist():
+            empty = frame[cols[j]].fill_null("").str.strip_chars().eq("").to_numpy()
+            for lv in levels:
+                if empty[lv].all():
+                    keep[j * rows_n + lv] = False
+    pos = None if keep.all() else np.flatnonzero(keep)
+    geoids, back = np.unique(geo.to_numpy().astype(str), return_inverse=True)
+    names = np.array([cells[c] for c in cols], dtype=str)
+    uniq, col_code = np.unique(names, return_inverse=True)
+    gi = np.tile(back.astype(np.int32), len(cols))
+    ci = np.repeat(col_code.astype(np.int32), rows_n)
+    if pos is not None:
+        gi, ci, ints, bad = gi[pos], ci[pos], ints[pos], bad[pos]
+
+    def flat(r: np.ndarray) -> np.ndarray:
+        return r if pos is None else pos[r]
+
+    def text_at(idx: np.ndarray) -> pl.Series:
+        p = flat(np.asarray(idx, dtype=np.int64))
+        col, row = np.divmod(p, rows_n)
+        parts = [frame[cols[c]].gather(row[col == c]) for c in np.unique(col).tolist()]
+        return pl.concat(parts) if parts else pl.Series([], dtype=pl.String)
+
+    return _Rows(
+        where,
+        geoids,
+        gi,
+        uniq,
+        ci,
+        ints,
+        bad,
+        lambda r: int(first + at[int(flat(np.array([r]))[0]) % rows_n]),
+        text_at,
+        columns={cells[c]: c for c in cols},
+        wide=True,
+    )

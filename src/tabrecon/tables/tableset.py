@@ -160,48 +160,84 @@ class TableSet:
         """
         from ..schema.registry import population as registered
 
-        pop = registered(population)
-        ids, levels, of_code = _cells_of(pop)
+        ids = cell_ids(registered(population))
         known = long["cell"].is_in(ids)
         if not known.all():
             cell = long.filter(~known)["cell"][0]
             raise TabreconError(f"cell {cell!r} is not one of the {population} tables' cells")
-        code = long["cell"].cast(pl.Enum(ids)).to_physical().to_numpy().astype(np.int64)
-        lvl = of_code[code]
+        geo = long["geoid"]
+        geoids = geo.unique().sort()
+        return cls.from_codes(
+            population,
+            geoids.to_numpy().astype(str),
+            geo.cast(pl.Enum(geoids)).to_physical().to_numpy(),
+            long["cell"].cast(pl.Enum(ids)).to_physical().to_numpy(),
+            long["value"].fill_null(WITHHELD_CELL).to_numpy(),
+            source=source,
+        )
+
+    @classmethod
+    def from_codes(
+        cls,
+        population: str,
+        geoids: np.ndarray,
+        geo: np.ndarray,
+        cell: np.ndarray,
+        value: np.ndarray,
+        source: str = "",
+    ) -> TableSet:
+        """:meth:`from_long` of rows given as codes: row ``i`` holds ``value[i]``
+        (``WITHHELD_CELL`` for a withheld cell) of the cell ``cell_ids(population)[cell[i]]`` for
+        the geography ``geoids[geo[i]]`` (``geoids`` sorted and unique, str). What a reader builds
+        without a long table of text (a wide file's 18 million values are never unpivoted); a
+        (geography, cell) given twice raises :class:`TwiceError` naming its row.
+
+        >>> ts = TableSet.from_codes("households", np.array(["1" * 15]), np.array([0, 0]),
+        ...                          np.array([1, 0]), np.array([5, 7]))
+        >>> ts["block"].cells.tolist(), ts["block"].values.tolist()
+        (['H0010001', 'H0030001'], [[7, 5]])
+        """
+        from ..schema.registry import population as registered
+
+        pop = registered(population)
+        ids, levels, of_code = _cells_of(pop)
         if pop.schema.geography == Geo.BLOCK:  # census: the geoid's length names the level
             lengths = sorted(LEVEL_OF_LENGTH, reverse=True)  # blocks first
             levels = [LEVEL_OF_LENGTH[n] for n in lengths]
             at = np.full(max(lengths) + 1, -1, dtype=np.int64)
             at[lengths] = np.arange(len(levels))
-            lvl = at[np.minimum(long["geoid"].str.len_chars().to_numpy(), at.size - 1)]
-            if (lvl < 0).any():
-                bad = long["geoid"][int(np.argmax(lvl < 0))]
+            glen = np.char.str_len(geoids.astype(str)) if geoids.size else np.zeros(0, int)
+            of_geo = at[np.minimum(glen, at.size - 1)]
+            if (of_geo < 0).any():
+                bad = geoids[int(np.argmax(of_geo < 0))]
                 raise TabreconError(f"geoid {bad!r} is no census geography's")
+            lvl = of_geo[geo]
+        else:
+            lvl = of_code[cell]
         grids: dict[str, Grid] = {}
-        for i in np.unique(lvl).tolist():  # (one level: every row, nothing gathered)
-            rows = None if (lvl == i).all() else pl.Series(np.flatnonzero(lvl == i))
-            part = long if rows is None else long[rows]
-            codes = code if rows is None else code[rows.to_numpy()]
-            geo = part["geoid"]
-            gids = geo.unique().sort()
-            gi = geo.cast(pl.Enum(gids)).to_physical().to_numpy()
+        for i in np.flatnonzero(np.bincount(lvl)).tolist():  # (one level: nothing gathered)
+            rows = None if (lvl == i).all() else np.flatnonzero(lvl == i)
+            codes = cell if rows is None else cell[rows]
+            gsel = geo if rows is None else geo[rows]
+            has = np.bincount(gsel, minlength=geoids.size) > 0
+            gi = (np.cumsum(has) - 1)[gsel]
             held = np.bincount(codes, minlength=len(ids)) > 0
             used = np.flatnonzero(held)
-            values = np.full((gids.len(), used.size), MISSING, dtype=np.int64)
+            values = np.full((int(has.sum()), used.size), MISSING, dtype=np.int64)
             col = (np.cumsum(held) - 1)[codes]
-            values[gi, col] = part["value"].fill_null(WITHHELD_CELL).to_numpy()
-            if int((values != MISSING).sum()) != part.height:  # a (geoid, cell) given twice
+            values[gi, col] = value if rows is None else value[rows]
+            if int((values != MISSING).sum()) != codes.size:  # a (geoid, cell) given twice
                 flat = gi.astype(np.int64) * used.size + col
                 _, first = np.unique(flat, return_index=True)
-                again = np.setdiff1d(np.arange(flat.size), first)[0]
-                row = int(again if rows is None else rows[int(again)])
+                again = int(np.setdiff1d(np.arange(flat.size), first)[0])
+                row = again if rows is None else int(rows[again])
                 raise TwiceError(
-                    f"cell {long['cell'][row]!r} is given twice for geoid {long['geoid'][row]!r}",
+                    f"cell {ids[cell[row]]!r} is given twice for geoid {geoids[geo[row]]!r}",
                     row,
                 )
             level = levels[i]
             cells = np.array(ids, dtype=str)[used]
-            grids[level] = Grid(level, gids.to_numpy().astype(str), cells, values)
+            grids[level] = Grid(level, geoids[has].astype(str), cells, values)
         return cls(grids, source=source, population=population)
 
     def own_levels(self, tables: Iterable[str] | None = None) -> TableSet:
@@ -292,6 +328,12 @@ class TableSet:
 
 
 _CELLS: dict[str, tuple[Population, tuple[list[str], list[str], np.ndarray]]] = {}
+
+
+def cell_ids(pop: Population) -> list[str]:
+    """Every cell ``pop``'s tables publish, in declaration order: what the codes of
+    :meth:`TableSet.from_codes` index."""
+    return _cells_of(pop)[0]
 
 
 def _cells_of(pop: Population) -> tuple[list[str], list[str], np.ndarray]:
