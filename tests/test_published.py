@@ -132,8 +132,19 @@ def test_every_form_reads_into_identical_tables(county, tmp_path):
             "GEOID,P001001,P003001\n280010001001000,3,3\n280010001001001,4,\n",
             "line 3, column 'P003001': '' is empty, though the variable is given for other",
         ),
+        (  # a tract's row after the blocks': its own line and variable are named
+            "GEOID,P001001,PCT012001\n280010001001000,3,\n28001000100,3,x\n",
+            "line 3, column 'PCT012001': 'x' is not a count",
+        ),
+        (
+            "GEOID,P001001,PCT012001\n280010001001000,3,\n28001000100,3,3\n28001000200,,4\n",
+            "line 4, column 'P001001': '' is empty, though the variable is given for other",
+        ),
     ],
-    ids=["unknown", "annotation", "negative", "duplicate", "twice", "nogeo", "novars", "partial"],
+    ids=[
+        *("unknown", "annotation", "negative", "duplicate", "twice", "nogeo", "novars"),
+        *("partial", "tract_row", "tract_partial"),
+    ],
 )
 def test_bad_wide_tables_are_refused_naming_what_is_wrong(tmp_path, text, message):
     p = tmp_path / "bad.csv"

@@ -492,41 +492,69 @@ def _rows_of_wide(df: pl.DataFrame, where: str, mine: set[str], schema: Schema) 
     if not length.is_in(list(own)).any():  # (persons: tract-only files)
         raise InputError(f"holds no {schema.geography} rows ({n}-digit geographies)", path=where)
     ours = length.is_in(_CENSUS_LENGTHS if schema.geography == Geo.BLOCK else [n]).to_numpy()
-    at = np.flatnonzero(ours)
+    at = np.flatnonzero(ours)  # each kept geography's row in the frame read
     cols = list(cells)
     frame = df.select(cols).filter(pl.Series(ours)).cast(pl.String)
     geo, length_of = geo.filter(pl.Series(ours)), length.filter(pl.Series(ours)).to_numpy()
-    num = frame.select(pl.all().cast(pl.Int64, strict=False))
-    ints = num.fill_null(0).to_numpy(order="fortran").ravel(order="F")
-    bad = num.select(pl.all().is_null()).to_numpy().ravel(order="F")
-    rows_n = frame.height
-    # a variable empty for every geography of a level is not published for that level (a
-    # block-only variable on a tract's row); one empty for some of them is refused as a value
-    keep = np.ones(bad.size, dtype=bool)
-    if bad.any():
-        levels = [np.flatnonzero(length_of == k) for k in np.unique(length_of).tolist()]
-        for j in np.flatnonzero(bad.reshape(-1, rows_n).any(axis=1)).tolist():
-            empty = frame[cols[j]].fill_null("").str.strip_chars().eq("").to_numpy()
-            for lv in levels:
-                if empty[lv].all():
-                    keep[j * rows_n + lv] = False
-    pos = None if keep.all() else np.flatnonzero(keep)
     geoids, back = np.unique(geo.to_numpy().astype(str), return_inverse=True)
-    names = np.array([cells[c] for c in cols], dtype=str)
-    uniq, col_code = np.unique(names, return_inverse=True)
-    gi = np.tile(back.astype(np.int32), len(cols))
-    ci = np.repeat(col_code.astype(np.int32), rows_n)
-    if pos is not None:
-        gi, ci, ints, bad = gi[pos], ci[pos], ints[pos], bad[pos]
+    uniq, col_code = np.unique(np.array([cells[c] for c in cols], dtype=str), return_inverse=True)
+    # one block of rows per level (blocks, then tracts, ...), variable by variable within it;
+    # a variable empty for every geography of a level is not published for that level (a
+    # block-only variable on a tract's row) and is left out of its block; one empty for some
+    # of them is refused as a value
+    blocks: list[tuple[int, np.ndarray, list[int], pl.DataFrame]] = []  # start, rows, vars, part
+    parts: list[tuple[np.ndarray, ...]] = []
+    start = 0
+    for k in sorted(set(length_of.tolist()), reverse=True):
+        rows = np.flatnonzero(length_of == k)
+        part = frame[rows] if rows.size < frame.height else frame
+        num = part.select(pl.all().cast(pl.Int64, strict=False))
+        unread = num.select(pl.all().is_null().all()).row(0)
+        null = part.select(pl.all().is_null().all()).row(0)
+        given = [
+            j
+            for j, none in enumerate(unread)
+            if not none
+            or not (null[j] or part[cols[j]].fill_null("").str.strip_chars().eq("").all())
+        ]
+        if not given:
+            continue
+        num = num.select(num.columns[j] for j in given) if len(given) < len(cols) else num
+        parts.append(
+            (
+                np.tile(back[rows].astype(np.int32), len(given)),
+                np.repeat(col_code[given].astype(np.int32), rows.size),
+                num.fill_null(0).to_numpy(order="fortran").ravel(order="F"),
+                num.select(pl.all().is_null()).to_numpy().ravel(order="F"),
+            )
+        )
+        blocks.append((start, rows, given, part))
+        start += rows.size * len(given)
+    if not parts:  # every value empty: no cell of ``mine`` is given (refused by the checks)
+        parts.append(
+            (np.zeros(0, np.int32), np.zeros(0, np.int32), np.zeros(0, np.int64), np.zeros(0, bool))
+        )
+    gi, ci, ints, bad = (np.concatenate(x) for x in zip(*parts, strict=True))
+    starts = np.array([b[0] for b in blocks])
 
-    def flat(r: np.ndarray) -> np.ndarray:
-        return r if pos is None else pos[r]
+    def where_at(r: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Row ``r``'s block, the variable (its index in ``cols``) and its row in the block."""
+        b = np.searchsorted(starts, r, side="right") - 1
+        var, row = np.divmod(r - starts[b], np.array([blocks[i][1].size for i in b]))
+        return b, np.array([blocks[i][2][v] for i, v in zip(b, var, strict=True)]), row
 
     def text_at(idx: np.ndarray) -> pl.Series:
-        p = flat(np.asarray(idx, dtype=np.int64))
-        col, row = np.divmod(p, rows_n)
-        parts = [frame[cols[c]].gather(row[col == c]) for c in np.unique(col).tolist()]
-        return pl.concat(parts) if parts else pl.Series([], dtype=pl.String)
+        b, var, row = where_at(np.asarray(idx, dtype=np.int64))
+        key = b * len(cols) + var  # ascending with idx: one gather per variable of a block
+        out = [
+            blocks[int(b[i])][3][cols[int(var[i])]].gather(row[key == key[i]])
+            for i in np.flatnonzero(np.r_[True, key[1:] != key[:-1]]).tolist()
+        ]
+        return pl.concat(out) if out else pl.Series([], dtype=pl.String)
+
+    def line_at(r: int) -> int:
+        b, _, row = where_at(np.array([r]))
+        return int(first + at[blocks[int(b[0])][1][int(row[0])]])
 
     return _Rows(
         where,
@@ -536,7 +564,7 @@ def _rows_of_wide(df: pl.DataFrame, where: str, mine: set[str], schema: Schema) 
         ci,
         ints,
         bad,
-        lambda r: int(first + at[int(flat(np.array([r]))[0]) % rows_n]),
+        line_at,
         text_at,
         columns={cells[c]: c for c in cols},
         wide=True,
