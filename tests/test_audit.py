@@ -369,6 +369,9 @@ def test_tables_only_from_sf1_folder(tmp_path, small_md):
     assert s["persons"] == len(small_md) and s["certify"]["unique_blocks"] > 0
     assert "reidentification" not in s and s["recon_records"] == len(small_md)
     assert 'id="tbl-solvar"' in (tmp_path / "out" / "report.html").read_text()
+    # the median ages are read, and left out at block+tract with a note the report keeps
+    assert any("medians left out at block+tract (P13" in n for n in s["notes"])
+    assert "medians left out at block+tract" in (tmp_path / "out" / "report.html").read_text()
 
 
 def test_mixed_geographies_are_refused(tmp_path, small_file):
@@ -672,6 +675,11 @@ def test_a_release_without_tract_tables_is_certified_as_block_tables(tmp_path, s
     )
     assert res.summary["certify"]["level"] == "block"  # not "block+tract": there are none
     assert any("(block)" in figure for figure, _ in res.headline())
+    # what the run did other than asked is kept for the reader, not only printed
+    said = [n for n in res.summary["notes"] if "no tract tables" in n]
+    assert said and said[0] in (tmp_path / "out" / "report.html").read_text()
+    kept = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert kept["notes"] == res.summary["notes"]
 
 
 def test_dask_workers_import_the_engine_when_the_client_connects():

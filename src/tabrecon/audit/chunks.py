@@ -557,6 +557,9 @@ class ChunkResult:
 
     facts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(FACTS, 0))
     failures: list[str] = field(default_factory=list)
+    notes: list[str] = field(
+        default_factory=list
+    )  # a table left out, a level answered with another
     tables_present: list[str] = field(default_factory=list)
     agree: dict[str, pl.DataFrame] = field(default_factory=dict)  # per level, by block-size bin
     resolution: dict[str, str] = field(default_factory=dict)  # what agreement compared on
@@ -641,6 +644,7 @@ def run_chunk(
             ts, lv, md, cfg.certify.enabled and lv == rich_level, meanwhile
         )
         out.failures += [f"{ch.name} reconstruct {lv}: {f}" for f in rinfo.get("failures", [])]
+        out.notes += [f"{ch.name} reconstruct {lv}: {n}" for n in rinfo.get("notes", [])]
         if md is not None:
             out.agree[lv] = pl.read_parquet(cr.dir / f"agree_{lv.replace('+', '_')}.parquet")
             out.resolution[lv] = rinfo.get("agree_resolution", "")

@@ -279,6 +279,7 @@ def audit(
     outcomes: dict[str, DefenseOutcome] = {}  # per defense, merged over chunks
     facts = dict.fromkeys(FACTS, 0)
     failures: list[str] = []
+    notes: list[str] = []  # what a run did other than asked (a table left out), kept for the report
     tables_seen: set[str] = set()
     resolutions: dict[str, set[str]] = {}  # what agreement's binned pass compares on, per level
     attacker_reports: list[dict] = []
@@ -309,6 +310,7 @@ def audit(
             for k, v in part.facts.items():
                 facts[k] += v
             failures += part.failures
+            notes += part.notes
             tables_seen.update(part.tables_present)
             for lv, text in part.resolution.items():
                 resolutions.setdefault(lv, set()).add(text)
@@ -412,6 +414,7 @@ def audit(
         md_path,
         ts_path,
     )
+    summary["notes"] = notes
     from ..tables.persons import ALL_TABLES
 
     summary["tables_present"] = [t.name for t in ALL_TABLES if t.name in tables_seen]

@@ -611,6 +611,12 @@ def write_audit_report(
         f"<p>Peak memory: main process {fmt_value(pm.get('main_process_mib'))} MiB; {where}. "
         f"Seed {cfg.run.seed}. Resumed stages: {len(summary.get('resumed_stages', []))}.</p>"
     )
+    if summary.get("notes"):  # what the run did other than asked: a table left out, a level
+        parts.append(
+            "<p>Notes (what the run did other than asked):</p><ul>"
+            + "".join(f"<li>{html.escape(n)}</li>" for n in summary["notes"])
+            + "</ul>"
+        )
     if summary.get("failures"):
         parts.append(
             '<p class="fail">Failed units:</p><ul>'
