@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, cached_property
 
 import numpy as np
 import polars as pl
@@ -85,6 +85,12 @@ class UnitTable:
     statistic: Statistic | None = field(default=None, kw_only=True, compare=False)
 
     def cells(self) -> list[UnitCell]:
+        """The table's cells, in line order (made once per table: readers, the engine and the
+        claims ask for them many times)."""
+        return list(self._cells)
+
+    @cached_property
+    def _cells(self) -> tuple[UnitCell, ...]:
         out = []
         for i, (label, pred) in enumerate(self.lines, start=1):
             both = dict(self.universe)
@@ -92,7 +98,7 @@ class UnitTable:
                 both[k] = tuple(sorted(set(both.get(k, v)) & set(v)))
             cid = self.ids[i - 1] if self.ids else f"{self.prefix}{self.number:03d}{i:04d}"
             out.append(UnitCell(cid, self.name, label, both, self.schema, self.statistic))
-        return out
+        return tuple(out)
 
 
 def _plural(unit: str) -> str:
