@@ -46,6 +46,7 @@ from ..tables.persons import (
     all_cells,
     cell_attrs,
     cell_positions,
+    get_cell,
 )
 from ..tables.published import cells_2020
 from ..tables.spec import Predicate, UnitTable, from_layout
@@ -111,6 +112,17 @@ def person_tables() -> tuple[UnitTable, ...]:
 #: The race tallies (P6's and P7's totals): a person counted once per race, so not a count of
 #: records; published, read and kept beside the person cells, never modelled.
 RACE_TALLIES = {c.id: c.table for c in all_cells() if c.measure == "race_tally"}
+
+
+def race_tally_weights() -> np.ndarray:
+    """Each race tally's weight on every person type (:data:`RACE_TALLIES`' order, the types in
+    :data:`~tabrecon.schema.PERSONS`' encoding): the number of races a person of the type
+    reports, within the tally's universe. What tabulation counts them with.
+
+    >>> int(race_tally_weights().sum(axis=1)[0] > 27_972)  # P0060001: some count 2+ races
+    1
+    """
+    return np.stack([get_cell(c).type_weights() for c in RACE_TALLIES]).astype(np.int64)
 
 
 #: SF1's median age, in years to one decimal: "computed on the basis of a single-year-of-age
@@ -279,6 +291,7 @@ register(
         claim_words=claim_words,
         spell=cells_2020,
         unmodelled=RACE_TALLIES,
+        unmodelled_weights=race_tally_weights,
         description="SF1 person tables (the 34 and P3-P5): block, sex, age, race, ethnicity",
     )
 )

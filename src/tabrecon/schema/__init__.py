@@ -293,6 +293,7 @@ def person_units(md: Microdata, binned: bool = False) -> Units:
             "hispanic": md.hisp.astype(np.int64),
         },
         source=md.source,
+        known_blocks=(np.asarray(md.geoids).astype(str), md.block),
     )
 
 

@@ -142,6 +142,10 @@ class Population:
     #: the race tallies P0060001, P0070001, P0070002, P0070009, a person counted once per race,
     #: each the sum of its table's race lines: :func:`tabrecon.tables.consistency.identities`)
     unmodelled: Mapping[str, str] = field(default_factory=dict, compare=False)
+    #: each unmodelled cell's weight on every type of the schema (rows in :attr:`unmodelled`'s
+    #: order, columns the schema's type codes), for tabulation (:func:`tabrecon.tables.spec.
+    #: tabulate`); None: they are read and written, never tabulated
+    unmodelled_weights: Callable[[], Any] | None = field(default=None, compare=False)
 
     @property
     def total_cells(self) -> tuple[str, ...]:

@@ -81,6 +81,8 @@ class Attribute:
         """Position (0..size-1) of each file code; -1 for a code not in the categories."""
         codes = np.asarray(codes, dtype=np.int64)
         order, known = self._sorted_codes
+        if known[0] == 0 and known[-1] == known.size - 1 and (order == known).all():
+            return np.where((codes >= 0) & (codes < known.size), codes, -1)  # codes 0..size-1
         pos = np.clip(np.searchsorted(known, codes), 0, known.size - 1)
         return np.where(known[pos] == codes, order[pos], -1)
 
@@ -322,9 +324,30 @@ class Units:
     #: a run of categories, each record's first and last category of its run (``codes`` holds a
     #: category of it that meets every cell, medians too); None when every category is known
     ranges: dict[str, tuple[np.ndarray, np.ndarray]] | None = None
+    #: the distinct geographic units, sorted, and each record's index into them (:meth:`blocks`:
+    #: made on first use; given where known, as person records carry it)
+    known_blocks: tuple[np.ndarray, np.ndarray] | None = field(
+        default=None, repr=False, compare=False
+    )
 
     def __len__(self) -> int:
         return int(self.block_geoid.size)
+
+    def blocks(self) -> tuple[np.ndarray, np.ndarray]:
+        """(the distinct geographic units, sorted; each record's index into them), made once."""
+        if self.known_blocks is None:
+            uniq, inv = np.unique(self.block_geoid.astype(str), return_inverse=True)
+            self.known_blocks = (uniq, inv)
+        return self.known_blocks
+
+    def geo_at(self, level: str) -> tuple[np.ndarray, np.ndarray]:
+        """(the distinct units at census ``level``, sorted; each record's index into them), from
+        the distinct blocks (:meth:`blocks`), not from every record's geoid."""
+        from ..geo import prefix
+
+        geoids, block = self.blocks()
+        uniq, inv = np.unique(prefix(geoids, level), return_inverse=True)
+        return uniq, inv[block]
 
     @property
     def types(self) -> np.ndarray:

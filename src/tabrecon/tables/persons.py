@@ -1,5 +1,6 @@
-"""The published tables: SF1 person tables declared as data, and tabulation (their files:
-:mod:`tabrecon.tables.published`; their consistency identities: :mod:`tabrecon.tables.consistency`).
+"""The SF1 person tables declared as data (their files: :mod:`tabrecon.tables.published`; their
+consistency identities: :mod:`tabrecon.tables.consistency`; as tables over the person schema,
+tabulated, read and attacked as every population's: :mod:`tabrecon.populations.persons`).
 
 A table is a :class:`TableSpec`: a universe (a partial predicate on sex, age, race and ethnicity), a
 layout naming how its lines are generated (also data: :data:`LAYOUTS`), and its geographic level.
@@ -9,10 +10,8 @@ into a weight vector over the 27,972 person types (:mod:`tabrecon.schema`), so t
 
     tables(geounit) = histogram(geounit) @ W
 
-and tabulation is one sparse matrix product, whatever the number of tables.
-
-Tables travel as a long table ``(geoid, cell, value)``; the level of a row follows from the length
-of its geoid (15 block, 12 block group, 11 tract, 5 county, 2 state). In memory they are a
+and tabulation (:func:`tabulate`, through :func:`tabrecon.tables.spec.tabulate`) is one sparse
+matrix product per level, whatever the number of tables. In memory tables are a
 :class:`~tabrecon.tables.tableset.TableSet`: per level a dense (geounits x cells) matrix, ``-1``
 marking a cell not published.
 """
@@ -44,7 +43,7 @@ from ..schema import (
     Microdata,
 )
 from ..vocab import Geo
-from .tableset import MISSING, Grid, TableSet
+from .tableset import MISSING, TableSet
 
 LEVEL_OF_LEN = {LENGTH[lv]: lv for lv in TABLE_LEVELS}
 
@@ -429,17 +428,6 @@ def resolve_tables(tables: Iterable[str] | str | None) -> list[str]:
 # --------------------------------------------------------------------------------------------------
 # Tabulation
 # --------------------------------------------------------------------------------------------------
-@functools.lru_cache(maxsize=64)
-def _cells_by_level(tables: tuple[str, ...]) -> dict[str, list[int]]:
-    """Global column indices of the tables' cells, grouped by each table's own level."""
-    idx = cell_index()
-    by_level: dict[str, list[int]] = {}
-    for name in tables:
-        spec = TABLES_BY_NAME[name]
-        by_level.setdefault(spec.level, []).extend(idx[c.id] for c in spec.cells())
-    return by_level
-
-
 def cell_positions(ids: np.ndarray) -> np.ndarray:
     """Global index of each cell id (vectorised); raises KeyError on an unknown id."""
     order, sorted_ids = _sorted_ids()
@@ -475,42 +463,22 @@ def cell_attrs() -> dict[str, np.ndarray]:
     }
 
 
-def histogram(md: Microdata, level: str = "block") -> tuple[np.ndarray, sp.csr_matrix]:
-    """(geoids, sparse geounit x type count matrix) at ``level``."""
-    geoids, g = md.geo_at(level)
-    key = g.astype(np.int64) * N_TYPES + md.types
-    uk, counts = np.unique(key, return_counts=True)
-    H = sp.csr_matrix(
-        (counts.astype(np.int64), (uk // N_TYPES, uk % N_TYPES)), shape=(len(geoids), N_TYPES)
-    )
-    return geoids, H
-
-
 def tabulate(
     md: Microdata,
     tables: Iterable[str] | str | None = None,
     level: str | None = None,
 ) -> TableSet:
-    """Tabulate person records into published tables, zero cells included.
-
-    Each table is computed at its own level (block or tract) unless ``level`` is given, in which
-    case every requested table is computed at that level (e.g. ``"county"``, ``"state"``,
-    ``"blockgroup"``). One sparse product per level: histogram(geounit x type) @ W(type x cell).
+    """Tabulate person records into published tables, zero cells included: the tabulation every
+    population's records go through (:func:`tabrecon.tables.spec.tabulate`), the tables chosen
+    by their person names (``all``, ``published``, ``block``, ``tract`` or a list:
+    :func:`resolve_tables`). Each table is computed at its own level (block or tract) unless
+    ``level`` is given, in which case every requested table is computed at that level (e.g.
+    ``"county"``, ``"state"``, ``"blockgroup"``).
     """
-    names = resolve_tables(tables)
-    by_level = _cells_by_level(tuple(names))
-    if level is not None:
-        if level not in TABLE_LEVELS:
-            raise InputError(f"unknown level {level!r}; choose from {', '.join(TABLE_LEVELS)}")
-        by_level = {level: [i for v in by_level.values() for i in v]}
-    W = weight_matrix()
-    ids = np.array([c.id for c in all_cells()])
-    grids = {}
-    for lvl, cols in by_level.items():
-        geoids, H = histogram(md, lvl)
-        vals = (H @ W[:, cols]).toarray().astype(np.int64)
-        grids[lvl] = Grid(lvl, geoids, ids[cols], vals)
-    return TableSet(grids, source=md.source)
+    from ..schema import person_units
+    from .spec import tabulate as tabulate_records
+
+    return tabulate_records(person_units(md), resolve_tables(tables), level)
 
 
 def drop_cells(ts: TableSet, cells: Iterable[str]) -> TableSet:

@@ -23,17 +23,21 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache, cached_property
+from typing import TYPE_CHECKING
 
 import numpy as np
 import polars as pl
 import scipy.sparse as sp
 
 from ..errors import InputError, TabreconError
-from ..geo import prefix
+from ..geo import TABLE_LEVELS
 from ..schema.spec import Schema, Units
 from ..vocab import Geo
 from .measures import WITHHELD, Statistic
 from .publication import Publication
+
+if TYPE_CHECKING:
+    from .tableset import TableSet
 
 Predicate = Mapping[str, tuple[int, ...]]
 
@@ -328,6 +332,34 @@ def weight_matrix(schema: Schema, tables: Sequence[UnitTable]) -> sp.csr_matrix:
 
 
 @cache
+def _published_matrix(
+    schema: Schema, names: tuple[str, ...]
+) -> tuple[list[str], np.ndarray, sp.csc_matrix]:
+    """The cells the named tables publish, in published order (a table's lines; a cell of the
+    population's :attr:`~tabrecon.schema.registry.Population.unmodelled` among them by id, where
+    its weights are declared), the positions among them of the counts, and the counts' weights
+    (feasible types x counts, in that order): what :func:`tabulate` multiplies by, made once."""
+    from ..schema.registry import of_schema
+
+    pop = of_schema(schema)
+    counted, W = compiled(schema, names)
+    tally = list(pop.unmodelled) if pop.unmodelled_weights is not None else []
+    extra = [c for c in tally if pop.unmodelled[c] in names]
+    cells: list[str] = []
+    for n in names:
+        ids = [c.id for c in table_by_name(n, schema).cells()]
+        more = [c for c in extra if pop.unmodelled[c] == n]
+        cells += sorted(ids + more) if more else ids
+    if extra:  # counts of something other than records (persons: races tallied)
+        assert pop.unmodelled_weights is not None
+        Wx = sp.csr_matrix(pop.unmodelled_weights())[[tally.index(c) for c in extra]]
+        W = sp.vstack([W, Wx[:, schema.feasible_types()]]).tocsr()
+    row = {c: i for i, c in enumerate([c.id for c in counted] + extra)}
+    counts = [j for j, c in enumerate(cells) if c in row]
+    return cells, np.array(counts), W[[row[cells[j]] for j in counts]].T.tocsc()
+
+
+@cache
 def compiled(schema: Schema, names: tuple[str, ...]) -> tuple[list[UnitCell], sp.csr_matrix]:
     """The named tables' count cells and their weight matrix (cells x feasible types), built
     once (cells of medians and means: :func:`compiled_statistics`)."""
@@ -514,58 +546,74 @@ def predicate_matrix(
 
 def tabulate_units(units: Units, tables: Sequence[str] | None = None) -> pl.DataFrame:
     """Long table (geoid, cell, value) of ``units`` for every block (and every tract, for a
-    schema's tract tables), one row per published cell (zeros included), from one sparse
-    product per level: geounit x type histogram times the tables' weight matrix."""
+    schema's tract tables), one row per published cell (zeros included): :func:`tabulate`'s
+    tables as a file holds them."""
+    return tabulate(units, tables).to_frame()
+
+
+def tabulate(
+    units: Units, tables: Sequence[str] | None = None, level: str | None = None
+) -> TableSet:
+    """The published tables of ``units`` (:class:`~tabrecon.tables.tableset.TableSet`): the
+    tables named (every declared one by default), each at its own level (block or tract) or,
+    with ``level``, every one at that level (``county``, ``state``, ``blockgroup``); every cell
+    its tables publish, zeros included, the population's unmodelled ones too (persons: the race
+    tallies). One sparse product per level: geounit x type histogram times the tables' weight
+    matrix; medians and means from the same histogram.
+
+    >>> from tabrecon.records.synth import SynthConfig
+    >>> from tabrecon.schema.catalog import HOUSING_UNITS
+    >>> from tabrecon.schema.registry import of_schema
+    >>> units = of_schema(HOUSING_UNITS).synthesize(SynthConfig(persons=300), 1)
+    >>> ts = tabulate(units, ["H3"], level="county")
+    >>> ts.levels(), ts["county"].cells.tolist(), int(ts["county"].values[0, 0]) == len(units)
+    (['county'], ['H0030001', 'H0030002', 'H0030003'], True)
+    """
+    from ..schema.registry import of_schema
+    from .tableset import WITHHELD_CELL, Grid
+    from .tableset import TableSet as Tables
+
+    pop = of_schema(units.schema)
     declared = tables_of(units.schema)
     names = tuple(t.upper() for t in tables) if tables else tuple(t.name for t in declared)
     for n in names:
         table_by_name(n, units.schema)
+    if level is not None and level not in TABLE_LEVELS:
+        raise InputError(f"unknown level {level!r}; choose from {', '.join(TABLE_LEVELS)}")
+    if level not in (None, Geo.BLOCK) and units.schema.geography != Geo.BLOCK:
+        raise InputError(
+            f"the {units.schema.name} tables are tabulated by {units.schema.geography} only"
+        )
     feas = units.schema.feasible_types()
     t = units.types
-    pos = np.searchsorted(feas, t)
-    if (pos >= feas.size).any() or (feas[np.minimum(pos, feas.size - 1)] != t).any():
-        raise TabreconError("a unit has a type no rule admits; read it with read_units()")
-    frames = []
-    for level in (Geo.BLOCK, Geo.TRACT):
-        at = tuple(n for n in names if table_by_name(n, units.schema).level == level)
-        if not at:
-            continue
-        counted, W = compiled(units.schema, at)
-        geo, where = np.unique(prefix(units.block_geoid, level), return_inverse=True)
+    if feas.size == units.schema.n_types:  # every type admitted (persons): its index is its own
+        pos = t
+    else:
+        pos = np.searchsorted(feas, t)
+        if (pos >= feas.size).any() or (feas[np.minimum(pos, feas.size - 1)] != t).any():
+            raise TabreconError("a unit has a type no rule admits; read it with read_units()")
+    by_level: dict[str, list[str]] = {}
+    for n in names:
+        by_level.setdefault(level or table_by_name(n, units.schema).level, []).append(n)
+    grids = {}
+    for lvl, at in by_level.items():
+        cells, counts, W = _published_matrix(units.schema, tuple(at))
+        geo, where = units.geo_at(lvl)
         H = sp.csr_matrix(
             (np.ones(t.size, dtype=np.int64), (where, pos)), shape=(geo.size, feas.size)
         )
-        counts = (H @ W.T).toarray()
-        stats = compiled_statistics(units.schema, at)
-        cells = counted
-        if stats:  # medians and means in their tables' places
-            cells = [c for n in at for c in table_by_name(n, units.schema).cells()]
-            col = {c.id: i for i, c in enumerate(cells)}
-            allv = np.zeros((geo.size, len(cells)), dtype=np.int64)
-            allv[:, [col[c.id] for c in counted]] = counts
+        stats = compiled_statistics(units.schema, tuple(at))
+        if not stats:  # every cell a count: the product is the grid
+            values = (H @ W).toarray()
+        else:  # medians and means in their tables' places
+            values = np.empty((geo.size, len(cells)), dtype=np.int64)
+            values[:, counts] = (H @ W).toarray()
+            col = {c: j for j, c in enumerate(cells)}
             for sc in stats:
-                allv[:, col[sc.cell.id]] = sc.publish(H)
-            counts = allv
-        # the text columns gathered from their few distinct values: converting millions of
-        # numpy strings to polars was the largest cost of tabulating the real sample's persons
-        n_cells = len(cells)
-        frames.append(
-            pl.DataFrame(
-                {
-                    "geoid": pl.Series(geo.astype(str)).gather(
-                        np.repeat(np.arange(geo.size), n_cells)
-                    ),
-                    "cell": pl.Series([c.id for c in cells]).gather(
-                        np.tile(np.arange(n_cells), geo.size)
-                    ),
-                    "value": counts.ravel(),
-                }
-            )
-        )
-    out = pl.concat(frames)
-    if (out["value"] == WITHHELD).any():  # an empty universe's withheld median or mean
-        out = out.with_columns(pl.col("value").replace(WITHHELD, None))
-    return out
+                v = sc.publish(H)
+                values[:, col[sc.cell.id]] = np.where(v == WITHHELD, WITHHELD_CELL, v)
+        grids[lvl] = Grid(lvl, geo.astype(str), np.array(cells, dtype=str), values)
+    return Tables(grids, source=units.source, population=pop.name)
 
 
 def tables_in(long: pl.DataFrame, schema: Schema, level: str | None = None) -> tuple[str, ...]:
