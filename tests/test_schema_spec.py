@@ -192,6 +192,11 @@ def test_person_tabulation_counts_each_cell_as_its_sf1_definition_says():
     full = tabulate_records(person_units(md))
     medians = [c for c in full["block"].cells.tolist() if c.startswith("P013")]
     assert len(medians) == 30 and cells <= set(full["block"].cells.tolist())
+    only = tabulate_records(person_units(md), ["P13", "P13A"])  # tables of medians alone
+    got = only["block"]
+    assert set(got.cells.tolist()) < set(medians)
+    for c in got.cells.tolist():
+        assert (got.col(c) == full["block"].col(c)).all(), c
 
 
 def test_reconstruction_and_claims_over_any_schema_run_on_persons():

@@ -373,7 +373,7 @@ def _published_matrix(
         W = sp.vstack([W, Wx[:, schema.feasible_types()]]).tocsr()
     row = {c: i for i, c in enumerate([c.id for c in counted] + extra)}
     counts = [j for j, c in enumerate(cells) if c in row]
-    return cells, np.array(counts), W[[row[cells[j]] for j in counts]].T.tocsc()
+    return cells, np.array(counts, dtype=np.int64), W[[row[cells[j]] for j in counts]].T.tocsc()
 
 
 @cache
