@@ -80,3 +80,43 @@ def test_wrong_population_choices_are_refused_with_one_line(tmp_path):
         r = _run(tmp_path, *args)
         assert r.returncode == 2, (args, r.stderr)
         assert says in r.stderr and "Traceback" not in r.stderr, (args, r.stderr)
+
+
+def test_tabulate_is_one_command_for_every_population(tmp_path):
+    """``tabrecon tabulate`` is one path for every population: persons are published as an
+    agency would (withheld cells empty; the person attacks still refuse such tables), any
+    population's tables are tabulated at a coarser level, and a bad level gets one line."""
+    assert (
+        _run(tmp_path, "synth", "--persons", "2000", "--seed", "1", "--out", "p.csv").returncode
+        == 0
+    )
+    for out, more in (("e.csv", ()), ("s.csv", ("--publication", "suppress:3"))):
+        r = _run(tmp_path, "tabulate", "p.csv", "--out", out, *more)
+        assert r.returncode == 0, r.stderr
+    assert "published suppress:3" in r.stdout and "withheld" in r.stdout
+    key = ["geoid", "cell"]
+    both = pl.read_csv(tmp_path / "e.csv").join(
+        pl.read_csv(tmp_path / "s.csv"), on=key, suffix="_s", how="full", coalesce=True
+    )
+    withheld = both.filter(pl.col("value_s").is_null())
+    assert withheld.height and withheld["value"].is_between(1, 2).all()
+    shown = both.filter(pl.col("value_s").is_not_null())
+    assert (shown["value"] == shown["value_s"]).all()
+    r = _run(tmp_path, "reconstruct", "s.csv", "--publication", "suppress:3", "--out", "r.csv")
+    assert r.returncode == 2 and "models exact counts" in r.stderr
+    r = _run(tmp_path, "tabulate", "p.csv", "--tables", "P1", "--level", "county", "--out", "c.csv")
+    assert r.returncode == 0 and "1 county x 1 cells" in r.stdout
+    c = pl.read_csv(tmp_path / "c.csv", schema_overrides={"geoid": pl.String})
+    assert c["value"].to_list() == [pl.read_csv(tmp_path / "p.csv").height]
+    hh = ["--schema", "households"]
+    assert _run(tmp_path, "synth", "--persons", "2000", "--out", "h.csv", *hh).returncode == 0
+    r = _run(
+        tmp_path, "tabulate", "h.csv", "--tables", "H3", "--level", "tract", "--out", "t.csv", *hh
+    )
+    assert r.returncode == 0, r.stderr
+    t = pl.read_csv(tmp_path / "t.csv", schema_overrides={"geoid": pl.String})
+    assert t["geoid"].str.len_chars().unique().to_list() == [11]
+    r = _run(tmp_path, "tabulate", "h.csv", "--level", "parish", "--out", "x.csv", *hh)
+    assert (
+        r.returncode == 2 and "unknown level 'parish'" in r.stderr and "Traceback" not in r.stderr
+    )

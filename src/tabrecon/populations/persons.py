@@ -47,6 +47,7 @@ from ..tables.persons import (
     cell_attrs,
     cell_positions,
     get_cell,
+    resolve_tables,
 )
 from ..tables.published import cells_2020
 from ..tables.spec import Predicate, UnitTable, from_layout
@@ -268,6 +269,14 @@ def _synthesize_binned(cfg: SynthConfig, seed: int) -> object:
     return person_units(synthesize(cfg, seed=seed), binned=True)
 
 
+def _read_persons(path: object) -> object:
+    """A person file (its race as six flags, :func:`tabrecon.schema.read_microdata`) as records of
+    the person schema."""
+    from ..schema import read_microdata
+
+    return person_units(read_microdata(str(path)))
+
+
 def _read_binned(path: object) -> object:
     """A person file (single years of age) as records of the binned schema."""
     from ..schema import read_microdata
@@ -290,6 +299,8 @@ register(
         unique_on=UNIQUE_ON,
         claim_words=claim_words,
         spell=cells_2020,
+        read=_read_persons,
+        select=resolve_tables,
         unmodelled=RACE_TALLIES,
         unmodelled_weights=race_tally_weights,
         description="SF1 person tables (the 34 and P3-P5): block, sex, age, race, ethnicity",

@@ -122,8 +122,13 @@ class Population:
     #: resolution they determine), for commands written over any schema (``sweep-publication``)
     generic: str = ""
     #: reads a file of its records as :class:`~tabrecon.schema.spec.Units` when they are not
-    #: written in its own schema's columns (``persons_binned``: a person file); None: the schema's
+    #: written in its own schema's columns (persons: a person file, its race as six flags); None:
+    #: the schema's (:meth:`records`)
     read: Callable[[Any], Any] | None = field(default=None, compare=False)
+    #: the names of its tables a ``--tables`` value selects, where it names selections of its own
+    #: (persons: ``all`` is the 34 tables of Abowd et al., ``published`` adds P3-P5, ``block``,
+    #: ``tract``); None: ``all`` or a comma list (:func:`tabrecon.tables.spec.select_tables`)
+    select: Callable[[str], Sequence[str]] | None = field(default=None, compare=False)
     #: the cell id of each of a wide file's variables (its columns) named otherwise than in SF1
     #: 2010's and the 2010 API's spelling, which every population reads (persons: the 2020 P.L.
     #: 94-171 and DHC names, ``P1_071N``); None: no other names are read
@@ -151,6 +156,13 @@ class Population:
     def total_cells(self) -> tuple[str, ...]:
         """The cells that count a block's records, in the order trusted."""
         return self.size_cells or ((self.size_cell,) if self.size_cell else ())
+
+    def records(self, path: Any) -> Any:
+        """Its records in the file at ``path`` as :class:`~tabrecon.schema.spec.Units`: read
+        by its :attr:`read` where it has one, else in its schema's columns."""
+        from .spec import read_units
+
+        return self.read(path) if self.read is not None else read_units(path, self.schema)
 
     def published_cells(self) -> list[tuple[str, str]]:
         """Every cell its tables publish (the declared cells and the :attr:`unmodelled` ones),

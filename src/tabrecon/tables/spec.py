@@ -260,6 +260,11 @@ def select_tables(spec: str, schema: Schema) -> tuple[UnitTable, ...]:
     >>> [t.name for t in select_tables("h1, P18", HOUSING_UNITS)]
     ['H1', 'P18']
     """
+    from ..schema.registry import of_schema
+
+    pop = of_schema(schema)
+    if pop.select is not None:  # selections of its own (persons: the 34 tables, block, tract)
+        return tuple(table_by_name(n, schema) for n in pop.select(spec))
     if spec.strip() in ("all", "published"):
         return tables_of(schema)
     names = [t.strip() for t in spec.split(",") if t.strip()]

@@ -238,10 +238,9 @@ def claims(
     else:
         from ...attacks.claims import CertifiedClaimsOptions, certified_claims
         from ...engine.release import TractTables
-        from ...schema.spec import read_units
 
         tables = TractTables.of_tables(release_tables(pop, tables_file), pop.schema)
-        units = pop.read(recon) if pop.read is not None else read_units(recon, pop.schema)
+        units = pop.records(recon)
         blocks = read_verdicts(solvar_file)
         differ = int((blocks["status"] != vocab.Verdict.UNIQUE).sum())
         if differ:  # one program per tract holds them all: no time limit per block

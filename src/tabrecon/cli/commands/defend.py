@@ -572,7 +572,6 @@ def sweep_publication(
     from ...metrics.publication_sweep import DEFAULT_RULES, plot_sweep
     from ...metrics.publication_sweep import sweep_publication as _sweep
     from ...schema.registry import Engine
-    from ...schema.spec import read_units
     from ...tables.declaration import population
 
     pop = population(schema)
@@ -599,7 +598,7 @@ def sweep_publication(
     at_least(1, k_solutions=k_solutions)
     positive_finite(block_time_limit=block_time_limit)
     at_least(0, blocks=blocks)
-    units = pop.read(records) if pop.read is not None else read_units(records, pop.schema)
+    units = pop.records(records)
     if blocks:
         from ...audit.units import median_blocks
         from ...tables.spec import cell_tables, tabulate_units

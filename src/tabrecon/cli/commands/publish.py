@@ -118,7 +118,9 @@ def synth(
 
 @app.command()
 def tabulate(
-    microdata: Annotated[Path, typer.Argument(help="Person file (CSV, CSV.gz or Parquet)")],
+    microdata: Annotated[
+        Path, typer.Argument(help="Records file (CSV, CSV.gz or Parquet): persons, or --schema's")
+    ],
     out: Annotated[
         Path,
         typer.Option("--out", "-o", help="Long table to write (.parquet or .csv[.gz])"),
@@ -139,10 +141,11 @@ def tabulate(
         str,
         typer.Option(
             "--publication",
-            help="Not persons: publish the cells as an agency would: declared (the default: "
+            help="Publish the cells as an agency would: declared (the default: "
             "as the population or its declaration file says; exact for census tables), exact, "
             "round:B, round:[i]B[/i]:random (add :zeros-exact to either), suppress:T or "
-            "suppress:T:zeros (withheld cells left empty); see reconstruct --publication",
+            "suppress:T:zeros (withheld cells left empty); see reconstruct --publication (the "
+            "person attacks model exact counts)",
         ),
     ] = "declared",
     seed: Annotated[int, typer.Option(help="Seed of random rounding")] = 0,
@@ -150,54 +153,41 @@ def tabulate(
     """Tabulate records into their SF1 tables: persons into the person tables, housing units
     into the housing-unit tables, ... (long format: geoid, cell, value); with
     ``--publication``, rounded or withheld as an agency would publish them."""
-    from ...schema import read_microdata
-    from ...schema.registry import Engine
+    from ...io import write_frame
     from ...tables.declaration import population
-    from ...tables.persons import tabulate as _tab
-    from ...tables.published import write_tables
+    from ...tables.spec import as_published, publish_counts, select_tables, tabulate
 
     pop = population(schema)
     check_suffix(out)
     pub = publication_rule(pop, publication, attacking=False)
+    names = [t.name for t in select_tables(tables, pop.schema)]  # refused before any reading
     t0 = time.perf_counter()
-    if pop.engine is Engine.GENERIC:
-        from ...io import write_frame
-        from ...schema.spec import read_units
-        from ...tables.spec import as_published, publish_counts, select_tables, tabulate_units
+    units = pop.records(microdata)
+    ts = tabulate(units, names, level)
+    long = ts.to_frame()
+    how = ""
+    if not pub.exact:
+        from ...tables.publication import MISSING
 
-        if level not in (None, Geo.BLOCK):
-            raise TabreconError(f"the {pop.name} tables are tabulated by block only")
-        names = [t.name for t in select_tables(tables, pop.schema)]
-        units = read_units(microdata, pop.schema)
-        long = tabulate_units(units, names)
-        how = ""
-        if not pub.exact:
-            from ...tables.publication import MISSING
-
-            long, true, shown = publish_counts(long, pop.schema, pub, seed)
-            how = (
-                f" published {pub} ({int((shown != true).sum()):,} changed, of which "
-                f"{int((shown == MISSING).sum()):,} withheld)"
-            )
-        write_frame(as_published(long, pop.schema), out)  # medians and means as decimals
-        console.print(
-            f"{len(units):,} {pop.noun} -> {long.height:,} values{how} -> {out} "
-            f"({time.perf_counter() - t0:.2f} s)"
+        long, true, shown = publish_counts(long, pop.schema, pub, seed)
+        how = (
+            f" published {pub} ({int((shown != true).sum()):,} changed, of which "
+            f"{int((shown == MISSING).sum()):,} withheld)"
         )
-        return
-    from ...tables.persons import resolve_tables
-
-    resolve_tables(tables)  # a bad selection is refused before the file is read
-    md = read_microdata(microdata)
-    ts = _tab(md, tables, level=level)
-    write_tables(ts, out)
-    n = sum(g.values.size for g in ts.grids.values())
+    write_frame(as_published(long, pop.schema), out)  # medians and means as decimals
     parts = ", ".join(
-        f"{g.values.shape[0]:,} {lv}s x {g.values.shape[1]} cells" for lv, g in ts.grids.items()
+        f"{g.values.shape[0]:,} {_plural(lv, g.values.shape[0])} x {g.values.shape[1]:,} cells"
+        for lv, g in ts.grids.items()
     )
     console.print(
-        f"{len(md):,} persons -> {n:,} values ({parts}) -> {out} ({time.perf_counter() - t0:.2f} s)"
+        f"{len(units):,} {pop.noun} -> {long.height:,} values ({parts}){how} -> {out} "
+        f"({time.perf_counter() - t0:.2f} s)"
     )
+
+
+def _plural(level: str, n: int) -> str:
+    """``county`` as counted: ``1 county``, ``3 counties``, ``2 blocks``."""
+    return level if n == 1 else ("counties" if level == "county" else f"{level}s")
 
 
 @tables_app.command("list")
