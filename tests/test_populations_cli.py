@@ -120,3 +120,7 @@ def test_tabulate_is_one_command_for_every_population(tmp_path):
     assert (
         r.returncode == 2 and "unknown level 'parish'" in r.stderr and "Traceback" not in r.stderr
     )
+    # and one listing: the person tables as declared, medians included
+    listing = _run(tmp_path, "tables", "list").stdout
+    assert "Total population" in listing and "P13I" in listing
+    assert "898 cells per block in 47 tables" in listing

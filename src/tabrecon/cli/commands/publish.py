@@ -192,54 +192,46 @@ def _plural(level: str, n: int) -> str:
 
 @tables_app.command("list")
 def tables_list(schema: SchemaName = "persons") -> None:
-    """List a population's tables (persons: the 34 of Abowd et al., then P3-P5), with their
-    level, universe and number of cells, and the number of cells published per block."""
-    from ...schema.registry import Engine
+    """List a population's tables (persons: the 34 of Abowd et al., P3-P5 and the median ages
+    P13, P13A-I), with their level, universe and number of cells, and the number of cells
+    published per block."""
+    from pathlib import Path
+
     from ...tables.declaration import population
 
     pop = population(schema)
     cols = ["table", "level", "cells", "title", "universe (line 1)"]
-    if pop.engine is Engine.GENERIC:
-        from pathlib import Path
-
-        declared = pop.tables()
-        place = pop.schema.geography
-        rows = [
-            [
-                t.name,
-                place if t.level == Geo.BLOCK else t.level,
-                len(t.cells()),
-                t.title if t.statistic is None else f"{t.title} ({t.statistic})",
-                t.universe_label or t.cells()[0].description(),
-            ]
-            for t in declared
-        ]
-        what = (
-            f"Tables of {pop.name}, declared in {Path(pop.source).name}"
-            if pop.source
-            else f"SF1 2010 tables over the {pop.name} schema"
-        )
-        console.print(table(what, cols, rows))
-        per_block = sum(len(t.cells()) for t in declared if t.level == Geo.BLOCK)
-        study = f"; the study compared with attacked {pop.study_cells:,}" if pop.study_cells else ""
-        console.print(f"{per_block:,} cells per {place} in {len(declared)} tables{study}")
-        if pop.publication != "exact":
-            console.print(f"counts published {pop.publication} (--publication declared)")
-        if pop.left_out:
-            console.print(
-                table(
-                    "Published over the same records but not declared",
-                    ["tables", "why"],
-                    [[k, v] for k, v in pop.left_out.items()],
-                )
-            )
-        return
-    from ...tables.persons import ALL_TABLES
-
+    declared = pop.tables()
+    place = pop.schema.geography
     rows = [
-        [t.name, t.level, len(t.cells()), t.title, t.cells()[0].description()] for t in ALL_TABLES
+        [
+            t.name,
+            place if t.level == Geo.BLOCK else t.level,
+            len(t.cells()),
+            t.title if t.statistic is None else f"{t.title} ({t.statistic})",
+            t.universe_label or t.cells()[0].description(),
+        ]
+        for t in declared
     ]
-    console.print(table("SF1 person tables", cols, rows))
+    what = (
+        f"Tables of {pop.name}, declared in {Path(pop.source).name}"
+        if pop.source
+        else f"SF1 2010 tables over the {pop.name} schema"
+    )
+    console.print(table(what, cols, rows))
+    per_block = sum(len(t.cells()) for t in declared if t.level == Geo.BLOCK)
+    study = f"; the study compared with attacked {pop.study_cells:,}" if pop.study_cells else ""
+    console.print(f"{per_block:,} cells per {place} in {len(declared)} tables{study}")
+    if pop.publication != "exact":
+        console.print(f"counts published {pop.publication} (--publication declared)")
+    if pop.left_out:
+        console.print(
+            table(
+                "Published over the same records but not declared",
+                ["tables", "why"],
+                [[k, v] for k, v in pop.left_out.items()],
+            )
+        )
 
 
 @tables_app.command("describe")
