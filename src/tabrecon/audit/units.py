@@ -24,7 +24,7 @@ from ..attacks.unit_claims_release import ClaimsOptions, ClaimsRun, release_clai
 from ..engine.solvers import SolverOptions
 from ..runner import RunOptions
 from ..schema.registry import Population
-from ..schema.spec import Units, read_units
+from ..schema.spec import Units
 from ..tables.publication import Publication
 from ..tables.reader import read_unit_tables
 from ..tables.spec import publish_counts, tabulate_units
@@ -88,7 +88,7 @@ def units_stage(
         tables = read_unit_tables(units_path, pop.schema, withheld=pub.withholds)
         long = tables.own_levels().to_frame()
     else:
-        units = read_units(units_path, pop.schema)
+        units = pop.records(units_path)
         if check is not None:
             check(units)
         long = tabulate_units(units)

@@ -314,7 +314,6 @@ def _release_claims(
     import polars as pl
 
     from ...attacks.unit_claims_release import ClaimsOptions, release_claims
-    from ...schema.spec import read_units
     from ...tables.consistency import check_unit_consistency
 
     positive_finite(block_time_limit=block_time_limit)
@@ -334,7 +333,7 @@ def _release_claims(
             )
         tied = tied_tables(pop, together)
     long = release_tables(pop, tables_file, publication).own_levels().to_frame()
-    units = read_units(truth, pop.schema) if truth is not None else None
+    units = pop.records(truth) if truth is not None else None
     t0 = time.perf_counter()
     prog, tick = progress(long["geoid"].n_unique(), f"{pop.name} claims")
     with prog:
