@@ -187,7 +187,7 @@ def tabulate(
 
 def _plural(level: str, n: int) -> str:
     """``county`` as counted: ``1 county``, ``3 counties``, ``2 blocks``."""
-    return level if n == 1 else ("counties" if level == "county" else f"{level}s")
+    return level if n == 1 else ("counties" if level == Geo.COUNTY else f"{level}s")
 
 
 @tables_app.command("list")
