@@ -24,6 +24,7 @@ from ..schema.spec import Schema
 from ..vocab import Geo
 from .forms import Raw, Shape, opened
 from .measures import WITHHELD, parse_values
+from .publication import MISSING_MARKS
 from .spec import UnitCell, as_published, statistic_decimals, tables_of
 from .tableset import TableSet, TwiceError
 
@@ -68,7 +69,7 @@ def read_unit_tables(path: str | Path, schema: Schema, withheld: bool = False) -
             raise InputError(
                 f"{rows.cell_of(r)!r} appears twice for geoid {rows.geoid_of(r)!r}",
                 path=raw.where,
-                line=rows.line_of(r),
+                line=rows.line_at(r),
                 column=rows.column_of(r, "cell"),
             ) from None
 
@@ -117,9 +118,6 @@ class _Rows:
 
     def cell_of(self, r: int) -> str:
         return str(self.cells[self.ci[r]])
-
-    def line_of(self, r: int) -> int:
-        return int(self.line_at(r))
 
     def column_of(self, r: int, column: str) -> str:
         """The file's column holding row ``r``'s ``column`` (a wide file's value sits under
@@ -220,7 +218,7 @@ def _checked(
             raise InputError(
                 said,
                 path=p,
-                line=rows.line_of(r),
+                line=rows.line_at(r),
                 column=rows.column_of(r, column),
                 more=at.size - 1,
             )
@@ -292,8 +290,6 @@ def _checked(
         ok = v.is_not_null().to_numpy()
         value[at[ok]], bad[at[ok]] = v.drop_nulls().to_numpy(), False
         if withheld:
-            from .publication import MISSING_MARKS
-
             marked = again.str.to_uppercase().is_in(list(MISSING_MARKS)).to_numpy() & ~ok
             blank[at[marked]], bad[at[marked]] = True, False
     dec = statistic_decimals(schema)
@@ -326,8 +322,6 @@ def _checked(
         )
         value[at], bad[at], blank[at] = parsed, False, parsed == WITHHELD
     if withheld:
-        from .publication import MISSING_MARKS
-
         refuse(
             ~is_stat & (bad | (value < 0)),
             "value",
