@@ -116,12 +116,15 @@ def _loose_distance(ts, tract: str, level: str, rec, block: str) -> int:
     import scipy.sparse as sp
 
     from tabrecon.attacks.certify import binned_type
+    from tabrecon.engine.release import plan_release
     from tabrecon.engine.solvers import IntProgram, solve
     from tabrecon.engine.tract import program_of_tract
-    from tabrecon.populations.persons import UNIQUE_ON, release_long
+    from tabrecon.populations.persons import UNIQUE_ON
     from tabrecon.schema import PERSONS
 
-    m = program_of_tract(release_long(ts, level)[0], PERSONS, level, UNIQUE_ON)
+    split = plan_release(ts, PERSONS, level).split
+    long = pl.concat([split.long(t) for t in split.parts])
+    m = program_of_tract(long, PERSONS, level, UNIQUE_ON)
     b = int(np.flatnonzero(m.geoids == block)[0])
     mine = np.asarray(rec.block_geoid) == block
     vsel = np.flatnonzero(m.var_block == b)

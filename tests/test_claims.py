@@ -12,6 +12,7 @@ import pytest
 from tabrecon.attacks import claims as C
 from tabrecon.attacks.certify import binned_type
 from tabrecon.attacks.unit_claims import claim_keys
+from tabrecon.engine.release import plan_release
 from tabrecon.engine.solvers import SolverOptions
 from tabrecon.interrupts import process_pool
 from tabrecon.populations.persons import (
@@ -19,7 +20,6 @@ from tabrecon.populations.persons import (
     describe_claim,
     person_tables,
     reconstruct_persons,
-    release_tracts,
 )
 from tabrecon.populations.persons import claims as person_claims
 from tabrecon.runner import RunOptions
@@ -65,7 +65,7 @@ def run_claims(truth: Microdata, level: str, k: int = 10, done=None, workers: in
     else:
         ts, rec, cert = done
     status = dict(zip(cert["block_geoid"].to_list(), cert["status"].to_list(), strict=True))
-    split, *_ = release_tracts(ts, level)
+    split = plan_release(ts, PERSONS, level).split
     options = C.CertifiedClaimsOptions(level=level, k_solutions=k)
     tasks = C.tract_tasks(split, PERSONS, person_units(rec), status, options)
     one = functools.partial(C.tract_claims, collect=True)
@@ -254,7 +254,7 @@ def test_a_tract_that_reaches_its_time_limit_keeps_only_claims_it_verified(small
 
     ts, rec, cert, full = run_claims(small_md, "block")
     status = dict(zip(cert["block_geoid"].to_list(), cert["status"].to_list(), strict=True))
-    split, *_ = release_tracts(ts, "block")
+    split = plan_release(ts, PERSONS, "block").split
     options = C.CertifiedClaimsOptions(level="block", k_solutions=10)
     tasks = list(C.tract_tasks(split, PERSONS, person_units(rec), status, options).values())
     assert any(t.certified.any() and (~t.certified).any() for t in tasks)

@@ -531,7 +531,7 @@ CASES: list[tuple[str, str, int, str]] = [
         "claims-solvar-is-tables",
         "claims {D}/tables.parquet --recon {D}/md.csv --solvar {D}/tables.parquet --out {D}/cs",
         2,
-        "not certification results",
+        "not each block's verdict",
     ),
     (
         "solvar-file-columns",

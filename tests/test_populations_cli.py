@@ -124,3 +124,39 @@ def test_tabulate_is_one_command_for_every_population(tmp_path):
     listing = _run(tmp_path, "tables", "list").stdout
     assert "Total population" in listing and "P13I" in listing
     assert "898 cells per block in 47 tables" in listing
+
+
+def test_persons_reconstruct_and_claims_take_the_path_of_every_population(tmp_path):
+    """``reconstruct`` and certified ``claims`` are one path for every population: persons get
+    their person file and verdicts, and the claims read the reconstruction's own
+    ``OUT_blocks.csv`` (before, the person claims read its block ids as numbers and found no
+    block certified: exit 2). A block whose cells contradict each other is named with the
+    cells to blame, its tract failed (exit 1), the other blocks written."""
+    made = _run(tmp_path, "synth", "--persons", "1500", "--seed", "4", "--out", "p.csv")
+    assert made.returncode == 0
+    assert _run(tmp_path, "tabulate", "p.csv", "--out", "t.csv").returncode == 0
+    r = _run(tmp_path, "reconstruct", "t.csv", "--out", "r.parquet", "--level", "block")
+    assert r.returncode == 0, r.stderr
+    assert "tables used: P1," in r.stdout and "; blocks: " in r.stdout
+    verdicts = pl.read_csv(tmp_path / "r_blocks.csv")
+    assert verdicts.columns[:2] == ["block_geoid", "persons"]
+    assert verdicts["persons"].sum() == pl.read_csv(tmp_path / "p.csv").height
+    r = _run(
+        tmp_path,
+        "claims", "t.csv", "--recon", "r.parquet", "--solvar", "r_blocks.csv", "--out", "c",
+        "--k-solutions", "3",
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    summary = json.loads((tmp_path / "c" / "summary.json").read_text())
+    assert summary["persons"] == verdicts["persons"].sum()
+    t = pl.read_csv(tmp_path / "t.csv", schema_overrides={"geoid": pl.String})
+    block = t.filter(pl.col("geoid").str.len_chars() == 15)["geoid"].min()
+    bad = (pl.col("geoid") == block) & (pl.col("cell") == "P0120003")
+    t.with_columns(value=pl.when(bad).then(pl.col("value") + 1).otherwise("value")).write_csv(
+        tmp_path / "bad.csv"
+    )
+    r = _run(tmp_path, "reconstruct", "bad.csv", "--out", "b.parquet", "--level", "block")
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    assert f"block {block}: infeasible" in r.stderr and "P0120003" in r.stderr, r.stderr
+    written = pl.read_parquet(tmp_path / "b.parquet")
+    assert written.height and block not in written["block_geoid"].to_list()

@@ -167,7 +167,7 @@ def test_persons_over_the_schema_tabulate_back_with_every_block_decided(small_md
     ]  # fmt: skip
     assert b.height == len(ts["block"].geoids) and set(b["status"]) <= {"unique", "varies"}
     assert (b["level"] == "block+tract").all() and b["persons"].sum() == len(small_md)
-    assert any(line.startswith("blocks: ") for line in run.summary_lines())
+    assert any("; blocks: " in line for line in run.summary_lines())
     plain = reconstruct_persons(ts, "block")  # uniqueness not asked
     assert (plain.blocks["status"] == "unknown").all() and not plain.failed
 
@@ -188,13 +188,14 @@ def test_persons_over_the_schema_leave_out_a_table_published_in_part_and_say_so(
 @pytest.mark.parametrize("level", ["block", "block+tract"])
 def test_person_tracts_are_the_long_tables_parts(small_md, level):
     """The engine reads a person release tract by tract from its grids
-    (:func:`release_tracts`); each tract's long table is the whole release's long table (cells
-    of the tables used, the level's) restricted to that tract, row for row, whatever the
-    grid's row order; a table published in part is left out of both and a block with nothing
-    published is no row of either. The digest does not depend on the row order."""
+    (:func:`~tabrecon.engine.release.plan_release`); each tract's long table is the whole
+    release's long table (cells of the tables used, the level's) restricted to that tract, row
+    for row, whatever the grid's row order; a table published in part is left out of both and
+    a block with nothing published is no row of either. The digest does not depend on the row
+    order."""
     import polars as pl
 
-    from tabrecon.populations.persons import release_tracts
+    from tabrecon.engine.release import plan_release
     from tabrecon.schema import PERSONS
     from tabrecon.tables.spec import table_by_name
 
@@ -207,7 +208,8 @@ def test_person_tracts_are_the_long_tables_parts(small_md, level):
         {"block": Grid("block", g.geoids[perm], g.cells, values[perm]), "tract": ts["tract"]}
     )
     ts = TableSet({"block": Grid("block", g.geoids, g.cells, values), "tract": ts["tract"]})
-    split, used, _, notes = release_tracts(ts, level)
+    plan = plan_release(ts, PERSONS, level)
+    split, used, notes = plan.split, plan.used, plan.notes
     assert "P14" not in used and any("P14" in n for n in notes)
     cells = [c.id for n in used for c in table_by_name(n, PERSONS).cells()]
     long = ts.to_frame().filter(pl.col("cell").is_in(cells))
@@ -218,11 +220,11 @@ def test_person_tracts_are_the_long_tables_parts(small_md, level):
     assert list(split.parts) == sorted(t for (t,) in want)
     for (t,), part in want.items():
         assert split.long(t).equals(part)
-    again = release_tracts(shuffled, level)[0]
+    again = plan_release(shuffled, PERSONS, level).split
     assert again.digest == split.digest and list(again.parts) == list(split.parts)
     for t in split.parts:
         assert again.long(t).sort("geoid", "cell").equals(split.long(t).sort("geoid", "cell"))
-    assert release_tracts(tabulate(small_md), level)[0].digest != split.digest
+    assert plan_release(tabulate(small_md), PERSONS, level).split.digest != split.digest
 
 
 @pytest.mark.parametrize("level", ["block", "block+tract"])
@@ -231,7 +233,9 @@ def test_block_tables_published_for_tracts_and_counties_too_are_left_to_the_bloc
     too. Those rows sum the blocks' and the engine leaves them out: the release reconstructs as
     without them (before, every tract failed with 'block 99001000100 lacks cell ...'), and a
     table published whole for tracts but in part for blocks is left out as in part."""
-    from tabrecon.populations.persons import reconstruct_persons, release_tracts
+    from tabrecon.engine.release import plan_release
+    from tabrecon.populations.persons import reconstruct_persons
+    from tabrecon.schema import PERSONS
     from tabrecon.tables.persons import BLOCK_TABLES
 
     ts = tabulate(small_md)
@@ -251,9 +255,13 @@ def test_block_tables_published_for_tracts_and_counties_too_are_left_to_the_bloc
     cols = ["block_geoid", "persons", "status", "level", "solvar"]
     assert more.blocks.select(cols).equals(plain.blocks.select(cols))
     assert more.tables_used == plain.tables_used
-    assert release_tracts(wide, level)[0].digest == release_tracts(ts, level)[0].digest
+    assert (
+        plan_release(wide, PERSONS, level).split.digest
+        == plan_release(ts, PERSONS, level).split.digest
+    )
     part = TableSet({**wide.grids, "block": drop_cells(ts, ["P0140003"])["block"]})
-    _, used, _, notes = release_tracts(part, level)
+    plan = plan_release(part, PERSONS, level)
+    used, notes = plan.used, plan.notes
     assert "P14" not in used and any("published in part, left out: P14" in n for n in notes)
 
 

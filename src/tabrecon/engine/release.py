@@ -11,7 +11,7 @@ resuming, a failed tract recorded while the others go on.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 import numpy as np
@@ -22,38 +22,124 @@ from ..geo import prefix
 from ..runner import Result, RunOptions, UnitsRun, run_units
 from ..schema.spec import Schema, Units
 from ..tables.spec import table_by_name, tables_of
-from ..tables.tableset import TableSet
-from ..vocab import Geo, Level, UnitStatus
+from ..tables.tableset import MISSING, TableSet
+from ..vocab import Geo, Level, UnitStatus, Verdict
 from .reconstruct import ReconstructOptions, reconstruct_units
-
 
 # --------------------------------------------------------------------------------------------------
 # A whole release: tract by tract, in parallel, written as each tract finishes, resumable
 # --------------------------------------------------------------------------------------------------
+#: a block's verdicts that leave it without records, and what each says of its tract
+_WHY = {
+    Verdict.INFEASIBLE: ("infeasible", "no records satisfy these tables"),
+    Verdict.FAILED: ("timeout", "solver time limit reached"),
+    Verdict.REFUSED: (
+        "refused",
+        "the reconstruction does not satisfy the tables (a published cell it breaks, a record "
+        "the published zeros rule out, or an inhabited block without its records)",
+    ),
+}
+
+
 @dataclass
 class ReleaseReconstruction(UnitsRun):
-    """Every tract of a release reconstructed: the records, per block their verdict, and per
+    """Every tract of a release reconstructed: the records, per block its verdict, and per
     tract its runner status (``ok``, or ``error`` with a message: that tract's blocks are
-    missing from ``units`` and ``blocks``)."""
+    missing from ``units`` and ``blocks``); the tables used, the level answered and what was
+    left out (:class:`ReleasePlan`), and per tract whose tables contradict each other the
+    cells whose smallest change restores feasibility (geoid, cell, published, adjust, reason:
+    :func:`~tabrecon.engine.tract.diagnose`)."""
 
     schema: Schema
     units: Units
     blocks: pl.DataFrame
     results: list[dict]
+    used: tuple[str, ...] = ()
+    level: Level = Level.BLOCK
+    notes: tuple[str, ...] = ()
+    conflicts: dict[str, list[dict]] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    @property
+    def failed(self) -> list[dict]:
+        """Every tract that gave no records for some block: the runner's failures (an error in
+        the tract) and tracts with a block whose tables admit no records, that found none in
+        time or whose given reconstruction breaks its tables; a contradicting tract's message
+        names its cells to blame (``why``: the message without them)."""
+        out = [r for r in self.results if r["status"] != UnitStatus.OK]
+        b = self.blocks
+        bad = b.filter(pl.col("status").is_in(list(_WHY))) if b.height else b
+        n = len(self.results[0]["unit"]) if self.results else 0  # a block's tract: its prefix
+        for tract in sorted({g[:n] for g in bad["geoid"].to_list()} if bad.height else ()):
+            rows = bad.filter(pl.col("geoid").str.starts_with(tract))
+            worst = next(v for v in _WHY if (rows["status"] == v).any())
+            status, why = _WHY[worst]
+            blame = "; ".join(
+                f"{c['geoid']} {c['cell']} published {c['published']}, adjust by {c['adjust']:+d}"
+                for c in self.conflicts.get(tract, [])[:5]
+            )
+            first = rows.filter(pl.col("status") == worst)["geoid"][0]
+            place = self.schema.geography
+            where = f"{why} ({rows.height} {place}(s), e.g. {first})"
+            out.append(
+                {
+                    "unit": tract,
+                    "status": status,
+                    "why": where,
+                    "message": where + (f"; cells to blame: {blame}" if blame else ""),
+                }
+            )
+        return sorted(out, key=lambda r: r["unit"])
 
     def summary_lines(self) -> list[str]:
-        """The run in words: blocks by verdict, records, failed tracts (each named)."""
+        """The run in words: records, blocks by verdict, tracts solved, tables used, what was
+        left out, records known only to a range."""
         b = self.blocks
-        counts = dict(b.group_by("status").len().iter_rows()) if b.height else {}
+        asked = b.filter(pl.col("status") != Verdict.UNKNOWN) if b.height else b
+        counts = dict(asked.group_by("status").len().iter_rows()) if asked.height else {}
         verdicts = ", ".join(f"{n:,} {s}" for s, n in sorted(counts.items()))
         place = self.schema.geography  # block, or a declared release's own (school)
-        where = f" of {len(self.results):,} tracts" if place == Geo.BLOCK else ""
-        group = "tract" if place == Geo.BLOCK else place
+        failed = {r["unit"] for r in self.failed}
+        where = (
+            f" from {len(self.results) - len(failed):,}/{len(self.results):,} tracts"
+            if place == Geo.BLOCK
+            else ""
+        )
         lines = [
-            f"{len(self.units):,} records in {b.height:,} {place}s{where}; "
-            f"{place}s: {verdicts or 'none'}"
+            f"{len(self.units):,} records in {b.height:,} {place}s{where} ({self.level}) in "
+            f"{self.seconds:.1f} s" + (f"; {place}s: {verdicts}" if verdicts else ""),
         ]
-        lines += [f"{group} {r['unit']}: {r.get('message', r['status'])}" for r in self.failed]
+        if self.used:
+            lines.append(f"tables used: {', '.join(self.used)}")
+        lines += self.notes
+        ranges = self.units.ranges or {}
+        if ranges and len(self.units):
+            lo, hi = (
+                np.stack([v[0] for v in ranges.values()]),
+                np.stack([v[1] for v in ranges.values()]),
+            )
+            n = int((lo != hi).any(axis=0).sum())
+            if n:
+                lines.append(
+                    f"records whose {' or '.join(ranges)} the tables determine only to a range: "
+                    f"{n:,}"
+                )
+        return lines
+
+    def failure_lines(self) -> list[str]:
+        """Each failed tract, with the published cells that conflict where they are known."""
+        lines = []
+        group = "tract" if self.schema.geography == Geo.BLOCK else self.schema.geography
+        for r in self.failed:
+            why = r.get("why", r.get("message", r["status"]))  # the cells follow, one per line
+            lines.append(f"{group} {r['unit']}: {r['status']} -- {why}")
+            lines += [
+                f"    {c['geoid']} {c['cell']} published {c['published']}, adjust by "
+                f"{c['adjust']:+d}: {c['reason']}"
+                for c in self.conflicts.get(r["unit"], [])
+            ]
+        if self.failed:
+            lines.append(f"{len(self.failed)} {group}(s) failed; the others were written")
         return lines
 
 
@@ -125,17 +211,129 @@ class TractTables:
         >>> tt.names, sorted(tt.parts), tt.long("1" * 11)["value"].to_list()
         (('H4',), ['11111111111', '22222222222'], [1])
         """
-        from ..schema.registry import of_schema
-
-        mine = [c.id for t in tables_of(schema) for c in t.cells()]
-        used = long["cell"].is_in(mine)
-        if not used.all():  # (a copy of a large release only where cells are left out)
-            long = long.filter(used)
-        return cls.of_tables(TableSet.from_long(long, of_schema(schema).name), schema)
+        return cls.of_tables(_schema_cells(long, schema), schema)
 
     def long(self, tract: str) -> pl.DataFrame:
         """One tract's tables as a long table (geoid, cell, value)."""
         return _as_long(self.parts[tract])
+
+
+@dataclass(frozen=True)
+class ReleasePlan:
+    """What a release's tables let the engine answer at the level asked
+    (:func:`plan_release`): the tables used (each published whole), the level answered, what
+    was left out or changed, in words, and the tables used split by tract."""
+
+    split: TractTables
+    used: tuple[str, ...]
+    level: Level
+    notes: tuple[str, ...] = ()
+
+
+def plan_release(tables: TableSet, schema: Schema, level: Level | str) -> ReleasePlan:
+    """The part of a release the engine reconstructs at ``level``, for any schema: every
+    block with published cells must have its number of records (its population's
+    :attr:`~tabrecon.schema.registry.Population.total_cells`, the first published); a table
+    is used whole or not at all (one published in part is left out, said in the notes);
+    "block+tract" of a release without tract tables is answered at "block" (said), and is
+    refused for a schema that declares none; at "block+tract" medians and means are left
+    out (modelled at block level only so far, said).
+
+    >>> from tabrecon.records.synth import SynthConfig
+    >>> from tabrecon.schema.registry import population
+    >>> from tabrecon.tables.spec import tabulate_units
+    >>> pop = population("persons")
+    >>> long = tabulate_units(pop.synthesize(SynthConfig(persons=300), 1), ["P1", "P12"])
+    >>> part = TableSet.from_long(long.filter(pl.col("cell") != "P0120003"), "persons")
+    >>> plan = plan_release(part, pop.schema, "block+tract")
+    >>> plan.used, str(plan.level)
+    (('P1',), 'block')
+    >>> for note in plan.notes:
+    ...     print(note)
+    published in part, left out: P12 (a table is used whole or not at all)
+    no tract tables (PCT12, PCT12A, PCT12B, ...): each block from its block tables
+    """
+    from ..schema.registry import of_schema
+
+    if level not in Level.choices():
+        raise TabreconError(
+            f"unknown level {level!r}; choose {' or '.join(map(repr, Level.choices()))}"
+        )
+    level = Level(level)
+    where = tables.source or "the tables"
+    _require_totals(tables, of_schema(schema).total_cells, where)
+    have = {
+        lvl: set(g.cells[(g.values != MISSING).any(axis=0)].astype(str).tolist())
+        for lvl, g in tables.grids.items()
+    }
+    declared = tables_of(schema)
+    present = [t for t in declared if any(c.id in have.get(t.level, ()) for c in t.cells())]
+    if not present:
+        raise InputError(
+            f"the tables hold no cell of the {schema.name} schema's tables "
+            f"({', '.join(t.name for t in declared)})"
+        )
+    used = [t for t in present if {c.id for c in t.cells()} <= have.get(t.level, set())]
+    if not used:
+        raise InputError(
+            f"every table is published in part ({', '.join(t.name for t in present)}): a table "
+            "is used whole or not at all"
+        )
+    notes = []
+    if len(used) < len(present):
+        notes.append(
+            "published in part, left out: "
+            + ", ".join(t.name for t in present if t not in used)
+            + " (a table is used whole or not at all)"
+        )
+    answered = level
+    if level == Level.BLOCK_TRACT and not any(t.level == Geo.TRACT for t in used):
+        tract_tables = [t.name for t in declared if t.level == Geo.TRACT]
+        if not tract_tables:
+            raise TabreconError(
+                f"level 'block+tract' needs tract tables; the {schema.name} schema declares none "
+                f"({', '.join(t.name for t in declared)} are block tables): use level 'block'"
+            )
+        answered = Level.BLOCK
+        named = ", ".join(tract_tables[:3]) + (", ..." if len(tract_tables) > 3 else "")
+        notes.append(f"no tract tables ({named}): each block from its block tables")
+    if answered == Level.BLOCK:  # the tract tables are not read
+        used = [t for t in used if t.level == Geo.BLOCK]
+    else:
+        stats = [t for t in used if t.statistic is not None]
+        if stats:
+            used = [t for t in used if t.statistic is None]
+            kinds = " and ".join(sorted({f"{t.statistic.measure}s" for t in stats if t.statistic}))
+            notes.append(
+                f"{kinds} left out at {answered} ({', '.join(t.name for t in stats)}): modelled "
+                "at level 'block' only so far"
+            )
+    names = tuple(t.name for t in used)
+    return ReleasePlan(TractTables.of_tables(tables, schema, names), names, answered, tuple(notes))
+
+
+def _require_totals(tables: TableSet, totals: Sequence[str], where: str) -> None:
+    """Reconstruction works block by block from each block's number of records: refuse tables
+    without block tables, or with a block that has cells but none of ``totals`` (persons: P1,
+    or the total line of P3, P4, P5, P8, P9 or P12 -- the P.L. 94-171 tables have no P1),
+    naming it."""
+    g = tables.grids.get(Geo.BLOCK)
+    if g is None:
+        raise TabreconError(
+            f"{where}: no block-level tables; reconstruction needs at least every block's "
+            f"number of records ({' or '.join(totals[:3]) or 'its tables'})"
+        )
+    if not totals:
+        return
+    total = np.isin(g.cells.astype(str), list(totals))
+    has_total = (g.values[:, total] != MISSING).any(axis=1)
+    lacking = np.flatnonzero(~has_total & g.present().any(axis=1))
+    if lacking.size:
+        raise TabreconError(
+            f"{where}: block {g.geoids[lacking[0]]} has published cells but no total "
+            f"({', '.join(totals)}); reconstruction needs it for every block ({lacking.size} "
+            "block(s) lack it)"
+        )
 
 
 def _as_long(part: pl.DataFrame | LongPart) -> pl.DataFrame:
@@ -172,7 +370,6 @@ def reconstruct_release(
     options: ReconstructOptions | None = None,
     *,
     run: RunOptions | None = None,
-    asked: Mapping[str, str] | None = None,
     reference: Units | None = None,
     meanwhile: Callable[[], None] | None = None,
 ) -> ReleaseReconstruction:
@@ -201,24 +398,29 @@ def reconstruct_release(
     ...     tabulate_units(units).sort("geoid", "cell")), run.failed
     (True, [])
     """
+    import time
+
     from ..provenance import digest_long
 
+    t0 = time.perf_counter()
     options = options or ReconstructOptions()
-    split = (
-        tables
-        if isinstance(tables, TractTables)
-        else TractTables.of_tables(tables, schema)
-        if isinstance(tables, TableSet)
-        else TractTables.of_long(tables, schema)
-    )
-    names = split.names
-    if options.level == Level.BLOCK_TRACT and not any(
-        table_by_name(n, schema).level == Geo.TRACT for n in names
-    ):
-        raise TabreconError(
-            f"level 'block+tract' needs tract tables; these tables hold none of the "
-            f"{schema.name} schema's ({', '.join(names)} are block tables): use level 'block'"
-        )
+    asked = options.level
+    if isinstance(tables, TractTables):  # split by the caller: its tables, as asked
+        plan = ReleasePlan(tables, tables.names, options.level)
+        if options.level == Level.BLOCK_TRACT and not any(
+            table_by_name(n, schema).level == Geo.TRACT for n in tables.names
+        ):
+            raise TabreconError(
+                f"level 'block+tract' needs tract tables; these tables hold none of the "
+                f"{schema.name} schema's ({', '.join(tables.names)} are block tables): use "
+                "level 'block'"
+            )
+    else:
+        if isinstance(tables, pl.DataFrame):
+            tables = _schema_cells(tables, schema)
+        plan = plan_release(tables, schema, options.level)
+        options = replace(options, level=plan.level)
+    split, names = plan.split, plan.used
     run = run or RunOptions()
     parts = run.parts()
     fp = None
@@ -227,7 +429,7 @@ def reconstruct_release(
             "tables": split.digest,
             "table_names": ",".join(names),
             "schema": schema.name,
-            "level": str(options.level),
+            "level": str(asked),
             "distance": options.distance,
             "distance_time_limit": options.distance_time_limit,
             "solver": str(options.solver),
@@ -241,7 +443,6 @@ def reconstruct_release(
             )
         if not options.check_unique:
             fp["check_unique"] = False
-        fp.update(asked or {})
     tracts = list(split.parts)
     refs: dict[str, Units] = {}
     if reference is not None:
@@ -288,4 +489,47 @@ def reconstruct_release(
         if rows
         else pl.DataFrame(schema={"geoid": pl.String, "status": pl.String})
     )
-    return ReleaseReconstruction(schema, units, blocks, ran.results)
+    rec = ReleaseReconstruction(schema, units, blocks, ran.results, names, plan.level, plan.notes)
+    rec.conflicts = _diagnosed(rec, split, options)
+    rec.seconds = time.perf_counter() - t0
+    return rec
+
+
+def _diagnosed(
+    rec: ReleaseReconstruction, split: TractTables, options: ReconstructOptions
+) -> dict[str, list[dict]]:
+    """Per tract with a block whose tables admit no records, the cells to blame: the smallest
+    total change that restores feasibility (:func:`~tabrecon.engine.tract.diagnose`)."""
+    from .tract import diagnose, program_of_tract
+
+    b = rec.blocks
+    bad = b.filter(pl.col("status") == Verdict.INFEASIBLE)["geoid"].to_list() if b.height else []
+    out: dict[str, list[dict]] = {}
+    for tract in split.parts:
+        mine = sorted(g for g in bad if g.startswith(tract))
+        if not mine:
+            continue
+        try:  # a tract at a time
+            prog = program_of_tract(
+                split.long(tract),
+                rec.schema,
+                options.level,
+                options.unique_on,
+                blocks=mine if options.level == Level.BLOCK else None,
+            )
+            out[tract] = diagnose(prog, options.solver)
+        except TabreconError:
+            out[tract] = []
+    return out
+
+
+def _schema_cells(long: pl.DataFrame, schema: Schema) -> TableSet:
+    """A long table's cells of the schema's tables as grids, the others (a whole release's
+    other tables) left out."""
+    from ..schema.registry import of_schema
+
+    mine = [c.id for t in tables_of(schema) for c in t.cells()]
+    used = long["cell"].is_in(mine)
+    if not used.all():  # (a copy of a large release only where cells are left out)
+        long = long.filter(used)
+    return TableSet.from_long(long, of_schema(schema).name)

@@ -14,7 +14,7 @@ not offered to users.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import polars as pl
 
-from ..errors import InputError, TabreconError
+from ..errors import TabreconError
 from ..records.synth import SynthConfig, synthesize
 from ..runner import RunOptions
 from ..schema import (
@@ -49,17 +49,17 @@ from ..tables.persons import (
     get_cell,
     resolve_tables,
 )
-from ..tables.published import cells_2020
+from ..tables.published import cells_2020, name_2020
 from ..tables.spec import Predicate, UnitTable, from_layout
 from ..tables.tableset import MISSING, TableSet
-from ..vocab import Geo, Level, UnitStatus, Verdict
+from ..vocab import Geo, Level, Verdict
 
 if TYPE_CHECKING:
     from ..attacks.certify import CertRun
     from ..attacks.claims import ClaimsRun
-    from ..engine.release import ReleaseReconstruction, TractTables
+    from ..engine.reconstruct import ReconstructOptions
+    from ..engine.release import ReleaseReconstruction
     from ..engine.solvers import SolverOptions
-    from ..schema.spec import Units
 
 
 def _person_predicate(c: Cell) -> Predicate:
@@ -285,90 +285,9 @@ def _read_binned(path: object) -> object:
     return person_units(read_microdata(str(path)), binned=True)
 
 
-register(
-    Population(
-        name="persons",
-        schema=PERSONS,
-        noun="persons",
-        tables=person_tables,
-        synthesize=_synthesize,
-        size_cell="P0010001",
-        size_cells=WHOLE_POPULATION_CELLS,
-        k_values=(1, 2, 3, 4),
-        engine=Engine.PERSON,
-        generic="persons_binned",
-        unique_on=UNIQUE_ON,
-        claim_words=claim_words,
-        spell=cells_2020,
-        read=_read_persons,
-        select=resolve_tables,
-        unmodelled=RACE_TALLIES,
-        unmodelled_weights=race_tally_weights,
-        description="SF1 person tables (the 34 and P3-P5): block, sex, age, race, ethnicity",
-    )
-)
-register(
-    Population(
-        name="persons_binned",
-        schema=PERSONS_BINNED,
-        noun="persons",
-        tables=binned_person_tables,
-        synthesize=_synthesize_binned,
-        size_cell="P0010001",
-        size_cells=WHOLE_POPULATION_CELLS,
-        k_values=(1, 2, 3, 4),
-        listed=False,
-        read=_read_binned,
-        spell=cells_2020,
-        unmodelled=RACE_TALLIES,
-        description="persons by agebin38: the block tables on certification's resolution",
-    )
-)
-
-
 # --------------------------------------------------------------------------------------------------
 # Persons on the engine written over any schema
 # --------------------------------------------------------------------------------------------------
-_WHY = {
-    Verdict.INFEASIBLE: ("infeasible", "no population satisfies these tables"),
-    Verdict.FAILED: ("timeout", "solver time limit reached"),
-    Verdict.REFUSED: (
-        "refused",
-        "the reconstruction does not satisfy the tables (a published cell it breaks, a person "
-        "the published zeros rule out, or an inhabited block without its persons)",
-    ),
-}
-
-
-def _failed_tracts(
-    results: list[dict], blocks: pl.DataFrame, conflicts: dict[str, list[dict]]
-) -> list[dict]:
-    """Every tract that failed: the runner's failures (an error in the tract) and tracts with a
-    block whose tables admit no persons, that found no solution in time or whose given
-    reconstruction breaks its tables; a contradicting tract's message names its cells to blame
-    (``why``: the message without them)."""
-    bad = blocks.filter(pl.col("status").is_in(list(_WHY)))
-    out = [r for r in results if r["status"] != UnitStatus.OK]
-    for tract, rows in bad.group_by(pl.col("block_geoid").str.slice(0, 11)):
-        worst = next(v for v in _WHY if (rows["status"] == v).any())
-        status, why = _WHY[worst]
-        blame = "; ".join(
-            f"{c['geoid']} {c['cell']} published {c['published']}, adjust by {c['adjust']:+d}"
-            for c in conflicts.get(tract[0], [])[:5]
-        )
-        first = rows.filter(pl.col("status") == worst)["block_geoid"][0]
-        where = f"{why} ({rows.height} block(s), e.g. {first})"
-        out.append(
-            {
-                "unit": tract[0],
-                "status": status,
-                "why": where,
-                "message": where + (f"; cells to blame: {blame}" if blame else ""),
-            }
-        )
-    return sorted(out, key=lambda r: r["unit"])
-
-
 def _verdict_frame(b: pl.DataFrame, level: str) -> pl.DataFrame:
     """The engine's per-block frame in certification's columns (``block_geoid``, ``persons``,
     ``solvar``, ``solvar_lo``, ``solvar_hi``, ``proven``, ``status``, ``level``): bounds 0 and
@@ -401,203 +320,75 @@ def _verdict_frame(b: pl.DataFrame, level: str) -> pl.DataFrame:
 class PersonReconstruction:
     """Persons rebuilt from a release by :func:`reconstruct_persons`: the records as a person
     file (an age the tables resolve only to a range is its first year, ``age_max`` its last,
-    ``age_exact`` false), and per block its verdict in certification's columns
-    (``block_geoid``, ``persons``, ``solvar``, ``solvar_lo``, ``solvar_hi``, ``proven``,
-    ``status``, ``level``; status "unknown" where uniqueness was not asked)."""
+    ``age_exact`` false), per block its verdict in certification's columns (``block_geoid``,
+    ``persons``, ``solvar``, ``solvar_lo``, ``solvar_hi``, ``proven``, ``status``, ``level``;
+    status "unknown" where uniqueness was not asked), and the run over the schema they were
+    read from (:class:`~tabrecon.engine.release.ReleaseReconstruction`: its failures, notes,
+    conflicts and summary)."""
 
     records: Microdata
     blocks: pl.DataFrame
-    results: list[dict]
-    level: str
-    tables_used: list[str]
-    seconds: float = 0.0
-    out: Path | None = None
-    #: what the run could not use, in words (a table published in part)
-    notes: list[str] = field(default_factory=list)
-    #: per tract whose tables contradict each other: the cells whose smallest change restores
-    #: feasibility (geoid, cell, published, adjust, reason)
-    conflicts: dict[str, list[dict]] = field(default_factory=dict)
+    release: ReleaseReconstruction
 
     @property
     def failed(self) -> list[dict]:
-        """Every tract that gave no records for some block: the runner's failures (an error
-        in the tract) and tracts with a block whose tables admit no persons or that found no
-        solution in time."""
-        return _failed_tracts(self.results, self.blocks, self.conflicts)
+        return self.release.failed
+
+    @property
+    def results(self) -> list[dict]:
+        return self.release.results
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        return self.release.notes
+
+    @property
+    def conflicts(self) -> dict[str, list[dict]]:
+        return self.release.conflicts
+
+    @property
+    def tables_used(self) -> tuple[str, ...]:
+        return self.release.used
 
     def summary_lines(self) -> list[str]:
-        """The run in words: records, tracts solved, tables used, ages known only to a range,
-        verdicts when asked."""
-        failed = {r["unit"] for r in self.failed}
-        where = (
-            f" -> {self.out}; per-tract status in {self.out}.parts/status.jsonl" if self.out else ""
-        )
-        lines = [
-            f"{len(self.records):,} persons from {len(self.results) - len(failed)}/"
-            f"{len(self.results)} tracts ({self.level}) in {self.seconds:.1f} s{where}",
-            f"tables used: {', '.join(self.tables_used)}",
-            *self.notes,
-        ]
-        md = self.records
-        inexact = int((~md.age_exact).sum()) if md.age_exact is not None and len(md) else 0
-        if inexact:
-            lines.append(
-                f"{inexact:,} records have an age the tables determine only to a range "
-                "(age = its first year, age_max = its last, age_exact = 0)"
-            )
-        asked = self.blocks.filter(pl.col("status") != Verdict.UNKNOWN)
-        if asked.height:
-            counts = dict(asked.group_by("status").len().iter_rows())
-            lines.append("blocks: " + ", ".join(f"{n:,} {s}" for s, n in sorted(counts.items())))
-        return lines
+        return self.release.summary_lines()
 
     def failure_lines(self) -> list[str]:
-        """Each failed tract, with the published cells that conflict where they are known."""
-        lines = []
-        for r in self.failed:
-            why = r.get("why", r.get("message", ""))  # the cells follow, one per line
-            lines.append(f"tract {r['unit']}: {r['status']} -- {why}")
-            lines += [
-                f"    {c['geoid']} {c['cell']} published {c['published']}, adjust by "
-                f"{c['adjust']:+d}: {c['reason']}"
-                for c in self.conflicts.get(r["unit"], [])
-            ]
-        if self.failed:
-            lines.append(f"{len(self.failed)} tract(s) failed; the others were written")
-        return lines
+        return self.release.failure_lines()
 
 
-def require_block_totals(tables: TableSet) -> None:
-    """Reconstruction works block by block from each block's total population (P1, or the total
-    line of P8, P9 or P12 -- the PL 94-171 tables have no P1): refuse tables without block tables,
-    or with a block that has cells but no total, naming it."""
-    g = tables.grids.get("block")
-    if g is None:
-        raise TabreconError(
-            f"{tables.source or 'the tables'}: no block-level tables; reconstruction needs at "
-            "least "
-            "every block's total population (P1, or the total line of P8, P9 or P12)"
-        )
-    total = np.isin(g.cells.astype(str), WHOLE_POPULATION_CELLS)
-    has_total = (g.values[:, total] != MISSING).any(axis=1)
-    lacking = np.flatnonzero(~has_total & g.present().any(axis=1))
-    if lacking.size:
-        raise TabreconError(
-            f"{tables.source or 'the tables'}: block {g.geoids[lacking[0]]} has published cells "
-            "but no total population (P0010001, or the total line of P3, P4, P5, P8, P9 or P12); "
-            f"reconstruction needs it for every block ({lacking.size} block(s) lack it)"
-        )
+def _write_reconstruction(run: ReleaseReconstruction, out: Path) -> list[Path]:
+    """A person reconstruction as a person file (an age the tables resolve only to a range:
+    its first year, ``age_max`` its last, ``age_exact`` false) and each block's verdict in
+    certification's columns beside it (``OUT_blocks.csv``)."""
+    from ..io import beside, write_csv
+    from ..schema import person_records, write_microdata
+
+    write_microdata(person_records(run.units), out)
+    return [out, write_csv(_verdict_frame(run.blocks, str(run.level)), beside(out, "_blocks.csv"))]
 
 
-def release_tracts(tables: TableSet, level: str) -> tuple[TractTables, list[str], str, list[str]]:
-    """A person release as the engine reads it at ``level``, split by tract
-    (:class:`~tabrecon.engine.release.TractTables`: each tract's grids, made a long
-    table in the worker that reconstructs it): its tables published whole (one published in
-    part is left out), the level answered (block, where no tract table is published), and what
-    was left out or changed, in words."""
-    from ..engine.release import TractTables
-    from ..tables.spec import table_by_name, tables_of
-
-    if level not in Level.choices():
-        raise TabreconError(f"unknown level {level!r}; choose 'block' or 'block+tract'")
-    require_block_totals(tables)
-    # a table counts where it is published at its own level (P12 given for tracts too sums
-    # the blocks' P12: TractTables.of_tables leaves it out)
-    have = {
-        lvl: set(g.cells[(g.values != MISSING).any(axis=0)].astype(str).tolist())
-        for lvl, g in tables.grids.items()
-    }
-    declared = tables_of(PERSONS)
-    present = [t.name for t in declared if any(c.id in have.get(t.level, ()) for c in t.cells())]
-    if not present:
-        raise InputError(
-            f"the tables hold no cell of the {PERSONS.name} schema's tables "
-            f"({', '.join(t.name for t in declared)})"
-        )
-    whole = {t.name for t in declared if {c.id for c in t.cells()} <= have.get(t.level, set())}
-    used = [n for n in present if n in whole]
-    if not used:
-        raise InputError(
-            f"every table is published in part ({', '.join(present)}): a table is used whole or "
-            "not at all"
-        )
-    notes = []
-    if len(used) < len(present):  # a table is used whole or not at all: never in part
-        notes.append(
-            "published in part, left out: "
-            + ", ".join(n for n in present if n not in whole)
-            + " (a table is used whole or not at all)"
-        )
-    run_level = level
-    if level == Level.BLOCK_TRACT and not any(
-        table_by_name(n, PERSONS).level == Geo.TRACT for n in used
-    ):
-        run_level = Level.BLOCK
-        notes.append("no tract tables (PCT12, PCT12A-O): each block from its block tables")
-    if run_level == Level.BLOCK:  # the tract tables are not read
-        used = [n for n in used if table_by_name(n, PERSONS).level == Geo.BLOCK]
-    else:  # the engine models medians at block level only so far
-        stats = [n for n in used if table_by_name(n, PERSONS).statistic is not None]
-        if stats:
-            used = [n for n in used if n not in stats]
-            notes.append(
-                f"medians left out at {run_level} ({', '.join(stats)}): modelled at level "
-                "'block' only so far"
-            )
-    return TractTables.of_tables(tables, PERSONS, used), used, str(run_level), notes
-
-
-def release_long(tables: TableSet, level: str) -> tuple[pl.DataFrame, list[str], str, list[str]]:
-    """:func:`release_tracts` as one long table (geoid, cell, value): for a tract's tables, or
-    a release small enough to hold whole."""
-    split, used, run_level, notes = release_tracts(tables, level)
-    frames = [split.long(t) for t in split.parts]
-    long = (
-        pl.concat(frames)
-        if frames
-        else pl.DataFrame(schema={"geoid": pl.String, "cell": pl.String, "value": pl.Int64})
-    )
-    return long, used, run_level, notes
-
-
-def _release_run(
-    tables: TableSet,
+def _person_options(
     level: str,
     solver: SolverOptions | None,
-    run: RunOptions | None,
-    *,
     distance: bool,
     distance_time_limit: float | None,
     check_unique: bool = True,
-    reference: Units | None = None,
-    meanwhile: Callable[[], None] | None = None,
-) -> tuple[ReleaseReconstruction, list[str], str, list[str]]:
-    """A person release through :func:`~tabrecon.engine.release.reconstruct_release`
-    at ``level``: the run, the tables used, the level answered and what was left out
-    (:func:`release_tracts`)."""
+) -> ReconstructOptions:
+    """What a person reconstruction asks of the engine: uniqueness at agebin38."""
     from ..engine.reconstruct import ReconstructOptions
-    from ..engine.release import reconstruct_release
     from ..engine.solvers import SolverOptions
 
-    split, used, run_level, notes = release_tracts(tables, level)
-    opts = ReconstructOptions(
-        level=Level(run_level),
+    if level not in Level.choices():
+        raise TabreconError(f"unknown level {level!r}; choose 'block' or 'block+tract'")
+    return ReconstructOptions(
+        level=Level(level),
         solver=solver or SolverOptions(),
         distance=distance,
         distance_time_limit=distance_time_limit,
         unique_on=UNIQUE_ON,
         check_unique=check_unique,
     )
-    rel = reconstruct_release(
-        split,
-        PERSONS,
-        opts,
-        asked={"level": str(level)} if run_level != level else None,
-        reference=reference,
-        run=run,
-        meanwhile=meanwhile,
-    )
-    return rel, used, run_level, notes
 
 
 def reconstruct_persons(
@@ -631,55 +422,22 @@ def reconstruct_persons(
     >>> len(run.records) == len(md), run.failed
     (True, [])
     """
-    import time
-
-    from ..engine.solvers import SolverOptions
-    from ..engine.tract import diagnose, program_of_tract
+    from ..engine.release import reconstruct_release
     from ..schema import person_records, write_microdata
 
-    t0 = time.perf_counter()
-    solver = solver or SolverOptions()
-    rel, used, run_level, notes = _release_run(
+    rel = reconstruct_release(
         tables,
-        level,
-        solver,
-        run,
-        distance=distance,
-        distance_time_limit=distance_time_limit,
-        check_unique=certify or distance,
+        PERSONS,
+        _person_options(level, solver, distance, distance_time_limit, certify or distance),
+        run=run,
         meanwhile=meanwhile,
     )
-    out = (run or RunOptions()).out
     records = person_records(rel.units)
     records.source = f"reconstruction ({level})"
-    blocks = _verdict_frame(rel.blocks, str(run_level))
-    conflicts: dict[str, list[dict]] = {}
-    bad = blocks.filter(pl.col("status") == Verdict.INFEASIBLE)["block_geoid"].sort().to_list()
-    for tract in sorted({g[:11] for g in bad}):
-        try:  # the cells to blame: the smallest total change, a tract at a time
-            prog = program_of_tract(
-                release_long(tables.subset(tract), run_level)[0],
-                PERSONS,
-                run_level,
-                UNIQUE_ON,
-                blocks=[g for g in bad if g[:11] == tract] if run_level == Level.BLOCK else None,
-            )
-            conflicts[tract] = diagnose(prog, solver)
-        except TabreconError:
-            conflicts[tract] = []
+    out = (run or RunOptions()).out
     if out is not None:
         write_microdata(records, out)
-    return PersonReconstruction(
-        records,
-        blocks,
-        rel.results,
-        str(level),
-        used,
-        time.perf_counter() - t0,
-        Path(out) if out is not None else None,
-        notes,
-        conflicts,
-    )
+    return PersonReconstruction(records, _verdict_frame(rel.blocks, str(rel.level)), rel)
 
 
 def certify_persons(
@@ -711,6 +469,7 @@ def certify_persons(
     import time
 
     from ..attacks.certify import CertRun, cells_it_breaks
+    from ..engine.release import reconstruct_release
     from ..geo import overlap
     from ..runner import notice
 
@@ -721,17 +480,16 @@ def certify_persons(
         tables.source or "the tables",
         recon.source or "the reconstruction",
     )
-    rel, _used, run_level, notes = _release_run(
+    rel = reconstruct_release(
         tables,
-        level,
-        solver,
-        run,
-        distance=distance,
-        distance_time_limit=distance_time_limit,
+        PERSONS,
+        _person_options(level, solver, distance, distance_time_limit),
+        run=run,
         reference=person_units(recon),
     )
+    run_level, notes = rel.level, rel.notes
     blocks = _verdict_frame(rel.blocks, str(run_level))
-    failed = _failed_tracts(rel.results, blocks, {})
+    failed = rel.failed
     by_tract = recon.rows_by_prefix([r["unit"] for r in failed])
     for r in failed:  # a refused tract: the published cells its records break, named
         if r["status"] == "refused":
@@ -776,6 +534,7 @@ def claims_persons(
     ([], True)
     """
     from ..attacks.claims import CertifiedClaimsOptions, certified_claims
+    from ..engine.release import plan_release
     from ..engine.solvers import SolverOptions
     from ..geo import overlap
 
@@ -792,7 +551,7 @@ def claims_persons(
         tables.source or "the tables",
         recon.source or "the reconstruction",
     )
-    split, _used, _run_level, _notes = release_tracts(tables, level)
+    split = plan_release(tables, PERSONS, level).split
     return certified_claims(split, PERSONS, person_units(recon), cert_blocks, options, run=run)
 
 
@@ -801,3 +560,46 @@ def claims_persons(
 reconstruct = reconstruct_persons
 certify = certify_persons
 claims = claims_persons
+
+
+register(
+    Population(
+        name="persons",
+        schema=PERSONS,
+        noun="persons",
+        tables=person_tables,
+        synthesize=_synthesize,
+        size_cell="P0010001",
+        size_cells=WHOLE_POPULATION_CELLS,
+        k_values=(1, 2, 3, 4),
+        engine=Engine.PERSON,
+        generic="persons_binned",
+        unique_on=UNIQUE_ON,
+        claim_words=claim_words,
+        spell=cells_2020,
+        name_2020=name_2020,
+        read=_read_persons,
+        select=resolve_tables,
+        unmodelled=RACE_TALLIES,
+        unmodelled_weights=race_tally_weights,
+        writer=_write_reconstruction,
+        description="SF1 person tables (the 34 and P3-P5): block, sex, age, race, ethnicity",
+    )
+)
+register(
+    Population(
+        name="persons_binned",
+        schema=PERSONS_BINNED,
+        noun="persons",
+        tables=binned_person_tables,
+        synthesize=_synthesize_binned,
+        size_cell="P0010001",
+        size_cells=WHOLE_POPULATION_CELLS,
+        k_values=(1, 2, 3, 4),
+        listed=False,
+        read=_read_binned,
+        spell=cells_2020,
+        unmodelled=RACE_TALLIES,
+        description="persons by agebin38: the block tables on certification's resolution",
+    )
+)

@@ -133,6 +133,10 @@ class Population:
     #: 2010's and the 2010 API's spelling, which every population reads (persons: the 2020 P.L.
     #: 94-171 and DHC names, ``P1_071N``); None: no other names are read
     spell: Callable[[Sequence[str]], Mapping[str, str]] | None = field(default=None, compare=False)
+    #: each cell's name in the 2020 products, for a population whose 2020 tables keep SF1's
+    #: numbering (persons: the DHC's ``P12A_003N``); None: its 2020 names are not declared and
+    #: never guessed from 2010 labels (``tabrecon download --year 2020`` refuses it)
+    name_2020: Callable[[str], str] | None = field(default=None, compare=False)
     #: the resolution a block's uniqueness is asked at, attribute -> its codes' coarser codes
     #: (persons: age by agebin38, the Bureau's question); None: the schema's types
     unique_on: Mapping[str, Any] | None = field(default=None, compare=False)
@@ -151,6 +155,11 @@ class Population:
     #: order, columns the schema's type codes), for tabulation (:func:`tabrecon.tables.spec.
     #: tabulate`); None: they are read and written, never tabulated
     unmodelled_weights: Callable[[], Any] | None = field(default=None, compare=False)
+    #: writes a reconstruction of its records (:class:`~tabrecon.engine.release
+    #: .ReleaseReconstruction`) to a path, returning the files written, when not in its
+    #: schema's columns (persons: the person file, each block's verdict in certification's
+    #: columns); None: :meth:`write_reconstruction`'s
+    writer: Callable[[Any, Any], list[Any]] | None = field(default=None, compare=False)
 
     @property
     def total_cells(self) -> tuple[str, ...]:
@@ -164,12 +173,35 @@ class Population:
 
         return self.read(path) if self.read is not None else read_units(path, self.schema)
 
-    def published_cells(self) -> list[tuple[str, str]]:
+    def write_reconstruction(self, run: Any, out: Any) -> list[Any]:
+        """Write a reconstruction of its records to ``out`` (Parquet or CSV) and each block's
+        verdict beside it (``OUT_blocks.csv``), by its :attr:`writer` where it has one;
+        returns the paths written."""
+        from ..io import beside, write_csv
+        from .spec import write_units
+
+        if self.writer is not None:
+            return self.writer(run, out)
+        write_units(run.units, out)
+        return [out, write_csv(run.blocks, beside(out, "_blocks.csv"))]
+
+    @property
+    def default_level(self) -> str:
+        """The level a reconstruction answers when not told: ``block+tract`` where its tables
+        include tract tables, else ``block``."""
+        from ..vocab import Geo, Level
+
+        tract = any(t.level == Geo.TRACT for t in self.tables())
+        return str(Level.BLOCK_TRACT if tract else Level.BLOCK)
+
+    def published_cells(self, names: Sequence[str] | None = None) -> list[tuple[str, str]]:
         """Every cell its tables publish (the declared cells and the :attr:`unmodelled` ones),
         in table order, each with its table's level; in a table with unmodelled cells, by id
-        (their line order)."""
+        (their line order). ``names``: only these tables'."""
         out: list[tuple[str, str]] = []
         for t in self.tables():
+            if names is not None and t.name not in names:
+                continue
             ids = [c.id for c in t.cells()]
             extra = [c for c, name in self.unmodelled.items() if name == t.name]
             out.extend((c, t.level) for c in (sorted(ids + extra) if extra else ids))

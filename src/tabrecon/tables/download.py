@@ -32,12 +32,10 @@ from ..geo import check_county
 from ..interrupts import Interrupted, keeps
 from ..io import check_suffix, write_frame
 from ..provenance import check_or_record, fingerprint
-from ..schema.registry import Engine, population
+from ..schema.registry import population
 from ..vocab import Geo
 from .forms import frame_of_rows
 from .layout import layout
-from .persons import TABLES_BY_NAME, resolve_tables
-from .published import name_2020
 from .spec import select_tables
 
 #: The 2010 SF1 endpoint of the Census Data API.
@@ -204,29 +202,21 @@ def download(
     out = check_suffix(out)
     by_level: dict[str, list[str]] = {"block": [], "tract": []}
     pop = population(schema)
-    if pop.engine is Engine.PERSON:
-        name = api_name if year == 2010 else name_2020
-        names = resolve_tables(tables)
-        cell_of: dict[str, str] = {}
-        for t in names:
-            spec = TABLES_BY_NAME[t]
-            by_level[spec.level] += [name(c.id) for c in spec.cells()]
-            cell_of |= {name(c.id): c.id for c in spec.cells()}
+    if year == 2010:
+        name = dict(layout().select("cell", "api_name").iter_rows()).__getitem__
+    elif pop.name_2020 is not None:
+        name = pop.name_2020
     else:
-        if year != 2010:
-            raise TabreconError(
-                f"--year {year}: the {pop.name} tables are declared for SF1 2010 only (the 2020 "
-                "DHC's shells are not available, and 2020 names are never guessed from 2010 "
-                "labels)"
-            )
-        chosen = select_tables(tables if isinstance(tables, str) else ",".join(tables), pop.schema)
-        names = [u.name for u in chosen]
-        spelled = dict(layout().select("cell", "api_name").iter_rows())
-        cell_of = {}
-        for u in chosen:
-            for c in u.cells():
-                cell_of[spelled[c.id]] = c.id
-                by_level[u.level].append(spelled[c.id])
+        raise TabreconError(
+            f"--year {year}: the {pop.name} tables are declared for SF1 2010 only (the 2020 "
+            "DHC's shells are not available, and 2020 names are never guessed from 2010 labels)"
+        )
+    chosen = select_tables(tables if isinstance(tables, str) else ",".join(tables), pop.schema)
+    names = [u.name for u in chosen]
+    cell_of: dict[str, str] = {}
+    for cell, level in pop.published_cells(names):
+        by_level[level].append(name(cell))
+        cell_of[name(cell)] = cell
     parts = Path(str(out) + ".parts")
     if not resume and parts.exists():
         for old in parts.iterdir():

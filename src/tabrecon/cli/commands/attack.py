@@ -14,7 +14,6 @@ from ...errors import TabreconError
 from ...io import Reads, Writes, check_suffix
 from ...runner import RunOptions
 from ...tables.publication import EXACT, Publication
-from ...vocab import Geo
 from ..terminal import (
     FolderOut,
     Fresh,
@@ -103,7 +102,6 @@ def reconstruct(
     """Rebuild records from published tables, tract by tract (written as each finishes), with
     each block's verdict (unique or varies); with ``--with``, housing units and persons of each
     block together."""
-    from ...schema.registry import Engine
     from ...tables.declaration import population
 
     pop = population(schema)
@@ -122,63 +120,10 @@ def reconstruct(
         opts = solver_options(solver, threads, time_limit, seed, workers)
         _reconstruct_together(pop, tables_file, together, out, opts, workers, fresh)
         return
-    if pop.engine is Engine.GENERIC:
-        opts = solver_options(solver, threads, time_limit, seed, workers)
-        _reconstruct_release(
-            pop, tables_file, out, level or "block", opts, workers, fresh, distance, pub
-        )
-        return
-    _reconstruct_persons(
-        tables_file,
-        out,
-        level or "block+tract",
-        solver_options(solver, threads, time_limit, seed, workers),
-        workers,
-        fresh,
-        distance,
+    opts = solver_options(solver, threads, time_limit, seed, workers)
+    _reconstruct_release(
+        pop, tables_file, out, level or pop.default_level, opts, workers, fresh, distance, pub
     )
-
-
-def _reconstruct_persons(
-    tables_file: Path,
-    out: Path,
-    level: str,
-    solver: SolverOptions,
-    workers: int,
-    fresh: bool,
-    distance: bool,
-) -> None:
-    """``tabrecon reconstruct`` for persons (:func:`tabrecon.populations.persons
-    .reconstruct_persons`): the person file and each block's verdict at agebin38 written; exit
-    1 naming each tract that failed, with the cells to blame where its tables contradict."""
-    from ...io import beside, write_csv
-    from ...populations.persons import reconstruct_persons
-    from ...tables.published import read_tables
-
-    one_of(level, RECON_LEVELS, "--level")
-    check_suffix(out)
-    ts = read_tables(tables_file)
-    console.print(
-        f"{tables_file}: {len(ts.tracts())} tracts; tables present: "
-        f"{', '.join(ts.tables_present())}"
-    )
-    prog, tick = progress(len(ts.tracts()), "reconstruct")
-    with prog:
-        run = reconstruct_persons(
-            ts,
-            level,
-            solver,
-            run=RunOptions(workers=workers, out=out, resume=not fresh, progress=tick),
-            certify=True,
-            distance=distance,
-        )
-    blocks_path = write_csv(run.blocks, beside(out, "_blocks.csv"))
-    console.print("\n".join(run.summary_lines()))
-    console.print(f"written {out}, {blocks_path}")
-    for line in run.failure_lines():
-        err.print(line)
-    if run.failed:
-        raise typer.Exit(1)
 
 
 def release_tables(
@@ -205,15 +150,14 @@ def _reconstruct_release(
     distance: bool,
     publication: Publication = EXACT,
 ) -> None:
-    """``tabrecon reconstruct --schema NAME`` for a population on the generic engine: every
-    tract with the runner (resume, workers, Dask, progress), the records and each block's
-    verdict written; exit 1 when a tract failed or a block's tables admit no records."""
+    """``tabrecon reconstruct``, one path for every population: every tract with the runner
+    (resume, workers, Dask, progress), the records and each block's verdict written as the
+    population writes them; exit 1 naming each block whose tables admit no records and each
+    tract that failed, with the cells to blame where its tables contradict."""
     import polars as pl
 
     from ...engine.reconstruct import ReconstructOptions
     from ...engine.release import reconstruct_release
-    from ...io import beside, write_csv
-    from ...schema.spec import write_units
 
     one_of(level, RECON_LEVELS, "--level")
     check_suffix(out)
@@ -233,10 +177,9 @@ def _reconstruct_release(
             opts,
             run=RunOptions(workers=workers, out=out, resume=not fresh, progress=tick),
         )
-    write_units(run.units, out)
-    blocks_path = write_csv(run.blocks, beside(out, "_blocks.csv"))
+    paths = pop.write_reconstruction(run, out)
     console.print("\n".join(run.summary_lines()))
-    console.print(f"written {out}, {blocks_path}")
+    console.print(f"written {', '.join(map(str, paths))}")
     bad = run.blocks.filter(pl.col("status").is_in(["infeasible", "failed"]))
     place = pop.schema.geography
     why = {
@@ -247,13 +190,10 @@ def _reconstruct_release(
     for r in bad.head(20).iter_rows(named=True):
         err.print(f"[red]{place} {r['geoid']}:[/red] {r['status']}: {why[r['status']]}")
     if bad.height > 20:
-        err.print(f"[red]... and {bad.height - 20:,} more {place}s[/red] (see {blocks_path})")
-    group = "tract" if place == Geo.BLOCK else place
-    for r in run.failed:
-        err.print(
-            f"[red]{group} {r['unit']}: {r['status']}[/red] -- {escape(r.get('message', ''))}"
-        )
-    if run.failed or bad.height:
+        err.print(f"[red]... and {bad.height - 20:,} more {place}s[/red] (see {paths[-1]})")
+    for line in run.failure_lines():
+        err.print(escape(line))
+    if run.failed:
         raise typer.Exit(1)
 
 

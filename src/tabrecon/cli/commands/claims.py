@@ -33,7 +33,6 @@ from ..terminal import (
     positive_finite,
     progress,
     publication_rule,
-    read_blocks,
     read_verdicts,
     solver_options,
 )
@@ -214,58 +213,40 @@ def claims(
     tract_seconds = TRACT_SECONDS if tract_time_limit is None else tract_time_limit
     positive_finite(tract_time_limit=tract_seconds)
     opts = solver_options(solver, threads, time_limit, seed, workers)
-    t0 = time.perf_counter()
-    if pop.engine is Engine.PERSON:
-        from ...populations.persons import claims as _claims
-        from ...schema import read_microdata
-        from ...tables.published import read_tables
+    from ...attacks.claims import CertifiedClaimsOptions, certified_claims
+    from ...engine.release import plan_release
+    from ...geo import overlap
 
-        ts, rec = read_tables(tables_file), read_microdata(recon)
-        blocks = read_blocks(solvar_file)
-        prog, tick = progress(len(ts.tracts()), "claims")
-        with prog:
-            run = _claims(
-                ts,
-                rec,
-                blocks,
-                level,
-                solver=opts,
+    t0 = time.perf_counter()
+    published = release_tables(pop, tables_file)
+    tables = plan_release(published, pop.schema, level).split
+    units = pop.records(recon)
+    overlap(published.inhabited_blocks(), units.blocks()[0], str(tables_file), str(recon))
+    blocks = read_verdicts(solvar_file)
+    differ = int((blocks["status"] != vocab.Verdict.UNIQUE).sum())
+    if differ:  # one program per tract holds them all: no time limit per block
+        err.print(
+            f"{differ:,} of {blocks.height:,} blocks can differ: their claims are proven in "
+            "one program per tract, which can take long for many such blocks (each tract "
+            f"stops at --tract-time-limit {tract_seconds:g} s with the claims verified by "
+            "then; without --recon and --solvar each block's claims get --block-time-limit)"
+        )
+    prog, tick = progress(len(tables.parts), f"{pop.name} claims")
+    with prog:
+        run = certified_claims(
+            tables,
+            pop.schema,
+            units,
+            blocks,
+            CertifiedClaimsOptions(
+                level=level,
                 k_solutions=k_solutions,
                 seed=seed,
-                run=RunOptions(workers=workers, out=out, resume=not fresh, progress=tick),
+                solver=opts,
                 tract_seconds=tract_seconds,
-            )
-    else:
-        from ...attacks.claims import CertifiedClaimsOptions, certified_claims
-        from ...engine.release import TractTables
-
-        tables = TractTables.of_tables(release_tables(pop, tables_file), pop.schema)
-        units = pop.records(recon)
-        blocks = read_verdicts(solvar_file)
-        differ = int((blocks["status"] != vocab.Verdict.UNIQUE).sum())
-        if differ:  # one program per tract holds them all: no time limit per block
-            err.print(
-                f"{differ:,} of {blocks.height:,} blocks can differ: their claims are proven in "
-                "one program per tract, which can take long for many such blocks (each tract "
-                f"stops at --tract-time-limit {tract_seconds:g} s with the claims verified by "
-                "then; without --recon and --solvar each block's claims get --block-time-limit)"
-            )
-        prog, tick = progress(len(tables.parts), f"{pop.name} claims")
-        with prog:
-            run = certified_claims(
-                tables,
-                pop.schema,
-                units,
-                blocks,
-                CertifiedClaimsOptions(
-                    level=level,
-                    k_solutions=k_solutions,
-                    seed=seed,
-                    solver=opts,
-                    tract_seconds=tract_seconds,
-                ),
-                run=RunOptions(workers=workers, out=out, resume=not fresh, progress=tick),
-            )
+            ),
+            run=RunOptions(workers=workers, out=out, resume=not fresh, progress=tick),
+        )
     for r in run.failed:
         err.print(f"[red]tract {r['unit']}: {r['status']}[/red] -- {escape(r.get('message', ''))}")
     incomplete = run.incomplete
