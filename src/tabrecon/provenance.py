@@ -115,16 +115,6 @@ def digest_grids(grids: Any) -> str:
     return h.hexdigest()
 
 
-def digest_tables(ts: Any) -> str:
-    """Digest of a :class:`tabrecon.tables.tableset.TableSet`: every level's geoids, cells and
-    values."""
-    parts: list[Any] = []
-    for lv in sorted(ts.grids):
-        g = ts.grids[lv]
-        parts += [np.array([lv]), g.geoids, g.cells, g.values.astype(np.int64)]
-    return digest_arrays(*parts)
-
-
 def digest_microdata(md: Any) -> str:
     """Digest of :class:`tabrecon.schema.Microdata`: blocks and every attribute of every record."""
     exact = md.age_exact if md.age_exact is not None else np.ones(len(md), bool)
@@ -161,27 +151,6 @@ def _text(v: Any) -> str:
     if isinstance(v, float) and v.is_integer():
         return str(int(v)) if abs(v) < 1e15 else repr(v)
     return v if isinstance(v, str) else json.dumps(v, sort_keys=True, default=str)
-
-
-def run_fingerprint(
-    parts: Path | None, tables: Any = None, *, recon: Any = None, solver: Any = None, **options: Any
-) -> dict[str, Any] | None:
-    """What a tract-by-tract run's results depend on: the tables' and reconstruction's digests,
-    the solver options and any other option; None (nothing computed) when nothing is written."""
-    if parts is None:
-        return None
-    from dataclasses import asdict
-
-    fp: dict[str, Any] = {}
-    if tables is not None:
-        fp["tables"] = digest_tables(tables)
-    if recon is not None:
-        fp["reconstruction"] = digest_microdata(recon)
-    if solver is not None:
-        fp["solver"] = asdict(solver)
-    for k, v in options.items():
-        fp[k] = digest_arrays(np.array(sorted(v.items()), dtype=str)) if isinstance(v, dict) else v
-    return fp
 
 
 FRESH = "rerun with --fresh (resume=False in Python) to start over, or choose another output"

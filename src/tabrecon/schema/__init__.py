@@ -678,16 +678,6 @@ def combo_id(race: np.ndarray, hisp: np.ndarray) -> np.ndarray:
     return _msb_bits(race) * 2 + np.asarray(hisp, dtype=np.int64)
 
 
-_CODE_OF_MSB = np.zeros(64, dtype=np.int64)
-_CODE_OF_MSB[_msb_bits(np.arange(1, 64))] = np.arange(1, 64)
-
-
-def combo_race_hisp(c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Inverse of :func:`combo_id`: (race code 1..63, hispanic)."""
-    c = np.asarray(c, dtype=np.int64)
-    return _CODE_OF_MSB[c // 2], c % 2
-
-
 #: the national default mode: White alone, not Hispanic
 WHITE_NH = int(combo_id(np.array([1]), np.array([0]))[0])
 
