@@ -102,8 +102,28 @@ def test_tabulate_is_one_command_for_every_population(tmp_path):
     assert withheld.height and withheld["value"].is_between(1, 2).all()
     shown = both.filter(pl.col("value_s").is_not_null())
     assert (shown["value"] == shown["value_s"]).all()
+    # attacked as published: at block level (inexact cells are modelled there only so far),
+    # every shown block cell met and every withheld one between 1 and 2
     r = _run(tmp_path, "reconstruct", "s.csv", "--publication", "suppress:3", "--out", "r.csv")
-    assert r.returncode == 2 and "models exact counts" in r.stderr
+    assert r.returncode == 0 and "(block)" in r.stdout, r.stderr
+    assert _run(tmp_path, "tabulate", "r.csv", "--out", "rt.csv").returncode == 0
+    again = pl.read_csv(tmp_path / "rt.csv", schema_overrides={"geoid": pl.String})
+    blocks = both.filter(pl.col("geoid").cast(pl.String).str.len_chars() == 15)
+    met = blocks.with_columns(pl.col("geoid").cast(pl.String)).join(
+        again, on=key, suffix="_r", how="left"
+    )
+    mine = met.filter(~pl.col("cell").str.starts_with("PCT"))  # the block tables
+    assert mine.height and mine["value_r"].null_count() == 0
+    shown, held = (
+        mine.filter(pl.col("value_s").is_not_null()),
+        mine.filter(pl.col("value_s").is_null()),
+    )
+    assert (shown["value_r"] == shown["value_s"]).all()
+    assert held.height and held["value_r"].is_between(1, 2).all()
+    r = _run(
+        tmp_path, "reconstruct", "s.csv", "--publication", "suppress:3", "--level", "block+tract"
+    )
+    assert r.returncode == 2 and "modelled at level 'block' only so far" in r.stderr
     r = _run(tmp_path, "tabulate", "p.csv", "--tables", "P1", "--level", "county", "--out", "c.csv")
     assert r.returncode == 0 and "1 county x 1 cells" in r.stdout
     c = pl.read_csv(tmp_path / "c.csv", schema_overrides={"geoid": pl.String})

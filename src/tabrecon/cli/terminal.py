@@ -230,19 +230,12 @@ def read_verdicts(path: Path) -> Any:
 
 def publication_rule(pop: Population, text: str, attacking: bool = True) -> Publication:
     """A ``--publication`` rule for population ``pop``: parsed, its tables checked; when
-    ``attacking``, refused for persons (whose engine models exact counts; their tables may be
-    published so) and a warning where rounding lets no published 0 rule a type out in a schema
+    ``attacking``, a warning where rounding lets no published 0 rule a type out in a schema
     of many types (blocks grow huge)."""
-    from ..schema.registry import Engine
     from ..tables.publication import Publication, Rule
 
     pub = Publication.parse(pop.publication if text.strip() == "declared" else text)
     pub.check_tables([t.name for t in pop.tables()], pop.name)
-    if attacking and not pub.exact and pop.engine is Engine.PERSON:
-        raise TabreconError(
-            f"--publication {pub}: the person engine models exact counts; rounded or withheld "
-            "cells are modelled for the other populations (--schema households, group_quarters)"
-        )
     if (
         attacking
         and pub.rule == Rule.ROUNDED

@@ -67,8 +67,8 @@ def reconstruct(
     level: Annotated[
         str,
         typer.Option(
-            help="Tables the attacker uses: 'block' or 'block+tract' (default: block+tract for "
-            "persons, block for a population without tract tables)"
+            help="Tables the attacker uses: 'block' or 'block+tract' (default: block+tract where "
+            "the population has tract tables and the counts are exact, else block)"
         ),
     ] = "",
     solver: Solver = "auto",
@@ -121,9 +121,9 @@ def reconstruct(
         _reconstruct_together(pop, tables_file, together, out, opts, workers, fresh)
         return
     opts = solver_options(solver, threads, time_limit, seed, workers)
-    _reconstruct_release(
-        pop, tables_file, out, level or pop.default_level, opts, workers, fresh, distance, pub
-    )
+    # inexact cells are modelled at block level only so far: the level a rule allows
+    level = level or (pop.default_level if pub.exact else vocab.Level.BLOCK)
+    _reconstruct_release(pop, tables_file, out, level, opts, workers, fresh, distance, pub)
 
 
 def release_tables(
