@@ -13,6 +13,7 @@ import scipy.sparse as sp
 
 from tabrecon import certify, reconstruct
 from tabrecon.engine.solvers import IntProgram, SolverOptions, solve
+from tabrecon.errors import InputError
 from tabrecon.populations.persons import claims
 from tabrecon.schema import AGE_MAX, RACE_BITS, RACES, decode_types, read_microdata, write_microdata
 from tabrecon.tables.persons import N_TYPES, cell_index, tabulate, weight_matrix
@@ -35,6 +36,41 @@ def test_age_labels_and_ranges_round_trip(tmp_path, small_md):
     back = read_microdata(tmp_path / "r.csv")
     np.testing.assert_array_equal(back.age_max, rec.age_max)
     assert list(back.age_labels) == list(rec.age_labels)
+
+
+def test_a_release_with_median_ages_writes_the_ages_that_meet_them(tmp_path):
+    """With P13's median ages the year of an age range that meets every published cell is not
+    always the range's first: the person file writes that year as ``age`` and the range's first
+    as ``age_min`` (before, the first year: the file's own tabulation missed most medians), and
+    reads back to the reconstruction's records and ranges."""
+    import polars as pl
+
+    from tabrecon.engine.release import reconstruct_release
+    from tabrecon.records.synth import SynthConfig, synthesize
+    from tabrecon.schema import PERSONS, person_records, person_units
+    from tabrecon.tables.spec import tabulate_units
+
+    p13 = [f"P13{i}" for i in ("", *"ABCDEFGHI")]
+    md = synthesize(SynthConfig(persons=1_000), seed=3)
+    long = tabulate_units(person_units(md), ["P1", "P12", *p13])
+    run = reconstruct_release(long, PERSONS)
+    assert not run.failed and "P13" in run.used
+    lo, hi = run.units.ranges["age"]
+    assert (run.units.codes["age"] != lo).any()  # a median pins a year inside some range
+    write_microdata(person_records(run.units), tmp_path / "r.csv")
+    back = read_microdata(tmp_path / "r.csv")
+    np.testing.assert_array_equal(back.age, run.units.codes["age"])
+    np.testing.assert_array_equal(back.age_first, lo)
+    np.testing.assert_array_equal(back.age_max, hi)
+    assert (back.age_exact == (lo == hi)).all()
+    mine = tabulate_units(person_units(back), ["P1", "P12", *p13])
+    assert mine.sort("geoid", "cell").equals(
+        tabulate_units(run.units, ["P1", "P12", *p13]).sort("geoid", "cell")
+    )
+    bad = pl.read_csv(tmp_path / "r.csv").with_columns(age_min=pl.col("age") + 1)
+    bad.write_csv(tmp_path / "bad.csv")
+    with pytest.raises(InputError, match="age_min must be between 0 and age"):
+        read_microdata(tmp_path / "bad.csv")
 
 
 def test_pl94171_tables_give_under_18_and_18_plus(small_md):

@@ -401,13 +401,19 @@ def reconstruct_units(
             geo_out.append(np.full(got.size, geoids[b]))
             stats.append((geoids[b], int(got.size), int(a.size), st, took, *sv))
     pos = np.concatenate(rows) if rows else np.zeros(0, dtype=np.int64)
+    codes = schema.decode(feas[pos])
+    ranges = runs.ranges(schema, pos) if runs is not None else None
+    if ranges and not measured:
+        # counts alone: every category of a run meets them, so the run's first is written (the
+        # solver's pick says nothing); where a median or mean pins one, that one is kept
+        codes.update({n: lo for n, (lo, _hi) in ranges.items()})
     units = Units(
         schema,
         np.concatenate(geo_out).astype(str) if geo_out else np.zeros(0, dtype=str),
-        schema.decode(feas[pos]),
+        codes,
         None,
         "reconstruction",
-        runs.ranges(schema, pos) if runs is not None else None,
+        ranges,
     )
     blocks = pl.DataFrame(
         stats,

@@ -104,7 +104,7 @@ def range_classes(*files: Microdata) -> np.ndarray | None:
     seen = np.zeros(N_AGES * N_AGES, dtype=bool)  # (age, age_max) pairs present, by a count
     for md in files:  # (np.unique over rows costs 0.5 s on 250,000 records)
         if md.age_max is not None:
-            pair = md.age.astype(np.int64) * N_AGES + md.age_max.astype(np.int64)
+            pair = md.age_first.astype(np.int64) * N_AGES + md.age_max.astype(np.int64)
             seen |= np.bincount(pair, minlength=N_AGES * N_AGES).astype(bool)
     lo_, hi_ = np.divmod(np.flatnonzero(seen), N_AGES)
     ranges = [(int(lo), int(hi)) for lo, hi in zip(lo_, hi_, strict=True) if hi > lo]
@@ -301,8 +301,10 @@ def person_records(units: Units) -> Microdata:
     """Records of :data:`PERSONS` or :data:`PERSONS_BINNED` (a reconstruction over the schema)
     as person :class:`Microdata`: an age known only to a run of years (``units.ranges``), or to
     an agebin38 bin, is written as its first year with ``age_max`` its last and ``age_exact``
-    false, as the person reconstruction writes it. The inverse of :func:`person_units` where
-    every age is one year.
+    false, as the person reconstruction writes it; where the year of the run that meets every
+    published cell is not its first (a median age pins it), ``age`` is that year and
+    ``age_min`` the run's first. The inverse of :func:`person_units` where every age is one
+    year.
 
     >>> md = from_arrays(["990010001001001"] * 2, [0, 1], [30, 100], [1, 2], [0, 1])
     >>> back = person_records(person_units(md))
@@ -322,14 +324,17 @@ def person_records(units: Units) -> Microdata:
         lo, hi = (units.ranges or {}).get("agebin", (c["agebin"], c["agebin"]))
         age, age_max = first[lo], last[hi]
     elif units.schema.name == PERSONS.name:
-        age, age_max = (units.ranges or {}).get("age", (c["age"], c["age"]))
+        lo, age_max = (units.ranges or {}).get("age", (c["age"], c["age"]))
+        age = c["age"]  # the year that meets every cell, medians too
+        age_min = np.asarray(lo, dtype=np.int16) if (age != lo).any() else None
     else:
         raise TabreconError(f"{units.schema.name} records are not person records")
     md = from_arrays(
         units.block_geoid, c["sex"], age, c["race"], c["hispanic"], units.extra, units.source
     )
     md.age_max = np.asarray(age_max, dtype=np.int16)
-    md.age_exact = md.age == md.age_max
+    md.age_min = age_min if units.schema.name == PERSONS.name else None
+    md.age_exact = md.age_first == md.age_max
     return md
 
 
@@ -363,6 +368,9 @@ class Microdata:
     #: last year of each record's age range where the tables determine only a range (``age`` is
     #: its first year); None when every age is a single year
     age_max: np.ndarray | None = None
+    #: first year of each record's age range where ``age`` is another year of it (the one that
+    #: meets every published cell: a median age pins it); None: ``age`` is the first
+    age_min: np.ndarray | None = None
 
     def __len__(self) -> int:
         return int(self.block.shape[0])
@@ -380,10 +388,15 @@ class Microdata:
         return self.geoids[self.block]
 
     @property
+    def age_first(self) -> np.ndarray:
+        """The first year of each record's age range (``age`` where it is one year)."""
+        return self.age if self.age_min is None else self.age_min
+
+    @property
     def age_labels(self) -> np.ndarray:
         """What each record's age is known to be: its agebin38 label, or the range the tables
         determine (``10-14``, ``18+``) when ``age_max`` says the age is only known to a range."""
-        return age_labels(self.age, self.age_max)
+        return age_labels(self.age_first, self.age_max)
 
     def flags(self) -> np.ndarray:
         """(n, 6) array of 0/1 race flags in OMB order."""
@@ -426,6 +439,7 @@ class Microdata:
             source=self.source,
             meta=dict(self.meta),
             age_max=None if self.age_max is None else self.age_max[idx],
+            age_min=None if self.age_min is None else self.age_min[idx],
         )
 
     def to_codes(self) -> pl.DataFrame:
@@ -447,8 +461,9 @@ class Microdata:
         }
         if self.age_exact is not None:
             cols["age_exact"] = self.age_exact.astype(np.int8)
-        if self.age_max is not None:
-            cols["age_max"] = self.age_max.astype(np.int16)
+        for name in ("age_max", "age_min"):
+            if (v := getattr(self, name)) is not None:
+                cols[name] = v.astype(np.int16)
         df = pl.DataFrame(cols)
         if self.extra is not None and self.extra.width:
             df = pl.concat(
@@ -460,7 +475,7 @@ class Microdata:
     @classmethod
     def from_codes(cls, df: pl.DataFrame, source: str = "") -> Microdata:
         """Records from :meth:`to_codes`' frame (other columns are kept as extras)."""
-        known = ("block_geoid", "sex", "age", "race", "hisp", "age_exact", "age_max")
+        known = ("block_geoid", "sex", "age", "race", "hisp", "age_exact", "age_max", "age_min")
         missing = [c for c in known[:5] if c not in df.columns]
         if missing:
             raise TabreconError(f"not a frame of record codes: no column {', '.join(missing)}")
@@ -478,6 +493,8 @@ class Microdata:
             md.age_exact = df["age_exact"].to_numpy().astype(bool)
         if "age_max" in df.columns:
             md.age_max = df["age_max"].to_numpy().astype(np.int16)
+        if "age_min" in df.columns:
+            md.age_min = df["age_min"].to_numpy().astype(np.int16)
         return md
 
     def to_frame(self) -> pl.DataFrame:
@@ -495,8 +512,9 @@ class Microdata:
         df = pl.DataFrame(cols)
         if self.age_exact is not None:
             df = df.with_columns(pl.Series("age_exact", self.age_exact.astype(np.int8)))
-        if self.age_max is not None:
-            df = df.with_columns(pl.Series("age_max", self.age_max.astype(np.int16)))
+        for name in ("age_max", "age_min"):
+            if (v := getattr(self, name)) is not None:
+                df = df.with_columns(pl.Series(name, v.astype(np.int16)))
         if self.extra is not None and self.extra.width:
             df = pl.concat(
                 [df, self.extra.drop([c for c in self.extra.columns if c in df.columns])],
@@ -620,7 +638,7 @@ def read_microdata(path: str | Path, counties: Collection[str] | None = None) ->
     refuse_rows(
         p, (hisp != 0) & (hisp != 1), "hispanic", "hispanic must be 0 or 1", df["hispanic"], lines
     )
-    age_max = None
+    age_max = age_min = None
     if "age_max" in df.columns:  # an age known only to a range: age is its first year
         age_max = _int_column(df, "age_max", p, lines)
         refuse_rows(
@@ -631,20 +649,34 @@ def read_microdata(path: str | Path, counties: Collection[str] | None = None) ->
             df["age_max"],
             lines,
         )
+    if "age_min" in df.columns:  # ... or another year of it, age_min its first
+        age_min = _int_column(df, "age_min", p, lines)
+        refuse_rows(
+            p,
+            (age_min < 0) | (age_min > np.minimum(age, AGE_MAX)),
+            "age_min",
+            "age_min must be between 0 and age",
+            df["age_min"],
+            lines,
+        )
     if "agebin" in df.columns:
         ab = df["agebin"].str.strip_chars().to_numpy()
-        expect = age_labels(np.minimum(age, AGE_MAX), age_max)
+        first_year = np.minimum(age, AGE_MAX) if age_min is None else age_min
+        expect = age_labels(first_year, age_max)
         refuse_rows(p, ab != expect, "agebin", "agebin does not match age", df["agebin"], lines)
     age_exact = None
     if "age_exact" in df.columns:
         age_exact = _int_column(df, "age_exact", p, lines).astype(bool)
     extra_cols = [
-        c for c in df.columns if c not in BASE_COLUMNS and c not in ("age_exact", "age_max")
+        c
+        for c in df.columns
+        if c not in BASE_COLUMNS and c not in ("age_exact", "age_max", "age_min")
     ]
     extra = df.select([_typed(df[c]) for c in extra_cols]) if extra_cols else None
     md = from_arrays(geo.to_numpy(), sex, age, CODE_OF_BITS[bits], hisp, extra=extra, source=p)
     md.age_exact = age_exact
     md.age_max = None if age_max is None else age_max.astype(np.int16)
+    md.age_min = None if age_min is None else age_min.astype(np.int16)
     return md
 
 
