@@ -335,7 +335,7 @@ CASES: list[tuple[str, str, int, str]] = [
         "claims-recon-without-solvar",
         "claims {D}/tables.parquet --schema households --recon {D}/md.csv",
         2,
-        "claims about housing units need --recon (the reconstruction) and --solvar",
+        "claims from a certified reconstruction need both --recon (the reconstruction) and",
     ),
     (
         "claims-level-of-households",

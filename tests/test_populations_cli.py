@@ -147,11 +147,12 @@ def test_tabulate_is_one_command_for_every_population(tmp_path):
 
 
 def test_persons_reconstruct_and_claims_take_the_path_of_every_population(tmp_path):
-    """``reconstruct`` and certified ``claims`` are one path for every population: persons get
-    their person file and verdicts, and the claims read the reconstruction's own
+    """``reconstruct`` and ``claims`` are one path for every population: persons get their
+    person file and verdicts, the certified claims read the reconstruction's own
     ``OUT_blocks.csv`` (before, the person claims read its block ids as numbers and found no
-    block certified: exit 2). A block whose cells contradict each other is named with the
-    cells to blame, its tract failed (exit 1), the other blocks written."""
+    block certified: exit 2), and without a reconstruction each block's claims come from its
+    tables (before: refused for persons). A block whose cells contradict each other is named
+    with the cells to blame, its tract failed (exit 1), the other blocks written."""
     made = _run(tmp_path, "synth", "--persons", "1500", "--seed", "4", "--out", "p.csv")
     assert made.returncode == 0
     assert _run(tmp_path, "tabulate", "p.csv", "--out", "t.csv").returncode == 0
@@ -169,6 +170,19 @@ def test_persons_reconstruct_and_claims_take_the_path_of_every_population(tmp_pa
     assert r.returncode == 0, r.stderr
     summary = json.loads((tmp_path / "c" / "summary.json").read_text())
     assert summary["persons"] == verdicts["persons"].sum()
+    # without --recon and --solvar: each block's claims from its tables, at the resolution
+    # they tell (agebin38: the persons' twin over the block tables), every one true
+    r = _run(tmp_path, "claims", "t.csv", "--truth", "p.csv", "--out", "cb", "-K", "5")
+    assert r.returncode == 0 and "as persons_binned" in r.stderr, r.stderr
+    from tabrecon.attacks.unit_claims_release import matching_units
+    from tabrecon.schema.registry import population
+
+    claims = pl.read_csv(
+        tmp_path / "cb" / "persons_binned_claims.csv", schema_overrides={"geoid": pl.String}
+    )
+    truth = population("persons_binned").records(tmp_path / "p.csv")
+    assert claims.height and claims["k"].max() >= 3
+    assert [len(h) for h in matching_units(claims, truth)] == claims["m"].to_list()
     t = pl.read_csv(tmp_path / "t.csv", schema_overrides={"geoid": pl.String})
     block = t.filter(pl.col("geoid").str.len_chars() == 15)["geoid"].min()
     bad = (pl.col("geoid") == block) & (pl.col("cell") == "P0120003")

@@ -138,16 +138,15 @@ def claims(
 ) -> None:
     """Verified claims (generate-then-verify): persons, housing units, ... singled out by claims
     every consistent population makes true."""
-    from ...schema.registry import Engine
     from ...tables.declaration import population
 
     pop = population(schema)
     pub = publication_rule(pop, publication)
     at_least(1, k_solutions=k_solutions)
-    # an option the chosen population does not use is refused, never silently ignored.
-    # Persons' claims are read off a certified reconstruction (--recon, --solvar); any other
-    # population's claims are that too when both are given, else each block's from its tables
-    certified = pop.engine is Engine.PERSON or recon is not None or solvar_file is not None
+    # an option the chosen way does not use is refused, never silently ignored: claims are read
+    # off a certified reconstruction when --recon and --solvar are given, else each block's
+    # from its tables
+    certified = recon is not None or solvar_file is not None
     person_only = {
         "--recon": recon is not None,
         "--solvar": solvar_file is not None,
@@ -164,14 +163,20 @@ def claims(
     if unused:
         what = ", ".join(unused)
         raise TabreconError(
-            f"{what}: an option of claims from each block's tables alone (another population, "
-            f"without --recon and --solvar), not of claims about {pop.noun} from a certified "
-            "reconstruction"
+            f"{what}: an option of claims from each block's tables alone (without --recon and "
+            f"--solvar), not of claims about {pop.noun} from a certified reconstruction"
             if certified
             else f"{what}: an option of claims from a certified reconstruction (--recon and "
             "--solvar)"
         )
     if not certified:
+        if pop.generic:  # modelled finer than its block tables tell: claimed at their resolution
+            pop = population(pop.generic)
+            pub = publication_rule(pop, publication)
+            err.print(
+                f"[dim]{schema}: each block's claims from its tables as {pop.name} "
+                f"({pop.description})[/dim]"
+            )
         _release_claims(
             pop,
             tables_file,
@@ -189,19 +194,10 @@ def claims(
         )
         return
     if recon is None or solvar_file is None:
-        from ...schema.registry import names
-
-        others = [n for n in names() if population(n).engine is Engine.GENERIC]
         raise TabreconError(
-            f"claims about {pop.noun} need --recon (the reconstruction) and --solvar (its "
-            "certification, or the reconstruction's OUT_blocks.csv)"
-            + (
-                "; for another population give its --schema ("
-                + ", ".join(f"--schema {n}" for n in others)
-                + ")"
-                if pop.engine is Engine.PERSON
-                else ""
-            )
+            "claims from a certified reconstruction need both --recon (the reconstruction) and "
+            "--solvar (its certification, or the reconstruction's OUT_blocks.csv); without "
+            "either, each block's claims come from its tables"
         )
     if not pub.exact:
         raise TabreconError(

@@ -571,18 +571,10 @@ def sweep_publication(
     from ...io import write_csv
     from ...metrics.publication_sweep import DEFAULT_RULES, plot_sweep
     from ...metrics.publication_sweep import sweep_publication as _sweep
-    from ...schema.registry import Engine
     from ...tables.declaration import population
 
     pop = population(schema)
-    if pop.engine is Engine.PERSON:
-        if not pop.generic:
-            raise TabreconError(
-                f"sweep-publication: the person engine models exact counts, and {pop.name} has "
-                "no twin on the engine written over any schema"
-            )
-        # the person engine models exact counts: its block tables are swept on the engine
-        # written over any schema, at the resolution they determine (agebin38 for persons)
+    if pop.generic:  # modelled finer than its block tables tell: swept at their resolution
         pop = population(pop.generic)
         err.print(f"[dim]{schema}: block tables swept as {pop.name} ({pop.description})[/dim]")
     sep = ";" if ";" in rules else ","  # a rule with per-table parts holds commas itself
