@@ -194,3 +194,19 @@ def test_persons_reconstruct_and_claims_take_the_path_of_every_population(tmp_pa
     assert f"block {block}: infeasible" in r.stderr and "P0120003" in r.stderr, r.stderr
     written = pl.read_parquet(tmp_path / "b.parquet")
     assert written.height and block not in written["block_geoid"].to_list()
+
+
+def test_person_median_ages_are_selected_described_and_tabulated_by_name(tmp_path):
+    """P13 and P13A-I are declared person tables: ``tables list`` showed them but ``--tables``
+    and ``tables describe`` refused them as unknown. Now they are tabulated (to one decimal, as
+    SF1 publishes them) and described as medians."""
+    made = _run(tmp_path, "synth", "--persons", "800", "--seed", "2", "--out", "p.csv")
+    assert made.returncode == 0
+    r = _run(tmp_path, "tabulate", "p.csv", "--tables", "P1,p13,P13A", "--out", "m.csv")
+    assert r.returncode == 0, r.stderr
+    m = pl.read_csv(tmp_path / "m.csv", schema_overrides={"geoid": pl.String})
+    med = m.filter(pl.col("cell").str.starts_with("P013"))
+    assert set(med["cell"].str.slice(0, 5)) == {"P0130", "P013A"}
+    assert (med["value"] != med["value"].round(0)).any()  # decimals, as published
+    r = _run(tmp_path, "tables", "describe", "P13")
+    assert r.returncode == 0 and "median age of" in r.stdout and "P0130002" in r.stdout, r.stderr

@@ -278,6 +278,21 @@ def _read_persons(path: object) -> object:
     return person_units(read_microdata(str(path)))
 
 
+def _select(spec: str) -> list[str]:
+    """A ``--tables`` value over the person tables: :func:`~tabrecon.tables.persons
+    .resolve_tables`' selections (``all``: the 34 tables, ``published``, ``block``, ``tract``, a
+    comma list), and by name the median ages (P13, P13A-I), which those leave out.
+
+    >>> _select("P1,p13a")
+    ['P1', 'P13A']
+    """
+    medians = {t.name for t in person_tables() if t.statistic is not None}
+    names = [t.strip().upper() for t in spec.split(",") if t.strip()]
+    if not any(n in medians for n in names):
+        return resolve_tables(spec)
+    return [n if n in medians else resolve_tables(n)[0] for n in names]
+
+
 def _read_binned(path: object) -> object:
     """A person file (single years of age) as records of the binned schema."""
     from ..schema import read_microdata
@@ -579,7 +594,7 @@ register(
         spell=cells_2020,
         name_2020=name_2020,
         read=_read_persons,
-        select=resolve_tables,
+        select=_select,
         unmodelled=RACE_TALLIES,
         unmodelled_weights=race_tally_weights,
         writer=_write_reconstruction,

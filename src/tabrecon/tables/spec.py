@@ -295,18 +295,14 @@ def tables_of(schema: Schema) -> tuple[UnitTable, ...]:
 
 def cell_by_id(cell: str, schema: Schema | None = None) -> UnitCell:
     """A declared cell by its id (``H0130002``, ``P0430004``): of ``schema``'s tables, or of any
-    registered population's on the generic engine (person cells: :mod:`tabrecon.tables`)."""
+    registered population's."""
     from ..populations import choices_help
     from ..schema import registry
 
     pops = (
         [registry.of_schema(schema)]
         if schema is not None
-        else [
-            registry.population(n)
-            for n in registry.names()
-            if registry.population(n).engine is registry.Engine.GENERIC
-        ]
+        else [registry.population(n) for n in registry.names()]
     )
     for pop in pops:
         for t in pop.tables():

@@ -242,7 +242,7 @@ def tables_describe(
 ) -> None:
     """Show the definition of a table's cells or of one cell (person or housing-unit)."""
     from ...errors import InputError
-    from ...schema.registry import Engine, names
+    from ...schema.registry import names
     from ...tables.declaration import population
     from ...tables.persons import TABLES_BY_NAME, get_cell
     from ...tables.spec import cell_by_id
@@ -252,15 +252,25 @@ def tables_describe(
         try:
             person = get_cell(key)
         except InputError:
-            generic = [population(n) for n in names() if population(n).engine is Engine.GENERIC]
-            found = [(p, t) for p in generic for t in p.tables() if t.name == key]
+            pops = [population(n) for n in names()]  # persons' median ages (P13) too
+            found = [(p, t) for p in pops for t in p.tables() if t.name == key]
             if found:
                 pop, t = found[0]
                 ucells = t.cells()
             else:
                 ucells = [cell_by_id(key)]
-                pop = next(p for p in generic if p.schema.name == ucells[0].schema.name)
-            rows = [[c.id, c.table, c.label, c.description()] for c in ucells]
+                pop = next(p for p in pops if p.schema.name == ucells[0].schema.name)
+            rows = [
+                [
+                    c.id,
+                    c.table,
+                    c.label,
+                    c.description()
+                    if c.statistic is None
+                    else f"{c.statistic.measure} {c.statistic.of} of: {c.description()}",
+                ]
+                for c in ucells
+            ]
             console.print(table(key, ["cell", "table", "line", f"{pop.noun} counted"], rows))
             return
         cells = [person]
