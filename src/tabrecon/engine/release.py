@@ -373,15 +373,16 @@ def reconstruct_release(
     reference: Units | None = None,
     meanwhile: Callable[[], None] | None = None,
 ) -> ReleaseReconstruction:
-    """Reconstruct every tract of a release's tables (a long table, a
-    :class:`~tabrecon.tables.tableset.TableSet` or :class:`TractTables`)
-    over ``schema`` with the runner
+    """Reconstruct every tract of a release's tables (a long table or a
+    :class:`~tabrecon.tables.tableset.TableSet`, planned by :func:`plan_release`: the tables
+    used, the level answered and the notes are the result's; or :class:`TractTables` split by
+    the caller, used as they are) over ``schema`` with the runner
     (:func:`tabrecon.runner.run_units`, as ``run`` says: :class:`~tabrecon.runner.RunOptions`):
     tracts in parallel (``workers``, or the Dask cluster of
     :func:`tabrecon.runner.execution`), each written to ``<out>.parts/`` as it finishes, a rerun
-    resuming (a rerun with other tables or options is refused; ``asked``: what the caller was
-    asked beyond ``options``, e.g. a level it answered with another, refused too when it
-    changes), a tract that fails recorded and the others going on. Tracts are independent at
+    resuming (a rerun with other tables or options, the level asked included, is refused), a
+    tract that fails recorded and the others going on, a tract whose tables contradict each
+    other diagnosed (:attr:`ReleaseReconstruction.conflicts`). Tracts are independent at
     both levels (a block's tables, or its tract's,
     constrain only that tract), so the result equals :func:`reconstruct_units` on the whole.
     With ``reference`` a reconstruction made elsewhere is certified instead of solving for one

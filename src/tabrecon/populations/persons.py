@@ -5,10 +5,14 @@ al. and P3-P5 (:func:`person_tables`). Persons are reconstructed and certified b
 model written over any schema (:func:`reconstruct_persons`: a release's person tables in, a
 person file and every block's verdict out; :func:`certify_persons`: a reconstruction made
 elsewhere certified); their claims (:mod:`tabrecon.attacks.claims`) are proven in the same
-model's programs. The person commands still have their own path
-(:attr:`~tabrecon.schema.registry.Engine.PERSON`). ``persons_binned`` is the same schema
-on certification's resolution (agebin38), registered for the code written over any schema and
-not offered to users.
+model's programs. ``tabrecon reconstruct``, ``claims``, ``tabulate``, ``download``,
+``check-tables`` and ``sweep-publication`` take the path of every population, with the plug-ins
+registered below (the person file, 2020 names, the race tallies, the vendored identities, ...);
+``synth`` and ``audit`` still have a person path of their own
+(:attr:`~tabrecon.schema.registry.Engine.PERSON`).
+``persons_binned`` is the same schema on certification's resolution (agebin38), registered for
+the code written over any schema (each block's claims from its tables, ``sweep-publication``)
+and not offered to users.
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ from ..schema import (
     person_units,
 )
 from ..schema.registry import Engine, Population, register
+from ..tables.consistency import check_consistency
 from ..tables.measures import Measure, MedianRule, Statistic
 from ..tables.persons import (
     ALL_TABLES,
@@ -598,6 +603,7 @@ register(
         unmodelled=RACE_TALLIES,
         unmodelled_weights=race_tally_weights,
         writer=_write_reconstruction,
+        check=check_consistency,
         description="SF1 person tables (the 34 and P3-P5): block, sex, age, race, ethnicity",
     )
 )

@@ -32,11 +32,12 @@ from .spec import Schema
 
 
 class Engine(enum.StrEnum):
-    """Which attack code a population runs on. ``generic`` is written once over any schema
-    (:mod:`tabrecon.engine.reconstruct`, :mod:`tabrecon.attacks.unit_claims`); ``person``
-    runs the same count model through the person commands (:mod:`tabrecon.populations.persons`:
-    tables read into a person ``TableSet``, claims with the six race flags as columns, the
-    person file and its audit), which are not yet the generic ones."""
+    """Which commands a population has a path of its own in. Reconstruction, claims,
+    tabulation, download, the identity check and the publication sweep are written once over
+    any schema for every population (what is a population's own is a plug-in of its
+    :class:`Population`); ``person`` still has its own ``synth`` (the person file, households
+    beside it) and ``audit`` (reconstruction at both levels, reidentification, the defenses and
+    the frontier, where ``generic`` populations get Generate-then-Verify on median blocks)."""
 
     GENERIC = "generic"
     PERSON = "person"
@@ -118,8 +119,9 @@ class Population:
     #: the declaration file it was read from (:mod:`tabrecon.tables.declaration`), for worker
     #: processes
     source: str = ""
-    #: a person-engine population's twin on the generic engine (its block tables at the
-    #: resolution they determine), for commands written over any schema (``sweep-publication``)
+    #: the twin of a population modelled finer than its block tables tell (its block tables at
+    #: the resolution they determine: persons by agebin38), which each block's claims from its
+    #: tables and ``sweep-publication`` attack
     generic: str = ""
     #: reads a file of its records as :class:`~tabrecon.schema.spec.Units` when they are not
     #: written in its own schema's columns (persons: a person file, its race as six flags); None:
@@ -160,6 +162,12 @@ class Population:
     #: schema's columns (persons: the person file, each block's verdict in certification's
     #: columns); None: :meth:`write_reconstruction`'s
     writer: Callable[[Any, Any], list[Any]] | None = field(default=None, compare=False)
+    #: checks every identity between its published cells in a release
+    #: (:class:`~tabrecon.tables.tableset.TableSet`) its own way (persons: the SF1 identities
+    #: vendored in ``data/identities``, race tallies included; ``tabrecon check-tables``); None:
+    #: the identities derived from its tables' declarations
+    #: (:func:`tabrecon.tables.consistency.check_unit_consistency`)
+    check: Callable[[Any], Any] | None = field(default=None, compare=False)
 
     @property
     def total_cells(self) -> tuple[str, ...]:

@@ -171,6 +171,7 @@ def claims(
         )
     if not certified:
         if pop.generic:  # modelled finer than its block tables tell: claimed at their resolution
+            release_tables(pop, tables_file, pub)  # a file of other tables named as the user's
             pop = population(pop.generic)
             pub = publication_rule(pop, publication)
             err.print(

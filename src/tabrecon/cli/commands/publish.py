@@ -302,22 +302,14 @@ def check_tables(
     """Validate a table file and check every identity between its cells (persons: block and
     tract identities, race tallies; other populations: identities derived from their tables'
     declarations); exit 1 on any violation."""
-    from ...schema.registry import Engine
+    from ...tables.consistency import check_unit_consistency
     from ...tables.declaration import population
+    from ...tables.reader import read_unit_tables
 
     pop = population(schema)
     at_least(0, limit=limit)
-    if pop.engine is Engine.GENERIC:
-        from ...tables.consistency import check_unit_consistency
-        from ...tables.reader import read_unit_tables
-
-        long = read_unit_tables(tables_file, pop.schema).to_frame()
-        rep = check_unit_consistency(long, pop.schema)
-    else:
-        from ...tables.consistency import check_consistency
-        from ...tables.published import read_tables
-
-        rep = check_consistency(read_tables(tables_file))
+    ts = read_unit_tables(tables_file, pop.schema)
+    rep = pop.check(ts) if pop.check else check_unit_consistency(ts.to_frame(), pop.schema)
     console.print(
         f"{tables_file}: {rep.checked:,} identity checks, {rep.skipped:,} skipped (cells not "
         "published)"
