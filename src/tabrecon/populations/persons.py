@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from functools import cache
+from functools import cache, partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -582,25 +582,29 @@ certify = certify_persons
 claims = claims_persons
 
 
+#: what persons and their binned twin declare alike
+_persons = partial(
+    Population,
+    noun="persons",
+    size_cell="P0010001",
+    size_cells=WHOLE_POPULATION_CELLS,
+    k_values=(1, 2, 3, 4),
+    spell=cells_2020,
+    unmodelled=RACE_TALLIES,
+)
 register(
-    Population(
+    _persons(
         name="persons",
         schema=PERSONS,
-        noun="persons",
         tables=person_tables,
         synthesize=_synthesize,
-        size_cell="P0010001",
-        size_cells=WHOLE_POPULATION_CELLS,
-        k_values=(1, 2, 3, 4),
         engine=Engine.PERSON,
         generic="persons_binned",
         unique_on=UNIQUE_ON,
         claim_words=claim_words,
-        spell=cells_2020,
         name_2020=name_2020,
         read=_read_persons,
         select=_select,
-        unmodelled=RACE_TALLIES,
         unmodelled_weights=race_tally_weights,
         writer=_write_reconstruction,
         check=check_consistency,
@@ -608,19 +612,13 @@ register(
     )
 )
 register(
-    Population(
+    _persons(
         name="persons_binned",
         schema=PERSONS_BINNED,
-        noun="persons",
         tables=binned_person_tables,
         synthesize=_synthesize_binned,
-        size_cell="P0010001",
-        size_cells=WHOLE_POPULATION_CELLS,
-        k_values=(1, 2, 3, 4),
         listed=False,
         read=_read_binned,
-        spell=cells_2020,
-        unmodelled=RACE_TALLIES,
         description="persons by agebin38: the block tables on certification's resolution",
     )
 )
