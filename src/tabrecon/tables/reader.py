@@ -513,7 +513,9 @@ def _rows_of_wide(df: pl.DataFrame, where: str, mine: set[str], schema: Schema) 
         ]
         if not given:
             continue
-        num = num.select(num.columns[j] for j in given) if len(given) < len(cols) else num
+        if len(given) < len(cols):  # (the names once: a level of a wide file has thousands)
+            names = num.columns
+            num = num.select([names[j] for j in given])
         parts.append(
             (
                 np.tile(back[rows].astype(np.int32), len(given)),
