@@ -147,19 +147,19 @@ def claims(
     # off a certified reconstruction when --recon and --solvar are given, else each block's
     # from its tables
     certified = recon is not None or solvar_file is not None
-    person_only = {
+    certified_only = {
         "--recon": recon is not None,
         "--solvar": solvar_file is not None,
         f"--level {level}": level != vocab.Level.BLOCK,  # other populations' claims are per block
         "--tract-time-limit": tract_time_limit is not None,
     }
-    other_only = {
+    per_block_only = {
         "--k": bool(k.strip()),
         "--truth": truth is not None,
         "--with": together is not None,
         "--block-time-limit": block_time_limit is not None,
     }
-    unused = [o for o, given in (other_only if certified else person_only).items() if given]
+    unused = [o for o, given in (per_block_only if certified else certified_only).items() if given]
     if unused:
         what = ", ".join(unused)
         raise TabreconError(
