@@ -130,7 +130,8 @@ class ReleaseReconstruction(UnitsRun):
         """Each failed tract, with the published cells that conflict where they are known."""
         lines = []
         group = "tract" if self.schema.geography == Geo.BLOCK else self.schema.geography
-        for r in self.failed:
+        failed = self.failed  # (a property that reads every block's verdict: once)
+        for r in failed:
             why = r.get("why", r.get("message", r["status"]))  # the cells follow, one per line
             lines.append(f"{group} {r['unit']}: {r['status']} -- {why}")
             lines += [
@@ -138,8 +139,8 @@ class ReleaseReconstruction(UnitsRun):
                 f"{c['adjust']:+d}: {c['reason']}"
                 for c in self.conflicts.get(r["unit"], [])
             ]
-        if self.failed:
-            lines.append(f"{len(self.failed)} {group}(s) failed; the others were written")
+        if failed:
+            lines.append(f"{len(failed)} {group}(s) failed; the others were written")
         return lines
 
 
