@@ -23,7 +23,10 @@ from ..defenses.defense import Defense
 from ..errors import InputError, TabreconError
 from ..io import file_digest, write_json, write_parquet, write_text
 from ..runner import RunOptions, notice, tree_cpu
-from ..vocab import UnitStatus
+from ..schema import PERSONS
+from ..schema.registry import Engine, Population, of_schema
+from ..schema.spec import Units
+from ..vocab import Level, UnitStatus
 from .config import AuditConfig
 from .evaluate import DefenseOutcome, EvaluationPlan, evaluate_defense
 
@@ -86,8 +89,8 @@ def read_release(path: Path):
     return read_tables(path)
 
 
-def check_same_geography(md, ts, md_path: Path, ts_path: Path) -> None:
-    """Refuse microdata and tables of different geographies, naming the mismatch."""
+def check_same_geography(truth: Units, ts, md_path: Path, ts_path: Path) -> None:
+    """Refuse records and tables of different geographies, naming the mismatch."""
     g = ts.grids.get("block")
     if g is None:
         raise MismatchError(
@@ -95,7 +98,8 @@ def check_same_geography(md, ts, md_path: Path, ts_path: Path) -> None:
         )
     pop = ts.block_population()
     tb = set(g.geoids[pop > 0].tolist()) if pop is not None else set(g.geoids.tolist())
-    mb = set(np.asarray(md.geoids)[np.unique(md.block)].tolist())
+    geoids, block = truth.blocks()
+    mb = set(np.asarray(geoids)[np.unique(block)].tolist())
     only_t, only_m = sorted(tb - mb), sorted(mb - tb)
     if only_t or only_m:
         parts = []
@@ -113,14 +117,15 @@ def check_same_geography(md, ts, md_path: Path, ts_path: Path) -> None:
             "microdata and tables describe different geographies: " + "; ".join(parts)
         )
     if pop is not None:
-        order = np.searchsorted(np.asarray(md.geoids), g.geoids[pop > 0])
-        counts = np.bincount(md.block, minlength=len(md.geoids))[order]
+        order = np.searchsorted(np.asarray(geoids), g.geoids[pop > 0])
+        counts = np.bincount(block, minlength=len(geoids))[order]
         bad = np.flatnonzero(counts != pop[pop > 0])
         if bad.size:
             b = g.geoids[pop > 0][bad[0]]
+            noun = of_schema(truth.schema).noun
             raise MismatchError(
                 f"microdata and tables disagree on block populations: block {b} has "
-                f"{counts[bad[0]]} persons in "
+                f"{counts[bad[0]]} {noun} in "
                 f"{md_path} but a published total of {pop[pop > 0][bad[0]]} in {ts_path} "
                 f"({bad.size} block(s) differ)"
             )
@@ -164,8 +169,14 @@ class ChunkRunner:
         log: StageLog,
         progress: Callable[[str, int], Callable[[dict], None]],
         on_stage: Callable[[str], None] = lambda stage: None,
+        pop: Population | None = None,
     ) -> None:
         self.cfg, self.chunk, self.dir, self.resume = cfg, chunk, work / chunk.name, resume
+        #: the population audited (persons unless told)
+        self.pop = pop if pop is not None else of_schema(PERSONS)
+        #: whether its records are person records linked to an attacker's data: the stages of
+        #: agreement, reidentification and the defenses are theirs
+        self.linked = self.pop.engine is Engine.PERSON
         self.dir.mkdir(parents=True, exist_ok=True)
         self.log, self.progress, self.on_stage = log, progress, on_stage
         self.seed = cfg.run.seed + 1_000_003 * chunk.index
@@ -248,26 +259,33 @@ class ChunkRunner:
         return SolverOptions(backend=r.solver, threads=1, time_limit=r.time_limit)
 
     # -- stages -----------------------------------------------------------------------------------
-    def tabulate(self, md, given=None):
-        """The chunk's tables, and what finishes the stage (its identity checks, its file and
-        its marker; None when resumed), which the caller runs while the workers reconstruct."""
-        from ..tables.persons import tabulate
+    def tabulate(self, truth: Units | None, given=None):
+        """The chunk's tables (``given``, or the tables its population publishes of ``truth``:
+        persons the 34 tables of Abowd et al.), and what finishes the stage (its identity
+        checks, its file and its marker; None when resumed), which the caller runs while the
+        workers reconstruct."""
         from ..tables.published import read_tables
+        from ..tables.spec import tabulate
 
         path = self.dir / "tables.parquet"
         if (hit := self.resumed("tabulate", path, read_tables)) is not None:
             return hit[0], None
         t0, c0 = time.perf_counter(), tree_cpu()
-        ts = given if given is not None else tabulate(md)
+        if given is not None:
+            ts = given
+        else:
+            assert truth is not None  # records or tables: the audit has one of them
+            pop = self.pop
+            ts = tabulate(truth, pop.select("all") if pop.select is not None else None)
         made = (time.perf_counter() - t0, tree_cpu() - c0)
         return ts, functools.partial(self._finish_tables, ts, path, made)
 
     def _finish_tables(self, ts, path: Path, made: tuple[float, float]) -> dict:
-        from ..tables.consistency import check_consistency
+        from ..tables.consistency import check_release
         from ..tables.published import write_tables
 
         t0, c0 = time.perf_counter(), tree_cpu()
-        rep = check_consistency(ts)
+        rep = check_release(ts, self.pop)
         write_tables(ts, path)
         info = {
             "table_values": int(sum(g.values.size for g in ts.grids.values())),
@@ -284,57 +302,74 @@ class ChunkRunner:
         self._lent += cpu  # spent inside the stage running now, not by it
         return self.mark("tabulate", t0, info, path, spent=(made[0] + wall, made[1] + cpu))
 
-    def reconstruct(self, ts, level: str, md, certify: bool = False, meanwhile=None):
-        """Persons from the chunk's tables at ``level`` (:func:`tabrecon.populations.persons
-        .reconstruct_persons`); with ``certify`` each block's verdict (and, as configured, its
-        distance) in the same program, kept beside the records for the certify stage.
+    def reconstruct(
+        self, ts, level: str, truth: Any = None, certify: bool = False, meanwhile=None
+    ) -> tuple[Units, dict]:
+        """The population's records from the chunk's tables at ``level``
+        (:func:`tabrecon.engine.release.reconstruct_release`, uniqueness asked at the
+        population's resolution: persons by agebin38); with ``certify`` each block's verdict
+        (and, as configured, its distance) in the same program, kept beside the records for the
+        certify stage. ``truth``: the chunk's person records, which the reconstruction is
+        matched against (persons only: :func:`tabrecon.metrics.agreement.agree`).
         ``meanwhile``: work of this process run while the tracts are solved (not when the
         stage is resumed: the caller then runs it)."""
-        from ..metrics.agreement import agree
-        from ..populations.persons import reconstruct_persons
-        from ..schema import read_microdata
+        from ..engine.reconstruct import ReconstructOptions
+        from ..engine.release import reconstruct_release
+        from ..schema.spec import read_units, write_units
 
         stage = f"reconstruct:{level}"
         path = self.dir / f"recon_{level.replace('+', '_')}.parquet"
         made = self.done(stage) or {}
+        schema = self.pop.schema
         # records made without the verdicts this run needs are made again, with them
         if (not certify or "verdicts.parquet" in made.get("outputs", {})) and (
-            hit := self.resumed(stage, path, read_microdata)
+            hit := self.resumed(stage, path, lambda p: read_units(p, schema))
         ) is not None:
             return hit
         t0 = self.start()
         tick = self.progress(f"{self.chunk.name} reconstruct {level}", len(ts.tracts()))
         c = self.cfg.certify
-        run = reconstruct_persons(
+        run = reconstruct_release(
             ts,
-            level,
-            self.opts(),
+            schema,
+            ReconstructOptions(
+                level=Level(level),
+                solver=self.opts(),
+                distance=certify and c.distance,
+                distance_time_limit=c.distance_time_limit or None,
+                unique_on=self.pop.unique_on,
+                check_unique=certify,
+            ),
             run=RunOptions(
                 workers=self.cfg.run.workers, out=path, resume=self.resume, progress=tick
             ),
-            certify=certify,
-            distance=certify and c.distance,
-            distance_time_limit=c.distance_time_limit or None,
             meanwhile=meanwhile,
         )
+        records = run.units
+        records.source = f"reconstruction ({level})"
+        failed = run.failed
         info = {
-            "records": len(run.records),
-            "failed_tracts": [r["unit"] for r in run.failed],
+            "records": len(records),
+            "failed_tracts": [r["unit"] for r in failed],
             "failures": [
                 f"tract {r['unit']}: {r['status']} -- {r.get('message', '')}".rstrip(" -")
-                for r in run.failed
+                for r in failed
             ],
-            "notes": run.notes,
+            "notes": list(run.notes),
         }
         for note in run.notes:  # a table left out, a level answered with another: said now
             notice(f"{self.chunk.name} reconstruct {level}: {note}")
+        write_units(records, path)
         outputs = [path]
         if certify:  # the verdicts of the blocks solved (a failed tract's are its failure)
-            failed = [r["unit"] for r in run.failed]
-            kept = run.blocks.filter(~pl.col("block_geoid").str.slice(0, 11).is_in(failed))
+            gone = [r["unit"] for r in failed]
+            kept = run.verdicts().filter(~pl.col("block_geoid").str.slice(0, 11).is_in(gone))
             outputs.append(write_parquet(kept, self.dir / "verdicts.parquet"))
-        if md is not None:
-            a = agree(run.records, truth=md)
+        if truth is not None and self.linked:
+            from ..metrics.agreement import agree
+            from ..schema import person_records
+
+            a = agree(person_records(records), truth=truth)
             info["agree_resolution"] = a.resolution
             outputs.append(
                 write_parquet(
@@ -342,9 +377,7 @@ class ChunkRunner:
                     self.dir / f"agree_{level.replace('+', '_')}.parquet",
                 )
             )
-        if not path.exists():  # no tract solved: keep an empty file so the stage is complete
-            write_parquet(run.records.to_frame(), path)
-        return run.records, self.mark(stage, t0, info, *outputs)
+        return records, self.mark(stage, t0, info, *outputs)
 
     def certify(self, level: str):
         """Every block's verdict and solution variability: measured in the reconstruction's
@@ -366,11 +399,13 @@ class ChunkRunner:
         }
         return blocks, self.mark(stage, t0, info, path)
 
-    def claims(self, ts, recon, blocks: pl.DataFrame, level: str):
-        """Verified claims about the persons of every block (:func:`tabrecon.attacks.claims
-        .claims`), from the tables alone: each tract's figures in the marker, each
-        reconstructed record's first singleton claim in ``claims_persons.parquet``."""
-        from ..populations.persons import claims
+    def claims(self, ts, recon: Units, blocks: pl.DataFrame, level: str):
+        """Verified claims about the records of every block
+        (:func:`tabrecon.attacks.claims.certified_claims`), from the tables alone: each
+        tract's figures in the marker, each reconstructed record's first singleton claim in
+        ``claims_persons.parquet``."""
+        from ..attacks.claims import CertifiedClaimsOptions, certified_claims
+        from ..engine.release import plan_release
 
         stage = "claims"
         path = self.dir / "claims_persons.parquet"
@@ -381,16 +416,19 @@ class ChunkRunner:
         # is reported as failed already), and the others go on
         certified = np.isin(recon.block_geoid.astype(str), blocks["block_geoid"].to_numpy())
         if not certified.all():
-            recon = recon.take(certified)
+            recon = recon.take(np.flatnonzero(certified))
         tick = self.progress(f"{self.chunk.name} claims", len(ts.tracts()))
-        run = claims(
-            ts,
+        run = certified_claims(
+            plan_release(ts, self.pop.schema, level).split,
+            self.pop.schema,
             recon,
             blocks,
-            level,
-            solver=self.opts(),
-            k_solutions=self.cfg.claims.k_solutions,
-            seed=self.seed,
+            CertifiedClaimsOptions(
+                level=level,
+                k_solutions=self.cfg.claims.k_solutions,
+                seed=self.seed,
+                solver=self.opts(),
+            ),
             run=RunOptions(
                 workers=self.cfg.run.workers, out=self.dir, resume=self.resume, progress=tick
             ),
@@ -609,25 +647,27 @@ def run_chunk(
     cr: ChunkRunner, cfg: AuditConfig, md_path, ts_path, given, rich_level: str, log: StageLog
 ) -> ChunkResult:
     """Every stage of one chunk; returns its summable aggregates (nothing is merged until it is
-    done)."""
-    from ..schema import read_microdata
+    done). Person records (:attr:`ChunkRunner.linked`) are also matched to the truth, linked
+    to the attacker's data and defended."""
+    from ..schema import person_records, person_units, read_microdata
 
     ch = cr.chunk
     out = ChunkResult()
     facts = out.facts
     t0, c0 = time.perf_counter(), tree_cpu()
-    md = None
+    md = None  # the chunk's person records, for the stages of linked populations
+    truth: Units | None = None
     if md_path is not None:
-        md = (
-            read_microdata(md_path, counties=ch.counties)
-            if ch.counties
-            else read_microdata(md_path)
-        )
+        if cr.linked:
+            md = read_microdata(md_path, counties=ch.counties or None)
+            truth = person_units(md)
+        else:
+            truth = cr.pop.records(md_path)
         log.add("read", time.perf_counter() - t0, tree_cpu() - c0)
         if given is not None:
-            check_same_geography(md, given, md_path, ts_path)
-        facts["persons"] += len(md)
-    ts, finish_tables = cr.tabulate(md, given)
+            check_same_geography(truth, given, md_path, ts_path)
+        facts["persons"] += len(truth)
+    ts, finish_tables = cr.tabulate(truth, given)
     # the tables' identity checks and file are written while the workers reconstruct (the
     # client's serial work, issue 40); when no reconstruction runs them, they run after it
     finished: list[dict] = []
@@ -654,7 +694,7 @@ def run_chunk(
         facts[k] += tinfo[k]
     facts["inhabited_blocks"] += tinfo.get("inhabited_blocks", 0)
     out.tables_present = tinfo.get("tables_present", [])
-    if md is None:
+    if md_path is None:
         facts["persons"] += int(pop.sum()) if (pop := ts.block_population()) is not None else 0
     blocks = None
     if cfg.certify.enabled:
@@ -668,18 +708,21 @@ def run_chunk(
         out.singled = persons.group_by("block_geoid").agg(
             pl.col("min_k").is_not_null().sum().cast(pl.Int64).alias("singled_out")
         )
+    if not cr.linked:
+        return out
+    recon = person_records(recons[rich_level])
     if md is None:
         from ..attacks.certify import uniqueness_flags
 
         if blocks is not None:
-            fl = uniqueness_flags(recons[rich_level], blocks)
+            fl = uniqueness_flags(recon, blocks)
             facts["recon_records"] += fl.height
             facts["recon_bsab_unique"] += int((fl["bsab_unique"] == 1).sum())
             facts["recon_certified_unique"] += int(
                 (fl["certified"] & (fl["bsab_unique"] == 1)).sum()
             )
         return out
-    out.rates, rinfo = cr.reidentify(recons[rich_level], md, ts, blocks)
+    out.rates, rinfo = cr.reidentify(recon, md, ts, blocks)
     out.hist = pl.read_parquet(cr.dir / "precision_hist.parquet").select(PREC_SOURCES).to_numpy()
     for k in ("recon_records", "recon_bsab_unique", "recon_certified_unique"):
         facts[k] += rinfo.get(k, 0)

@@ -91,6 +91,35 @@ class ReleaseReconstruction(UnitsRun):
             )
         return sorted(out, key=lambda r: r["unit"])
 
+    def verdicts(self) -> pl.DataFrame:
+        """Each block's verdict in certification's columns (:mod:`tabrecon.attacks.certify`):
+        ``block_geoid``, ``persons`` (its number of records, whatever they are: the column's
+        name in every certification file), ``solvar``, ``solvar_lo``, ``solvar_hi`` (0 and 100
+        where its distance was not measured), ``proven``, ``status``, ``level``."""
+        b = self.blocks
+        if "units" not in b.columns:  # no tract solved
+            b = pl.DataFrame(
+                schema={
+                    "geoid": pl.String,
+                    "units": pl.Int64,
+                    "status": pl.String,
+                    **{c: pl.Float64 for c in ("solvar", "solvar_lo", "solvar_hi")},
+                }
+            )
+        unique = pl.col("status") == Verdict.UNIQUE
+        lo = pl.when(unique).then(0.0).otherwise(pl.col("solvar_lo").fill_nan(0.0))
+        hi = pl.when(unique).then(0.0).otherwise(pl.col("solvar_hi").fill_nan(100.0))
+        return b.select(
+            pl.col("geoid").alias("block_geoid"),
+            pl.col("units").alias("persons"),
+            pl.col("solvar"),
+            lo.alias("solvar_lo"),
+            hi.alias("solvar_hi"),
+            (unique | ((pl.col("status") == Verdict.VARIES) & (lo >= hi))).alias("proven"),
+            pl.col("status"),
+            pl.lit(str(self.level)).alias("level"),
+        )
+
     def summary_lines(self) -> list[str]:
         """The run in words: records, blocks by verdict, tracts solved, tables used, what was
         left out, records known only to a range."""

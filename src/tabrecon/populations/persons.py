@@ -57,7 +57,7 @@ from ..tables.persons import (
 from ..tables.published import cells_2020, name_2020
 from ..tables.spec import Predicate, UnitTable, from_layout
 from ..tables.tableset import MISSING, TableSet
-from ..vocab import Geo, Level, Verdict
+from ..vocab import Geo, Level
 
 if TYPE_CHECKING:
     from ..attacks.certify import CertRun
@@ -308,34 +308,6 @@ def _read_binned(path: object) -> object:
 # --------------------------------------------------------------------------------------------------
 # Persons on the engine written over any schema
 # --------------------------------------------------------------------------------------------------
-def _verdict_frame(b: pl.DataFrame, level: str) -> pl.DataFrame:
-    """The engine's per-block frame in certification's columns (``block_geoid``, ``persons``,
-    ``solvar``, ``solvar_lo``, ``solvar_hi``, ``proven``, ``status``, ``level``): bounds 0 and
-    100% where a block's distance was not measured."""
-    if "units" not in b.columns:  # no tract solved
-        b = pl.DataFrame(
-            schema={
-                "geoid": pl.String,
-                "units": pl.Int64,
-                "status": pl.String,
-                **{c: pl.Float64 for c in ("solvar", "solvar_lo", "solvar_hi")},
-            }
-        )
-    unique = pl.col("status") == Verdict.UNIQUE
-    lo = pl.when(unique).then(0.0).otherwise(pl.col("solvar_lo").fill_nan(0.0))
-    hi = pl.when(unique).then(0.0).otherwise(pl.col("solvar_hi").fill_nan(100.0))
-    return b.select(
-        pl.col("geoid").alias("block_geoid"),
-        pl.col("units").alias("persons"),
-        pl.col("solvar"),
-        lo.alias("solvar_lo"),
-        hi.alias("solvar_hi"),
-        (unique | ((pl.col("status") == Verdict.VARIES) & (lo >= hi))).alias("proven"),
-        pl.col("status"),
-        pl.lit(level).alias("level"),
-    )
-
-
 @dataclass
 class PersonReconstruction:
     """Persons rebuilt from a release by :func:`reconstruct_persons`: the records as a person
@@ -385,7 +357,7 @@ def _write_reconstruction(run: ReleaseReconstruction, out: Path) -> list[Path]:
     from ..schema import person_records, write_microdata
 
     write_microdata(person_records(run.units), out)
-    return [out, write_csv(_verdict_frame(run.blocks, str(run.level)), beside(out, "_blocks.csv"))]
+    return [out, write_csv(run.verdicts(), beside(out, "_blocks.csv"))]
 
 
 def _person_options(
@@ -457,7 +429,7 @@ def reconstruct_persons(
     out = (run or RunOptions()).out
     if out is not None:
         write_microdata(records, out)
-    return PersonReconstruction(records, _verdict_frame(rel.blocks, str(rel.level)), rel)
+    return PersonReconstruction(records, rel.verdicts(), rel)
 
 
 def certify_persons(
@@ -508,7 +480,7 @@ def certify_persons(
         reference=person_units(recon),
     )
     run_level, notes = rel.level, rel.notes
-    blocks = _verdict_frame(rel.blocks, str(run_level))
+    blocks = rel.verdicts()
     failed = rel.failed
     by_tract = recon.rows_by_prefix([r["unit"] for r in failed])
     for r in failed:  # a refused tract: the published cells its records break, named

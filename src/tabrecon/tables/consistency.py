@@ -35,6 +35,7 @@ import scipy.sparse as sp
 from ..geo import LENGTH
 from ..schema import PERSONS
 from ..schema.catalog import HOUSING_UNITS
+from ..schema.registry import Population
 from ..schema.spec import Schema
 from ..vocab import Geo
 from .persons import all_cells, cell_index, get_cell
@@ -435,6 +436,21 @@ def check_unit_consistency(long: pl.DataFrame, schema: Schema = HOUSING_UNITS) -
         present[g, c] = part["n"].to_numpy() > 0
         reports.append(_evaluate(ids, geoids, V, present, where))
     return _merge(reports)
+
+
+def check_release(ts: TableSet, pop: Population) -> ConsistencyReport:
+    """Every identity between the published cells of ``pop``'s release ``ts``: by the
+    population's own check where it has one (persons: :func:`check_consistency`), else the
+    identities derived from its tables' declarations (:func:`check_unit_consistency`).
+
+    >>> from tabrecon.schema.registry import population
+    >>> from tabrecon.tables.spec import tabulate
+    >>> gq = population("group_quarters")
+    >>> from tabrecon.records.synth import SynthConfig
+    >>> check_release(tabulate(gq.synthesize(SynthConfig(persons=2_000), 1)), gq).ok
+    True
+    """
+    return pop.check(ts) if pop.check else check_unit_consistency(ts.to_frame(), pop.schema)
 
 
 def check_consistency(ts: TableSet) -> ConsistencyReport:

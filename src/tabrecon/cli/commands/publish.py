@@ -302,14 +302,14 @@ def check_tables(
     """Validate a table file and check every identity between its cells (persons: block and
     tract identities, race tallies; other populations: identities derived from their tables'
     declarations); exit 1 on any violation."""
-    from ...tables.consistency import check_unit_consistency
+    from ...tables.consistency import check_release
     from ...tables.declaration import population
     from ...tables.reader import read_unit_tables
 
     pop = population(schema)
     at_least(0, limit=limit)
     ts = read_unit_tables(tables_file, pop.schema)
-    rep = pop.check(ts) if pop.check else check_unit_consistency(ts.to_frame(), pop.schema)
+    rep = check_release(ts, pop)
     console.print(
         f"{tables_file}: {rep.checked:,} identity checks, {rep.skipped:,} skipped (cells not "
         "published)"
