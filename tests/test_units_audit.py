@@ -85,6 +85,51 @@ def test_audit_of_a_housing_unit_file_reports_households_and_resumes(county):
 
 
 @pytest.mark.slow
+def test_audit_of_housing_units_certifies_every_block_on_the_person_audit_s_stages(county):
+    """``audit --schema households`` runs the stages every population shares (tabulate,
+    reconstruct, certify) on every block: the reconstruction tabulates to the published
+    tables, each sampled block's Generate-then-Verify verdict is certification's, and a resumed
+    run keeps every stage."""
+    from tabrecon.schema.catalog import HOUSING_UNITS
+    from tabrecon.schema.spec import read_units
+    from tabrecon.tables.reader import read_unit_tables
+
+    d, units = county
+    (d / "cert.toml").write_text(
+        FAST.replace("enabled = false", "enabled = true\ndistance = false")
+    )
+    args = ["audit", "u.parquet", "--schema", "households", "--config", "cert.toml"]
+    args += ["--out", "hc", "--quiet"]
+    run = _cli(args, d)
+    assert run.returncode == 0, run.stderr
+    out = d / "hc"
+    summary = json.loads((out / "summary.json").read_text())
+    blocks = {g for g in units.block_geoid.astype(str).tolist()}
+    c = summary["certify"]
+    assert c["level"] == "block" and c["inhabited_blocks"] == len(blocks)
+    assert c["unique_persons"] <= len(units) and summary["population"] == "households"
+    work = out / "work" / "chunk-000"
+    recon = read_units(work / "recon_block.parquet", HOUSING_UNITS)
+    assert len(recon) == len(units)
+    published = read_unit_tables(work / "tables.parquet", HOUSING_UNITS).to_frame()
+    again = tabulate_units(recon)
+    assert again.sort("geoid", "cell").equals(published.sort("geoid", "cell"))
+    cert = pl.read_parquet(out / "results" / "solvar_blocks.parquet")
+    gtv = pl.read_csv(out / "results" / "households_blocks.csv", schema_overrides={"geoid": str})
+    both = gtv.join(cert, left_on="geoid", right_on="block_geoid")
+    assert both.height == 3 and (both["reconstruction"] == both["status_right"]).all()
+    html = (out / "report.html").read_text()
+    assert "housing units" in html and 'id="certification"' in html and "residents" not in html
+    resumed = _cli([*args, "--resume"], d)
+    assert resumed.returncode == 0, resumed.stderr
+    later = json.loads((out / "summary.json").read_text())
+    assert later["certify"] == c
+    assert {"chunk-000/tabulate", "chunk-000/reconstruct:block", "chunk-000/certify"} <= set(
+        later["resumed_stages"]
+    )
+
+
+@pytest.mark.slow
 def test_audit_of_published_household_tables_alone(county):
     """``audit --tables T --schema households``: the release alone, no records. The same blocks
     and claims as the audit of the units that make the tables; nothing is matched to a truth."""

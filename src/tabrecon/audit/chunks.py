@@ -26,6 +26,7 @@ from ..runner import RunOptions, notice, tree_cpu
 from ..schema import PERSONS
 from ..schema.registry import Engine, Population, of_schema
 from ..schema.spec import Units
+from ..tables.publication import Publication
 from ..vocab import Level, UnitStatus
 from .config import AuditConfig
 from .evaluate import DefenseOutcome, EvaluationPlan, evaluate_defense
@@ -81,12 +82,17 @@ def plan_chunks(microdata: Path | None, chunk_persons: int) -> list[Chunk]:
     return chunks
 
 
-def read_release(path: Path):
-    """Published tables in any form :func:`tabrecon.tables.published.read_tables` detects (a long or
-    wide file, a Census API response, an SF1 summary-file folder, a ZIP of one of them)."""
-    from ..tables.published import read_tables
+def read_release(path: Path, pop: Population | None = None):
+    """``pop``'s published tables (persons unless told) in any form
+    :func:`tabrecon.tables.reader.read_unit_tables` reads (a long or wide file, a Census API
+    response, an SF1 summary-file folder, a ZIP of one of them), a withheld cell read as such
+    where the population's release withholds some."""
+    from ..tables.publication import Publication
+    from ..tables.reader import read_unit_tables
 
-    return read_tables(path)
+    pop = pop if pop is not None else of_schema(PERSONS)
+    withheld = Publication.parse(pop.publication).withholds
+    return read_unit_tables(path, pop.schema, withheld=withheld)
 
 
 def check_same_geography(truth: Units, ts, md_path: Path, ts_path: Path) -> None:
@@ -177,6 +183,8 @@ class ChunkRunner:
         #: whether its records are person records linked to an attacker's data: the stages of
         #: agreement, reidentification and the defenses are theirs
         self.linked = self.pop.engine is Engine.PERSON
+        #: how its counts are published (a declared release rounds or withholds them)
+        self.publication = Publication.parse(self.pop.publication)
         self.dir.mkdir(parents=True, exist_ok=True)
         self.log, self.progress, self.on_stage = log, progress, on_stage
         self.seed = cfg.run.seed + 1_000_003 * chunk.index
@@ -264,11 +272,11 @@ class ChunkRunner:
         persons the 34 tables of Abowd et al.), and what finishes the stage (its identity
         checks, its file and its marker; None when resumed), which the caller runs while the
         workers reconstruct."""
-        from ..tables.published import read_tables
-        from ..tables.spec import tabulate
+        from ..tables.spec import publish_counts, tabulate
+        from ..tables.tableset import TableSet
 
         path = self.dir / "tables.parquet"
-        if (hit := self.resumed("tabulate", path, read_tables)) is not None:
+        if (hit := self.resumed("tabulate", path, lambda p: read_release(p, self.pop))) is not None:
             return hit[0], None
         t0, c0 = time.perf_counter(), tree_cpu()
         if given is not None:
@@ -277,6 +285,9 @@ class ChunkRunner:
             assert truth is not None  # records or tables: the audit has one of them
             pop = self.pop
             ts = tabulate(truth, pop.select("all") if pop.select is not None else None)
+            if not self.publication.exact:  # published as its release publishes its counts
+                long = publish_counts(ts.to_frame(), pop.schema, self.publication, self.seed)[0]
+                ts = TableSet.from_long(long, pop.name, source=ts.source)
         made = (time.perf_counter() - t0, tree_cpu() - c0)
         return ts, functools.partial(self._finish_tables, ts, path, made)
 
@@ -339,6 +350,7 @@ class ChunkRunner:
                 distance_time_limit=c.distance_time_limit or None,
                 unique_on=self.pop.unique_on,
                 check_unique=certify,
+                publication=self.publication,
             ),
             run=RunOptions(
                 workers=self.cfg.run.workers, out=path, resume=self.resume, progress=tick
@@ -700,7 +712,12 @@ def run_chunk(
     if cfg.certify.enabled:
         blocks, cinfo = cr.certify(rich_level)  # its failures are the reconstruction's
         out.blocks = blocks
-    if blocks is not None and blocks.height and cfg.claims.enabled:  # no tract certified: none
+    if cfg.claims.enabled and not cr.publication.exact:
+        out.notes.append(
+            f"{ch.name} claims: not made from counts published {cr.publication} (verified "
+            "claims read exact counts); Generate-then-Verify attacks them as published"
+        )
+    elif blocks is not None and blocks.height and cfg.claims.enabled:  # none certified: none
         persons, clinfo = cr.claims(ts, recons[rich_level], blocks, rich_level)
         out.claims = clinfo.get("results", [])
         out.failures += [f"{ch.name} claims: {f}" for f in clinfo.get("failures", [])]

@@ -1,11 +1,13 @@
 """The one-command disclosure audit: publish -> reconstruct -> certify -> link -> defend -> compare.
 
-Input is confidential microdata (a person file), published tables (a long table file or an SF1
-summary-file folder), or both (the tables are then the release and the microdata the truth, and
-their geographies must match). The work is done chunk by chunk: whole counties are batched up to
+Input is confidential microdata (a person file, or another registered population's records),
+published tables (a long table file or an SF1 summary-file folder), or, for persons, both (the
+tables are then the release and the microdata the truth, and their geographies must match). The
+work is done chunk by chunk: whole counties of a person file are batched up to
 ``run.chunk_persons`` persons and each chunk is read by itself (streamed from the file), so memory
-follows the chunk, never the whole state or nation. Inside a chunk the units of work are tracts,
-run in this process, a process pool or on a Dask cluster (:func:`tabrecon.runner.execution`).
+follows the chunk, never the whole state or nation (another population's file is one chunk).
+Inside a chunk the units of work are tracts, run in this process, a process pool or on a Dask
+cluster (:func:`tabrecon.runner.execution`).
 
 Every stage of every chunk writes its result under ``OUT/work/chunk-NNN/`` as it completes and then
 a ``<stage>.done.json`` marker (written last, by rename); with ``resume`` a rerun skips finished
@@ -23,7 +25,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import polars as pl
@@ -33,7 +34,9 @@ from ..errors import TabreconError
 from ..io import remove_tree, write_csv, write_json, write_parquet, write_text
 from ..provenance import check_or_record, digest_path, fingerprint
 from ..runner import units_peak_mib
-from ..schema import write_microdata
+from ..schema import PERSONS, write_microdata
+from ..schema.registry import Engine, Population
+from ..tables.publication import Publication
 from ..vocab import Geo, Level
 from .chunks import (
     EXAMPLE_CLAIMS,
@@ -109,8 +112,8 @@ class AuditResult:
                     pct(r["attack"]["certified_uniques"]["precision_pct"]),
                 ]
             )
-        name = s.get("population", "households")  # a generic audit's, or a person audit's part
-        if h := s.get(name):
+        name = s.get("gtv")  # the population attacked by Generate-then-Verify, if any
+        if name and (h := s.get(name)):
             five = h.get("singleton_blocks_by_k", {})
             place = h.get("geography", "block")  # a declared release's own (school)
             how = "" if h.get("publication", "exact") == "exact" else f" ({h['publication']})"
@@ -182,12 +185,19 @@ def audit(
     show_progress: bool = True,
     command: str = "",
     households: str | Path | None = None,
+    population: str | None = None,
 ) -> AuditResult:
     """Run the whole audit and write ``OUT/report.html``, ``OUT/results/*.csv`` and
     ``OUT/summary.json``. See the module docstring for chunks, units of work and resuming.
 
-    ``households`` (a housing-unit file describing the same households as ``microdata``) adds
-    the households part (:mod:`tabrecon.audit.units`) and the report's section on it."""
+    ``population``: what ``microdata``'s records are, a registered population's name or a
+    declaration file (:func:`tabrecon.tables.declaration.population`; persons when None).
+    Every population's records (or its published tables) go through the same stages --
+    tabulate, reconstruct, certify, verified claims -- and person records also through
+    agreement, reidentification and the defenses; another population's audit adds
+    Generate-then-Verify on its median blocks (:mod:`tabrecon.audit.units`), on its records
+    or, without them, on its published tables. ``households`` (a housing-unit file describing
+    the same households as a person file) adds that part to a person audit."""
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -198,15 +208,25 @@ def audit(
 
     from ..report.html import write_audit_report
     from ..runner import execution
+    from ..schema.registry import of_schema
+    from ..tables.declaration import population as population_of
 
-    cfg = cfg or AuditConfig()
+    pop = population_of(population) if population is not None else of_schema(PERSONS)
+    linked = pop.engine is Engine.PERSON
+    cfg = _effective(cfg or AuditConfig(), pop)
     con = console or Console(stderr=True)
     out = Path(out)
     md_path = Path(microdata) if microdata is not None else None
     ts_path = Path(tables) if tables is not None else None
     if md_path is None and ts_path is None:
         raise TabreconError(
-            "give microdata (a person file) or --tables (published tables), or both"
+            f"give microdata (a file of {pop.noun}) or --tables (published tables)"
+            + (", or both" if linked else "")
+        )
+    if not linked and (md_path is not None and ts_path is not None or households is not None):
+        raise TabreconError(
+            f"--schema {pop.name} audits one file: its {pop.noun} as MICRODATA, or their "
+            "published tables as --tables (not both, and without --households)"
         )
     hh_path = Path(households) if households is not None else None
     for p in (md_path, ts_path, hh_path):
@@ -226,14 +246,14 @@ def audit(
     work = out / "work"
     if work.exists() and not resume:
         remove_tree(work)
-    fp = _fingerprint(cfg, md_path, ts_path, hh_path)
+    fp = _fingerprint(cfg, md_path, ts_path, hh_path, pop)
     advice = "run without --resume (resume=False in Python) to start over, or choose another --out"
     check_or_record(work / "run.json", fp, str(work), advice, outputs=(work,))
     out.mkdir(parents=True, exist_ok=True)
     write_text(out / "config.toml", cfg.to_toml())
     t_start = time.perf_counter()
     log = StageLog()
-    given = read_release(ts_path) if ts_path is not None else None
+    given = read_release(ts_path, pop) if ts_path is not None else None
     if shapes is not None:
         from ..schema import county_persons
         from ..shapes import check_overlap
@@ -242,8 +262,10 @@ def audit(
             check_overlap(shapes, given.grids["block"].geoids, f"the tables {ts_path}")
         elif md_path is not None:
             check_overlap(shapes, county_persons(md_path)["county"].to_numpy(), str(md_path))
-    if md_path is not None and given is not None:
-        chunks = [Chunk(0, [], 0)]  # the given release is audited as one piece
+    if md_path is not None and given is not None or not linked:
+        # the given release is audited as one piece, and so is a file of another population's
+        # records (they are chunked by the person file's counties)
+        chunks = [Chunk(0, [], 0)]
     else:
         chunks = plan_chunks(md_path, cfg.run.chunk_persons)
     prog = Progress(
@@ -266,7 +288,8 @@ def audit(
         return tick
 
     per_chunk = 1 + len(cfg.reconstruct.levels) + int(cfg.certify.enabled)
-    per_chunk += (1 + len(cfg.defenses.specs)) if md_path is not None else 0
+    per_chunk += int(cfg.certify.enabled and cfg.claims.enabled)
+    per_chunk += (1 + len(cfg.defenses.specs)) if md_path is not None and linked else 0
     overall = prog.add_task("audit", total=per_chunk * len(chunks), last="")
 
     def on_stage(stage: str) -> None:
@@ -292,7 +315,7 @@ def audit(
     chunk_errors: list[BaseException] = []
     with execution(cfg.run.scheduler, cfg.run.retries), prog:
         for ch in chunks:
-            cr = ChunkRunner(cfg, ch, work, resume, log, progress, on_stage)
+            cr = ChunkRunner(cfg, ch, work, resume, log, progress, on_stage, pop)
             nc = len(ch.counties)
             where = (
                 f"{nc} count{'y' if nc == 1 else 'ies'}, {ch.persons:,} persons" if nc else "all"
@@ -331,11 +354,21 @@ def audit(
                 singled_frames.append(part.singled)
         household: dict | None = None
         hframes: dict[str, pl.DataFrame] = {}
+        gtv = None  # the population attacked by Generate-then-Verify on median blocks
         if hh_path is not None:
+            gtv = "households"
             household, hframes = _households(hh_path, md_path, work, cfg, resume, progress, log)
+        elif not linked:
+            gtv = pop.name
+            source = md_path if md_path is not None else ts_path
+            assert source is not None  # one of the two, checked above
+            household, hframes = _gtv(
+                pop, source, md_path is None, work, cfg, resume, progress, log
+            )
+        if household is not None:
             failures += household.get("failures", [])
             if "error" in household:
-                con.print(f"[red]households failed:[/red] {household['error']}")
+                con.print(f"[red]{gtv} failed:[/red] {household['error']}")
     if len(chunk_errors) == len(chunks):  # nothing to report on: the first error is the answer
         err0 = chunk_errors[0]
         raise (
@@ -385,7 +418,7 @@ def audit(
                 frames["frontier"] = front
                 log.add("frontier", time.perf_counter() - t_front)
     claims_summary = None
-    if cfg.certify.enabled and cfg.claims.enabled:
+    if cfg.certify.enabled and cfg.claims.enabled and Publication.parse(pop.publication).exact:
         from ..attacks.claims import ClaimsRun
 
         crun = ClaimsRun(claim_results, pl.DataFrame(), rich_level, cfg.claims.k_solutions)
@@ -415,10 +448,9 @@ def audit(
         ts_path,
     )
     summary["notes"] = notes
-    from ..tables.persons import ALL_TABLES
-
-    summary["tables_present"] = [t.name for t in ALL_TABLES if t.name in tables_seen]
-    has_tract = any(t.level == Geo.TRACT for t in ALL_TABLES if t.name in tables_seen)
+    declared = pop.tables()
+    summary["tables_present"] = [t.name for t in declared if t.name in tables_seen]
+    has_tract = any(t.level == Geo.TRACT for t in declared if t.name in tables_seen)
     if summary.get("certify", {}).get("level") == Level.BLOCK_TRACT and not has_tract:
         # the release has no tract tables: what was certified is what the block tables determine
         summary["certify"]["level"] = "block"
@@ -426,8 +458,12 @@ def audit(
         if summary.get("certify", {}).get("level") == Level.BLOCK:  # no tract tables (above)
             claims_summary["level"] = "block"
         summary["claims"] = claims_summary
+    summary["population"], summary["noun"] = pop.name, pop.noun
+    summary["geography"] = pop.schema.geography
+    summary["record_columns"] = [a.name for a in pop.schema.attributes]
     if household is not None and "error" not in household:
-        summary["households"] = household
+        summary["gtv"] = gtv
+        summary[str(gtv)] = household
     summary["agreement_resolution"] = {
         lv: "; ".join(sorted(t for t in v if t)) for lv, v in resolutions.items()
     }
@@ -520,25 +556,90 @@ def frontier_at_budgets(
 
 
 def _fingerprint(
-    cfg: AuditConfig, md_path: Path | None, ts_path: Path | None, hh_path: Path | None = None
+    cfg: AuditConfig,
+    md_path: Path | None,
+    ts_path: Path | None,
+    hh_path: Path | None = None,
+    pop: Population | None = None,
 ) -> dict[str, str]:
-    """What the audit's work/ depends on: the inputs' content and every setting that changes a
-    result (not where units run: workers, scheduler, retries; not the report's presentation).
-    Without a housing-unit file its settings do not count (earlier work stays resumable)."""
+    """What the audit's work/ depends on: the inputs' content, the population audited and every
+    setting that changes a result (not where units run: workers, scheduler, retries; not the
+    report's presentation). Without Generate-then-Verify (a person audit without a housing-unit
+    file) its settings do not count (earlier work stays resumable)."""
     conf = cfg.to_dict()
     conf.pop("report", None)
-    if hh_path is None:
+    linked = pop is None or pop.engine is Engine.PERSON
+    if hh_path is None and linked:
         conf.pop("households", None)
     conf["run"] = {
         k: v for k, v in conf["run"].items() if k not in ("workers", "scheduler", "retries")
     }
     extra = {"households": digest_path(hh_path)} if hh_path is not None else {}
+    if not linked:  # (absent for persons: their earlier work stays resumable)
+        assert pop is not None
+        extra["population"] = pop.name
+        if pop.source:  # a declaration file: what it declares
+            extra["declaration"] = digest_path(Path(pop.source))
     return fingerprint(
         microdata=digest_path(md_path) if md_path is not None else "none",
         tables=digest_path(ts_path) if ts_path is not None else "none",
         config=conf,
         **extra,
     )
+
+
+def _effective(cfg: AuditConfig, pop: Population) -> AuditConfig:
+    """The configuration as it applies to ``pop``: another population than persons is
+    reconstructed once, at the richer level asked that its tables have (a release without tract
+    tables at block); its verified claims are Generate-then-Verify's (``[households]``: on
+    the sampled median blocks, or every block) rather than every tract's claims from its
+    certification (a housing unit's ten columns give so many candidate claims that one tract
+    of 70 blocks ran for over ten minutes); and it is not defended (the defenses protect person
+    records: asked for explicitly, they are refused)."""
+    from .config import ConfigError, DefensesConfig
+
+    if pop.engine is Engine.PERSON:
+        return cfg
+    if cfg.defenses.specs and cfg.defenses.specs != DefensesConfig().specs:
+        raise ConfigError(
+            f"defenses.specs: the defenses protect person records, not {pop.noun} "
+            f"(--schema {pop.name}); leave [defenses] out"
+        )
+    rich = Level.BLOCK_TRACT if Level.BLOCK_TRACT in cfg.reconstruct.levels else Level.BLOCK
+    level = str(rich if pop.default_level == Level.BLOCK_TRACT else Level.BLOCK)
+    return replace(
+        cfg,
+        reconstruct=replace(cfg.reconstruct, levels=(level,)),
+        claims=replace(cfg.claims, enabled=False),
+        defenses=replace(cfg.defenses, specs=()),
+    )
+
+
+def _gtv(
+    pop: Population,
+    path: Path,
+    published: bool,
+    work: Path,
+    cfg: AuditConfig,
+    resume: bool,
+    progress: Callable[[str, int], Callable[[dict], None]],
+    log: StageLog,
+) -> tuple[dict, dict[str, pl.DataFrame]]:
+    """Generate-then-Verify on ``pop``'s median blocks (:func:`tabrecon.audit.units
+    .units_stage`), from its records or (``published``) its published tables: its summary and
+    frames, or ``{"error": ...}`` (the figures of the other stages stand; the audit exits
+    non-zero)."""
+    from .units import units_stage
+
+    t0 = time.perf_counter()
+    try:
+        summary, frames, _ = units_stage(
+            pop, path, work, cfg, resume, progress, published=published
+        )
+    except TabreconError as exc:
+        return {"error": str(exc), "failures": [f"{pop.name}: {exc}"]}, {}
+    log.add(pop.name, time.perf_counter() - t0)
+    return summary, frames
 
 
 def check_households_file(hh_path: Path, md_path: Path | None) -> None:
@@ -629,89 +730,3 @@ def run_demo(
         show_progress=show_progress,
         command=f"tabrecon demo --out {out} --persons {persons} --seed {seed}",
     )
-
-
-def audit_units(
-    name: str,
-    units_path: str | Path,
-    out: str | Path,
-    cfg: AuditConfig | None = None,
-    resume: bool = False,
-    console: Any = None,
-    show_progress: bool = True,
-    command: str = "",
-    published: bool = False,
-) -> AuditResult:
-    """``tabrecon audit --schema NAME`` for a population on the generic engine (housing units,
-    group quarters, ...): its Generate-then-Verify part alone, on a file of its records or
-    (``published``) on its published tables alone; writes ``OUT/report.html``,
-    ``OUT/results/<name>_*.csv`` and ``OUT/summary.json`` and returns an
-    :class:`~tabrecon.audit.run.AuditResult`."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-
-    from ..report.html import write_units_report
-    from ..runner import execution
-    from ..schema.registry import population
-    from .units import units_stage
-
-    pop = population(name)
-    cfg = cfg or AuditConfig()
-    out = Path(out)
-    units_path = Path(units_path)
-    if not units_path.exists():
-        raise TabreconError(f"{units_path}: file not found")
-    work = out / "work"
-    if work.exists() and not resume:
-        remove_tree(work)
-    conf = cfg.to_dict()
-    fp = fingerprint(
-        **{pop.name: digest_path(units_path)},
-        published=published,
-        config={
-            "households": conf["households"],
-            "seed": cfg.run.seed,
-            "solver": conf["reconstruct"],
-        },
-    )
-    advice = "run without --resume (resume=False in Python) to start over, or choose another --out"
-    check_or_record(work / "run.json", fp, str(work), advice, outputs=(work,))
-    out.mkdir(parents=True, exist_ok=True)
-    write_text(out / "config.toml", cfg.to_toml())
-    con = console or Console(stderr=True)
-    prog = Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("{task.fields[last]}"),
-        console=con,
-        disable=not show_progress,
-    )
-
-    def progress(label: str, total: int) -> Callable[[dict], None]:
-        task = prog.add_task(label, total=total, last="")
-        return lambda st: prog.update(
-            task, advance=1, last=f"{st.get('unit', '')} {st.get('status', '')}"
-        )
-
-    t0 = time.perf_counter()
-    with execution(cfg.run.scheduler, cfg.run.retries), prog:
-        summary, frames, _ = units_stage(
-            pop, units_path, work, cfg, resume, progress, published=published
-        )
-    res = out / "results"
-    res.mkdir(exist_ok=True)
-    for stem, df in frames.items():
-        write_csv(df, res / f"{stem}.csv")
-    total = {
-        "population": pop.name,
-        pop.name: summary,
-        "failures": summary["failures"],
-        "timings_s": {pop.name: round(time.perf_counter() - t0, 2)},
-        "peak_memory": _peak_mb(),
-        "versions": _versions(),
-        "command": command,
-        "seed": cfg.run.seed,
-    }
-    write_json(out / "summary.json", total)
-    report = write_units_report(out, total, frames, cfg)
-    return AuditResult(out, total, report)

@@ -131,6 +131,19 @@ def _plots(frames: dict[str, pl.DataFrame], summary: dict) -> dict[str, str]:
     return figs
 
 
+def _words(summary: dict) -> tuple[str, str, str]:
+    """What an audit's records are called (``persons``, ``housing units``), its geography's
+    units (``block``, a declared release's ``school``) and the columns its claims read, in
+    HTML."""
+    noun = summary.get("noun", "persons")
+    place = summary.get("geography", "block")
+    if noun == "persons":
+        cols = "sex, age bin, Hispanic origin, the six races"
+    else:
+        cols = ", ".join(summary.get("record_columns", []))
+    return html.escape(noun), html.escape(place), html.escape(cols)
+
+
 def _claims_part(summary: dict, frames: dict[str, pl.DataFrame], th: int) -> list[str]:
     """The person audit's section on verified claims (Liu et al. 2025's Generate-then-Verify
     over the person tables): persons singled out, by k columns with the binomial baselines, and a
@@ -138,19 +151,21 @@ def _claims_part(summary: dict, frames: dict[str, pl.DataFrame], th: int) -> lis
     v = summary.get("claims")
     if not v or "claims_by_k" not in frames:
         return []
+    noun, place, cols = _words(summary)
     parts = [
-        '<h2 id="claims">Verified claims: persons singled out by the tables alone</h2>'
-        f"<p>A claim says “exactly m persons of this block have these values on these k "
-        "columns” (sex, age bin, Hispanic origin, the six races). It is verified when every "
+        f'<h2 id="claims">Verified claims: {noun} singled out by the tables alone</h2>'
+        f"<p>A claim says “exactly m {noun} of this {place} have these values on these k "
+        f"columns” ({cols}). It is verified when every "
         f"population consistent with the published {html.escape(v['level'])} tables makes it "
         "true: in a block with one consistent population every claim read off it is verified by "
         "that proof; elsewhere a candidate common to "
         f"{v['k_solutions']} diverse solutions is verified by proving every other count "
-        "impossible. A claim with m = 1 singles a person out. Claims are facts about the release: "
-        "no confidential record was used to find or prove them.</p>",
-        f"<p>Persons singled out: <b>{v['persons_singled_out']:,} of {v['persons']:,} "
-        f"({fmt_pct(v['persons_singled_out_pct'])}%)</b>, in {v['blocks_with_singleton']:,} of "
-        f"{v['blocks']:,} blocks; in blocks that can differ, {v['verified_varying']:,} of "
+        f"impossible. A claim with m = 1 singles one of the {noun} out. Claims are facts about "
+        "the release: no confidential record was used to find or prove them.</p>",
+        f"<p>{noun.capitalize()} singled out: <b>{v['persons_singled_out']:,} of "
+        f"{v['persons']:,} ({fmt_pct(v['persons_singled_out_pct'])}%)</b>, in "
+        f"{v['blocks_with_singleton']:,} of {v['blocks']:,} {place}s; in {place}s that can "
+        f"differ, {v['verified_varying']:,} of "
         f"{v['candidates_varying']:,} candidate claims verified by {v['proofs']:,} proofs"
         + (
             f"; {v['incomplete_tracts']:,} tract(s) stopped before every candidate was proven "
@@ -164,7 +179,7 @@ def _claims_part(summary: dict, frames: dict[str, pl.DataFrame], th: int) -> lis
         table_html(
             frames["claims_by_k"].select(
                 "k",
-                pl.col("persons_covered").alias("persons singled out"),
+                pl.col("persons_covered").alias(f"{noun} singled out"),
                 pl.col("persons_per_block").round(2).alias("per block"),
                 pl.col("blocks_with_singleton").alias("blocks with one"),
                 pl.col("verified_singletons").alias("verified singletons"),
@@ -173,8 +188,9 @@ def _claims_part(summary: dict, frames: dict[str, pl.DataFrame], th: int) -> lis
                 pl.col("median_baseline_state").alias("median baseline (state)"),
             ),
             th,
-            "Persons covered by a verified singleton with k columns, and the baselines: "
-            "P(count = 1) when each person matches with the tract's (state's) share "
+            f"{noun.capitalize()} covered by a verified singleton with k columns, and the "
+            f"baselines: P(count = 1) when each of the {noun} matches with the tract's (state's) "
+            "share "
             "(Liu et al. Table 2 layout)",
             "tbl-claims",
         ),
@@ -198,6 +214,8 @@ def _map_part(summary: dict, frames: dict[str, pl.DataFrame], maps: str | None) 
     if "blocks" not in frames:
         return []
     m = summary.get("map")
+    if m is None and summary.get("noun", "persons") != "persons":
+        return []  # the maps count residents: drawn for person audits only
     if m is None:
         return [
             '<p class="muted" id="no-map">No map: give the county\'s block shapes to draw these '
@@ -236,6 +254,22 @@ def in_brief(s: dict) -> str:
     if not c.get("inhabited_blocks"):
         return ""
     n = int(s.get("persons") or 0)
+    if s.get("noun", "persons") != "persons":  # another population: its own words
+        noun, place, cols = _words(s)
+        said = [
+            f'<a href="#tbl-solvar">{c["unique_persons"]:,} of {n:,} {noun} '
+            f"({fmt_pct(c['unique_persons_pct'])}%)</a> are in {place}s whose published tables "
+            f"admit exactly one population: anyone holding the tables can rebuild each of their "
+            f"records ({place}, {cols}) and prove that no other records fit."
+        ]
+        if v.get("persons"):
+            said.append(
+                f'<a href="#tbl-claims">{v["persons_singled_out"]:,} {noun} '
+                f"({fmt_pct(v['persons_singled_out_pct'])}%)</a> are singled out by verified "
+                f"claims: “exactly one of the {noun} of this {place} has these values on these "
+                "columns”, true of every population consistent with the tables."
+            )
+        return f'<p class="lead" id="in-brief"><b>In brief.</b> {" ".join(said)}</p>'
     said = [
         f'<a href="#tbl-solvar">{c["unique_persons"]:,} of {n:,} residents '
         f"({fmt_pct(c['unique_persons_pct'])}%)</a> live in blocks whose published tables admit "
@@ -269,23 +303,32 @@ def in_brief(s: dict) -> str:
 def _headlines(s: dict) -> list[str]:
     out = []
     c = s.get("certify")
+    noun, place, _ = _words(s)
+    kind = "person records" if noun == "persons" else f"records of {noun}"
     if c and c.get("inhabited_blocks"):
         out.append(
-            f"<b>{c['unique_blocks']:,} of {c['inhabited_blocks']:,} inhabited blocks "
+            f"<b>{c['unique_blocks']:,} of {c['inhabited_blocks']:,} inhabited {place}s "
             f"({fmt_pct(c['unique_blocks_pct'])}%)</b> "
-            f"have exactly one set of person records consistent with the published {c['level']} "
+            f"have exactly one set of {kind} consistent with the published {c['level']} "
             "tables: "
-            f"{c['unique_persons']:,} persons ({fmt_pct(c['unique_persons_pct'])}%) are rebuilt "
+            f"{c['unique_persons']:,} {noun} ({fmt_pct(c['unique_persons_pct'])}%) are rebuilt "
             "exactly, and provably so."
             + (
-                f" {c['unproven_blocks']:,} block(s) hit the solver time limit and are counted by "
-                "their bounds."
+                f" {c['unproven_blocks']:,} {place}(s) hit the solver time limit and are counted "
+                "by their bounds."
                 if c["unproven_blocks"]
                 else ""
             )
         )
     v = s.get("claims")
-    if v and v.get("persons"):
+    if v and v.get("persons") and noun != "persons":
+        out.append(
+            f"<b>{v['persons_singled_out']:,} of {v['persons']:,} {noun} "
+            f"({fmt_pct(v['persons_singled_out_pct'])}%)</b> are singled out by a verified claim "
+            f"that every population consistent with the published {html.escape(v['level'])} "
+            f'tables makes true (<a href="#claims">section</a>).'
+        )
+    elif v and v.get("persons"):
         out.append(
             f"<b>{v['persons_singled_out']:,} of {v['persons']:,} persons "
             f"({fmt_pct(v['persons_singled_out_pct'])}%)</b> are singled out by a verified claim: "
@@ -414,10 +457,13 @@ def write_audit_report(
     the block maps drawn by :func:`tabrecon.report.maps.draw_maps`, when shapes were given."""
     th = cfg.report.small_cell_threshold
     figs = _plots(frames, summary)
+    noun, place, _ = _words(summary)
+    title = cfg.report.title + ("" if noun == "persons" else f": {summary['noun']}")
+    tracts = f"{summary['tracts']:,} tracts, " if place == Geo.BLOCK else ""
     parts = [
-        f"<h1>{html.escape(cfg.report.title)}</h1>",
-        f'<p class="muted">Input: {_input_text(summary["input"])}. {summary["persons"]:,} persons, '
-        f"{summary['blocks']:,} blocks, {summary['tracts']:,} tracts, {len(summary['chunks'])} "
+        f"<h1>{html.escape(title)}</h1>",
+        f'<p class="muted">Input: {_input_text(summary["input"])}. {summary["persons"]:,} '
+        f"{noun}, {summary['blocks']:,} {place}s, {tracts}{len(summary['chunks'])} "
         "chunk(s). "
         f"Counts below {th} are marked &dagger; (and the per cents of their row).</p>",
         in_brief(summary),
@@ -426,7 +472,8 @@ def write_audit_report(
         + "</ul>",
     ]
     tp = summary.get("tables_present") or []
-    which = f"{len(tp)} SF1 person tables: {', '.join(tp)}" if tp else "SF1 person tables"
+    kind = "SF1 person tables" if noun == "persons" else f"tables of {summary['noun']}"
+    which = f"{len(tp)} {kind}: {', '.join(tp)}" if tp else kind
     parts.append(
         '<h2 id="publish">What was published</h2>'
         f"<p>{summary['table_values']:,} table values ({html.escape(which)}); "
@@ -587,8 +634,8 @@ def write_audit_report(
             )
         if "frontier" in frames:
             parts += frontier_section(frames["frontier"], th, out)
-    if "households" in summary:
-        parts += claims_section(summary["households"], frames, th, out)
+    if (gtv := summary.get("gtv")) and gtv in summary:
+        parts += claims_section(summary[gtv], frames, th, out)
     t = summary.get("timings_s", {})
     parts.append('<h2 id="run">Run: configuration, versions, timings</h2>')
     parts.append(
@@ -777,31 +824,6 @@ def sweep_section(
             figure_html(b64, "Risk against accuracy lost, per rule", f"fig-{name}-pub", None)
         )
     return parts
-
-
-def write_units_report(
-    out: Path, summary: dict, frames: dict[str, pl.DataFrame], cfg: AuditConfig
-) -> Path:
-    """``out/report.html`` of ``tabrecon audit --schema NAME`` (housing units, group quarters,
-    ...): the population's section, then the run (configuration, versions, time)."""
-    th = cfg.report.small_cell_threshold
-    name = summary["population"]
-    h = summary[name]
-    parts = [f"<h1>{html.escape(cfg.report.title)}: {html.escape(h['noun'])}</h1>"]
-    parts += claims_section(h, frames, th, out)
-    if summary.get("failures"):
-        parts.append(
-            '<p class="fail">Failed:</p><ul>'
-            + "".join(f"<li>{html.escape(f)}</li>" for f in summary["failures"])
-            + "</ul>"
-        )
-    parts.append('<h2 id="run">Run</h2>')
-    parts.append(
-        f"<p>Time {summary['timings_s'][name]:.1f} s; seed {cfg.run.seed}; peak memory "
-        f"main process {fmt_value(summary['peak_memory'].get('main_process_mib'))} MiB.</p>"
-    )
-    parts += _provenance(summary, cfg)
-    return write_page(out, cfg.report.title, parts)
 
 
 def _provenance(summary: dict, cfg: AuditConfig) -> list[str]:

@@ -35,9 +35,11 @@ class Engine(enum.StrEnum):
     """Which commands a population has a path of its own in. Reconstruction, claims,
     tabulation, download, the identity check and the publication sweep are written once over
     any schema for every population (what is a population's own is a plug-in of its
-    :class:`Population`); ``person`` still has its own ``synth`` (the person file, households
-    beside it) and ``audit`` (reconstruction at both levels, reidentification, the defenses and
-    the frontier, where ``generic`` populations get Generate-then-Verify on median blocks)."""
+    :class:`Population`), and so are the audit's stages (tables, reconstruction, certification,
+    verified claims); ``person`` still has its own ``synth`` (the person file, households
+    beside it) and the audit's person stages (chunks of counties, reconstruction at both
+    levels, agreement with the truth, reidentification, the defenses and the frontier), where
+    ``generic`` populations get Generate-then-Verify on median blocks."""
 
     GENERIC = "generic"
     PERSON = "person"

@@ -93,7 +93,8 @@ def audit(
         typer.Option(
             help="What MICRODATA's records are: 'persons' (a person file: the full audit) or "
             "another population (e.g. 'households', 'group_quarters', a declaration NAME.toml: "
-            "its Generate-then-Verify part alone)"
+            "every block reconstructed and certified, Generate-then-Verify on its median "
+            "blocks)"
         ),
     ] = "persons",
     shapes: Annotated[
@@ -128,11 +129,6 @@ def audit(
             raise TabreconError(
                 f"--shapes: the maps are drawn by the person audit, not yet by --schema {pop.name}"
             )
-        if (microdata is None) == (tables_path is None) or households is not None:
-            raise TabreconError(
-                f"--schema {pop.name} audits one file: its {pop.noun} as MICRODATA, or their "
-                "published tables as --tables (not both, and without --households)"
-            )
         unused = [
             o
             for o, v in (("--defenses", defenses), ("--chunk-persons", chunk_persons))
@@ -142,31 +138,11 @@ def audit(
             raise TabreconError(
                 f"{', '.join(unused)}: an option of the person audit, not of --schema {pop.name}"
             )
-        from ...audit.run import audit_units
-
-        cfg = load_config(
-            config,
-            run={"workers": workers, "seed": seed, "scheduler": scheduler},
-            households={"publication_rules": _rules(publication_rules)},
-        )
-        if cfg.households.publication_rules and microdata is None:
+        if (microdata is None) == (tables_path is None) or households is not None:
             raise TabreconError(
-                "publication rules are swept over records: give MICRODATA, not --tables (a "
-                "release is published already)"
+                f"--schema {pop.name} audits one file: its {pop.noun} as MICRODATA, or their "
+                "published tables as --tables (not both, and without --households)"
             )
-        for r in cfg.households.publication_rules:  # every rule checked before any work
-            publication_rule(pop, r)
-        cmd = "tabrecon audit " + " ".join(sys.argv[2:])
-        source = microdata if microdata is not None else tables_path
-        assert source is not None  # exactly one of the two, checked above
-        res = audit_units(
-            pop.name, source, out, cfg, resume, err, not quiet, cmd, published=microdata is None
-        )
-        _print_audit(res, out)
-        if res.summary.get("failures"):
-            raise typer.Exit(1)
-        return
-
     specs = None if defenses is None else [d.strip() for d in defenses.split(",") if d.strip()]
     run_opts = {
         "scheduler": scheduler,
@@ -185,16 +161,24 @@ def audit(
         from ...shapes import require_maps
 
         require_maps()
-    if cfg.households.publication_rules:
-        if households is None:
+    if cfg.households.publication_rules:  # every rule checked before any work
+        swept = pop
+        if pop.engine is Engine.PERSON:
+            if households is None:
+                raise TabreconError(
+                    "--publication-rules sweeps housing-unit tables: give --households FILE (or "
+                    "audit --schema households)"
+                )
+            swept = population("households")
+        elif microdata is None:
             raise TabreconError(
-                "--publication-rules sweeps housing-unit tables: give --households FILE (or "
-                "audit --schema households)"
+                "publication rules are swept over records: give MICRODATA, not --tables (a "
+                "release is published already)"
             )
         for r in cfg.households.publication_rules:
-            publication_rule(population("households"), r)
+            publication_rule(swept, r)
     cmd = "tabrecon audit " + " ".join(sys.argv[2:])
-    res = _audit(microdata, out, cfg, tables_path, resume, err, not quiet, cmd, households)
+    res = _audit(microdata, out, cfg, tables_path, resume, err, not quiet, cmd, households, schema)
     _print_audit(res, out)
     if res.summary.get("failures"):
         raise typer.Exit(1)
