@@ -1,7 +1,7 @@
 """The audit's unit of work: a chunk of counties read, tabulated, reconstructed, certified,
 linked and defended stage by stage (:class:`ChunkRunner`), each stage written as it finishes
 and skipped when a rerun finds it done; :func:`run_chunk` runs one chunk and
-:func:`audit_summary` adds the chunks' results up.
+:func:`tabrecon.audit.aggregate.audit_summary` adds the chunks' results up.
 """
 
 from __future__ import annotations
@@ -17,8 +17,6 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from ..attacks.certify import proven_unique
-from ..attacks.reidentify import RATE_COLUMNS
 from ..defenses.defense import Defense
 from ..errors import InputError, TabreconError
 from ..io import file_digest, write_json, write_parquet, write_text
@@ -557,35 +555,8 @@ class ChunkRunner:
 
 
 # ------------------------------------------------------------------------------------------------
-# Aggregation across chunks
+# What leaves a chunk
 # ------------------------------------------------------------------------------------------------
-def pct_rates(rates: pl.DataFrame) -> pl.DataFrame:
-    """Sum count rates over chunks and add putative %, confirmed % and precision %."""
-    s = rates.group_by("group", "bin", "source", maintain_order=True).agg(
-        pl.col("attacker_records").sum(), pl.col("putative").sum(), pl.col("confirmed").sum()
-    )
-    n, put, conf = pl.col("attacker_records"), pl.col("putative"), pl.col("confirmed")
-    return s.with_columns(
-        pl.when(n > 0).then(100.0 * put / n).otherwise(None).alias("putative_pct"),
-        pl.when(n > 0).then(100.0 * conf / n).otherwise(None).alias("confirmed_pct"),
-        pl.when(put > 0).then(100.0 * conf / put).otherwise(None).alias("precision_pct"),
-    )
-
-
-def agree_table(frames: list[pl.DataFrame]) -> pl.DataFrame:
-    s = pl.concat(frames).group_by("bin", maintain_order=True).sum()
-    tot = s.select(pl.lit("all").alias("bin"), pl.exclude("bin").sum())
-    s = pl.concat([tot, s])
-    return s.with_columns(
-        pl.when(pl.col("persons") > 0)
-        .then(100.0 * pl.col("exact") / pl.col("persons"))
-        .alias("exact_pct"),
-        pl.when(pl.col("persons") > 0)
-        .then(100.0 * pl.col("binned") / pl.col("persons"))
-        .alias("binned_pct"),
-    )
-
-
 FACTS = (
     "persons",
     "blocks",
@@ -747,87 +718,3 @@ def run_chunk(
     for spec in cfg.defenses.specs:
         out.defenses.append(cr.defense(md, spec))
     return out
-
-
-def audit_summary(
-    cfg, frames, facts, allb, cum, chunks, failures, attacker_reports, md_path, ts_path
-) -> dict:
-    s: dict[str, Any] = {
-        "input": {
-            "microdata": str(md_path) if md_path else None,
-            "tables": str(ts_path) if ts_path else None,
-        },
-        "chunks": [
-            {"name": c.name, "counties": len(c.counties), "persons": c.persons} for c in chunks
-        ],
-        "config": cfg.to_dict(),
-        **facts,
-        "failures": failures,
-    }
-    for lv in cfg.reconstruct.levels:
-        f = frames.get(f"agreement_{lv.replace('+', '_')}")
-        if f is not None:
-            r = f.row(0, named=True)
-            s[f"agreement_{lv}"] = {
-                "exact_pct": r["exact_pct"],
-                "binned_pct": r["binned_pct"],
-                "persons": r["persons"],
-            }
-    if allb is None and cfg.certify.enabled and facts.get("inhabited_blocks"):
-        allb = pl.DataFrame(  # every tract failed: no block is certified, and the headline says so
-            {"block_geoid": [], "persons": [], "proven": [], "solvar": [], "status": []},
-            schema={
-                "block_geoid": pl.String,
-                "persons": pl.Int64,
-                "proven": pl.Boolean,
-                "solvar": pl.Float64,
-                "status": pl.String,
-            },
-        )
-    if allb is not None:
-        inh = allb.filter(pl.col("persons") > 0)
-        uniq = inh.filter(proven_unique(inh))
-        # blocks of a tract that failed are not in ``allb``: they count as not proven unique
-        inhabited = max(inh.height, int(facts.get("inhabited_blocks", 0)))
-        s["certify"] = {
-            "level": "block+tract"
-            if "block+tract" in cfg.reconstruct.levels
-            else cfg.reconstruct.levels[0],
-            "inhabited_blocks": inhabited,
-            "uncertified_blocks": inhabited - inh.height,
-            "unique_blocks": uniq.height,
-            "unique_blocks_pct": 100.0 * uniq.height / inhabited if inhabited else None,
-            "unique_persons": int(uniq["persons"].sum()),
-            "unique_persons_pct": 100.0 * uniq["persons"].sum() / inh["persons"].sum()
-            if inh.height
-            else None,
-            "unproven_blocks": int((~inh["proven"]).sum()),
-            "cumulative_solvar_pct": list(cum) if cum else None,
-        }
-    if "reid_rates" in frames:
-        rt = frames["reid_rates"].filter(pl.col("bin") == "all")
-        s["reidentification"] = {}
-        for src in ("attack", "mdg", "prg", "truth", "rvr"):
-            s["reidentification"][src] = {}
-            for g in (
-                "all",
-                "modal",
-                "nonmodal",
-                "uniques",
-                "certified_nonmodal",
-                "certified_uniques",
-            ):
-                r = rt.filter((pl.col("group") == g) & (pl.col("source") == src))
-                if r.height:
-                    s["reidentification"][src][g] = {k: r[k][0] for k in RATE_COLUMNS}
-        s["attacker"] = (
-            attacker_reports[0]
-            if len(attacker_reports) == 1
-            else {
-                "records": sum(a.get("records", 0) for a in attacker_reports),
-                "chunks": len(attacker_reports),
-            }
-        )
-    if "defenses" in frames:
-        s["defenses"] = frames["defenses"].to_dicts()
-    return s

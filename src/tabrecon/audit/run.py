@@ -38,6 +38,7 @@ from ..schema import PERSONS, write_microdata
 from ..schema.registry import Engine, Population
 from ..tables.publication import Publication
 from ..vocab import Geo, Level
+from .aggregate import agree_table, audit_summary, pct_rates
 from .chunks import (
     EXAMPLE_CLAIMS,
     FACTS,
@@ -47,9 +48,6 @@ from .chunks import (
     ChunkRunner,
     MismatchError,
     StageLog,
-    agree_table,
-    audit_summary,
-    pct_rates,
     plan_chunks,
     read_release,
     run_chunk,
