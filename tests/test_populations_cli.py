@@ -1,6 +1,6 @@
 """A third population from the command line, as a new user meets it: group-quarters persons go
-through synth, tabulate, tables, check-tables, reconstruct, claims and audit with nothing but
-``--schema group_quarters``; wrong choices get one line and exit 2."""
+through synth, tabulate, tables, check-tables, reconstruct, solvar, claims and audit with nothing
+but ``--schema group_quarters``; wrong choices get one line and exit 2."""
 
 from __future__ import annotations
 
@@ -25,6 +25,8 @@ def test_group_quarters_run_through_every_command(tmp_path):
         ("tables", "list", *gq),
         ("check-tables", "t.csv", *gq),
         ("reconstruct", "t.csv", "--out", "r.csv", "--workers", "2", *gq),
+        # the truth certified as a reconstruction made elsewhere would be
+        ("solvar", "t.csv", "--recon", "gq.csv", "--out", "sv.csv", "--level", "block", *gq),
         ("claims", "t.csv", "--truth", "gq.csv", "--out", "c", *gq),
         # the same claims read off the certified reconstruction, tract by tract, as persons'
         ("claims", "t.csv", "--recon", "r.csv", "--solvar", "r_blocks.csv", "--out", "cc", *gq),
@@ -42,6 +44,10 @@ def test_group_quarters_run_through_every_command(tmp_path):
     assert rec.select(key).sort(key).equals(truth.select(key).sort(key))  # P43 is the whole
     blocks = pl.read_csv(tmp_path / "r_blocks.csv")
     assert set(blocks["status"]) == {"unique"}
+    sv = pl.read_csv(tmp_path / "sv.csv", schema_overrides={"block_geoid": pl.String})
+    assert set(sv["status"]) == {"unique"} and (sv["solvar"] == 0).all()
+    assert sv.height == blocks.height and (tmp_path / "sv_table_s4.csv").exists()
+    assert not (tmp_path / "sv_flags.parquet").exists()  # persons' flags only
     claims = pl.read_csv(tmp_path / "c" / "group_quarters_claims.csv")
     assert claims.height and set(claims["k"]) <= {1, 2}  # every 3-column claim is a P43 cell
     certified = json.loads((tmp_path / "cc" / "summary.json").read_text())
@@ -53,6 +59,7 @@ def test_group_quarters_run_through_every_command(tmp_path):
     summary = json.loads((tmp_path / "a" / "summary.json").read_text())
     assert summary["population"] == "group_quarters"
     assert summary["group_quarters"]["records"] == truth.height
+    assert summary["certify"]["unique_blocks"] == blocks.height  # every block certified
     assert "Group-quarters persons" in (tmp_path / "a" / "report.html").read_text()
 
 

@@ -12,23 +12,24 @@ and its uniques are population uniques the attacker *knows*.
 
 The proofs and distances are the count model's over any schema
 (:func:`tabrecon.engine.release.reconstruct_release`, the zero test and distances of
-:mod:`tabrecon.engine.variability`); persons ask them at agebin38
-(:func:`tabrecon.populations.persons.certify_persons`, what ``tabrecon solvar`` runs). This module
+:mod:`tabrecon.engine.variability`), asked at each population's resolution (persons at agebin38)
+by :func:`certify_release`, what ``tabrecon solvar`` runs for every population. This module also
 holds what is said of the answer: the run (:class:`CertRun`, Table S4, the share proven unique by
-block size, each record's uniqueness flags) and the published cells a refused reconstruction
-breaks (:func:`cells_it_breaks`).
+block size, each record's uniqueness flags where its population declares them) and the published
+cells a refused reconstruction breaks (:func:`cells_it_breaks`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import polars as pl
 
 from ..io import beside, write_csv, write_frame, write_parquet, write_text
-from ..runner import UnitsRun
+from ..runner import RunOptions, UnitsRun
 from ..schema import (
     AGEBIN_OF_AGE,
     AGEBIN_START,
@@ -38,9 +39,14 @@ from ..schema import (
     encode_types,
     size_bin,
 )
-from ..tables.persons import TABLES_BY_NAME, tabulate
+from ..schema.registry import Population
+from ..schema.spec import Units
+from ..tables.spec import table_by_name, tabulate
 from ..tables.tableset import MISSING, TableSet
 from ..vocab import Geo, Level
+
+if TYPE_CHECKING:
+    from ..engine.solvers import SolverOptions
 
 #: The status of a block proven to have exactly one consistent population (solvar 0).
 UNIQUE = "unique"
@@ -52,11 +58,14 @@ def binned_type(t: np.ndarray) -> np.ndarray:
     return encode_types(sex, AGEBIN_START[AGEBIN_OF_AGE[age]], race, hisp)
 
 
-def cells_it_breaks(ts: TableSet, tract: str, level: str, recon: Microdata) -> list[str]:
-    """The published cells the reconstruction does not reproduce (the first five, named)."""
+def cells_it_breaks(ts: TableSet, tract: str, level: str, recon: Units) -> list[str]:
+    """The published cells the reconstruction (records of any schema) does not reproduce (the
+    first five, named)."""
     mine_ts = ts.subset(tract)
     levels = (Geo.BLOCK, Geo.TRACT) if level == Level.BLOCK_TRACT else (Geo.BLOCK,)
-    present = [t for t in mine_ts.tables_present() if TABLES_BY_NAME[t].level in levels]
+    present = [
+        t for t in mine_ts.tables_present() if table_by_name(t, recon.schema).level in levels
+    ]
     got = tabulate(recon, present)
     bad: list[str] = []
     for lvl in (Geo.BLOCK, Geo.TRACT) if level == Level.BLOCK_TRACT else (Geo.BLOCK,):
@@ -82,51 +91,65 @@ def cells_it_breaks(ts: TableSet, tract: str, level: str, recon: Microdata) -> l
 
 @dataclass
 class CertRun(UnitsRun):
-    """Solution variability of every block (``blocks``) and each tract's run (``results``)."""
+    """Solution variability of every block (``blocks``) and each tract's run (``results``); per
+    record, the uniqueness flags its population declares (``flags``: persons' on (sex, agebin)
+    and on every column, with ``certified``; None where it declares none)."""
 
     blocks: pl.DataFrame
     results: list[dict]
     level: str = "block+tract"
     seconds: float = 0.0
+    flags: pl.DataFrame | None = None
+    #: what the records are called (``persons``, ``housing units``)
+    noun: str = "persons"
+    #: what the blocks are (``block``, a declared release's ``school``)
+    place: str = "block"
 
-    def summary_lines(self, recon: Microdata) -> list[str]:
+    def summary_lines(self) -> list[str]:
         """The run in words (Markdown bullets): proven-unique blocks, cumulative solvar,
-        population uniques among the reconstructed records."""
-        flags = uniqueness_flags(recon, self.blocks)
+        population uniques among the reconstructed records (where flagged)."""
         lo, hi = cumulative_solvar(self.blocks)
         empty = int((self.blocks["persons"] == 0).sum())
         b = self.blocks.filter(pl.col("persons") > 0)  # empty blocks are trivially unique
         n_unique = int(proven_unique(b).sum())
-        cert_uniques = int((flags["certified"] & (flags["bsaber_unique"] == 1)).sum())
         share = 100 * n_unique / b.height if b.height else 0.0
-        return [
-            f"- inhabited blocks: {b.height:,} (and {empty:,} empty); proven unique (solvar 0): "
+        place = self.place
+        lines = [
+            f"- inhabited {place}s: {b.height:,} (and {empty:,} empty); proven unique (solvar 0): "
             f"{n_unique:,} ({share:.1f}% of the inhabited), holding "
             f"{int(b.filter(proven_unique(b))['persons'].sum()):,} of "
-            f"{int(b['persons'].sum()):,} persons",
-            f"- blocks that can differ: {int((b['status'] == 'varies').sum()):,}; undecided "
+            f"{int(b['persons'].sum()):,} {self.noun}",
+            f"- {place}s that can differ: {int((b['status'] == 'varies').sum()):,}; undecided "
             f"(time-out): {int((b['status'] == 'undecided').sum()):,}",
             f"- cumulative solvar: {lo:.2f}%"
             + (f" to {hi:.2f}% (unproven blocks)" if hi > lo + 1e-9 else ""),
-            f"- records unique in their block on (sex, agebin): {int(flags['bsab_unique'].sum()):,}"
-            f"; on (sex, agebin, race, ethnicity): {int(flags['bsaber_unique'].sum()):,}; of "
-            f"those in certified blocks (known population uniques): {cert_uniques:,}",
-            f"- {len(self.failed)} tract(s) failed; time {self.seconds:.1f} s",
         ]
+        f = self.flags
+        if f is not None:
+            cert_uniques = int((f["certified"] & (f["bsaber_unique"] == 1)).sum())
+            lines.append(
+                f"- records unique in their block on (sex, agebin): {int(f['bsab_unique'].sum()):,}"
+                f"; on (sex, agebin, race, ethnicity): {int(f['bsaber_unique'].sum()):,}; of "
+                f"those in certified blocks (known population uniques): {cert_uniques:,}"
+            )
+        lines.append(f"- {len(self.failed)} tract(s) failed; time {self.seconds:.1f} s")
+        return lines
 
-    def write(self, out: str | Path, recon: Microdata) -> list[Path]:
+    def write(self, out: str | Path) -> list[Path]:
         """Write the per-block results (``out``, Parquet or CSV) and beside them
         ``<stem>_table_s4.csv`` (cumulative solvar, Table S4), ``<stem>_zero_by_size.csv``,
-        ``<stem>_flags.parquet`` (uniqueness flags per record) and ``<stem>_summary.md``."""
+        ``<stem>_flags.parquet`` (uniqueness flags per record, where declared) and
+        ``<stem>_summary.md``."""
         out = Path(out)
         if not out.exists():
             write_frame(self.blocks, out)
         paths = [out, beside(out, "_table_s4.csv"), beside(out, "_zero_by_size.csv")]
         write_csv(solvar_table(self.blocks), paths[1])
         write_csv(zero_share_by_size(self.blocks), paths[2])
-        paths.append(beside(out, "_flags.parquet"))
-        write_parquet(uniqueness_flags(recon, self.blocks), paths[-1])
-        lines = [f"# Solution variability ({self.level} tables)", "", *self.summary_lines(recon)]
+        if self.flags is not None:
+            paths.append(beside(out, "_flags.parquet"))
+            write_parquet(self.flags, paths[-1])
+        lines = [f"# Solution variability ({self.level} tables)", "", *self.summary_lines()]
         lines += [
             "",
             "Measured by `tabrecon solvar` (zero test: one infeasibility proof per tract; "
@@ -135,6 +158,88 @@ class CertRun(UnitsRun):
         paths.append(beside(out, "_summary.md"))
         write_text(paths[-1], "\n".join(lines) + "\n")
         return paths
+
+
+def certify_release(
+    tables: TableSet,
+    pop: Population,
+    recon: Units,
+    level: str = "block+tract",
+    solver: SolverOptions | None = None,
+    *,
+    run: RunOptions | None = None,
+    distance: bool = True,
+    distance_time_limit: float | None = None,
+) -> CertRun:
+    """Certify a reconstruction of ``pop``'s records made elsewhere (a file, another tool's, the
+    truth) with the count model over any schema: each block proven unique or not at the
+    population's resolution (persons: agebin38) and, with ``distance``, its solution
+    variability measured from these records
+    (:func:`tabrecon.engine.release.reconstruct_release` with ``reference``; tracts in
+    parallel, written to ``<out>.parts/``, resumable, as ``run`` says). A tract where the
+    records break a published cell, hold a record the published zeros rule out or leave an
+    inhabited block empty is refused, naming the cells it breaks, and the others go on.
+
+    >>> from tabrecon.records.synth import SynthConfig
+    >>> from tabrecon.schema.registry import population
+    >>> from tabrecon.tables.spec import tabulate
+    >>> gq = population("group_quarters")
+    >>> truth = gq.synthesize(SynthConfig(persons=3_000), 1)
+    >>> run = certify_release(tabulate(truth), gq, truth, "block")
+    >>> run.failed, set(run.blocks["status"]) <= {"unique", "varies"}
+    ([], True)
+    """
+    import time
+
+    from ..engine.reconstruct import ReconstructOptions
+    from ..engine.release import reconstruct_release
+    from ..engine.solvers import SolverOptions
+    from ..errors import TabreconError
+    from ..geo import overlap, prefix
+    from ..runner import notice
+
+    if level not in Level.choices():
+        raise TabreconError(f"unknown level {level!r}; choose 'block' or 'block+tract'")
+    t0 = time.perf_counter()
+    geo = recon.block_geoid.astype(str)
+    overlap(
+        tables.inhabited_blocks(),
+        np.unique(geo),
+        tables.source or "the tables",
+        recon.source or "the reconstruction",
+    )
+    options = ReconstructOptions(
+        level=Level(level),
+        solver=solver or SolverOptions(),
+        distance=distance,
+        distance_time_limit=distance_time_limit,
+        unique_on=pop.unique_on,
+    )
+    rel = reconstruct_release(tables, pop.schema, options, run=run, reference=recon)
+    blocks = rel.verdicts()
+    failed = rel.failed
+    tract_of = prefix(geo, "tract") if geo.size else geo
+    for r in failed:  # a refused tract: the published cells its records break, named
+        if r["status"] == "refused":
+            mine = recon.take(np.flatnonzero(tract_of == r["unit"]))
+            bad = cells_it_breaks(tables, r["unit"], rel.level, mine)
+            if bad:
+                r["message"] += "; cells it breaks: " + "; ".join(bad)
+    gone = [r["unit"] for r in failed]
+    blocks = blocks.filter(~pl.col("block_geoid").str.slice(0, 11).is_in(gone))
+    results = [r for r in rel.results if r["unit"] not in gone] + failed
+    for note in rel.notes:
+        notice(f"certify: {note}")
+    flags = pop.flags(recon, blocks) if pop.flags is not None else None
+    return CertRun(
+        blocks,
+        results,
+        str(level),
+        time.perf_counter() - t0,
+        flags,
+        pop.noun,
+        pop.schema.geography,
+    )
 
 
 SOLVAR_THRESHOLDS = (0.0, 1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 50.0, 100.0)

@@ -39,9 +39,11 @@ from ..schema import (
     Microdata,
     age_classes,
     age_label,
+    person_records,
     person_units,
 )
 from ..schema.registry import Engine, Population, register
+from ..schema.spec import Units
 from ..tables.consistency import check_consistency
 from ..tables.measures import Measure, MedianRule, Statistic
 from ..tables.persons import (
@@ -349,12 +351,20 @@ class PersonReconstruction:
         return self.release.failure_lines()
 
 
+def _flags(units: Units, blocks: pl.DataFrame) -> pl.DataFrame:
+    """Each reconstructed person's uniqueness flags (:func:`tabrecon.attacks.certify
+    .uniqueness_flags`)."""
+    from ..attacks.certify import uniqueness_flags
+
+    return uniqueness_flags(person_records(units), blocks)
+
+
 def _write_reconstruction(run: ReleaseReconstruction, out: Path) -> list[Path]:
     """A person reconstruction as a person file (an age the tables resolve only to a range:
     its first year, ``age_max`` its last, ``age_exact`` false) and each block's verdict in
     certification's columns beside it (``OUT_blocks.csv``)."""
     from ..io import beside, write_csv
-    from ..schema import person_records, write_microdata
+    from ..schema import write_microdata
 
     write_microdata(person_records(run.units), out)
     return [out, write_csv(run.verdicts(), beside(out, "_blocks.csv"))]
@@ -415,7 +425,7 @@ def reconstruct_persons(
     (True, [])
     """
     from ..engine.release import reconstruct_release
-    from ..schema import person_records, write_microdata
+    from ..schema import write_microdata
 
     rel = reconstruct_release(
         tables,
@@ -448,8 +458,9 @@ def certify_persons(
     (:func:`tabrecon.engine.release.reconstruct_release` with ``reference``; tracts
     in parallel, written to ``<out>.parts/``, resumable). A tract where the records break a
     published cell, hold a person the published zeros rule out or leave an inhabited block
-    empty is refused by name, and the others go on. Returns certification's run (its
-    ``blocks``, ``write`` and ``summary_lines``).
+    empty is refused by name, and the others go on: :func:`tabrecon.attacks.certify
+    .certify_release` of the person records. Returns certification's run (its ``blocks``,
+    per record its uniqueness ``flags``, ``write`` and ``summary_lines``).
 
     >>> from tabrecon.records.synth import SynthConfig, synthesize
     >>> from tabrecon.tables.persons import tabulate
@@ -458,42 +469,19 @@ def certify_persons(
     >>> run.failed, set(run.blocks["status"]) <= {"unique", "varies"}
     ([], True)
     """
-    import time
+    from ..attacks.certify import certify_release
+    from ..schema.registry import of_schema
 
-    from ..attacks.certify import CertRun, cells_it_breaks
-    from ..engine.release import reconstruct_release
-    from ..geo import overlap
-    from ..runner import notice
-
-    t0 = time.perf_counter()
-    overlap(
-        tables.inhabited_blocks(),
-        recon.inhabited_blocks(),
-        tables.source or "the tables",
-        recon.source or "the reconstruction",
-    )
-    rel = reconstruct_release(
+    return certify_release(
         tables,
-        PERSONS,
-        _person_options(level, solver, distance, distance_time_limit),
+        of_schema(PERSONS),
+        person_units(recon),
+        level,
+        solver,
         run=run,
-        reference=person_units(recon),
+        distance=distance,
+        distance_time_limit=distance_time_limit,
     )
-    run_level, notes = rel.level, rel.notes
-    blocks = rel.verdicts()
-    failed = rel.failed
-    by_tract = recon.rows_by_prefix([r["unit"] for r in failed])
-    for r in failed:  # a refused tract: the published cells its records break, named
-        if r["status"] == "refused":
-            bad = cells_it_breaks(tables, r["unit"], run_level, recon.take(by_tract[r["unit"]]))
-            if bad:
-                r["message"] += "; cells it breaks: " + "; ".join(bad)
-    gone = [r["unit"] for r in failed]
-    blocks = blocks.filter(~pl.col("block_geoid").str.slice(0, 11).is_in(gone))
-    results = [r for r in rel.results if r["unit"] not in gone] + failed
-    for note in notes:
-        notice(f"certify: {note}")
-    return CertRun(blocks, results, str(level), time.perf_counter() - t0)
 
 
 def claims_persons(
@@ -580,6 +568,7 @@ register(
         unmodelled_weights=race_tally_weights,
         writer=_write_reconstruction,
         check=check_consistency,
+        flags=_flags,
         description="SF1 person tables (the 34 and P3-P5): block, sex, age, race, ethnicity",
     )
 )

@@ -170,6 +170,11 @@ class Population:
     #: the identities derived from its tables' declarations
     #: (:func:`tabrecon.tables.consistency.check_unit_consistency`)
     check: Callable[[Any], Any] | None = field(default=None, compare=False)
+    #: per reconstructed record, the uniqueness flags its certification writes, given the records
+    #: (:class:`~tabrecon.schema.spec.Units`) and each block's verdict (persons: unique in the
+    #: block on sex and agebin, and on every column, and whether the block is certified:
+    #: :func:`tabrecon.attacks.certify.uniqueness_flags`); None: none
+    flags: Callable[[Any, Any], Any] | None = field(default=None, compare=False)
 
     @property
     def total_cells(self) -> tuple[str, ...]:

@@ -350,23 +350,26 @@ def solvar(
     seed: Annotated[int, typer.Option(help="Solver random seed")] = 0,
     workers: Workers = 1,
     fresh: Fresh = False,
+    schema: SchemaName = "persons",
 ) -> None:
-    """Certify a reconstruction: solution variability per block, uniqueness flags, Table S4."""
-    from ...attacks.certify import solvar_table
-    from ...populations.persons import certify_persons
-    from ...schema import read_microdata
-    from ...tables.published import read_tables
+    """Certify a reconstruction: solution variability per block, uniqueness flags (persons),
+    Table S4."""
+    from ...attacks.certify import certify_release, solvar_table
+    from ...tables.declaration import population
+    from ...tables.reader import read_unit_tables
 
+    pop = population(schema)
     one_of(level, RECON_LEVELS, "--level")
     opts = solver_options(solver, threads, time_limit, seed, workers)
     if distance_time_limit:
         positive_finite(distance_time_limit=distance_time_limit)
     check_suffix(out, (".parquet", ".csv"))
-    ts, rec = read_tables(tables_file), read_microdata(recon)
+    ts, rec = read_unit_tables(tables_file, pop.schema), pop.records(recon)
     prog, tick = progress(len(ts.tracts()), "certify")
     with prog:
-        run = certify_persons(
+        run = certify_release(
             ts,
+            pop,
             rec,
             level,
             opts,
@@ -378,7 +381,7 @@ def solvar(
         err.print(f"[red]tract {r['unit']}: {r['status']}[/red] -- {escape(r.get('message', ''))}")
     if not run.blocks.height:
         raise TabreconError("no tract could be certified")
-    paths = run.write(out, rec)
+    paths = run.write(out)
     cols = {
         "solvar_at_most_pct": "<= %",
         "blocks": "blocks",
@@ -390,7 +393,7 @@ def solvar(
     console.print(
         frame_table("cumulative solvar (Table S4 layout)", solvar_table(run.blocks), cols)
     )
-    console.print("\n".join(run.summary_lines(rec)))
+    console.print("\n".join(run.summary_lines()))
     console.print(f"written {', '.join(map(str, paths))}")
     if run.failed:
         raise typer.Exit(1)
