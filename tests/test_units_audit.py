@@ -194,3 +194,39 @@ def test_person_audit_verifies_household_claims_given_the_person_tables_too(coun
     assert out["both"]["verified_claims"] >= out["alone"]["verified_claims"]
     html = (d / "both" / "report.html").read_text()
     assert "the persons tables of the same blocks too (every householder a person" in html
+
+
+@pytest.mark.slow
+def test_a_housing_unit_audit_is_chunked_by_county_as_the_person_audit_is(county):
+    """``--chunk-persons`` batches a housing-unit file's counties into chunks read by
+    themselves, as a person file's are; every block's verdict is the one-chunk audit's."""
+    import numpy as np
+
+    from tabrecon.schema.spec import Units
+
+    d, units = county
+    geo = units.block_geoid.astype(str)
+    other = np.array(["99003" + g[5:] for g in geo])  # the same households in a second county
+    both = Units(
+        units.schema,
+        np.concatenate([geo, other]),
+        {k: np.concatenate([v, v]) for k, v in units.codes.items()},
+    )
+    write_units(both, d / "two.parquet")
+    (d / "chunks.toml").write_text(
+        FAST.replace("enabled = false", "enabled = true\ndistance = false")
+    )
+    base = ["audit", "two.parquet", "--schema", "households", "--config", "chunks.toml", "--quiet"]
+    split = _cli([*base, "--out", "h2", "--chunk-persons", str(len(units))], d)
+    assert split.returncode == 0, split.stderr
+    whole = _cli([*base, "--out", "h1"], d)
+    assert whole.returncode == 0, whole.stderr
+    s2, s1 = (json.loads((d / o / "summary.json").read_text()) for o in ("h2", "h1"))
+    assert [c["counties"] for c in s2["chunks"]] == [1, 1] and len(s1["chunks"]) == 1
+    assert s2["certify"] == s1["certify"] and s2["persons"] == 2 * len(units)
+    cols = ["block_geoid", "persons", "status"]
+    b2, b1 = (
+        pl.read_parquet(d / o / "results" / "solvar_blocks.parquet").select(cols).sort(cols)
+        for o in ("h2", "h1")
+    )
+    assert b2.equals(b1) and b2.height == 2 * len(set(geo.tolist()))

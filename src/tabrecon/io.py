@@ -285,11 +285,11 @@ def read_text_frame(
 
 
 def read_rows(
-    path: str | Path, counties: Collection[str] | None = None
+    path: str | Path, counties: Collection[str] | None = None, geo_column: str = "block_geoid"
 ) -> tuple[pl.DataFrame, np.ndarray | None]:
     """:func:`read_text_frame` without its ``__line`` column, and that column's file lines
     (None when every row was read: row i is then line i + 2), for errors naming the line."""
-    df = read_text_frame(path, counties)
+    df = read_text_frame(path, counties, geo_column)
     if "__line" not in df.columns:
         return df, None
     return df.drop("__line"), df["__line"].to_numpy()

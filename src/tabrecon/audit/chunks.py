@@ -25,7 +25,7 @@ from ..schema import PERSONS
 from ..schema.registry import Engine, Population, of_schema
 from ..schema.spec import Units
 from ..tables.publication import Publication
-from ..vocab import Level, UnitStatus
+from ..vocab import Geo, Level, UnitStatus
 from .config import AuditConfig
 from .evaluate import DefenseOutcome, EvaluationPlan, evaluate_defense
 
@@ -53,14 +53,18 @@ class Chunk:
         return f"chunk-{self.index:03d}"
 
 
-def plan_chunks(microdata: Path | None, chunk_persons: int) -> list[Chunk]:
-    """Whole counties, in geoid order, batched up to ``chunk_persons`` persons (a larger county is
-    a chunk of its own). Tables-only input is one chunk."""
+def plan_chunks(
+    microdata: Path | None, chunk_persons: int, pop: Population | None = None
+) -> list[Chunk]:
+    """Whole counties, in geoid order, batched up to ``chunk_persons`` records of ``pop``
+    (persons unless told; a larger county is a chunk of its own). Tables-only input is one
+    chunk, and so is a file of a population counted by a geography of its own (schools)."""
     from ..schema import county_persons
 
-    if microdata is None:
+    pop = pop if pop is not None else of_schema(PERSONS)
+    if microdata is None or pop.schema.geography != Geo.BLOCK:
         return [Chunk(0, [], 0)]
-    cp = county_persons(microdata)
+    cp = county_persons(microdata, pop.schema.geoid_column)
     chunks: list[Chunk] = []
     cur: list[str] = []
     n = 0
@@ -72,11 +76,9 @@ def plan_chunks(microdata: Path | None, chunk_persons: int) -> list[Chunk]:
         n += p
     if cur:
         chunks.append(Chunk(len(chunks), cur, n))
-    if not chunks:  # no record at all: the person reader says why (no rows, missing columns)
-        from ..schema import read_microdata
-
-        read_microdata(microdata)
-        raise InputError("no person records", path=str(microdata))
+    if not chunks:  # no record at all: its reader says why (no rows, missing columns)
+        pop.records(microdata)
+        raise InputError(f"no {pop.schema.unit} records", path=str(microdata))
     return chunks
 
 
@@ -645,7 +647,7 @@ def run_chunk(
             md = read_microdata(md_path, counties=ch.counties or None)
             truth = person_units(md)
         else:
-            truth = cr.pop.records(md_path)
+            truth = cr.pop.records(md_path, ch.counties or None)
         log.add("read", time.perf_counter() - t0, tree_cpu() - c0)
         if given is not None:
             check_same_geography(truth, given, md_path, ts_path)

@@ -260,12 +260,10 @@ def audit(
             check_overlap(shapes, given.grids["block"].geoids, f"the tables {ts_path}")
         elif md_path is not None:
             check_overlap(shapes, county_persons(md_path)["county"].to_numpy(), str(md_path))
-    if md_path is not None and given is not None or not linked:
-        # the given release is audited as one piece, and so is a file of another population's
-        # records (they are chunked by the person file's counties)
-        chunks = [Chunk(0, [], 0)]
+    if md_path is not None and given is not None:
+        chunks = [Chunk(0, [], 0)]  # the given release is audited as one piece
     else:
-        chunks = plan_chunks(md_path, cfg.run.chunk_persons)
+        chunks = plan_chunks(md_path, cfg.run.chunk_persons, pop)
     prog = Progress(
         TextColumn("{task.description}"),
         BarColumn(),

@@ -546,20 +546,19 @@ def from_arrays(
     )
 
 
-def county_persons(path: str | Path) -> pl.DataFrame:
-    """Persons per county (``county`` = state+county code, ``persons``) read from the geoid column
-    alone, streaming: how the audit plans its chunks without loading the file."""
+def county_persons(path: str | Path, column: str = "block_geoid") -> pl.DataFrame:
+    """Records per county (``county`` = state+county code, ``persons``) read from the geoid
+    column (``column``: a block geoid's, 15 digits) alone, streaming: how the audit plans its
+    chunks without loading the file."""
     p = str(path)
     if not Path(p).exists():
         raise InputError("file not found", path=p)
     try:
-        lf = scan_text(p).select(
-            pl.col("block_geoid").str.strip_chars().str.slice(0, 5).alias("county")
-        )
+        lf = scan_text(p).select(pl.col(column).str.strip_chars().str.slice(0, 5).alias("county"))
         df = lf.group_by("county").agg(pl.len().alias("persons")).collect(engine="streaming")
     except Exception as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise InputError(f"cannot read the block_geoid column: {first}", path=p) from None
+        raise InputError(f"cannot read the {column} column: {first}", path=p) from None
     return df.sort("county")
 
 

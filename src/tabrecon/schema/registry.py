@@ -181,12 +181,22 @@ class Population:
         """The cells that count a block's records, in the order trusted."""
         return self.size_cells or ((self.size_cell,) if self.size_cell else ())
 
-    def records(self, path: Any) -> Any:
+    def records(self, path: Any, counties: Sequence[str] | None = None) -> Any:
         """Its records in the file at ``path`` as :class:`~tabrecon.schema.spec.Units`: read
-        by its :attr:`read` where it has one, else in its schema's columns."""
+        by its :attr:`read` where it has one, else in its schema's columns; with ``counties``
+        (5-digit state+county codes) only those counties' records (streamed from the file where
+        read in its schema's columns)."""
+        import numpy as np
+
         from .spec import read_units
 
-        return self.read(path) if self.read is not None else read_units(path, self.schema)
+        if self.read is None:
+            return read_units(path, self.schema, counties)
+        units = self.read(path)
+        if counties is None:
+            return units
+        county = units.block_geoid.astype(str).astype("U5")  # a geoid's first five digits
+        return units.take(np.flatnonzero(np.isin(county, list(counties))))
 
     def write_reconstruction(self, run: Any, out: Any) -> list[Any]:
         """Write a reconstruction of its records to ``out`` (Parquet or CSV) and each block's

@@ -386,8 +386,9 @@ class Units:
         return df if self.extra is None else pl.concat([df, self.extra], how="horizontal")
 
 
-def read_units(path: str | Path, schema: Schema) -> Units:
-    """Read and check a file of ``schema`` records (CSV, CSV.gz or Parquet).
+def read_units(path: str | Path, schema: Schema, counties: Collection[str] | None = None) -> Units:
+    """Read and check a file of ``schema`` records (CSV, CSV.gz or Parquet); with ``counties``
+    (5-digit state+county codes of a block schema) only those counties' rows, streaming.
 
     Each attribute's column may hold the category codes or their labels (case-insensitive).
     Raises :class:`InputError` naming the file, line and column of the first bad value, or of the
@@ -395,7 +396,7 @@ def read_units(path: str | Path, schema: Schema) -> Units:
     schema are carried through untouched.
     """
     p = str(path)
-    df, lines = read_rows(p)
+    df, lines = read_rows(p, counties, schema.geoid_column)
     gcol = schema.geoid_column
     need = [gcol, *schema.names]
     require_columns(p, df.columns, need, f"a {schema.unit.replace(' ', '-')} file")

@@ -78,7 +78,8 @@ def audit(
         str | None, typer.Option(help="Comma-separated defenses, e.g. 'swap-lo,rho=2' ('' = none)")
     ] = None,
     chunk_persons: Annotated[
-        int | None, typer.Option(help="Counties are batched up to this many persons")
+        int | None,
+        typer.Option(help="Counties are batched up to this many persons (records of --schema)"),
     ] = None,
     quiet: Quiet = False,
     households: Annotated[
@@ -129,14 +130,9 @@ def audit(
             raise TabreconError(
                 f"--shapes: the maps are drawn by the person audit, not yet by --schema {pop.name}"
             )
-        unused = [
-            o
-            for o, v in (("--defenses", defenses), ("--chunk-persons", chunk_persons))
-            if v is not None
-        ]
-        if unused:  # refused, never silently ignored
+        if defenses is not None:  # refused, never silently ignored
             raise TabreconError(
-                f"{', '.join(unused)}: an option of the person audit, not of --schema {pop.name}"
+                f"--defenses: an option of the person audit, not of --schema {pop.name}"
             )
         if (microdata is None) == (tables_path is None) or households is not None:
             raise TabreconError(
