@@ -120,6 +120,8 @@ def test_audit_of_housing_units_certifies_every_block_on_the_person_audit_s_stag
     assert both.height == 3 and (both["reconstruction"] == both["status_right"]).all()
     html = (out / "report.html").read_text()
     assert "housing units" in html and 'id="certification"' in html and "residents" not in html
+    assert "persons" not in html.split("<pre>")[0]  # (the configuration may name them)
+    assert "distances not measured" in html
     resumed = _cli([*args, "--resume"], d)
     assert resumed.returncode == 0, resumed.stderr
     later = json.loads((out / "summary.json").read_text())

@@ -17,6 +17,7 @@ from ..vocab import Geo, Level
 from .claims import claims_section
 from .defenses import DEFENSE_TABLES, frontier_section, no_defense_row, release_agreement
 from .page import (
+    EVERY_POPULATION_TERMS,
     GLOSSARY,
     figure_html,
     fmt_pct,
@@ -496,12 +497,15 @@ def write_audit_report(
     if "solvar_cdf" in frames:
         c = summary["certify"]
         lo, hi = c["cumulative_solvar_pct"]
+        measured = summary.get("config", {}).get("certify", {}).get("distance", True)
         cum = (
             f"{fmt_pct(lo)}% (every block proven)"
             if fmt_value(lo) == fmt_value(hi)
             else f"between {fmt_pct(lo)}% and {fmt_pct(hi)}% (blocks that hit the time limit "
-            "count by "
-            "their bounds)"
+            "count by their bounds)"
+            if measured
+            else f"between {fmt_pct(lo)}% and {fmt_pct(hi)}% (distances not measured: "
+            "[certify] distance = false; a block that varies counts from 0 to 100%)"
         )
         parts.append(
             '<h2 id="certification">Certification (solution variability)</h2>'
@@ -513,16 +517,19 @@ def write_audit_report(
             table_html(
                 frames["solvar_cdf"],
                 th,
-                "Cumulative blocks and persons by solution variability (Table S4 layout)",
+                f"Cumulative {place}s and {summary.get('noun', 'persons')} by solution "
+                "variability (Table S4 layout)",
                 "tbl-solvar",
+                summary.get("noun", "persons"),
             )
         )
         parts.append(
             table_html(
                 frames["solvar_zero_by_block_size"],
                 th,
-                "Share with zero solution variability by block size",
+                f"Share with zero solution variability by {place} size",
                 "tbl-solvar-size",
+                summary.get("noun", "persons"),
             )
         )
         if "fig-solvar" in figs:
@@ -671,9 +678,12 @@ def write_audit_report(
             + "</ul>"
         )
     parts += _provenance(summary, cfg)
+    terms = [
+        (t, d) for t, d in GLOSSARY if noun == "persons" or t in EVERY_POPULATION_TERMS
+    ]  # another population's report: the terms it uses (no linkage, no defenses)
     parts.append(
         '<h2 id="glossary">Glossary</h2><dl class="glossary">'
-        + "".join(f"<dt><b>{html.escape(t)}</b></dt><dd>{html.escape(d)}</dd>" for t, d in GLOSSARY)
+        + "".join(f"<dt><b>{html.escape(t)}</b></dt><dd>{html.escape(d)}</dd>" for t, d in terms)
         + "</dl>"
     )
     parts.append(

@@ -161,10 +161,18 @@ DECIMALS = {
 }
 
 
+#: the terms of :data:`GLOSSARY` a report on records other than persons uses (no linkage, no
+#: defenses)
+EVERY_POPULATION_TERMS = (
+    "Solution variability (solvar)",
+    "Certified block",
+    "Block, tract; block and block+tract tables",
+)
+
 GLOSSARY = [
     (
         "Solution variability (solvar)",
-        "How much the person records of a block can differ between populations that all satisfy "
+        "How much the records of a block can differ between populations that all satisfy "
         "the published tables: the largest share of the block's records that must change from one "
         "consistent population to another. 0 means the tables determine the block's records "
         "exactly; the solver proves it.",
@@ -314,9 +322,11 @@ def fmt_value(v: Any, column: str = "") -> str:
     return html.escape(str(v))
 
 
-def header(column: str) -> str:
-    """The header a reader sees for a column."""
-    return COLUMNS[column][0] if column in COLUMNS else column
+def header(column: str, noun: str = "persons") -> str:
+    """The header a reader sees for a column (of a table whose records are ``noun``: a housing
+    unit audit's certification counts housing units where a person audit's counts persons)."""
+    shown = COLUMNS[column][0] if column in COLUMNS else column
+    return shown if noun == "persons" else shown.replace("persons", noun)
 
 
 def legend_html(columns: Sequence[str]) -> str:
@@ -330,10 +340,13 @@ def legend_html(columns: Sequence[str]) -> str:
     return f'<ul class="legend muted">{"".join(items)}</ul>' if items else ""
 
 
-def table_html(df: pl.DataFrame, threshold: int, caption: str = "", table_id: str = "") -> str:
-    """An HTML table; counts in (0, threshold) and the per cents of their row are marked."""
+def table_html(
+    df: pl.DataFrame, threshold: int, caption: str = "", table_id: str = "", noun: str = "persons"
+) -> str:
+    """An HTML table; counts in (0, threshold) and the per cents of their row are marked;
+    ``noun``: what its records are, where not persons (its headers say so)."""
     cols = df.columns
-    head = "".join(f"<th>{html.escape(header(c))}</th>" for c in cols)
+    head = "".join(f"<th>{html.escape(header(c, noun))}</th>" for c in cols)
     rows = []
     for r in df.iter_rows(named=True):
         small_row = any(
