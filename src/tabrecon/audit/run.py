@@ -351,9 +351,11 @@ def audit(
         household: dict | None = None
         hframes: dict[str, pl.DataFrame] = {}
         gtv = None  # the population attacked by Generate-then-Verify on median blocks
-        if hh_path is not None:
+        if hh_path is not None:  # the housing units of the person file's households
             gtv = "households"
-            household, hframes = _households(hh_path, md_path, work, cfg, resume, progress, log)
+            household, hframes = _gtv(
+                population_of(gtv), hh_path, False, work, cfg, resume, progress, log, md_path
+            )
         elif not linked:
             gtv = pop.name
             source = md_path if md_path is not None else ts_path
@@ -620,17 +622,30 @@ def _gtv(
     resume: bool,
     progress: Callable[[str, int], Callable[[dict], None]],
     log: StageLog,
+    persons: Path | None = None,
 ) -> tuple[dict, dict[str, pl.DataFrame]]:
     """Generate-then-Verify on ``pop``'s median blocks (:func:`tabrecon.audit.units
     .units_stage`), from its records or (``published``) its published tables: its summary and
     frames, or ``{"error": ...}`` (the figures of the other stages stand; the audit exits
-    non-zero)."""
+    non-zero). ``persons``: the person file of a person audit whose housing units ``path``
+    holds: the two are checked to describe the same households and, as configured, every claim
+    is verified given the person tables of the same blocks."""
     from .units import units_stage
 
     t0 = time.perf_counter()
     try:
+        same, tied = None, None
+        if persons is not None:
+            from ..records.households import check_households
+            from ..schema import person_units, read_microdata
+            from ..tables.spec import tabulate_units
+
+            md = read_microdata(persons)
+            same = lambda u: check_households(md, u)  # noqa: E731
+            if cfg.households.with_person_tables:
+                tied = tabulate_units(person_units(md, binned=True))
         summary, frames, _ = units_stage(
-            pop, path, work, cfg, resume, progress, published=published
+            pop, path, work, cfg, resume, progress, same, published=published, tied=tied
         )
     except TabreconError as exc:
         return {"error": str(exc), "failures": [f"{pop.name}: {exc}"]}, {}
@@ -649,42 +664,6 @@ def check_households_file(hh_path: Path, md_path: Path | None) -> None:
     units = read_units(hh_path, HOUSING_UNITS)
     if md_path is not None:
         check_households(read_microdata(md_path), units)
-
-
-def _households(
-    hh_path: Path,
-    md_path: Path | None,
-    work: Path,
-    cfg: AuditConfig,
-    resume: bool,
-    progress: Callable[[str, int], Callable[[dict], None]],
-    log: StageLog,
-) -> tuple[dict, dict[str, pl.DataFrame]]:
-    """The households stage of a person audit: its summary and frames, or ``{"error": ...}``
-    (a bad housing-unit file, or one that disagrees with the person file, is reported and the
-    audit exits non-zero; the person findings stand)."""
-    from ..schema import read_microdata
-    from ..schema.registry import population
-    from .units import units_stage
-
-    t0 = time.perf_counter()
-    try:
-        from ..records.households import check_households
-
-        persons = read_microdata(md_path) if md_path is not None else None
-        pop = population("households")  # the housing units of the person file's households
-        same = None if persons is None else (lambda u: check_households(persons, u))
-        tied = None
-        if persons is not None and cfg.households.with_person_tables:
-            from ..schema import person_units
-            from ..tables.spec import tabulate_units
-
-            tied = tabulate_units(person_units(persons, binned=True))
-        summary, frames, _ = units_stage(pop, hh_path, work, cfg, resume, progress, same, tied=tied)
-    except TabreconError as exc:
-        return {"error": str(exc), "failures": [f"households: {exc}"]}, {}
-    log.add("households", time.perf_counter() - t0)
-    return summary, frames
 
 
 def run_demo(
