@@ -314,7 +314,7 @@ def audit(
             cr = ChunkRunner(cfg, ch, work, resume, log, progress, on_stage, pop)
             nc = len(ch.counties)
             where = (
-                f"{nc} count{'y' if nc == 1 else 'ies'}, {ch.persons:,} persons" if nc else "all"
+                f"{nc} count{'y' if nc == 1 else 'ies'}, {ch.persons:,} {pop.noun}" if nc else "all"
             )
             prog.update(overall, description=f"audit {ch.name} ({where})")
             try:
