@@ -216,7 +216,6 @@ def certify_release(
         unique_on=pop.unique_on,
     )
     rel = reconstruct_release(tables, pop.schema, options, run=run, reference=recon)
-    blocks = rel.verdicts()
     failed = rel.failed
     tract_of = prefix(geo, "tract") if geo.size else geo
     for r in failed:  # a refused tract: the published cells its records break, named
@@ -226,7 +225,7 @@ def certify_release(
             if bad:
                 r["message"] += "; cells it breaks: " + "; ".join(bad)
     gone = [r["unit"] for r in failed]
-    blocks = blocks.filter(~pl.col("block_geoid").str.slice(0, 11).is_in(gone))
+    blocks = rel.verdicts(solved=True)
     results = [r for r in rel.results if r["unit"] not in gone] + failed
     for note in rel.notes:
         notice(f"certify: {note}")

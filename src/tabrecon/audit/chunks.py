@@ -87,7 +87,6 @@ def read_release(path: Path, pop: Population | None = None):
     :func:`tabrecon.tables.reader.read_unit_tables` reads (a long or wide file, a Census API
     response, an SF1 summary-file folder, a ZIP of one of them), a withheld cell read as such
     where the population's release withholds some."""
-    from ..tables.publication import Publication
     from ..tables.reader import read_unit_tables
 
     pop = pop if pop is not None else of_schema(PERSONS)
@@ -374,9 +373,7 @@ class ChunkRunner:
         write_units(records, path)
         outputs = [path]
         if certify:  # the verdicts of the blocks solved (a failed tract's are its failure)
-            gone = [r["unit"] for r in failed]
-            kept = run.verdicts().filter(~pl.col("block_geoid").str.slice(0, 11).is_in(gone))
-            outputs.append(write_parquet(kept, self.dir / "verdicts.parquet"))
+            outputs.append(write_parquet(run.verdicts(solved=True), self.dir / "verdicts.parquet"))
         if truth is not None and self.linked:
             from ..metrics.agreement import agree
             from ..schema import person_records

@@ -258,8 +258,7 @@ def evaluate_defense(
     rec = run.records
     blocks = None
     if plan.certify:  # measured in the reconstruction's program; a failed tract's blocks left out
-        failed = [r["unit"] for r in run.failed]
-        blocks = run.blocks.filter(~pl.col("block_geoid").str.slice(0, 11).is_in(failed))
+        blocks = run.release.verdicts(solved=True)
     res = reidentify(
         rec,
         truth,

@@ -91,11 +91,17 @@ class ReleaseReconstruction(UnitsRun):
             )
         return sorted(out, key=lambda r: r["unit"])
 
-    def verdicts(self) -> pl.DataFrame:
+    def verdicts(self, solved: bool = False) -> pl.DataFrame:
         """Each block's verdict in certification's columns (:mod:`tabrecon.attacks.certify`):
         ``block_geoid``, ``persons`` (its number of records, whatever they are: the column's
         name in every certification file), ``solvar``, ``solvar_lo``, ``solvar_hi`` (0 and 100
-        where its distance was not measured), ``proven``, ``status``, ``level``."""
+        where its distance was not measured), ``proven``, ``status``, ``level``. ``solved``:
+        only the blocks of tracts that did not fail (a failed tract's verdicts are its
+        failure, :attr:`failed`)."""
+        if solved:
+            gone = [r["unit"] for r in self.failed]
+            keep = ~pl.col("block_geoid").str.slice(0, 11).is_in(gone)
+            return self.verdicts().filter(keep)
         b = self.blocks
         if "units" not in b.columns:  # no tract solved
             b = pl.DataFrame(

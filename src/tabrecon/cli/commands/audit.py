@@ -134,11 +134,6 @@ def audit(
             raise TabreconError(
                 f"--defenses: an option of the person audit, not of --schema {pop.name}"
             )
-        if (microdata is None) == (tables_path is None) or households is not None:
-            raise TabreconError(
-                f"--schema {pop.name} audits one file: its {pop.noun} as MICRODATA, or their "
-                "published tables as --tables (not both, and without --households)"
-            )
     specs = None if defenses is None else [d.strip() for d in defenses.split(",") if d.strip()]
     run_opts = {
         "scheduler": scheduler,
