@@ -6,7 +6,8 @@ python -m benchmarks.bench_persons_engine [--synthetic 0] [--rounds 2] [--real]
     [--person-model REF]
 
 The person model (``tabrecon.attacks.reconstruct`` and ``tabrecon.attacks.certify``) was
-deleted once every person command ran on :func:`tabrecon.populations.persons.reconstruct_persons`;
+deleted once every person command ran on the engine written over any schema
+(:func:`tabrecon.reconstruct`);
 it runs here from a temporary worktree of git ``--person-model`` (default
 :data:`PERSON_MODEL`, the last commit that had it). Each round runs both, alternating, each in a
 fresh process with the same interpreter, timing its calls alone (imports and reading the data
@@ -57,9 +58,8 @@ if side == "person":  # the person model, at a commit that has it
     rec = reconstruct(ts, level).records
     blocks = certify(ts, rec, level, distance=True).blocks
 else:
-    from tabrecon.populations.persons import certify_persons as certify
-    from tabrecon.populations.persons import reconstruct_persons
-    run = reconstruct_persons(ts, level, certify=True, distance=True)
+    from tabrecon import certify, reconstruct
+    run = reconstruct(ts, level, certify=True, distance=True)
     rec, blocks = run.records, run.blocks
 took = time.perf_counter() - t0
 solvar = None

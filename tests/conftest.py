@@ -37,13 +37,13 @@ def real_tables(real_md):
 @pytest.fixture(scope="session")
 def real_certs(real_tables):
     """Reconstruction and certification of the real sample at both levels, in one program each
-    (:func:`tabrecon.populations.persons.reconstruct_persons`; shared by several tests): the
-    records and the run (its ``blocks`` are certification's frame)."""
-    from tabrecon.populations.persons import reconstruct_persons
+    (:func:`tabrecon.reconstruct`; shared by several tests): the records and the run (its
+    ``blocks`` are certification's frame)."""
+    from tabrecon import reconstruct
 
     out = {}
     for lvl in ("block+tract", "block"):
-        run = reconstruct_persons(real_tables, lvl, certify=True, distance=True)
+        run = reconstruct(real_tables, lvl, certify=True, distance=True)
         out[lvl] = (run.records, run)
     return out
 

@@ -11,10 +11,9 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from tabrecon import certify, reconstruct
+from tabrecon import certify, claims, reconstruct
 from tabrecon.engine.solvers import IntProgram, SolverOptions, solve
 from tabrecon.errors import InputError
-from tabrecon.populations.persons import claims
 from tabrecon.schema import AGE_MAX, RACE_BITS, RACES, decode_types, read_microdata, write_microdata
 from tabrecon.tables.persons import N_TYPES, cell_index, tabulate, weight_matrix
 from tabrecon.tables.tableset import MISSING, TableSet

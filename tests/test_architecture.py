@@ -96,6 +96,7 @@ def test_no_import_cycle():
 #: the code written once over any schema: it may know a Schema, never a particular one (every
 #: module of ``tabrecon.engine``, and these)
 ENGINE = (
+    "tabrecon.attacks.release",
     "tabrecon.attacks.claims",
     "tabrecon.attacks.unit_claims",
     "tabrecon.attacks.unit_claims_tract",

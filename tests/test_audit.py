@@ -116,14 +116,14 @@ def small_audit(tmp_path_factory, small_file):
 
 
 def test_numbers_equal_the_individual_steps(small_audit, small_md):
+    from tabrecon import reconstruct
     from tabrecon.attacks.certify import cumulative_solvar
     from tabrecon.attacks.reidentify import reidentify
     from tabrecon.metrics.agreement import agree
-    from tabrecon.populations.persons import reconstruct_persons
     from tabrecon.tables.persons import tabulate
 
     ts = tabulate(small_md)
-    run = reconstruct_persons(ts, "block+tract", certify=True, distance=True)
+    run = reconstruct(ts, "block+tract", certify=True, distance=True)
     rec, blocks = run.records, run.blocks
     res = reidentify(rec, small_md, "perfect", tables=ts, cert_blocks=blocks, seed=11)
     s = small_audit.summary
@@ -342,8 +342,8 @@ def two_county_file(tmp_path: Path) -> tuple[Path, list]:
 
 
 def test_chunks_stream_counties_and_add_up(tmp_path):
+    from tabrecon import reconstruct
     from tabrecon.metrics.agreement import agree
-    from tabrecon.populations.persons import reconstruct_persons as reconstruct
     from tabrecon.tables.persons import tabulate
 
     p, mds = two_county_file(tmp_path)

@@ -345,13 +345,12 @@ def test_distances_of_all_varying_blocks_at_once_equal_one_by_one(small_md, leve
     assert got.equals(want)
 
 
-# -- certification over the schema (certify_persons: what tabrecon solvar calls) ------------------
+# -- certification over the schema (tabrecon.certify: what tabrecon solvar calls) ------------------
 @pytest.mark.parametrize("level", ["block", "block+tract"])
 def test_over_the_schema_a_block_with_two_solutions_is_never_certified(level, two_solution_block):
-    from tabrecon.populations.persons import certify_persons
 
     md = two_solution_block
-    run = certify_persons(tabulate(md), md, level)
+    run = certify(tabulate(md), md, level)
     b = run.blocks.sort("block_geoid")
     assert b["status"].to_list() == ["varies", "unique"] and not run.failed
     assert b["solvar"].to_list() == [100.0, 0.0]  # both records can differ
@@ -359,7 +358,6 @@ def test_over_the_schema_a_block_with_two_solutions_is_never_certified(level, tw
 
 
 def test_over_the_schema_a_wrong_reconstruction_is_refused_naming_cells(two_solution_block):
-    from tabrecon.populations.persons import certify_persons
 
     md = two_solution_block
     wrong = from_arrays(
@@ -369,7 +367,7 @@ def test_over_the_schema_a_wrong_reconstruction_is_refused_naming_cells(two_solu
         [W_B, W_AIAN, 1],
         [0, 0, 0],
     )
-    run = certify_persons(tabulate(md), wrong, "block")
+    run = certify(tabulate(md), wrong, "block")
     assert [r["status"] for r in run.failed] == ["refused"]
     assert "990010001001002 P0120" in run.failed[0]["message"]
     assert run.blocks.height == 0  # the refused tract's blocks are its failure, not verdicts
@@ -379,12 +377,11 @@ def test_over_the_schema_records_of_one_tract_refuse_the_others_by_name(small_md
     """Records covering one tract of tables for several: the tracts they leave empty are
     refused with the cells they break (was an IndexError naming nothing), the covered tract
     certified."""
-    from tabrecon.populations.persons import certify_persons
 
     ts = tabulate(small_md)
     first = ts.tracts()[0]
     part = small_md.take(small_md.rows_by_prefix([first])[first])
-    run = certify_persons(ts, part, "block", distance=False)
+    run = certify(ts, part, "block", distance=False)
     refused = {r["unit"] for r in run.failed if r["status"] == "refused"}
     assert refused == set(ts.tracts()[1:])
     assert all("cells it breaks" in r["message"] for r in run.failed)

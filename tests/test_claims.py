@@ -9,6 +9,8 @@ import numpy as np
 import polars as pl
 import pytest
 
+from tabrecon import claims as person_claims
+from tabrecon import reconstruct
 from tabrecon.attacks import claims as C
 from tabrecon.attacks.certify import binned_type
 from tabrecon.attacks.unit_claims import claim_keys
@@ -19,9 +21,7 @@ from tabrecon.populations.persons import (
     COLUMNS,
     describe_claim,
     person_tables,
-    reconstruct_persons,
 )
-from tabrecon.populations.persons import claims as person_claims
 from tabrecon.runner import RunOptions
 from tabrecon.schema import PERSONS, Microdata, person_units
 from tabrecon.tables.persons import tabulate
@@ -60,7 +60,7 @@ def run_claims(truth: Microdata, level: str, k: int = 10, done=None, workers: in
     processes)."""
     if done is None:
         ts = tabulate(truth, "all" if level == "block+tract" else "block")
-        run = reconstruct_persons(ts, level, certify=True)
+        run = reconstruct(ts, level, certify=True)
         rec, cert = run.records, run.blocks
     else:
         ts, rec, cert = done
@@ -139,7 +139,7 @@ def test_claims_run_is_written_per_tract_and_resumes(tmp_path):
 
     md = synthesize(SynthConfig(persons=600), seed=3)
     ts = tabulate(md, "block")
-    done = reconstruct_persons(ts, "block", certify=True)  # the zero test is all claims need
+    done = reconstruct(ts, "block", certify=True)  # the zero test is all claims need
     rec, cert = done.records, done.blocks
     assert (cert["status"] == "varies").any() and (cert["status"] == "unique").any()
     run = person_claims(ts, rec, cert, "block", k_solutions=5, run=RunOptions(out=tmp_path))

@@ -16,8 +16,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from tabrecon import reconstruct
 from tabrecon.errors import TabreconError
-from tabrecon.populations.persons import reconstruct_persons as reconstruct
 from tabrecon.records.synth import SynthConfig, synthesize
 from tabrecon.runner import RunOptions, notices
 from tabrecon.schema import read_microdata

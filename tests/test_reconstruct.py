@@ -153,12 +153,11 @@ def test_real_sample_reconstructed_from_p1_p3_p4_p5_p12a_g_alone(real_md):
     _satisfies_every_published_cell(ts, run.records, P3_P5_TABLES)
 
 
-# -- persons over the schema (reconstruct_persons: what the commands and the audit call) ----------
+# -- persons over the schema (tabrecon.reconstruct: what the commands and the audit call) ---------
 def test_persons_over_the_schema_tabulate_back_with_every_block_decided(small_md):
-    from tabrecon.populations.persons import reconstruct_persons
 
     ts = tabulate(small_md)
-    run = reconstruct_persons(ts, "block+tract", certify=True)
+    run = reconstruct(ts, "block+tract", certify=True)
     assert not run.failed and len(run.records) == len(small_md)
     assert _same_tables(ts, tabulate(run.records))
     b = run.blocks
@@ -168,16 +167,15 @@ def test_persons_over_the_schema_tabulate_back_with_every_block_decided(small_md
     assert b.height == len(ts["block"].geoids) and set(b["status"]) <= {"unique", "varies"}
     assert (b["level"] == "block+tract").all() and b["persons"].sum() == len(small_md)
     assert any("; blocks: " in line for line in run.summary_lines())
-    plain = reconstruct_persons(ts, "block")  # uniqueness not asked
+    plain = reconstruct(ts, "block")  # uniqueness not asked
     assert (plain.blocks["status"] == "unknown").all() and not plain.failed
 
 
 def test_persons_over_the_schema_leave_out_a_table_published_in_part_and_say_so(small_md):
-    from tabrecon.populations.persons import reconstruct_persons
 
     ts = tabulate(small_md)
     part = drop_cells(ts, ["P0140003", "PCT0120050"])  # one cell of P14 and of PCT12 missing
-    run = reconstruct_persons(part, "block+tract")
+    run = reconstruct(part, "block+tract")
     assert not run.failed and len(run.records) == len(small_md)
     assert "P14" not in run.tables_used and "PCT12" not in run.tables_used
     assert "P12" in run.tables_used and "PCT12A" in run.tables_used
@@ -234,7 +232,6 @@ def test_block_tables_published_for_tracts_and_counties_too_are_left_to_the_bloc
     without them (before, every tract failed with 'block 99001000100 lacks cell ...'), and a
     table published whole for tracts but in part for blocks is left out as in part."""
     from tabrecon.engine.release import plan_release
-    from tabrecon.populations.persons import reconstruct_persons
     from tabrecon.schema import PERSONS
     from tabrecon.tables.persons import BLOCK_TABLES
 
@@ -250,7 +247,7 @@ def test_block_tables_published_for_tracts_and_counties_too_are_left_to_the_bloc
         np.concatenate([t.values, coarse["tract"].values], axis=1),
     )
     wide = TableSet({**ts.grids, "tract": both, **{lv: coarse[lv] for lv in ("county", "state")}})
-    plain, more = (reconstruct_persons(x, level, certify=True) for x in (ts, wide))
+    plain, more = (reconstruct(x, level, certify=True) for x in (ts, wide))
     assert not plain.failed and not more.failed
     cols = ["block_geoid", "persons", "status", "level", "solvar"]
     assert more.blocks.select(cols).equals(plain.blocks.select(cols))
@@ -266,17 +263,15 @@ def test_block_tables_published_for_tracts_and_counties_too_are_left_to_the_bloc
 
 
 def test_persons_over_the_schema_without_tract_tables_solve_block_by_block(small_md):
-    from tabrecon.populations.persons import reconstruct_persons
     from tabrecon.tables.persons import BLOCK_TABLES
 
     ts = tabulate(small_md, tables=BLOCK_TABLES)
-    run = reconstruct_persons(ts, "block+tract", certify=True)
+    run = reconstruct(ts, "block+tract", certify=True)
     assert not run.failed and (run.blocks["level"] == "block").all()
     assert any("no tract tables" in n for n in run.notes)
 
 
 def test_persons_over_the_schema_name_a_contradicting_tract_and_its_cells():
-    from tabrecon.populations.persons import reconstruct_persons
 
     md = _pop(
         [
@@ -290,7 +285,7 @@ def test_persons_over_the_schema_name_a_contradicting_tract_and_its_cells():
     v = g.values.copy()
     v[0, g.cells == "P0080003"] = 0  # "no White alone" contradicts P12A's two White persons
     bad = TableSet({"block": Grid("block", g.geoids, g.cells, v)})
-    run = reconstruct_persons(bad, "block", certify=True)
+    run = reconstruct(bad, "block", certify=True)
     assert [r["unit"] for r in run.failed] == ["99001000100"]
     assert run.failed[0]["status"] == "infeasible" and "990010001001001" in run.failed[0]["message"]
     lines = "\n".join(run.failure_lines())
@@ -302,7 +297,6 @@ def test_persons_over_the_schema_name_a_contradicting_tract_and_its_cells():
 def test_persons_over_the_schema_diagnose_a_tract_whose_cells_disagree_at_block_tract(small_md):
     """One more male under 5 in a block than its sex total allows: the tract is infeasible,
     the smallest change names cells of that block or tract, the other tracts are written."""
-    from tabrecon.populations.persons import reconstruct_persons
 
     ts = tabulate(small_md)
     g = ts["block"]
@@ -311,7 +305,7 @@ def test_persons_over_the_schema_diagnose_a_tract_whose_cells_disagree_at_block_
     i = int(np.argmax(v[:, j]))
     v[i, j] += 1
     bad = TableSet({"block": Grid("block", g.geoids, g.cells, v), "tract": ts["tract"]})
-    run = reconstruct_persons(bad, "block+tract")
+    run = reconstruct(bad, "block+tract")
     tract = str(g.geoids[i])[:11]
     assert [r["unit"] for r in run.failed] == [tract]
     found = run.conflicts[tract]

@@ -55,9 +55,9 @@ _EXPORTS: dict[str, str] = {
     "Workload": "defenses.matrix",
     "agree": "metrics.agreement",
     "audit": "audit.run",
-    "certify": "populations.persons",
+    "certify": "attacks.release",
     "check_consistency": "tables.consistency",
-    "claims": "populations.persons",
+    "claims": "attacks.release",
     "download": "tables.download",
     "evaluate_defense": "audit.evaluate",
     "expected_error": "metrics.matrix_error",
@@ -68,7 +68,7 @@ _EXPORTS: dict[str, str] = {
     "read_microdata": "schema",
     "read_sf1": "tables.reader",
     "read_tables": "tables.published",
-    "reconstruct": "populations.persons",
+    "reconstruct": "attacks.release",
     "reidentify": "attacks.reidentify",
     "rr_frontier": "metrics.frontier",
     "RunOptions": "runner",
@@ -85,6 +85,7 @@ _EXPORTS: dict[str, str] = {
 
 if TYPE_CHECKING:  # the same names, for type checkers and the API documentation
     from .attacks.reidentify import reidentify
+    from .attacks.release import certify, claims, reconstruct
     from .audit.config import AuditConfig, load_config
     from .audit.evaluate import DefenseOutcome, EvaluationPlan, evaluate_defense
     from .audit.run import audit, run_demo
@@ -98,7 +99,6 @@ if TYPE_CHECKING:  # the same names, for type checkers and the API documentation
     from .metrics.agreement import agree
     from .metrics.frontier import frontier, optimise_shares, rr_frontier
     from .metrics.matrix_error import expected_error, hierarchy_factors, simulate_error
-    from .populations.persons import certify, claims, reconstruct
     from .records.synth import SynthConfig, synthesize
     from .runner import RunOptions
     from .schema import Microdata, read_microdata, write_microdata

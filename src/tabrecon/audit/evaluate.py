@@ -26,13 +26,13 @@ import polars as pl
 from ..attacks.certify import certified_inhabited
 from ..attacks.noisy import reconstruct_from_measurements
 from ..attacks.reidentify import GROUPS, reidentify
+from ..attacks.release import reconstruct
 from ..defenses.defense import Defense, Protected
 from ..engine.solvers import SolverOptions
 from ..geo import LEVELS
 from ..io import remove_file, write_parquet, write_text
 from ..metrics.accuracy import block_accuracy, block_cell_sq_error, l1_by_level
 from ..metrics.agreement import agree
-from ..populations.persons import reconstruct_persons
 from ..runner import RunOptions
 from ..schema import BLOCK_SIZE_LABELS, read_microdata, write_microdata
 from ..tables.persons import tabulate
@@ -238,7 +238,7 @@ def evaluate_defense(
 
     w = Path(work) if work is not None else None
     ntr = len(ts.tracts())
-    run = reconstruct_persons(
+    run = reconstruct(
         ts,
         plan.level,
         plan.solver,

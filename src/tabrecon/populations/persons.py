@@ -1,14 +1,11 @@
 """Persons: SF1 2010's person tables over (sex, single year of age, race, Hispanic origin).
 
 The schema and its encoding live in :mod:`tabrecon.schema`; the tables are the 34 of Abowd et
-al. and P3-P5 (:func:`person_tables`). Persons are reconstructed and certified by the count
-model written over any schema (:func:`reconstruct_persons`: a release's person tables in, a
-person file and every block's verdict out; :func:`certify_persons`: a reconstruction made
-elsewhere certified); their claims (:mod:`tabrecon.attacks.claims`) are proven in the same
-model's programs. ``tabrecon reconstruct``, ``claims``, ``tabulate``, ``download``,
-``check-tables`` and ``sweep-publication`` take the path of every population, with the plug-ins
-registered below (the person file, 2020 names, the race tallies, the vendored identities, ...);
-``synth`` and ``audit`` still have a person path of their own
+al. and P3-P5 (:func:`person_tables`). Persons are reconstructed, certified and claimed by the
+engine written over any schema (:mod:`tabrecon.attacks.release`: ``tabrecon.reconstruct``, ...);
+what is theirs alone (the person file, 2020 names, the race tallies, the vendored identities,
+their records handed to Python as :class:`~tabrecon.schema.Microdata`) is a plug-in registered
+below. ``synth`` and the audit's person stages still have a person path of their own
 (:attr:`~tabrecon.schema.registry.Engine.PERSON`).
 ``persons_binned`` is the same schema on certification's resolution (agebin38), registered for
 the code written over any schema (each block's claims from its tables, ``sweep-publication``)
@@ -18,7 +15,7 @@ and not offered to users.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from functools import cache, partial
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -26,9 +23,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import polars as pl
 
-from ..errors import TabreconError
 from ..records.synth import SynthConfig, synthesize
-from ..runner import RunOptions
 from ..schema import (
     AGE_MAX,
     AGEBIN38,
@@ -36,7 +31,6 @@ from ..schema import (
     N_AGES,
     PERSONS,
     PERSONS_BINNED,
-    Microdata,
     age_classes,
     age_label,
     person_records,
@@ -62,11 +56,7 @@ from ..tables.tableset import MISSING, TableSet
 from ..vocab import Geo, Level
 
 if TYPE_CHECKING:
-    from ..attacks.certify import CertRun
-    from ..attacks.claims import ClaimsRun
-    from ..engine.reconstruct import ReconstructOptions
     from ..engine.release import ReleaseReconstruction
-    from ..engine.solvers import SolverOptions
 
 
 def _person_predicate(c: Cell) -> Predicate:
@@ -308,49 +298,8 @@ def _read_binned(path: object) -> object:
 
 
 # --------------------------------------------------------------------------------------------------
-# Persons on the engine written over any schema
+# Persons on the engine written over any schema: their plug-ins
 # --------------------------------------------------------------------------------------------------
-@dataclass
-class PersonReconstruction:
-    """Persons rebuilt from a release by :func:`reconstruct_persons`: the records as a person
-    file (an age the tables resolve only to a range is its first year, ``age_max`` its last,
-    ``age_exact`` false), per block its verdict in certification's columns (``block_geoid``,
-    ``persons``, ``solvar``, ``solvar_lo``, ``solvar_hi``, ``proven``, ``status``, ``level``;
-    status "unknown" where uniqueness was not asked), and the run over the schema they were
-    read from (:class:`~tabrecon.engine.release.ReleaseReconstruction`: its failures, notes,
-    conflicts and summary)."""
-
-    records: Microdata
-    blocks: pl.DataFrame
-    release: ReleaseReconstruction
-
-    @property
-    def failed(self) -> list[dict]:
-        return self.release.failed
-
-    @property
-    def results(self) -> list[dict]:
-        return self.release.results
-
-    @property
-    def notes(self) -> tuple[str, ...]:
-        return self.release.notes
-
-    @property
-    def conflicts(self) -> dict[str, list[dict]]:
-        return self.release.conflicts
-
-    @property
-    def tables_used(self) -> tuple[str, ...]:
-        return self.release.used
-
-    def summary_lines(self) -> list[str]:
-        return self.release.summary_lines()
-
-    def failure_lines(self) -> list[str]:
-        return self.release.failure_lines()
-
-
 def _flags(units: Units, blocks: pl.DataFrame) -> pl.DataFrame:
     """Each reconstructed person's uniqueness flags (:func:`tabrecon.attacks.certify
     .uniqueness_flags`)."""
@@ -368,178 +317,6 @@ def _write_reconstruction(run: ReleaseReconstruction, out: Path) -> list[Path]:
 
     write_microdata(person_records(run.units), out)
     return [out, write_csv(run.verdicts(), beside(out, "_blocks.csv"))]
-
-
-def _person_options(
-    level: str,
-    solver: SolverOptions | None,
-    distance: bool,
-    distance_time_limit: float | None,
-    check_unique: bool = True,
-) -> ReconstructOptions:
-    """What a person reconstruction asks of the engine: uniqueness at agebin38."""
-    from ..engine.reconstruct import ReconstructOptions
-    from ..engine.solvers import SolverOptions
-
-    if level not in Level.choices():
-        raise TabreconError(f"unknown level {level!r}; choose 'block' or 'block+tract'")
-    return ReconstructOptions(
-        level=Level(level),
-        solver=solver or SolverOptions(),
-        distance=distance,
-        distance_time_limit=distance_time_limit,
-        unique_on=UNIQUE_ON,
-        check_unique=check_unique,
-    )
-
-
-def reconstruct_persons(
-    tables: TableSet,
-    level: str = "block+tract",
-    solver: SolverOptions | None = None,
-    *,
-    run: RunOptions | None = None,
-    certify: bool = False,
-    distance: bool = False,
-    distance_time_limit: float | None = None,
-    meanwhile: Callable[[], None] | None = None,
-) -> PersonReconstruction:
-    """Person records from a release's person tables (:class:`tabrecon.tables.tableset.TableSet`)
-    with the count model written over any schema (:func:`tabrecon.engine.reconstruct
-    .reconstruct_release`: tracts in parallel, written to ``<out>.parts/`` as they finish, a
-    rerun resuming, as ``run`` says: :class:`~tabrecon.runner.RunOptions`): each block from
-    its block tables, at "block+tract" a tract's blocks jointly under PCT12 and PCT12A-O. With
-    ``certify`` each block is also proven unique or not at agebin38 (the Bureau's question),
-    and with ``distance`` its solution variability measured, in the same program. A table
-    published only in part is left out (said in :attr:`PersonReconstruction.notes`); at
-    "block+tract" a release without tract tables is reconstructed from its block tables.
-    Tracts whose tables contradict each other name the cells whose smallest change restores
-    feasibility. ``meanwhile``: the caller's own work, run while the tracts are solved
-    (:func:`tabrecon.runner.run_units`).
-
-    >>> from tabrecon.records.synth import SynthConfig, synthesize
-    >>> from tabrecon.tables.persons import tabulate
-    >>> md = synthesize(SynthConfig(persons=1_000), seed=1)
-    >>> run = reconstruct_persons(tabulate(md), certify=True)
-    >>> len(run.records) == len(md), run.failed
-    (True, [])
-    """
-    from ..engine.release import reconstruct_release
-    from ..schema import write_microdata
-
-    rel = reconstruct_release(
-        tables,
-        PERSONS,
-        _person_options(level, solver, distance, distance_time_limit, certify or distance),
-        run=run,
-        meanwhile=meanwhile,
-    )
-    records = person_records(rel.units)
-    records.source = f"reconstruction ({level})"
-    out = (run or RunOptions()).out
-    if out is not None:
-        write_microdata(records, out)
-    return PersonReconstruction(records, rel.verdicts(), rel)
-
-
-def certify_persons(
-    tables: TableSet,
-    recon: Microdata,
-    level: str = "block+tract",
-    solver: SolverOptions | None = None,
-    *,
-    run: RunOptions | None = None,
-    distance: bool = True,
-    distance_time_limit: float | None = None,
-) -> CertRun:
-    """Certify a person reconstruction made elsewhere (a file, another tool's, the truth) with
-    the count model over any schema: each block proven unique or not at agebin38 and, with
-    ``distance``, its solution variability measured from these records
-    (:func:`tabrecon.engine.release.reconstruct_release` with ``reference``; tracts
-    in parallel, written to ``<out>.parts/``, resumable). A tract where the records break a
-    published cell, hold a person the published zeros rule out or leave an inhabited block
-    empty is refused by name, and the others go on: :func:`tabrecon.attacks.certify
-    .certify_release` of the person records. Returns certification's run (its ``blocks``,
-    per record its uniqueness ``flags``, ``write`` and ``summary_lines``).
-
-    >>> from tabrecon.records.synth import SynthConfig, synthesize
-    >>> from tabrecon.tables.persons import tabulate
-    >>> md = synthesize(SynthConfig(persons=1_000), seed=1)
-    >>> run = certify_persons(tabulate(md), md)
-    >>> run.failed, set(run.blocks["status"]) <= {"unique", "varies"}
-    ([], True)
-    """
-    from ..attacks.certify import certify_release
-    from ..schema.registry import of_schema
-
-    return certify_release(
-        tables,
-        of_schema(PERSONS),
-        person_units(recon),
-        level,
-        solver,
-        run=run,
-        distance=distance,
-        distance_time_limit=distance_time_limit,
-    )
-
-
-def claims_persons(
-    tables: TableSet,
-    recon: Microdata,
-    cert_blocks: pl.DataFrame,
-    level: str = "block",
-    *,
-    solver: SolverOptions | None = None,
-    k_solutions: int = 100,
-    seed: int = 0,
-    run: RunOptions | None = None,
-    tract_seconds: float | None = None,
-) -> ClaimsRun:
-    """Verified claims about the persons of every block of a person release, from its
-    reconstruction and that reconstruction's certification (``cert_blocks``: the blocks of
-    :func:`reconstruct_persons` with ``certify=True`` or of :func:`certify_persons`), tract by
-    tract: :func:`tabrecon.attacks.claims.certified_claims` over the person schema. With
-    ``run.out`` each tract's per-record table is written to ``<out>/claims.parts/`` as it
-    finishes and a rerun resumes. ``tract_seconds`` caps each tract's time (its claims
-    verified by then are kept; :attr:`~tabrecon.attacks.claims.ClaimsRun.incomplete`).
-
-    >>> from tabrecon.records.synth import SynthConfig, synthesize
-    >>> from tabrecon.tables.persons import tabulate
-    >>> md = synthesize(SynthConfig(persons=800), seed=2)
-    >>> ts = tabulate(md)
-    >>> rec = reconstruct_persons(ts, "block", certify=True)
-    >>> run = claims_persons(ts, rec.records, rec.blocks, "block", k_solutions=5)
-    >>> run.failed, run.summary()["persons"] == len(md)
-    ([], True)
-    """
-    from ..attacks.claims import CertifiedClaimsOptions, certified_claims
-    from ..engine.release import plan_release
-    from ..engine.solvers import SolverOptions
-    from ..geo import overlap
-
-    options = CertifiedClaimsOptions(
-        level=level,
-        k_solutions=k_solutions,
-        seed=seed,
-        solver=solver or SolverOptions(),
-        tract_seconds=tract_seconds,
-    )
-    overlap(
-        tables.inhabited_blocks(),
-        recon.inhabited_blocks(),
-        tables.source or "the tables",
-        recon.source or "the reconstruction",
-    )
-    split = plan_release(tables, PERSONS, level).split
-    return certified_claims(split, PERSONS, person_units(recon), cert_blocks, options, run=run)
-
-
-#: the public names (``tabrecon.reconstruct``, ``tabrecon.certify``, ``tabrecon.claims``): persons
-#: are what a census release's tables count
-reconstruct = reconstruct_persons
-certify = certify_persons
-claims = claims_persons
 
 
 #: what persons and their binned twin declare alike
@@ -569,6 +346,7 @@ register(
         writer=_write_reconstruction,
         check=check_consistency,
         flags=_flags,
+        view=person_records,
         description="SF1 person tables (the 34 and P3-P5): block, sex, age, race, ethnicity",
     )
 )

@@ -442,6 +442,11 @@ class Microdata:
             age_min=None if self.age_min is None else self.age_min[idx],
         )
 
+    def to_units(self, binned: bool = False) -> Units:
+        """The records as records of :data:`PERSONS` (``binned``: of :data:`PERSONS_BINNED`),
+        what the engine reads (:func:`person_units`)."""
+        return person_units(self, binned)
+
     def to_codes(self) -> pl.DataFrame:
         """The records as integer codes (block_geoid, sex 0/1, age, race 1..63, hisp, and
         age_exact/age_max when known): what worker processes ship and parts files hold. Text labels

@@ -175,6 +175,11 @@ class Population:
     #: block on sex and agebin, and on every column, and whether the block is certified:
     #: :func:`tabrecon.attacks.certify.uniqueness_flags`); None: none
     flags: Callable[[Any, Any], Any] | None = field(default=None, compare=False)
+    #: its records as the Python API hands them out (:mod:`tabrecon.attacks.release`), from
+    #: :class:`~tabrecon.schema.spec.Units` (persons: a person
+    #: :class:`~tabrecon.schema.Microdata`, which gives them back by its ``to_units()``);
+    #: None: the :class:`~tabrecon.schema.spec.Units` themselves
+    view: Callable[[Any], Any] | None = field(default=None, compare=False)
 
     @property
     def total_cells(self) -> tuple[str, ...]:
