@@ -429,6 +429,16 @@ def test_candidates_proven_together_are_those_proven_one_by_one(relax_after, row
         )
     assert together.tolist() == alone
     assert proof.complete and 0 < sum(alone) < len(alone)  # both outcomes occur
+    # in groups (a block's forms: is every one of them held?), a group is decided by one
+    # refuted form: the same answer per group, in no more searches
+    grp = np.array([((0, 2), (2, 8), (3, 9)).index(c[0]) for c in cands])
+    grouped = prove_forms(given, C, ms, [x0], relax_after=relax_after, groups=grp)
+    assert grouped.complete and grouped.proofs <= proof.proofs
+    assert grouped.refuted is not None
+    for g in range(3):
+        held = all(np.array(alone)[grp == g])
+        assert grouped.verified[grp == g].all() == held
+        assert grouped.refuted[grp == g].any() != held
     settled, _ = Relaxation(prog).settled(C, ms)
     assert settled.any() and not (settled & ~np.array(alone)).any()
     assert Relaxation(kept).settled(C, ms)[0].tolist() == settled.tolist()

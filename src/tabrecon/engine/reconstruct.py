@@ -501,11 +501,16 @@ def certify_forms(
             base=base,
         )
     else:
-        proof = prove_forms(base, F, m, [x], opts.time_limit)
-        state = np.full(nb, variability.UNIQUE, dtype=np.int8)
-        for b in range(nb):
-            if not proof.verified[form_block == b].all():
-                state[b] = variability.VARIES if proof.complete else variability.UNDECIDED
+        proof = prove_forms(base, F, m, [x], opts.time_limit, groups=form_block)
+        # a block varies where a solution breaks one of its forms, is unique where every one is
+        # proven, and is undecided where the time ran out first
+        nf = np.bincount(form_block, minlength=nb)
+        held = np.bincount(form_block, weights=proof.verified, minlength=nb) == nf
+        assert proof.refuted is not None
+        broke = np.bincount(form_block, weights=proof.refuted, minlength=nb) > 0
+        state = np.select(
+            [broke, held], [variability.VARIES, variability.UNIQUE], variability.UNDECIDED
+        ).astype(np.int8)
         lower = np.zeros(nb, dtype=np.int64)
         upper = np.where(state == variability.UNIQUE, 0, cp.N).astype(np.int64)
         if distance and (state == variability.VARIES).any():

@@ -510,6 +510,8 @@ class FormProof:
     verified: np.ndarray  # bool per form
     proofs: int  # searches run
     complete: bool  # False: the time or the rounds ran out with forms left undecided
+    #: bool per form: a solution found breaks it (None: not kept)
+    refuted: np.ndarray | None = None
 
 
 class Relaxation:
@@ -622,6 +624,7 @@ def prove_forms(
     seconds: float | None = None,
     max_rounds: int | None = None,
     relax_after: float | None = None,
+    groups: np.ndarray | None = None,
 ) -> FormProof:
     """Which forms ``C x`` equal ``m`` in every solution of ``base``'s program -- the verification
     step of Generate-then-Verify, for persons and for any schema.
@@ -635,7 +638,11 @@ def prove_forms(
     linear relaxation: forms it settles (:meth:`Relaxation.settled`) are verified, and the
     search goes on over the rest only. Small programs are proven faster by the one search,
     hard ones by the relaxation (a housing-unit block of 25 units: 520 claims settled in
-    1.7 s that CP-SAT had not proven in 60 s); the verdicts are the same either way.
+    1.7 s that CP-SAT had not proven in 60 s); the verdicts are the same either way. With
+    ``groups`` (each form's group: a block's forms, where all that is asked is whether every
+    one of them holds) a group is decided once one of its forms is refuted: its other forms are
+    left unverified and searched no more (a rounded release's block program, whose every
+    coarse type is a form: 16 blocks decided in 17 searches or fewer, not one per form).
 
     >>> p = IntProgram(A=sp.csr_matrix(np.array([[1, 1, 0]])), lo=np.array([2]),
     ...                hi=np.array([2]), ub=np.array([2, 2, 3]))
@@ -649,15 +656,24 @@ def prove_forms(
     m = np.asarray(m, dtype=np.int64)
     verified = np.zeros(C.shape[0], dtype=bool)
     alive = np.ones(C.shape[0], dtype=bool)
+
+    refuted = np.zeros(C.shape[0], dtype=bool)
+
+    def refute(broken: np.ndarray) -> None:  # forms a solution breaks (a bool per form)
+        refuted[broken] = True
+        alive[broken] = False
+        if groups is not None and broken.any():
+            alive[np.isin(groups, np.unique(groups[broken]))] = False
+
     for x in pool or []:
-        alive &= C @ x[:n_vars] == m
+        refute(C @ x[:n_vars] != m)
     t0 = time.perf_counter()
     proofs = 0
     relaxed = relax_after is None  # the relaxation has had its turn (or is not wanted)
     while alive.any():
         left = None if seconds is None else seconds - (time.perf_counter() - t0)
         if (left is not None and left <= 0) or (max_rounds is not None and proofs >= max_rounds):
-            return FormProof(verified, proofs, False)
+            return FormProof(verified, proofs, False, refuted)
         idx = np.flatnonzero(alive)
         Ci, mi = C[idx], m[idx]
         if relaxed or (relax_after or 0.0) > 0:  # a search, capped until the relaxation's turn
@@ -673,20 +689,20 @@ def prove_forms(
                     raise TabreconError("a solution found to break some claim breaks none")
                 if pool is not None:
                     pool.append(sol.x)
-                alive[idx[broken]] = False
+                refute(np.isin(np.arange(C.shape[0]), idx[broken]))
                 continue
             if relaxed:
-                return FormProof(verified, proofs, False)  # time-out: the rest unverified
+                return FormProof(verified, proofs, False, refuted)  # time-out: rest unverified
         relaxed = True  # the search is slow here: the relaxation settles what it can
         left = None if seconds is None else seconds - (time.perf_counter() - t0)
         settled, found = base.relaxation.settled(Ci, mi, left)
         verified[idx[settled]] = True
         alive[idx[settled]] = False
         for x in found:  # integer solutions that break forms: refuted as by the search
-            alive[idx[Ci @ x[:n_vars] != mi]] = False
+            refute(C @ x[:n_vars] != m)
             if pool is not None:
                 pool.append(x)
-    return FormProof(verified, proofs, True)
+    return FormProof(verified, proofs, True, refuted)
 
 
 def solve_cpsat_model(
