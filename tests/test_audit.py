@@ -25,6 +25,8 @@ from tabrecon.runner import RunOptions
 from tabrecon.schema import write_microdata
 
 FAST = {"defenses": {"specs": []}, "reconstruct": {"levels": ["block+tract"]}}
+#: for tests of what does not depend on distances or claims (a third of an audit's time)
+LEAN = {"certify": {"distance": False}, "claims": {"enabled": False}}
 
 
 def cfg(**sections):
@@ -318,9 +320,8 @@ def test_report_never_lists_records(small_audit, small_md):
 
 
 def test_small_counts_are_marked(tmp_path, small_file):
-    out = audit(
-        small_file, tmp_path, cfg(report={"small_cell_threshold": 1_000_000}), show_progress=False
-    ).out
+    c = cfg(report={"small_cell_threshold": 1_000_000}, **LEAN)
+    out = audit(small_file, tmp_path, c, show_progress=False).out
     html = (out / "report.html").read_text()
     assert 'class="small"' in html and "&dagger;" in html
 
@@ -364,7 +365,7 @@ def test_tables_only_from_sf1_folder(tmp_path, small_md):
     from tabrecon.tables.persons import tabulate
 
     write_official_layout(with_medians(tabulate(small_md, "published"), small_md), tmp_path / "sf1")
-    res = audit(None, tmp_path / "out", cfg(), tables=tmp_path / "sf1", show_progress=False)
+    res = audit(None, tmp_path / "out", cfg(**LEAN), tables=tmp_path / "sf1", show_progress=False)
     s = res.summary
     assert s["persons"] == len(small_md) and s["certify"]["unique_blocks"] > 0
     assert "reidentification" not in s and s["recon_records"] == len(small_md)
@@ -785,7 +786,7 @@ def test_reidentification_truth_side_is_made_once_while_reconstructing(
     calls = []
     real = reid.truth_side
     monkeypatch.setattr(reid, "truth_side", lambda *a, **k: calls.append(1) or real(*a, **k))
-    c = cfg(run={"seed": 11, "workers": 2})
+    c = cfg(run={"seed": 11, "workers": 2}, **LEAN)
     res = audit(small_file, tmp_path / "a", c, show_progress=False)
     assert calls == [1]
     times = res.summary["timings_s"]
