@@ -33,6 +33,7 @@ from ..errors import TabreconError
 from ..runner import RunOptions
 from ..schema.registry import Population
 from ..schema.spec import Units
+from ..tables.publication import Publication
 from ..vocab import Level
 
 if TYPE_CHECKING:
@@ -128,6 +129,7 @@ def reconstruct(
     certify: bool = False,
     distance: bool = False,
     distance_time_limit: float | None = None,
+    publication: str | Publication | None = None,
     meanwhile: Callable[[], None] | None = None,
 ) -> Reconstruction:
     """Records of ``population`` from a release's tables, tract by tract
@@ -141,7 +143,11 @@ def reconstruct(
     tables is reconstructed from its block tables. Tracts whose tables contradict each other
     name the cells whose smallest change restores feasibility. With ``run.out`` the records
     are written there as the population writes them, each block's verdict beside them.
-    ``meanwhile``: the caller's own work, run while the tracts are solved.
+    ``publication``: how the counts were published (a rule such as ``round:3`` or
+    ``suppress:3``, :mod:`tabrecon.tables.publication`; None: as the population declares,
+    exact for census populations); rounded or withheld counts are modelled as such, at
+    "block" (the default level then). ``meanwhile``: the caller's own work, run while the
+    tracts are solved.
 
     >>> from tabrecon.records.synth import SynthConfig, synthesize
     >>> from tabrecon.tables.persons import tabulate
@@ -155,11 +161,19 @@ def reconstruct(
     from ..engine.solvers import SolverOptions
 
     pop = _population(population)
+    pub = (
+        publication
+        if isinstance(publication, Publication)
+        else Publication.parse(publication or pop.publication)
+    )
+    pub.check_tables([t.name for t in pop.tables()], pop.name)
+    level = level or (None if pub.exact else Level.BLOCK)
     rel = reconstruct_release(
         tables,
         pop.schema,
         ReconstructOptions(
             level=Level(_level(pop, level)),
+            publication=pub,
             solver=solver or SolverOptions(),
             distance=distance,
             distance_time_limit=distance_time_limit,

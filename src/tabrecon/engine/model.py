@@ -231,16 +231,17 @@ def block_tables(
     if (seen > 1).any():
         b, c = divmod(int(np.argmax(seen > 1)), len(ids))
         raise InputError(
-            f"block {geos[b]} has cell {ids[c]} {int(seen.max())} times "
-            f"({int((seen > 1).sum())} such cells): each cell once per block"
+            f"{schema.geography} {geos[b]} has cell {ids[c]} {int(seen.max())} times "
+            f"({int((seen > 1).sum())} such cells): each cell once per {schema.geography}"
         )
     if (seen == 0).any():
         b, c = divmod(int(np.argmax(seen == 0)), len(ids))
         raise InputError(
-            f"block {geos[b]} lacks cell {ids[c]} ({int((seen == 0).sum()) - 1} more "
-            "cells of blocks are missing): every block needs every cell of the tables used"
+            f"{schema.geography} {geos[b]} lacks cell {ids[c]} ({int((seen == 0).sum()) - 1} "
+            f"more cells of {schema.geography}s are missing): every {schema.geography} needs "
+            "every cell of the tables used"
         )
-    publication.check(sub, table_of={c.id: c.table for c in cells})
+    publication.check(sub, table_of={c.id: c.table for c in cells}, place=schema.geography)
     V = np.zeros(geos.len() * len(ids), dtype=np.int64)
     V[flat] = sub["value"].cast(pl.Int64).fill_null(MISSING).to_numpy()
     return cells, W, geos.to_list(), V.reshape(geos.len(), len(ids))

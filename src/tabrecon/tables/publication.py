@@ -300,12 +300,16 @@ class Publication:
         return f"is not a multiple of the rounding base {self.base}"
 
     def check(
-        self, long: pl.DataFrame, path: str = "", table_of: Mapping[str, str] | None = None
+        self,
+        long: pl.DataFrame,
+        path: str = "",
+        table_of: Mapping[str, str] | None = None,
+        place: str = "block",
     ) -> None:
         """Refuse a long table (geoid, cell, value; null: withheld) holding a value this rule
-        cannot publish, naming the block, the cell and how many more there are: before any
-        work, since the whole file then contradicts the declared rule (``table_of``: each cell
-        id's table, which per-table rules need)."""
+        cannot publish, naming the block (or the ``place`` a geoid is: a school), the cell and
+        how many more there are: before any work, since the whole file then contradicts the
+        declared rule (``table_of``: each cell id's table, which per-table rules need)."""
         v = long["value"].fill_null(MISSING).to_numpy().astype(np.int64)
         tables = None
         if self.overrides:
@@ -318,7 +322,7 @@ class Publication:
             shown = "the value" if v[i] == MISSING else str(int(v[i]))
             rule = self if tables is None else dict(self.overrides).get(tables[i], self)
             raise InputError(
-                f"block {long['geoid'][i]}, cell {long['cell'][i]}: {shown} "
+                f"{place} {long['geoid'][i]}, cell {long['cell'][i]}: {shown} "
                 f"{rule.why(int(v[i]))} (publication {self}; {int(bad.sum()) - 1} more such "
                 "cells)",
                 path=path or None,

@@ -135,7 +135,12 @@ def release_tables(
     from ...tables.spec import cell_tables
 
     tables = read_unit_tables(tables_file, pop.schema, withheld=publication.withholds)
-    publication.check(tables.to_frame(), str(tables_file), table_of=cell_tables(pop.schema))
+    publication.check(
+        tables.to_frame(),
+        str(tables_file),
+        table_of=cell_tables(pop.schema),
+        place=pop.schema.geography,
+    )
     return tables
 
 
