@@ -343,7 +343,8 @@ def _checked(
 
     ids = cell_ids(of_schema(schema))
     code_of = np.full(cells.size, -1, dtype=np.int64)
-    code_of[is_mine] = [ids.index(c) for c in cells[is_mine].tolist()]
+    where = {c: i for i, c in reversed(list(enumerate(ids)))}  # (ids.index: the first)
+    code_of[is_mine] = [where[c] for c in cells[is_mine].tolist()]
     if blank.any():
         value[blank] = WITHHELD_CELL
     if kept.size == ci.size:  # every row kept: nothing gathered
