@@ -642,7 +642,8 @@ def prove_forms(
     ``groups`` (each form's group: a block's forms, where all that is asked is whether every
     one of them holds) a group is decided once one of its forms is refuted: its other forms are
     left unverified and searched no more (a rounded release's block program, whose every
-    coarse type is a form: 16 blocks decided in 17 searches or fewer, not one per form).
+    coarse type is a form: each search that finds a solution decides a block at least, so there
+    are at most one search per block and a last one that proves the rest).
 
     >>> p = IntProgram(A=sp.csr_matrix(np.array([[1, 1, 0]])), lo=np.array([2]),
     ...                hi=np.array([2]), ub=np.array([2, 2, 3]))
@@ -656,7 +657,6 @@ def prove_forms(
     m = np.asarray(m, dtype=np.int64)
     verified = np.zeros(C.shape[0], dtype=bool)
     alive = np.ones(C.shape[0], dtype=bool)
-
     refuted = np.zeros(C.shape[0], dtype=bool)
 
     def refute(broken: np.ndarray) -> None:  # forms a solution breaks (a bool per form)
@@ -689,7 +689,9 @@ def prove_forms(
                     raise TabreconError("a solution found to break some claim breaks none")
                 if pool is not None:
                     pool.append(sol.x)
-                refute(np.isin(np.arange(C.shape[0]), idx[broken]))
+                hit = np.zeros(C.shape[0], dtype=bool)
+                hit[idx[broken]] = True
+                refute(hit)
                 continue
             if relaxed:
                 return FormProof(verified, proofs, False, refuted)  # time-out: rest unverified
