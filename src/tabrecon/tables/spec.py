@@ -57,13 +57,26 @@ class UnitCell:
 
     def description(self, schema: Schema | None = None) -> str:
         """The records the cell counts, in words: each restricted column and the labels it
-        admits ("all housing units" when nothing is restricted)."""
+        admits ("all housing units" when nothing is restricted); three or more neighbouring
+        categories of an ordered column as a run ("age in {85 to 110}").
+
+        >>> from tabrecon.tables.spec import cell_by_id
+        >>> cell_by_id("P0120049").description()
+        'sex in {female}; age in {85 to 110}'
+        """
         schema = schema or self.schema
         parts = []
         for a in schema.attributes:
             if a.name in self.predicate and len(self.predicate[a.name]) < a.size:
-                labels = [a.labels[i] for i in a.index(np.asarray(self.predicate[a.name]))]
-                parts.append(f"{a.name} in {{{', '.join(map(str, labels))}}}")
+                pos = np.sort(a.index(np.asarray(self.predicate[a.name])))
+                runs = np.split(pos, np.flatnonzero(np.diff(pos) != 1) + 1) if a.ordered else []
+                labels = [
+                    f"{a.labels[r[0]]} to {a.labels[r[-1]]}"
+                    if r.size >= 3
+                    else ", ".join(str(a.labels[i]) for i in r)
+                    for r in runs
+                ] or [str(a.labels[i]) for i in pos]
+                parts.append(f"{a.name} in {{{', '.join(labels)}}}")
         return "; ".join(parts) or f"all {_plural(schema.unit)}"
 
 
