@@ -438,6 +438,10 @@ def _decimals(cells: tuple[str, ...]) -> dict[str, int]:
     }
 
 
+#: cells of a segment parsed together (a state's segment file holds a million rows)
+_BATCH = 32
+
+
 def _read_segment(
     path: Path,
     cells: list[str],
@@ -485,34 +489,38 @@ def _read_segment(
     found = sorted_lrn[k] == lr
     rows = order[k[found]]
     decimals = _decimals(tuple(cells))
-    # every cell's field at once (a segment holds up to 255; one polars select, not a few
-    # operations per cell: 5 s of fixed cost per folder), rows of other units left out
-    text = df.filter(pl.Series(found)).select(
-        pl.col(df.columns[pos[c][1] - 1]).str.strip_chars().alias(c) for c in cells
-    )
-    # a median or a mean (P13: 30.5) in published units (305), as tabrecon holds them
-    parsed = text.select(
-        parse_values(text[c], decimals[c])
-        if c in decimals
-        else pl.col(c).cast(pl.Int64, strict=False)
-        for c in cells
-    )
-    number = parsed.select(pl.all().fill_null(-1)).to_numpy()
-    null = parsed.select(pl.all().is_null()).to_numpy()
-    given = text.select(pl.col(c).is_not_null() & (pl.col(c) != "") for c in cells).to_numpy()
-    badv = (null & given) | (~null & (number < 0))
-    if badv.any():
-        ci = int(np.flatnonzero(badv.any(axis=0))[0])  # the first cell, then its first row
-        c, f, d = cells[ci], pos[cells[ci]][1], decimals.get(cells[ci], 0)
-        j = int(np.flatnonzero(found)[np.flatnonzero(badv[:, ci])[0]])
-        what = f"a number with {d} decimals" if d else "a non-negative whole number"
-        raise InputError(
-            f"cell {c} (field {f}) is {df[j, f - 1]!r}, not {what}",
-            path=str(path),
-            line=j + 1,
-            column=c,
+    # the cells' fields a batch at a time (one polars select each, not a few operations per
+    # cell: 5 s of fixed cost per folder), a state's file never copied whole; rows of other
+    # units left out
+    keep = pl.Series(found)
+    for at in range(0, len(cells), _BATCH):
+        batch = cells[at : at + _BATCH]
+        text = df.select(
+            pl.col(df.columns[pos[c][1] - 1]).str.strip_chars().alias(c) for c in batch
+        ).filter(keep)
+        # a median or a mean (P13: 30.5) in published units (305), as tabrecon holds them
+        parsed = text.select(
+            parse_values(text[c], decimals[c])
+            if c in decimals
+            else pl.col(c).cast(pl.Int64, strict=False)
+            for c in batch
         )
-    values[rows[:, None], np.array([col_of[c] for c in cells])] = number
+        number = parsed.select(pl.all().fill_null(-1)).to_numpy()
+        null = parsed.select(pl.all().is_null()).to_numpy()
+        given = text.select(pl.col(c).is_not_null() & (pl.col(c) != "") for c in batch)
+        badv = (null & given.to_numpy()) | (~null & (number < 0))
+        if badv.any():
+            ci = int(np.flatnonzero(badv.any(axis=0))[0])  # the first cell, then its first row
+            c, f, d = batch[ci], pos[batch[ci]][1], decimals.get(batch[ci], 0)
+            j = int(np.flatnonzero(found)[np.flatnonzero(badv[:, ci])[0]])
+            what = f"a number with {d} decimals" if d else "a non-negative whole number"
+            raise InputError(
+                f"cell {c} (field {f}) is {df[j, f - 1]!r}, not {what}",
+                path=str(path),
+                line=j + 1,
+                column=c,
+            )
+        values[rows[:, None], np.array([col_of[c] for c in batch])] = number
     got = np.zeros(values.shape[0], dtype=bool)
     got[rows] = True
     return got
