@@ -504,10 +504,12 @@ def certify_forms(
         # a differing solution is found first among the block's nonzero counts (a few dozen
         # forms a block, not every type it admits): its solutions decide the blocks they
         # break, and the proof over every form starts from them
-        pool, nz = [x], np.flatnonzero(m > 0)
+        pool, nz, limit = [x], np.flatnonzero(m > 0), opts.time_limit
         if 0 < nz.size < F.shape[0]:
-            prove_forms(base, F[nz], m[nz], pool, opts.time_limit, groups=form_block[nz])
-        proof = prove_forms(base, F, m, pool, opts.time_limit, groups=form_block)
+            t0 = time.perf_counter()
+            prove_forms(base, F[nz], m[nz], pool, limit, groups=form_block[nz])
+            limit = None if limit is None else max(limit - (time.perf_counter() - t0), 1e-3)
+        proof = prove_forms(base, F, m, pool, limit, groups=form_block)
         # a block varies where a solution breaks one of its forms, is unique where every one is
         # proven, and is undecided where the time ran out first
         nf = np.bincount(form_block, minlength=nb)
