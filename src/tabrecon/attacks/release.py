@@ -23,7 +23,8 @@ taken in either form.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -82,17 +83,19 @@ class Reconstruction:
 
     population: Population
     release: ReleaseReconstruction
+    #: the files written (``run.out``: the records, then the verdicts beside them)
+    written: list[Path] = field(default_factory=list)
 
     @property
     def units(self) -> Units:
         return self.release.units
 
-    @property
+    @cached_property
     def records(self) -> Any:
         view = self.population.view
         return view(self.units) if view is not None else self.units
 
-    @property
+    @cached_property
     def blocks(self) -> pl.DataFrame:
         return self.release.verdicts()
 
@@ -184,10 +187,9 @@ def reconstruct(
         meanwhile=meanwhile,
     )
     out = (run or RunOptions()).out
-    if out is not None:
-        pop.write_reconstruction(rel, Path(out))
+    written = pop.write_reconstruction(rel, Path(out)) if out is not None else []
     rel.units.source = f"reconstruction ({rel.level})"
-    return Reconstruction(pop, rel)
+    return Reconstruction(pop, rel, written)
 
 
 def certify(

@@ -161,28 +161,24 @@ def _reconstruct_release(
     tract that failed, with the cells to blame where its tables contradict."""
     import polars as pl
 
-    from ...engine.reconstruct import ReconstructOptions
-    from ...engine.release import reconstruct_release
+    from ...attacks.release import reconstruct
 
     one_of(level, RECON_LEVELS, "--level")
     check_suffix(out)
-    opts = ReconstructOptions(
-        level=vocab.Level(level),
-        solver=solver,
-        distance=distance,
-        publication=publication,
-        unique_on=pop.unique_on,
-    )
     tables = release_tables(pop, tables_file, publication)
     prog, tick = progress(len(tables.tracts()), f"{pop.name} reconstruct")
     with prog:
-        run = reconstruct_release(
+        done = reconstruct(
             tables,
-            pop.schema,
-            opts,
+            level,
+            solver,
+            population=pop,
             run=RunOptions(workers=workers, out=out, resume=not fresh, progress=tick),
+            certify=True,
+            distance=distance,
+            publication=publication,
         )
-    paths = pop.write_reconstruction(run, out)
+    run, paths = done.release, done.written
     console.print("\n".join(run.summary_lines()))
     console.print(f"written {', '.join(map(str, paths))}")
     bad = run.blocks.filter(pl.col("status").is_in(["infeasible", "failed"]))
