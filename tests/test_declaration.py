@@ -9,12 +9,12 @@ or key is refused in one line naming the file, the key and the line.
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import polars as pl
 import pytest
+from cli_run import run_cli
 
 from tabrecon.attacks.unit_claims import generate_then_verify
 from tabrecon.attacks.unit_claims_release import matching_units
@@ -28,11 +28,10 @@ from tabrecon.tables.spec import compiled, tabulate_units
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "declarations"
 SCHOOL = EXAMPLES / "school.toml"
 MESHBLOCKS = EXAMPLES / "meshblocks.toml"
-EXE = [sys.executable, "-c", "from tabrecon.entry import main; main()"]
 
 
 def _cli(cwd: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([*EXE, *args], cwd=cwd, capture_output=True, text=True)
+    return run_cli(list(args), cwd)
 
 
 def _within(pop, published: pl.DataFrame, rebuilt) -> bool:

@@ -5,12 +5,12 @@ unique block, and two releases of a block that admit no common population are na
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import polars as pl
 import pytest
+from cli_run import run_cli
 
 from tabrecon.attacks.joint import (
     CONSISTENT,
@@ -29,11 +29,9 @@ from tabrecon.schema.catalog import HOUSING_UNITS
 from tabrecon.schema.spec import Units, write_units
 from tabrecon.tables.spec import tabulate_units
 
-EXE = [sys.executable, "-c", "from tabrecon.entry import main; main()"]
-
 
 def _cli(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run(EXE + args, capture_output=True, text=True, cwd=cwd, timeout=600)
+    return run_cli(args, cwd)
 
 
 @pytest.fixture(scope="module")

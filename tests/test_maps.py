@@ -8,12 +8,12 @@ import importlib.util
 import json
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import polars as pl
 import pytest
+from cli_run import run_cli
 
 from tabrecon.errors import InputError, TabreconError
 
@@ -27,13 +27,12 @@ from tabrecon.shapes import read_shapes, synthetic_shapes  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 TIGER = ROOT.parent / "shared" / "data" / "tiger" / "tl_2010_39059_tabblock10.zip"
-EXE = [sys.executable, "-c", "from tabrecon.entry import main; main()"]
 GEOIDS = np.array(["990010001001000", "990010001001001", "990010001002000", "990010002001000"])
 
 
 def _tabrecon(*args: object, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    """``tabrecon ARGS`` in a subprocess, as a user runs it."""
-    return subprocess.run(EXE + [str(a) for a in args], capture_output=True, text=True, cwd=cwd)
+    """``tabrecon ARGS``, run in this process (:func:`cli_run.run_cli`)."""
+    return run_cli([str(a) for a in args], cwd)
 
 
 def _geojson(path: Path, rows: list[tuple[object, dict]], key: str = "GEOID10") -> Path:
@@ -225,11 +224,8 @@ def _check_colours(out: Path) -> pl.DataFrame:
 @pytest.fixture(scope="module")
 def synthetic_county(tmp_path_factory):
     d = tmp_path_factory.mktemp("mapcounty")
-    subprocess.run(
-        EXE + ["synth", "--persons", "2500", "--seed", "3", "-o", str(d / "county.parquet")],
-        check=True,
-        capture_output=True,
-    )
+    r = _tabrecon("synth", "--persons", "2500", "--seed", "3", "-o", d / "county.parquet")
+    assert r.returncode == 0, r.stderr
     geoids = pl.read_parquet(d / "county.parquet")["block_geoid"].unique().to_numpy()
     synthetic_shapes(geoids, d / "blocks.geojson", seed=3)
     return d
@@ -304,19 +300,10 @@ def test_real_tables_on_tiger_blocks_are_mapped_block_by_block(real_path, tmp_pa
     recs = pl.read_csv(real_path, schema_overrides={"block_geoid": pl.String})
     moved = mod.borrow(recs, read_shapes(TIGER).geoid, tracts=2)
     moved.write_csv(tmp_path / "persons.csv")
-    subprocess.run(
-        EXE
-        + [
-            "tabulate",
-            str(tmp_path / "persons.csv"),
-            "--tables",
-            "published",
-            "-o",
-            str(tmp_path / "county.csv"),
-        ],
-        check=True,
-        capture_output=True,
+    r = _tabrecon(
+        "tabulate", tmp_path / "persons.csv", "--tables", "published", "-o", tmp_path / "county.csv"
     )
+    assert r.returncode == 0, r.stderr
     r = _tabrecon(
         "audit",
         "--tables",

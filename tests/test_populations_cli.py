@@ -5,16 +5,13 @@ but ``--schema group_quarters``; wrong choices get one line and exit 2."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import polars as pl
-
-EXE = [sys.executable, "-c", "from tabrecon.entry import main; main()"]
+from cli_run import run_cli
 
 
 def _run(tmp_path, *args):
-    return subprocess.run(EXE + list(args), cwd=tmp_path, capture_output=True, text=True)
+    return run_cli([str(a) for a in args], tmp_path)
 
 
 def test_group_quarters_run_through_every_command(tmp_path):

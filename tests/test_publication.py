@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import itertools
 import subprocess
-import sys
 
 import numpy as np
 import polars as pl
 import pytest
 from brute_force import claims_hold_in_every, histogram
+from cli_run import run_cli
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -234,11 +234,8 @@ def test_a_rule_spelled_wrong_is_refused(text):
         Publication.parse(text)
 
 
-EXE = [sys.executable, "-c", "from tabrecon.entry import main; main()"]
-
-
 def _cli(cwd, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([*EXE, *args], cwd=cwd, capture_output=True, text=True)
+    return run_cli(list(args), cwd)
 
 
 def test_the_command_line_publishes_attacks_and_refuses_under_a_rule(tmp_path):

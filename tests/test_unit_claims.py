@@ -4,11 +4,11 @@ units, and claims one published cell reads off are dropped."""
 from __future__ import annotations
 
 import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from cli_run import run_cli
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -273,11 +273,10 @@ def test_the_rows_kept_imply_every_row_dropped(seed):
 # --------------------------------------------------------------------------------------------------
 # tabrecon claims --schema households: the command's contract
 # --------------------------------------------------------------------------------------------------
-EXE = [sys.executable, "-c", "from tabrecon.entry import main; main()"]
 
 
 def _cli(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run(EXE + args, capture_output=True, text=True, cwd=cwd, timeout=600)
+    return run_cli(args, cwd)
 
 
 @pytest.mark.slow

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import polars as pl
 import pytest
+from cli_run import run_cli
 
 from tabrecon.audit.units import median_blocks
 from tabrecon.records.households import synthesize_households
@@ -17,7 +17,6 @@ from tabrecon.schema import write_microdata
 from tabrecon.schema.spec import write_units
 from tabrecon.tables.spec import tabulate_units
 
-EXE = [sys.executable, "-c", "from tabrecon.entry import main; main()"]
 FAST = """
 [households]
 k_values = [2, 3]
@@ -32,7 +31,7 @@ enabled = false
 
 
 def _cli(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run(EXE + args, capture_output=True, text=True, cwd=cwd, timeout=600)
+    return run_cli(args, cwd)
 
 
 @pytest.fixture(scope="module")
