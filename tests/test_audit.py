@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 import pytest
+from cli_run import run_cli
 
 from tabrecon.audit.chunks import MismatchError, plan_chunks
 from tabrecon.audit.config import ConfigError, config_from_dict, load_config
@@ -89,11 +90,7 @@ def test_config_roundtrip(tmp_path):
 def test_cli_bad_config_is_one_line(tmp_path):
     p = tmp_path / "c.toml"
     p.write_text("[report]\ncolour = 1\n")
-    r = subprocess.run(
-        [sys.executable, "-m", "tabrecon.cli", "audit", "x.csv", "--config", str(p)],
-        capture_output=True,
-        text=True,
-    )
+    r = run_cli(["audit", "x.csv", "--config", str(p)])
     assert r.returncode == 2
     assert "unknown key report.colour" in r.stderr and "Traceback" not in r.stderr
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 import pytest
+from cli_run import run_cli
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -393,7 +394,6 @@ def test_the_solvar_command_certifies_a_person_file_and_resumes(tmp_path):
     it raised on every input once (the records given were digested as a table of cells), and
     its message called it a bug. A rerun resumes; a rerun with other records is refused."""
     import subprocess
-    import sys
 
     from tabrecon.records.synth import SynthConfig, synthesize
     from tabrecon.schema import write_microdata
@@ -402,16 +402,10 @@ def test_the_solvar_command_certifies_a_person_file_and_resumes(tmp_path):
     md = synthesize(SynthConfig(persons=400), seed=5)
     write_microdata(md, tmp_path / "p.csv")
     write_tables(tabulate(md), tmp_path / "t.parquet")
-    exe = [sys.executable, "-c", "from tabrecon.entry import main; main()", "solvar", "t.parquet"]
 
     def run(recon: str) -> subprocess.CompletedProcess:
-        return subprocess.run(
-            [*exe, "--recon", recon, "--out", "sv.parquet", "--level", "block"],
-            cwd=tmp_path,
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
+        args = ["solvar", "t.parquet", "--recon", recon, "--out", "sv.parquet", "--level", "block"]
+        return run_cli(args, tmp_path)
 
     first = run("p.csv")
     assert first.returncode == 0, first.stderr

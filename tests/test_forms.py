@@ -9,6 +9,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from cli_run import run_cli
 from test_household_tables import _write_sf1_folder
 from test_published import _api_name, _same, _wide
 
@@ -195,17 +196,15 @@ def test_the_command_line_reads_a_zip_and_names_a_bad_one(both, tmp_path):
     """As a user runs it: a subprocess, exit 0 on a good ZIP, 2 and the file inside the ZIP
     named on a bad one, never a traceback."""
     import subprocess
-    import sys
 
     persons, housing = both
     write_tables(persons, tmp_path / "p.csv")
     z = _zip(tmp_path / "p.zip", {"p.csv": (tmp_path / "p.csv").read_bytes()})
     zh = _zip(tmp_path / "h.zip", {"h.csv": housing.write_csv().encode()})
     bad = _zip(tmp_path / "bad.zip", {"t.csv": b"geoid,cell,value\n280010001001000,P0010001,x\n"})
-    exe = [sys.executable, "-c", "from tabrecon.entry import main; main()", "check-tables"]
 
     def run(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([*exe, *args], capture_output=True, text=True, timeout=600)
+        return run_cli(["check-tables", *args])
 
     for args in ([str(z)], [str(zh), "--schema", "households"]):
         ok = run(*args)

@@ -5,13 +5,12 @@ randomized response's closed forms, TopDown's hierarchy factors, and the joins a
 from __future__ import annotations
 
 import math
-import subprocess
-import sys
 
 import numpy as np
 import polars as pl
 import pytest
 import scipy.sparse as sp
+from cli_run import run_cli
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -241,11 +240,8 @@ def test_frontier_command_writes_everything(tmp_path):
             "prg_nonmodal_precision": [4.4],
         }
     ).write_csv(trade)
-    p = subprocess.run(
+    p = run_cli(
         [
-            sys.executable,
-            "-c",
-            "from tabrecon.entry import main; main()",
             "frontier",
             "--tables",
             "P1,P12",
@@ -261,10 +257,7 @@ def test_frontier_command_writes_everything(tmp_path):
             "6",
             "--out",
             str(tmp_path / "f"),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
+        ]
     )
     assert p.returncode == 0, p.stderr
     out = tmp_path / "f"

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 import pytest
+from cli_run import run_cli
 
 from tabrecon.populations.households import DECLARED, LEFT_OUT, housing_tables
 from tabrecon.schema.catalog import HOUSING_UNITS
@@ -274,17 +275,7 @@ def test_left_out_tables_name_every_other_block_household_table():
 
 
 def test_tables_list_shows_the_count_beside_the_study_and_the_tables_left_out():
-    import os
-    import subprocess
-    import sys
-
-    r = subprocess.run(
-        [sys.executable, "-m", "tabrecon.cli", "tables", "list", "--schema", "households"],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "COLUMNS": "200"},
-        timeout=300,
-    )
+    r = run_cli(["tables", "list", "--schema", "households"])
     assert r.returncode == 0, r.stderr
     assert "850 cells per block in 64 tables; the study compared with attacked 621" in r.stdout
     assert "H0180006" not in r.stdout  # tables, not cells

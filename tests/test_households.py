@@ -3,12 +3,10 @@ passes the housing-unit schema's rules; the mix is calibrated to the 2010 Census
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import numpy as np
 import polars as pl
 import pytest
+from cli_run import run_cli
 
 from tabrecon.errors import InputError
 from tabrecon.records.households import (
@@ -96,25 +94,15 @@ def test_the_mix_is_calibrated_to_2010():
 
 
 def test_synth_command_writes_both_files_or_nothing(tmp_path):
-    exe = [sys.executable, "-m", "tabrecon.cli", "synth", "--persons", "1000"]
-    ok = subprocess.run(
-        [*exe, "--out", "p.csv", "--households", "u.parquet"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-    )
+    exe = ["synth", "--persons", "1000"]
+    ok = run_cli([*exe, "--out", "p.csv", "--households", "u.parquet"], tmp_path)
     assert ok.returncode == 0, ok.stderr
     assert "housing units" in ok.stdout and "household type (P18)" in ok.stdout
     u = read_units(tmp_path / "u.parquet", HOUSING_UNITS)
     p = pl.read_csv(tmp_path / "p.csv")
     assert {"household_id", "relationship"} <= set(p.columns)
     assert (u.codes["vacancy_status"] == 0).sum() == p["household_id"].n_unique()
-    bad = subprocess.run(
-        [*exe, "--out", "q.csv", "--households", "u.txt"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-    )
+    bad = run_cli([*exe, "--out", "q.csv", "--households", "u.txt"], tmp_path)
     assert bad.returncode == 2 and "u.txt" in bad.stderr and "Traceback" not in bad.stderr
     assert not (tmp_path / "q.csv").exists()
 
@@ -200,9 +188,5 @@ def test_inconsistent_households_are_named_with_their_count(tmp_path, what, file
     msg = str(e.value)
     assert file in msg and f"column '{column}'" in msg and fragment in msg, msg
     assert "(and 1 more such row)" in msg, msg
-    cli = subprocess.run(
-        [sys.executable, "-m", "tabrecon.cli", "check-households", str(p), str(u)],
-        capture_output=True,
-        text=True,
-    )
+    cli = run_cli(["check-households", str(p), str(u)])
     assert cli.returncode == 2 and fragment in cli.stderr and "Traceback" not in cli.stderr

@@ -6,12 +6,11 @@ table file with them."""
 from __future__ import annotations
 
 import dataclasses
-import subprocess
-import sys
 
 import numpy as np
 import polars as pl
 import pytest
+from cli_run import run_cli
 
 from tabrecon.records.households import synthesize_households
 from tabrecon.records.synth import SynthConfig, synthesize
@@ -216,10 +215,9 @@ def test_check_tables_takes_the_household_schema(tmp_path):
         .then(pl.col("value") + 1)
         .otherwise("value")
     ).write_csv(tmp_path / "bad.csv")
-    exe = [sys.executable, "-m", "tabrecon.cli", "check-tables"]
 
     def run(*a):
-        return subprocess.run([*exe, *a], cwd=tmp_path, capture_output=True, text=True)
+        return run_cli(["check-tables", *a], tmp_path)
 
     ok = run("t.csv", "--schema", "households")
     assert ok.returncode == 0 and "every identity holds" in ok.stdout, ok.stderr

@@ -4,11 +4,11 @@ describes, SF1's identities between the tables hold, the command tabulates unit 
 from __future__ import annotations
 
 import subprocess
-import sys
 
 import numpy as np
 import polars as pl
 import pytest
+from cli_run import run_cli
 
 from tabrecon.errors import InputError, TabreconError
 from tabrecon.populations.households import housing_tables
@@ -85,35 +85,23 @@ def test_table_lookup_names_the_choices():
 def test_tabulate_command_takes_the_household_schema(tmp_path):
     _, units = synthesize_households(SynthConfig(persons=1_000), seed=2)
     write_units(units, tmp_path / "u.csv")
-    exe = [sys.executable, "-m", "tabrecon.cli", "tabulate"]
-    ok = subprocess.run(
-        [*exe, "u.csv", "--schema", "households", "--tables", "H3,P18", "--out", "t.csv"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
+    exe = ["tabulate"]
+    ok = run_cli(
+        [*exe, "u.csv", "--schema", "households", "--tables", "H3,P18", "--out", "t.csv"], tmp_path
     )
     assert ok.returncode == 0, ok.stderr
     t = pl.read_csv(tmp_path / "t.csv")
     assert set(t["cell"].str.slice(0, 4).unique()) == {"H003", "P018"}
     want = tabulate_units(units, ["H3", "P18"])
     assert t["value"].sum() == want["value"].sum()
-    bad = subprocess.run(
-        [*exe, "u.csv", "--schema", "flats", "--out", "t.csv"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-    )
+    bad = run_cli([*exe, "u.csv", "--schema", "flats", "--out", "t.csv"], tmp_path)
     assert bad.returncode == 2 and "flats" in bad.stderr and "Traceback" not in bad.stderr
 
 
 def test_tables_list_and_describe_cover_the_housing_unit_tables(tmp_path):
-    import subprocess
-    import sys
-
-    exe = [sys.executable, "-c", "from tabrecon.entry import main; main()"]
 
     def run(*a: str) -> subprocess.CompletedProcess:
-        return subprocess.run([*exe, *a], capture_output=True, text=True, cwd=tmp_path)
+        return run_cli(list(a), tmp_path)
 
     listing = run("tables", "list", "--schema", "households")
     assert listing.returncode == 0 and "H13" in listing.stdout and "P18" in listing.stdout
