@@ -55,9 +55,16 @@ def truth_counts(truth: Microdata, claims: pl.DataFrame) -> np.ndarray:
     return out
 
 
-def run_claims(truth: Microdata, level: str, k: int = 10, done=None, workers: int = 1):
-    """Every tract's claims with the claims collected (tracts spread over ``workers``
-    processes)."""
+def run_claims(
+    truth: Microdata,
+    level: str,
+    k: int = 10,
+    done=None,
+    workers: int = 1,
+    tracts: int | None = None,
+):
+    """Every tract's claims (the first ``tracts`` in geoid order if given) with the claims
+    collected (tracts spread over ``workers`` processes)."""
     if done is None:
         ts = tabulate(truth, "all" if level == "block+tract" else "block")
         run = reconstruct(ts, level, certify=True)
@@ -68,12 +75,13 @@ def run_claims(truth: Microdata, level: str, k: int = 10, done=None, workers: in
     split = plan_release(ts, PERSONS, level).split
     options = C.CertifiedClaimsOptions(level=level, k_solutions=k)
     tasks = C.tract_tasks(split, PERSONS, person_units(rec), status, options)
+    chosen = [tasks[t] for t in sorted(tasks)[:tracts]]
     one = functools.partial(C.tract_claims, collect=True)
     if workers > 1:
         with process_pool(workers) as ex:
-            out = list(ex.map(one, tasks.values()))
+            out = list(ex.map(one, chosen))
     else:
-        out = [one(t) for t in tasks.values()]
+        out = [one(t) for t in chosen]
     return ts, rec, cert, out
 
 
@@ -114,9 +122,11 @@ def test_unverifiable_candidate_is_refuted_by_the_proof(two_solution_block):
 
 @pytest.mark.realdata
 def test_real_block_only_every_verified_claim_is_true(real_md, real_tables, real_certs):
+    """On the sample's first six tracts (1.42 million verified claims, 6 s on two workers; the
+    property is tract by tract, and all 28 tracts took 70 s of the suite)."""
     rec, cert = real_certs["block"]
     _, rec, _, out = run_claims(
-        real_md, "block", k=10, done=(real_tables, rec, cert.blocks), workers=2
+        real_md, "block", k=10, done=(real_tables, rec, cert.blocks), workers=2, tracts=6
     )
     n_claims = n_single = 0
     persons_k = np.zeros(9, dtype=np.int64)
