@@ -207,6 +207,10 @@ def test_a_housing_unit_audit_is_chunked_by_county_as_the_person_audit_is(county
 
     d, units = county
     geo = units.block_geoid.astype(str)
+    blocks, size = np.unique(geo, return_counts=True)
+    small = blocks[np.argsort(size, kind="stable")[:4]]  # the block of 116 units took 10 s a county
+    units = units.take(np.flatnonzero(np.isin(geo, small)))
+    geo = units.block_geoid.astype(str)
     other = np.array(["99003" + g[5:] for g in geo])  # the same households in a second county
     both = Units(
         units.schema,
