@@ -20,7 +20,7 @@ household roster: person records carry no household, so who lives with whom is n
 >>> from tabrecon.schema import person_units
 >>> from tabrecon.records.synth import SynthConfig
 >>> from tabrecon.tables.spec import tabulate_units
->>> md, units = synthesize_households(SynthConfig(persons=300), seed=4)
+>>> md, units = synthesize_households(SynthConfig(persons=100), seed=2)
 >>> persons = person_units(md, binned=True)
 >>> rec = reconstruct_together(tabulate_units(units), tabulate_units(persons), "households")
 >>> rec.blocks["status"].unique().to_list(), rec.violations().height

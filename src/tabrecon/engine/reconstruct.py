@@ -18,7 +18,7 @@ variable per class of types no block cell tells apart and a tract variable per t
 >>> from tabrecon.records.households import synthesize_households
 >>> from tabrecon.records.synth import SynthConfig
 >>> from tabrecon.tables.spec import tabulate_units
->>> _, units = synthesize_households(SynthConfig(persons=300), seed=4)
+>>> _, units = synthesize_households(SynthConfig(persons=100), seed=2)
 >>> rec = reconstruct_units(tabulate_units(units), units.schema)
 >>> tabulate_units(rec.units).equals(tabulate_units(units))
 True
