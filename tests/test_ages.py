@@ -151,7 +151,8 @@ def _holds_in_every_population(ts: TableSet, block: str, claim: dict) -> bool:
 @pytest.mark.parametrize("tables", [P12_ONLY, "P8,P9,P10,P11"], ids=["P1-P8-P9-P12A-G", "PL94-171"])
 def test_real_sample_claims_only_what_the_tables_determine(real_md, tables):
     assert N_TYPES == weight_matrix().shape[0]
-    tracts = tabulate(real_md, "P1").tracts()[:2]
+    # two tracts; one under P.L. 94-171's tables alone, whose claims search took 23 s on two
+    tracts = tabulate(real_md, "P1").tracts()[: 2 if tables == P12_ONLY else 1]
     rows = real_md.rows_by_prefix(tracts)
     md = real_md.take(np.concatenate([rows[t] for t in tracts]))
     ts = tabulate(md, tables)
