@@ -33,7 +33,7 @@ def _cli(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
 def big_county(tmp_path_factory):
     """A county large enough that its tracts take several seconds on two workers."""
     d = tmp_path_factory.mktemp("big")
-    md = synthesize(SynthConfig(persons=120_000), seed=11)
+    md = synthesize(SynthConfig(persons=40_000), seed=11)  # 9 tracts (120,000: 27 s a test)
     write_microdata(md, d / "county.parquet")
     write_tables(tabulate(md), d / "tables.parquet")
     return d
