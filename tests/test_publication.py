@@ -234,6 +234,18 @@ def test_a_rule_spelled_wrong_is_refused(text):
         Publication.parse(text)
 
 
+def test_the_python_api_refuses_a_rule_in_its_own_words(small_md):
+    """``tabrecon.reconstruct(publication=...)`` names its argument, not the command's option."""
+    from tabrecon import reconstruct
+    from tabrecon.tables.persons import tabulate
+
+    ts = tabulate(small_md, "P1")
+    with pytest.raises(TabreconError, match=r"^publication 'round:0': expected exact"):
+        reconstruct(ts, publication="round:0")
+    with pytest.raises(TabreconError, match=r"^publication exact,H1=exact: H1 is not a table"):
+        reconstruct(ts, publication="exact,H1=exact")
+
+
 def _cli(cwd, *args: str) -> subprocess.CompletedProcess:
     return run_cli(list(args), cwd)
 

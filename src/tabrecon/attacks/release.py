@@ -167,9 +167,9 @@ def reconstruct(
     pub = (
         publication
         if isinstance(publication, Publication)
-        else Publication.parse(publication or pop.publication)
+        else Publication.parse(publication or pop.publication, what="publication")
     )
-    pub.check_tables([t.name for t in pop.tables()], pop.name)
+    pub.check_tables([t.name for t in pop.tables()], pop.name, what="publication")
     level = level or (None if pub.exact else Level.BLOCK)
     rel = reconstruct_release(
         tables,

@@ -95,11 +95,11 @@ class Publication:
             raise TabreconError(f"a suppression threshold must be 1 or more (got {self.threshold})")
 
     @classmethod
-    def parse(cls, text: str) -> Publication:
+    def parse(cls, text: str, what: str = "--publication") -> Publication:
         """The rule a ``--publication`` value names (``exact``, ``round:3:random``,
         ``suppress:5``...), with other rules for some tables after commas (``round:3,P42=exact``:
         every table rounded to 3 but P42, published exactly); a clear error naming what is wrong
-        otherwise.
+        otherwise, and ``what`` gave it (the option; the Python API says ``publication``).
 
         >>> str(Publication.parse("suppress:3, h1=exact"))
         'suppress:3,H1=exact'
@@ -111,16 +111,18 @@ class Publication:
             tables = [t.strip().upper() for t, _ in named]
             if len(plain) > 1 or not all(tables) or len(set(tables)) != len(tables):
                 raise TabreconError(
-                    f"--publication {text!r}: one rule for every table, then TABLE=RULE for "
+                    f"{what} {text!r}: one rule for every table, then TABLE=RULE for "
                     "others, each table once (such as round:3,P42=exact)"
                 )
-            default = cls.parse(plain[0]) if plain else cls()
-            over = tuple((t, cls.parse(r.strip())) for t, (_, r) in zip(tables, named, strict=True))
+            default = cls.parse(plain[0], what) if plain else cls()
+            over = tuple(
+                (t, cls.parse(r.strip(), what)) for t, (_, r) in zip(tables, named, strict=True)
+            )
             return replace(default, overrides=over)
         parts = [p.strip().lower() for p in text.split(":")]
         head, args = parts[0], parts[1:]
         usage = (
-            f"--publication {text!r}: expected exact, round:B[:random][:zeros-exact] or "
+            f"{what} {text!r}: expected exact, round:B[:random][:zeros-exact] or "
             "suppress:T[:zeros] (B, T whole numbers >= 1)"
         )
         if head == Rule.EXACT and not args:
@@ -173,12 +175,12 @@ class Publication:
         """The tables given a rule of their own."""
         return tuple(t for t, _ in self.overrides)
 
-    def check_tables(self, known: Sequence[str], schema: str) -> None:
+    def check_tables(self, known: Sequence[str], schema: str, what: str = "--publication") -> None:
         """Refuse a rule given to a table ``schema`` does not publish (``known``)."""
         unknown = [t for t in self.tables() if t not in set(known)]
         if unknown:
             raise TabreconError(
-                f"--publication {self}: {', '.join(unknown)} is not a table of --schema {schema} "
+                f"{what} {self}: {', '.join(unknown)} is not a table of --schema {schema} "
                 f"(tabrecon tables list --schema {schema})"
             )
 
