@@ -47,6 +47,8 @@ def test_zero_slope_is_the_default_county():
         ({"household_cohesion": 1.2}, "household_cohesion must be a probability"),
         ({"cohesion_slope": -0.1}, "must not be negative"),
         ({"block_cohesion": 1.3}, "block_cohesion must be a probability when cohesion_slope"),
+        ({"tract_min": 3000, "tract_max": 2000}, "tract_min <= tract_max"),
+        ({"tract_min": 0}, "1 <= tract_min"),
     ],
 )
 def test_bad_cohesion_is_refused(kw, msg):
@@ -75,3 +77,16 @@ def test_household_sizes_follow_2010_and_differ_between_blocks():
     np.minimum.at(lo, hid, md.block)
     np.maximum.at(hi, hid, md.block)
     assert (lo == hi).all()
+
+
+def test_small_tracts_are_made_as_configured():
+    """Tract bounds below the usual 2,500-6,000 persons are kept (they raised ValueError), and
+    the default county is what it was."""
+    md = synthesize(SynthConfig(persons=12_000, tract_min=1_200, tract_max=1_800), seed=11)
+    tracts = np.array([g[:11] for g in md.geoids])
+    _, size = np.unique(tracts[md.block], return_counts=True)
+    _, blocks = np.unique(tracts, return_counts=True)
+    assert len(size) >= 7 and ((size <= 1_800) | (blocks == 1)).all()  # or a block that large
+    default = synthesize(SynthConfig(persons=20_000), seed=11)
+    tract = np.array([g[:11] for g in default.geoids])[default.block]
+    assert len(np.unique(tract)) == 5  # as before the bounds were honoured

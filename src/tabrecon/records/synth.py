@@ -169,6 +169,11 @@ class SynthConfig:
     cohesion_slope: float = 0.0
 
     def __post_init__(self) -> None:
+        if not 1 <= self.tract_min <= self.tract_max:
+            raise TabreconError(
+                f"tract sizes must satisfy 1 <= tract_min <= tract_max "
+                f"(got {self.tract_min} and {self.tract_max})"
+            )
         if not 0 <= self.household_cohesion <= 1:
             raise TabreconError(
                 f"household_cohesion must be a probability (got {self.household_cohesion})"
@@ -271,16 +276,19 @@ def synthesize(config: SynthConfig | None = None, seed: int = 0) -> Microdata:
     # tracts: consecutive runs of blocks with a population target drawn in [tract_min, tract_max]
     tract_of = np.zeros(nb, dtype=np.int64)
     t, acc = 0, 0
-    target = rng.integers(max(cfg.tract_min, 2500), min(cfg.tract_max, 6000) + 1)
+    # targets of 2,500 to 6,000 persons (as most 2010 tracts), within the configured bounds
+    lo = max(cfg.tract_min, min(2500, cfg.tract_max))
+    hi = max(lo, min(cfg.tract_max, 6000))
+    target = rng.integers(lo, hi + 1)
     for i, s in enumerate(sizes):
         if acc > 0 and acc + s > cfg.tract_max:
             t, acc = t + 1, 0
-            target = rng.integers(max(cfg.tract_min, 2500), min(cfg.tract_max, 6000) + 1)
+            target = rng.integers(lo, hi + 1)
         tract_of[i] = t
         acc += s
         if acc >= target:
             t, acc = t + 1, 0
-            target = rng.integers(max(cfg.tract_min, 2500), min(cfg.tract_max, 6000) + 1)
+            target = rng.integers(lo, hi + 1)
     # block numbers within tract: block group digit 1-9, then a 3-digit serial
     geoids = np.empty(nb, dtype=object)
     seen: dict[int, int] = {}
