@@ -52,7 +52,8 @@ def _alive(pids: list[str], grace: float = 3.0) -> list[str]:
 
 @pytest.mark.slow
 def test_twenty_interrupts_with_both_cores_busy(tmp_path):
-    write_tables(tabulate(synthesize(SynthConfig(persons=15_000), seed=11)), tmp_path / "t.parquet")
+    county = SynthConfig(persons=12_000, tract_min=1_200, tract_max=1_800)  # 7 tracts of ~1 s
+    write_tables(tabulate(synthesize(county, seed=11)), tmp_path / "t.parquet")
     args = ["reconstruct", "t.parquet", "--out", "r.parquet", "--workers", "2", "--fresh"]
     status = tmp_path / "r.parquet.parts" / "status.jsonl"
     rng = random.Random(2026)
