@@ -313,16 +313,21 @@ def test_a_tract_whose_proofs_stop_without_a_time_limit_says_why(two_solution_bl
 
 
 @pytest.mark.parametrize("level", ["block", "block+tract"])
-def test_claims_in_the_engines_tract_programs_are_true_of_the_truth(small_md, level):
+def test_claims_in_the_engines_tract_programs_are_true_of_the_truth(level):
     """The claims are proven in the count program written over the schema
     (:func:`~tabrecon.engine.tract.program_of_tract`: at block+tract, block
     variables over classes of ages and the tract's over single years): on a synthetic county
     every verified claim, of certified and of varying blocks, counts its block's true records
-    exactly, and varying blocks have verified claims."""
-    _ts, _rec, _cert, out = run_claims(small_md, level)
+    exactly, and varying blocks have verified claims. (1,000 persons in 17 blocks, 7 to 9 of
+    them varying: about 84,000 claims verified about them, 4 s; 3,000 persons took 20 s.)"""
+    from tabrecon.records.synth import SynthConfig, synthesize
+
+    md = synthesize(SynthConfig(persons=1000), seed=7)
+    _ts, _rec, cert, out = run_claims(md, level)
     found = pl.concat([c for _, _, c in out if c is not None])
-    assert sum(r.verified_varying for r, _, _ in out) > 0
-    assert (truth_counts(small_md, found) == found["m"].to_numpy()).all()
+    assert (cert["status"] == "varies").sum() >= 5
+    assert sum(r.verified_varying for r, _, _ in out) > 10_000
+    assert (truth_counts(md, found) == found["m"].to_numpy()).all()
 
 
 def test_person_claim_columns_are_the_nine_of_liu_et_al():
