@@ -157,7 +157,7 @@ def test_persons_reconstruct_and_claims_take_the_path_of_every_population(tmp_pa
     block certified: exit 2), and without a reconstruction each block's claims come from its
     tables (before: refused for persons). A block whose cells contradict each other is named
     with the cells to blame, its tract failed (exit 1), the other blocks written."""
-    made = _run(tmp_path, "synth", "--persons", "1500", "--seed", "4", "--out", "p.csv")
+    made = _run(tmp_path, "synth", "--persons", "600", "--seed", "4", "--out", "p.csv")
     assert made.returncode == 0
     assert _run(tmp_path, "tabulate", "p.csv", "--out", "t.csv").returncode == 0
     r = _run(tmp_path, "reconstruct", "t.csv", "--out", "r.parquet", "--level", "block")
