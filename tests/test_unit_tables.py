@@ -159,7 +159,7 @@ def test_tracts_and_counties_beside_the_blocks_are_read_and_left_to_the_blocks(t
     from tabrecon.schema import PERSONS
     from tabrecon.tables.reader import read_unit_tables
 
-    _, units = synthesize_households(SynthConfig(persons=600), seed=2)
+    _, units = synthesize_households(SynthConfig(persons=300), seed=2)  # blocks of 1-24 units
     long = tabulate_units(units).with_columns(pl.col("value").cast(pl.Int64))
     coarse = [
         long.with_columns(pl.col("geoid").str.slice(0, n))
