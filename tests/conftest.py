@@ -3,6 +3,10 @@ data."""
 
 from __future__ import annotations
 
+import atexit
+import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -11,6 +15,16 @@ ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
 REAL = SHARED / "data" / "census2010_rhdf_28tracts.csv.gz"
 ORACLE = SHARED / "reference" / "sf1_person_cells.csv"
+
+
+def pytest_configure(config):
+    """One disk cache of derived arrays (:mod:`tabrecon.cache`) for the run, shared by its
+    workers and the commands they start (set before xdist starts the workers, which inherit
+    it), and never the developer's own: each run computes its entries once."""
+    if "TABRECON_CACHE_DIR" not in os.environ:
+        folder = tempfile.mkdtemp(prefix="tabrecon-test-cache-")
+        os.environ["TABRECON_CACHE_DIR"] = folder
+        atexit.register(shutil.rmtree, folder, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

@@ -144,7 +144,18 @@ def test_every_population_is_one_module_found_by_the_registry():
 #: The layers, lowest first: a module imports from its own layer and those below, never above.
 #: Peers share a rank (attacks and defenses; metrics and lab).
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("errors", "vocab", "geo", "io", "provenance", "runner", "interrupts", "worker_boot", "shapes"),
+    (
+        "errors",
+        "vocab",
+        "geo",
+        "io",
+        "provenance",
+        "runner",
+        "interrupts",
+        "worker_boot",
+        "shapes",
+        "cache",
+    ),
     ("schema",),
     ("records",),
     ("tables",),

@@ -22,6 +22,7 @@ import polars as pl
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
+from ..cache import cached_arrays
 from ..errors import InputError, TabreconError
 from ..schema.spec import Schema
 from ..tables.measures import WITHHELD, format_values
@@ -440,16 +441,30 @@ def _deciding_cells(
     if "_tabrecon_deciding" in W.__dict__:
         return W.__dict__["_tabrecon_deciding"]
     Wr = W.tocsr()
-    B = sp.csr_matrix((np.ones(Wr.nnz, dtype=np.int64), Wr.indices, Wr.indptr), shape=Wr.shape)
-    width = np.diff(B.indptr)
-    common = (B @ B.T).tocoo()  # cells x cells: types in common
-    c, d = common.row, common.col
-    smaller = (width[d] < width[c]) | ((width[d] == width[c]) & (d < c))
-    inside = (common.data == width[d]) & smaller & (width[d] > 0)  # d lies within c
     n = Wr.shape[0]
-    S = sp.csr_matrix((np.ones(int(inside.sum()), np.int64), (c[inside], d[inside])), shape=(n, n))
-    covered = ((S @ B) > 0).multiply(B)  # c's types that a smaller cell within c holds
-    out = np.asarray(covered.sum(axis=1)).ravel() < width
+
+    def compute() -> dict[str, np.ndarray]:
+        B = sp.csr_matrix((np.ones(Wr.nnz, dtype=np.int64), Wr.indices, Wr.indptr), shape=Wr.shape)
+        width = np.diff(B.indptr)
+        common = (B @ B.T).tocoo()  # cells x cells: types in common
+        c, d = common.row, common.col
+        smaller = (width[d] < width[c]) | ((width[d] == width[c]) & (d < c))
+        inside = (common.data == width[d]) & smaller & (width[d] > 0)  # d lies within c
+        S = sp.csr_matrix(
+            (np.ones(int(inside.sum()), np.int64), (c[inside], d[inside])), shape=(n, n)
+        )
+        covered = ((S @ B) > 0).multiply(B)  # c's types that a smaller cell within c holds
+        out = np.asarray(covered.sum(axis=1)).ravel() < width
+        return {"deciding": out, "within_indptr": S.indptr, "within_indices": S.indices}
+
+    # 4 s for the housing unit's 850 block cells: kept on disk (tabrecon.cache)
+    shape = np.array(Wr.shape, dtype=np.int64).tobytes()
+    parts = [shape, Wr.indptr.tobytes(), Wr.indices.tobytes(), Wr.data.tobytes(), str(Wr.dtype)]
+    got = cached_arrays("deciding-cells", parts, compute)
+    ok = got["deciding"].shape == (n,) and got["within_indptr"].shape == (n + 1,)
+    got = got if ok else compute()
+    out, indptr, indices = got["deciding"], got["within_indptr"], got["within_indices"]
+    S = sp.csr_matrix((np.ones(indices.size, np.int64), indices, indptr), shape=(n, n))
     keep = np.flatnonzero(out)
     found = None if out.all() else (keep, Wr[keep], cell_degree(Wr[keep]), S)
     W.__dict__["_tabrecon_deciding"] = found
