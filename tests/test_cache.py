@@ -23,25 +23,31 @@ def test_an_entry_is_read_back_only_for_the_same_inputs(tmp_path, monkeypatch):
 
         return f
 
-    assert cache.cached_arrays("t", [b"a"], compute(1))["x"].tolist() == [1, 1, 1]
-    assert cache.cached_arrays("t", [b"a"], compute(2))["x"].tolist() == [1, 1, 1]  # read back
-    assert cache.cached_arrays("t", [b"b"], compute(3))["x"].tolist() == [3, 3, 3]  # other input
-    assert cache.cached_arrays("t", [b"a", b""], compute(4))["x"].tolist() == [4, 4, 4]
+    def get(parts: list[bytes], v: int, names: tuple[str, ...] = ("x",)) -> list[int]:
+        return cache.cached_arrays("t", parts, compute(v), names)["x"].tolist()
+
+    assert get([b"a"], 1) == [1, 1, 1]
+    assert get([b"a"], 2) == [1, 1, 1]  # read back
+    assert get([b"b"], 3) == [3, 3, 3]  # another input
+    assert get([b"a", b""], 4) == [4, 4, 4]
     assert calls == [1, 3, 4]
+    assert get([b"a"], 6, ("y",)) == [6, 6, 6]  # an entry without the arrays asked for
+    assert calls == [1, 3, 4, 6]
     for f in tmp_path.glob("t-*.npz"):  # damaged entries are computed again
         f.write_bytes(f.read_bytes()[:20])
-    assert cache.cached_arrays("t", [b"a"], compute(5))["x"].tolist() == [5, 5, 5]
+    assert get([b"a"], 5) == [5, 5, 5]
     assert not list(tmp_path.glob(".t-*"))  # no temporary file left behind
 
 
 def test_off_or_unwritable_only_costs_the_time(tmp_path, monkeypatch):
     monkeypatch.setenv("TABRECON_CACHE_DIR", "off")
     assert cache.cache_dir() is None
-    assert cache.cached_arrays("t", [b"a"], lambda: {"x": np.ones(2)})["x"].tolist() == [1, 1]
+    ones = lambda: {"x": np.ones(2)}  # noqa: E731
+    assert cache.cached_arrays("t", [b"a"], ones, ["x"])["x"].tolist() == [1, 1]
     blocked = tmp_path / "file"
     blocked.write_text("a file where the folder would be")
     monkeypatch.setenv("TABRECON_CACHE_DIR", str(blocked))
-    assert cache.cached_arrays("t", [b"a"], lambda: {"x": np.ones(2)})["x"].tolist() == [1, 1]
+    assert cache.cached_arrays("t", [b"a"], ones, ["x"])["x"].tolist() == [1, 1]
 
 
 def test_cached_feasible_types_and_deciding_cells_equal_the_computed_ones(tmp_path, monkeypatch):

@@ -14,8 +14,8 @@ written only costs the time. The folder is ``$TABRECON_CACHE_DIR``, else
 >>> def square() -> dict[str, np.ndarray]:
 ...     calls.append(1)
 ...     return {"x": np.arange(4) ** 2}
->>> a = cached_arrays("doctest-square", [np.arange(4).tobytes()], square)
->>> b = cached_arrays("doctest-square", [np.arange(4).tobytes()], square)
+>>> a = cached_arrays("doctest-square", [np.arange(4).tobytes()], square, ["x"])
+>>> b = cached_arrays("doctest-square", [np.arange(4).tobytes()], square, ["x"])
 >>> a["x"].tolist() == b["x"].tolist() == [0, 1, 4, 9], len(calls) <= 2
 (True, True)
 """
@@ -63,17 +63,20 @@ def cached_arrays(
     kind: str,
     parts: Iterable[bytes | str],
     compute: Callable[[], dict[str, np.ndarray]],
+    names: Iterable[str],
 ) -> dict[str, np.ndarray]:
-    """The arrays ``compute()`` returns for the inputs whose bytes are ``parts``: read from the
-    cache when an entry of that digest is there, else computed and written (atomically: a
-    process reading at the same moment sees the whole entry or none)."""
+    """The arrays ``compute()`` returns (named ``names``) for the inputs whose bytes are
+    ``parts``: read from the cache when an entry of that digest holds those arrays, else
+    computed and written (atomically: a process reading at the same moment sees the whole entry
+    or none)."""
     folder = cache_dir()
     if folder is None:
         return compute()
     path = folder / f"{kind}-{_digest(kind, parts)}.npz"
     try:
         with np.load(path, allow_pickle=False) as z:
-            return {k: z[k] for k in z.files}
+            if sorted(z.files) == sorted(names):
+                return {k: z[k] for k in z.files}
     except Exception:  # absent, truncated, another format: any entry not read is computed again
         pass
     out = compute()

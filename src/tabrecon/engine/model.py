@@ -460,7 +460,8 @@ def _deciding_cells(
     # 4 s for the housing unit's 850 block cells: kept on disk (tabrecon.cache)
     shape = np.array(Wr.shape, dtype=np.int64).tobytes()
     parts = [shape, Wr.indptr.tobytes(), Wr.indices.tobytes(), Wr.data.tobytes(), str(Wr.dtype)]
-    got = cached_arrays("deciding-cells", parts, compute)
+    names = ["deciding", "within_indptr", "within_indices"]
+    got = cached_arrays("deciding-cells", parts, compute, names)
     ok = got["deciding"].shape == (n,) and got["within_indptr"].shape == (n + 1,)
     got = got if ok else compute()
     out, indptr, indices = got["deciding"], got["within_indptr"], got["within_indices"]

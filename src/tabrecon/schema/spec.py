@@ -308,7 +308,7 @@ def _feasible(schema: Schema, batch: int) -> np.ndarray:
 
         parts: list[bytes | str] = [f"{a.name}\0{a.codes.tolist()!r}" for a in schema.attributes]
         parts += [r.broken.meta.serialize(format="json") for r in schema.rules]
-        out = cached_arrays("feasible", parts, compute)["types"]
+        out = cached_arrays("feasible", parts, compute, ["types"])["types"]
         if out.dtype != np.int64 or (out.size and not 0 <= out[0] <= out[-1] < schema.n_types):
             out = compute()["types"]  # not what this computes: an entry of another kind
     out.setflags(write=False)
