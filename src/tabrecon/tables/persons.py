@@ -26,7 +26,6 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import InputError
-from ..geo import LENGTH, TABLE_LEVELS
 from ..schema import (
     AGE_MAX,
     N_TYPES,
@@ -44,8 +43,6 @@ from ..schema import (
 )
 from ..vocab import Geo
 from .tableset import MISSING, TableSet
-
-LEVEL_OF_LEN = {LENGTH[lv]: lv for lv in TABLE_LEVELS}
 
 
 # --------------------------------------------------------------------------------------------------
