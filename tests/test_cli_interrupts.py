@@ -8,18 +8,17 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
+from cli_run import EXE
 
 from tabrecon.records.synth import SynthConfig, synthesize
 from tabrecon.schema import write_microdata
 from tabrecon.tables.persons import tabulate
 from tabrecon.tables.published import write_tables
 
-EXE = [sys.executable, "-c", "from tabrecon.entry import main; main()"]
 # Seconds after the signal beyond which a run hangs. Not a speed mark: CI runs this beside four
 # other processes on two cores, where an answer took 5.1 s; idle, every run ends within a second.
 HANG = 30.0

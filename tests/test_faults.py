@@ -9,12 +9,12 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import polars as pl
 import pytest
+from cli_run import EXE
 
 from tabrecon import reconstruct
 from tabrecon.errors import TabreconError
@@ -23,8 +23,6 @@ from tabrecon.runner import RunOptions, notices
 from tabrecon.schema import read_microdata
 from tabrecon.tables.persons import tabulate
 from tabrecon.tables.published import write_tables
-
-EXE = [sys.executable, "-c", "from tabrecon.entry import main; main()"]
 
 
 @pytest.fixture(scope="module")

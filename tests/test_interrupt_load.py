@@ -17,12 +17,12 @@ import time
 from pathlib import Path
 
 import pytest
+from cli_run import EXE
 
 from tabrecon.records.synth import SynthConfig, synthesize
 from tabrecon.tables.persons import tabulate
 from tabrecon.tables.published import write_tables
 
-EXE = [sys.executable, "-c", "from tabrecon.entry import main; main()"]
 RUNS = 20
 HANG = 30.0  # seconds after the signal: longer than this is a hang, whatever the load
 

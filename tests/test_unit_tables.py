@@ -85,16 +85,14 @@ def test_table_lookup_names_the_choices():
 def test_tabulate_command_takes_the_household_schema(tmp_path):
     _, units = synthesize_households(SynthConfig(persons=1_000), seed=2)
     write_units(units, tmp_path / "u.csv")
-    exe = ["tabulate"]
-    ok = run_cli(
-        [*exe, "u.csv", "--schema", "households", "--tables", "H3,P18", "--out", "t.csv"], tmp_path
-    )
+    args = ["tabulate", "u.csv", "--schema", "households", "--tables", "H3,P18", "--out", "t.csv"]
+    ok = run_cli(args, tmp_path)
     assert ok.returncode == 0, ok.stderr
     t = pl.read_csv(tmp_path / "t.csv")
     assert set(t["cell"].str.slice(0, 4).unique()) == {"H003", "P018"}
     want = tabulate_units(units, ["H3", "P18"])
     assert t["value"].sum() == want["value"].sum()
-    bad = run_cli([*exe, "u.csv", "--schema", "flats", "--out", "t.csv"], tmp_path)
+    bad = run_cli(["tabulate", "u.csv", "--schema", "flats", "--out", "t.csv"], tmp_path)
     assert bad.returncode == 2 and "flats" in bad.stderr and "Traceback" not in bad.stderr
 
 
