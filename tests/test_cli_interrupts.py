@@ -1,5 +1,5 @@
-"""Interrupting the command line as a user does (Ctrl-C, SIGTERM, twice in a row) on a county large
-enough that its tracts take seconds on two workers: exit 130 within 5 seconds, the finished tracts
+"""Interrupting the command line as a user does (Ctrl-C, SIGTERM, twice in a row) on a county whose
+tracts take about a second each on two workers: exit 130 within 5 seconds, the finished tracts
 kept and counted from disk, no worker left behind, and a rerun that does only the rest. (Apart
 from tests/test_cli_contract.py so that the two run on different workers.)"""
 
@@ -30,9 +30,11 @@ def _cli(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def big_county(tmp_path_factory):
-    """A county large enough that its tracts take several seconds on two workers."""
+    """A county whose tracts take about a second each on two workers."""
     d = tmp_path_factory.mktemp("big")
-    md = synthesize(SynthConfig(persons=40_000), seed=11)  # 9 tracts (120,000: 27 s a test)
+    # 7 tracts of ~1 s each: enough to interrupt between tracts (40,000 persons in 9 tracts cost
+    # 21-24 s a test in the suite)
+    md = synthesize(SynthConfig(persons=12_000, tract_min=1_200, tract_max=1_800), seed=11)
     write_microdata(md, d / "county.parquet")
     write_tables(tabulate(md), d / "tables.parquet")
     return d
