@@ -187,7 +187,7 @@ def dask_client(address: str) -> Any:
 
 #: what every unit of work imports (the count model, the solvers): a worker process takes about
 #: 1.7 s to import them
-WARM_MODULES = ("tabrecon.engine.release", "ortools.sat.python.cp_model", "highspy")
+WARM_MODULES = ("tabrecon.engine.release", "ortools.sat.python.cp_model_helper", "highspy")
 
 
 def _warm_up(modules: tuple[str, ...]) -> None:

@@ -8,6 +8,7 @@ a :class:`Solution` whose status distinguishes a proof (``optimal``/``infeasible
 from __future__ import annotations
 
 import copy
+import threading
 import time
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -221,10 +222,11 @@ def reduce_rows(prog: IntProgram) -> tuple[np.ndarray, np.ndarray, np.ndarray] |
 
 
 class CpsatModel:
-    """A CP-SAT model as its proto alone, which is all ``CpSolver.solve`` reads: the models
-    here are filled from arrays, never through ``CpModel``'s expression API, whose constructor
-    adds about a hundred deprecated method aliases to each instance (1.5 ms a model: 1.0 of a
-    100,000-person state's 18.7 s on 10 tracts, where certification builds and clones hundreds).
+    """A CP-SAT model as its proto alone, which is all a solve reads (:class:`CpsatSolver`): the
+    models here are filled from arrays, never through ``CpModel``'s expression API, whose
+    constructor adds about a hundred deprecated method aliases to each instance (1.5 ms a model:
+    1.0 of a 100,000-person state's 18.7 s on 10 tracts, where certification builds and clones
+    hundreds).
 
     >>> m = CpsatModel()
     >>> _add_vars(m.proto, np.array([0]), np.array([3]))
@@ -247,6 +249,54 @@ class CpsatModel:
 
     def has_objective(self) -> bool:
         return bool(self.proto.has_objective())
+
+
+class CpsatSolver:
+    """CP-SAT's solver on a :class:`CpsatModel`: what ``cp_model.CpSolver`` does for these models
+    (parameters, a solve another thread can stop, the response), on OR-Tools' own solve wrapper
+    (``cp_model_helper.SolveWrapper``, which ``CpSolver`` calls) without importing ``cp_model``,
+    whose module imports pandas: 0.8 s of every worker process's start-up, for nothing a count
+    model uses.
+
+    >>> p = IntProgram(A=sp.csr_matrix(np.array([[1, 1]])), lo=np.array([2]), hi=np.array([2]),
+    ...                ub=np.array([2, 2]), c=np.array([1, 0]), maximize=True)
+    >>> s = CpsatSolver()
+    >>> s.parameters.num_workers = 1
+    >>> s.solve(build_cpsat(p)).name, list(s.response.solution), s.response.objective_value
+    ('OPTIMAL', [2, 0], 2.0)
+    """
+
+    __slots__ = ("parameters", "response", "_wrapper", "_lock")
+
+    def __init__(self) -> None:
+        from ortools.sat.python import cp_model_helper
+
+        self.parameters = cp_model_helper.SatParameters()
+        self.response: Any = None
+        self._wrapper: Any = None
+        self._lock = threading.Lock()
+
+    def solve(self, m: CpsatModel) -> Any:
+        """Solve ``m``; its status (``.name``: OPTIMAL, FEASIBLE, INFEASIBLE, UNKNOWN,
+        MODEL_INVALID); :attr:`response` holds the solution and bounds."""
+        from ortools.sat.python import cp_model_helper
+
+        wrapper = cp_model_helper.SolveWrapper()
+        wrapper.set_parameters(self.parameters)
+        with self._lock:
+            self._wrapper = wrapper
+        try:
+            self.response = wrapper.solve(m.proto)
+        finally:
+            with self._lock:
+                self._wrapper = None
+        return self.response.status
+
+    def stop_search(self) -> None:
+        """Stop a running solve (from another thread: an interrupt's watcher)."""
+        with self._lock:
+            if self._wrapper is not None:
+                self._wrapper.stop_search()
 
 
 def build_cpsat(prog: IntProgram) -> CpsatModel:
@@ -282,11 +332,9 @@ def tighten(prog: IntProgram, time_limit: float = 10.0) -> tuple[np.ndarray, np.
     >>> lb.tolist(), ub.tolist()
     ([1, 1], [1, 1])
     """
-    from ortools.sat.python import cp_model
-
     if prog.c is not None:
         raise TabreconError("tighten() bounds a feasibility program; drop the objective first")
-    solver = cp_model.CpSolver()
+    solver = CpsatSolver()
     par = solver.parameters
     par.num_workers = 1
     par.stop_after_presolve = True
@@ -295,10 +343,10 @@ def tighten(prog: IntProgram, time_limit: float = 10.0) -> tuple[np.ndarray, np.
     par.max_time_in_seconds = float(time_limit)
     par.catch_sigint_signal = False
     with stoppable(solver):
-        st = solver.solve(build_cpsat(prog))  # type: ignore[arg-type]  # it reads .proto
-    if st in (cp_model.INFEASIBLE, cp_model.MODEL_INVALID):
+        st = solver.solve(build_cpsat(prog)).name
+    if st in ("INFEASIBLE", "MODEL_INVALID"):
         return None
-    doms = solver.response_proto.tightened_variables
+    doms = solver.response.tightened_variables
     if len(doms) != prog.n_vars:
         return None
     # a domain is [lo, hi] or, with holes, [lo1, hi1, lo2, hi2, ...]: its hull is kept
@@ -715,9 +763,7 @@ def solve_cpsat_model(
     maximize: bool = False,
     work_limit: float | None = None,
 ) -> Solution:
-    from ortools.sat.python import cp_model
-
-    solver = cp_model.CpSolver()
+    solver = CpsatSolver()
     solver.parameters.num_workers = max(1, opts.threads)
     solver.parameters.random_seed = opts.seed
     if opts.time_limit:
@@ -731,11 +777,11 @@ def solve_cpsat_model(
     if opts.linearization is not None:
         solver.parameters.linearization_level = opts.linearization
     with stoppable(solver):
-        st = solver.solve(m)  # type: ignore[arg-type]  # CpSolver reads only .proto
-    name = solver.status_name(st)
+        name = solver.solve(m).name
+    res = solver.response
     x = None
-    if st in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        x = np.asarray(solver.response_proto.solution, dtype=np.int64)[:n_vars]
+    if name in ("OPTIMAL", "FEASIBLE"):
+        x = np.asarray(res.solution, dtype=np.int64)[:n_vars]
     has_obj = m.has_objective()
     status = {
         "OPTIMAL": SolveStatus.OPTIMAL,
@@ -747,12 +793,12 @@ def solve_cpsat_model(
     if name == "FEASIBLE" and has_obj:
         status = (
             SolveStatus.TIMEOUT
-            if solver.wall_time >= (opts.time_limit or 1e18) * 0.99
+            if res.wall_time >= (opts.time_limit or 1e18) * 0.99
             else SolveStatus.FEASIBLE
         )
     obj = bound = None
     if has_obj and x is not None:
-        obj, bound = solver.objective_value, solver.best_objective_bound
+        obj, bound = res.objective_value, res.best_objective_bound
     return Solution(status, x, obj, bound, time.perf_counter() - t0, "cpsat", {"raw": name})
 
 
