@@ -12,7 +12,7 @@ from cli_run import EXE, run_cli
 
 #: (command line, files it must write), in order: later steps read earlier steps' files
 STEPS: list[tuple[str, tuple[str, ...]]] = [
-    ("synth --persons 400 --seed 3 --out p.csv", ("p.csv",)),
+    ("synth --persons 200 --seed 3 --out p.csv", ("p.csv",)),
     ("tabulate p.csv --out t.parquet", ("t.parquet",)),
     ("check-tables t.parquet", ()),
     ("tables list", ()),
@@ -31,7 +31,7 @@ STEPS: list[tuple[str, tuple[str, ...]]] = [
         "reconstruct t3.parquet --publication suppress:3 --level block --out r3.parquet",
         ("r3.parquet",),
     ),
-    ("synth --schema households --persons 400 --seed 3 --out u.parquet", ("u.parquet",)),
+    ("synth --schema households --persons 200 --seed 3 --out u.parquet", ("u.parquet",)),
     ("tabulate u.parquet --schema households --out hu.parquet", ("hu.parquet",)),
     (
         "reconstruct hu.parquet --schema households --out hr.parquet",
