@@ -1,7 +1,8 @@
 """Interrupting the command line as a user does (Ctrl-C, SIGTERM, twice in a row) on a county whose
-tracts take about a second each on two workers: exit 130 within 5 seconds, the finished tracts
-kept and counted from disk, no worker left behind, and a rerun that does only the rest. (Apart
-from tests/test_cli_contract.py so that the two run on different workers.)"""
+tracts take about 0.1 s each on two workers (a run 5 s, mostly start-up): exit 130 within 5
+seconds, the finished tracts kept and counted from disk, no worker left behind, and a rerun that
+does only the rest. (Apart from tests/test_cli_contract.py so that the two run on different
+workers.)"""
 
 from __future__ import annotations
 
@@ -30,9 +31,9 @@ def _cli(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def big_county(tmp_path_factory):
-    """A county whose tracts take about a second each on two workers."""
+    """A county of 7 tracts of about 0.1 s each (bench_startup)."""
     d = tmp_path_factory.mktemp("big")
-    # 7 tracts of ~1 s each: enough to interrupt between tracts (40,000 persons in 9 tracts cost
+    # 7 tracts of ~0.1 s each: enough to interrupt between tracts (40,000 persons in 9 tracts cost
     # 21-24 s a test in the suite)
     md = synthesize(SynthConfig(persons=12_000, tract_min=1_200, tract_max=1_800), seed=11)
     write_microdata(md, d / "county.parquet")

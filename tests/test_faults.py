@@ -130,7 +130,7 @@ def _cmdline(pid: int) -> str:
 def big(tmp_path_factory):
     """A county whose tracts take a while on two workers, and its clean reconstruction."""
     d = tmp_path_factory.mktemp("faults")
-    # 7 tracts of ~1 s each (30,000 persons in tracts of 2,500-6,000 cost 23 s a test)
+    # 7 tracts of ~0.1 s each (30,000 persons in tracts of 2,500-6,000 cost 23 s a test)
     county = SynthConfig(persons=12_000, tract_min=1_200, tract_max=1_800)
     write_tables(tabulate(synthesize(county, seed=9)), d / "tables.parquet")
     clean = _reconstruct(d, "clean.parquet")

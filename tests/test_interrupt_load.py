@@ -106,7 +106,7 @@ class _Load:
 
 @pytest.mark.slow
 def test_twenty_interrupts_with_both_cores_busy(tmp_path):
-    county = SynthConfig(persons=12_000, tract_min=1_200, tract_max=1_800)  # 7 tracts of ~1 s
+    county = SynthConfig(persons=12_000, tract_min=1_200, tract_max=1_800)  # 7 tracts of ~0.1 s
     write_tables(tabulate(synthesize(county, seed=11)), tmp_path / "t.parquet")
     args = ["reconstruct", "t.parquet", "--out", "r.parquet", "--workers", "2", "--fresh"]
     status = tmp_path / "r.parquet.parts" / "status.jsonl"
