@@ -16,7 +16,6 @@ worker process once), whatever the size of the release: a tiny county is mostly 
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import statistics
 import subprocess
@@ -25,6 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchmarks.bench_audit import code_env
 from benchmarks.common import record, worktree_of
 
 EXE = [sys.executable, "-c", "from tabrecon.entry import main; main()"]
@@ -32,15 +32,14 @@ EXE = [sys.executable, "-c", "from tabrecon.entry import main; main()"]
 
 def _run(d: Path, src: Path | None) -> tuple[float, float]:
     """Seconds to the first finished tract and to the end of one reconstruct."""
-    env = dict(os.environ)
-    if src is not None:
-        env["PYTHONPATH"] = str(src)
     shutil.rmtree(d / "r.parquet.parts", ignore_errors=True)
     status = d / "r.parquet.parts" / "status.jsonl"
     args = ["reconstruct", "t.parquet", "--out", "r.parquet", "--workers", "2", "--fresh"]
     log = (d / "stderr.txt").open("w")  # (a pipe nobody reads while polling could fill)
     t0 = time.perf_counter()
-    p = subprocess.Popen(EXE + args, cwd=d, env=env, stdout=subprocess.DEVNULL, stderr=log)
+    p = subprocess.Popen(
+        EXE + args, cwd=d, env=code_env(src), stdout=subprocess.DEVNULL, stderr=log
+    )
     first = None
     while p.poll() is None:
         if first is None and status.exists() and status.read_text().strip():
