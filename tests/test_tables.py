@@ -208,3 +208,22 @@ def test_tabulation_is_additive(a, b):
 @given(persons)
 def test_random_populations_satisfy_every_identity(a):
     assert check_consistency(tabulate(_md(a))).ok
+
+
+def test_person_stubs_read_from_the_layout_and_an_unknown_stub_is_refused_by_name():
+    """The person tables are declared from the Bureau's layout: each stub's words are a
+    predicate (the oracle test above pins all 4,216 cells); words the person schema cannot say
+    are refused naming them, never read as "any"."""
+    from tabrecon.tables.persons import TABLES_BY_NAME, stub_predicate
+
+    assert stub_predicate("Under 1 year") == {"age_min": 0, "age_max": 0}
+    assert stub_predicate("110 years and over") == {"age_min": 110, "age_max": 110}
+    assert stub_predicate("Population of six races:") == {"race": "count:6"}
+    with pytest.raises(InputError, match="'Householder 15 to 24 years'"):
+        stub_predicate("Householder 15 to 24 years")
+    p10 = TABLES_BY_NAME["P10"]
+    assert (
+        p10.universe == "Population 18 years and over"
+        and p10.title == "RACE FOR THE POPULATION 18 YEARS AND OVER"
+    )
+    assert {c.age_min for c in p10.cells()} == {18}

@@ -102,7 +102,7 @@ def person_tables() -> tuple[UnitTable, ...]:
                 level=t.level,
                 schema=PERSONS,
                 ids=tuple(c.id for c in cells),
-                universe_label=t.cells()[0].description(),  # its first line's, tally or not
+                universe_label=t.universe,
             )
         )
     return tuple(out) + median_age_tables({t.name: t for t in out})

@@ -2,8 +2,10 @@
 consistency identities: :mod:`tabrecon.tables.consistency`; as tables over the person schema,
 tabulated, read and attacked as every population's: :mod:`tabrecon.populations.persons`).
 
-A table is a :class:`TableSpec`: a universe (a partial predicate on sex, age, race and ethnicity), a
-layout naming how its lines are generated (also data: :data:`LAYOUTS`), and its geographic level.
+A table is a :class:`TableSpec` declared from the Bureau's own layout of SF1 2010
+(:mod:`tabrecon.tables.layout`): ids, line order, title and universe are the file's; what this
+module adds is how a stub's words read as a predicate on sex, age, race and ethnicity
+(:func:`stub_predicate`: "Male:", "22 to 24 years", "White; Asian", "Population of two races").
 Each line becomes a :class:`Cell` -- one predicate over the person schema with a measure
 (``persons``, or ``race_tally`` which counts a person once per reported race). Every cell is turned
 into a weight vector over the 27,972 person types (:mod:`tabrecon.schema`), so that
@@ -19,19 +21,19 @@ marking a cell not published.
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Sequence
+import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
 import numpy as np
+import polars as pl
 import scipy.sparse as sp
 
 from ..errors import InputError
 from ..schema import (
     AGE_MAX,
     N_TYPES,
-    P12_BINS,
     RACE_BITS,
-    RACE_COMBOS,
     RACE_COUNT,
     RACE_LABELS,
     RACES,
@@ -42,6 +44,7 @@ from ..schema import (
     Microdata,
 )
 from ..vocab import Geo
+from .layout import STUB_SEPARATOR, level_of, rows, stub_key
 from .tableset import MISSING, TableSet
 
 
@@ -132,217 +135,133 @@ def describe_race(pred: str) -> str:
 
 
 # --------------------------------------------------------------------------------------------------
-# Layouts: how a table's lines are generated (rows as partial predicates, in SF1 line order)
+# The tables, declared from the Bureau's layout: each stub's predicate read from its words
 # --------------------------------------------------------------------------------------------------
-Row = dict  # partial predicate: any of sex, age_min, age_max, race, hispanic, measure
-
-
-def _race_detail_rows() -> list[Row]:
-    """P8 lines 001-071: total; one race; six alone; two or more; per k races a subtotal +
-    leaves."""
-    rows: list[Row] = [{}, {"race": "count:1"}]
-    rows += [{"race": f"exactly:{r}"} for r in RACES]
-    rows.append({"race": "count>=2"})
-    for k in range(2, 7):
-        rows.append({"race": f"count:{k}"})
-        rows += [
-            {"race": "exactly:" + "+".join(RACES[i] for i in c)} for c in RACE_COMBOS if len(c) == k
-        ]
-    return rows
-
-
-def _hisp_race_detail_rows() -> list[Row]:
-    """P9 lines 001-073: total; Hispanic; not Hispanic, followed by P8 lines 002-071 for NH."""
-    return [{}, {"hispanic": "1"}, {"hispanic": "0"}] + [
-        {**r, "hispanic": "0"} for r in _race_detail_rows()[1:]
-    ]
-
-
-def _tally_rows() -> list[Row]:
-    """P6: tally of races; each race alone or in combination."""
-    return [{"measure": "race_tally"}] + [{"race": f"includes:{r}"} for r in RACES]
-
-
-def _hisp_tally_rows() -> list[Row]:
-    """P7: tally; NH tally and races; Hispanic tally and races."""
-    rows: list[Row] = [{"measure": "race_tally"}]
-    for h in ("0", "1"):
-        rows.append({"measure": "race_tally", "hispanic": h})
-        rows += [{"race": f"includes:{r}", "hispanic": h} for r in RACES]
-    return rows
-
-
-def _race7_rows() -> list[Row]:
-    """P3 lines 1-8: total; each race alone; two or more races."""
-    return [{}] + [{"race": f"exactly:{r}"} for r in RACES] + [{"race": "count>=2"}]
-
-
-def _hisp_race7_rows() -> list[Row]:
-    """P5 lines 1-17: total; not Hispanic, then its P3 lines 2-8; Hispanic, then its lines 2-8."""
-    rows: list[Row] = [{}]
-    for h in ("0", "1"):
-        rows.append({"hispanic": h})
-        rows += [{**r, "hispanic": h} for r in _race7_rows()[1:]]
-    return rows
-
-
-def _sex_by(ages: Sequence[tuple[int, int]]) -> list[Row]:
-    rows: list[Row] = [{}]
-    for s in ("male", "female"):
-        rows.append({"sex": s})
-        rows += [{"sex": s, "age_min": lo, "age_max": hi} for lo, hi in ages]
-    return rows
-
-
-PCT12_AGES: tuple[tuple[int, int], ...] = tuple((a, a) for a in range(100)) + (
-    (100, 104),
-    (105, 109),
-    (110, 110),
+#: a race's label in SF1's stubs -> its name (``White`` -> ``white``)
+Row = dict  # a partial predicate: any of sex, age_min, age_max, race, hispanic, measure
+_RACE_OF_LABEL = {label: r for r, label in RACE_LABELS.items()}
+_NUMBERS = ("one", "two", "three", "four", "five", "six")
+_AGE_WORDS = (  # a stub's ages: (pattern, first year, last year) from its numbers
+    (r"Under (\d+) years?", lambda a: (0, a[0] - 1)),
+    (r"(\d+) years and over", lambda a: (a[0], AGE_MAX)),
+    (r"(\d+) (?:to|and) (\d+) years", lambda a: (a[0], a[1])),
+    (r"(\d+) years?", lambda a: (a[0], a[0])),
 )
 
-LAYOUTS: dict[str, list[Row]] = {
-    "total": [{}],
-    "race7": _race7_rows(),
-    "hisp2": [{}, {"hispanic": "0"}, {"hispanic": "1"}],
-    "hisp_race7": _hisp_race7_rows(),
-    "race_tally": _tally_rows(),
-    "hisp_race_tally": _hisp_tally_rows(),
-    "race_detail": _race_detail_rows(),
-    "hisp_race_detail": _hisp_race_detail_rows(),
-    "sex_by_p12_age": _sex_by(P12_BINS),
-    "sex_by_age_under20": _sex_by([(a, a) for a in range(20)]),
-    "sex_by_single_age": _sex_by(PCT12_AGES),
-}
+
+def _races(words: str) -> str:
+    """A race stub's predicate: ``includes:x`` (alone or in combination), ``exactly:x+y``,
+    ``count:k`` or ``count>=2``; empty for a stub that is not a race."""
+    if words == "Two or More Races":
+        return "count>=2"
+    if m := re.fullmatch(r"Population of (\w+) races?", words):
+        return f"count:{_NUMBERS.index(m.group(1)) + 1}"
+    if m := re.fullmatch(r"(.+) alone or in combination with one or more other races", words):
+        return f"includes:{_RACE_OF_LABEL[m.group(1)]}"
+    names = words.removesuffix(" alone").split("; ")
+    if all(n in _RACE_OF_LABEL for n in names):
+        return "exactly:" + "+".join(_RACE_OF_LABEL[n] for n in names)
+    return ""
+
+
+@functools.cache
+def stub_predicate(stub: str) -> Row:
+    """What one stub of an SF1 person table says of a person, as :class:`Cell` fields; a stub
+    the person schema cannot say is refused (a table is declared whole or not at all).
+
+    >>> stub_predicate("Female:"), stub_predicate("22 to 24 years")
+    ({'sex': 'female'}, {'age_min': 22, 'age_max': 24})
+    >>> stub_predicate("White; Asian"), stub_predicate("Total races tallied:")
+    ({'race': 'exactly:white+asian'}, {'measure': 'race_tally'})
+    """
+    words = stub_key(stub)
+    if words.lower() in ("total", "total population"):
+        return {}
+    if words == "Total races tallied":
+        return {"measure": "race_tally"}
+    if words in ("Male", "Female"):
+        return {"sex": words.lower()}
+    if words in ("Hispanic or Latino", "Not Hispanic or Latino"):
+        return {"hispanic": "1" if words == "Hispanic or Latino" else "0"}
+    for pattern, years in _AGE_WORDS:
+        if m := re.fullmatch(pattern, words):
+            lo, hi = years([int(g) for g in m.groups()])
+            return {"age_min": lo, "age_max": hi}
+    if race := _races(words):
+        return {"race": race}
+    raise InputError(f"no person predicate for the SF1 stub {words!r}")
+
+
+def _universe(words: str) -> Row:
+    """A table's universe in the layout's words (``People who are Asian alone, not Hispanic or
+    Latino``, ``Population 18 years and over``) as :class:`Cell` fields; the tallies' universe
+    (``Total races tallied``) says how P6 and P7 count, not whom, and restricts no one."""
+    out: Row = {}
+    for part in words.removeprefix("People who are ").removeprefix("Population ").split(", "):
+        out |= stub_predicate(part[:1].upper() + part[1:])  # "not Hispanic...": a stub's words
+    out.pop("measure", None)
+    return out
 
 
 @dataclass(frozen=True)
 class TableSpec:
-    """A published table: name, SF1 number and iteration, level, universe and layout."""
+    """A published person table as SF1 2010 lays it out (name, title and universe the
+    layout's): its cells in line order, each the intersection of its stub path's predicates
+    within the table's universe, the deepest stub of a kind the most specific (``Population of
+    two races: !! White; Asian``)."""
 
     name: str
     prefix: str  # "P" or "PCT"
     number: int
     level: str
-    layout: str
-    universe: Row = field(default_factory=dict, hash=False, compare=False)
-    iteration: str = ""
-    title: str = ""
-
-    def cell_id(self, line: int) -> str:
-        if self.iteration:
-            return f"{self.prefix}{self.number:03d}{self.iteration}{line:03d}"
-        return f"{self.prefix}{self.number:03d}{line:04d}"
+    title: str
+    universe: str
+    _cells: tuple[Cell, ...] = field(repr=False)
 
     def cells(self) -> list[Cell]:
-        out = []
-        for i, row in enumerate(LAYOUTS[self.layout], start=1):
-            pred = {**row}
-            for k, v in self.universe.items():
-                if k == "age_min":
-                    pred["age_min"] = max(pred.get("age_min", 0), v)
-                elif k == "age_max":
-                    pred["age_max"] = min(pred.get("age_max", AGE_MAX), v)
-                elif k in pred and pred[k] != v:
-                    raise ValueError(f"{self.name} line {i}: row and universe both restrict {k}")
-                else:
-                    pred[k] = v
-            out.append(Cell(id=self.cell_id(i), table=self.name, level=self.level, **pred))
-        return out
+        return list(self._cells)
 
 
-#: The race/ethnicity universes of the iteration tables (P12A-I, PCT12A-O).
-ITERATIONS: dict[str, Row] = {
-    **{L: {"race": f"exactly:{r}"} for L, r in zip("ABCDEF", RACES, strict=True)},
-    "G": {"race": "count>=2"},
-    "H": {"hispanic": "1"},
-    "I": {"race": "exactly:white", "hispanic": "0"},
-    **{
-        L: {"race": f"exactly:{r}", "hispanic": "0"}
-        for L, r in zip("JKLMN", RACES[1:], strict=True)
-    },
-    "O": {"race": "count>=2", "hispanic": "0"},
-}
+def _declare(table: str, df: pl.DataFrame) -> TableSpec:
+    """``table`` (``P12A``, ``PCT12``) from its rows of the layout (:func:`rows`)."""
+    universe = _universe(df["universe"][0])
+    cells = []
+    for cid, label in zip(df["cell"], df["label"], strict=True):
+        pred: Row = {}
+        for stub in label.split(STUB_SEPARATOR):
+            pred |= stub_predicate(stub)
+        if "race" in pred:
+            pred.pop("measure", None)  # a race's line of a tally table counts persons
+        for k, v in universe.items():
+            if k == "age_min" or k == "age_max":
+                pred[k] = (max if k == "age_min" else min)(pred.get(k, v), v)
+            elif pred.setdefault(k, v) != v:
+                raise InputError(f"{cid}: its line and {table}'s universe both restrict {k}")
+        cells.append(Cell(id=cid, table=table, level=level_of(table), **pred))
+    prefix, number = re.match(r"(PCT|P)(\d+)", table).groups()  # type: ignore[union-attr]
+    title = re.sub(r"\s*\[\d+\]\s*$", "", str(df["table_title"][0]))
+    return TableSpec(
+        table, prefix, int(number), level_of(table), title, df["universe"][0], tuple(cells)
+    )
 
-ADULT = {"age_min": 18}
+
+def _declare_all(tables: tuple[str, ...]) -> tuple[TableSpec, ...]:
+    by_table = rows(tables).partition_by("table", as_dict=True)
+    return tuple(_declare(t, by_table[(t,)]) for t in tables)
+
 
 #: The 34 SF1 person tables used by Abowd et al.: 19 block tables and 16 tract tables.
-SF1_TABLES: tuple[TableSpec, ...] = (
-    TableSpec("P1", "P", 1, "block", "total", title="Total population"),
-    TableSpec("P6", "P", 6, "block", "race_tally", title="Race (total races tallied)"),
-    TableSpec(
-        "P7",
-        "P",
-        7,
-        "block",
-        "hisp_race_tally",
-        title="Hispanic or Latino origin by race (total races tallied)",
-    ),
-    TableSpec("P8", "P", 8, "block", "race_detail", title="Race"),
-    TableSpec(
-        "P9",
-        "P",
-        9,
-        "block",
-        "hisp_race_detail",
-        title="Hispanic or Latino, and not Hispanic or Latino by race",
-    ),
-    TableSpec(
-        "P10",
-        "P",
-        10,
-        "block",
-        "race_detail",
-        ADULT,
-        title="Race for the population 18 years and over",
-    ),
-    TableSpec(
-        "P11",
-        "P",
-        11,
-        "block",
-        "hisp_race_detail",
-        ADULT,
-        title="Hispanic or Latino by race, 18 years and over",
-    ),
-    TableSpec("P12", "P", 12, "block", "sex_by_p12_age", title="Sex by age"),
-    TableSpec(
-        "P14",
-        "P",
-        14,
-        "block",
-        "sex_by_age_under20",
-        {"age_max": 19},
-        title="Sex by age for the population under 20 years",
-    ),
-    *(
-        TableSpec(
-            f"P12{L}", "P", 12, "block", "sex_by_p12_age", ITERATIONS[L], L, f"Sex by age ({L})"
-        )
-        for L in "ABCDEFGHI"
-    ),
-    TableSpec("PCT12", "PCT", 12, "tract", "sex_by_single_age", title="Sex by single year of age"),
-    *(
-        TableSpec(
-            f"PCT12{L}",
-            "PCT",
-            12,
-            "tract",
-            "sex_by_single_age",
-            ITERATIONS[L],
-            L,
-            f"Sex by single year of age ({L})",
-        )
-        for L in "ABCDEFGHIJKLMNO"
-    ),
+SF1_TABLES: tuple[TableSpec, ...] = _declare_all(
+    (
+        *("P1", "P6", "P7", "P8", "P9", "P10", "P11", "P12", "P14"),
+        *(f"P12{i}" for i in "ABCDEFGHI"),
+        "PCT12",
+        *(f"PCT12{i}" for i in "ABCDEFGHIJKLMNO"),
+    )
 )
-
 #: Published SF1 block tables beyond those 34 (implied by P8 and P9 when those are present; a
 #: release may have them without P8/P9): race (P3), Hispanic or Latino (P4), and both (P5).
-EXTRA_TABLES: tuple[TableSpec, ...] = (
-    TableSpec("P3", "P", 3, "block", "race7", title="Race"),
-    TableSpec("P4", "P", 4, "block", "hisp2", title="Hispanic or Latino origin"),
-    TableSpec("P5", "P", 5, "block", "hisp_race7", title="Hispanic or Latino origin by race"),
-)
+EXTRA_TABLES: tuple[TableSpec, ...] = _declare_all(("P3", "P4", "P5"))
 #: Cells that count a block's whole population, in the order they are trusted.
 WHOLE_POPULATION_CELLS = (
     "P0010001",
