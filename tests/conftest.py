@@ -48,18 +48,48 @@ def real_tables(real_md):
     return tabulate(real_md)
 
 
-@pytest.fixture(scope="session")
-def real_certs(real_tables):
-    """Reconstruction and certification of the real sample at both levels, in one program each
-    (:func:`tabrecon.reconstruct`; shared by several tests): the records and the run (its
-    ``blocks`` are certification's frame)."""
-    from tabrecon import reconstruct
+def once_per_run(name: str, tmp_path_factory, worker_id: str, make):
+    """``make()`` computed once for the whole run: under xdist the first worker to ask computes
+    and pickles it into the run's shared temporary folder while the others wait on a lock, then
+    read it (the pattern of pytest-xdist's docs, "session-scoped fixtures once"); alone, just
+    ``make()``. The folder is this run's, so no value outlives the code that computed it."""
+    if worker_id == "master":
+        return make()
+    import fcntl
+    import pickle
 
-    out = {}
-    for lvl in ("block+tract", "block"):
-        run = reconstruct(real_tables, lvl, certify=True, distance=True)
-        out[lvl] = (run.records, run)
-    return out
+    shared = tmp_path_factory.getbasetemp().parent  # the run's, common to its workers
+    path = shared / f"{name}.pickle"
+    with open(shared / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if path.exists():
+            return pickle.loads(path.read_bytes())
+        value = make()
+        part = path.with_suffix(".part")
+        part.write_bytes(pickle.dumps(value))
+        part.replace(path)
+        return value
+
+
+@pytest.fixture(scope="session")
+def real_certs(real_path, tmp_path_factory, worker_id):
+    """Reconstruction and certification of the real sample at both levels, in one program each
+    (:func:`tabrecon.reconstruct`; shared by several tests, computed once per run): the records
+    and the run (its ``blocks`` are certification's frame)."""
+
+    def make():
+        from tabrecon import reconstruct
+        from tabrecon.schema import read_microdata
+        from tabrecon.tables.persons import tabulate
+
+        tables = tabulate(read_microdata(real_path))
+        out = {}
+        for lvl in ("block+tract", "block"):
+            run = reconstruct(tables, lvl, certify=True, distance=True)
+            out[lvl] = (run.records, run)
+        return out
+
+    return once_per_run("real_certs", tmp_path_factory, worker_id, make)
 
 
 @pytest.fixture(scope="session")
