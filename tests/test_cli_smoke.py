@@ -59,3 +59,14 @@ def test_every_command_runs_on_the_smallest_valid_input(tmp_path: Path) -> None:
         assert "internal error" not in r.stderr and "Traceback" not in r.stderr, (line, r.stderr)
         for f in writes:
             assert (tmp_path / f).exists(), (line, f)
+
+
+def test_the_command_list_reads_as_prose() -> None:
+    """``tabrecon --help`` lists each command's first paragraph as one text the terminal wraps
+    (not the docstring's own line breaks, which cut a sentence mid-line), with the docstrings'
+    reST literals (````--schema````) shown plain, and each command's help likewise."""
+    listing = run_cli(["--help"], width=250).stdout
+    assert "``" not in listing
+    synth = next(line for line in listing.splitlines() if " synth " in line)
+    assert "with another --schema, that population's records" in synth  # one line, wide enough
+    assert "``" not in run_cli(["synth", "--help"], width=80).stdout

@@ -100,9 +100,18 @@ def _guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
     return run_command
 
 
+def _terminal(doc: str) -> str:
+    """A command's docstring as the terminal shows it: reST literals (````--schema````) plain."""
+    return doc.replace("``", "")
+
+
 for _typer in (app, publish.tables_app, lab.dn_app):
     for _info in _typer.registered_commands:
         if _info.callback is not None:
+            _doc = _terminal(inspect.getdoc(_info.callback) or "")
+            _info.help = _info.help or _doc
+            # the command list shows its first paragraph as written: lines joined here
+            _info.short_help = _info.short_help or " ".join(_doc.split("\n\n")[0].split())
             _info.callback = _guarded(_info.callback)
 
 
