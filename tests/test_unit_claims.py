@@ -442,7 +442,8 @@ def test_candidates_proven_together_are_those_proven_one_by_one(relax_after, row
         held = all(np.array(alone)[grp == g])
         assert grouped.verified[grp == g].all() == held
         assert grouped.refuted[grp == g].any() != held
-    settled, _ = Relaxation(prog).settled(C, ms)
+    settled, _, looked = Relaxation(prog).settled(C, ms)
+    assert looked == len(cands)  # no time limit: every form looked at
     assert settled.any() and not (settled & ~np.array(alone)).any()
     assert Relaxation(kept).settled(C, ms)[0].tolist() == settled.tolist()
 
@@ -628,3 +629,45 @@ def test_claims_over_a_tract_program_are_those_of_each_block_alone():
     res = generate_then_verify(long, HOUSING_UNITS, blocks=blocks, K=5, k_values=(2, 3))
     want = set(found_claims(res.claims, HOUSING_UNITS))
     assert got == want and want
+
+
+def test_the_search_and_the_relaxation_take_turns_of_doubling_length():
+    """A verification search that does not answer within ``relax_after`` hands over to the
+    linear relaxation for as long, then searches twice as long, and so on, until the
+    relaxation has looked at every form: neither, where it is the slow one, costs much more
+    than the other (a tract's 4,232 person claims took 75 s of relaxation, handed every form
+    at once, where four searches took 4 s). Pinned on stand-ins that record the time each was
+    given: no clock is read."""
+    from types import SimpleNamespace
+
+    import numpy as np
+    import scipy.sparse as sp
+
+    from tabrecon.engine.solvers import Solution, prove_forms
+    from tabrecon.vocab import SolveStatus
+
+    searches: list[float | None] = []
+    turns: list[tuple[int, float | None]] = []
+
+    def solve_some_differs(Ci, mi, limit):  # proves the rest only when given all its time
+        searches.append(limit)
+        return Solution(SolveStatus.TIMEOUT if limit else SolveStatus.INFEASIBLE, None)
+
+    def settled(C, m, seconds):  # looks at one form a turn and settles none
+        turns.append((C.shape[0], seconds))
+        return np.zeros(C.shape[0], dtype=bool), [], 1
+
+    base = SimpleNamespace(
+        prog=SimpleNamespace(n_vars=3),
+        solve_some_differs=solve_some_differs,
+        relaxation=SimpleNamespace(settled=settled),
+    )
+    C, m = sp.csr_matrix(np.eye(3)), np.ones(3, dtype=np.int64)
+    proof = prove_forms(base, C, m, relax_after=1.0)  # type: ignore[arg-type]
+    assert proof.complete and proof.verified.all() and proof.proofs == 4
+    assert searches == [1.0, 2.0, 4.0, None]  # the last: the relaxation has looked at all
+    assert turns == [(3, 1.0), (2, 2.0), (1, 4.0)]  # each turn: the forms not yet looked at
+    # under a time limit the last search gets what is left of it, not all time
+    searches.clear()
+    prove_forms(base, C, m, seconds=1e9, relax_after=1.0)  # type: ignore[arg-type]
+    assert searches[:3] == [1.0, 2.0, 4.0] and 0 < searches[3] < 1e9
