@@ -631,31 +631,39 @@ def test_claims_over_a_tract_program_are_those_of_each_block_alone():
     assert got == want and want
 
 
-def test_the_search_and_the_relaxation_take_turns_of_doubling_length():
+def test_the_search_and_the_relaxation_take_turns_of_doubling_length(monkeypatch):
     """A verification search that does not answer within ``relax_after`` hands over to the
     linear relaxation for as long, then searches twice as long, and so on, until the
     relaxation has looked at every form: neither, where it is the slow one, costs much more
     than the other (a tract's 4,232 person claims took 75 s of relaxation, handed every form
-    at once, where four searches took 4 s). Pinned on stand-ins that record the time each was
-    given: no clock is read."""
+    at once, where four searches took 4 s). Where the relaxation's forms left would take it
+    under RELAX_FINISH turns at the pace it went, it finishes them at once. Pinned on
+    stand-ins and a clock that only the relaxation moves (each form it looks at costs
+    ``pace`` seconds): no real time is read."""
     from types import SimpleNamespace
 
     import numpy as np
     import scipy.sparse as sp
 
-    from tabrecon.engine.solvers import Solution, prove_forms
+    from tabrecon.engine import solvers
+    from tabrecon.engine.solvers import RELAX_FINISH, Solution, prove_forms
     from tabrecon.vocab import SolveStatus
 
+    clock = [0.0]
+    monkeypatch.setattr(solvers, "time", SimpleNamespace(perf_counter=lambda: clock[0]))
     searches: list[float | None] = []
     turns: list[tuple[int, float | None]] = []
+    pace = [20.0]
 
     def solve_some_differs(Ci, mi, limit):  # proves the rest only when given all its time
         searches.append(limit)
         return Solution(SolveStatus.TIMEOUT if limit else SolveStatus.INFEASIBLE, None)
 
-    def settled(C, m, seconds):  # looks at one form a turn and settles none
+    def settled(C, m, seconds):  # looks at one form a turn (all, untimed) and settles none
         turns.append((C.shape[0], seconds))
-        return np.zeros(C.shape[0], dtype=bool), [], 1
+        looked = C.shape[0] if seconds is None else 1
+        clock[0] += pace[0] * looked
+        return np.zeros(C.shape[0], dtype=bool), [], looked
 
     base = SimpleNamespace(
         prog=SimpleNamespace(n_vars=3),
@@ -663,6 +671,9 @@ def test_the_search_and_the_relaxation_take_turns_of_doubling_length():
         relaxation=SimpleNamespace(settled=settled),
     )
     C, m = sp.csr_matrix(np.eye(3)), np.ones(3, dtype=np.int64)
+    # a slow relaxation: what it leaves (2 forms, then 1) at 20 s each, more than RELAX_FINISH
+    # turns of the search (1 s, then 2)
+    assert 2 * pace[0] > RELAX_FINISH * 1.0 and pace[0] > RELAX_FINISH * 2.0
     proof = prove_forms(base, C, m, relax_after=1.0)  # type: ignore[arg-type]
     assert proof.complete and proof.verified.all() and proof.proofs == 4
     assert searches == [1.0, 2.0, 4.0, None]  # the last: the relaxation has looked at all
@@ -671,3 +682,8 @@ def test_the_search_and_the_relaxation_take_turns_of_doubling_length():
     searches.clear()
     prove_forms(base, C, m, seconds=1e9, relax_after=1.0)  # type: ignore[arg-type]
     assert searches[:3] == [1.0, 2.0, 4.0] and 0 < searches[3] < 1e9
+    # a quick one finishes in its first turn: one search, then one more over what it left
+    pace[0], searches[:], turns[:] = 0.5, [], []
+    assert 2 * pace[0] <= RELAX_FINISH * 1.0
+    proof = prove_forms(base, C, m, relax_after=1.0)  # type: ignore[arg-type]
+    assert proof.complete and searches == [1.0, None] and turns == [(3, 1.0), (2, None)]

@@ -667,6 +667,11 @@ class Relaxation:
         return out & ~broken, found, looked
 
 
+#: Turns of the search's length the relaxation may take to finish its forms at once
+#: (:func:`prove_forms`)
+RELAX_FINISH = 8
+
+
 def prove_forms(
     base: Extensible,
     C: sp.csr_matrix,
@@ -688,7 +693,9 @@ def prove_forms(
     ``relax_after``, a search that has not answered in that many seconds hands over to the
     linear relaxation for as long: forms it settles (:meth:`Relaxation.settled`) are verified,
     and the search goes on over the rest, each turn twice as long as the one before, until the
-    relaxation has looked at every form (``relax_after`` 0: the relaxation first, to the end).
+    relaxation has looked at every form (``relax_after`` 0: the relaxation first, to the end),
+    or until what it has left would take it under :data:`RELAX_FINISH` turns at its pace
+    (then it finishes).
     Small programs are proven faster by the one search, hard ones by the relaxation (a
     housing-unit block of 25 units: 520 claims settled in 1.7 s that CP-SAT had not proven in
     60 s), and the turns keep either from costing much more than the other where it is the
@@ -755,17 +762,27 @@ def prove_forms(
                 return FormProof(verified, proofs, False, refuted)  # time-out: rest unverified
         # the search is slow here: the relaxation settles what it can in as long as the search
         # had, then the search twice as long, and so on (so neither, where it is the slow one,
-        # costs more than a few times what the other takes)
+        # costs more than a few times what the other takes); where what the relaxation has
+        # left would take it under RELAX_FINISH turns at the pace it went, it finishes
         assert cap is not None
-        budget = limit if cap else left
-        settled, found, looked = base.relaxation.settled(C[turn], m[turn], budget)
-        examined[turn[:looked]] = True
-        verified[turn[settled]] = True
-        alive[turn[settled]] = False
-        for x in found:  # integer solutions that break forms: refuted as by the search
-            refute(C @ x[:n_vars] != m)
-            if pool is not None:
-                pool.append(x)
+
+        def relax(forms: np.ndarray, budget: float | None) -> int:
+            settled, found, looked = base.relaxation.settled(C[forms], m[forms], budget)
+            examined[forms[:looked]] = True
+            verified[forms[settled]] = True
+            alive[forms[settled]] = False
+            for x in found:  # integer solutions that break forms: refuted as by the search
+                refute(C @ x[:n_vars] != m)
+                if pool is not None:
+                    pool.append(x)
+            return looked
+
+        began = time.perf_counter()
+        looked = relax(turn, limit if cap else left)
+        rest = turn[looked:][alive[turn[looked:]]]
+        pace = (time.perf_counter() - began) / max(looked, 1)
+        if cap and rest.size and pace * rest.size <= RELAX_FINISH * cap:
+            relax(rest, None if seconds is None else seconds - (time.perf_counter() - t0))
         cap *= 2
     return FormProof(verified, proofs, True, refuted)
 
