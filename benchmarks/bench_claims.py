@@ -2,12 +2,12 @@
 reconstruction -- this code against the code of a git ref, side by side in one run.
 
 Run (from the repository root):
-python -m benchmarks.bench_claims --baseline REF [--k-solutions 20] [--synthetic 20000]
+python -m benchmarks.bench_claims --baseline REF [--k-solutions 40] [--synthetic 20000]
     [--seed 7] [--rounds 2] [--real] [--levels block+tract]
 
 The same inputs for both sides: a synthetic county's (and with ``--real`` the real sample's)
 tables, this code's reconstruction and verdicts at each level (``tabrecon.reconstruct(...,
-certify=True)``), then ``tabrecon.claims`` (K = ``--k-solutions``: 20 is the audit's default;
+certify=True)``), then ``tabrecon.claims`` (K = ``--k-solutions``: 40 is the audit's default;
 seed 11, one worker) run by this code and by the code of ``--baseline`` from a temporary
 worktree, alternating, each in a fresh process timing the call alone. Printed per level: each
 side's seconds and their ratio, persons singled out, whether every record's smallest claim
@@ -124,7 +124,7 @@ def main() -> dict:
 
     ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     ap.add_argument("--baseline", required=True, help="git ref of the code compared against")
-    ap.add_argument("--k-solutions", type=int, default=20, help="K (20: the audit's default)")
+    ap.add_argument("--k-solutions", type=int, default=40, help="K (40: the audit's default)")
     ap.add_argument("--synthetic", type=int, default=20_000, help="synthetic persons (0: none)")
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--rounds", type=int, default=2, help="pairs of runs, alternating")
