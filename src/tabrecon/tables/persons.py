@@ -137,8 +137,8 @@ def describe_race(pred: str) -> str:
 # --------------------------------------------------------------------------------------------------
 # The tables, declared from the Bureau's layout: each stub's predicate read from its words
 # --------------------------------------------------------------------------------------------------
-#: a race's label in SF1's stubs -> its name (``White`` -> ``white``)
 Row = dict  # a partial predicate: any of sex, age_min, age_max, race, hispanic, measure
+#: a race's label in SF1's stubs -> its name (``White`` -> ``white``)
 _RACE_OF_LABEL = {label: r for r, label in RACE_LABELS.items()}
 _NUMBERS = ("one", "two", "three", "four", "five", "six")
 _AGE_WORDS = (  # a stub's ages: (pattern, first year, last year) from its numbers
@@ -164,7 +164,6 @@ def _races(words: str) -> str:
     return ""
 
 
-@functools.cache
 def stub_predicate(stub: str) -> Row:
     """What one stub of an SF1 person table says of a person, as :class:`Cell` fields; a stub
     the person schema cannot say is refused (a table is declared whole or not at all).
@@ -174,6 +173,11 @@ def stub_predicate(stub: str) -> Row:
     >>> stub_predicate("White; Asian"), stub_predicate("Total races tallied:")
     ({'race': 'exactly:white+asian'}, {'measure': 'race_tally'})
     """
+    return dict(_stub_predicate(stub))  # a copy: the cached one is shared
+
+
+@functools.cache
+def _stub_predicate(stub: str) -> Row:
     words = stub_key(stub)
     if words.lower() in ("total", "total population"):
         return {}
@@ -229,7 +233,7 @@ def _declare(table: str, df: pl.DataFrame) -> TableSpec:
     for cid, label in zip(df["cell"], df["label"], strict=True):
         pred: Row = {}
         for stub in label.split(STUB_SEPARATOR):
-            pred |= stub_predicate(stub)
+            pred |= _stub_predicate(stub)
         if "race" in pred:
             pred.pop("measure", None)  # a race's line of a tally table counts persons
         for k, v in universe.items():
