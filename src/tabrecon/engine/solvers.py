@@ -733,6 +733,18 @@ def prove_forms(
     proofs = 0
     cap = relax_after  # the search's time before the relaxation's turn, doubled at each turn
     examined = np.zeros(C.shape[0], dtype=bool)  # forms the relaxation has had its turn on
+
+    def relax(forms: np.ndarray, budget: float | None) -> int:  # its turn: how many it looked at
+        settled, found, looked = base.relaxation.settled(C[forms], m[forms], budget)
+        examined[forms[:looked]] = True
+        verified[forms[settled]] = True
+        alive[forms[settled]] = False
+        for x in found:  # integer solutions that break forms: refuted as by the search
+            refute(C @ x[:n_vars] != m)
+            if pool is not None:
+                pool.append(x)
+        return looked
+
     while alive.any():
         left = None if seconds is None else seconds - (time.perf_counter() - t0)
         if (left is not None and left <= 0) or (max_rounds is not None and proofs >= max_rounds):
@@ -765,18 +777,6 @@ def prove_forms(
         # costs more than a few times what the other takes); where what the relaxation has
         # left would take it under RELAX_FINISH turns at the pace it went, it finishes
         assert cap is not None
-
-        def relax(forms: np.ndarray, budget: float | None) -> int:
-            settled, found, looked = base.relaxation.settled(C[forms], m[forms], budget)
-            examined[forms[:looked]] = True
-            verified[forms[settled]] = True
-            alive[forms[settled]] = False
-            for x in found:  # integer solutions that break forms: refuted as by the search
-                refute(C @ x[:n_vars] != m)
-                if pool is not None:
-                    pool.append(x)
-            return looked
-
         began = time.perf_counter()
         looked = relax(turn, limit if cap else left)
         rest = turn[looked:][alive[turn[looked:]]]
