@@ -65,6 +65,25 @@ def stub_key(label: str) -> str:
     return re.sub(r"\s+", " ", label).strip().rstrip(":").strip()
 
 
+def name_parts(table: str) -> tuple[str, int]:
+    """An SF1 table name's prefix and number (``P12A`` -> ``("P", 12)``); another name is
+    refused.
+
+    >>> name_parts("PCT12O"), name_parts("H16A")
+    (('PCT', 12), ('H', 16))
+    """
+    m = re.match(r"^(PCT|HCT|P|H)(\d+)", table)
+    if m is None:  # every SF1 table is named so
+        raise TabreconError(f"{table}: not an SF1 table name")
+    return m.group(1), int(m.group(2))
+
+
+def title_of(fields: pl.DataFrame) -> str:
+    """A table's title from its rows (:func:`rows`), without the Bureau's cell count
+    (``SEX BY AGE [49]`` -> ``SEX BY AGE``)."""
+    return re.sub(r"\s*\[\d+\]\s*$", "", str(fields["table_title"][0]))
+
+
 def level_of(table: str) -> str:
     """Where SF1 2010 publishes a table: P and H tables to the block, PCT and HCT to the tract."""
     return "tract" if table.startswith(("PCT", "HCT")) else "block"

@@ -44,7 +44,7 @@ from ..schema import (
     Microdata,
 )
 from ..vocab import Geo
-from .layout import STUB_SEPARATOR, level_of, rows, stub_key
+from .layout import STUB_SEPARATOR, level_of, name_parts, rows, stub_key, title_of
 from .tableset import MISSING, TableSet
 
 
@@ -228,7 +228,7 @@ class TableSpec:
 
 def _declare(table: str, df: pl.DataFrame) -> TableSpec:
     """``table`` (``P12A``, ``PCT12``) from its rows of the layout (:func:`rows`)."""
-    universe = _universe(df["universe"][0])
+    universe, level = _universe(df["universe"][0]), level_of(table)
     cells = []
     for cid, label in zip(df["cell"], df["label"], strict=True):
         pred: Row = {}
@@ -241,12 +241,9 @@ def _declare(table: str, df: pl.DataFrame) -> TableSpec:
                 pred[k] = (max if k == "age_min" else min)(pred.get(k, v), v)
             elif pred.setdefault(k, v) != v:
                 raise InputError(f"{cid}: its line and {table}'s universe both restrict {k}")
-        cells.append(Cell(id=cid, table=table, level=level_of(table), **pred))
-    prefix, number = re.match(r"(PCT|P)(\d+)", table).groups()  # type: ignore[union-attr]
-    title = re.sub(r"\s*\[\d+\]\s*$", "", str(df["table_title"][0]))
-    return TableSpec(
-        table, prefix, int(number), level_of(table), title, df["universe"][0], tuple(cells)
-    )
+        cells.append(Cell(id=cid, table=table, level=level, **pred))
+    prefix, number = name_parts(table)
+    return TableSpec(table, prefix, number, level, title_of(df), df["universe"][0], tuple(cells))
 
 
 def _declare_all(tables: tuple[str, ...]) -> tuple[TableSpec, ...]:

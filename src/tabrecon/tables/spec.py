@@ -19,7 +19,6 @@ This module knows no particular schema.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache, cached_property
@@ -208,7 +207,7 @@ def from_layout(
     ...
     tabrecon.errors.TabreconError: P0120003: no predicate for the stub 'Under 5 years' ...
     """
-    from .layout import STUB_SEPARATOR, level_of, rows, stub_key
+    from .layout import STUB_SEPARATOR, level_of, name_parts, rows, stub_key, title_of
 
     df = rows([table])
     places = {int(d) for d in df["decimal"].to_list() if d not in (None, "")}
@@ -244,17 +243,14 @@ def from_layout(
                 both = set(pred.get(attr, codes)) & set(codes)
                 pred[attr] = tuple(sorted(both))
         lines.append((label, pred))
-    m = re.match(r"^(PCT|HCT|P|H)(\d+)", table)
-    if m is None:  # every SF1 table is named so
-        raise TabreconError(f"{table}: not an SF1 table name")
-    title = re.sub(r"\s*\[\d+\]\s*$", "", str(df["table_title"][0]))
+    prefix, number = name_parts(table)
     out = UnitTable(
         table,
-        int(m.group(2)),
-        title,
+        number,
+        title_of(df),
         dict(universe or {}),
         tuple(lines),
-        prefix=m.group(1),
+        prefix=prefix,
         level=level_of(table),
         schema=schema,
         ids=tuple(df["cell"].to_list()),
