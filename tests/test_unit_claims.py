@@ -674,16 +674,76 @@ def test_the_search_and_the_relaxation_take_turns_of_doubling_length(monkeypatch
     # a slow relaxation: what it leaves (2 forms, then 1) at 20 s each, more than RELAX_FINISH
     # turns of the search (1 s, then 2)
     assert 2 * pace[0] > RELAX_FINISH * 1.0 and pace[0] > RELAX_FINISH * 2.0
-    proof = prove_forms(base, C, m, relax_after=1.0)  # type: ignore[arg-type]
+    proof = prove_forms(base, C, m, relax_after=1.0)
     assert proof.complete and proof.verified.all() and proof.proofs == 4
     assert searches == [1.0, 2.0, 4.0, None]  # the last: the relaxation has looked at all
     assert turns == [(3, 1.0), (2, 2.0), (1, 4.0)]  # each turn: the forms not yet looked at
     # under a time limit the last search gets what is left of it, not all time
     searches.clear()
-    prove_forms(base, C, m, seconds=1e9, relax_after=1.0)  # type: ignore[arg-type]
+    prove_forms(base, C, m, seconds=1e9, relax_after=1.0)
     assert searches[:3] == [1.0, 2.0, 4.0] and 0 < searches[3] < 1e9
     # a quick one finishes in its first turn: one search, then one more over what it left
     pace[0], searches[:], turns[:] = 0.5, [], []
     assert 2 * pace[0] <= RELAX_FINISH * 1.0
-    proof = prove_forms(base, C, m, relax_after=1.0)  # type: ignore[arg-type]
+    proof = prove_forms(base, C, m, relax_after=1.0)
     assert proof.complete and searches == [1.0, None] and turns == [(3, 1.0), (2, None)]
+
+
+@pytest.mark.parametrize("misses", [0, 3])
+def test_relaxation_vertices_refute_many_forms_between_searches(monkeypatch, misses):
+    """After a search finds a solution breaking some forms, verification draws vertices of the
+    linear relaxation under random weights of the forms still open: each breaks many at once
+    where a search's solution breaks a few (a 20,000-person tract: 62 searches of ~1 s, 2-11 of
+    its 7,300 forms each, became 8). Until DIRECTED_MISSES draws in a row break none (a
+    fractional vertex is a miss); the verdicts are the searches' own. Pinned on stand-ins: a
+    search breaks one refutable form; a vertex is integer where the weights are positive on
+    refutable forms only half the time."""
+    from types import SimpleNamespace
+
+    import numpy as np
+    import scipy.sparse as sp
+
+    from tabrecon.engine import solvers
+    from tabrecon.engine.solvers import Solution, prove_forms
+    from tabrecon.vocab import SolveStatus
+
+    monkeypatch.setattr(solvers, "DIRECTED_MISSES", misses)
+    n = 20
+    refutable = np.arange(n) < 10  # forms x_i = 0; only the first ten can be broken
+    searches, vertices = [], []
+
+    def solve_some_differs(Ci, mi, limit):  # breaks the first open refutable form, one only
+        searches.append(Ci.shape[0])
+        open_ = np.flatnonzero(refutable & alive_of(Ci))
+        if not open_.size:
+            return Solution(SolveStatus.INFEASIBLE, None)
+        x = np.zeros(n, dtype=np.int64)
+        x[open_[0]] = 1
+        return Solution(SolveStatus.OPTIMAL, x)
+
+    def alive_of(Ci):  # the forms a search is given (rows of the identity)
+        on = np.zeros(n, dtype=bool)
+        on[Ci.indices] = True
+        return on
+
+    def vertex(c, maximize=False):  # the box's vertex: 1 where the weight is positive
+        vertices.append(c)
+        if len(vertices) % 2 == 0:
+            return None  # fractional
+        return ((np.asarray(c) > 0) & refutable).astype(np.int64)
+
+    base = SimpleNamespace(
+        prog=SimpleNamespace(n_vars=n),
+        solve_some_differs=solve_some_differs,
+        relaxation=SimpleNamespace(vertex=vertex),
+    )
+    C, m = sp.csr_matrix(np.eye(n, dtype=np.int64)), np.zeros(n, dtype=np.int64)
+    pool: list[np.ndarray] = []
+    proof = prove_forms(base, C, m, pool)
+    assert proof.complete and proof.verified.tolist() == (~refutable).tolist()
+    assert proof.refuted is not None and proof.refuted.tolist() == refutable.tolist()
+    if not misses:
+        assert len(searches) == 11 and not vertices  # one search a form, one proof
+    else:
+        assert len(searches) < 11 and vertices
+        assert len(pool) > len(searches) - 1  # the vertices kept beside the searches' solutions
