@@ -349,6 +349,34 @@ def test_distances_of_all_varying_blocks_at_once_equal_one_by_one(small_md, leve
     assert got.equals(want)
 
 
+def test_a_relaxation_vertex_closes_blocks_before_their_searches(small_md, monkeypatch):
+    """With tract tables, a varying block still open after the joint maximisation first gets
+    the relaxation's vertex that counts its own keys least: integer, it is a population whose
+    shortfall is a lower bound, and where that meets the block's own-rows bound the block needs
+    no search. Fewer searches; the verdicts and solvar of a search per block."""
+    import tabrecon.engine.solvers as solvers
+    import tabrecon.engine.variability as variability_module
+
+    ts = tabulate(small_md)
+    rec = reconstruct(ts, "block+tract").records
+    searches: list[int] = []
+    search = variability_module.search_shortfall
+
+    def counted(*a, **k):
+        searches.append(1)
+        return search(*a, **k)
+
+    monkeypatch.setattr(variability_module, "search_shortfall", counted)
+    cols = ["block_geoid", "status", "solvar", "solvar_lo", "solvar_hi", "proven"]
+    got = certify(ts, rec, "block+tract", distance=True).blocks.select(cols)
+    with_vertices = len(searches)
+    searches.clear()
+    monkeypatch.setattr(solvers.Relaxation, "vertex", lambda self, c, maximize=False: None)
+    want = certify(ts, rec, "block+tract", distance=True).blocks.select(cols)
+    assert with_vertices < len(searches)
+    assert got.equals(want) and got["proven"].all()
+
+
 # -- certification over the schema (tabrecon.certify: what tabrecon solvar calls) ------------------
 @pytest.mark.parametrize("level", ["block", "block+tract"])
 def test_over_the_schema_a_block_with_two_solutions_is_never_certified(level, two_solution_block):
