@@ -696,8 +696,8 @@ def test_relaxation_vertices_refute_many_forms_between_searches(monkeypatch, mis
     where a search's solution breaks a few (a 20,000-person tract: 62 searches of ~1 s, 2-11 of
     its 7,300 forms each, became 8). Until DIRECTED_MISSES draws in a row break none (a
     fractional vertex is a miss); the verdicts are the searches' own. Pinned on stand-ins: a
-    search breaks one refutable form; a vertex is integer where the weights are positive on
-    refutable forms only half the time."""
+    search breaks one refutable form; a vertex is 1 on the refutable forms its weights favour,
+    and every second one is fractional."""
     from types import SimpleNamespace
 
     import numpy as np

@@ -765,8 +765,11 @@ def prove_forms(
                 return
             idx = np.flatnonzero(alive)
             x = base.relaxation.vertex(C[idx].T @ rng.standard_normal(idx.size), maximize=True)
-            broken = None if x is None else C @ x[:n_vars] != m
-            if x is None or broken is None or not (broken & alive).any():
+            if x is None:  # fractional: no population
+                misses += 1
+                continue
+            broken = C @ x[:n_vars] != m
+            if not (broken & alive).any():
                 misses += 1
                 continue
             refute(broken)
