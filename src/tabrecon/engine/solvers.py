@@ -317,14 +317,18 @@ def build_cpsat(prog: IntProgram) -> CpsatModel:
     return m
 
 
-def tighten(prog: IntProgram, time_limit: float = 10.0) -> tuple[np.ndarray, np.ndarray] | None:
+def tighten(
+    prog: IntProgram, time_limit: float = 10.0, model: CpsatModel | None = None
+) -> tuple[np.ndarray, np.ndarray] | None:
     """Variable bounds that every feasible solution of ``prog`` satisfies: (lb, ub), or None when
     presolve finds the program infeasible or fails.
 
     CP-SAT's presolve alone (``stop_after_presolve``), told to keep every feasible solution
     (no dual reductions, which are only valid for one objective) and to report the domains it
     derived. Many count-model variables are fixed by the tables outright; programs rebuilt many
-    times (certification's searches) then carry only the rest.
+    times (certification's searches) then carry only the rest. ``model``: ``prog`` already
+    built (:func:`build_cpsat`), solved as it is instead of built again (a tract program's build
+    was as long as its presolve).
 
     >>> p = IntProgram(A=sp.csr_matrix(np.array([[1, 1], [1, -1]])), lo=np.array([2, 0]),
     ...                hi=np.array([2, 0]), ub=np.array([5, 5]))
@@ -343,7 +347,7 @@ def tighten(prog: IntProgram, time_limit: float = 10.0) -> tuple[np.ndarray, np.
     par.max_time_in_seconds = float(time_limit)
     par.catch_sigint_signal = False
     with stoppable(solver):
-        st = solver.solve(build_cpsat(prog)).name
+        st = solver.solve(model or build_cpsat(prog)).name
     if st in ("INFEASIBLE", "MODEL_INVALID"):
         return None
     doms = solver.response.tightened_variables
@@ -406,6 +410,16 @@ class Extensible:
         self._cpsat: Any = None  # a HiGHS-backed program's CP-SAT model, for joint proofs
         self._relaxation: Relaxation | None = None
         self._lp = prog if lp is None else lp
+
+    def tighten(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """:func:`tighten` on the base program, its model cloned instead of built again.
+
+        >>> p = IntProgram(A=sp.csr_matrix(np.array([[1, 1], [1, -1]])), lo=np.array([2, 0]),
+        ...                hi=np.array([2, 0]), ub=np.array([5, 5]))
+        >>> [b.tolist() for b in Extensible(p, SolverOptions()).tighten()]
+        [[1, 1], [1, 1]]
+        """
+        return tighten(self.prog, model=None if self._base is None else self._base.clone())
 
     @property
     def relaxation(self) -> Relaxation:

@@ -343,7 +343,7 @@ def rows_block(A: sp.spmatrix, var_block: np.ndarray) -> np.ndarray:
     return np.where((lo == hi) & (lo >= 0), lo, -1)
 
 
-def presolved(cp: Counts) -> Counts:
+def presolved(cp: Counts, base: Extensible | None = None) -> Counts:
     """``cp`` without the variables every consistent population shares (:func:`tighten`,
     CP-SAT's presolve alone), counts measured from the fixed part ``y0``: key ``k``'s deficit
     ``(c_k - y_k)^+`` becomes ``(c_k - y0_k - G_k x)^+``. On 30 tracts (126,790 persons) of the
@@ -352,9 +352,10 @@ def presolved(cp: Counts) -> Counts:
     core-s there, the same bounds for every block).
 
     ``cp`` is returned unchanged when presolve fails or its bounds would exclude the
-    reconstruction (which satisfies the tables): a guard, never expected to fire."""
+    reconstruction (which satisfies the tables): a guard, never expected to fire. ``base``: a
+    model of ``cp.prog`` already built, presolved from a clone of it."""
     prog, G, c = cp.prog, cp.G, cp.c
-    bounds = tighten(prog)
+    bounds = base.tighten() if base is not None and base.prog is prog else tighten(prog)
     if bounds is None:
         return cp
     lb, ub = bounds
@@ -635,7 +636,7 @@ def block_variability(
         presolve = bool((state == UNKNOWN).any() or (distance and (state == VARIES).any()))
     if presolve:
         tp = time.perf_counter()
-        reduced = presolved(cp)
+        reduced = presolved(cp, base)
         if reduced is not cp:
             cp, base = reduced, None
         spent = time.perf_counter() - tp
