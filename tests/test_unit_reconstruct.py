@@ -434,18 +434,18 @@ def test_block_diagonal_equals_the_blocks_programs_stacked(seed):
 
 
 @pytest.mark.parametrize("differs", [False, True])
-def test_presolve_auto_presolves_only_when_a_block_differs(differs, monkeypatch):
-    """Certification with ``presolve="auto"`` answers exactly as with presolve on and off, and
-    presolves only when its first proof finds a block that differs: a program whose blocks are
-    all unique (the real sample's tracts) pays one proof and no presolve."""
+def test_presolve_answers_as_without_it_from_the_callers_model(differs, monkeypatch):
+    """Certification with presolve answers exactly as without it, and presolves a clone of the
+    caller's model when given one (never building the program again)."""
     import scipy.sparse as sp
 
+    import tabrecon.engine.solvers as S
     import tabrecon.engine.variability as V
-    from tabrecon.engine.solvers import IntProgram, SolverOptions
+    from tabrecon.engine.solvers import Extensible, IntProgram, SolverOptions
 
-    calls: list[int] = []
-    real = V.presolved
-    monkeypatch.setattr(V, "presolved", lambda cp: calls.append(1) or real(cp))
+    built: list[int] = []
+    real = S.build_cpsat
+    monkeypatch.setattr(S, "build_cpsat", lambda p: built.append(p.n_vars) or real(p))
     # two blocks of two variables each; block 0 is x0 + x1 = 2 with x0 = 1 pinned unless differs
     rows = [[1, 1, 0, 0], [0, 0, 1, 1], [0, 0, 1, 0]] + ([] if differs else [[1, 0, 0, 0]])
     b = np.array([2, 1, 1] + ([] if differs else [1]))
@@ -453,15 +453,16 @@ def test_presolve_auto_presolves_only_when_a_block_differs(differs, monkeypatch)
     G = sp.identity(4, format="csr", dtype=np.int64)
     blk = np.array([0, 0, 1, 1])
     got = {}
-    for mode in (True, False, "auto"):
-        calls.clear()
+    for mode in (True, False):
         cp = V.Counts.of(prog, G, np.array([1, 1, 1, 0]), blk, blk, 2)
-        v = V.block_variability(cp, SolverOptions(), coupled=True, presolve=mode)
-        got[mode] = (v.state.tolist(), v.lower.tolist(), v.upper.tolist(), len(calls))
+        base = Extensible(prog, SolverOptions())
+        built.clear()
+        v = V.block_variability(cp, SolverOptions(), coupled=True, presolve=mode, base=base)
+        got[mode] = (v.state.tolist(), v.lower.tolist(), v.upper.tolist())
+        assert 4 not in built  # the whole program is never built again
     want_state = [V.VARIES, V.UNIQUE] if differs else [V.UNIQUE, V.UNIQUE]
-    assert got[True][0] == got[False][0] == got["auto"][0] == want_state
-    assert got[True][1:3] == got[False][1:3] == got["auto"][1:3]
-    assert (got[True][3], got[False][3], got["auto"][3]) == (1, 0, 1 if differs else 0)
+    assert got[True][0] == got[False][0] == want_state
+    assert got[True] == got[False]
 
 
 @pytest.mark.parametrize("level", ["block", "block+tract"])

@@ -494,10 +494,7 @@ def certify_forms(
             distance_time_limit=distance_time_limit,
             escalate=escalate,
             zero_seconds=opts.time_limit,
-            # a tract's program: presolve when its first proof finds a block that differs
-            # (synthetic persons 87 -> 36 s); a block's own: never (housing units at block
-            # level, 4,000 persons: 54-64 s without, 98-101 s with)
-            presolve="auto" if coupled else False,
+            presolve=coupled,  # a tract's program, not a block's (block_variability)
             base=base,
         )
     else:
