@@ -565,10 +565,12 @@ def test_runs_survive_the_release_runner_and_a_file(tmp_path):
             read_units(path, PERSONS)
 
 
-def test_spreading_proofs_give_the_same_verdicts_in_fewer_proofs(monkeypatch):
+def test_spreading_proofs_and_vertices_give_the_same_verdicts_in_fewer_proofs(monkeypatch):
     """The zero test asks each proof for the population in which the most keys fall
-    (:data:`~tabrecon.engine.variability.SPREAD_WORK`): the verdicts and solvar of every
-    block equal those of one-key-at-a-time proofs, in fewer proofs, and twice the same."""
+    (:data:`~tabrecon.engine.variability.SPREAD_WORK`), and of a tract's program first sets
+    aside the blocks that differ in integer vertices of its relaxation
+    (:data:`~tabrecon.engine.variability.ZERO_VERTICES`): the verdicts and solvar of every
+    block equal those of one-key-at-a-time proofs, each in fewer proofs, and twice the same."""
     import tabrecon.engine.variability as V
     from tabrecon.records.synth import synthesize
     from tabrecon.schema import AGEBIN_OF_AGE, PERSONS, person_units
@@ -581,8 +583,9 @@ def test_spreading_proofs_give_the_same_verdicts_in_fewer_proofs(monkeypatch):
         V, "zero_test", lambda *a, **k: proofs.append(zero_test(*a, **k)) or proofs[-1]
     )
 
-    def run(spread: bool) -> tuple[pl.DataFrame, int]:
+    def run(spread: bool, vertices: bool) -> tuple[pl.DataFrame, int]:
         monkeypatch.setattr(V, "SPREAD_WORK", 0.3 if spread else None)
+        monkeypatch.setattr(V, "ZERO_VERTICES", vertices)
         proofs.clear()
         rec = reconstruct_units(
             long,
@@ -593,13 +596,14 @@ def test_spreading_proofs_give_the_same_verdicts_in_fewer_proofs(monkeypatch):
         )
         return rec.blocks.select("geoid", "status", "solvar"), sum(proofs)
 
-    spread, n_spread = run(True)
-    plain, n_plain = run(False)
+    spread, n_spread = run(True, False)
+    plain, n_plain = run(False, False)
+    both, n_both = run(True, True)
     assert (spread["status"] == "varies").sum() > 10
-    assert spread.equals(plain)
-    assert n_spread < n_plain
-    again, n_again = run(True)  # the work limit is CP-SAT's deterministic time
-    assert again.equals(spread) and n_again == n_spread
+    assert spread.equals(plain) and both.equals(plain)
+    assert n_both < n_spread < n_plain
+    again, n_again = run(True, True)  # the work limit is CP-SAT's deterministic time
+    assert again.equals(both) and n_again == n_both
 
 
 def test_certification_with_every_constraint_in_the_lp_gives_the_same_answers(monkeypatch):
