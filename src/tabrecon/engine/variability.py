@@ -491,9 +491,10 @@ def _ascend(
     population, so every shortfall found is a lower bound. True when it meets ``upper[b]``
     (the block is proven: ``upper[b]`` set to it).
 
-    On 30 tracts of a 1,000,096-person state the one vertex left 62 of 138 open blocks to a
-    CP-SAT search (33 ms each); with the ascent 55 of 138 blocks, in place of the joint
-    maximisation of all open blocks (1.2 s): distances 5.4 -> 4.2 CPU s."""
+    On 30 tracts of a 1,000,096-person state: after a joint CP-SAT maximisation of the open
+    blocks (1.2 s in all) and one vertex a block, 62 blocks were left to a CP-SAT search (33 ms
+    each); after one joint vertex (:func:`distances`) and the ascent, 55: distances 5.4 -> 4.2
+    CPU s."""
     short = np.ones(c.size, dtype=bool)  # the keys counted: all, then those that fell short
     first = True
     while short.any():
