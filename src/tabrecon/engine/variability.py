@@ -191,7 +191,7 @@ def zero_test(
     while vertices and (state == UNKNOWN).any():
         act = np.flatnonzero((c > 0) & (state[key_block] == UNKNOWN))
         x = base.relaxation.vertex(np.asarray(G[act].sum(axis=0)).ravel()) if act.size else None
-        if x is None or not set_aside(x[:n_vars]):
+        if x is None or not set_aside(x):  # a vertex of the base program: its variables only
             break
     while (state == UNKNOWN).any():
         left = None if seconds is None else seconds - (time.perf_counter() - t0)
