@@ -226,12 +226,14 @@ def test_synthetic_county_distances_equal_the_textbook_formulation(
 )
 def test_tightened_bounds_keep_every_feasible_solution(spec):
     """Presolve's bounds (what certification drops fixed variables by) must hold for *every*
-    feasible point, not only for one optimal one: enumerated against all points of a small box."""
+    feasible point, not only for one optimal one: enumerated against all points of a small box.
+    So must those a solve of the program keeps (``keep_bounds``: a tract's reconstruction hands
+    them to its certification)."""
     import itertools
 
     import scipy.sparse as sp
 
-    from tabrecon.engine.solvers import IntProgram, tighten
+    from tabrecon.engine.solvers import Extensible, IntProgram, SolverOptions, tighten
 
     n, rows, bounds, ub = spec
     A = np.array(rows, dtype=np.int64)
@@ -244,12 +246,15 @@ def test_tightened_bounds_keep_every_feasible_solution(spec):
         if ((A @ np.array(x) >= lo) & (A @ np.array(x) <= hi)).all()
     ]
     got = tighten(prog)
+    ext = Extensible(prog, SolverOptions(), keep_bounds=True)
+    sol = ext.solve_base()
     if not feasible:
+        assert not sol.has_solution and sol.bounds is None
         return  # None or any bounds: nothing to keep
-    assert got is not None
-    tlb, tub = got
+    assert got is not None and sol.bounds is not None
     pts = np.array(feasible)
-    assert (pts >= tlb).all() and (pts <= tub).all()
+    for tlb, tub in (got, sol.bounds, ext.tighten()):
+        assert (pts >= tlb).all() and (pts <= tub).all()
 
 
 @settings(max_examples=120, deadline=None)
@@ -317,6 +322,35 @@ def test_certification_without_presolved_bounds_is_unchanged(small_md, bounds, m
     monkeypatch.setattr(variability_module, "tighten", fake)
     got = certify(ts, rec, "block+tract").blocks
     assert got.equals(want)
+
+
+def test_a_tract_certified_in_its_reconstruction_reads_the_bounds_its_solve_kept(
+    small_md, monkeypatch
+):
+    """Certifying inside the reconstruction, a tract's presolve is its solve's own (the solve
+    kept every feasible solution and the bounds it derived): no presolve of its own, and the
+    same verdicts and solvar as certifying those records apart, which presolves anew."""
+    import tabrecon.engine.solvers as solvers_module
+    import tabrecon.engine.variability as variability_module
+
+    ts = tabulate(small_md)
+    calls: list[int] = []
+    real = solvers_module.tighten
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(solvers_module, "tighten", counted)
+    monkeypatch.setattr(variability_module, "tighten", counted)
+    rec = reconstruct(ts, "block+tract", certify=True, distance=True)
+    assert not calls
+    cols = ["block_geoid", "status", "solvar", "solvar_lo", "solvar_hi", "proven"]
+    got = rec.blocks.select(cols).sort("block_geoid")
+    want = certify(ts, rec.records, "block+tract", distance=True).blocks.select(cols)
+    assert calls  # apart, each tract is presolved
+    assert (got["status"] == "varies").sum() >= 10
+    assert got.equals(want.sort("block_geoid"))
 
 
 @pytest.mark.parametrize("level", ["block", "block+tract"])

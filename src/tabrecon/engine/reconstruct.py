@@ -339,7 +339,10 @@ def reconstruct_units(
         else:
             assert Wt is not None and Wtc is not None and vt is not None
             prog, adms, *_rows = tract_program(W, Wc, V[bs], Wt, Wtc, vt)
-        base = Extensible(prog, opts)  # built once: the solve and the uniqueness proof clone it
+        # built once: the solve and the uniqueness proof clone it. A tract's program keeps the
+        # bounds its solve's presolve derives, which certification's presolve reads instead of
+        # presolving again (a block's own program is not presolved there: block_variability)
+        base = Extensible(prog, opts, keep_bounds=vt is not None)
         share = 1.0 / len(bs)
         nan = (np.nan, np.nan, np.nan)
         if ref_pos is not None and ref_geo is not None:

@@ -123,10 +123,21 @@ class Solution:
     seconds: float = 0.0
     backend: str = ""
     info: dict = field(default_factory=dict)
+    #: a CP-SAT response holding the domains its presolve derived (``bounds`` asked of
+    #: :func:`solve_cpsat_model`), read only when :attr:`bounds` is
+    response: Any = field(default=None, repr=False)
 
     @property
     def has_solution(self) -> bool:
         return self.x is not None and self.status in (SolveStatus.OPTIMAL, SolveStatus.FEASIBLE)
+
+    @property
+    def bounds(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """Every feasible solution's variable bounds (lb, ub) as the solve's presolve derived
+        them, where it was asked to keep every feasible solution; else None."""
+        if self.response is None or self.x is None:
+            return None
+        return _tightened(self.response, self.x.size)
 
 
 def _add_vars(proto, lb: np.ndarray, ub: np.ndarray) -> None:
@@ -350,14 +361,26 @@ def tighten(
         st = solver.solve(model or build_cpsat(prog)).name
     if st in ("INFEASIBLE", "MODEL_INVALID"):
         return None
-    doms = solver.response.tightened_variables
-    if len(doms) != prog.n_vars:
+    return _tightened(solver.response, prog.n_vars)
+
+
+def _tightened(response: Any, n_vars: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """The hull of each variable's domain as CP-SAT's presolve left it (``response`` of a solve
+    with ``fill_tightened_domains_in_response``): (lb, ub), None when it reports none."""
+    doms = response.tightened_variables
+    if len(doms) != n_vars:
         return None
-    # a domain is [lo, hi] or, with holes, [lo1, hi1, lo2, hi2, ...]: its hull is kept
-    # (the repeated field takes no negative index)
-    lb = np.fromiter((d.domain[0] for d in doms), dtype=np.int64, count=prog.n_vars)
-    ub = np.fromiter((d.domain[len(d.domain) - 1] for d in doms), dtype=np.int64, count=prog.n_vars)
-    return lb, ub
+    # a domain is [lo, hi] or, with holes, [lo1, hi1, lo2, hi2, ...]: its hull is kept (the
+    # repeated field takes no negative index); one pass, each domain read once (half the time
+    # of two passes: 0.4 s over 30 tracts' 125,000 variables)
+    out = np.empty(2 * n_vars, dtype=np.int64)
+    i = 0
+    for d in doms:
+        dom = d.domain
+        out[i] = dom[0]
+        out[i + 1] = dom[len(dom) - 1]
+        i += 2
+    return out[0::2].copy(), out[1::2].copy()
 
 
 def independent_rows(prog: IntProgram, tol: float = 1e-9) -> np.ndarray:
@@ -402,14 +425,30 @@ class Extensible:
 
     CP-SAT: the base model is built once and cloned (in C++) for every solve, so only the extra rows
     are filled from Python. HiGHS: the extended program is passed whole (array-based anyway).
+
+    ``keep_bounds``: :meth:`solve_base` without an objective keeps every feasible solution
+    through its presolve and remembers the bounds it derived, which :meth:`tighten` then
+    returns instead of presolving again (a tract's reconstruction and its certification: the
+    same domains on 30 tracts of a synthetic state, 1.2 CPU s of presolve saved). Its solution
+    may differ from the default solve's (an equally consistent one), so the flag is the
+    program's, not the caller's: every solve of such a program gives the same.
     """
 
-    def __init__(self, prog: IntProgram, opts: SolverOptions, lp: IntProgram | None = None) -> None:
+    def __init__(
+        self,
+        prog: IntProgram,
+        opts: SolverOptions,
+        lp: IntProgram | None = None,
+        *,
+        keep_bounds: bool = False,
+    ) -> None:
         self.prog, self.opts = prog, opts
         self._base = build_cpsat(prog) if opts.backend != "highs" else None
         self._cpsat: Any = None  # a HiGHS-backed program's CP-SAT model, for joint proofs
         self._relaxation: Relaxation | None = None
         self._lp = prog if lp is None else lp
+        self._keep_bounds = keep_bounds and prog.c is None
+        self._bounded: Solution | None = None  # the base's solve that kept its bounds
 
     def tighten(self) -> tuple[np.ndarray, np.ndarray] | None:
         """:func:`tighten` on the base program, its model cloned instead of built again.
@@ -419,6 +458,10 @@ class Extensible:
         >>> [b.tolist() for b in Extensible(p, SolverOptions()).tighten()]
         [[1, 1], [1, 1]]
         """
+        if self._bounded is not None:  # derived by the base's own solve (``keep_bounds``)
+            got = self._bounded.bounds
+            if got is not None:
+                return got
         return tighten(self.prog, model=None if self._base is None else self._base.clone())
 
     @property
@@ -520,7 +563,11 @@ class Extensible:
         m = self._base.clone()
         if c is not None:
             _set_objective(m.proto, np.asarray(c), maximize)
-        return solve_cpsat_model(m, self.prog.n_vars, o, t0, maximize, work_limit)
+        keep = self._keep_bounds and c is None
+        sol = solve_cpsat_model(m, self.prog.n_vars, o, t0, maximize, work_limit, bounds=keep)
+        if sol.response is not None:
+            self._bounded = sol
+        return sol
 
     def solve_some_differs(
         self, rows: sp.csr_matrix, values: np.ndarray, time_limit: float | None = None
@@ -840,7 +887,11 @@ def solve_cpsat_model(
     t0: float,
     maximize: bool = False,
     work_limit: float | None = None,
+    bounds: bool = False,
 ) -> Solution:
+    """Solve a CP-SAT model under ``opts``. ``bounds`` (a model without objective): presolve
+    keeps every feasible solution and the variables' domains it derived are returned as
+    :attr:`Solution.bounds` (what :func:`tighten` would find, from this solve's presolve)."""
     solver = CpsatSolver()
     solver.parameters.num_workers = max(1, opts.threads)
     solver.parameters.random_seed = opts.seed
@@ -854,13 +905,17 @@ def solve_cpsat_model(
         solver.parameters.cp_model_probing_level = 0
     if opts.linearization is not None:
         solver.parameters.linearization_level = opts.linearization
+    has_obj = m.has_objective()
+    bounds = bounds and not has_obj  # an objective's dual reductions cut feasible solutions
+    if bounds:
+        solver.parameters.keep_all_feasible_solutions_in_presolve = True
+        solver.parameters.fill_tightened_domains_in_response = True
     with stoppable(solver):
         name = solver.solve(m).name
     res = solver.response
     x = None
     if name in ("OPTIMAL", "FEASIBLE"):
         x = np.asarray(res.solution, dtype=np.int64)[:n_vars]
-    has_obj = m.has_objective()
     status = {
         "OPTIMAL": SolveStatus.OPTIMAL,
         "FEASIBLE": SolveStatus.FEASIBLE if has_obj else SolveStatus.OPTIMAL,
@@ -877,7 +932,16 @@ def solve_cpsat_model(
     obj = bound = None
     if has_obj and x is not None:
         obj, bound = res.objective_value, res.best_objective_bound
-    return Solution(status, x, obj, bound, time.perf_counter() - t0, "cpsat", {"raw": name})
+    return Solution(
+        status,
+        x,
+        obj,
+        bound,
+        time.perf_counter() - t0,
+        "cpsat",
+        {"raw": name},
+        response=res if bounds and x is not None else None,
+    )
 
 
 def _highs_lp(prog: IntProgram, cost: np.ndarray, integer: bool) -> Any:
