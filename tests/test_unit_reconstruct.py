@@ -456,6 +456,7 @@ def test_presolve_answers_as_without_it_from_the_callers_model(differs, monkeypa
     for mode in (True, False):
         cp = V.Counts.of(prog, G, np.array([1, 1, 1, 0]), blk, blk, 2)
         base = Extensible(prog, SolverOptions())
+        base.solve_base()  # as the reconstruction does first: its model is built then
         built.clear()
         v = V.block_variability(cp, SolverOptions(), coupled=True, presolve=mode, base=base)
         got[mode] = (v.state.tolist(), v.lower.tolist(), v.upper.tolist())
