@@ -412,6 +412,45 @@ def test_a_relaxation_vertex_closes_blocks_before_their_searches(small_md, monke
     assert got.equals(want) and got["proven"].all()
 
 
+def test_own_rows_populations_extended_to_the_tract_close_blocks_without_a_search(
+    small_md, monkeypatch
+):
+    """A block still open after the joint vertex gets its own-rows maximum (a population of
+    the block alone at its upper bound) extended to the whole tract by a vertex of the
+    relaxation with the block's variables fixed (``_complete``); integer, that is a population
+    meeting the bound, so the block is proven without its ascent or a search. The verdicts and
+    solvar are those without it, in fewer searches."""
+    import tabrecon.engine.variability as variability_module
+
+    ts = tabulate(small_md)
+    rec = reconstruct(ts, "block+tract").records
+    searches: list[int] = []
+    closed: list[int] = []
+    search, complete = variability_module.search_shortfall, variability_module._complete
+
+    def counted(*a, **k):
+        searches.append(1)
+        return search(*a, **k)
+
+    def closing(rel, own, kept, cp, Gk, is_open, lower, upper):
+        before = int(is_open.sum())
+        complete(rel, own, kept, cp, Gk, is_open, lower, upper)
+        closed.append(before - int(is_open.sum()))
+
+    monkeypatch.setattr(variability_module, "search_shortfall", counted)
+    monkeypatch.setattr(variability_module, "_complete", closing)
+    monkeypatch.setattr(variability_module, "OWN_ROWS_LIMIT", 30.0)  # proven on a loaded machine
+    cols = ["block_geoid", "status", "solvar", "solvar_lo", "solvar_hi", "proven"]
+    got = certify(ts, rec, "block+tract", distance=True).blocks.select(cols)
+    with_it = len(searches)
+    searches.clear()
+    monkeypatch.setattr(variability_module, "COMPLETE", False)
+    want = certify(ts, rec, "block+tract", distance=True).blocks.select(cols)
+    assert sum(closed) >= 1
+    assert with_it < len(searches)
+    assert got.equals(want) and got["proven"].all()
+
+
 def test_the_ascent_counts_least_the_keys_that_fell_short_while_the_shortfall_grows():
     """``_ascend``: the vertex counting all the block's keys least, then the one counting least
     those that fell short in it, while the shortfall grows; each integer vertex's shortfall a

@@ -641,7 +641,9 @@ def test_certification_with_every_constraint_in_the_lp_gives_the_same_answers(mo
         return rec.blocks.select("geoid", "status", "solvar")
 
     full = run(2)
-    assert levels.count(2) >= 5  # the zero test's proofs and the distances
+    # the zero test's proofs and the distances (fewer since own-rows populations extended to
+    # the tract close most blocks without a search: 4 on this county)
+    assert levels.count(2) >= 3
     plain = run(None)
     assert 2 not in levels
     assert (full["status"] == "varies").sum() > 10

@@ -693,6 +693,31 @@ class Relaxation:
         self._objective(np.arange(n, dtype=np.int32), np.asarray(c, dtype=float))
         return None if self._optimum(maximize) is None else self._integer_point()
 
+    def vertex_fixing(
+        self, cols: np.ndarray, values: np.ndarray, c: np.ndarray, maximize: bool = False
+    ) -> np.ndarray | None:
+        """:meth:`vertex` with the variables ``cols`` fixed at ``values`` for this one solve
+        (their bounds restored after): an integer solution that extends that partial one,
+        when the relaxation's optimum is integer, else None.
+
+        >>> p = IntProgram(A=sp.csr_matrix(np.array([[1, 1, 1]])), lo=np.array([3]),
+        ...                hi=np.array([3]), ub=np.array([3, 3, 3]))
+        >>> r = Relaxation(p)
+        >>> r.vertex_fixing(np.array([0]), np.array([2]), np.array([0, 1, 0])).tolist()
+        [2, 0, 1]
+        >>> r.vertex(np.array([0, 1, 0])).tolist()[1]   # unfixed again
+        0
+        """
+        cols = np.asarray(cols, dtype=np.int32)
+        lb = np.zeros(cols.size) if self.prog.lb is None else self.prog.lb[cols].astype(float)
+        ub = self.prog.ub[cols].astype(float)
+        v = np.asarray(values, dtype=float)
+        self._h.changeColsBounds(cols.size, cols, v, v)
+        try:
+            return self.vertex(c, maximize)
+        finally:
+            self._h.changeColsBounds(cols.size, cols, lb, ub)
+
     def settled(
         self, C: sp.csr_matrix, m: np.ndarray, seconds: float | None = None
     ) -> tuple[np.ndarray, list[np.ndarray], int]:

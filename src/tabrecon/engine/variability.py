@@ -417,8 +417,10 @@ def distances(
        other histogram) and what that fixes removed; the vertex of its relaxation that counts
        the open blocks' keys least gives each a lower bound (its shortfall in that population,
        where the vertex is integer), which closes the blocks whose own-rows bound it meets;
-       then 3. per block still open, an ascent over the relaxation's vertices
-       (:func:`_ascend`), and one search where the bounds still do not meet."""
+       then each open block's own-rows population extended to the whole program
+       (:func:`_complete`, :data:`COMPLETE`), which closes it where it extends; then 3. per
+       block still open, an ascent over the relaxation's vertices (:func:`_ascend`), and one
+       search where the bounds still do not meet."""
     p, G, c, ymax, key_block = cp.prog, cp.G, cp.c, cp.ymax, cp.key_block
     nb = state.size
     upper = np.where(state == UNIQUE, 0, cp.N).astype(np.int64)
@@ -431,10 +433,12 @@ def distances(
 
     own_opts = capped(opts, OWN_ROWS_LIMIT) if coupled else opts
     todo = varying
+    own = None
     if varying.size > 1:  # every varying block on its own rows at once (see _own_rows_at_once)
         # as long as the blocks' own searches could take in all (coupled: OWN_ROWS_LIMIT each)
-        got = _own_rows_at_once(cp, varying, capped(opts, OWN_ROWS_LIMIT * varying.size))
-        if got is not None:
+        own = _own_rows_at_once(cp, varying, capped(opts, OWN_ROWS_LIMIT * varying.size))
+        if own is not None:
+            got = own[0]
             upper[varying] = np.minimum(upper[varying], got)
             if not coupled:  # each block's own search is the whole question: exact
                 lower[varying] = np.maximum(lower[varying], got)
@@ -471,6 +475,8 @@ def distances(
             got = np.bincount(key_block, weights=np.maximum(c - Gk @ x, 0), minlength=nb)
             lower[is_open] = np.maximum(lower[is_open], got[is_open].astype(np.int64))
             is_open &= lower < upper
+        if COMPLETE and own is not None and is_open.any():
+            _complete(shared.relaxation, own, kept, cp, Gk, is_open, lower, upper)
         for b in np.flatnonzero(is_open):
             kb = keys_of(np.array([b]))
             if _ascend(shared.relaxation, Gk[kb], c[kb], lower, upper, int(b)):
@@ -481,6 +487,52 @@ def distances(
             lower[b] = max(lower[b], lo_b)
             upper[b] = lower[b] if exact else min(upper[b], hi_b)
     return upper
+
+
+#: In :func:`distances` (coupled), before each open block's ascent: its own-rows maximum (a
+#: population of the block alone, at the block's upper bound) extended to the whole program
+#: by a vertex of the relaxation with the block's variables fixed; integer, it is a population
+#: that meets the bound, and the block is proven. On 30 tracts of a 1,000,096-person state:
+#: 132 of 153 blocks closed so, 48 -> 24 CP-SAT searches, certification 5.5 -> 3.9 CPU s.
+#: False: the ascent and the searches alone (a benchmark's baseline).
+COMPLETE = True
+
+
+def _complete(
+    rel: Relaxation,
+    own: tuple[np.ndarray, np.ndarray, np.ndarray],
+    kept: np.ndarray,
+    cp: Counts,
+    Gk: sp.csr_matrix,
+    is_open: np.ndarray,
+    lower: np.ndarray,
+    upper: np.ndarray,
+) -> None:
+    """Close open blocks at their own-rows bound: for each block ``is_open`` marks, the
+    population :func:`_own_rows_at_once` found for it on its own rows (``own``: the
+    per-block bounds, ``cp.prog``'s columns and their values) fixed in the relaxation ``rel``
+    of the reduced program (whose columns are ``cp.prog``'s ``kept``; ``Gk``: the keys' forms
+    over them), and a vertex sought. An integer vertex is a population of the whole program:
+    every open block's shortfall in it is a lower bound, and a block whose bound it meets is
+    proven (``lower``, ``upper`` and ``is_open`` updated in place)."""
+    nb = is_open.size
+    _, cols, x = own
+    pos = np.minimum(np.searchsorted(kept, cols), max(kept.size - 1, 0))
+    inside = kept[pos] == cols if kept.size else np.zeros(cols.size, dtype=bool)
+    vb = cp.var_block[cols]
+    zero = np.zeros(kept.size)
+    for b in np.flatnonzero(is_open):
+        if not is_open[b]:  # closed by an earlier block's population
+            continue
+        sel = inside & (vb == b)
+        y = rel.vertex_fixing(pos[sel], x[sel], zero)
+        if y is None:
+            continue
+        got = np.bincount(cp.key_block, weights=np.maximum(cp.c - Gk @ y, 0), minlength=nb)
+        lower[is_open] = np.maximum(lower[is_open], got[is_open].astype(np.int64))
+        closed = is_open & (lower >= upper)
+        upper[closed] = lower[closed]
+        is_open &= ~closed
 
 
 def _ascend(
@@ -517,7 +569,9 @@ def _ascend(
     return False
 
 
-def _own_rows_at_once(cp: Counts, blocks: np.ndarray, opts: SolverOptions) -> np.ndarray | None:
+def _own_rows_at_once(
+    cp: Counts, blocks: np.ndarray, opts: SolverOptions
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """Each of ``blocks``' largest shortfall on its own rows and variables (what
     :func:`distances` asks of every varying block first), from one maximisation of their sum:
     the blocks' programs share nothing, so an optimal sum is every block at its own maximum.
@@ -553,9 +607,8 @@ def _own_rows_at_once(cp: Counts, blocks: np.ndarray, opts: SolverOptions) -> np
     if not proven or x is None:
         return None
     short = np.maximum(cp.c[keys] - Gk @ x, 0)
-    return np.bincount(cp.key_block[keys], weights=short, minlength=cp.N.size)[blocks].astype(
-        np.int64
-    )
+    per_block = np.bincount(cp.key_block[keys], weights=short, minlength=cp.N.size)
+    return per_block[blocks].astype(np.int64), cols, x
 
 
 @dataclass
