@@ -267,23 +267,26 @@ def test_tightened_bounds_keep_every_feasible_solution(spec):
                 min_size=1,
                 max_size=5,
             ),
-            st.lists(st.tuples(st.integers(-4, 6), st.integers(0, 3)), min_size=5, max_size=5),
+            st.lists(st.tuples(st.integers(-4, 6), st.integers(0, 3)), min_size=8, max_size=8),
             st.lists(st.integers(0, 3), min_size=n, max_size=n),
             st.lists(st.integers(0, 1), min_size=n, max_size=n),
+            st.integers(0, 3),
         )
     )
 )
 def test_reduced_rows_keep_exactly_the_integer_solutions(spec):
     """The rows and bounds a CP-SAT model is filled with (:func:`reduce_rows`: one-variable
-    rows as bounds, forcing rows as fixings, satisfied rows dropped) admit exactly the points
-    the whole program admits, enumerated over a small box; a contradiction is left whole."""
+    rows as bounds, forcing rows as fixings, satisfied rows dropped, repeated rows as one with
+    the tightest bounds) admit exactly the points the whole program admits, enumerated over a
+    small box; a contradiction is left whole."""
     import itertools
 
     import scipy.sparse as sp
 
     from tabrecon.engine.solvers import IntProgram, reduce_rows
 
-    n, rows, bounds, ub, lb = spec
+    n, rows, bounds, ub, lb, repeats = spec
+    rows = rows + rows[:repeats]  # a row published again, with bounds of its own
     A = np.array(rows, dtype=np.int64)
     lo = np.array([b[0] for b in bounds[: len(rows)]], dtype=np.int64)
     hi = lo + np.array([b[1] for b in bounds[: len(rows)]], dtype=np.int64)
@@ -299,8 +302,8 @@ def test_reduced_rows_keep_exactly_the_integer_solutions(spec):
     if got is None:
         assert not every  # left whole only when no point fits
         return
-    keep, rlb, rub = got
-    assert points(A[keep], lo[keep], hi[keep], rlb, rub) == every
+    keep, rlo, rhi, rlb, rub = got
+    assert points(A[keep], rlo[keep], rhi[keep], rlb, rub) == every
 
 
 @pytest.mark.parametrize("bounds", ["none", "exclude_the_reconstruction"])

@@ -176,24 +176,35 @@ def _activity(A: sp.csr_matrix, lb: np.ndarray, ub: np.ndarray) -> tuple[np.ndar
     return np.asarray(low.sum(axis=1)).ravel(), np.asarray(high.sum(axis=1)).ravel()
 
 
-def reduce_rows(prog: IntProgram) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-    """The rows a solver needs and tighter variable bounds, with the same integer solutions:
-    ``(keep, lb, ub)``, or None where the bounds already contradict (the program is left whole,
-    for the solver to report it infeasible) or a row's value could overflow 64 bits.
+def reduce_rows(
+    prog: IntProgram,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+    """The rows a solver needs, their bounds and tighter variable bounds, with the same integer
+    solutions: ``(keep, lo, hi, lb, ub)``, or None where the bounds already contradict (the
+    program is left whole, for the solver to report it infeasible) or a row's value could
+    overflow 64 bits.
 
-    Three reductions every presolve makes, done on the arrays before a model is filled (a
+    Four reductions every presolve makes, done on the arrays before a model is filled (a
     CP-SAT model is filled row by row from Python, about 10 us a row, and cloned for every
     search of a certification): a row of one variable becomes that variable's bounds; a row
     whose least value over the bounds is its upper bound (or whose greatest is its lower bound:
     a published zero over counts) holds every variable at the bound that gives it; a row that
-    every point of the bounds satisfies is dropped. A tract's count model on the real sample
-    keeps 879 of its 406,560 rows.
+    every point of the bounds satisfies is dropped; rows of the same variables and coefficients
+    (one count published in several tables) become one, held to the tightest of their bounds
+    (:func:`_same_rows`). A tract's count model on the real sample keeps 879 of its 406,560
+    rows; on 30 tracts of a synthetic state, 39% of the rows every model kept were such
+    repeats.
 
     >>> p = IntProgram(A=sp.csr_matrix(np.array([[2, 0, 0], [0, 1, 1], [1, 1, 1]])),
     ...                lo=np.array([4, 0, 2]), hi=np.array([5, 0, 9]), ub=np.array([9, 9, 9]))
-    >>> keep, lb, ub = reduce_rows(p)
+    >>> keep, lo, hi, lb, ub = reduce_rows(p)
     >>> keep.tolist(), lb.tolist(), ub.tolist()
     ([False, False, False], [2, 0, 0], [2, 0, 0])
+    >>> p = IntProgram(A=sp.csr_matrix(np.array([[1, 1, 0], [0, 1, 1], [1, 1, 0]])),
+    ...                lo=np.array([1, 1, 0]), hi=np.array([4, 2, 3]), ub=np.array([3, 3, 3]))
+    >>> keep, lo, hi, lb, ub = reduce_rows(p)   # rows 0 and 2 are one: 1 <= x0 + x1 <= 3
+    >>> keep.tolist(), lo[keep].tolist(), hi[keep].tolist()
+    ([True, True, False], [1, 1], [3, 2])
     """
     A = prog.A.tocsr()
     lo, hi = prog.lo.astype(np.int64), prog.hi.astype(np.int64)
@@ -229,7 +240,57 @@ def reduce_rows(prog: IntProgram) -> tuple[np.ndarray, np.ndarray, np.ndarray] |
     if (new_lb > new_ub).any():
         return None
     least, most = _activity(A, new_lb, new_ub)
-    return ~((least >= lo) & (most <= hi)), new_lb, new_ub
+    keep = ~((least >= lo) & (most <= hi))
+    rows = np.flatnonzero(keep)
+    rep = rows[_same_rows(A[rows])]  # each kept row's first repeat (itself when none)
+    lo, hi = lo.copy(), hi.copy()
+    np.maximum.at(lo, rep, lo[rows])
+    np.minimum.at(hi, rep, hi[rows])
+    if (lo[rep] > hi[rep]).any():
+        return None
+    keep[rows[rep != rows]] = False
+    return keep, lo, hi, new_lb, new_ub
+
+
+def _same_rows(A: sp.csr_matrix) -> np.ndarray:
+    """For each row of ``A``, the first row with exactly its variables and coefficients (its
+    own index where it is the first). Rows are grouped by two 64-bit hashes of their entries
+    and their length, and each pair is then compared entry by entry, so a hash collision can
+    only leave two rows apart, never join different ones.
+
+    >>> A = sp.csr_matrix(np.array([[1, 2, 0], [0, 1, 1], [1, 2, 0], [0, 1, 1], [1, 0, 0]]))
+    >>> _same_rows(A).tolist()
+    [0, 1, 0, 1, 4]
+    """
+    n = A.shape[0]
+    first = np.arange(n)
+    if n < 2:
+        return first
+    A = A if A.has_sorted_indices else A.sorted_indices()
+    nnz = np.diff(A.indptr)
+    j, a = A.indices, A.data.astype(np.int64)
+    weights = np.random.default_rng(0x5EED).integers(1, 1 << 62, size=(2, A.shape[1]))
+    row = np.repeat(np.arange(n), nnz)
+    h = np.zeros((2, n), dtype=np.int64)
+    with np.errstate(over="ignore"):
+        for i in (0, 1):  # int64 sums wrap: a hash modulo 2^64
+            np.add.at(h[i], row, a * weights[i][j] + j)
+    order = np.lexsort((np.arange(n), h[1], h[0], nnz))
+    new = np.ones(n, dtype=bool)
+    new[1:] = (np.diff(nnz[order]) != 0) | (np.diff(h[0][order]) != 0)
+    new[1:] |= np.diff(h[1][order]) != 0
+    head = order[np.maximum.accumulate(np.where(new, np.arange(n), 0))]
+    cand = np.flatnonzero(head != order)  # positions whose group began with another row
+    if cand.size:
+        r, p = order[cand], head[cand]
+        k = nnz[r]
+        pair = np.repeat(np.arange(cand.size), k)
+        step = np.arange(k.sum()) - np.repeat(np.cumsum(k) - k, k)
+        er, ep = np.repeat(A.indptr[r], k) + step, np.repeat(A.indptr[p], k) + step
+        differs = np.bincount(pair, weights=(j[er] != j[ep]) | (a[er] != a[ep]), minlength=r.size)
+        same = differs == 0
+        first[r[same]] = p[same]
+    return first
 
 
 class CpsatModel:
@@ -320,9 +381,9 @@ def build_cpsat(prog: IntProgram) -> CpsatModel:
         _add_vars(m.proto, lb, prog.ub.astype(np.int64))
         _add_rows(m.proto, prog.A.tocsr(), prog.lo, prog.hi)
     else:
-        keep, lb, ub = reduced
+        keep, lo, hi, lb, ub = reduced
         _add_vars(m.proto, lb, ub)
-        _add_rows(m.proto, prog.A.tocsr()[keep], prog.lo[keep], prog.hi[keep])
+        _add_rows(m.proto, prog.A.tocsr()[keep], lo[keep], hi[keep])
     if prog.c is not None:
         _set_objective(m.proto, prog.c, prog.maximize)
     return m
