@@ -19,6 +19,22 @@ from tabrecon.metrics.agreement import agree
 from tabrecon.schema import CODE_OF_BITS, from_arrays
 from tabrecon.tables.persons import tabulate
 
+
+def counting(monkeypatch, name, *modules):
+    """``name`` in each of ``modules`` replaced by a wrapper that counts its calls (the first
+    module's function is called): the list the calls are appended to."""
+    calls: list[int] = []
+    real = getattr(modules[0], name)
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    for m in modules:
+        monkeypatch.setattr(m, name, counted)
+    return calls
+
+
 W_B = int(CODE_OF_BITS[0b000011])  # White + Black
 W_AIAN = int(CODE_OF_BITS[0b000101])  # White + AIAN
 
@@ -337,15 +353,7 @@ def test_a_tract_certified_in_its_reconstruction_reads_the_bounds_its_solve_kept
     import tabrecon.engine.variability as variability_module
 
     ts = tabulate(small_md)
-    calls: list[int] = []
-    real = solvers_module.tighten
-
-    def counted(*args, **kwargs):
-        calls.append(1)
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(solvers_module, "tighten", counted)
-    monkeypatch.setattr(variability_module, "tighten", counted)
+    calls = counting(monkeypatch, "tighten", solvers_module, variability_module)
     rec = reconstruct(ts, "block+tract", certify=True, distance=True)
     assert not calls
     cols = ["block_geoid", "status", "solvar", "solvar_lo", "solvar_hi", "proven"]
@@ -397,14 +405,7 @@ def test_a_relaxation_vertex_closes_blocks_before_their_searches(small_md, monke
 
     ts = tabulate(small_md)
     rec = reconstruct(ts, "block+tract").records
-    searches: list[int] = []
-    search = variability_module.search_shortfall
-
-    def counted(*a, **k):
-        searches.append(1)
-        return search(*a, **k)
-
-    monkeypatch.setattr(variability_module, "search_shortfall", counted)
+    searches = counting(monkeypatch, "search_shortfall", variability_module)
     cols = ["block_geoid", "status", "solvar", "solvar_lo", "solvar_hi", "proven"]
     got = certify(ts, rec, "block+tract", distance=True).blocks.select(cols)
     with_vertices = len(searches)
@@ -427,20 +428,15 @@ def test_own_rows_populations_extended_to_the_tract_close_blocks_without_a_searc
 
     ts = tabulate(small_md)
     rec = reconstruct(ts, "block+tract").records
-    searches: list[int] = []
     closed: list[int] = []
-    search, complete = variability_module.search_shortfall, variability_module._complete
-
-    def counted(*a, **k):
-        searches.append(1)
-        return search(*a, **k)
+    complete = variability_module._complete
 
     def closing(rel, own, kept, cp, Gk, is_open, lower, upper):
         before = int(is_open.sum())
         complete(rel, own, kept, cp, Gk, is_open, lower, upper)
         closed.append(before - int(is_open.sum()))
 
-    monkeypatch.setattr(variability_module, "search_shortfall", counted)
+    searches = counting(monkeypatch, "search_shortfall", variability_module)
     monkeypatch.setattr(variability_module, "_complete", closing)
     monkeypatch.setattr(variability_module, "OWN_ROWS_LIMIT", 30.0)  # proven on a loaded machine
     cols = ["block_geoid", "status", "solvar", "solvar_lo", "solvar_hi", "proven"]
