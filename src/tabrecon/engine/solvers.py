@@ -528,7 +528,7 @@ class Extensible:
         self.prog, self.opts = prog, opts
         self._on_cpsat = opts.backend != "highs"
         # the CP-SAT model, built when first solved (a tract's zero test often needs only the
-        # relaxation's vertices: 23 of 30 tracts built a model for nothing, 0.3 CPU s); shared
+        # relaxation's vertices: 24 of 30 tracts built a model for nothing, 0.3 CPU s); shared
         # with the copies :meth:`using` makes. A HiGHS-backed program's serves joint proofs
         self._models: dict[str, CpsatModel] = {}
         self._relaxation: Relaxation | None = None
