@@ -67,27 +67,50 @@ def max_shortfall(
 
     d_k <= c_k w_k ;  d_k + y_k + M_k w_k <= c_k + M_k ;  maximise sum d, with M_k = ymax_k - c_k
     (w_k = 0 then leaves y_k <= ymax_k, which always holds; the block's population as M made the
-    relaxation so weak that 1,000-person blocks timed out)."""
-    n, nx = c.size, G.shape[1]
-    Mk = ymax - c
+    relaxation so weak that 1,000-person blocks timed out). A key that can never exceed its count
+    (``M_k = 0``) falls short by exactly ``c_k - y_k``: it enters the objective as that linear
+    form, with no ``d_k``, ``w_k`` or rows (80% of the keys of the varying blocks on 30 tracts
+    of a 1,000,096-person state; their own-rows maximum then took 1.51 CPU s against 1.76, the
+    median of three runs each, the same bounds).
+
+    >>> from tabrecon.engine.solvers import IntProgram, SolverOptions
+    >>> p = IntProgram(A=sp.csr_matrix(np.array([[1, 1, 1]])), lo=np.array([2]), hi=np.array([2]),
+    ...                ub=np.array([2, 2, 2]))
+    >>> G = sp.identity(3, format="csr", dtype=np.int64)
+    >>> c, ymax = np.array([1, 1, 0]), np.array([2, 1, 2])   # key 1 never exceeds its count
+    >>> max_shortfall(Extensible(p, SolverOptions()), G, c, ymax)[:3]
+    (2, 2, True)
+    """
+    nx = G.shape[1]
+    c_all, G_all = c, G
+    under = ymax <= c
+    base = int(c[under].sum())
+    gain = -np.asarray(G[np.flatnonzero(under)].sum(axis=0), dtype=np.int64).ravel()
+    keys = np.flatnonzero(~under)
+    G, c, Mk = G[keys], c[keys], ymax[keys] - c[keys]
+    n = c.size
     eye = sp.identity(n, format="csr", dtype=np.int64)
     r1 = sp.hstack([sp.csr_matrix((n, nx), dtype=np.int64), eye, -sp.diags(c, dtype=np.int64)])
     r2 = sp.hstack([G, eye, sp.diags(Mk, dtype=np.int64)])
-    cobj = np.concatenate(
-        [np.zeros(nx, dtype=np.int64), np.ones(n, dtype=np.int64), np.zeros(n, dtype=np.int64)]
-    )
+    cobj = np.concatenate([gain, np.ones(n, dtype=np.int64), np.zeros(n, dtype=np.int64)])
+    constant = n == 0 and not gain.any()  # every population falls short by ``base``
     sol = ext.solve(
         2 * n,
         np.concatenate([c, np.ones(n, dtype=np.int64)]),
         sp.vstack([r1, r2]).tocsr(),
-        np.concatenate([np.full(n, -int(c.max()), dtype=np.int64), np.zeros(n, dtype=np.int64)]),
+        np.concatenate(
+            [np.full(n, -int(c.max(initial=0)), dtype=np.int64), np.zeros(n, dtype=np.int64)]
+        ),
         np.concatenate([np.zeros(n, dtype=np.int64), c + Mk]),
-        c=cobj,
+        c=None if constant else cobj,
         maximize=True,
     )
-    lo = int(round(sol.objective)) if sol.objective is not None else 0
-    hi = int(np.floor(sol.bound + 1e-6)) if sol.bound is not None else int(c.sum())
     x = sol.x[:nx] if sol.x is not None else None  # a feasible population, even on a time-out
+    lo = int(np.maximum(c_all - G_all @ x, 0).sum()) if x is not None else 0
+    if sol.bound is not None:
+        hi = base + int(np.floor(sol.bound + 1e-6))
+    else:
+        hi = lo if constant and x is not None else base + int(c.sum())
     return lo, hi, sol.status == SolveStatus.OPTIMAL, x
 
 
