@@ -495,9 +495,7 @@ def distances(
         ka = keys_of(np.flatnonzero(is_open))
         x = shared.relaxation.vertex(np.asarray(Gk[ka].sum(axis=0)).ravel()) if ka.size else None
         if x is not None:
-            got = np.bincount(key_block, weights=np.maximum(c - Gk @ x, 0), minlength=nb)
-            lower[is_open] = np.maximum(lower[is_open], got[is_open].astype(np.int64))
-            is_open &= lower < upper
+            _raise(cp, Gk, x, is_open, lower, upper)
         if COMPLETE and own is not None and is_open.any():
             _complete(shared.relaxation, own, kept, cp, Gk, is_open, lower, upper)
         for b in np.flatnonzero(is_open):
@@ -510,6 +508,25 @@ def distances(
             lower[b] = max(lower[b], lo_b)
             upper[b] = lower[b] if exact else min(upper[b], hi_b)
     return upper
+
+
+def _raise(
+    cp: Counts,
+    Gk: sp.csr_matrix,
+    x: np.ndarray,
+    is_open: np.ndarray,
+    lower: np.ndarray,
+    upper: np.ndarray,
+) -> None:
+    """The population ``x`` (of the program whose keys' forms are ``Gk``): each open block's
+    shortfall in it is a lower bound of its largest; a block whose bound it meets is proven
+    (``lower``, ``upper`` and ``is_open`` updated in place)."""
+    nb = is_open.size
+    got = np.bincount(cp.key_block, weights=np.maximum(cp.c - Gk @ x, 0), minlength=nb)
+    lower[is_open] = np.maximum(lower[is_open], got[is_open].astype(np.int64))
+    closed = is_open & (lower >= upper)
+    upper[closed] = lower[closed]
+    is_open &= ~closed
 
 
 #: In :func:`distances` (coupled), before each open block's ascent: its own-rows maximum (a
@@ -538,7 +555,6 @@ def _complete(
     over them), and a vertex sought. An integer vertex is a population of the whole program:
     every open block's shortfall in it is a lower bound, and a block whose bound it meets is
     proven (``lower``, ``upper`` and ``is_open`` updated in place)."""
-    nb = is_open.size
     _, cols, x = own
     pos = np.minimum(np.searchsorted(kept, cols), max(kept.size - 1, 0))
     inside = kept[pos] == cols if kept.size else np.zeros(cols.size, dtype=bool)
@@ -549,13 +565,8 @@ def _complete(
             continue
         sel = inside & (vb == b)
         y = rel.vertex_fixing(pos[sel], x[sel], zero)
-        if y is None:
-            continue
-        got = np.bincount(cp.key_block, weights=np.maximum(cp.c - Gk @ y, 0), minlength=nb)
-        lower[is_open] = np.maximum(lower[is_open], got[is_open].astype(np.int64))
-        closed = is_open & (lower >= upper)
-        upper[closed] = lower[closed]
-        is_open &= ~closed
+        if y is not None:
+            _raise(cp, Gk, y, is_open, lower, upper)
 
 
 def _ascend(
