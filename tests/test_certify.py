@@ -496,6 +496,34 @@ def test_own_rows_populations_extended_to_the_tract_close_blocks_without_a_searc
     assert got.equals(want) and got["proven"].all()
 
 
+def test_certification_without_the_lp_presolve_gives_the_same_answers(small_md, monkeypatch):
+    """Certification's relaxations skip HiGHS' presolve (:data:`LP_PRESOLVE`), which only ever
+    ran for each one's first optimum: their vertices may differ, the verdicts and solvar of
+    every block may not; and the relaxations built really run without it."""
+    import tabrecon.engine.solvers as S
+    import tabrecon.engine.variability as variability_module
+
+    ts = tabulate(small_md)
+    rec = reconstruct(ts, "block+tract").records
+    built: list[str] = []
+    init = S.Relaxation.__init__
+
+    def recording(self, prog, presolve=True):
+        init(self, prog, presolve)
+        built.append(self._h.getOptionValue("presolve")[1])
+
+    monkeypatch.setattr(S.Relaxation, "__init__", recording)
+    cols = ["block_geoid", "status", "solvar", "solvar_lo", "solvar_hi", "proven"]
+    got = certify(ts, rec, "block+tract", distance=True).blocks.select(cols)
+    assert built and set(built) == {"off"}
+    built.clear()
+    monkeypatch.setattr(variability_module, "LP_PRESOLVE", True)
+    want = certify(ts, rec, "block+tract", distance=True).blocks.select(cols)
+    assert built and "off" not in built
+    assert (want["status"] == "varies").sum() >= 3
+    assert got.equals(want) and got["proven"].all()
+
+
 def test_the_ascent_counts_least_the_keys_that_fell_short_while_the_shortfall_grows():
     """``_ascend``: the vertex counting all the block's keys least, then the one counting least
     those that fell short in it, while the shortfall grows; each integer vertex's shortfall a

@@ -515,6 +515,9 @@ class Extensible:
     same domains on 30 tracts of a synthetic state, 1.2 CPU s of presolve saved). Its solution
     may differ from the default solve's (an equally consistent one), so the flag is the
     program's, not the caller's: every solve of such a program gives the same.
+
+    ``lp_presolve``: false builds :attr:`relaxation` without HiGHS' presolve, which runs only
+    for its first optimum, from scratch (certification: :data:`LP_PRESOLVE`).
     """
 
     def __init__(
@@ -524,8 +527,10 @@ class Extensible:
         lp: IntProgram | None = None,
         *,
         keep_bounds: bool = False,
+        lp_presolve: bool = True,
     ) -> None:
         self.prog, self.opts = prog, opts
+        self._lp_presolve = lp_presolve
         self._on_cpsat = opts.backend != "highs"
         # the CP-SAT model, built when first solved (a tract's zero test often needs only the
         # relaxation's vertices: 24 of 30 tracts built a model for nothing, 0.3 CPU s); shared
@@ -561,9 +566,9 @@ class Extensible:
     def relaxation(self) -> Relaxation:
         """The base program's linear relaxation (:class:`Relaxation`), built when first used,
         from ``lp`` when given: the program with fewer rows and the same solutions
-        (:func:`independent_rows`)."""
+        (:func:`independent_rows`); without HiGHS' presolve where ``lp_presolve`` is false."""
         if self._relaxation is None:
-            self._relaxation = Relaxation(self._lp)
+            self._relaxation = Relaxation(self._lp, self._lp_presolve)
         return self._relaxation
 
     def solve(
@@ -730,13 +735,15 @@ class Relaxation:
     #: far above the simplex's own tolerance (1e-7 a row), far below the unit of a count
     TOL = 1e-6
 
-    def __init__(self, prog: IntProgram) -> None:
+    def __init__(self, prog: IntProgram, presolve: bool = True) -> None:
         import highspy
 
         self.prog = prog
         self._h = h = highspy.Highs()
         h.setOptionValue("output_flag", False)
         h.setOptionValue("threads", 1)
+        if not presolve:  # the first optimum from scratch: only it would run HiGHS' presolve
+            h.setOptionValue("presolve", "off")
         n = prog.n_vars
         h.passModel(_highs_lp(prog, np.zeros(n), integer=False))
         self._optimal = highspy.HighsModelStatus.kOptimal
