@@ -70,7 +70,7 @@ def max_shortfall(
     relaxation so weak that 1,000-person blocks timed out). A key that can never exceed its count
     (``M_k = 0``) falls short by exactly ``c_k - y_k``: it enters the objective as that linear
     form, with no ``d_k``, ``w_k`` or rows (80% of the keys of the varying blocks on 30 tracts
-    of a 1,000,096-person state; their own-rows maximum then took 1.51 CPU s against 1.76, the
+    of a 1,000,096-person state; their own-rows maximum then took 1.51 CPU s against 1.79, the
     median of three runs each, the same bounds).
 
     >>> from tabrecon.engine.solvers import IntProgram, SolverOptions
@@ -160,7 +160,8 @@ ZERO_VERTICES = True
 #: before their first optimum, the only one solved from scratch. On 30 tracts of a 1,000,096-
 #: person state those 60 first optima took 0.56 CPU s without it against 1.04 with it (median
 #: of three), and their vertices differ: 24 searches instead of 26, the zero test 1.18 ->
-#: 0.75-0.89 CPU s, the distances 4.65 -> 3.3-3.7, every verdict, solvar and bound equal.
+#: 0.75-0.95 CPU s, the distances 4.65 -> 3.3-4.2 (four runs), every verdict, solvar and
+#: bound equal.
 #: True: as before (a benchmark's baseline).
 LP_PRESOLVE = False
 
