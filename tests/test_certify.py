@@ -10,7 +10,7 @@ import numpy as np
 import polars as pl
 import pytest
 from cli_run import run_cli
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from tabrecon import certify, reconstruct
@@ -317,6 +317,92 @@ def test_the_largest_shortfall_equals_enumeration(spec):
     )
     assert proven and lo_ == hi_ == want
     assert x is not None and int(np.maximum(c - G @ x, 0).sum()) == want
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.lists(st.lists(st.integers(0, 2), min_size=3, max_size=3), min_size=1, max_size=2),
+            st.lists(st.integers(0, 3), min_size=3, max_size=3),
+            st.lists(st.integers(0, 3), min_size=3, max_size=3),
+            st.lists(st.lists(st.integers(0, 1), min_size=3, max_size=3), min_size=1, max_size=3),
+            st.integers(0, 20),
+        ),
+        min_size=1,
+        max_size=3,
+    )
+)
+# an integer optimum of the relaxation that falls short of the maximum (0 against 1): its
+# bound (1) is not met, so CP-SAT must be asked
+@example([([[0, 1, 1]], [1, 3, 1], [2, 2, 2], [[0, 0, 1], [0, 1, 0], [1, 1, 0]], 0)])
+def test_own_rows_from_the_relaxation_first_equal_enumeration(blocks):
+    """Several blocks' own-rows maxima at once (:func:`_own_rows_at_once`): taken from the
+    linear relaxation where its optimum is an integer population meeting its bound, from
+    CP-SAT for the other blocks, each equals the largest shortfall enumerated over the block's
+    box, and the population returned reaches every block's maximum; the same maxima as CP-SAT
+    for every block (``OWN_ROWS_LP`` off)."""
+    import itertools
+
+    import scipy.sparse as sp
+
+    import tabrecon.engine.variability as V
+    from tabrecon.engine.solvers import IntProgram, SolverOptions
+
+    As, bs, ubs, Gs, cs, want, var_block, key_block = [], [], [], [], [], [], [], []
+    for b, (rows, ub, at, keys, pick) in enumerate(blocks):
+        A = np.array(rows, dtype=np.int64)
+        rhs = A @ np.minimum(at, ub)  # the tables of a point of the box: never infeasible
+        pts = np.array(list(itertools.product(*(range(u + 1) for u in ub))))
+        pts = pts[((pts @ A.T) == rhs).all(axis=1)]
+        G = np.array(keys, dtype=np.int64)
+        ys = pts @ G.T
+        c = ys[pick % len(pts)]  # the counts of one feasible point: a reconstruction
+        want.append(int(np.maximum(c - ys, 0).sum(axis=1).max()))
+        As.append(sp.csr_matrix(A))
+        bs.append(rhs)
+        ubs.append(np.array(ub))
+        Gs.append(sp.csr_matrix(G))
+        cs.append(c)
+        var_block += [b] * 3
+        key_block += [b] * len(keys)
+    A, G = sp.block_diag(As, format="csr"), sp.block_diag(Gs, format="csr")
+    rhs, c, ub = np.concatenate(bs), np.concatenate(cs), np.concatenate(ubs)
+    prog = IntProgram(A=A, lo=rhs, hi=rhs, ub=ub)
+    kb, vb = np.array(key_block), np.array(var_block)
+    # each key's bound from the box alone: these rows do not fix a block's total
+    cp = V.Counts(
+        prog,
+        G,
+        c,
+        np.maximum(G @ ub, c),
+        kb,
+        vb,
+        V.rows_block(A, vb),
+        np.bincount(kb, weights=c, minlength=len(blocks)).astype(np.int64),
+    )
+    every = np.arange(len(blocks))
+    got = V._own_rows_at_once(cp, every, SolverOptions())
+    assert got is not None
+    per_block, cols, x = got
+    assert per_block.tolist() == want
+    keys = np.flatnonzero(cp.c > 0)  # the population reaches each block's maximum
+    short = np.maximum(cp.c[keys] - cp.G[keys][:, cols] @ x, 0)
+    assert np.bincount(cp.key_block[keys], weights=short, minlength=len(blocks)).tolist() == want
+    assert prog.satisfied_by(_at(cols, x, prog.n_vars))
+    V.OWN_ROWS_LP = False
+    try:
+        alone = V._own_rows_at_once(cp, every, SolverOptions())
+    finally:
+        V.OWN_ROWS_LP = True
+    assert alone is not None and alone[0].tolist() == want
+
+
+def _at(cols: np.ndarray, x: np.ndarray, n: int) -> np.ndarray:
+    """``x`` on the columns ``cols`` of an ``n``-vector of zeros."""
+    out = np.zeros(n, dtype=np.int64)
+    out[cols] = x
+    return out
 
 
 @settings(max_examples=120, deadline=None)

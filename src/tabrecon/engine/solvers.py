@@ -67,6 +67,42 @@ class IntProgram:
             (x < lb).any() or (x > self.ub).any() or (ax < self.lo).any() or (ax > self.hi).any()
         )
 
+    def extended(
+        self,
+        n_new: int,
+        new_ub: np.ndarray,
+        rows: sp.csr_matrix,
+        lo: np.ndarray,
+        hi: np.ndarray,
+        c: np.ndarray | None = None,
+        maximize: bool = False,
+    ) -> IntProgram:
+        """The program with ``n_new`` more variables (bounds 0..``new_ub``) and more rows
+        (``lo <= rows @ [x, new] <= hi``), under objective ``c`` (what :meth:`Extensible.solve`
+        poses).
+
+        >>> p = IntProgram(A=sp.csr_matrix(np.array([[1, 1]])), lo=np.array([2]),
+        ...                hi=np.array([2]), ub=np.array([2, 2]))
+        >>> e = p.extended(1, np.array([5]), sp.csr_matrix(np.array([[1, 0, -1]])),
+        ...                np.array([0]), np.array([0]))
+        >>> e.A.toarray().tolist(), e.ub.tolist()
+        ([[1, 1, 0], [1, 0, -1]], [2, 2, 5])
+        """
+        A = sp.vstack(
+            [sp.hstack([self.A, sp.csr_matrix((self.n_rows, n_new), dtype=np.int64)]), rows]
+        ).tocsr()
+        return IntProgram(
+            A=A,
+            lo=np.concatenate([self.lo, lo]),
+            hi=np.concatenate([self.hi, hi]),
+            ub=np.concatenate([self.ub, new_ub]),
+            lb=None
+            if self.lb is None
+            else np.concatenate([self.lb, np.zeros(n_new, dtype=self.lb.dtype)]),
+            c=c,
+            maximize=maximize,
+        )
+
     def rows(self, keep: np.ndarray) -> IntProgram:
         """The program with only the rows ``keep`` (a mask or indices)."""
         return replace(self, A=self.A[keep], lo=self.lo[keep], hi=self.hi[keep])
@@ -594,21 +630,7 @@ class Extensible:
         if time_limit is not None:
             opts = replace(opts, time_limit=min(opts.time_limit or time_limit, time_limit))
         if not self._on_cpsat:
-            A = sp.vstack(
-                [sp.hstack([p.A, sp.csr_matrix((p.n_rows, n_new), dtype=np.int64)]), rows]
-            ).tocsr()
-            ext = IntProgram(
-                A=A,
-                lo=np.concatenate([p.lo, lo]),
-                hi=np.concatenate([p.hi, hi]),
-                ub=np.concatenate([p.ub, new_ub]),
-                lb=None
-                if p.lb is None
-                else np.concatenate([p.lb, np.zeros(n_new, dtype=p.lb.dtype)]),
-                c=c,
-                maximize=maximize,
-            )
-            return solve(ext, opts)
+            return solve(p.extended(n_new, new_ub, rows, lo, hi, c, maximize), opts)
         t0 = time.perf_counter()
         m = self._model.clone()
         _add_vars(m.proto, np.zeros(n_new, dtype=np.int64), np.asarray(new_ub, dtype=np.int64))
@@ -775,6 +797,21 @@ class Relaxation:
         if np.abs(x - xi).max(initial=0.0) > self.TOL or not self.prog.satisfied_by(xi):
             return None
         return xi
+
+    def optimum(self, c: np.ndarray, maximize: bool = False) -> np.ndarray | None:
+        """An optimal point of the relaxation under objective ``c`` (not necessarily integer),
+        or None when there is none.
+
+        >>> p = IntProgram(A=sp.csr_matrix(np.array([[2, 2]])), lo=np.array([1]),
+        ...                hi=np.array([1]), ub=np.array([1, 1]))
+        >>> Relaxation(p).optimum(np.array([1, 0]), maximize=True).tolist()
+        [0.5, 0.0]
+        """
+        n = self.prog.n_vars
+        self._objective(np.arange(n, dtype=np.int32), np.asarray(c, dtype=float))
+        if self._optimum(maximize) is None:
+            return None
+        return np.asarray(self._h.getSolution().col_value)
 
     def vertex(self, c: np.ndarray, maximize: bool = False) -> np.ndarray | None:
         """An optimal vertex under objective ``c`` when it is an integer solution of the program,
