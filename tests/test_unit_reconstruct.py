@@ -609,9 +609,10 @@ def test_spreading_proofs_and_vertices_give_the_same_verdicts_in_fewer_proofs(mo
 
 def test_certification_with_every_constraint_in_the_lp_gives_the_same_answers(monkeypatch):
     """Certification's solves ask CP-SAT for every constraint in its LP relaxation
-    (:data:`~tabrecon.engine.variability.LINEARIZATION`), on models it builds and on the
-    reconstruction's own model it is handed: the verdicts and solvar of every block equal those
-    under CP-SAT's default level."""
+    (:data:`~tabrecon.engine.variability.LINEARIZATION`), from the start
+    (:data:`~tabrecon.engine.variability.LP_LAZY`), on models it builds and on the
+    reconstruction's own model it is handed: the parameters reach CP-SAT, and the verdicts and
+    solvar of every block equal those under CP-SAT's defaults."""
     import tabrecon.engine.solvers as S
     import tabrecon.engine.variability as V
     from tabrecon.records.synth import synthesize
@@ -619,17 +620,20 @@ def test_certification_with_every_constraint_in_the_lp_gives_the_same_answers(mo
 
     md = synthesize(SynthConfig(persons=6000), seed=11)
     long = tabulate_units(person_units(md))
-    levels: list[int | None] = []
-    solve = S.solve_cpsat_model
+    levels: list[tuple[int, bool]] = []
+    solve = S.CpsatSolver.solve
 
-    def spy(m, n_vars, opts, *a, **k):
-        levels.append(opts.linearization)
-        return solve(m, n_vars, opts, *a, **k)
+    def spy(self, m):
+        levels.append(
+            (self.parameters.linearization_level, self.parameters.add_lp_constraints_lazily)
+        )
+        return solve(self, m)
 
-    monkeypatch.setattr(S, "solve_cpsat_model", spy)
+    monkeypatch.setattr(S.CpsatSolver, "solve", spy)
 
-    def run(level: int | None) -> pl.DataFrame:
+    def run(level: int | None, lazy: bool) -> pl.DataFrame:
         monkeypatch.setattr(V, "LINEARIZATION", level)
+        monkeypatch.setattr(V, "LP_LAZY", lazy)
         levels.clear()
         rec = reconstruct_units(
             long,
@@ -640,12 +644,12 @@ def test_certification_with_every_constraint_in_the_lp_gives_the_same_answers(mo
         )
         return rec.blocks.select("geoid", "status", "solvar")
 
-    full = run(2)
+    full = run(2, False)
     # the zero test's proofs and the distances (fewer since own-rows populations extended to
     # the tract close most blocks without a search: 4 on this county)
-    assert levels.count(2) >= 3
-    plain = run(None)
-    assert 2 not in levels
+    assert levels.count((2, False)) >= 3
+    plain = run(None, True)
+    assert levels and set(levels) == {(1, True)}  # CP-SAT's defaults
     assert (full["status"] == "varies").sum() > 10
     assert full.equals(plain)
 
