@@ -28,6 +28,7 @@ from ..schema.spec import Schema
 from ..tables.measures import WITHHELD, format_values
 from ..tables.publication import EXACT, MISSING, Publication
 from ..tables.spec import StatisticCell, compiled, compiled_statistics
+from ..tables.tableset import WITHHELD_CELL, TableSet
 from .solvers import IntProgram
 
 
@@ -204,17 +205,20 @@ def asked_key(
 
 
 def block_tables(
-    long: pl.DataFrame,
+    long: pl.DataFrame | TableSet,
     schema: Schema,
     names: tuple[str, ...],
     publication: Publication = EXACT,
 ) -> tuple[list, sp.csr_matrix, list[str], np.ndarray]:
     """The named tables' cells, weight matrix, the blocks (sorted geoids) and their values
-    (blocks x cells) from a long table; refuses tables that lack a cell, and values the
-    ``publication`` rule cannot have published (a withheld cell, value null, is ``MISSING``
-    where the rule withholds cells)."""
+    (blocks x cells) from a long table, or from the grids of a :class:`TableSet` (the same
+    answers and refusals, without making the long table: :meth:`TableSet.values_of`); refuses
+    tables that lack a cell, and values the ``publication`` rule cannot have published (a
+    withheld cell, value null, is ``MISSING`` where the rule withholds cells)."""
     cells, W = compiled(schema, tuple(names))
     ids = [c.id for c in cells]
+    if isinstance(long, TableSet):
+        return cells, W, *_grid_values(long, schema, ids, cells, publication)
     missing = sorted(set(ids) - set(long["cell"].unique().to_list()))
     if missing:
         raise InputError(
@@ -235,21 +239,54 @@ def block_tables(
             f"{schema.geography} {geos[b]} has cell {ids[c]} {int(seen.max())} times "
             f"({int((seen > 1).sum())} such cells): each cell once per {schema.geography}"
         )
-    if (seen == 0).any():
-        b, c = divmod(int(np.argmax(seen == 0)), len(ids))
-        raise InputError(
-            f"{schema.geography} {geos[b]} lacks cell {ids[c]} ({int((seen == 0).sum()) - 1} "
-            f"more cells of {schema.geography}s are missing): every {schema.geography} needs "
-            "every cell of the tables used"
-        )
+    _refuse_lacking(seen.reshape(geos.len(), len(ids)) > 0, geos, ids, schema)
     publication.check(sub, table_of={c.id: c.table for c in cells}, place=schema.geography)
     V = np.zeros(geos.len() * len(ids), dtype=np.int64)
     V[flat] = sub["value"].cast(pl.Int64).fill_null(MISSING).to_numpy()
     return cells, W, geos.to_list(), V.reshape(geos.len(), len(ids))
 
 
+def _refuse_lacking(
+    has: np.ndarray, geos: pl.Series | np.ndarray, ids: list[str], schema: Schema
+) -> None:
+    """Refuse a geounit that has some of the cells ``ids`` but not all (``has``: geounits x
+    cells), naming the first and counting the rest."""
+    if has.all():
+        return
+    b, c = divmod(int(np.argmax(~has.ravel())), len(ids))
+    raise InputError(
+        f"{schema.geography} {geos[b]} lacks cell {ids[c]} ({int((~has).sum()) - 1} "
+        f"more cells of {schema.geography}s are missing): every {schema.geography} needs "
+        "every cell of the tables used"
+    )
+
+
+def _grid_values(
+    ts: TableSet, schema: Schema, ids: list[str], cells: list, publication: Publication
+) -> tuple[list[str], np.ndarray]:
+    """:func:`block_tables`' blocks and values read from a table set's grids."""
+    geos, v = ts.values_of(ids)
+    present = v != MISSING
+    lacking = [c for c, j in zip(ids, present.any(axis=0), strict=True) if not j]
+    if lacking:
+        missing = sorted(lacking)
+        raise InputError(
+            f"the tables lack cells {missing[:5]} (and {max(len(missing) - 5, 0)} more)"
+        )
+    _refuse_lacking(present, geos, ids, schema)
+    v = np.where(v == WITHHELD_CELL, MISSING, v)  # a withheld value, as a null of the long table
+    publication.check_values(
+        v.ravel(),
+        np.tile(np.asarray(ids), geos.size),
+        np.repeat(geos, len(ids)),
+        table_of={c.id: c.table for c in cells},
+        place=schema.geography,
+    )
+    return geos.tolist(), v
+
+
 def block_bounds(
-    long: pl.DataFrame, schema: Schema, names: tuple[str, ...], publication: Publication
+    long: pl.DataFrame | TableSet, schema: Schema, names: tuple[str, ...], publication: Publication
 ) -> tuple[list, sp.csr_matrix, list[str], np.ndarray, np.ndarray | None]:
     """:func:`block_tables` with each value turned into the interval of true counts the
     ``publication`` rule allows: (cells, W, blocks, lowest, highest), highest None when every
@@ -303,7 +340,7 @@ class BlockStatistics:
 
 
 def block_statistics(
-    long: pl.DataFrame, schema: Schema, names: tuple[str, ...], geoids: list[str]
+    long: pl.DataFrame | TableSet, schema: Schema, names: tuple[str, ...], geoids: list[str]
 ) -> BlockStatistics:
     """The named tables' median and mean cells for the blocks ``geoids`` (every block needs
     every such cell once; a value no nonempty universe can publish, a median of 120 years, is
@@ -312,6 +349,8 @@ def block_statistics(
     n_cols = int(schema.feasible_types().size)
     if not cells:
         return BlockStatistics((), np.zeros((len(geoids), 0), dtype=np.int64), n_cols)
+    if isinstance(long, TableSet):
+        long = long.to_frame()
     ids = [sc.cell.id for sc in cells]
     sub = (
         long.filter(pl.col("cell").is_in(ids))

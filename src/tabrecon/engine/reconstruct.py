@@ -40,6 +40,7 @@ from ..geo import prefix
 from ..schema.spec import Schema, Units
 from ..tables.publication import EXACT, Publication
 from ..tables.spec import compiled_columns, table_by_name, tables_in, tables_of
+from ..tables.tableset import TableSet
 from ..vocab import Geo, Level, SolveStatus, Verdict
 from . import variability
 from .model import (
@@ -124,7 +125,7 @@ class ReconstructOptions:
 
 
 def reconstruct_units(
-    long: pl.DataFrame,
+    long: pl.DataFrame | TableSet,
     schema: Schema,
     options: ReconstructOptions | None = None,
     *,
@@ -134,7 +135,8 @@ def reconstruct_units(
     """Reconstruct every block of a long table (geoid, cell, value) of ``schema``'s tables
     (``tables``: by default every declared table the long table holds a cell of, but medians and
     means at "block+tract"; one it holds in part is refused, naming the cells it lacks), as
-    ``options`` ask (:class:`ReconstructOptions`).
+    ``options`` ask (:class:`ReconstructOptions`). A :class:`~tabrecon.tables.tableset.TableSet`
+    is read from its grids, never made a long table (:func:`block_tables`): the same answers.
 
     ``level`` "block" solves each block from its block tables alone; "block+tract" solves the
     blocks of each tract jointly, the tract tables (persons: PCT12, PCT12A-O, by single year of

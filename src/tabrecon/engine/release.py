@@ -389,8 +389,9 @@ class _TractTask:
     reference: Units | None
 
     def __call__(self) -> Result:
+        part = self.part  # a table set's grids are read as they are (block_tables)
         rec = reconstruct_units(
-            _as_long(self.part),
+            part if isinstance(part, TableSet) else _as_long(part),
             self.schema,
             self.options,
             tables=self.tables,

@@ -313,18 +313,31 @@ class Publication:
         how many more there are: before any work, since the whole file then contradicts the
         declared rule (``table_of``: each cell id's table, which per-table rules need)."""
         v = long["value"].fill_null(MISSING).to_numpy().astype(np.int64)
+        self.check_values(v, long["cell"], long["geoid"], path, table_of, place)
+
+    def check_values(
+        self,
+        v: np.ndarray,
+        cells: Sequence[str] | pl.Series | np.ndarray,
+        geoids: Sequence[str] | pl.Series | np.ndarray,
+        path: str = "",
+        table_of: Mapping[str, str] | None = None,
+        place: str = "block",
+    ) -> None:
+        """:meth:`check` on values given as arrays: ``v[i]`` (``MISSING`` where withheld) is
+        cell ``cells[i]`` of geounit ``geoids[i]``."""
         tables = None
         if self.overrides:
             if table_of is None:
                 raise TabreconError(f"publication {self}: per-table rules need each cell's table")
-            tables = [table_of.get(c, "") for c in long["cell"].to_list()]
+            tables = [table_of.get(c, "") for c in list(cells)]
         bad = self.violations(v, tables)
         if bad.any():
             i = int(np.argmax(bad))
             shown = "the value" if v[i] == MISSING else str(int(v[i]))
             rule = self if tables is None else dict(self.overrides).get(tables[i], self)
             raise InputError(
-                f"{place} {long['geoid'][i]}, cell {long['cell'][i]}: {shown} "
+                f"{place} {geoids[i]}, cell {cells[i]}: {shown} "
                 f"{rule.why(int(v[i]))} (publication {self}; {int(bad.sum()) - 1} more such "
                 "cells)",
                 path=path or None,

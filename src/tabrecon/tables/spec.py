@@ -641,17 +641,24 @@ def tabulate(
     return Tables(grids, source=units.source, population=pop.name)
 
 
-def tables_in(long: pl.DataFrame, schema: Schema, level: str | None = None) -> tuple[str, ...]:
+def tables_in(
+    long: pl.DataFrame | TableSet, schema: Schema, level: str | None = None
+) -> tuple[str, ...]:
     """The tables declared over ``schema`` (of ``level``, or any) that a long table holds a cell
     of: the tables a release publishes, for the attacks' default (one it holds in part is then
-    refused by name, never used in part).
+    refused by name, never used in part). A :class:`~tabrecon.tables.tableset.TableSet` is read
+    as its long table.
 
     >>> from tabrecon.schema.catalog import HOUSING_UNITS
     >>> tables_in(pl.DataFrame({"geoid": ["1" * 15], "cell": ["H0040001"], "value": [1]}),
     ...           HOUSING_UNITS)
     ('H4',)
     """
-    have = set(long["cell"].unique().to_list())
+    from .tableset import TableSet
+
+    have = (
+        long.cells_present() if isinstance(long, TableSet) else set(long["cell"].unique().to_list())
+    )
     out = tuple(
         t.name
         for t in tables_of(schema)

@@ -104,12 +104,48 @@ class TableSet:
         v = np.stack([g.col(c) for c in totals], axis=1)
         return np.where(v >= 0, v, -1).max(axis=1).clip(min=0)
 
-    def tables_present(self) -> list[str]:
-        """The population's tables of which a value is published, in declaration order."""
+    def cells_present(self) -> set[str]:
+        """The cell ids of which some geounit has a value (published, or published as withheld):
+        those :meth:`to_frame` has a row of."""
         have: set[str] = set()
         for g in self.grids.values():
             have.update(g.cells[g.present().any(axis=0)].tolist())
+        return have
+
+    def tables_present(self) -> list[str]:
+        """The population's tables of which a value is published, in declaration order."""
+        have = self.cells_present()
         return [t.name for t in self._population().tables() if any(c.id in have for c in t.cells())]
+
+    def values_of(self, ids: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        """The cells ``ids`` as (geoids, values): the sorted geounits that have a value of any
+        of them, and their values (geounits x ``ids``; ``MISSING`` where a geounit has none,
+        ``WITHHELD_CELL`` where withheld): what :meth:`to_frame` holds of these cells, without
+        making it (a tract's block tables: 0.3 ms against 5-7 ms by the long table's joins).
+
+        >>> g = Grid("block", np.array(["1" * 15, "2" * 15]), np.array(["A", "B"]),
+        ...          np.array([[4, -1], [-1, -1]]))
+        >>> geo, v = TableSet({"block": g}).values_of(["B", "A"])
+        >>> geo.tolist() == ["1" * 15], v.tolist()
+        (True, [[-1, 4]])
+        """
+        geos, vals = [], []
+        for g in self.grids.values():
+            at = {c: j for j, c in enumerate(g.cells.tolist())}
+            js = np.array([at.get(c, -1) for c in ids], dtype=np.int64)
+            found = np.flatnonzero(js >= 0)
+            if not found.size:
+                continue
+            v = np.full((g.geoids.size, len(ids)), MISSING, dtype=np.int64)
+            v[:, found] = g.values[:, js[found]]
+            has = (v != MISSING).any(axis=1)
+            geos.append(g.geoids[has].astype(str))
+            vals.append(v[has])
+        if not geos:
+            return np.zeros(0, dtype=str), np.zeros((0, len(ids)), dtype=np.int64)
+        geo, val = np.concatenate(geos), np.concatenate(vals)
+        order = np.argsort(geo, kind="stable")
+        return geo[order], val[order]
 
     def _population(self) -> Population:
         from ..schema.registry import population
