@@ -182,19 +182,36 @@ class Solution:
 
 
 def _add_vars(proto, lb: np.ndarray, ub: np.ndarray) -> None:
-    for lo_, hi_ in zip(lb.tolist(), ub.tolist(), strict=True):
-        proto.variables.add().domain.extend([lo_, hi_])
+    """Append variables of domains ``lb..ub``, parsed from protobuf text in C++: half the time
+    of adding them one by one through the bindings (5 against 10 ms for a tract model's 5,392
+    variables)."""
+    if not len(lb):
+        return
+    proto.merge_text_format(
+        "".join(
+            [
+                f"variables{{domain:[{a},{b}]}}"
+                for a, b in zip(lb.tolist(), ub.tolist(), strict=True)
+            ]
+        )
+    )
 
 
 def _add_rows(proto, A: sp.csr_matrix, lo: np.ndarray, hi: np.ndarray) -> None:
-    indptr, indices, data = A.indptr, A.indices.tolist(), A.data.astype(np.int64).tolist()
-    lo_l, hi_l = lo.astype(np.int64).tolist(), hi.astype(np.int64).tolist()
-    for r in range(A.shape[0]):
-        s, e = indptr[r], indptr[r + 1]
-        lin = proto.constraints.add().linear
+    """Append the rows ``lo <= A x <= hi`` (one by one: as text, the parse alone costs more)."""
+    indptr, indices, data = A.indptr.tolist(), A.indices.tolist(), A.data.astype(np.int64).tolist()
+    add = proto.constraints.add
+    for s, e, lo_, hi_ in zip(
+        indptr[:-1],
+        indptr[1:],
+        lo.astype(np.int64).tolist(),
+        hi.astype(np.int64).tolist(),
+        strict=True,
+    ):
+        lin = add().linear
         lin.vars.extend(indices[s:e])
         lin.coeffs.extend(data[s:e])
-        lin.domain.extend([lo_l[r], hi_l[r]])
+        lin.domain.extend((lo_, hi_))
 
 
 def _set_objective(proto, c: np.ndarray, maximize: bool) -> None:
