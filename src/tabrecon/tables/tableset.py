@@ -64,6 +64,18 @@ class Grid:
         return Grid(self.level, self.geoids[mask], self.cells, self.values[mask])
 
 
+def _positions(cells: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """Each of ``ids``' column among ``cells``, -1 where absent: by binary search where the
+    cells are sorted (as every reader leaves them), else by a dictionary."""
+    if not cells.size or not ids.size:
+        return np.full(ids.size, -1, dtype=np.int64)
+    if (cells[1:] > cells[:-1]).all():
+        pos = np.minimum(np.searchsorted(cells, ids), cells.size - 1)
+        return np.where(cells[pos] == ids, pos, -1).astype(np.int64)
+    at = {c: j for j, c in enumerate(cells.tolist())}
+    return np.array([at.get(c, -1) for c in ids.tolist()], dtype=np.int64)
+
+
 @dataclass
 class TableSet:
     """Published tables of one population (its registered name), one :class:`Grid` per
@@ -130,9 +142,9 @@ class TableSet:
         (True, [[-1, 4]])
         """
         geos, vals = [], []
+        want = np.asarray(ids, dtype=str)
         for g in self.grids.values():
-            at = {c: j for j, c in enumerate(g.cells.tolist())}
-            js = np.array([at.get(c, -1) for c in ids], dtype=np.int64)
+            js = _positions(g.cells, want)
             found = np.flatnonzero(js >= 0)
             if not found.size:
                 continue
