@@ -1,8 +1,8 @@
 """A whole release reconstructed, tract by tract, through the runner.
 
 :func:`reconstruct_release` takes a release's tables (a long table, a
-:class:`~tabrecon.tables.tableset.TableSet`, or :class:`TractTables`: each tract's part made a
-long table only in the worker that reconstructs it) and runs
+:class:`~tabrecon.tables.tableset.TableSet`, or :class:`TractTables`: each tract's part read
+from its grids in the worker that reconstructs it) and runs
 :func:`~tabrecon.engine.reconstruct.reconstruct_units` on every tract with
 :func:`tabrecon.runner.run_units`: in parallel, each tract written as it finishes, a rerun
 resuming, a failed tract recorded while the others go on.
@@ -188,10 +188,11 @@ class LongPart(Protocol):
 
 @dataclass(frozen=True)
 class TractTables:
-    """A release's tables split by tract, each part made a long table (geoid, cell, value) only in
-    the worker that reconstructs its tract: a 1,000,000-person state's person cells are 18.8 M
-    rows of text as one long table, held, digested and split by the client while the workers
-    waited; as grids they are a tenth of that and are never joined.
+    """A release's tables split by tract, each part read only in the worker that reconstructs its
+    tract: a 1,000,000-person state's person cells are 18.8 M rows of text as one long table,
+    held, digested and split by the client while the workers waited; as grids they are a tenth
+    of that, and a :class:`~tabrecon.tables.tableset.TableSet` part is read from its grids
+    without ever becoming a long table (:func:`~tabrecon.engine.model.block_tables`).
 
     ``names``: the schema's tables the release publishes; ``digest``: the release's content
     digest (what a resume checks); ``parts``: each tract's tables, a long frame or any
