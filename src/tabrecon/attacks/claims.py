@@ -46,6 +46,7 @@ from ..io import write_csv, write_json, write_parquet, write_text
 from ..provenance import digest_arrays
 from ..runner import Result, RunOptions, UnitsRun, run_units
 from ..schema.spec import Schema, Units
+from ..tables.tableset import TableSet
 from ..vocab import Geo, Level, UnitStatus, Verdict
 from .unit_claims import one_of_n, value_keys, values_text
 from .unit_claims_tract import claim_codes, code_values, tract_verdicts
@@ -218,8 +219,9 @@ def tract_claims(
     if varying.any():  # the program, for the blocks that can differ
         if part is None:
             raise TabreconError(f"tract {tract}: blocks can differ and no tables were given")
-        long = part if isinstance(part, pl.DataFrame) else part.to_frame()
-        if level == Level.BLOCK_TRACT and not (long["geoid"].str.len_chars() < 15).any():
+        # a table set's grids are read as they are (block_tables), never made a long table
+        long = part if isinstance(part, pl.DataFrame | TableSet) else part.to_frame()
+        if level == Level.BLOCK_TRACT and not _has_tract_cells(long):
             run_level = Level.BLOCK  # no tract cell published: the block tables alone
     describe = (
         task.words(part, level)
@@ -673,4 +675,15 @@ def certified_claims(
 
     return ClaimsRun(
         ran.results, persons, options.level, options.k_solutions, of_schema(schema).noun
+    )
+
+
+def _has_tract_cells(long: pl.DataFrame | TableSet) -> bool:
+    """Whether any cell is published for a geounit above the block (a geoid shorter than a
+    block's)."""
+    if isinstance(long, pl.DataFrame):
+        return bool((long["geoid"].str.len_chars() < 15).any())
+    return any(
+        bool(g.present()[np.char.str_len(g.geoids.astype(str)) < 15].any())
+        for g in long.grids.values()
     )

@@ -32,6 +32,7 @@ from ..engine.solvers import Extensible, IntProgram, SolverOptions
 from ..engine.tract import program_of_tract
 from ..errors import TabreconError
 from ..schema.spec import Schema
+from ..tables.tableset import TableSet
 from ..vocab import Level
 from .unit_claims import RELAX_AFTER, Candidates, candidates, generate, value_keys, verify
 
@@ -97,7 +98,7 @@ class TractVerdicts:
 
 
 def tract_verdicts(
-    long: pl.DataFrame | None,
+    long: pl.DataFrame | TableSet | None,
     schema: Schema,
     level: str,
     names: tuple[str, ...],

@@ -23,6 +23,7 @@ from ..geo import prefix
 from ..schema.spec import Schema
 from ..tables.publication import EXACT
 from ..tables.spec import compiled, compiled_columns, table_by_name, tables_in
+from ..tables.tableset import TableSet
 from ..vocab import Geo, Level
 from .model import (
     Built,
@@ -176,7 +177,7 @@ class TractProgram:
 
 
 def program_of_tract(
-    long: pl.DataFrame,
+    long: pl.DataFrame | TableSet,
     schema: Schema,
     level: str = Level.BLOCK,
     unique_on: Mapping[str, np.ndarray] | None = None,
