@@ -219,11 +219,7 @@ def block_tables(
     ids = [c.id for c in cells]
     if isinstance(long, TableSet):
         return cells, W, *_grid_values(long, schema, ids, cells, publication)
-    missing = sorted(set(ids) - set(long["cell"].unique().to_list()))
-    if missing:
-        raise InputError(
-            f"the tables lack cells {missing[:5]} (and {max(len(missing) - 5, 0)} more)"
-        )
+    _refuse_unpublished(set(ids) - set(long["cell"].unique().to_list()))
     # rows and columns by joins, values placed by index: pivoting the long table was most of
     # the time on the real sample (12 of 25 s at block+tract, 2,000 cells x 8,530 blocks)
     sub = long.filter(pl.col("cell").is_in(ids))
@@ -244,6 +240,15 @@ def block_tables(
     V = np.zeros(geos.len() * len(ids), dtype=np.int64)
     V[flat] = sub["value"].cast(pl.Int64).fill_null(MISSING).to_numpy()
     return cells, W, geos.to_list(), V.reshape(geos.len(), len(ids))
+
+
+def _refuse_unpublished(cells: set[str]) -> None:
+    """Refuse tables some of whose ``cells`` no geounit has, naming the first five."""
+    if cells:
+        missing = sorted(cells)
+        raise InputError(
+            f"the tables lack cells {missing[:5]} (and {max(len(missing) - 5, 0)} more)"
+        )
 
 
 def _refuse_lacking(
@@ -267,12 +272,7 @@ def _grid_values(
     """:func:`block_tables`' blocks and values read from a table set's grids."""
     geos, v = ts.values_of(ids)
     present = v != MISSING
-    lacking = [c for c, j in zip(ids, present.any(axis=0), strict=True) if not j]
-    if lacking:
-        missing = sorted(lacking)
-        raise InputError(
-            f"the tables lack cells {missing[:5]} (and {max(len(missing) - 5, 0)} more)"
-        )
+    _refuse_unpublished({c for c, j in zip(ids, present.any(axis=0), strict=True) if not j})
     _refuse_lacking(present, geos, ids, schema)
     v = np.where(v == WITHHELD_CELL, MISSING, v)  # a withheld value, as a null of the long table
     publication.check_values(
