@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from ..engine.release import LongPart, TractTables
+from ..engine.release import LongPart, TractTables, as_read
 from ..engine.solvers import SolverOptions
 from ..errors import TabreconError
 from ..io import write_csv, write_json, write_parquet, write_text
@@ -219,8 +219,7 @@ def tract_claims(
     if varying.any():  # the program, for the blocks that can differ
         if part is None:
             raise TabreconError(f"tract {tract}: blocks can differ and no tables were given")
-        # a table set's grids are read as they are (block_tables), never made a long table
-        long = part if isinstance(part, pl.DataFrame | TableSet) else part.to_frame()
+        long = as_read(part)
         if level == Level.BLOCK_TRACT and not _has_tract_cells(long):
             run_level = Level.BLOCK  # no tract cell published: the block tables alone
     describe = (

@@ -377,6 +377,14 @@ def _as_long(part: pl.DataFrame | LongPart) -> pl.DataFrame:
     return part if isinstance(part, pl.DataFrame) else part.to_frame()
 
 
+def as_read(part: pl.DataFrame | LongPart) -> pl.DataFrame | TableSet:
+    """A tract's tables as the engine reads them: a long table or a
+    :class:`~tabrecon.tables.tableset.TableSet` as it is (a table set's grids are read without
+    making a long table: :func:`~tabrecon.engine.model.block_tables`), any other
+    :class:`LongPart` made a long table."""
+    return part if isinstance(part, pl.DataFrame | TableSet) else part.to_frame()
+
+
 @dataclass(frozen=True)
 class _TractTask:
     """One tract's reconstruction over ``schema`` (or, with ``reference``, its certification),
@@ -390,9 +398,8 @@ class _TractTask:
     reference: Units | None
 
     def __call__(self) -> Result:
-        part = self.part  # a table set's grids are read as they are (block_tables)
         rec = reconstruct_units(
-            part if isinstance(part, TableSet) else _as_long(part),
+            as_read(self.part),
             self.schema,
             self.options,
             tables=self.tables,

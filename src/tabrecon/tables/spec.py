@@ -646,8 +646,8 @@ def tables_in(
 ) -> tuple[str, ...]:
     """The tables declared over ``schema`` (of ``level``, or any) that a long table holds a cell
     of: the tables a release publishes, for the attacks' default (one it holds in part is then
-    refused by name, never used in part). A :class:`~tabrecon.tables.tableset.TableSet` is read
-    as its long table.
+    refused by name, never used in part). A :class:`~tabrecon.tables.tableset.TableSet` answers
+    as its long table would (:meth:`~tabrecon.tables.tableset.TableSet.cells_present`).
 
     >>> from tabrecon.schema.catalog import HOUSING_UNITS
     >>> tables_in(pl.DataFrame({"geoid": ["1" * 15], "cell": ["H0040001"], "value": [1]}),
