@@ -13,7 +13,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tabrecon.attacks.attacker import CommercialErrors, simulate_attacker
-from tabrecon.attacks.reidentify import _prg, combo_id, mdg_guess, modal_combo, reidentify
+from tabrecon.attacks.reidentify import (
+    _prg,
+    _sort_by_draws,
+    combo_id,
+    mdg_guess,
+    modal_combo,
+    reidentify,
+)
 from tabrecon.errors import InputError, TabreconError
 from tabrecon.records.synth import SynthConfig, synthesize
 from tabrecon.report.reid import write_reid_report
@@ -374,3 +381,22 @@ def test_truth_side_made_ahead_is_used_only_when_made_from_the_same_inputs(monke
     assert calls == [] and used.records.equals(fresh.records) and used.meta == fresh.meta
     other = reid.reidentify(md, md, "commercial", seed=2, prepared=reid.truth_side(md, seed=9))
     assert len(calls) == 2 and other.records.equals(fresh.records)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(-3, 40), st.integers(-130, 130), st.integers(0, 5)),
+        min_size=0,
+        max_size=60,
+    ),
+    st.booleans(),
+)
+def test_linkage_orders_records_exactly_as_lexsort_did(rows, with_by):
+    """The linkage's one-integer sort gives lexsort's order, ties in the draws included (few
+    distinct draws here), with and without the pass's second key."""
+    key = np.array([r[0] for r in rows], dtype=np.int64)
+    by = np.array([r[1] for r in rows], dtype=np.int64) if with_by else None
+    draws = np.array([r[2] / 8 for r in rows])
+    want = np.lexsort((draws, key) if by is None else (draws, by, key))
+    assert _sort_by_draws(key, by, draws).tolist() == want.tolist()
