@@ -10,8 +10,9 @@ Inside a chunk the units of work are tracts, run in this process, a process pool
 cluster (:func:`tabrecon.runner.execution`).
 
 Every stage of every chunk writes its result under ``OUT/work/chunk-NNN/`` as it completes and then
-a ``<stage>.done.json`` marker (written last, by rename); with ``resume`` a rerun skips finished
-stages, and inside an unfinished reconstruction or certification it skips finished tracts. Only
+a ``<stage>.done.json`` marker (written last, by rename; the tables alone are not written but made
+again, which is cheaper than reading them back); with ``resume`` a rerun skips finished stages,
+and inside an unfinished reconstruction or certification it skips finished tracts. Only
 aggregates leave a chunk -- counts by group, block-size bin and race source, per-block solution
 variability, precision histograms -- and they are summed exactly across chunks, so the audit of a
 one-chunk input gives the numbers of the individual commands.
