@@ -183,22 +183,33 @@ def main() -> dict:
 
         ssrc, sn = state(a.dir, a.scaling, max(1, a.scaling // 250_000))
         print(f"\n## Dask scaling on {sn:,} persons (LocalCluster, single-threaded workers)")
-        times, solve, client = {}, {}, {}
+        from distributed import Client, get_task_stream
+
+        times, solve, client, busy = {}, {}, {}, {}
         for w in (1, 2):
             config(a.dir / "bench.toml", a.chunk_persons, workers=w, claims=a.claims)
-            with LocalCluster(
-                n_workers=w, threads_per_worker=1, processes=True, dashboard_address=None
-            ) as lc:
+            with (
+                LocalCluster(
+                    n_workers=w, threads_per_worker=1, processes=True, dashboard_address=None
+                ) as lc,
+                Client(lc) as watcher,
+            ):
                 pids = [wk.process.pid for wk in lc.workers.values()]
                 # the audit's own process (the Dask client) is the one child that ends in it
                 before = _children_cpu()
-                r = run_audit(ssrc, a.dir / f"dask{w}", ["--scheduler", lc.scheduler_address], pids)
+                with get_task_stream(client=watcher) as stream:
+                    r = run_audit(
+                        ssrc, a.dir / f"dask{w}", ["--scheduler", lc.scheduler_address], pids
+                    )
                 client[w] = _children_cpu() - before
             times[w] = r["summary"]["timings_s"]["total"]
             solve[w] = _solve_seconds(a.dir / f"dask{w}")
+            busy[w] = _workers_busy(stream.data)
             print(
                 f"{w} worker(s): {times[w]:.1f} s (blocks' solves: {solve[w]:.1f} s summed; "
-                f"the client process: {client[w]:.1f} CPU s)"
+                f"the client process: {client[w]:.1f} CPU s; the workers computing "
+                f"{busy[w]['computing_s']:.1f} s in all, from the first task's start to the last "
+                f"one's end {busy[w]['span_s']:.1f} s)"
             )
         print(
             f"speed-up 1 -> 2 workers: {times[1] / times[2]:.2f}x "
@@ -220,6 +231,7 @@ def main() -> dict:
             "speedup": times[1] / times[2],
             "solve_seconds": solve,
             "client_cpu_seconds": client,
+            "workers": busy,
             "ceiling": ceiling,
         }
     return figures
@@ -229,6 +241,25 @@ def _children_cpu() -> float:
     """CPU seconds (user and system) of this process's children that have ended."""
     ru = resource.getrusage(resource.RUSAGE_CHILDREN)
     return ru.ru_utime + ru.ru_stime
+
+
+def _workers_busy(stream: list[dict]) -> dict:
+    """The Dask workers' compute seconds summed (``computing_s``) and the seconds from the first
+    task's start to the last one's end (``span_s``), from the scheduler's task stream; the
+    workers' warm-up imports (:func:`tabrecon.runner._warm_up`) left out."""
+    spans = [
+        (s["start"], s["stop"])
+        for t in stream
+        if "warm_up" not in str(t.get("key", ""))
+        for s in t.get("startstops", [])
+        if s.get("action") == "compute"
+    ]
+    if not spans:
+        return {"computing_s": 0.0, "span_s": 0.0}
+    return {
+        "computing_s": round(sum(b - a for a, b in spans), 2),
+        "span_s": round(max(b for _, b in spans) - min(a for a, _ in spans), 2),
+    }
 
 
 def _solve_seconds(run: Path) -> float:

@@ -463,9 +463,8 @@ def truth_side(
     tp = np.searchsorted(tid[torder], apik)
     has_truth = (tp < tid.size) & (tid[torder][np.minimum(tp, tid.size - 1)] == apik)
     tperson = np.where(has_truth, torder[np.minimum(tp, tid.size - 1)], -1)
-    tblock = np.where(
-        has_truth, np.searchsorted(geoids, truth.block_geoid)[np.maximum(tperson, 0)], -2
-    )
+    t_bidx = truth.blocks_in(geoids)
+    tblock = np.where(has_truth, t_bidx[np.maximum(tperson, 0)], -2)
     tcombo = combo_id(truth.race, truth.hisp)
     # block race x ethnicity counts: published (MDG/PRG) and true (modal groups)
     pub_ts = tables if tables is not None else tabulate(truth, ["P8", "P9"])
@@ -487,7 +486,6 @@ def truth_side(
     tsex = np.where(has_truth, truth.sex[np.maximum(tperson, 0)], -1)
     tage = truth.age.astype(np.int64)[np.maximum(tperson, 0)]
     # upper bound: the truth itself released and linked the same way
-    t_bidx = np.searchsorted(geoids, truth.block_geoid)
     tm, _ = link(
         ablock,
         asex,
@@ -513,7 +511,7 @@ def truth_side(
     # chance the national sex x age mix gives; race right with the average majority share
     share = rvr_share
     if share is None:
-        in_mode = tcombo == mode[np.searchsorted(geoids, truth.block_geoid)]
+        in_mode = tcombo == mode[t_bidx]
         share = float(in_mode.mean()) if len(truth) else 0.0
     rvr_put, rvr_conf = _rvr(
         truth, geoids, ablock, asex, aage, has_truth, tperson, tblock, share, rng
@@ -599,7 +597,7 @@ def reidentify(
     ablock, has_truth, tperson, tblock = a["ablock"], a["has_truth"], a["tperson"], a["tblock"]
     pb = a["pb"]
     # race source: the reconstruction
-    rblock = np.searchsorted(geoids, recon.block_geoid)
+    rblock = recon.blocks_in(geoids)
     rexact = np.ones(len(recon), bool) if recon.age_exact is None else recon.age_exact.astype(bool)
     starts = range_classes(recon)  # ages the tables give only as ranges are linked and confirmed so
     match, how = link(
@@ -730,7 +728,7 @@ def _rvr(truth, geoids, ablock, asex, aage, has_truth, tperson, tblock, share, r
     as in Algorithm 3 and a match is confirmed when it is the right person's block and the race
     draw (probability ``share``) succeeds.
     """
-    t_bidx = np.searchsorted(geoids, truth.block_geoid)
+    t_bidx = truth.blocks_in(geoids)
     pop = np.bincount(t_bidx, minlength=len(geoids))
     n = int(pop.sum())
     pick = rng.integers(0, len(truth), size=n)  # national sex x age mix = the truth's own
@@ -769,7 +767,7 @@ def francis_majority(
     n = true_counts.sum(axis=1)
     with np.errstate(divide="ignore", invalid="ignore"):
         prec = np.where((mc >= threshold) & (n > 0), mc / np.maximum(n, 1), 0.0)
-    b = np.searchsorted(geoids, truth.block_geoid)
+    b = truth.blocks_in(geoids)
     return pl.DataFrame({"block_geoid": truth.block_geoid.astype(str), "precision": prec[b]})
 
 

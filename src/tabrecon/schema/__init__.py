@@ -387,6 +387,17 @@ class Microdata:
     def block_geoid(self) -> np.ndarray:
         return self.geoids[self.block]
 
+    def blocks_in(self, geoids: np.ndarray) -> np.ndarray:
+        """``np.searchsorted(geoids, self.block_geoid)`` (``geoids`` sorted), from the distinct
+        blocks alone: a million records' ids were made and searched as strings (0.4 s).
+
+        >>> b1, b2 = "1" * 15, "2" * 15
+        >>> md = from_arrays([b2, b1, b2], [0, 1, 0], [3, 4, 5], [1, 1, 1], [0, 0, 0])
+        >>> md.blocks_in(np.array([b1, b2])).tolist()
+        [1, 0, 1]
+        """
+        return np.searchsorted(geoids, self.geoids)[self.block]
+
     @property
     def age_first(self) -> np.ndarray:
         """The first year of each record's age range (``age`` where it is one year)."""
@@ -729,7 +740,7 @@ def first_max(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 def combo_counts(md: Microdata, geoids: np.ndarray) -> np.ndarray:
     """Persons per block (rows: ``geoids``, sorted) and race x ethnicity combination (128
     columns, :func:`combo_id`)."""
-    b = np.searchsorted(geoids, md.block_geoid)
+    b = md.blocks_in(geoids)
     out = np.zeros((len(geoids), 128), dtype=np.int64)
     np.add.at(out, (b, combo_id(md.race, md.hisp)), 1)
     return out
