@@ -7,6 +7,8 @@ import gzip
 import numpy as np
 import polars as pl
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tabrecon.errors import InputError
 from tabrecon.schema import (
@@ -16,6 +18,7 @@ from tabrecon.schema import (
     RACE_BITS,
     decode_types,
     encode_types,
+    from_arrays,
     read_microdata,
     write_microdata,
 )
@@ -133,3 +136,24 @@ def test_to_frame_layout(small_md):
     df = small_md.to_frame()
     assert df.columns[:11] == HEADER.strip().split(",")
     assert isinstance(df, pl.DataFrame)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(
+        st.text(
+            st.characters(blacklist_characters="\x00", blacklist_categories=("Cs",)), max_size=4
+        ),
+        min_size=1,
+        max_size=40,
+    )
+)
+def test_records_from_a_polars_column_have_the_blocks_numpy_gives(ids):
+    """A file's block ids handed over as its polars column give the same distinct ids, in the
+    same order, and the same record-to-block index as the numpy path, non-ASCII ids included."""
+    n = len(ids)
+    args = (np.zeros(n, dtype=np.int8), np.zeros(n), np.ones(n), np.zeros(n))
+    a = from_arrays(np.array(ids, dtype=str), *args)
+    b = from_arrays(pl.Series(ids, dtype=pl.String), *args)
+    assert a.geoids.tolist() == b.geoids.tolist()
+    assert a.block.tolist() == b.block.tolist()

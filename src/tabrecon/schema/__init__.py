@@ -540,7 +540,7 @@ class Microdata:
 
 
 def from_arrays(
-    block_geoid: np.ndarray | list[str],
+    block_geoid: np.ndarray | list[str] | pl.Series,
     sex: np.ndarray,
     age: np.ndarray,
     race: np.ndarray,
@@ -548,8 +548,15 @@ def from_arrays(
     extra: pl.DataFrame | None = None,
     source: str = "",
 ) -> Microdata:
-    """Build :class:`Microdata` from plain arrays (sex 0/1, race code 1..63, hisp 0/1)."""
-    geoids, block = np.unique(np.asarray(block_geoid, dtype=str), return_inverse=True)
+    """Build :class:`Microdata` from plain arrays (sex 0/1, race code 1..63, hisp 0/1); the
+    block ids may be a polars string column (a file's, as read: its distinct ids are found
+    there, 0.09 s for 1,000,096 records against 0.41 s to make and sort them as numpy strings)."""
+    if isinstance(block_geoid, pl.Series):
+        # ranked as numpy sorts them: code points, which UTF-8's byte order keeps
+        geoids = block_geoid.unique().sort().to_numpy().astype(str)
+        block = (block_geoid.rank("dense").cast(pl.Int64) - 1).to_numpy()
+    else:
+        geoids, block = np.unique(np.asarray(block_geoid, dtype=str), return_inverse=True)
     return Microdata(
         geoids=geoids,
         block=block.astype(np.int32),
@@ -688,7 +695,7 @@ def read_microdata(path: str | Path, counties: Collection[str] | None = None) ->
         if c not in BASE_COLUMNS and c not in ("age_exact", "age_max", "age_min")
     ]
     extra = df.select([_typed(df[c]) for c in extra_cols]) if extra_cols else None
-    md = from_arrays(geo.to_numpy(), sex, age, CODE_OF_BITS[bits], hisp, extra=extra, source=p)
+    md = from_arrays(geo, sex, age, CODE_OF_BITS[bits], hisp, extra=extra, source=p)
     md.age_exact = age_exact
     md.age_max = None if age_max is None else age_max.astype(np.int16)
     md.age_min = None if age_min is None else age_min.astype(np.int16)
