@@ -483,8 +483,17 @@ def check_consistency(ts: TableSet) -> ConsistencyReport:
             )
             summed = np.zeros((grid.geoids.size, len(block.cells)), dtype=np.int64)
             missing = np.zeros(summed.shape, dtype=bool)
-            np.add.at(summed, pos[ok], np.where(block.values[ok] == MISSING, 0, block.values[ok]))
-            np.logical_or.at(missing, pos[ok], block.values[ok] == MISSING)
+            # the grid's blocks are sorted, so each tract's are one run: summed run by run
+            # (np.add.at took 0.27 s for 1,000,096 persons' 40,000 blocks)
+            at_t, vals = pos[ok], block.values[ok]
+            if at_t.size:
+                run = np.flatnonzero(np.r_[True, at_t[1:] != at_t[:-1]])
+                if (np.diff(at_t[run]) > 0).all():
+                    summed[at_t[run]] = np.add.reduceat(np.where(vals == MISSING, 0, vals), run)
+                    missing[at_t[run]] = np.logical_or.reduceat(vals == MISSING, run)
+                else:  # (a grid not sorted by geoid)
+                    np.add.at(summed, at_t, np.where(vals == MISSING, 0, vals))
+                    np.logical_or.at(missing, at_t, vals == MISSING)
             has_blocks = np.bincount(pos[ok], minlength=grid.geoids.size) > 0
             missing |= ~has_blocks[:, None]
             sources.append((block.cells, np.where(missing, MISSING, summed)))
