@@ -400,3 +400,25 @@ def test_linkage_orders_records_exactly_as_lexsort_did(rows, with_by):
     draws = np.array([r[2] / 8 for r in rows])
     want = np.lexsort((draws, key) if by is None else (draws, by, key))
     assert _sort_by_draws(key, by, draws).tolist() == want.tolist()
+
+
+@pytest.mark.parametrize(
+    "ages", [["30", "3.5", "40", "50", "20", "x", "20"], [30, 3, 40, 50, 20, -1, 20]]
+)
+def test_attacker_rows_are_refused_for_what_they_hold_whatever_the_age_column_type(ages):
+    """Each bad kind counted once: an age not a whole number in 0-110 (as text or as integers),
+    a sex missing or not spelled male/female, a block missing or not in the release."""
+    from tabrecon.attacks.attacker import validate_attacker
+
+    att = pl.DataFrame(
+        {
+            "pik": list("abcdefg"),
+            "block_geoid": [B1, B1, None, B2, B2, "9" * 15, "9" * 15],
+            "sex": ["male", "female", "male", None, "Male", "female", "female"],
+            "age": ages,
+        }
+    )
+    kept, rep = validate_attacker(att, np.array([B1, B2]))
+    bad_age = 2 if isinstance(ages[0], str) else 1
+    assert (rep.bad_age, rep.bad_sex, rep.unknown_block) == (bad_age, 2, 2)
+    assert kept.height == 7 - bad_age - 2 and kept["age"].dtype == pl.Int64

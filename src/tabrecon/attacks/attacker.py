@@ -237,14 +237,19 @@ def validate_attacker(
     """Clean an attacker frame: bad ages/sexes excluded, unknown blocks and duplicate ids
     counted."""
     att = att.with_row_index("_line", offset=2)
-    age = att["age"].cast(pl.String).cast(pl.Float64, strict=False)
+    # (checked in polars: as numpy strings these took 0.8 s for 1,000,096 records)
+    age = att["age"]
+    age = (
+        age.cast(pl.Float64)
+        if age.dtype.is_integer()
+        else age.cast(pl.String).cast(pl.Float64, strict=False)
+    )
     bad_age = (
         (age.is_null() | (age < 0) | (age > AGE_MAX) | (age.round() != age))
         .fill_null(True)
         .to_numpy()
     )
-    sex = att["sex"].cast(pl.String).to_numpy()
-    bad_sex = ~np.isin(sex, ["male", "female"])
+    bad_sex = (~att["sex"].cast(pl.String).is_in(["male", "female"])).fill_null(True).to_numpy()
     rep = AttackerReport(att.height, bad_age=int(bad_age.sum()), bad_sex=int(bad_sex.sum()))
     for mask, what, col in (
         (bad_age, "age outside 0-110", "age"),
@@ -262,7 +267,8 @@ def validate_attacker(
             path=path,
         )
     att = att.filter(pl.Series(ok)).with_columns(pl.col("age").cast(pl.Float64).cast(pl.Int64))
-    unknown = ~np.isin(att["block_geoid"].to_numpy().astype(str), known_blocks)
+    known = pl.Series(np.asarray(known_blocks, dtype=str), dtype=pl.String)
+    unknown = (~att["block_geoid"].cast(pl.String).is_in(known)).fill_null(True).to_numpy()
     rep.unknown_block = int(unknown.sum())
     if unknown.any():
         r = int(np.flatnonzero(unknown)[0])
