@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import warnings
 
 import numpy as np
 import polars as pl
@@ -418,7 +419,10 @@ def test_attacker_rows_are_refused_for_what_they_hold_whatever_the_age_column_ty
             "age": ages,
         }
     )
-    kept, rep = validate_attacker(att, np.array([B1, B2]))
+    with warnings.catch_warnings(record=True) as seen:  # a deprecation reaches the user's screen
+        warnings.simplefilter("always")
+        kept, rep = validate_attacker(att, np.array([B1, B2]))
+    assert not [w for w in seen if issubclass(w.category, DeprecationWarning)]
     bad_age = 2 if isinstance(ages[0], str) else 1
     assert (rep.bad_age, rep.bad_sex, rep.unknown_block) == (bad_age, 2, 2)
     assert kept.height == 7 - bad_age - 2 and kept["age"].dtype == pl.Int64

@@ -267,7 +267,7 @@ def validate_attacker(
             path=path,
         )
     att = att.filter(pl.Series(ok)).with_columns(pl.col("age").cast(pl.Float64).cast(pl.Int64))
-    known = pl.Series(np.asarray(known_blocks, dtype=str), dtype=pl.String)
+    known = pl.Series(np.asarray(known_blocks, dtype=str), dtype=pl.String).implode()
     unknown = (~att["block_geoid"].cast(pl.String).is_in(known)).fill_null(True).to_numpy()
     rep.unknown_block = int(unknown.sum())
     if unknown.any():
