@@ -123,10 +123,6 @@ def stop_all() -> None:
             pass
 
 
-def _raise_interrupt(signum: int, frame: Any) -> None:
-    raise KeyboardInterrupt
-
-
 def _watch(fd: int) -> None:
     wanted = {int(signal.SIGINT), int(signal.SIGTERM)}
     while True:
@@ -141,14 +137,17 @@ def _watch(fd: int) -> None:
 
 
 def install() -> None:
-    """SIGINT and SIGTERM raise KeyboardInterrupt; running solver searches are stopped at once.
+    """SIGINT and SIGTERM raise KeyboardInterrupt (the first of them; the later ones are
+    ignored); running solver searches are stopped at once.
 
     Only from the main thread; a second call does nothing."""
     global _installed
     if _installed or threading.current_thread() is not threading.main_thread():
         return
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    signal.signal(signal.SIGTERM, _raise_interrupt)
+    from .entry import interrupt_once  # the first interrupt ends the run, later ones are ignored
+
+    signal.signal(signal.SIGINT, interrupt_once)
+    signal.signal(signal.SIGTERM, interrupt_once)
     r, w = os.pipe()
     os.set_blocking(w, False)
     signal.set_wakeup_fd(w, warn_on_full_buffer=False)
