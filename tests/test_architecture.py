@@ -152,6 +152,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "provenance",
         "runner",
         "interrupts",
+        "first_interrupt",
         "worker_boot",
         "shapes",
         "cache",

@@ -8,19 +8,10 @@ from __future__ import annotations
 import signal
 import sys
 
+from .first_interrupt import interrupt_once
+
 #: the contract's exit code of an interrupted run (:func:`tabrecon.cli.app.run`)
 EXIT_INTERRUPTED = 130
-
-
-def interrupt_once(signum: int, frame: object) -> None:
-    """The command line's SIGINT and SIGTERM handler: the first raises KeyboardInterrupt, and the
-    run is then on its way out with exit code 130, so any later one is ignored. A second Ctrl-C
-    used to land wherever Python was at that moment, such as a clean-up the run shields or a
-    callback of the import system, which then printed "Exception ignored in ... KeyboardInterrupt"
-    and a traceback (once in 20 loaded runs, a second Ctrl-C 0.02-0.3 s after the first)."""
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, signal.SIG_IGN)
-    raise KeyboardInterrupt
 
 
 def main() -> None:

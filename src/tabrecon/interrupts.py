@@ -28,6 +28,8 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
+from .first_interrupt import interrupt_once
+
 
 class Interrupted(BaseException):
     """A run stopped by Ctrl-C or SIGTERM after keeping its finished units (exit code 130).
@@ -144,8 +146,6 @@ def install() -> None:
     global _installed
     if _installed or threading.current_thread() is not threading.main_thread():
         return
-    from .entry import interrupt_once  # the first interrupt ends the run, later ones are ignored
-
     signal.signal(signal.SIGINT, interrupt_once)
     signal.signal(signal.SIGTERM, interrupt_once)
     r, w = os.pipe()
