@@ -216,6 +216,7 @@ def _sort_by_draws(key: np.ndarray, by: np.ndarray | None, draws: np.ndarray) ->
     return np.argsort(composite * n + rank)
 
 
+#: How the agebin pass pairs the records of one key (:func:`link`)
 LINK_ORDERS = ("random", "bureau")
 
 

@@ -494,7 +494,7 @@ def check_consistency(ts: TableSet) -> ConsistencyReport:
                 else:  # (a grid not sorted by geoid)
                     np.add.at(summed, at_t, np.where(vals == MISSING, 0, vals))
                     np.logical_or.at(missing, at_t, vals == MISSING)
-            has_blocks = np.bincount(pos[ok], minlength=grid.geoids.size) > 0
+            has_blocks = np.bincount(at_t, minlength=grid.geoids.size) > 0
             missing |= ~has_blocks[:, None]
             sources.append((block.cells, np.where(missing, MISSING, summed)))
         for cells, values in sources:
