@@ -676,6 +676,146 @@ def test_a_bad_county_is_reported_and_the_others_go_on(tmp_path):
     assert "chunk-001" in (tmp_path / "out" / "report.html").read_text()
 
 
+@pytest.fixture(scope="module")
+def two_counties(tmp_path_factory):
+    """A two-county file (two chunks at 2,000 persons) and its audit run chunk after chunk, the
+    way it ran before chunks were pipelined: each chunk's last stage right after the others."""
+    from tabrecon.audit import chunks
+
+    d = tmp_path_factory.mktemp("two")
+    p, mds = two_county_file(d)
+    real = chunks.run_chunk
+
+    def in_turn(*a, **k):
+        part, last = real(*a, **k)
+        if last is not None:
+            last()
+        return part, None
+
+    mp = pytest.MonkeyPatch()
+    mp.setattr(chunks, "run_chunk", in_turn)
+    try:
+        ref = audit(
+            p,
+            d / "ref",
+            cfg(run={"chunk_persons": 2000, "workers": 2}, **LEAN),
+            show_progress=False,
+        )
+    finally:
+        mp.undo()
+    return p, mds, ref.summary
+
+
+def _same_numbers(a: dict, b: dict) -> None:
+    keys = ("persons", "tracts", "table_values", "identity_checks", "recon_records")
+    keys += ("recon_certified_unique", "agreement_block+tract", "certify", "reidentification")
+    for k in (*keys, "attacker", "chunks"):
+        assert a[k] == b[k], k
+    assert a["failures"] == b["failures"] == []
+
+
+def test_chunks_are_pipelined_and_give_the_numbers_of_one_after_another(
+    tmp_path, two_counties, monkeypatch
+):
+    """While chunk 0's tracts are solved this process reads and tabulates chunk 1, and while
+    chunk 1's are solved it reidentifies chunk 0: the same numbers as chunk after chunk."""
+    from tabrecon.audit import chunks
+
+    p, _, ref = two_counties
+    events: list[tuple[str, str]] = []
+
+    def traced(name, f):
+        def g(*a, **k):
+            ch = a[0].chunk.name  # the ChunkRunner (open_chunk's first argument too)
+            events.append((f"{name} in", ch))
+            try:
+                return f(*a, **k)
+            finally:
+                events.append((f"{name} out", ch))
+
+        return g
+
+    monkeypatch.setattr(chunks, "open_chunk", traced("open", chunks.open_chunk))
+    for name in ("reconstruct", "reidentify"):
+        monkeypatch.setattr(
+            chunks.ChunkRunner, name, traced(name, getattr(chunks.ChunkRunner, name))
+        )
+    res = audit(
+        p,
+        tmp_path / "o",
+        cfg(run={"chunk_persons": 2000, "workers": 2}, **LEAN),
+        show_progress=False,
+    )
+    _same_numbers(res.summary, ref)
+    at = {e: i for i, e in enumerate(events)}
+    c0, c1 = "chunk-000", "chunk-001"
+    assert (
+        at["reconstruct in", c0]
+        < at["open in", c1]
+        < at["open out", c1]
+        < at["reconstruct out", c0]
+    )
+    assert (
+        at["reconstruct in", c1]
+        < at["reidentify in", c0]
+        < at["reidentify out", c0]
+        < at["reconstruct out", c1]
+    )
+
+
+def test_a_chunk_lost_in_its_last_stage_is_reported_and_the_others_go_on(
+    tmp_path, two_counties, monkeypatch
+):
+    """Chunk 0's reidentification, run while chunk 1 is solved, fails: chunk 0 is reported lost
+    (none of its numbers merged), chunk 1 is audited in full."""
+    from tabrecon.audit import chunks
+
+    p, mds, ref = two_counties
+    real = chunks.ChunkRunner.reidentify
+
+    def fails_first(self, *a, **k):
+        if self.chunk.index == 0:
+            raise TabreconError("the attacker's file vanished")
+        return real(self, *a, **k)
+
+    monkeypatch.setattr(chunks.ChunkRunner, "reidentify", fails_first)
+    s = audit(
+        p,
+        tmp_path / "o",
+        cfg(run={"chunk_persons": 2000, "workers": 2}, **LEAN),
+        show_progress=False,
+    ).summary
+    assert s["persons"] == len(mds[1])
+    assert len(s["failures"]) == 1 and "chunk-000" in s["failures"][0]
+    assert "vanished" in s["failures"][0]
+
+
+def test_an_interrupt_in_the_stage_left_to_the_next_chunk_resumes_to_the_same_numbers(
+    tmp_path, two_counties, monkeypatch
+):
+    """Ctrl-C lands in chunk 0's reidentification while chunk 1's tracts are solved: the run
+    stops as interrupted, and resuming it gives the numbers of an uninterrupted run."""
+    from tabrecon.audit import chunks
+    from tabrecon.interrupts import Interrupted
+
+    p, _, ref = two_counties
+    real = chunks.ChunkRunner.reidentify
+
+    def interrupted(self, *a, **k):
+        if self.chunk.index == 0:
+            raise KeyboardInterrupt
+        return real(self, *a, **k)
+
+    c = cfg(run={"chunk_persons": 2000, "workers": 2}, **LEAN)
+    monkeypatch.setattr(chunks.ChunkRunner, "reidentify", interrupted)
+    with pytest.raises(Interrupted):
+        audit(p, tmp_path / "o", c, show_progress=False)
+    assert not (tmp_path / "o" / "work" / "chunk-000" / "reidentify.done.json").exists()
+    monkeypatch.setattr(chunks.ChunkRunner, "reidentify", real)
+    again = audit(p, tmp_path / "o", c, show_progress=False, resume=True)
+    _same_numbers(again.summary, ref)
+
+
 def test_a_release_without_tract_tables_is_certified_as_block_tables(tmp_path, small_md):
     from tabrecon.tables.persons import tabulate
     from tabrecon.tables.published import write_tables

@@ -1,7 +1,8 @@
 """The audit's unit of work: a chunk of counties read, tabulated, reconstructed, certified,
 linked and defended stage by stage (:class:`ChunkRunner`), each stage written as it finishes
-and skipped when a rerun finds it done; :func:`run_chunk` runs one chunk and
-:func:`tabrecon.audit.aggregate.audit_summary` adds the chunks' results up.
+and skipped when a rerun finds it done; :func:`run_chunks` runs the chunks in a pipeline (a
+chunk read ahead and the last one reidentified while a chunk's units are solved) and
+:func:`tabrecon.audit.aggregate.audit_summary` adds their results up.
 """
 
 from __future__ import annotations
@@ -9,7 +10,8 @@ from __future__ import annotations
 import functools
 import json
 import time
-from collections.abc import Callable
+from collections import deque
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -627,21 +629,31 @@ def claim_examples(persons: pl.DataFrame, n: int = EXAMPLE_CLAIMS) -> pl.DataFra
     )
 
 
-def run_chunk(
-    cr: ChunkRunner, cfg: AuditConfig, md_path, ts_path, given, rich_level: str, log: StageLog
-) -> ChunkResult:
-    """Every stage of one chunk; returns its summable aggregates (nothing is merged until it is
-    done). Person records (:attr:`ChunkRunner.linked`) are also matched to the truth, linked
-    to the attacker's data and defended."""
-    from ..schema import person_records, person_units, read_microdata
+@dataclass
+class Opened:
+    """A chunk's records and tables, read and tabulated (while the chunk before it is being
+    reconstructed, when there is one: :func:`run_chunks`)."""
+
+    #: the chunk's person records, for the stages of linked populations
+    md: Any
+    #: its records as units of its population (None for tables-only input)
+    truth: Units | None
+    #: its tables, and what finishes their stage (None when an earlier run finished it)
+    ts: Any
+    finish_tables: Callable[[], dict] | None
+
+
+def open_chunk(cr: ChunkRunner, md_path, ts_path, given, log: StageLog) -> Opened:
+    """Read one chunk's records (its counties of ``md_path``) and tabulate them, or take the
+    ``given`` tables: the work of a chunk that runs in this process before its units are handed
+    out."""
+    from ..schema import person_units, read_microdata
 
     ch = cr.chunk
-    out = ChunkResult()
-    facts = out.facts
-    t0, c0 = time.perf_counter(), tree_cpu()
-    md = None  # the chunk's person records, for the stages of linked populations
+    md = None
     truth: Units | None = None
     if md_path is not None:
+        t0, c0 = time.perf_counter(), tree_cpu()
         if cr.linked:
             md = read_microdata(md_path, counties=ch.counties or None)
             truth = person_units(md)
@@ -650,17 +662,46 @@ def run_chunk(
         log.add("read", time.perf_counter() - t0, tree_cpu() - c0)
         if given is not None:
             check_same_geography(truth, given, md_path, ts_path)
-        facts["persons"] += len(truth)
     ts, finish_tables = cr.tabulate(truth, given)
-    # the tables' identity checks and file are written while the workers reconstruct (the
-    # client's serial work, issue 40); when no reconstruction runs them, they run after it
+    return Opened(md, truth, ts, finish_tables)
+
+
+def run_chunk(
+    cr: ChunkRunner,
+    cfg: AuditConfig,
+    opened: Opened,
+    rich_level: str,
+    meanwhile_too: Callable[[], None] | None = None,
+) -> tuple[ChunkResult, Callable[[], None] | None]:
+    """Every stage of one chunk but its last, returning its summable aggregates (nothing is
+    merged until it is done) and its last stage still to run (None when there is none):
+    reidentification, which needs no worker, runs while the next chunk's units are solved
+    (:func:`run_chunks`). Person records (:attr:`ChunkRunner.linked`) are also matched to the
+    truth, linked to the attacker's data and defended.
+    ``meanwhile_too``: more of this process's work, run while this chunk's units are solved
+    (after the chunk's own)."""
+    from ..schema import person_records
+
+    ch = cr.chunk
+    out = ChunkResult()
+    facts = out.facts
+    md, truth, ts = opened.md, opened.truth, opened.ts
+    if truth is not None:
+        facts["persons"] += len(truth)
+    # the tables' identity checks are made while the workers reconstruct (the client's serial
+    # work, issue 40); when no reconstruction runs them, they run after it
     finished: list[dict] = []
 
     def meanwhile() -> None:
         if not finished:
-            finished.append(finish_tables() if finish_tables is not None else {})
+            finish = opened.finish_tables
+            finished.append(finish() if finish is not None else {})
             if md is not None:  # and reidentification's part that needs no reconstruction
                 cr.prepare_reidentify(md, ts)
+            if meanwhile_too is not None:
+                c0 = tree_cpu()
+                meanwhile_too()
+                cr._lent += tree_cpu() - c0  # another chunk's stages: counted by them
 
     recons = {}
     for lv in cfg.reconstruct.levels:
@@ -678,7 +719,7 @@ def run_chunk(
         facts[k] += tinfo[k]
     facts["inhabited_blocks"] += tinfo.get("inhabited_blocks", 0)
     out.tables_present = tinfo.get("tables_present", [])
-    if md_path is None:
+    if truth is None:
         facts["persons"] += int(pop.sum()) if (pop := ts.block_population()) is not None else 0
     blocks = None
     if cfg.certify.enabled:
@@ -698,7 +739,7 @@ def run_chunk(
             pl.col("min_k").is_not_null().sum().cast(pl.Int64).alias("singled_out")
         )
     if not cr.linked:
-        return out
+        return out, None
     recon = person_records(recons[rich_level])
     if md is None:
         from ..attacks.certify import uniqueness_flags
@@ -710,12 +751,89 @@ def run_chunk(
             facts["recon_certified_unique"] += int(
                 (fl["certified"] & (fl["bsab_unique"] == 1)).sum()
             )
-        return out
-    out.rates, rinfo = cr.reidentify(recon, md, ts, blocks)
-    out.hist = pl.read_parquet(cr.dir / "precision_hist.parquet").select(PREC_SOURCES).to_numpy()
-    for k in ("recon_records", "recon_bsab_unique", "recon_certified_unique"):
-        facts[k] += rinfo.get(k, 0)
-    out.attacker = rinfo.get("attacker", {})
+        return out, None
+    # the defenses hand out units of their own: they run now, and reidentification after them
     for spec in cfg.defenses.specs:
         out.defenses.append(cr.defense(md, spec))
-    return out
+
+    def reidentify() -> None:
+        out.rates, rinfo = cr.reidentify(recon, md, ts, blocks)
+        out.hist = (
+            pl.read_parquet(cr.dir / "precision_hist.parquet").select(PREC_SOURCES).to_numpy()
+        )
+        for k in ("recon_records", "recon_bsab_unique", "recon_certified_unique"):
+            facts[k] += rinfo.get(k, 0)
+        out.attacker = rinfo.get("attacker", {})
+
+    return out, reidentify
+
+
+def run_chunks(
+    chunks: list[Chunk],
+    runner: Callable[[Chunk], ChunkRunner],
+    cfg: AuditConfig,
+    md_path,
+    ts_path,
+    given,
+    rich_level: str,
+    log: StageLog,
+    on_turn: Callable[[Chunk], None] = lambda ch: None,
+) -> Iterator[tuple[Chunk, ChunkResult | Exception]]:
+    """Every chunk's result in chunk order, or the error that lost it (the other chunks go on;
+    a :class:`MismatchError` stops the audit), pipelined so that no core waits for this
+    process: while chunk k's units are solved, this process finishes chunk k-1 (its
+    reidentification) and reads and tabulates chunk k+1 (a 10,004,497-person state's chunks
+    otherwise left a core idle for 12% of the audit). ``runner`` makes a chunk's
+    :class:`ChunkRunner`; ``on_turn`` is told of each chunk as its units are about to run."""
+    done: deque[tuple[Chunk, ChunkResult | Exception]] = deque()
+    waiting: list[tuple[Chunk, ChunkResult, Callable[[], None]]] = []  # (at most one)
+    ahead: dict[int, tuple[ChunkRunner, Opened | Exception]] = {}
+
+    def finish_waiting() -> None:
+        while waiting:
+            ch, part, last = waiting.pop()
+            try:
+                last()
+            except Exception as exc:  # the chunk is lost and reported; the others go on
+                done.append((ch, exc))
+            else:
+                done.append((ch, part))
+
+    def open_ahead(i: int) -> None:
+        if i < len(chunks) and i not in ahead:
+            cr = runner(chunks[i])
+            try:
+                ahead[i] = (cr, open_chunk(cr, md_path, ts_path, given, log))
+            except Exception as exc:  # met in its turn
+                ahead[i] = (cr, exc)
+
+    for i, ch in enumerate(chunks):
+
+        def meanwhile(i: int = i) -> None:
+            finish_waiting()
+            open_ahead(i + 1)
+
+        on_turn(ch)
+        try:
+            open_ahead(i)
+            cr, opened = ahead.pop(i)
+            if isinstance(opened, Exception):
+                raise opened
+            part, last = run_chunk(cr, cfg, opened, rich_level, meanwhile)
+        except MismatchError:
+            finish_waiting()
+            yield from done
+            raise
+        except Exception as exc:
+            finish_waiting()
+            done.append((ch, exc))
+        else:
+            finish_waiting()  # (when the chunk's work ended before its meanwhile ran)
+            if last is None:
+                done.append((ch, part))
+            else:
+                waiting.append((ch, part, last))
+        while done:
+            yield done.popleft()
+    finish_waiting()
+    yield from done

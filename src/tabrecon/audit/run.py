@@ -6,8 +6,10 @@ tables are then the release and the microdata the truth, and their geographies m
 work is done chunk by chunk: whole counties of a person file are batched up to
 ``run.chunk_persons`` persons and each chunk is read by itself (streamed from the file), so memory
 follows the chunk, never the whole state or nation (another population's file is one chunk).
-Inside a chunk the units of work are tracts, run in this process, a process pool or on a Dask
-cluster (:func:`tabrecon.runner.execution`).
+Chunks are pipelined (:func:`tabrecon.audit.chunks.run_chunks`): while one chunk's units run,
+this process reads and tabulates the next and reidentifies the one before. Inside a chunk the
+units of work are tracts, run in this process, a process pool or on a Dask cluster
+(:func:`tabrecon.runner.execution`).
 
 Every stage of every chunk writes its result under ``OUT/work/chunk-NNN/`` as it completes and then
 a ``<stage>.done.json`` marker (written last, by rename; the tables alone are not written but made
@@ -47,11 +49,10 @@ from .chunks import (
     PRECISION_GRID,
     Chunk,
     ChunkRunner,
-    MismatchError,
     StageLog,
     plan_chunks,
     read_release,
-    run_chunk,
+    run_chunks,
 )
 from .config import AuditConfig, RunConfig
 from .evaluate import DefenseOutcome, outcome_frame
@@ -311,21 +312,26 @@ def audit(
     )
     chunk_errors: list[BaseException] = []
     with execution(cfg.run.scheduler, cfg.run.retries), prog:
-        for ch in chunks:
-            cr = ChunkRunner(cfg, ch, work, resume, log, progress, on_stage, pop)
+
+        def runner(ch: Chunk) -> ChunkRunner:
+            return ChunkRunner(cfg, ch, work, resume, log, progress, on_stage, pop)
+
+        def where(ch: Chunk) -> str:
             nc = len(ch.counties)
-            where = (
-                f"{nc} count{'y' if nc == 1 else 'ies'}, {ch.persons:,} {pop.noun}" if nc else "all"
-            )
-            prog.update(overall, description=f"audit {ch.name} ({where})")
-            try:
-                part = run_chunk(cr, cfg, md_path, ts_path, given, rich_level, log)
-            except MismatchError:
-                raise
-            except Exception as exc:  # this chunk is lost and reported; the others go on
-                chunk_errors.append(exc)
-                failures.append(f"{ch.name} ({where}): {type(exc).__name__}: {exc}")
-                con.print(f"[red]{ch.name} failed:[/red] {exc}")
+            if not nc:
+                return "all"
+            return f"{nc} count{'y' if nc == 1 else 'ies'}, {ch.persons:,} {pop.noun}"
+
+        def turn(ch: Chunk) -> None:
+            prog.update(overall, description=f"audit {ch.name} ({where(ch)})")
+
+        for ch, part in run_chunks(
+            chunks, runner, cfg, md_path, ts_path, given, rich_level, log, on_turn=turn
+        ):
+            if isinstance(part, Exception):  # this chunk is lost and reported; the others go on
+                chunk_errors.append(part)
+                failures.append(f"{ch.name} ({where(ch)}): {type(part).__name__}: {part}")
+                con.print(f"[red]{ch.name} failed:[/red] {part}")
                 continue
             for k, v in part.facts.items():
                 facts[k] += v
