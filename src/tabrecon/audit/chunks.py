@@ -780,14 +780,14 @@ def run_chunks(
     on_turn: Callable[[Chunk], None] = lambda ch: None,
 ) -> Iterator[tuple[Chunk, ChunkResult | Exception]]:
     """Every chunk's result in chunk order, or the error that lost it (the other chunks go on;
-    a :class:`MismatchError` stops the audit), pipelined so that no core waits for this
-    process: while chunk k's units are solved, this process finishes chunk k-1 (its
-    reidentification) and reads and tabulates chunk k+1 (a 10,004,497-person state's chunks
-    otherwise left a core idle for 12% of the audit). ``runner`` makes a chunk's
+    a :class:`MismatchError` stops the audit), pipelined so that the workers do not wait for
+    this process between chunks: while chunk k's units are solved, this process finishes chunk
+    k-1 (its reidentification) and reads and tabulates chunk k+1 (the wait between two chunks
+    of 250,000 persons: about 1 s before, 0.05 s after). ``runner`` makes a chunk's
     :class:`ChunkRunner`; ``on_turn`` is told of each chunk as its units are about to run."""
     done: deque[tuple[Chunk, ChunkResult | Exception]] = deque()
     waiting: list[tuple[Chunk, ChunkResult, Callable[[], None]]] = []  # (at most one)
-    ahead: dict[int, tuple[ChunkRunner, Opened | Exception]] = {}
+    ahead: dict[int, tuple[ChunkRunner, Opened] | Exception] = {}
 
     def finish_waiting() -> None:
         while waiting:
@@ -801,11 +801,11 @@ def run_chunks(
 
     def open_ahead(i: int) -> None:
         if i < len(chunks) and i not in ahead:
-            cr = runner(chunks[i])
             try:
+                cr = runner(chunks[i])
                 ahead[i] = (cr, open_chunk(cr, md_path, ts_path, given, log))
-            except Exception as exc:  # met in its turn
-                ahead[i] = (cr, exc)
+            except Exception as exc:  # chunk i's, met in its turn
+                ahead[i] = exc
 
     for i, ch in enumerate(chunks):
 
@@ -816,9 +816,10 @@ def run_chunks(
         on_turn(ch)
         try:
             open_ahead(i)
-            cr, opened = ahead.pop(i)
-            if isinstance(opened, Exception):
-                raise opened
+            got = ahead.pop(i)
+            if isinstance(got, Exception):
+                raise got
+            cr, opened = got
             part, last = run_chunk(cr, cfg, opened, rich_level, meanwhile)
         except MismatchError:
             finish_waiting()
