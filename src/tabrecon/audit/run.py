@@ -5,11 +5,11 @@ published tables (a long table file or an SF1 summary-file folder), or, for pers
 tables are then the release and the microdata the truth, and their geographies must match). The
 work is done chunk by chunk: whole counties of a person file are batched up to
 ``run.chunk_persons`` persons and each chunk is read by itself (streamed from the file), so memory
-follows the chunk, never the whole state or nation (another population's file is one chunk).
-Chunks are pipelined (:func:`tabrecon.audit.chunks.run_chunks`): while one chunk's units run,
-this process reads and tabulates the next and reidentifies the one before. Inside a chunk the
-units of work are tracts, run in this process, a process pool or on a Dask cluster
-(:func:`tabrecon.runner.execution`).
+follows the chunks in hand (two at most), never the whole state or nation (another population's
+file is one chunk). Chunks are pipelined (:func:`tabrecon.audit.chunks.run_chunks`): while one
+chunk's units run, this process reads and tabulates the next and reidentifies the one before.
+Inside a chunk the units of work are tracts, run in this process, a process pool or on a Dask
+cluster (:func:`tabrecon.runner.execution`).
 
 Every stage of every chunk writes its result under ``OUT/work/chunk-NNN/`` as it completes and then
 a ``<stage>.done.json`` marker (written last, by rename; the tables alone are not written but made
