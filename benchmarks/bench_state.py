@@ -328,6 +328,10 @@ def _compare(ref: str, base: dict, run: dict, d: Path, n: int) -> dict:
         f"{base['wall_s'] * US_2010 / n / 3600:.1f} -> {run['wall_s'] * US_2010 / n / 3600:.1f} h "
         "on this machine"
     )
+    print(
+        f"outside the reconstruct stages (the workers waiting for this process: reading, "
+        f"tabulating, linking between chunks): {_outside(bw):.1f} -> {_outside(cw):.1f} s"
+    )
     # solvar is a distance from each run's own reconstruction: where the two reconstructions
     # of a varying block differ (equally consistent), so may it; the verdict may not
     cols = ["block_geoid", "status", "solvar", "proven"]
@@ -354,7 +358,15 @@ def _compare(ref: str, base: dict, run: dict, d: Path, n: int) -> dict:
         "verdicts_differ": verdicts,
         "solvar_differ": solvar,
         "blocks_in_one_run_only": missing,
+        "outside_reconstruct_s": [_outside(bw), _outside(cw)],
     }
+
+
+def _outside(wall: dict) -> float:
+    """Seconds of an audit's stages outside its reconstruct stages (summed over chunks): the
+    time the workers wait for the client, since the client's work beside the solves is inside
+    the reconstruct stage's wall."""
+    return round(wall["total"] - wall.get("reconstruct", 0.0), 1)
 
 
 if __name__ == "__main__":
