@@ -426,3 +426,34 @@ def test_attacker_rows_are_refused_for_what_they_hold_whatever_the_age_column_ty
     bad_age = 2 if isinstance(ages[0], str) else 1
     assert (rep.bad_age, rep.bad_sex, rep.unknown_block) == (bad_age, 2, 2)
     assert kept.height == 7 - bad_age - 2 and kept["age"].dtype == pl.Int64
+
+
+#: ids as files hold them: UTF-8 (no lone surrogates) and no NUL, which numpy's fixed-width
+#: strings would drop
+_NO_NUL = st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00")
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    ids=st.lists(st.text(_NO_NUL, max_size=4), unique=True, max_size=30),
+    piks=st.lists(st.one_of(st.none(), st.text(_NO_NUL, max_size=4)), max_size=40),
+)
+def test_truth_rows_equals_sorting_and_searching_the_ids(ids, piks):
+    """The person behind each attacker pik by hash join is what sorting the truth's ids and
+    searching them gave (duplicate, unknown, empty, missing and non-ASCII piks included)."""
+    from tabrecon.attacks.reidentify import truth_rows
+
+    tid = np.array(ids, dtype=str) if ids else np.array([], dtype=str)
+    got = truth_rows(pl.Series(piks, dtype=pl.String), tid)
+    want = []
+    for p in piks:
+        hits = [i for i, x in enumerate(ids) if p is not None and x == p]
+        want.append(hits[0] if hits else -1)
+    assert got.tolist() == want
+    # the sorted search it replaced, where every pik is a string
+    if tid.size and all(p is not None for p in piks):
+        apik = np.array(piks, dtype=str) if piks else np.array([], dtype=str)
+        order = np.argsort(tid)
+        tp = np.searchsorted(tid[order], apik)
+        hit = (tp < tid.size) & (tid[order][np.minimum(tp, tid.size - 1)] == apik)
+        assert got.tolist() == np.where(hit, order[np.minimum(tp, tid.size - 1)], -1).tolist()
