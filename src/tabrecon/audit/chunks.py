@@ -828,8 +828,7 @@ def run_chunks(
         except Exception as exc:
             finish_waiting()
             done.append((ch, exc))
-        else:
-            finish_waiting()  # (when the chunk's work ended before its meanwhile ran)
+        else:  # (its meanwhile, which run_chunk always runs, finished the chunk before)
             if last is None:
                 done.append((ch, part))
             else:
