@@ -872,6 +872,9 @@ def test_reusing_an_output_with_other_tables_or_options_is_refused(tmp_path):
     assert (
         again.returncode == 2 and "microdata" in again.stderr and "without --resume" in again.stderr
     )
+    seed = _cli(audit + ["--resume", "--seed", "7"], tmp_path)  # the one option that changed
+    assert seed.returncode == 2 and "config run.seed 2010 before, 7 now" in seed.stderr
+    assert "chunk_persons" not in seed.stderr, seed.stderr  # not the whole configuration twice
 
 
 def test_sweeps_and_tradeoff_refuse_to_mix_runs(tmp_path):

@@ -3,12 +3,21 @@ release must give the same digest whatever order it comes in; any other release 
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import polars as pl
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tabrecon.provenance import digest_grids, digest_long
+from tabrecon.provenance import (
+    StaleResumeError,
+    check_or_record,
+    digest_grids,
+    digest_long,
+    fingerprint,
+)
 
 MISSING = -1
 
@@ -100,3 +109,27 @@ def test_long_digest_ignores_row_order_and_sees_every_value(rows, rnd):
         pl.when(pl.int_range(pl.len()) == 0).then(pl.col("value") + 1).otherwise(pl.col("value"))
     )
     assert digest_long(bumped) != digest_long(frame)
+
+
+def test_a_refused_resume_names_each_changed_option_of_a_configuration(tmp_path):
+    cfg = {"run": {"seed": 2010, "workers": 1}, "certify": {"distance": True}, "levels": [1, 2]}
+    record = tmp_path / "run.json"
+    check_or_record(record, fingerprint(config=cfg, tables="t1"), "out")
+    check_or_record(record, fingerprint(config=cfg, tables="t1"), "out")  # the same run resumes
+    other = json.loads(json.dumps(cfg))
+    other["run"]["seed"] = 7
+    other["levels"] = [2]
+    del other["certify"]["distance"]
+    other["certify"]["new"] = "x"
+    with pytest.raises(StaleResumeError) as e:
+        check_or_record(record, fingerprint(config=other, tables="t2"), "out")
+    msg = str(e.value)
+    for said in (
+        "config certify.distance true before, unset now",
+        'config certify.new unset before, "x" now',
+        "config levels [1, 2] before, [2] now",
+        "config run.seed 2010 before, 7 now",
+        "tables 't1' before, 't2' now",
+    ):
+        assert said in msg, msg
+    assert "workers" not in msg  # what did not change is not shown

@@ -156,6 +156,71 @@ def _text(v: Any) -> str:
 FRESH = "rerun with --fresh (resume=False in Python) to start over, or choose another output"
 
 
+def differences(old: dict, new: dict) -> list[str]:
+    """What differs between two fingerprints, item by item: an item holding a JSON object (a
+    run's whole configuration) is compared key by key, so a message names the options that
+    changed (``config run.seed 2010 before, 7 now``), not two copies of the configuration.
+
+    >>> differences({"config": '{"run": {"seed": 2010, "workers": 1}}', "tables": "a1"},
+    ...             {"config": '{"run": {"seed": 7, "workers": 1}}', "tables": "a1"})
+    ['config run.seed 2010 before, 7 now']
+    >>> differences({"level": "block+tract"}, {"level": "block", "x": "1"})
+    ["level 'block+tract' before, 'block' now", "x 'unrecorded' before, '1' now"]
+    """
+    out = []
+    for k in sorted(set(old) | set(new), key=str):
+        a, b = old.get(k, "unrecorded"), new.get(k, "unset")
+        if a == b:
+            continue
+        da, db = _as_object(a), _as_object(b)
+        if da is None or db is None:
+            out.append(f"{k} {a!r} before, {b!r} now")
+            continue
+        inner = [
+            f"{k} {path} {_shown(x)} before, {_shown(y)} now" for path, x, y in _changed(da, db)
+        ]
+        out += inner or [f"{k} differs"]
+    return out
+
+
+def _changed(a: dict, b: dict, path: str = "") -> list[tuple[str, Any, Any]]:
+    """The dotted paths at which two JSON objects differ, with both values (:data:`_NO_KEY`
+    where one lacks the key)."""
+    out = []
+    for k in sorted(set(a) | set(b), key=str):
+        x, y = a.get(k, _NO_KEY), b.get(k, _NO_KEY)
+        if x == y:
+            continue
+        here = f"{path}{k}"
+        if isinstance(x, dict) and isinstance(y, dict):
+            out += _changed(x, y, here + ".")
+        else:
+            out.append((here, x, y))
+    return out
+
+
+def _as_object(v: Any) -> dict | None:
+    """``v`` as a dict: itself, or the JSON object a string holds; None otherwise."""
+    if isinstance(v, dict):
+        return v
+    if isinstance(v, str) and v.startswith("{"):
+        try:
+            got = json.loads(v)
+        except json.JSONDecodeError:
+            return None
+        return got if isinstance(got, dict) else None
+    return None
+
+
+_NO_KEY = object()
+
+
+def _shown(v: Any) -> str:
+    """A value inside a configuration as its JSON text (``2010``, ``"auto"``, ``[1, 2]``), or
+    ``unset``."""
+    return "unset" if v is _NO_KEY else json.dumps(v, sort_keys=True, default=str)
+
+
 def check_or_record(
     record: Path, fp: dict[str, str], what: str, advice: str = FRESH, outputs: tuple[Path, ...] = ()
 ) -> None:
@@ -173,11 +238,7 @@ def check_or_record(
         except (json.JSONDecodeError, OSError):
             old = {}
         if old != fp:
-            diffs = [
-                f"{k} {old.get(k, 'unrecorded')!r} before, {fp.get(k, 'unset')!r} now"
-                for k in sorted(set(old) | set(fp))
-                if old.get(k) != fp.get(k)
-            ]
+            diffs = differences(old, fp)
             raise StaleResumeError(
                 f"{what} holds results of another run ({'; '.join(diffs) or 'unreadable record'}):"
                 f" {advice}"
