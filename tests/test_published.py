@@ -128,6 +128,10 @@ def test_every_form_reads_into_identical_tables(county, tmp_path):
             "GEOID,NAME\n280010001001000,x\n",
             "nor a wide one with persons variables such as P0010001",
         ),
+        (  # records, not tables: what to do with them is said
+            "block_geoid,sex,age\n280010001001000,male,3\n",
+            "it looks like records.*tabulate them first",
+        ),
         (
             "GEOID,P001001,P003001\n280010001001000,3,3\n280010001001001,4,\n",
             "line 3, column 'P003001': '' is empty, though the variable is given for other",
@@ -142,7 +146,7 @@ def test_every_form_reads_into_identical_tables(county, tmp_path):
         ),
     ],
     ids=[
-        *("unknown", "annotation", "negative", "duplicate", "twice", "nogeo", "novars"),
+        *("unknown", "annotation", "negative", "duplicate", "twice", "nogeo", "novars", "records"),
         *("partial", "tract_row", "tract_partial"),
     ],
 )

@@ -462,9 +462,16 @@ def _rows_of_wide(df: pl.DataFrame, where: str, mine: set[str], schema: Schema) 
         )
     if not cells:
         example = min(mine)
+        records = "block_geoid" in (c.strip().lower() for c in df.columns)
         raise InputError(
             f"neither a long table (columns geoid, cell, value) nor a wide one with {schema.name} "
-            f"variables such as {example} (found: {', '.join(df.columns[:8])})",
+            f"variables such as {example} (found: {', '.join(df.columns[:8])})"
+            + (
+                "; it looks like records, one row a person or unit: tabulate them first "
+                "(tabrecon tabulate FILE), or give them to tabrecon audit as its MICRODATA"
+                if records
+                else ""
+            ),
             path=where,
         )
     geo = geography_of(df, where)
