@@ -152,6 +152,12 @@ def test_tract_tables_join_a_tracts_blocks_in_one_model():
     alone = set(b.blocks.filter(pl.col("status") == "unique")["geoid"].to_list())
     joint = set(bt.blocks.filter(pl.col("status") == "unique")["geoid"].to_list())
     assert alone and alone <= joint and bt.blocks.height == b.blocks.height
+    # each block's time says how much of it went to certifying (its tract's, shared evenly)
+    for r in (b, bt):
+        sec, cert = r.blocks["seconds"].to_numpy(), r.blocks["certify_seconds"].to_numpy()
+        assert (cert >= 0).all() and (cert <= sec).all() and cert.sum() > 0
+    plain = reconstruct_units(long, PERSONS, ReconstructOptions(level="block", check_unique=False))
+    assert (plain.blocks["certify_seconds"] == 0).all()  # nothing certified
     # a tract cell the blocks cannot meet: every block of that tract is named infeasible
     tract = long.filter(pl.col("geoid").str.len_chars() == 11)["geoid"][0]
     bad = long.with_columns(

@@ -66,7 +66,8 @@ class UnitReconstruction:
     """Reconstructed units and, per block, whether they are the only consistent ones."""
 
     units: Units
-    blocks: pl.DataFrame  # geoid, units, types, status, seconds, solvar, solvar_lo, solvar_hi
+    #: geoid, units, types, status, seconds, certify_seconds, solvar, solvar_lo, solvar_hi
+    blocks: pl.DataFrame
 
 
 LEVELS = Level.choices()
@@ -144,7 +145,9 @@ def reconstruct_units(
     types, or over coarser ones: ``unique_on`` maps an attribute's codes to coarser codes before
     the question (``{"age": AGEBIN_OF_AGE}``: certification's resolution for persons); a block's
     status is then "unique" when every solution gives it the same coarse histogram. At
-    "block+tract" a block's ``seconds`` is its tract's time shared evenly among its blocks.
+    "block+tract" a block's ``seconds`` is its tract's time shared evenly among its blocks;
+    ``certify_seconds`` is the part of it spent certifying (0 where nothing was certified), so
+    that a run says what certification cost beside the reconstruction, tract by tract.
 
     ``tract_model`` picks the program's variables: "types" gives each block a variable per
     type (:func:`tract_program`); "classes" one per class of types no block cell tells apart,
@@ -355,7 +358,7 @@ def reconstruct_units(
             if x is None:
                 took = (time.perf_counter() - t0) * share
                 stats += [
-                    (geoids[b], 0, int(a.size), Verdict.REFUSED, took, *nan)
+                    (geoids[b], 0, int(a.size), Verdict.REFUSED, took, 0.0, *nan)
                     for b, a in zip(bs, adms, strict=True)
                 ]
                 continue
@@ -370,13 +373,14 @@ def reconstruct_units(
                 )  # contradiction
                 took = (time.perf_counter() - t0) * share
                 stats += [
-                    (geoids[b], 0, int(a.size), why, took, *nan)
+                    (geoids[b], 0, int(a.size), why, took, 0.0, *nan)
                     for b, a in zip(bs, adms, strict=True)
                 ]
                 continue
             x = sol.x
         status: list[str] = [Verdict.UNKNOWN] * len(bs)
         spread = [nan] * len(bs)
+        t_cert = time.perf_counter()
         if check_unique:
             F, m, form_block = block_forms(base.prog.n_vars, x, adms, key)
             status, spread = certify_forms(
@@ -391,6 +395,7 @@ def reconstruct_units(
                 distance_time_limit=distance_time_limit,
                 escalate=escalate,
             )
+        cert_took = (time.perf_counter() - t_cert) * share if check_unique else 0.0
         took = (time.perf_counter() - t0) * share
         nx = int(sum(a.size for a in adms))
         if ytypes is not None:
@@ -404,7 +409,7 @@ def reconstruct_units(
         for b, a, got, st, sv in zip(bs, adms, dealt, status, spread, strict=True):
             rows.append(got)
             geo_out.append(np.full(got.size, geoids[b]))
-            stats.append((geoids[b], int(got.size), int(a.size), st, took, *sv))
+            stats.append((geoids[b], int(got.size), int(a.size), st, took, cert_took, *sv))
     pos = np.concatenate(rows) if rows else np.zeros(0, dtype=np.int64)
     codes = schema.decode(feas[pos])
     ranges = runs.ranges(schema, pos) if runs is not None else None
@@ -428,6 +433,7 @@ def reconstruct_units(
             "types": pl.Int64,
             "status": pl.String,
             "seconds": pl.Float64,
+            "certify_seconds": pl.Float64,
             "solvar": pl.Float64,
             "solvar_lo": pl.Float64,
             "solvar_hi": pl.Float64,
