@@ -321,6 +321,55 @@ def test_the_largest_shortfall_equals_enumeration(spec):
 
 @settings(max_examples=150, deadline=None)
 @given(
+    st.integers(1, 6).flatmap(
+        lambda nx: st.lists(
+            st.tuples(
+                st.lists(st.integers(-2, 3), min_size=nx, max_size=nx),
+                st.integers(1, 5),
+                st.integers(0, 4),
+            ),
+            min_size=0,
+            max_size=6,
+        )
+    )
+)
+def test_the_shortfall_rows_written_as_arrays_are_the_stacked_blocks(keys):
+    """The distance maximisation's rows, written straight into CSR arrays, are entry for entry
+    (order within each row included: the CP-SAT model is filled in that order) what stacking
+    ``[0, I, -diag(c)]`` over ``[G, I, diag(M)]`` gives, with the linear keys' objective."""
+    import scipy.sparse as sp
+
+    from tabrecon.engine.variability import _Shortfall
+
+    nx = len(keys[0][0]) if keys else 3
+    G = sp.csr_matrix(np.array([k for k, _, _ in keys], dtype=np.int64).reshape(len(keys), nx))
+    c = np.array([v for _, v, _ in keys], dtype=np.int64)
+    ymax = c + np.array([m for _, _, m in keys], dtype=np.int64)  # m = 0: a linear key
+    ex = _Shortfall.of(G, c, ymax)
+    under = ymax <= c
+    over = np.flatnonzero(~under)
+    Go, co, Mk = G[over], c[over], ymax[over] - c[over]
+    n = co.size
+    eye = sp.identity(n, format="csr", dtype=np.int64)
+    want = sp.vstack(
+        [
+            sp.hstack([sp.csr_matrix((n, nx), dtype=np.int64), eye, -sp.diags(co, dtype=np.int64)]),
+            sp.hstack([Go, eye, sp.diags(Mk, dtype=np.int64)]),
+        ]
+    ).tocsr()
+    got = ex.rows
+    assert got.shape == want.shape and ex.base == int(c[under].sum())
+    assert np.array_equal(got.indptr, want.indptr)
+    assert np.array_equal(got.indices, want.indices) and np.array_equal(got.data, want.data)
+    gain = -np.asarray(G[np.flatnonzero(under)].sum(axis=0), dtype=np.int64).ravel()
+    if ex.objective is not None:
+        assert np.array_equal(ex.objective[:nx], gain)
+    else:
+        assert n == 0 and not gain.any()
+
+
+@settings(max_examples=150, deadline=None)
+@given(
     st.lists(
         st.tuples(
             st.lists(st.lists(st.integers(0, 2), min_size=3, max_size=3), min_size=1, max_size=2),
