@@ -452,8 +452,10 @@ def block_forms(
     blk = np.repeat(np.arange(len(adms)), [a.size for a in adms])
     if not blk.size:
         return sp.csr_matrix((0, n_vars), dtype=np.int64), np.zeros(0, np.int64), blk
-    pairs = np.stack([blk, key[np.concatenate(adms)]], axis=1)
-    form = np.unique(pairs, axis=0, return_inverse=True)[1].reshape(-1)
+    k = key[np.concatenate(adms)].astype(np.int64)
+    # one integer per (block, key) pair, ordered as the pairs are: a 1-D unique, not one over
+    # rows (0.40 CPU s for the 232 tracts of a 1,000,096-person state)
+    form = np.unique(blk * (int(k.max()) + 1) + k, return_inverse=True)[1].reshape(-1)
     F = sp.csr_matrix(
         (np.ones(blk.size, dtype=np.int64), (form, np.arange(blk.size))),
         shape=(int(form.max()) + 1, n_vars),
