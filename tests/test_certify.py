@@ -785,3 +785,52 @@ def test_reconstructing_and_certifying_never_import_pandas():
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "[]", r.stdout
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.integers(1, 5).flatmap(
+        lambda n: st.tuples(
+            st.lists(st.lists(st.integers(-2, 3), min_size=n, max_size=n), min_size=1, max_size=4),
+            st.lists(st.integers(0, 4), min_size=n, max_size=n),
+            st.lists(st.integers(0, 2), min_size=n, max_size=n),
+            st.booleans(),
+        )
+    )
+)
+def test_a_program_reaches_highs_whole(spec):
+    """What HiGHS holds after a program is passed as arrays (the relaxation's and the HiGHS
+    backend's load) is the program: matrix, row and column bounds, costs and integrality."""
+    import highspy
+    import scipy.sparse as sp
+
+    from tabrecon.engine.solvers import IntProgram, _pass_to_highs
+
+    rows, ub, lb, integer = spec
+    A = sp.csr_matrix(np.array(rows, dtype=np.int64))
+    ub_ = np.array(ub, dtype=np.int64)
+    lb_ = np.minimum(np.array(lb, dtype=np.int64), ub_)
+    n = ub_.size
+    lo = np.arange(A.shape[0], dtype=np.int64) - 1
+    prog = IntProgram(A=A, lo=lo, hi=lo + 3, ub=ub_, lb=lb_)
+    cost = np.arange(n, dtype=float) - 1.5
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    _pass_to_highs(h, prog, cost, integer)
+    lp = h.getLp()
+    assert (lp.num_col_, lp.num_row_) == (n, A.shape[0])
+    assert np.array_equal(lp.col_cost_, cost)
+    assert np.array_equal(lp.col_lower_, lb_) and np.array_equal(lp.col_upper_, ub_)
+    assert np.array_equal(lp.row_lower_, lo) and np.array_equal(lp.row_upper_, lo + 3)
+    m = lp.a_matrix_
+    held = (
+        sp.csr_matrix((m.value_, m.index_, m.start_), shape=A.shape)
+        if m.format_ == highspy.MatrixFormat.kRowwise
+        else sp.csc_matrix((m.value_, m.index_, m.start_), shape=A.shape)
+    )
+    assert (held != A).nnz == 0
+    kinds = (
+        {highspy.HighsVarType(int(v)) for v in lp.integrality_} if len(lp.integrality_) else set()
+    )
+    want = highspy.HighsVarType.kInteger if integer else highspy.HighsVarType.kContinuous
+    assert kinds <= {want} and (not integer or kinds == {want})
