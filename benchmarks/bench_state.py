@@ -26,8 +26,8 @@ The audit's verified claims (a stage added after the issue-40 baseline 2efe309) 
 off on both sides unless ``--claims``; then they run too (on the baseline only if its code has
 the stage) and are printed as their own stage.
 Certification's cost is also split from the reconstruction's over every tract of the run itself
-(each block's ``certify_seconds`` in the reconstruct parts: :func:`certification_split`), since
-the first tracts profiled below need not be typical of the state.
+(each block's ``certify_seconds`` in the reconstruct parts: :func:`certification_split`),
+timed in the workers, where the profile below covers only the first tracts, in one process.
 ``--profile-tracts N`` (30 unless 0) then profiles reconstruction and certification of the
 state's first N tracts in one process (:mod:`benchmarks.profile_stages`) and prints the top
 entries, with the baseline's code too when there is one: where the time went, before and after.
