@@ -1128,8 +1128,9 @@ def _pass_to_highs(h: Any, prog: IntProgram, cost: np.ndarray, integer: bool) ->
     """Load ``prog`` into the HiGHS instance ``h`` (minimising ``cost``), its variables integer
     or, for the relaxation, not: the arrays passed whole to HiGHS' array overload of
     ``passModel``. Filling a ``HighsLp`` attribute by attribute copies them element by element
-    (about 1.2 ms for a tract's 1,500 columns and 2,500 rows against under 0.1), and
-    certification loads hundreds of relaxations per 1,000,000 persons."""
+    (a 1,500-column, 2,500-row program, both cores loaded: 8.1 ms to fill and 1.9 to pass,
+    against 0.6 ms this way), and certification loads about 700 relaxations per 1,000,000
+    persons."""
     import highspy
 
     n = prog.n_vars
