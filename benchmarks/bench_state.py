@@ -41,6 +41,7 @@ import resource
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import polars as pl
@@ -269,15 +270,19 @@ def _workers_busy(stream: list[dict]) -> dict:
     }
 
 
-def _solve_seconds(run: Path) -> float:
-    """The blocks' solve seconds of an audit's reconstruction, summed over its tracts (each
-    timed in the worker that solved it: the parts' ``status.jsonl``)."""
-    total = 0.0
+def _part_blocks(run: Path) -> Iterator[tuple[str, dict]]:
+    """Every block of an audit's reconstruct parts (``status.jsonl``, each tract timed in the
+    worker that solved it) with its stage's level: ``recon_block`` or ``recon_block_tract``."""
     for status in run.glob("work/chunk-*/recon_*.parts/status.jsonl"):
+        level = status.parent.name.split(".")[0]
         for line in status.read_text().splitlines():
-            st = json.loads(line) if line.strip() else {}
-            total += sum(b.get("seconds", 0.0) for b in st.get("blocks", []))
-    return total
+            for b in (json.loads(line) if line.strip() else {}).get("blocks", []):
+                yield level, b
+
+
+def _solve_seconds(run: Path) -> float:
+    """The blocks' solve seconds of an audit's reconstruction, summed over its tracts."""
+    return sum(b.get("seconds", 0.0) for _, b in _part_blocks(run))
 
 
 def _profile(code: Path | None, src: Path, out: Path, tracts: int) -> dict | None:
@@ -382,14 +387,11 @@ def certification_split(run: Path) -> dict | None:
     seconds: dict[str, float] = {}
     cert = 0.0
     seen = False
-    for status in run.glob("work/chunk-*/recon_*.parts/status.jsonl"):
-        level = status.parent.name.split(".")[0]  # recon_block, recon_block_tract
-        for line in status.read_text().splitlines():
-            for b in (json.loads(line) if line.strip() else {}).get("blocks", []):
-                seconds[level] = seconds.get(level, 0.0) + b.get("seconds", 0.0)
-                if b.get("certify_seconds") is not None:
-                    seen = True
-                    cert += b["certify_seconds"] if level == "recon_block_tract" else 0.0
+    for level, b in _part_blocks(run):
+        seconds[level] = seconds.get(level, 0.0) + b.get("seconds", 0.0)
+        if b.get("certify_seconds") is not None:
+            seen = True
+            cert += b["certify_seconds"] if level == "recon_block_tract" else 0.0
     if not seen:
         return None
     rest = seconds.get("recon_block_tract", 0.0) - cert
