@@ -178,3 +178,134 @@ def test_the_command_line_exits_130_when_ctrl_c_lands_in_an_import(tmp_path):
     assert run.returncode == 130, run.stderr
     assert "interrupted" in run.stderr and "internal error" not in run.stderr, run.stderr
     assert not (tmp_path / "x.csv").exists()
+
+
+SWALLOWED = textwrap.dedent(
+    """
+    import signal, sys, weakref
+    import tabrecon.runner as R
+    from tabrecon.cli.app import main
+
+    class Thing:
+        pass
+
+    untimed, fired = R._untimed, []
+
+    def swallowing(res):
+        # the first unit's result arrives; the only Ctrl-C lands in a weak-reference callback,
+        # where Python prints "Exception ignored" and goes on
+        if not fired:
+            fired.append(1)
+            thing = Thing()
+            ref = weakref.ref(thing, lambda r: signal.raise_signal(signal.SIGINT))
+            del thing
+        return untimed(res)
+
+    if __name__ == "__main__":
+        R._untimed = swallowing
+        sys.argv = ["tabrecon", "reconstruct", "t.parquet", "--out", "r.parquet", "--workers", "2"]
+        main()
+    """
+)
+
+
+def test_a_ctrl_c_python_swallows_still_stops_the_run(tmp_path):
+    """Seen once in 20 loaded runs (CI, 2026-12-03): the only Ctrl-C landed in a callback of the
+    import system, Python printed "Exception ignored ... KeyboardInterrupt" with a traceback, and
+    the run went on to its end and exited 0. The interrupt is recorded as well as raised, so the
+    runner raises it again at its next wait: exit 130, what finished kept, no traceback."""
+    from tabrecon.records.synth import SynthConfig, synthesize
+    from tabrecon.tables.persons import tabulate
+    from tabrecon.tables.published import write_tables
+
+    county = SynthConfig(persons=12_000, tract_min=1_200, tract_max=1_800)
+    write_tables(tabulate(synthesize(county, seed=11)), tmp_path / "t.parquet")
+    script = tmp_path / "swallowed.py"
+    script.write_text(SWALLOWED)
+    run = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=300, cwd=tmp_path
+    )
+    assert run.returncode == 130, run.stderr
+    assert "Traceback" not in run.stderr and "Exception ignored" not in run.stderr, run.stderr
+    assert "interrupted: 1 of" in run.stderr, run.stderr
+    assert not (tmp_path / "r.parquet").exists()
+
+
+def _swallow_an_interrupt() -> None:
+    import weakref
+
+    from tabrecon.first_interrupt import interrupt_once
+
+    class Thing:
+        pass
+
+    thing = Thing()
+    ref = weakref.ref(thing, lambda r: interrupt_once(2, None))
+    del thing
+    assert ref() is None
+
+
+def test_units_stop_at_the_next_check_after_a_swallowed_interrupt(tmp_path, capsys):
+    import signal
+
+    import polars as pl
+
+    from tabrecon.first_interrupt import answered, install_handler
+    from tabrecon.interrupts import Interrupted, check
+    from tabrecon.runner import RunOptions, run_units
+
+    old = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    hook = sys.unraisablehook
+    ran: list[str] = []
+
+    def unit(u: str):
+        ran.append(u)
+        if u == "b":
+            _swallow_an_interrupt()  # in the unit's own code, run in this process
+        return {"unit": u, "status": "ok"}, pl.DataFrame({"x": [1]})
+
+    try:
+        install_handler()
+        with pytest.raises(Interrupted) as e:
+            run_units(
+                ["a", "b", "c", "d"],
+                lambda u: functools.partial(unit, u),
+                tag="t",
+                parts=tmp_path / "p",
+                run=RunOptions(workers=1),
+            )
+        assert (e.value.kept, e.value.total) == (2, 4) and ran == ["a", "b"]
+        with pytest.raises(KeyboardInterrupt):  # still recorded until the command line answers
+            check()
+        answered()
+        check()
+        assert "Exception ignored" not in capsys.readouterr().err
+    finally:
+        answered()
+        sys.unraisablehook = hook
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
+def test_a_shielded_clean_up_holds_the_first_interrupt_until_it_ends():
+    import signal
+
+    from tabrecon.first_interrupt import answered, install_handler
+    from tabrecon.interrupts import shielded
+
+    old = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    hook = sys.unraisablehook
+    steps = []
+    try:
+        install_handler()
+        with pytest.raises(KeyboardInterrupt):
+            with shielded():
+                signal.raise_signal(signal.SIGINT)
+                steps.append("the clean-up went on")
+        assert steps == ["the clean-up went on"]
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN  # the later ones are ignored
+    finally:
+        answered()
+        sys.unraisablehook = hook
+        for s, h in old.items():
+            signal.signal(s, h)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import signal
 import sys
 
-from .first_interrupt import interrupt_once
+from .first_interrupt import install_handler
 
 #: the contract's exit code of an interrupted run (:func:`tabrecon.cli.app.run`)
 EXIT_INTERRUPTED = 130
@@ -16,8 +16,7 @@ EXIT_INTERRUPTED = 130
 
 def main() -> None:
     """Run the command line; an interrupt before it is ready exits 130 with one line."""
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, interrupt_once)
+    install_handler()
     try:
         from .cli.app import main as cli_main
     except KeyboardInterrupt:

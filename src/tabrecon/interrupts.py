@@ -28,7 +28,8 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
-from .first_interrupt import interrupt_once
+from . import first_interrupt
+from .first_interrupt import install_handler, interrupt_once
 
 
 class Interrupted(BaseException):
@@ -112,6 +113,15 @@ def stoppable(search: Any, stop: str = "stop_search") -> Iterator[None]:
     finally:
         with _lock:
             _active.discard(entry)
+    check()  # a search the watcher stopped never hands back its truncated result as an answer
+
+
+def check() -> None:
+    """Raise KeyboardInterrupt if an interrupt arrived that nothing has answered: Python swallows
+    one raised in a weak-reference callback or a finaliser (:mod:`tabrecon.first_interrupt`), and
+    the run must stop anyway. The runner calls it between units and while it waits for them."""
+    if first_interrupt.unanswered() and threading.current_thread() is threading.main_thread():
+        raise KeyboardInterrupt
 
 
 def stop_all() -> None:
@@ -135,6 +145,7 @@ def _watch(fd: int) -> None:
         if not data:
             return
         if wanted.intersection(data):
+            first_interrupt._arrived[0] = True
             stop_all()
 
 
@@ -146,8 +157,7 @@ def install() -> None:
     global _installed
     if _installed or threading.current_thread() is not threading.main_thread():
         return
-    signal.signal(signal.SIGINT, interrupt_once)
-    signal.signal(signal.SIGTERM, interrupt_once)
+    install_handler()
     r, w = os.pipe()
     os.set_blocking(w, False)
     signal.set_wakeup_fd(w, warn_on_full_buffer=False)
@@ -278,17 +288,36 @@ def _watch_pool(ex: ProcessPoolExecutor, done: threading.Event, every: float = 0
 
 @contextmanager
 def shielded() -> Iterator[None]:
-    """Within the block (a few seconds of clean-up) SIGINT and SIGTERM are ignored; outside the
-    main thread nothing changes."""
+    """Within the block (a few seconds of clean-up) SIGINT and SIGTERM do not interrupt; the
+    first interrupt of the run, if it arrives then, is raised when the block ends normally (an
+    exception leaving the block goes on instead, and the interrupt stays recorded for
+    :func:`check`). Outside the main thread nothing changes."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    old = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT, signal.SIGTERM)}
+    held: list[int] = []
+
+    def hold(signum: int, frame: object) -> None:
+        first_interrupt._arrived[0] = True
+        held.append(signum)
+
+    sigs = (signal.SIGINT, signal.SIGTERM)
+    old = {sig: signal.getsignal(sig) for sig in sigs}
+    # the first interrupt is held, not dropped: a clean-up that every run goes through (the
+    # runner closing its wait) would otherwise lose a Ctrl-C that lands in it
+    first = all(old[sig] is interrupt_once for sig in sigs)
+    for sig in sigs:
+        signal.signal(sig, hold if first else signal.SIG_IGN)
     try:
         yield
-    finally:
+    except BaseException:
         for sig, handler in old.items():
             signal.signal(sig, handler)
+        raise
+    for sig, handler in old.items():
+        signal.signal(sig, handler)
+    if held:
+        interrupt_once(held[0], None)
 
 
 def terminate(ex: ProcessPoolExecutor) -> None:

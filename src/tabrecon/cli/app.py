@@ -139,9 +139,24 @@ def run(argv: list[str] | None = None) -> int:
     input's fault; rerun later to resume); 130 interrupted (finished units kept); 70 an internal
     error (a bug; the traceback is saved and its path printed).
     """
-    from ..interrupts import Interrupted, install, interrupted_within, shielded
+    from ..first_interrupt import answered, unanswered
+    from ..interrupts import install
 
     install()
+    code = _run_app(argv)
+    if code == EXIT_INTERRUPTED:
+        answered()
+    elif code == EXIT_OK and unanswered():  # swallowed where Python ignores exceptions, and
+        # raised again nowhere: the run ended before any check, with everything written
+        err.print("interrupted as the run ended; every output had been written", highlight=False)
+        answered()
+        code = EXIT_INTERRUPTED
+    return code
+
+
+def _run_app(argv: list[str] | None) -> int:
+    from ..interrupts import Interrupted, interrupted_within, shielded
+
     warnings.simplefilter("default")
     warnings.formatwarning = lambda msg, cat, *a, **k: f"warning: {msg}\n"
     try:
