@@ -25,10 +25,16 @@ def interrupt_once(signum: int, frame: object) -> None:
     used to land wherever Python was at that moment, such as a clean-up the run shields or a
     callback of the import system, which then printed "Exception ignored in ... KeyboardInterrupt"
     and a traceback (once in 20 loaded runs, a second Ctrl-C 0.02-0.3 s after the first)."""
-    _arrived[0] = True
+    record()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, signal.SIG_IGN)
     raise KeyboardInterrupt
+
+
+def record() -> None:
+    """An interrupt arrived (a handler that does not raise at once, such as a shielded
+    clean-up's, records it so)."""
+    _arrived[0] = True
 
 
 def unanswered() -> bool:

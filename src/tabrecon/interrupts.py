@@ -145,7 +145,6 @@ def _watch(fd: int) -> None:
         if not data:
             return
         if wanted.intersection(data):
-            first_interrupt._arrived[0] = True
             stop_all()
 
 
@@ -298,7 +297,7 @@ def shielded() -> Iterator[None]:
     held: list[int] = []
 
     def hold(signum: int, frame: object) -> None:
-        first_interrupt._arrived[0] = True
+        first_interrupt.record()
         held.append(signum)
 
     sigs = (signal.SIGINT, signal.SIGTERM)
