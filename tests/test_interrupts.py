@@ -311,3 +311,20 @@ def test_a_shielded_clean_up_holds_the_first_interrupt_until_it_ends():
         sys.unraisablehook = hook
         for s, h in old.items():
             signal.signal(s, h)
+
+
+def test_a_sweep_stops_after_the_row_it_wrote_when_an_interrupt_was_swallowed(tmp_path):
+    """The loops that keep rows outside the runner (a dn or tradeoff sweep, a download) check
+    after each row: the row is on disk, the next one never starts."""
+    from tabrecon.first_interrupt import answered, record
+    from tabrecon.lab.dn import Sweep
+
+    sweep = Sweep(tmp_path / "s.csv", keys=("n",))
+    sweep.add({"n": 1, "v": 0.5})
+    try:
+        record()  # as the handler does before its exception is swallowed
+        with pytest.raises(KeyboardInterrupt):
+            sweep.add({"n": 2, "v": 0.25})
+    finally:
+        answered()
+    assert sweep.frame()["n"].to_list() == [1, 2]

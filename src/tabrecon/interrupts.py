@@ -119,7 +119,8 @@ def stoppable(search: Any, stop: str = "stop_search") -> Iterator[None]:
 def check() -> None:
     """Raise KeyboardInterrupt if an interrupt arrived that nothing has answered: Python swallows
     one raised in a weak-reference callback or a finaliser (:mod:`tabrecon.first_interrupt`), and
-    the run must stop anyway. The runner calls it between units and while it waits for them."""
+    the run must stop anyway. The runner calls it between units and while it waits for them;
+    the loops that keep rows outside it (a dn or tradeoff sweep, a download) after each row."""
     if first_interrupt.unanswered() and threading.current_thread() is threading.main_thread():
         raise KeyboardInterrupt
 

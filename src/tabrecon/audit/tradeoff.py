@@ -14,7 +14,7 @@ from rich.console import Console
 
 from ..defenses.defense import Defense
 from ..errors import TabreconError
-from ..interrupts import Interrupted, keeps
+from ..interrupts import Interrupted, check, keeps
 from ..io import append_row, remove_file, write_figure
 from ..provenance import check_or_record, digest_microdata, fingerprint
 from ..schema import BLOCK_SIZE_LABELS, Microdata
@@ -106,6 +106,7 @@ def run_tradeoff(
         if csv_path.exists() and csv_path.stat().st_size:
             _same_version(csv_path, row, exact=True)
         append_row(csv_path, row)
+        check()  # an interrupt Python swallowed stops the sweep here (interrupts.check)
         con.print(
             f"{d.name}: nonmodal precision attack {row['attack_nonmodal_precision']:.1f}% vs PRG "
             f"{row['prg_nonmodal_precision']:.1f}% / MDG {row['mdg_nonmodal_precision']:.1f}%; "

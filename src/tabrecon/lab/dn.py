@@ -34,7 +34,7 @@ from ..attacks.linear import (
     queries_needed,
 )
 from ..errors import TabreconError
-from ..interrupts import Interrupted, keeps
+from ..interrupts import Interrupted, check, keeps
 from ..io import append_row, remove_file, write_csv, write_figure
 from ..provenance import check_or_record
 from ..runner import notice
@@ -85,6 +85,7 @@ class Sweep:
     def add(self, row: dict) -> None:
         append_row(self.path, row)
         self.done.add(tuple(str(row[k]) for k in self.keys))
+        check()  # an interrupt Python swallowed stops the sweep here (interrupts.check)
 
     def frame(self) -> pl.DataFrame:
         return (

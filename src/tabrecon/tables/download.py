@@ -29,7 +29,7 @@ import polars as pl
 
 from ..errors import NetworkError, TabreconError
 from ..geo import check_county
-from ..interrupts import Interrupted, keeps
+from ..interrupts import Interrupted, check, keeps
 from ..io import check_suffix, write_frame
 from ..provenance import check_or_record, fingerprint
 from ..schema.registry import population
@@ -241,6 +241,7 @@ def download(
         )
     )
     for tract in tracts:
+        check()  # an interrupt Python swallowed stops the download here (interrupts.check)
         part = parts / f"{tract}.parquet"
         if part.exists():
             if progress:
