@@ -577,10 +577,10 @@ def test_distances_of_all_varying_blocks_at_once_equal_one_by_one(small_md, leve
 
 def test_a_relaxation_vertex_closes_blocks_before_their_searches(small_md, monkeypatch):
     """With tract tables, a varying block still open first gets vertices of the relaxation:
-    the one counting every open block's keys least, then its own ascent (``_ascend``).
-    Integer, each is a population whose shortfall is a lower bound, and where that meets the
-    block's own-rows bound the block needs no search. Fewer searches; the verdicts and solvar
-    of a search per block."""
+    the one counting every open block's keys least, and its own-rows maximum extended to the
+    tract (``_complete``). Integer, each is a population whose shortfall is a lower bound, and
+    where that meets the block's own-rows bound the block needs no search. Fewer searches; the
+    verdicts and solvar of a search per block."""
     import tabrecon.engine.solvers as solvers
     import tabrecon.engine.variability as variability_module
 
@@ -603,7 +603,7 @@ def test_own_rows_populations_extended_to_the_tract_close_blocks_without_a_searc
     """A block still open after the joint vertex gets its own-rows maximum (a population of
     the block alone at its upper bound) extended to the whole tract by a vertex of the
     relaxation with the block's variables fixed (``_complete``); integer, that is a population
-    meeting the bound, so the block is proven without its ascent or a search. The verdicts and
+    meeting the bound, so the block is proven without a search. The verdicts and
     solvar are those without it, in fewer searches."""
     import tabrecon.engine.variability as variability_module
 
@@ -657,41 +657,6 @@ def test_certification_without_the_lp_presolve_gives_the_same_answers(small_md, 
     assert built and "off" not in built
     assert (want["status"] == "varies").sum() >= 3
     assert got.equals(want) and got["proven"].all()
-
-
-def test_the_ascent_counts_least_the_keys_that_fell_short_while_the_shortfall_grows():
-    """``_ascend``: the vertex counting all the block's keys least, then the one counting least
-    those that fell short in it, while the shortfall grows; each integer vertex's shortfall a
-    lower bound, the block closed where it meets the upper bound (stand-in vertices)."""
-    import scipy.sparse as sp
-
-    from tabrecon.engine.variability import _ascend
-
-    G = sp.identity(3, format="csr", dtype=np.int64)
-    c = np.array([2, 2, 1])
-    asked: list[list[int]] = []
-    answers = {
-        (1, 1, 1): np.array([0, 3, 0]),  # shortfall 2 + 0 + 1 = 3; keys 0 and 2 fell short
-        (1, 0, 1): np.array([0, 1, 0]),  # 2 + 1 + 1 = 4; all three fell short
-    }
-
-    class Stand:
-        def vertex(self, cost, maximize=False):
-            asked.append(cost.tolist())
-            return answers.get(tuple(cost.tolist()))
-
-    lower, upper = np.array([0]), np.array([5])
-    assert not _ascend(Stand(), G, c, lower, upper, 0)
-    # the third vertex (all keys again) gives 3 <= 4: the ascent stops
-    assert asked == [[1, 1, 1], [1, 0, 1], [1, 1, 1]] and lower[0] == 4 and upper[0] == 5
-    asked.clear()
-    lower, upper = np.array([0]), np.array([4])
-    assert _ascend(Stand(), G, c, lower, upper, 0)
-    assert asked == [[1, 1, 1], [1, 0, 1]] and lower[0] == upper[0] == 4
-    answers.clear()  # a fractional vertex (None) ends it, the bounds as they were
-    lower, upper = np.array([2]), np.array([4])
-    assert not _ascend(Stand(), G, c, lower, upper, 0)
-    assert lower[0] == 2 and upper[0] == 4
 
 
 # -- certification over the schema (tabrecon.certify: what tabrecon solvar calls) ------------------

@@ -508,9 +508,10 @@ def distances(
        the open blocks' keys least gives each a lower bound (its shortfall in that population,
        where the vertex is integer), which closes the blocks whose own-rows bound it meets;
        then each open block's own-rows population extended to the whole program
-       (:func:`_complete`, :data:`COMPLETE`), which closes it where it extends; then 3. per
-       block still open, an ascent over the relaxation's vertices (:func:`_ascend`), and one
-       search where the bounds still do not meet."""
+       (:func:`_complete`, :data:`COMPLETE`), which closes it where it extends; then 3. one
+       search per block whose bounds still do not meet. (An ascent over the relaxation's
+       vertices before each search closed 61 of the 284 blocks left on the 1,000,096-person
+       state, but cost 3.3-3.6 CPU s against 0.3-2.1 s for those 61 searches: removed.)"""
     p, G, c, ymax, key_block = cp.prog, cp.G, cp.c, cp.ymax, cp.key_block
     nb = state.size
     upper = np.where(state == UNIQUE, 0, cp.N).astype(np.int64)
@@ -569,8 +570,6 @@ def distances(
             _complete(shared.relaxation, own, kept, cp, Gk, is_open, lower, upper)
         for b in np.flatnonzero(is_open):
             kb = keys_of(np.array([b]))
-            if _ascend(shared.relaxation, Gk[kb], c[kb], lower, upper, int(b)):
-                continue
             lo_b, hi_b, exact = search_shortfall(
                 reduced, Gk[kb], c[kb], ymax[kb], opts, escalate, cpsat=shared
             )
@@ -598,12 +597,12 @@ def _raise(
     is_open &= ~closed
 
 
-#: In :func:`distances` (coupled), before each open block's ascent: its own-rows maximum (a
+#: In :func:`distances` (coupled), before each open block's search: its own-rows maximum (a
 #: population of the block alone, at the block's upper bound) extended to the whole program
 #: by a vertex of the relaxation with the block's variables fixed; integer, it is a population
 #: that meets the bound, and the block is proven. On 30 tracts of a 1,000,096-person state:
 #: 132 of 153 blocks closed so, 48 -> 24 CP-SAT searches, certification 5.5 -> 3.9 CPU s.
-#: False: the ascent and the searches alone (a benchmark's baseline).
+#: False: the searches alone (a benchmark's baseline).
 COMPLETE = True
 
 
@@ -636,40 +635,6 @@ def _complete(
         y = rel.vertex_fixing(pos[sel], x[sel], zero)
         if y is not None:
             _raise(cp, Gk, y, is_open, lower, upper)
-
-
-def _ascend(
-    rel: Relaxation, G: sp.csr_matrix, c: np.ndarray, lower: np.ndarray, upper: np.ndarray, b: int
-) -> bool:
-    """Raise block ``b``'s lower bound from vertices of the relaxation ``rel`` (``G``: its keys'
-    forms, ``c``: their counts in the reconstruction): first the vertex that counts all its keys
-    least, then, while the shortfall grows, the one that counts least the keys that fell short
-    in the last (the shortfall is convex in the counts: each step maximises its linearisation at
-    the last population). A vertex that is not integer ends the ascent; an integer one is a
-    population, so every shortfall found is a lower bound. True when it meets ``upper[b]``
-    (the block is proven: ``upper[b]`` set to it).
-
-    On 30 tracts of a 1,000,096-person state: after a joint CP-SAT maximisation of the open
-    blocks (1.2 s in all) and one vertex a block, 62 blocks were left to a CP-SAT search (33 ms
-    each); after one joint vertex (:func:`distances`) and the ascent, 55: distances 5.4 -> 4.2
-    CPU s."""
-    short = np.ones(c.size, dtype=bool)  # the keys counted: all, then those that fell short
-    first = True
-    while short.any():
-        x = rel.vertex(np.asarray(G[short].sum(axis=0)).ravel())
-        if x is None:
-            break
-        y = G @ x
-        got = int(np.maximum(c - y, 0).sum())
-        if got <= lower[b] and not first:
-            break
-        first = False
-        lower[b] = max(lower[b], got)
-        if lower[b] >= upper[b]:
-            upper[b] = lower[b]
-            return True
-        short = y < c
-    return False
 
 
 #: :func:`_own_rows_at_once` takes each block's bound from the linear relaxation first, where
