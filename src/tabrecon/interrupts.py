@@ -303,8 +303,8 @@ def shielded() -> Iterator[None]:
 
     sigs = (signal.SIGINT, signal.SIGTERM)
     old = {sig: signal.getsignal(sig) for sig in sigs}
-    # the first interrupt is held, not dropped: a clean-up that every run goes through (the
-    # runner closing its wait) would otherwise lose a Ctrl-C that lands in it
+    # the first interrupt is held, not dropped: a Ctrl-C that lands in a clean-up (a pool ended
+    # after a unit's error) is the run's only one, and must still stop it
     first = all(old[sig] is interrupt_once for sig in sigs)
     for sig in sigs:
         signal.signal(sig, hold if first else signal.SIG_IGN)

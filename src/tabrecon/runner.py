@@ -395,9 +395,8 @@ def _completed(
     # go unseen until the whole run had ended (seen once in 20 loaded runs: exit 0 after a
     # Ctrl-C). A read costs the same whatever the number of units (wait() on the pending set
     # took 6.4 ms for the 10M state's 2,288 tracts, every slice: 3% of a core), and no
-    # generator of concurrent.futures is left to the
-    # garbage collector (as_completed's, closed late, printed "Exception ignored in: <generator
-    # object as_completed>" on a second Ctrl-C)
+    # generator of concurrent.futures is left to the garbage collector (as_completed's, closed
+    # late, printed "Exception ignored in: <generator object as_completed>" on a second Ctrl-C)
     finished: queue.SimpleQueue[Future] = queue.SimpleQueue()
     for f in futs:
         f.add_done_callback(finished.put)
