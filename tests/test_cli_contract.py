@@ -570,6 +570,19 @@ CASES: list[tuple[str, str, int, str]] = [
         2,
         "is not UTF-8 text (byte 0xe9)",
     ),
+    # the audit plans its chunks from the geoid column alone: refused there as the readers refuse
+    (
+        "audit-persons-latin1",
+        "audit {D}/latin1.csv --out {D}/aul",
+        2,
+        "latin1.csv, line 1: is not UTF-8 text (byte 0xe9)",
+    ),
+    (
+        "audit-persons-are-tables",
+        "audit {D}/tables.parquet --out {D}/aut",
+        2,
+        "tables.parquet: is a long table file (geoid, cell, value), not a person file",
+    ),
     ("csv-ragged", "tabulate {D}/ragged.csv --out {D}/t2.parquet", 2, "line 5: this row has"),
     ("tables-utf16", "check-tables {D}/utf16_tables.csv", 2, "is UTF-16 text"),
     ("person-file-is-folder", "agree {D}/adir {D}/md.csv", 2, "adir: is a folder, not a file"),

@@ -66,7 +66,8 @@ def plan_chunks(
     pop = pop if pop is not None else of_schema(PERSONS)
     if microdata is None or pop.schema.geography != Geo.BLOCK:
         return [Chunk(0, [], 0)]
-    cp = county_persons(microdata, pop.schema.geoid_column)
+    unit = pop.schema.unit.replace(" ", "-")
+    cp = county_persons(microdata, pop.schema.geoid_column, f"a {unit} file")
     chunks: list[Chunk] = []
     cur: list[str] = []
     n = 0

@@ -31,7 +31,7 @@ import polars as pl
 
 from ..errors import InputError, TabreconError
 from ..geo import prefix
-from ..io import read_rows, require_columns, scan_text, write_frame
+from ..io import check_readable, read_error, read_rows, require_columns, scan_text, write_frame
 from .spec import Attribute, AttributePosition, ClaimColumn, Schema, Units, refuse_rows
 
 RACES: tuple[str, ...] = ("white", "black", "aian", "asian", "nhpi", "sor")
@@ -569,19 +569,25 @@ def from_arrays(
     )
 
 
-def county_persons(path: str | Path, column: str = "block_geoid") -> pl.DataFrame:
+def county_persons(
+    path: str | Path, column: str = "block_geoid", expected: str = "a person file"
+) -> pl.DataFrame:
     """Records per county (``county`` = state+county code, ``persons``) read from the geoid
     column (``column``: a block geoid's, 15 digits) alone, streaming: how the audit plans its
-    chunks without loading the file."""
+    chunks without loading the file. A file that is not readable text or Parquet, or has no
+    such column, is refused as the readers refuse it (``expected``: what the file should be,
+    e.g. "a person file"), before anything runs."""
     p = str(path)
-    if not Path(p).exists():
-        raise InputError("file not found", path=p)
+    check_readable(p)
     try:
-        lf = scan_text(p).select(pl.col(column).str.strip_chars().str.slice(0, 5).alias("county"))
+        scan = scan_text(p)
+        require_columns(p, scan.collect_schema().names(), [column], expected)
+        lf = scan.select(pl.col(column).str.strip_chars().str.slice(0, 5).alias("county"))
         df = lf.group_by("county").agg(pl.len().alias("persons")).collect(engine="streaming")
+    except InputError:
+        raise
     except Exception as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise InputError(f"cannot read the {column} column: {first}", path=p) from None
+        raise read_error(p, exc) from None
     return df.sort("county")
 
 
