@@ -66,8 +66,7 @@ def plan_chunks(
     pop = pop if pop is not None else of_schema(PERSONS)
     if microdata is None or pop.schema.geography != Geo.BLOCK:
         return [Chunk(0, [], 0)]
-    unit = pop.schema.unit.replace(" ", "-")
-    cp = county_persons(microdata, pop.schema.geoid_column, f"a {unit} file")
+    cp = county_persons(microdata, pop.schema.geoid_column, pop.schema.file_kind)
     chunks: list[Chunk] = []
     cur: list[str] = []
     n = 0

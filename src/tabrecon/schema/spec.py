@@ -172,6 +172,12 @@ class Schema:
         return "block_geoid" if self.geography == Geo.BLOCK else f"{self.geography}_id"
 
     @property
+    def file_kind(self) -> str:
+        """What a file of these records is called where one is refused: "a person file", "a
+        housing-unit file" (the words :data:`tabrecon.io.FILE_KINDS` uses)."""
+        return f"a {self.unit.replace(' ', '-')} file"
+
+    @property
     def sizes(self) -> tuple[int, ...]:
         return tuple(a.size for a in self.attributes)
 
@@ -409,7 +415,7 @@ def read_units(path: str | Path, schema: Schema, counties: Collection[str] | Non
     df, lines = read_rows(p, counties, schema.geoid_column)
     gcol = schema.geoid_column
     need = [gcol, *schema.names]
-    require_columns(p, df.columns, need, f"a {schema.unit.replace(' ', '-')} file")
+    require_columns(p, df.columns, need, schema.file_kind)
     if df.height == 0:
         raise InputError(f"no {schema.unit} records", path=p)
 
@@ -431,7 +437,7 @@ def read_units(path: str | Path, schema: Schema, counties: Collection[str] | Non
         ends = (f"{a.name}_min", f"{a.name}_max")
         if not a.ordered or not any(e in df.columns for e in ends):
             continue
-        require_columns(p, df.columns, list(ends), f"a {schema.unit.replace(' ', '-')} file")
+        require_columns(p, df.columns, list(ends), schema.file_kind)
         first, last = (_category_codes(p, df, a, e, lines) for e in ends)
         for col, bad, why in (
             (ends[1], a.index(last) < a.index(first), f"comes before {ends[0]}"),
