@@ -66,7 +66,7 @@ def plan_chunks(
     pop = pop if pop is not None else of_schema(PERSONS)
     if microdata is None or pop.schema.geography != Geo.BLOCK:
         return [Chunk(0, [], 0)]
-    cp = county_persons(microdata, pop.schema.geoid_column, pop.schema.file_kind)
+    cp = county_persons(microdata, pop.schema)
     chunks: list[Chunk] = []
     cur: list[str] = []
     n = 0

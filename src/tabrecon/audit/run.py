@@ -261,8 +261,9 @@ def audit(
         if given is not None and "block" in given.grids:
             check_overlap(shapes, given.grids["block"].geoids, f"the tables {ts_path}")
         elif md_path is not None:
-            counties = county_persons(md_path, pop.schema.geoid_column, pop.schema.file_kind)
-            check_overlap(shapes, counties["county"].to_numpy(), str(md_path))
+            check_overlap(
+                shapes, county_persons(md_path, pop.schema)["county"].to_numpy(), str(md_path)
+            )
     if md_path is not None and given is not None:
         chunks = [Chunk(0, [], 0)]  # the given release is audited as one piece
     else:

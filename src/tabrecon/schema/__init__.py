@@ -569,19 +569,18 @@ def from_arrays(
     )
 
 
-def county_persons(
-    path: str | Path, column: str = "block_geoid", expected: str = "a person file"
-) -> pl.DataFrame:
-    """Records per county (``county`` = state+county code, ``persons``) read from the geoid
-    column (``column``: a block geoid's, 15 digits) alone, streaming: how the audit plans its
-    chunks without loading the file. A file that is not readable text or Parquet, or has no
-    such column, is refused as the readers refuse it (``expected``: what the file should be,
-    e.g. "a person file"), before anything runs."""
+def county_persons(path: str | Path, schema: Schema) -> pl.DataFrame:
+    """Records per county (``county`` = state+county code, ``persons``) of a file of
+    ``schema``'s records (a block schema), read from its geoid column alone (a block geoid's 15
+    digits), streaming: how the audit plans its chunks without loading the file. A file that is
+    not readable text or Parquet, or has no such column, is refused as the readers refuse it
+    (named as :attr:`Schema.file_kind`), before anything runs."""
     p = str(path)
+    column = schema.geoid_column
     check_readable(p)
     try:
         scan = scan_text(p)
-        require_columns(p, scan.collect_schema().names(), [column], expected)
+        require_columns(p, scan.collect_schema().names(), [column], schema.file_kind)
         lf = scan.select(pl.col(column).str.strip_chars().str.slice(0, 5).alias("county"))
         df = lf.group_by("county").agg(pl.len().alias("persons")).collect(engine="streaming")
     except InputError:
