@@ -3,10 +3,10 @@
 Run (from the repository root):
 python -m benchmarks.bench_zero_test [--synthetic 100000] [--rounds 2] [--real]
 
-Certification decides every block by the zero test (:func:`tabrecon.engine.variability
+Certification decides every block by the zero test (:func:`tabrecon.engine.uniqueness
 .zero_test`): each proof asks for a population in which some key of a still-open block falls
 below its count; the blocks that differ in it are set aside and the test repeats until a proof
-finds none. With :data:`~tabrecon.engine.variability.SPREAD_WORK` each proof instead asks, for
+finds none. With :data:`~tabrecon.engine.uniqueness.SPREAD_WORK` each proof instead asks, for
 that much of CP-SAT's deterministic time, for the population in which the most keys fall, so one
 proof sets many blocks aside. Timed here both ways, alternating in one process (``--rounds``
 pairs), on synthetic persons where a third of the blocks vary: certification over the person
@@ -23,6 +23,7 @@ import time
 
 import polars as pl
 
+import tabrecon.engine.uniqueness as U
 import tabrecon.engine.variability as V
 from benchmarks.common import record, synthetic_and_real
 from tabrecon import certify, reconstruct
@@ -32,7 +33,7 @@ from tabrecon.tables.persons import tabulate
 from tabrecon.tables.spec import tabulate_units
 from tabrecon.vocab import Level
 
-SPREAD = V.SPREAD_WORK
+SPREAD = U.SPREAD_WORK
 
 
 def _side_by_side(md, rounds: int, label: str) -> dict:
@@ -54,7 +55,7 @@ def _side_by_side(md, rounds: int, label: str) -> dict:
     try:
         for _ in range(rounds):
             for mode in ("spread", "plain"):
-                V.SPREAD_WORK = SPREAD if mode == "spread" else None
+                U.SPREAD_WORK = SPREAD if mode == "spread" else None
                 proofs.clear()
                 t0 = time.perf_counter()
                 g = reconstruct_units(
@@ -75,7 +76,7 @@ def _side_by_side(md, rounds: int, label: str) -> dict:
                 for k, f in (("generic", g), ("person", c)):
                     same &= first.setdefault(k, f).equals(f)
     finally:
-        V.zero_test, V.SPREAD_WORK = zero_test, SPREAD
+        V.zero_test, U.SPREAD_WORK = zero_test, SPREAD
     varying = int((first["generic"]["status"] == "varies").sum())
     print(f"{label}: {len(md):,} persons, {first['generic'].height:,} blocks, {varying:,} vary")
     out: dict = {"persons": len(md), "blocks": first["generic"].height, "varying": varying}

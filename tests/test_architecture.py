@@ -1,5 +1,5 @@
-"""The package's shape: imports run one way (no cycle, no private name across modules), and the
-public Python API is what the README shows."""
+"""The package's shape: imports run one way (no cycle, no private name across modules), no
+module is over 800 lines, and the public Python API is what the README shows."""
 
 from __future__ import annotations
 
@@ -266,3 +266,17 @@ def test_every_run_over_units_takes_one_run_options_value():
                 bad.append(f"{_module_name(path)}.{fn.name}: {sorted(args & (loose | {'run'}))}")
     assert len(runners) >= 4, runners  # reconstruct, claims (two), together
     assert not bad, bad
+
+
+#: The longest a module of the package may be (issue 36: "modules over 800 lines split"): one job
+#: a module, and a reader who can hold it.
+MAX_MODULE_LINES = 800
+
+
+def test_no_module_is_over_800_lines():
+    long = {
+        str(p.relative_to(SRC)): n
+        for p in SRC.rglob("*.py")
+        if (n := len(p.read_text().splitlines())) > MAX_MODULE_LINES
+    }
+    assert not long, f"modules over {MAX_MODULE_LINES} lines, to be split by job: {long}"

@@ -249,7 +249,8 @@ def test_tightened_bounds_keep_every_feasible_solution(spec):
 
     import scipy.sparse as sp
 
-    from tabrecon.engine.solvers import Extensible, IntProgram, SolverOptions, tighten
+    from tabrecon.engine.proofs import Extensible
+    from tabrecon.engine.solvers import IntProgram, SolverOptions, tighten
 
     n, rows, bounds, ub = spec
     A = np.array(rows, dtype=np.int64)
@@ -297,7 +298,8 @@ def test_the_largest_shortfall_equals_enumeration(spec):
 
     import scipy.sparse as sp
 
-    from tabrecon.engine.solvers import Extensible, IntProgram, SolverOptions
+    from tabrecon.engine.proofs import Extensible
+    from tabrecon.engine.solvers import IntProgram, SolverOptions
     from tabrecon.engine.variability import max_shortfall
 
     n, rows, ub, at, keys, pick, extra = spec
@@ -530,11 +532,12 @@ def test_a_tract_certified_in_its_reconstruction_reads_the_bounds_its_solve_kept
     """Certifying inside the reconstruction, a tract's presolve is its solve's own (the solve
     kept every feasible solution and the bounds it derived): no presolve of its own, and the
     same verdicts and solvar as certifying those records apart, which presolves anew."""
+    import tabrecon.engine.proofs as proofs_module
     import tabrecon.engine.solvers as solvers_module
     import tabrecon.engine.variability as variability_module
 
     ts = tabulate(small_md)
-    calls = counting(monkeypatch, "tighten", solvers_module, variability_module)
+    calls = counting(monkeypatch, "tighten", solvers_module, proofs_module, variability_module)
     rec = reconstruct(ts, "block+tract", certify=True, distance=True)
     assert not calls
     cols = ["block_geoid", "status", "solvar", "solvar_lo", "solvar_hi", "proven"]
@@ -581,7 +584,7 @@ def test_a_relaxation_vertex_closes_blocks_before_their_searches(small_md, monke
     tract (``_complete``). Integer, each is a population whose shortfall is a lower bound, and
     where that meets the block's own-rows bound the block needs no search. Fewer searches; the
     verdicts and solvar of a search per block."""
-    import tabrecon.engine.solvers as solvers
+    import tabrecon.engine.proofs as proofs
     import tabrecon.engine.variability as variability_module
 
     ts = tabulate(small_md)
@@ -591,7 +594,7 @@ def test_a_relaxation_vertex_closes_blocks_before_their_searches(small_md, monke
     got = certify(ts, rec, "block+tract", distance=True).blocks.select(cols)
     with_vertices = len(searches)
     searches.clear()
-    monkeypatch.setattr(solvers.Relaxation, "vertex", lambda self, c, maximize=False: None)
+    monkeypatch.setattr(proofs.Relaxation, "vertex", lambda self, c, maximize=False: None)
     want = certify(ts, rec, "block+tract", distance=True).blocks.select(cols)
     assert with_vertices < len(searches)
     assert got.equals(want) and got["proven"].all()
@@ -635,19 +638,19 @@ def test_certification_without_the_lp_presolve_gives_the_same_answers(small_md, 
     """Certification's relaxations skip HiGHS' presolve (:data:`LP_PRESOLVE`), which only ever
     ran for each one's first optimum: their vertices may differ, the verdicts and solvar of
     every block may not; and the relaxations built really run without it."""
-    import tabrecon.engine.solvers as S
+    import tabrecon.engine.proofs as P
     import tabrecon.engine.variability as variability_module
 
     ts = tabulate(small_md)
     rec = reconstruct(ts, "block+tract").records
     built: list[str] = []
-    init = S.Relaxation.__init__
+    init = P.Relaxation.__init__
 
     def recording(self, prog, presolve=True):
         init(self, prog, presolve)
         built.append(self._h.getOptionValue("presolve")[1])
 
-    monkeypatch.setattr(S.Relaxation, "__init__", recording)
+    monkeypatch.setattr(P.Relaxation, "__init__", recording)
     cols = ["block_geoid", "status", "solvar", "solvar_lo", "solvar_hi", "proven"]
     got = certify(ts, rec, "block+tract", distance=True).blocks.select(cols)
     assert built and set(built) == {"off"}
@@ -769,7 +772,7 @@ def test_a_program_reaches_highs_whole(spec):
     import highspy
     import scipy.sparse as sp
 
-    from tabrecon.engine.solvers import IntProgram, _pass_to_highs
+    from tabrecon.engine.solvers import IntProgram, pass_to_highs
 
     rows, ub, lb, integer = spec
     A = sp.csr_matrix(np.array(rows, dtype=np.int64))
@@ -781,7 +784,7 @@ def test_a_program_reaches_highs_whole(spec):
     cost = np.arange(n, dtype=float) - 1.5
     h = highspy.Highs()
     h.setOptionValue("output_flag", False)
-    _pass_to_highs(h, prog, cost, integer)
+    pass_to_highs(h, prog, cost, integer)
     lp = h.getLp()
     assert (lp.num_col_, lp.num_row_) == (n, A.shape[0])
     assert np.array_equal(lp.col_cost_, cost)

@@ -196,7 +196,8 @@ def test_generated_solutions_say_when_the_program_is_infeasible():
     import scipy.sparse as sp
 
     from tabrecon.attacks.unit_claims import generate
-    from tabrecon.engine.solvers import Extensible, IntProgram
+    from tabrecon.engine.proofs import Extensible
+    from tabrecon.engine.solvers import IntProgram
 
     opts = SolverOptions()
     bad = IntProgram(
@@ -220,7 +221,8 @@ def test_a_solution_found_before_the_search_stops_is_kept():
     import scipy.sparse as sp
 
     from tabrecon.attacks import unit_claims
-    from tabrecon.engine.solvers import Extensible, IntProgram, Solution, SolveStatus
+    from tabrecon.engine.proofs import Extensible
+    from tabrecon.engine.solvers import IntProgram, Solution, SolveStatus
 
     opts = SolverOptions()
     prog = IntProgram(

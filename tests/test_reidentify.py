@@ -14,18 +14,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tabrecon.attacks.attacker import CommercialErrors, simulate_attacker
-from tabrecon.attacks.reidentify import (
-    _prg,
-    _sort_by_draws,
-    combo_id,
-    mdg_guess,
-    modal_combo,
-    reidentify,
-)
+from tabrecon.attacks.baselines import mdg_guess, modal_combo, proportional_guess
+from tabrecon.attacks.reidentify import _sort_by_draws, reidentify
 from tabrecon.errors import InputError, TabreconError
 from tabrecon.records.synth import SynthConfig, synthesize
 from tabrecon.report.reid import write_reid_report
-from tabrecon.schema import CODE_OF_BITS, from_arrays, range_classes
+from tabrecon.schema import CODE_OF_BITS, combo_id, from_arrays, range_classes
 
 B1, B2 = "010010001001001", "010010001001002"  # one block group
 WHITE, BLACK, ASIAN = 1, 2, int(CODE_OF_BITS[0b001000])
@@ -333,7 +327,10 @@ def test_prg_draw_is_the_combination_the_cumulative_counts_pass(data):
     block = np.array(data.draw(st.lists(st.integers(0, blocks - 1), min_size=1, max_size=30)))
     u = np.array(data.draw(st.lists(st.floats(0, 0.999), min_size=block.size, max_size=block.size)))
     draw = (u * cum[block, -1]).astype(np.int64)
-    assert _prg(cum, block, draw).tolist() == (cum[block] <= draw[:, None]).sum(axis=1).tolist()
+    assert (
+        proportional_guess(cum, block, draw).tolist()
+        == (cum[block] <= draw[:, None]).sum(axis=1).tolist()
+    )
 
 
 @settings(max_examples=100, deadline=None)

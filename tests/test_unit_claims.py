@@ -167,7 +167,7 @@ def test_claims_proven_before_the_time_runs_out_are_kept(monkeypatch):
     import numpy as np
 
     from tabrecon.attacks import unit_claims
-    from tabrecon.engine.solvers import FormProof
+    from tabrecon.engine.proofs import FormProof
 
     units, long, blocks = _county(4)
     full = generate_then_verify(
@@ -221,7 +221,7 @@ def test_a_total_that_breaks_its_parts_makes_the_block_infeasible():
     import polars as pl
 
     from tabrecon.engine.model import block_program, block_tables
-    from tabrecon.engine.solvers import independent_rows
+    from tabrecon.engine.proofs import independent_rows
     from tabrecon.tables.spec import tables_in
 
     units, long, blocks = _county(3)
@@ -254,7 +254,8 @@ def test_the_rows_kept_imply_every_row_dropped(seed):
     import numpy as np
     import scipy.sparse as sp
 
-    from tabrecon.engine.solvers import IntProgram, independent_rows
+    from tabrecon.engine.proofs import independent_rows
+    from tabrecon.engine.solvers import IntProgram
 
     rng = np.random.default_rng(seed)
     n = int(rng.integers(2, 40))
@@ -376,14 +377,8 @@ def test_candidates_proven_together_are_those_proven_one_by_one(relax_after, row
 
     from tabrecon.attacks.unit_claims import claim_keys
     from tabrecon.engine.model import block_program, block_tables
-    from tabrecon.engine.solvers import (
-        Extensible,
-        Relaxation,
-        SolverOptions,
-        independent_rows,
-        prove_forms,
-        solve,
-    )
+    from tabrecon.engine.proofs import Extensible, Relaxation, independent_rows, prove_forms
+    from tabrecon.engine.solvers import SolverOptions, solve
     from tabrecon.populations.households import housing_tables
     from tabrecon.schema.catalog import HOUSING_UNITS as S
 
@@ -455,7 +450,8 @@ def test_joint_proofs_leave_the_programs_solver_as_it_was(backend):
     import numpy as np
     import scipy.sparse as sp
 
-    from tabrecon.engine.solvers import Extensible, IntProgram, SolverOptions, prove_forms
+    from tabrecon.engine.proofs import Extensible, prove_forms
+    from tabrecon.engine.solvers import IntProgram, SolverOptions
 
     p = IntProgram(
         A=sp.csr_matrix(np.array([[1, 1, 0]])),
@@ -645,12 +641,13 @@ def test_the_search_and_the_relaxation_take_turns_of_doubling_length(monkeypatch
     import numpy as np
     import scipy.sparse as sp
 
-    from tabrecon.engine import solvers
-    from tabrecon.engine.solvers import RELAX_FINISH, Solution, prove_forms
+    from tabrecon.engine import proofs
+    from tabrecon.engine.proofs import RELAX_FINISH, prove_forms
+    from tabrecon.engine.solvers import Solution
     from tabrecon.vocab import SolveStatus
 
     clock = [0.0]
-    monkeypatch.setattr(solvers, "time", SimpleNamespace(perf_counter=lambda: clock[0]))
+    monkeypatch.setattr(proofs, "time", SimpleNamespace(perf_counter=lambda: clock[0]))
     searches: list[float | None] = []
     turns: list[tuple[int, float | None]] = []
     pace = [20.0]
@@ -703,11 +700,12 @@ def test_relaxation_vertices_refute_many_forms_between_searches(monkeypatch, mis
     import numpy as np
     import scipy.sparse as sp
 
-    from tabrecon.engine import solvers
-    from tabrecon.engine.solvers import Solution, prove_forms
+    from tabrecon.engine import proofs
+    from tabrecon.engine.proofs import prove_forms
+    from tabrecon.engine.solvers import Solution
     from tabrecon.vocab import SolveStatus
 
-    monkeypatch.setattr(solvers, "DIRECTED_MISSES", misses)
+    monkeypatch.setattr(proofs, "DIRECTED_MISSES", misses)
     n = 20
     refutable = np.arange(n) < 10  # forms x_i = 0; only the first ten can be broken
     searches, vertices = [], []

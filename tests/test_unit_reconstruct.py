@@ -379,8 +379,9 @@ def test_uniqueness_without_a_published_total_proves_every_count():
     a total row added, the shortcut applies and the verdict is unique."""
     import scipy.sparse as sp
 
+    from tabrecon.engine.proofs import Extensible
     from tabrecon.engine.reconstruct import _totals_fixed, certify_forms
-    from tabrecon.engine.solvers import Extensible, IntProgram, SolverOptions
+    from tabrecon.engine.solvers import IntProgram, SolverOptions
 
     F = sp.identity(2, format="csr", dtype=np.int64)
     x, m, blk = np.array([1, 0]), np.array([1, 0]), np.array([0, 0])
@@ -445,13 +446,16 @@ def test_presolve_answers_as_without_it_from_the_callers_model(differs, monkeypa
     caller's model when given one (never building the program again)."""
     import scipy.sparse as sp
 
+    import tabrecon.engine.proofs as P
     import tabrecon.engine.solvers as S
     import tabrecon.engine.variability as V
-    from tabrecon.engine.solvers import Extensible, IntProgram, SolverOptions
+    from tabrecon.engine.proofs import Extensible
+    from tabrecon.engine.solvers import IntProgram, SolverOptions
 
     built: list[int] = []
     real = S.build_cpsat
-    monkeypatch.setattr(S, "build_cpsat", lambda p: built.append(p.n_vars) or real(p))
+    for module in (S, P):  # the program built anywhere: a solve's own or an Extensible's
+        monkeypatch.setattr(module, "build_cpsat", lambda p: built.append(p.n_vars) or real(p))
     # two blocks of two variables each; block 0 is x0 + x1 = 2 with x0 = 1 pinned unless differs
     rows = [[1, 1, 0, 0], [0, 0, 1, 1], [0, 0, 1, 0]] + ([] if differs else [[1, 0, 0, 0]])
     b = np.array([2, 1, 1] + ([] if differs else [1]))
@@ -574,10 +578,11 @@ def test_runs_survive_the_release_runner_and_a_file(tmp_path):
 
 def test_spreading_proofs_and_vertices_give_the_same_verdicts_in_fewer_proofs(monkeypatch):
     """The zero test asks each proof for the population in which the most keys fall
-    (:data:`~tabrecon.engine.variability.SPREAD_WORK`), and of a tract's program first sets
+    (:data:`~tabrecon.engine.uniqueness.SPREAD_WORK`), and of a tract's program first sets
     aside the blocks that differ in integer vertices of its relaxation
     (:data:`~tabrecon.engine.variability.ZERO_VERTICES`): the verdicts and solvar of every
     block equal those of one-key-at-a-time proofs, each in fewer proofs, and twice the same."""
+    import tabrecon.engine.uniqueness as U
     import tabrecon.engine.variability as V
     from tabrecon.records.synth import synthesize
     from tabrecon.schema import AGEBIN_OF_AGE, PERSONS, person_units
@@ -591,7 +596,7 @@ def test_spreading_proofs_and_vertices_give_the_same_verdicts_in_fewer_proofs(mo
     )
 
     def run(spread: bool, vertices: bool) -> tuple[pl.DataFrame, int]:
-        monkeypatch.setattr(V, "SPREAD_WORK", 0.3 if spread else None)
+        monkeypatch.setattr(U, "SPREAD_WORK", 0.3 if spread else None)
         monkeypatch.setattr(V, "ZERO_VERTICES", vertices)
         proofs.clear()
         rec = reconstruct_units(

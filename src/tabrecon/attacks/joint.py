@@ -40,8 +40,9 @@ import polars as pl
 import scipy.sparse as sp
 
 from ..engine.model import block_program, block_tables, cell_degree
+from ..engine.proofs import Extensible
 from ..engine.reconstruct import block_forms, certify_forms
-from ..engine.solvers import Extensible, IntProgram, SolverOptions, solve
+from ..engine.solvers import IntProgram, SolverOptions, solve
 from ..errors import InputError, TabreconError
 from ..runner import Result, RunOptions, UnitsRun, run_units
 from ..schema.registry import Tie, population

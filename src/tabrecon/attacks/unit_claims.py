@@ -38,7 +38,8 @@ import polars as pl
 import scipy.sparse as sp
 
 from ..engine.model import block_bounds, block_program, block_statistics
-from ..engine.solvers import Extensible, IntProgram, SolverOptions, independent_rows, prove_forms
+from ..engine.proofs import Extensible, independent_rows, prove_forms
+from ..engine.solvers import IntProgram, SolverOptions
 from ..errors import TabreconError
 from ..schema.spec import Schema, Units
 from ..tables.publication import EXACT, Publication
@@ -56,7 +57,7 @@ CLAIM_COLUMNS = {
 
 
 #: Seconds a verification search runs before the linear relaxation is tried
-#: (:func:`~tabrecon.engine.solvers.prove_forms`): most blocks' searches answer well inside it
+#: (:func:`~tabrecon.engine.proofs.prove_forms`): most blocks' searches answer well inside it
 RELAX_AFTER = 1.0
 
 
@@ -74,7 +75,7 @@ GENERATE_WORK = 0.5
 
 
 #: Nonzeros of a block's program from which CP-SAT, too, reads only the rows no others imply
-#: (:func:`~tabrecon.engine.solvers.independent_rows`); the relaxation always does. Below it
+#: (:func:`~tabrecon.engine.proofs.independent_rows`); the relaxation always does. Below it
 #: the implied rows help CP-SAT's propagation more than they cost. Measured on the county's
 #: blocks (Generate-then-Verify, K = 20), CP-SAT on all rows / on the kept rows: 3.5 / 7.6 s
 #: at 57 units (178,000 nonzeros), 7.4 / 7.3 s at 100 (252,000), 13.9 / 7.4 s at 145
@@ -440,7 +441,7 @@ def verify(
 ) -> Verdicts:
     """Steps 2 and 3 of Generate-then-Verify, for any schema and any program: the
     :func:`candidates` of the solutions ``X`` (solutions x keys), each proven to hold in every
-    solution of ``base``'s program (:func:`~tabrecon.engine.solvers.prove_forms`). ``G`` (keys
+    solution of ``base``'s program (:func:`~tabrecon.engine.proofs.prove_forms`). ``G`` (keys
     x the program's variables) gives each key's count in a solution; None: key i is variable i
     (a block's program over its admissible types). Candidates that count the same variables
     (e.g. "male" and "male, renting" in a block where every man rents) are one form, proven

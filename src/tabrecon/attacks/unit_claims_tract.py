@@ -28,7 +28,8 @@ import numpy as np
 import polars as pl
 import scipy.sparse as sp
 
-from ..engine.solvers import Extensible, IntProgram, SolverOptions
+from ..engine.proofs import Extensible
+from ..engine.solvers import IntProgram, SolverOptions
 from ..engine.tract import program_of_tract
 from ..errors import TabreconError
 from ..schema.spec import Schema

@@ -42,20 +42,10 @@ from ..schema.registry import Engine, Population
 from ..tables.publication import Publication
 from ..vocab import Geo, Level
 from .aggregate import agree_table, audit_summary, pct_rates
-from .chunks import (
-    EXAMPLE_CLAIMS,
-    FACTS,
-    PREC_SOURCES,
-    PRECISION_GRID,
-    Chunk,
-    ChunkRunner,
-    StageLog,
-    plan_chunks,
-    read_release,
-    run_chunks,
-)
+from .chunks import EXAMPLE_CLAIMS, FACTS, plan_chunks, read_release, run_chunks
 from .config import AuditConfig, RunConfig
 from .evaluate import DefenseOutcome, outcome_frame
+from .stages import PREC_SOURCES, PRECISION_GRID, Chunk, ChunkRunner, StageLog
 
 
 # ------------------------------------------------------------------------------------------------

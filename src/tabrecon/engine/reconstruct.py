@@ -56,8 +56,10 @@ from .model import (
     packed_programs,
     runs_of,
 )
-from .solvers import Extensible, IntProgram, SolverOptions, prove_forms
+from .proofs import Extensible, prove_forms
+from .solvers import IntProgram, SolverOptions
 from .tract import block_classes, classes_are_runs, tract_class_program, tract_program
+from .uniqueness import UNDECIDED, UNIQUE, VARIES
 from .variability import capped
 
 
@@ -490,7 +492,8 @@ def certify_forms(
     (:func:`tabrecon.engine.variability.block_variability`): one presolve, the zero test (a
     different histogram lacks some unit of the block's) deciding all blocks in a few proofs, and
     the distances of those that vary. Otherwise every form, zero counts included, is proven
-    equal to its value (:func:`prove_forms`) and the distances are searched after it. ``nb``:
+    equal to its value (:func:`~tabrecon.engine.proofs.prove_forms`) and the distances are
+    searched after it. ``nb``:
     the program's blocks (an empty one has no form)."""
     nan = (np.nan, np.nan, np.nan)
     if not F.shape[0]:
@@ -527,12 +530,10 @@ def certify_forms(
         held = np.bincount(form_block, weights=proof.verified, minlength=nb) == nf
         assert proof.refuted is not None
         broke = np.bincount(form_block, weights=proof.refuted, minlength=nb) > 0
-        state = np.select(
-            [broke, held], [variability.VARIES, variability.UNIQUE], variability.UNDECIDED
-        ).astype(np.int8)
+        state = np.select([broke, held], [VARIES, UNIQUE], UNDECIDED).astype(np.int8)
         lower = np.zeros(nb, dtype=np.int64)
-        upper = np.where(state == variability.UNIQUE, 0, cp.N).astype(np.int64)
-        if distance and (state == variability.VARIES).any():
+        upper = np.where(state == UNIQUE, 0, cp.N).astype(np.int64)
+        if distance and (state == VARIES).any():
             dopts = opts if distance_time_limit is None else capped(opts, distance_time_limit)
             upper = variability.distances(cp, state, lower, dopts, coupled, escalate)
         v = variability.BlockVariability(state, lower, upper, cp.N, 0, 0.0, 0.0)

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import polars as pl
 
-from ..attacks.reidentify import GROUPS, SOURCES, ReidResult, precision_cdf
+from ..attacks.baselines import precision_cdf
+from ..attacks.reidentify import GROUPS, SOURCES, ReidResult
 from ..io import write_csv, write_figure, write_text
 from ..schema import BLOCK_SIZE_LABELS
 
