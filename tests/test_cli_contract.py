@@ -890,6 +890,23 @@ def test_reusing_an_output_with_other_tables_or_options_is_refused(tmp_path):
     assert "chunk_persons" not in seed.stderr, seed.stderr  # not the whole configuration twice
 
 
+def test_a_refused_audit_leaves_its_output_as_it_was(tmp_path):
+    """The audit reads and checks its inputs before it touches OUT: a refused file neither
+    removes an earlier run's work (the run asked to start over never started) nor records a
+    fingerprint, which would refuse the next run's --resume as "another run"."""
+    _files(tmp_path)
+    earlier = tmp_path / "au" / "work" / "chunk-000" / "reconstruct.done.json"
+    earlier.parent.mkdir(parents=True)
+    earlier.write_text("{}")
+    for out in ("au", "new"):
+        p = _cli(["audit", "latin1.csv", "--out", out, "--quiet"], tmp_path)
+        assert p.returncode == 2 and "is not UTF-8 text" in p.stderr, p.stderr
+    assert earlier.exists()
+    assert not (tmp_path / "au" / "work" / "run.json").exists()
+    assert not (tmp_path / "au" / "config.toml").exists()
+    assert not (tmp_path / "new").exists()
+
+
 def test_sweeps_and_tradeoff_refuse_to_mix_runs(tmp_path):
     _files(tmp_path)
     sweep = ["dn", "recover", "--n", "20", "--ms", "5,10", "--trials", "1", "--out", "dn"]

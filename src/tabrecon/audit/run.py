@@ -233,16 +233,11 @@ def audit(
         from ..runner import dask_client
 
         dask_client(cfg.run.scheduler)
-    work = out / "work"
-    if work.exists() and not resume:
-        remove_tree(work)
-    fp = _fingerprint(cfg, md_path, ts_path, hh_path, pop)
-    advice = "run without --resume (resume=False in Python) to start over, or choose another --out"
-    check_or_record(work / "run.json", fp, str(work), advice, outputs=(work,))
-    out.mkdir(parents=True, exist_ok=True)
-    write_text(out / "config.toml", cfg.to_toml())
     t_start = time.perf_counter()
     log = StageLog()
+    # the inputs are read and checked before OUT is touched: a refused input leaves an earlier
+    # run's work as it was (no --resume: it would be removed only to start this run) and records
+    # no fingerprint that would refuse the next run's --resume
     given = read_release(ts_path, pop) if ts_path is not None else None
     if shapes is not None:
         from ..schema import county_persons
@@ -258,6 +253,14 @@ def audit(
         chunks = [Chunk(0, [], 0)]  # the given release is audited as one piece
     else:
         chunks = plan_chunks(md_path, cfg.run.chunk_persons, pop)
+    work = out / "work"
+    if work.exists() and not resume:
+        remove_tree(work)
+    fp = _fingerprint(cfg, md_path, ts_path, hh_path, pop)
+    advice = "run without --resume (resume=False in Python) to start over, or choose another --out"
+    check_or_record(work / "run.json", fp, str(work), advice, outputs=(work,))
+    out.mkdir(parents=True, exist_ok=True)
+    write_text(out / "config.toml", cfg.to_toml())
     prog = Progress(
         TextColumn("{task.description}"),
         BarColumn(),
