@@ -115,8 +115,9 @@ class Extensible:
 
         >>> p = IntProgram(A=sp.csr_matrix(np.array([[1, 1], [1, -1]])), lo=np.array([2, 0]),
         ...                hi=np.array([2, 0]), ub=np.array([5, 5]))
-        >>> [b.tolist() for b in Extensible(p, SolverOptions()).tighten()]
-        [[1, 1], [1, 1]]
+        >>> lb, ub = Extensible(p, SolverOptions()).tighten()
+        >>> lb.tolist(), ub.tolist()
+        ([1, 1], [1, 1])
         """
         if self._bounded is not None:  # derived by the base's own solve (``keep_bounds``)
             got = self._bounded.bounds
