@@ -272,12 +272,19 @@ def _workers_busy(stream: list[dict]) -> dict:
 
 def _part_blocks(run: Path) -> Iterator[tuple[str, dict]]:
     """Every block of an audit's reconstruct parts (``status.jsonl``, each tract timed in the
-    worker that solved it) with its stage's level: ``recon_block`` or ``recon_block_tract``."""
+    worker that solved it) with its stage's level: ``recon_block`` or ``recon_block_tract``.
+    Older code (c21d350, 2efe309 and before) wrote a tract's block count and its build and solve
+    seconds instead of a row per block: such a tract is yielded as one row of its seconds."""
     for status in run.glob("work/chunk-*/recon_*.parts/status.jsonl"):
         level = status.parent.name.split(".")[0]
         for line in status.read_text().splitlines():
-            for b in (json.loads(line) if line.strip() else {}).get("blocks", []):
-                yield level, b
+            tract = json.loads(line) if line.strip() else {}
+            blocks = tract.get("blocks", [])
+            if isinstance(blocks, list):
+                yield from ((level, b) for b in blocks)
+            else:
+                took = tract.get("seconds_build", 0.0) + tract.get("seconds_solve", 0.0)
+                yield level, {"seconds": took}
 
 
 def _solve_seconds(run: Path) -> float:

@@ -40,6 +40,31 @@ UNKNOWN, UNIQUE, VARIES, UNDECIDED = 0, 1, 2, 3
 SPREAD_WORK: float | None = 0.3
 
 
+def differing(
+    G: sp.csr_matrix,
+    c: np.ndarray,
+    key_block: np.ndarray,
+    x: np.ndarray,
+    state: np.ndarray,
+    lower: np.ndarray,
+) -> bool:
+    """Sets aside the blocks still ``UNKNOWN`` in ``state`` that lack some unit of theirs in
+    population ``x`` (a solution of the program): ``VARIES``, their shortfall in it a lower
+    bound in ``lower``. Whether any was.
+
+    >>> state, lower = np.zeros(2, dtype=np.int8), np.zeros(2, dtype=np.int64)
+    >>> differing(sp.identity(2, format="csr"), np.array([1, 1]), np.array([0, 1]),
+    ...           np.array([0, 1]), state, lower), state.tolist(), lower.tolist()
+    (True, [2, 0], [1, 0])
+    """
+    deficit = np.maximum(c - G @ x, 0)
+    per_block = np.bincount(key_block, weights=deficit, minlength=state.size).astype(np.int64)
+    newly = (state == UNKNOWN) & (per_block > 0)
+    state[newly] = VARIES
+    lower[newly] = per_block[newly]
+    return bool(newly.any())
+
+
 def zero_test(
     base: Extensible,
     G: sp.csr_matrix,
@@ -78,20 +103,12 @@ def zero_test(
     >>> state.tolist(), lower.tolist()
     ([2, 1], [1, 0])
     """
-    nb = state.size
     n_vars = base.prog.n_vars
     t0 = time.perf_counter()
     proofs = 0
 
     def set_aside(x: np.ndarray) -> bool:
-        """The blocks still open that lack some unit of theirs in population ``x``: varying,
-        their shortfall in it a lower bound."""
-        deficit = np.maximum(c - G @ x, 0)
-        per_block = np.bincount(key_block, weights=deficit, minlength=nb).astype(np.int64)
-        newly = (state == UNKNOWN) & (per_block > 0)
-        state[newly] = VARIES
-        lower[newly] = per_block[newly]
-        return bool(newly.any())
+        return differing(G, c, key_block, x, state, lower)
 
     while vertices and (state == UNKNOWN).any():
         act = np.flatnonzero((c > 0) & (state[key_block] == UNKNOWN))

@@ -44,7 +44,7 @@ import scipy.sparse as sp
 from ..vocab import SolveStatus
 from .proofs import Extensible, Relaxation
 from .solvers import IntProgram, SolverOptions, tighten
-from .uniqueness import UNIQUE, UNKNOWN, VARIES, zero_test
+from .uniqueness import UNIQUE, UNKNOWN, VARIES, differing, zero_test
 
 #: Seconds CP-SAT gets on a block's distance before HiGHS takes it over (solver ``auto`` only).
 ESCALATE_AFTER = 1.0
@@ -695,6 +695,7 @@ def block_variability(
     zero_seconds: float | None = None,
     presolve: bool = True,
     base: Extensible | None = None,
+    second: np.ndarray | None = None,
 ) -> BlockVariability:
     """Certification over any count program whose blocks' totals are fixed (module docstring):
     presolve once, decide every block by the zero test, then, with ``distance``, measure the
@@ -711,7 +712,9 @@ def block_variability(
     program, with one proof or two, is better left as it is (housing units at block level,
     4,000 persons: 54-64 s without, 98-101 s with). ``base``, the caller's model of ``cp.prog``
     already built (with its own options), is presolved from a clone, or without ``presolve``
-    runs the zero test's proofs, instead of a new model.
+    runs the zero test's proofs, instead of a new model. ``second``, another solution of
+    ``cp.prog`` known beforehand (:func:`tabrecon.engine.twins.moved`), sets aside the blocks it
+    differs in before any of this; presolve and the zero test run only if a block is left.
 
     >>> from tabrecon.engine.solvers import IntProgram, SolverOptions
     >>> p = IntProgram(A=sp.csr_matrix(np.array([[1, 1, 0, 0], [0, 0, 1, 1], [0, 0, 1, 0]])),
@@ -734,10 +737,12 @@ def block_variability(
     state = np.zeros(nb, dtype=np.int8)
     lower = np.zeros(nb, dtype=np.int64)
     state[cp.N == 0] = UNIQUE
+    if second is not None:  # a population known to differ: no proof owed for its blocks
+        differing(cp.G, cp.c, cp.key_block, second, state, lower)
     t0 = time.perf_counter()
     spent = 0.0  # presolve's time: neither the zero test's figure nor its budget
     proofs = 0
-    if presolve:
+    if presolve and ((state == UNKNOWN).any() or (distance and (state == VARIES).any())):
         reduced = presolved(cp, base)
         if reduced is not cp:
             cp, base = reduced, None

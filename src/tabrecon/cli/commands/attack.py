@@ -98,6 +98,14 @@ def reconstruct(
         ),
     ] = None,
     publication: PublicationRule = "declared",
+    verdicts: Annotated[
+        bool,
+        typer.Option(
+            "--verdicts/--no-verdicts",
+            help="Prove each block's verdict (unique or varies; the default). --no-verdicts "
+            "writes the records alone, each block's verdict 'unknown'",
+        ),
+    ] = True,
 ) -> None:
     """Rebuild records from published tables, tract by tract (written as each finishes), with
     each block's verdict (unique or varies); with ``--with``, housing units and persons of each
@@ -106,11 +114,17 @@ def reconstruct(
 
     pop = population(schema)
     pub = publication_rule(pop, publication)
+    if distance and not verdicts:
+        raise TabreconError(
+            "--distance measures how far blocks that vary can differ: it needs the verdicts "
+            "(leave out --no-verdicts)"
+        )
     if together is not None:
         refuse_untied(pop)
         for flag, given in (
             ("--level", level not in ("", vocab.Level.BLOCK)),
             ("--distance", distance),
+            ("--no-verdicts", not verdicts),
             (f"--publication {pub}", not pub.exact),
         ):
             if given:
@@ -123,7 +137,18 @@ def reconstruct(
     opts = solver_options(solver, threads, time_limit, seed, workers)
     # inexact cells are modelled at block level only so far: the level a rule allows
     level = level or (pop.default_level if pub.exact else vocab.Level.BLOCK)
-    _reconstruct_release(pop, tables_file, out, level, opts, workers, fresh, distance, pub)
+    _reconstruct_release(
+        pop,
+        tables_file,
+        out,
+        level=level,
+        solver=opts,
+        workers=workers,
+        fresh=fresh,
+        distance=distance,
+        publication=pub,
+        verdicts=verdicts,
+    )
 
 
 def release_tables(
@@ -148,12 +173,14 @@ def _reconstruct_release(
     pop: Population,
     tables_file: Path,
     out: Path,
+    *,
     level: str,
     solver: SolverOptions,
     workers: int,
     fresh: bool,
     distance: bool,
     publication: Publication = EXACT,
+    verdicts: bool = True,
 ) -> None:
     """``tabrecon reconstruct``, one path for every population: every tract with the runner
     (resume, workers, Dask, progress), the records and each block's verdict written as the
@@ -174,7 +201,7 @@ def _reconstruct_release(
             solver,
             population=pop,
             run=RunOptions(workers=workers, out=out, resume=not fresh, progress=tick),
-            certify=True,
+            certify=verdicts,
             distance=distance,
             publication=publication,
         )
