@@ -7,6 +7,7 @@ workers.)"""
 from __future__ import annotations
 
 import json
+import re
 import signal
 import subprocess
 import time
@@ -157,3 +158,49 @@ def test_interrupted_audit_resumes(big_county, tmp_path):
     assert again.returncode == 0, again.stderr
     lines = [json.loads(x)["unit"] for x in _status_lines(status)]
     assert len(lines) == len(set(lines)) and kept < set(lines)
+
+
+def _done_stages(work: Path) -> int:
+    return len(list(work.glob("chunk-*/*.done.json")))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("after", [1, 2])
+def test_an_interrupted_audit_says_the_stages_it_keeps_and_how_to_resume(
+    big_county, tmp_path, after
+):
+    """Interrupted once ``after`` stages are done: the message names every stage kept, as many
+    as the resumed run then reports kept, and gives the command that resumes (issue 86)."""
+    args = [
+        "audit",
+        str(big_county / "county.parquet"),
+        "--out",
+        "au",
+        "--workers",
+        "2",
+        "--defenses",
+        "",
+        "--quiet",
+    ]
+    p = subprocess.Popen(
+        EXE + args, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    work = tmp_path / "au" / "work"
+    t0 = time.monotonic()
+    while _done_stages(work) < after:
+        assert p.poll() is None, "the audit ended before it could be interrupted"
+        assert time.monotonic() - t0 < 300
+        time.sleep(0.05)
+    p.send_signal(signal.SIGINT)
+    p.wait(timeout=60)
+    err = p.stderr.read()
+    assert p.returncode == 130, err
+    assert "Traceback" not in err and "nothing was being kept" not in err, err
+    said = re.search(r"interrupted: (\d+) of (\d+) stages finished", err)
+    assert said, err
+    kept = int(said.group(1))
+    assert kept >= after and kept == _done_stages(work), err
+    assert "resume with: tabrecon audit" in err and "--resume" in err, err
+    again = _cli(args + ["--resume"], tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert f"resumed: {kept} stage(s) kept" in again.stderr, again.stderr

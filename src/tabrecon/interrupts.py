@@ -38,8 +38,16 @@ class Interrupted(BaseException):
     A BaseException, like KeyboardInterrupt, so that code which goes on after a failed unit
     (``except Exception``) does not go on after an interrupt."""
 
-    def __init__(self, kept: int, total: int | None, where: str = "", what: str = "units") -> None:
-        self.kept, self.total, self.where = kept, total, where
+    def __init__(
+        self,
+        kept: int,
+        total: int | None,
+        where: str = "",
+        what: str = "units",
+        *,
+        detail: str = "",
+    ) -> None:
+        self.kept, self.total, self.where, self.what = kept, total, where, what
         text = (
             f"interrupted: {kept} of {total} {what}"
             if total is not None
@@ -47,7 +55,7 @@ class Interrupted(BaseException):
         )
         text += " finished"
         text += f" and are kept in {where}" if where and kept else (" (none kept)" if where else "")
-        super().__init__(text)
+        super().__init__(text + detail)
 
 
 def interrupted_within(exc: BaseException) -> bool:

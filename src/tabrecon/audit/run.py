@@ -34,6 +34,7 @@ import polars as pl
 from rich.console import Console
 
 from ..errors import TabreconError
+from ..interrupts import keeps
 from ..io import remove_tree, write_csv, write_json, write_parquet, write_text
 from ..provenance import check_or_record, digest_path, fingerprint
 from ..runner import units_peak_mib
@@ -45,7 +46,15 @@ from .aggregate import agree_table, audit_summary, pct_rates
 from .chunks import EXAMPLE_CLAIMS, FACTS, plan_chunks, read_release, run_chunks
 from .config import AuditConfig, RunConfig
 from .evaluate import DefenseOutcome, outcome_frame
-from .stages import PREC_SOURCES, PRECISION_GRID, Chunk, ChunkRunner, StageLog
+from .stages import (
+    PREC_SOURCES,
+    PRECISION_GRID,
+    Chunk,
+    ChunkRunner,
+    StageLog,
+    kept_stages,
+    stages_said,
+)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -306,7 +315,9 @@ def audit(
         "block+tract" if "block+tract" in cfg.reconstruct.levels else cfg.reconstruct.levels[0]
     )
     chunk_errors: list[BaseException] = []
-    with execution(cfg.run.scheduler, cfg.run.retries), prog:
+    stages_total = per_chunk * len(chunks)
+    keeps(lambda: kept_stages(work, stages_total))  # an interrupt between stages says them
+    with execution(cfg.run.scheduler, cfg.run.retries), prog, stages_said(work, stages_total):
 
         def runner(ch: Chunk) -> ChunkRunner:
             return ChunkRunner(cfg, ch, work, resume, log, progress, on_stage, pop)

@@ -9,7 +9,8 @@ from __future__ import annotations
 import functools
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ import numpy as np
 import polars as pl
 
 from ..defenses.defense import Defense
+from ..interrupts import Interrupted
 from ..io import file_digest, write_json, write_parquet, write_text
 from ..runner import RunOptions, notice, tree_cpu
 from ..schema import PERSONS
@@ -51,6 +53,38 @@ def _hist(values: np.ndarray) -> np.ndarray:
     """How many values are >= each point of the precision grid (summable across chunks)."""
     v = np.sort(np.asarray(values, dtype=float))
     return v.size - np.searchsorted(v, PRECISION_GRID - 1e-12, side="left")
+
+
+def kept_stages(work: Path, total: int, under_way: Interrupted | None = None) -> Interrupted:
+    """What an interrupted audit keeps, read back from ``work``: each finished stage (its
+    ``<stage>.done.json``, named as a resumed run names it: ``chunk-0/recon_block``) of
+    ``total``, and of the stage under way (``under_way``, the runner's report) the units it
+    kept, which a resumed run goes on from."""
+    done = sorted(
+        f"{p.parent.name}/{p.name.removesuffix('.done.json')}"
+        for p in work.glob("chunk-*/*.done.json")
+    )
+    detail = f" ({', '.join(done[:8])}{' ...' if len(done) > 8 else ''})" if done else ""
+    if under_way is not None:
+        of = f" of {under_way.total}" if under_way.total is not None else ""
+        detail += (
+            f"; of the stage under way, {under_way.kept}{of} units finished and are kept"
+            if under_way.kept
+            else "; of the stage under way, no unit had finished"
+        )
+    return Interrupted(len(done), total, str(work), "stages", detail=detail)
+
+
+@contextmanager
+def stages_said(work: Path, total: int) -> Iterator[None]:
+    """An interrupt of a stage's units (the runner's report: "0 of 28 units finished") told
+    as the audit's: the stages kept, then the units of the stage under way."""
+    try:
+        yield
+    except Interrupted as exc:
+        if exc.what == "stages":
+            raise
+        raise kept_stages(work, total, exc) from None
 
 
 @dataclass

@@ -175,7 +175,7 @@ def _run_app(argv: list[str] | None) -> int:
     except Interrupted as exc:
         with shielded():  # a second Ctrl-C must not cut the report short
             err.print(
-                f"{escape(str(exc))}; {_RESUME_HINT.get(_command(argv), _RESUME_HINT[''])}",
+                f"{escape(str(exc))}; {escape(_resume_hint(argv))}",
                 highlight=False,
             )
         return EXIT_INTERRUPTED
@@ -209,11 +209,22 @@ def _say_interrupted(argv: list[str] | None) -> None:
 
     kept = kept_now()
     text = (
-        f"{kept}; {_RESUME_HINT.get(_command(argv), _RESUME_HINT[''])}"
+        f"{kept}; {_resume_hint(argv)}"
         if kept is not None
         else "interrupted; nothing was being kept at that moment"
     )
     err.print(escape(text), highlight=False)
+
+
+def _resume_hint(argv: list[str] | None) -> str:
+    """How to go on after an interrupt: an audit's command itself with ``--resume``."""
+    import shlex
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    if _command(argv) == "audit":
+        again = args if "--resume" in args else [*args, "--resume"]
+        return f"resume with: tabrecon {shlex.join(again)}"
+    return _RESUME_HINT.get(_command(argv), _RESUME_HINT[""])
 
 
 def _internal_error() -> int:
