@@ -193,6 +193,36 @@ def bad_files() -> None:
     (D / "fake_tradeoff.csv").write_text("defense,rho,precision\nnone,,0.5\nrho=1,x,0.3\n")
     (D / "attacker_bad.csv").write_text("pik,block_geoid,sex,age\n1,990010001001000,female,abc\n")
     (D / "attacker_nocol.csv").write_text("pik,block_geoid\n1,990010001001000\n")
+    _wide_files()
+
+
+def _wide_files() -> None:
+    """Wide tables (a row a block) each with one flaw a reader once passed over in silence
+    (issue 86): a cut geoid, an unknown 2020 name, 2010 and 2020 names mixed, no BLOCK column,
+    and a long file whose one block lacks P1 (P12's total still there)."""
+    long = pl.read_parquet(D / "t.parquet")
+    block = long.filter(
+        (pl.col("geoid").str.len_chars() == 15)
+        & (pl.col("cell").str.starts_with("P001") | pl.col("cell").str.starts_with("P0120"))
+    )
+    wide = block.pivot(on="cell", index="geoid", values="value").sort("geoid")
+    dcg = wide.with_columns(("1000000US" + pl.col("geoid")).alias("GEO_ID")).drop("geoid")
+    dcg.with_columns(
+        pl.when(pl.int_range(pl.len()) == 3).then(pl.lit("1000000US0107")).otherwise("GEO_ID")
+    ).write_csv(D / "w_cut_geoid.csv")
+    new = {c: f"P{int(c[1:4])}_{int(c[-3:]):03d}N" for c in dcg.columns if c != "GEO_ID"}
+    named = dcg.rename(new)
+    named.with_columns(pl.lit(0).alias("P12_999N")).write_csv(D / "w_2020_unknown.csv")
+    named.with_columns(pl.lit(0).alias("P0080001")).write_csv(D / "w_mixed_decades.csv")
+    g = wide["geoid"]
+    wide.with_columns(
+        g.str.slice(0, 2).alias("STATE"), g.str.slice(2, 3).alias("COUNTY"),
+        g.str.slice(5, 6).alias("TRACT"),
+    ).drop("geoid").write_csv(D / "w_no_block.csv")  # fmt: skip
+    first = long.filter((pl.col("cell") == "P0010001") & (pl.col("value") > 0))["geoid"][0]
+    long.filter(~((pl.col("geoid") == first) & (pl.col("cell") == "P0010001"))).write_csv(
+        D / "t_nop1_one_block.csv"
+    )
 
 
 #: cases first written as bad input whose success was reviewed by hand and is right: a documented
@@ -228,6 +258,12 @@ def cases() -> list[tuple[str, list[str], str]]:
 
     def add(cid: str, args: list[str], expect: str = "bad") -> None:
         out.append((cid, args, "any" if cid in REVIEWED else expect))
+
+    # issue 86: rows and columns of a table file read, refused or counted, never dropped
+    for name in ("w_cut_geoid", "w_2020_unknown", "w_mixed_decades", "w_no_block"):
+        add(f"check-tables.{name}", ["check-tables", f(f"{name}.csv")])
+        add(f"reconstruct.{name}", ["reconstruct", f(f"{name}.csv"), "--level", "block"])
+    add("reconstruct.nop1-one-block", ["reconstruct", f("t_nop1_one_block.csv")])
 
     badfiles = ["missing.csv", "adir", "empty.csv", "header_only.csv", "junk.parquet",
                 "trunc.parquet", "corrupt.csv.gz", "notgz.csv.gz"]  # fmt: skip

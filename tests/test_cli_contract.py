@@ -69,6 +69,9 @@ def _files(d: Path) -> None:
     long.filter(~((pl.col("geoid") == inhabited) & pl.col("cell").is_in(totals))).write_csv(
         d / "nop1.csv"
     )
+    long.filter(~((pl.col("geoid") == inhabited) & (pl.col("cell") == "P0010001"))).write_csv(
+        d / "nop1_only.csv"
+    )  # P12's total is still there: found before any work, not as a failed tract
     head = "geoid,cell,value\n"
     blk = str(g.geoids[0])
     (d / "unknown_cell.csv").write_text(f"{head}{blk},P9999999,3\n")
@@ -145,6 +148,36 @@ def _files(d: Path) -> None:
     ).write_csv(d / "attacker_nolink.csv")
     (d / "attacker_invalid.csv").write_text(f"pik,block_geoid,sex,age\n1,{first},female,abc\n")
     write_microdata(md.take(np.flatnonzero(md.block_geoid != first)), d / "partial.csv")
+    _wide_files(d, tabulate(md, "P1,P12")["block"])
+
+
+def _wide_files(d: Path, g: Grid) -> None:
+    """Wide tables (one row a block) as data.census.gov and third parties give them, each with
+    one flaw a reader once passed over in silence (issue 86)."""
+    wide = pl.DataFrame(g.values, schema=[str(c) for c in g.cells], orient="row")
+    geo = pl.Series("GEO_ID", [f"1000000US{x}" for x in g.geoids.tolist()])
+    dcg = pl.concat([geo.to_frame(), wide], how="horizontal")
+    cut = dcg.with_columns(
+        pl.when(pl.int_range(pl.len()) == 6)
+        .then(pl.lit("1000000US0107"))
+        .otherwise("GEO_ID")
+        .alias("GEO_ID")
+    )
+    cut.write_csv(d / "wide_cut_geoid.csv")  # line 8 of the file
+    nation = dcg.head(1).with_columns(pl.lit("0100000US").alias("GEO_ID"))
+    pl.concat([nation, dcg]).write_csv(d / "wide_nation_row.csv")
+    new = {str(c): f"P{int(str(c)[1:4])}_{int(str(c)[-3:]):03d}N" for c in g.cells}
+    named = dcg.rename(new)
+    named.with_columns(pl.lit(0).alias("P12_999N")).write_csv(d / "wide_2020_unknown.csv")
+    named.with_columns(dcg["P0120002"]).write_csv(d / "wide_mixed_decades.csv")
+    parts = pl.DataFrame(
+        {
+            "STATE": [x[:2] for x in g.geoids.tolist()],
+            "COUNTY": [x[2:5] for x in g.geoids.tolist()],
+            "TRACT": [x[5:11] for x in g.geoids.tolist()],
+        }
+    )
+    pl.concat([parts, wide], how="horizontal").write_csv(d / "wide_no_block.csv")
 
 
 # (name, arguments, exit code, text the message must contain); {D} is the fixture folder
@@ -381,10 +414,38 @@ CASES: list[tuple[str, str, int, str]] = [
     ("age-not-a-number", "tabulate {D}/age_abc.csv --out {D}/t.parquet", 2, "line 3"),
     ("tables-file-missing", "check-tables {D}/nope.parquet", 2, "nope.parquet"),
     ("tables-unknown-cell", "check-tables {D}/unknown_cell.csv", 2, "P9999999"),
+    # issue 86: every row and column of a wide file read, refused or counted, never dropped
+    ("wide-cut-geoid", "check-tables {D}/wide_cut_geoid.csv", 2, "line 8"),
+    ("wide-cut-geoid-recon", "reconstruct {D}/wide_cut_geoid.csv --level block", 2, "0107"),
+    (
+        "wide-nation-row",
+        "check-tables {D}/wide_nation_row.csv",
+        0,
+        "skipped 1 row of summary level 010",
+    ),
+    (
+        "wide-2020-unknown",
+        "check-tables {D}/wide_2020_unknown.csv",
+        2,
+        "unknown variable 'P12_999N'",
+    ),
+    (
+        "wide-mixed-decades",
+        "check-tables {D}/wide_mixed_decades.csv",
+        2,
+        "mixes 2010 variable names",
+    ),
+    ("wide-no-block", "check-tables {D}/wide_no_block.csv", 2, "no BLOCK column"),
     ("tables-negative", "check-tables {D}/negative.csv", 2, "negative.csv"),
     ("tables-fractional", "check-tables {D}/fractional.csv", 2, "fractional"),
     ("tables-too-large", "check-tables {D}/huge.csv", 2, "count out of range"),
     ("tables-not-a-number", "check-tables {D}/nan_count.csv", 2, "nan_count.csv"),
+    (
+        "tables-block-lacking-p1-only",
+        "reconstruct {D}/nop1_only.csv --out {D}/nop1_only.parquet",
+        2,
+        "block <nop1_block> lacks cell P0010001",
+    ),
     (
         "tables-block-without-p1",
         "reconstruct {D}/nop1.csv --out {D}/nop1.parquet",

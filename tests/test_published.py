@@ -8,6 +8,8 @@ import json
 import numpy as np
 import polars as pl
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tabrecon.errors import InputError
 from tabrecon.tables.persons import tabulate
@@ -197,3 +199,47 @@ def test_2020_names_of_the_pl_and_the_dhc_read_as_their_cells(small_md, tmp_path
     for want, f in ((pl_tables, "pl2020.csv"), (dhc, "dhc2020.csv")):
         got = read_unit_tables(tmp_path / f, PERSONS).to_frame().sort("geoid", "cell")
         assert got.equals(want.to_frame().sort("geoid", "cell")), f
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    nation=st.integers(0, 2),
+    places=st.integers(0, 3),
+    form=st.sampled_from(["data.census.gov", "api json", "parquet"]),
+)
+def test_every_value_of_a_wide_file_is_read_or_counted_skipped(
+    county, tmp_path_factory, nation, places, form
+):
+    """Issue 86: a wide file's values read plus those reported skipped (rows of summary levels
+    no table is read at: the nation, places) are every value in the file, in every form."""
+    d = _wide(county, "block", _api_name)
+    extra = ["0100000US"] * nation + [f"1600000US01{7000 + k:05d}" for k in range(places)]
+    first = d.drop("geoid").row(0)
+    rows = [[g, *first] for g in extra]
+    body = pl.concat(
+        [
+            pl.DataFrame(
+                rows, schema={c: pl.String for c in ["GEO_ID", *d.columns[1:]]}, orient="row"
+            ),
+            d.with_columns(("1000000US" + pl.col("geoid")).alias("GEO_ID")).select(
+                "GEO_ID", *d.columns[1:]
+            ),
+        ]
+    )
+    path = tmp_path_factory.mktemp("wide") / "t"
+    if form == "data.census.gov":
+        labels = pl.DataFrame({c: [f"Label of {c}"] for c in body.columns})
+        path = path.with_suffix(".csv")
+        pl.concat([labels, body]).write_csv(path)
+    elif form == "api json":
+        path = path.with_suffix(".json")
+        path.write_text(json.dumps([body.columns, *[list(r) for r in body.rows()]]))
+    else:
+        path = path.with_suffix(".parquet")
+        body.write_parquet(path)
+    ts = read_tables(path)
+    in_file = body.height * (body.width - 1)
+    read = sum(int(g.present().sum()) for g in ts.grids.values())
+    skipped = sum(v for _, v in ts.skipped.values())
+    assert read + skipped == in_file
+    assert sum(r for r, _ in ts.skipped.values()) == nation + places

@@ -87,6 +87,17 @@ TimeLimit = Annotated[float, typer.Option(help="Solver time limit per model, sec
 Quiet = Annotated[bool, typer.Option("--quiet", help="No progress bars")]
 
 
+def say_skipped(ts: Any, path: Path) -> None:
+    """Say which rows of the table file ``path`` were read as none of its tables' geographies
+    (:attr:`tabrecon.tables.tableset.TableSet.skipped`): every row is read, refused or counted
+    here, never dropped in silence."""
+    for kind, (rows, values) in sorted(ts.skipped.items()):
+        err.print(
+            f"{path}: skipped {rows:,} row{'s' if rows != 1 else ''} of {kind} ({values:,} "
+            "values): not a geography these tables are read at"
+        )
+
+
 def table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> Table:
     """A rich table; floats with three decimals, text columns left-aligned."""
     t = Table(title=title, show_lines=False)

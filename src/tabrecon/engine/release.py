@@ -345,8 +345,33 @@ def plan_release(tables: TableSet, schema: Schema, level: Level | str) -> Releas
                 f"{kinds} left out at {answered} ({', '.join(t.name for t in stats)}): modelled "
                 "at level 'block' only so far"
             )
+    _refuse_lacking_cells(tables, used, where)
     names = tuple(t.name for t in used)
     return ReleasePlan(TractTables.of_tables(tables, schema, names), names, answered, tuple(notes))
+
+
+def _refuse_lacking_cells(tables: TableSet, used: Sequence, where: str) -> None:
+    """Refuse, before any work, a geounit that has published cells but lacks one of a table
+    used (a block without P1 where other blocks have it), naming it, the cell and how many
+    more share the flaw: found in its tract, it used to fail the tract (exit 1) as if the
+    solver had."""
+    for level in {t.level for t in used}:
+        g = tables.grids.get(level)
+        if g is None:
+            continue
+        ids = [c.id for t in used if t.level == level for c in t.cells()]
+        cols = np.flatnonzero(np.isin(g.cells.astype(str), ids))
+        present = g.present()
+        inhabited = np.asarray(present.any(axis=1))
+        lacks: np.ndarray = ~present[:, cols] & inhabited[:, None]
+        if lacks.any():
+            b, c = divmod(int(np.argmax(lacks.ravel())), cols.size)
+            raise InputError(
+                f"{where}: {level} {g.geoids[b]} lacks cell {g.cells[cols[c]]} of table "
+                f"{next(t.name for t in used if g.cells[cols[c]] in {x.id for x in t.cells()})}"
+                f" ({int(lacks.any(axis=1).sum()) - 1} more {level}s lack some cell): every "
+                f"{level} with published cells needs every cell of the tables used"
+            )
 
 
 def _require_totals(tables: TableSet, totals: Sequence[str], where: str) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
@@ -63,7 +63,9 @@ def read_unit_tables(path: str | Path, schema: Schema, withheld: bool = False) -
         rows = _rows(raw, schema, mine)
         kept, geoids, geo, cell, value = _checked(rows, schema, mine, withheld)
         try:  # a (geoid, cell) given twice is found where the grids are filled, then named
-            return TableSet.from_codes(pop.name, geoids, geo, cell, value, source=raw.where)
+            ts = TableSet.from_codes(pop.name, geoids, geo, cell, value, source=raw.where)
+            ts.skipped = dict(rows.skipped)
+            return ts
         except TwiceError as e:
             r = int(kept[e.row])
             raise InputError(
@@ -112,6 +114,9 @@ class _Rows:
     text_at: Callable[[np.ndarray], pl.Series]
     columns: dict[str, str] | None = None
     wide: bool = False
+    #: rows of the file read as no geography of its levels, by kind (a wide file's nation row:
+    #: ``{"summary level 010": (1, 49)}``, rows and values); every other row is read or refused
+    skipped: dict[str, tuple[int, int]] = field(default_factory=dict)
 
     def geoid_of(self, r: int) -> str:
         return str(self.geoids[self.gi[r]])
@@ -400,6 +405,95 @@ def _refuse_unknown_variables(
             )
 
 
+#: The geoid's digits of each census summary level the readers read (a GEO_ID's first three
+#: characters: ``1000000US`` + 15 digits is a block); rows of other summary levels (010, the
+#: nation; 160, places; ...) are skipped and counted, never read as a level they are not.
+_SUMLEV_DIGITS = {"040": 2, "050": 5, "140": 11, "150": 12, "100": 15, "101": 15}
+
+
+def _skipped_rows(
+    df: pl.DataFrame, geo: pl.Series, ours: np.ndarray, first: int, where: str, n_vars: int
+) -> dict[str, tuple[int, int]]:
+    """The rows of a wide file that are none of its levels' geographies, counted by summary
+    level (rows, values) where skipping is right: a GEO_ID of a summary level the readers do
+    not read (the nation, a place). Any other such row is refused, naming its line and value:
+    a GEO_ID whose digits do not fit its own summary level (``1000000US0107``: a block's, cut
+    short), or a GEOID or STATE/COUNTY/TRACT/BLOCK geography of no census length."""
+    out = np.flatnonzero(~ours)
+    if not out.size:
+        return {}
+    cols = {c.strip().upper(): c for c in df.columns}
+    gcol = cols.get("GEO_ID")
+    sumlev = (
+        df[gcol].cast(pl.String).fill_null("").str.strip_chars().str.slice(0, 3).to_numpy()
+        if gcol is not None
+        else None
+    )
+    refused = out
+    if gcol is not None and sumlev is not None:  # a GEO_ID without "US" is no summary-level id
+        raw = df[gcol].cast(pl.String).fill_null("").to_numpy()[out].astype(str)
+        refused = out[np.isin(sumlev[out], list(_SUMLEV_DIGITS)) | (np.char.find(raw, "US") < 0)]
+    if refused.size:
+        r = int(refused[0])
+        column = gcol or next(
+            (cols[c] for c in ("GEOID", "GEOID10", "GEOID20", "GEOCODE", "BLOCK") if c in cols),
+            df.columns[0],
+        )
+        value = geo[r] if gcol is None else df[gcol].cast(pl.String)[r]
+        what = (
+            f"a summary level {sumlev[r]} id needs {_SUMLEV_DIGITS[sumlev[r]]} digits after 'US'"
+            if sumlev is not None and sumlev[r] in _SUMLEV_DIGITS
+            else "not the geoid of a block (15 digits), block group (12), tract (11), county (5) "
+            "or state (2)"
+        )
+        more = f" ({refused.size - 1:,} more such rows)" if refused.size > 1 else ""
+        raise InputError(f"{value!r}: {what}{more}", path=where, line=first + r, column=column)
+    assert sumlev is not None  # every row off the levels without a GEO_ID was refused
+    levels, counts = np.unique(sumlev[out], return_counts=True)
+    return {
+        f"summary level {lv}": (int(k), int(k) * n_vars)
+        for lv, k in zip(levels.tolist(), counts.tolist(), strict=True)
+    }
+
+
+def _refuse_other_decade(
+    columns: list[str], cells: dict[str, str], mine: set[str], where: str
+) -> None:
+    """Refuse a wide file that mixes 2010 names (``P0120001``, ``P012001``) and 2020 names
+    (``P12_001N``): one file is one census's release. And a 2020 name of a table read here
+    whose line the table has not (``P12_999N``): passed over, it would leave the file's
+    value unread without a word."""
+    from .published import _VARIABLE_2020, cell_of_variable, is_pl_2020
+
+    new = [c for c in columns if _VARIABLE_2020.match(c.strip().upper())]
+    old = [c for c in cells if not _VARIABLE_2020.match(c.strip().upper())]
+    if new and old:
+        raise InputError(
+            f"mixes 2010 variable names ({', '.join(old[:2])}, ...) and 2020 names "
+            f"({', '.join(new[:2])}, ...): a file holds one census's tables; give each "
+            "census's tables in a file of its own",
+            path=where,
+        )
+    pl2020 = is_pl_2020(columns)
+    tables = {_table_of(c) for c in mine}
+    for c in new:
+        cell = cell_of_variable(c, pl2020)
+        if cell is not None and cell not in mine and _table_of(cell) in tables:
+            lines = sorted(int(m[-3:]) for m in mine if _table_of(m) == _table_of(cell))
+            raise InputError(
+                f"unknown variable {c!r}: its table has lines {lines[0]} to {lines[-1]} "
+                "(tabrecon tables list shows each table's cells)",
+                path=where,
+            )
+
+
+def _table_of(cell: str) -> str:
+    """A cell id's table: ``P012A003`` -> ``P012A``, ``P0120003`` -> ``P012``,
+    ``H016A0003`` -> ``H016A``; a name of no such shape is its own."""
+    m = re.fullmatch(r"((?:PCT|HCT|P|H)\d{3}[A-Z]?)\d{3,4}", cell)
+    return m.group(1) if m else cell
+
+
 @cache
 def _known_variables() -> frozenset[str]:
     """Every SF1 2010 field's name in the summary-file and the 2010 API spelling."""
@@ -443,6 +537,7 @@ def _rows_of_wide(df: pl.DataFrame, where: str, mine: set[str], schema: Schema) 
     spell = of_schema(schema).spell  # a population's other names (persons: 2020's)
     if spell is not None:
         cells |= {c: v for c, v in spell(df.columns).items() if v in mine and c not in cells}
+    _refuse_other_decade(df.columns, cells, mine, where)
     seen: dict[str, str] = {}
     for column, cell in cells.items():  # two spellings of one cell (H001001 and H0010001)
         if cell in seen:
@@ -476,14 +571,25 @@ def _rows_of_wide(df: pl.DataFrame, where: str, mine: set[str], schema: Schema) 
         )
     geo = geography_of(df, where)
     first = 2
-    if geo.len() and not re.search(r"\d", geo[0] or ""):  # data.census.gov: a row of labels
+    gid = next((c for c in df.columns if c.strip().upper() == "GEO_ID"), None)
+    head = (str(df[gid][0] or "") if gid is not None else geo[0] or "") if geo.len() else ""
+    if geo.len() and not re.search(r"\d", head):  # data.census.gov: a row of labels
         df, geo, first = df.slice(1), geo.slice(1), 3
     geo = geo.fill_null("").str.strip_chars()
     twice = np.flatnonzero((geo.is_duplicated() & (geo != "")).to_numpy())
     if twice.size:  # one geography on two rows: which to believe is not ours to guess
         same = np.flatnonzero((geo == geo[int(twice[0])]).to_numpy())
+        upper = {c.strip().upper() for c in df.columns}
+        named = not upper.isdisjoint({"GEO_ID", "GEOID", "GEOID10", "GEOID20", "GEOCODE"})
+        lacks_block = not named and "BLOCK" not in upper
         raise InputError(
-            f"geoid {geo[int(twice[0])]!r} appears on two rows (lines {first + same[0]} and "
+            (
+                f"no BLOCK column: the rows on lines {first + same[0]} and {first + same[1]} are "
+                f"both of tract {geo[int(twice[0])]!r} (STATE, COUNTY, TRACT); a file of blocks "
+                "needs a BLOCK column beside them (the Census API's 'block')"
+            )
+            if lacks_block
+            else f"geoid {geo[int(twice[0])]!r} appears on two rows (lines {first + same[0]} and "
             f"{first + same[1]})",
             path=where,
             line=int(first + same[1]),
@@ -494,6 +600,7 @@ def _rows_of_wide(df: pl.DataFrame, where: str, mine: set[str], schema: Schema) 
     if not length.is_in(list(own)).any():  # (persons: tract-only files)
         raise InputError(f"holds no {schema.geography} rows ({n}-digit geographies)", path=where)
     ours = length.is_in(_CENSUS_LENGTHS if schema.geography == Geo.BLOCK else [n]).to_numpy()
+    skipped = _skipped_rows(df, geo, ours, first, where, len(cells))
     at = np.flatnonzero(ours)  # each kept geography's row in the frame read
     cols = list(cells)
     frame = df.select(cols).filter(pl.Series(ours)).cast(pl.String)
@@ -572,4 +679,5 @@ def _rows_of_wide(df: pl.DataFrame, where: str, mine: set[str], schema: Schema) 
         text_at,
         columns={cells[c]: c for c in cols},
         wide=True,
+        skipped=skipped,
     )

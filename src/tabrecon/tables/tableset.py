@@ -14,7 +14,7 @@ reader returns one (:func:`tabrecon.tables.reader.read_unit_tables`,
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -84,6 +84,9 @@ class TableSet:
     grids: dict[str, Grid]
     source: str = ""
     population: str = "persons"
+    #: rows of the file read that hold no geography of these tables, by kind, as (rows,
+    #: values): a wide file's nation row, ``{"summary level 010": (1, 49)}``
+    skipped: dict[str, tuple[int, int]] = field(default_factory=dict)
 
     def __getitem__(self, level: str) -> Grid:
         return self.grids[level]

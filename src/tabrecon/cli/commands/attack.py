@@ -36,6 +36,7 @@ from ..terminal import (
     progress,
     publication_rule,
     read_blocks,
+    say_skipped,
     solver_options,
     table,
 )
@@ -160,6 +161,7 @@ def release_tables(
     from ...tables.spec import cell_tables
 
     tables = read_unit_tables(tables_file, pop.schema, withheld=publication.withholds)
+    say_skipped(tables, tables_file)
     publication.check(
         tables.to_frame(),
         str(tables_file),

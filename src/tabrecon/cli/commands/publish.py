@@ -23,6 +23,7 @@ from ..terminal import (
     err,
     one_of,
     publication_rule,
+    say_skipped,
     table,
 )
 
@@ -309,6 +310,7 @@ def check_tables(
     pop = population(schema)
     at_least(0, limit=limit)
     ts = read_unit_tables(tables_file, pop.schema)
+    say_skipped(ts, tables_file)
     rep = check_release(ts, pop)
     console.print(
         f"{tables_file}: {rep.checked:,} identity checks, {rep.skipped:,} skipped (cells not "
