@@ -115,6 +115,13 @@ def _files(d: Path) -> None:
     (d / "au_cfg").mkdir()
     (d / "au_cfg" / "config.toml").write_text("[run]\nseed = 3\n")
     write_units(units, d / "units.csv")
+    p = pl.read_csv(d / "md.csv", infer_schema_length=0)
+    p.with_columns(  # a relationship no table knows: the person file is to blame, not the units
+        pl.when(pl.int_range(pl.len()) == 4)
+        .then(pl.lit("boss"))
+        .otherwise("relationship")
+        .alias("relationship")
+    ).write_csv(d / "md_boss.csv")
     tabulate_units(units, ("H1", "H3", "P18")).write_parquet(d / "hu_tables.parquet")
     raw = (d / "tables.parquet").read_bytes()
     (d / "trunc.parquet").write_bytes(raw[: len(raw) // 2])
@@ -139,6 +146,9 @@ def _files(d: Path) -> None:
     meas.with_columns(
         pl.Series("geoid", ["99", other_block]), pl.Series("variance", [4.0, 1.0])
     ).write_parquet(d / "other_measurements.parquet")
+    meas.with_columns(pl.Series("variance", [4.0, 1.0])).write_parquet(
+        d / "one_block_measurements.parquet"
+    )  # one block of md.csv's measured, the others not: in part another release's
     pl.DataFrame(  # certification results of md.csv's blocks
         {"block_geoid": [str(x) for x in g.geoids], "solvar": 0.0, "status": "unique"}
     ).write_csv(d / "sv.csv")
@@ -193,6 +203,7 @@ CASES: list[tuple[str, str, int, str]] = [
     ("describe-no-name", "tables describe", 2, "Missing argument 'name'"),
     ("describe-unknown-cell", "tables describe P9999999", 2, "P9999999"),
     ("dn-unknown-subcommand", "dn nosuch", 2, "nosuch"),
+    ("dn-one-bit", "dn queries-needed --ns 1 --out {D}/scratch_dn", 2, "at least 2"),
     # option values, refused before any work
     ("workers-zero", "reconstruct {D}/tables.parquet --workers 0", 2, "--workers"),
     ("threads-zero", "reconstruct {D}/tables.parquet --threads 0", 2, "--threads"),
@@ -414,6 +425,7 @@ CASES: list[tuple[str, str, int, str]] = [
     ("age-not-a-number", "tabulate {D}/age_abc.csv --out {D}/t.parquet", 2, "line 3"),
     ("tables-file-missing", "check-tables {D}/nope.parquet", 2, "nope.parquet"),
     ("tables-unknown-cell", "check-tables {D}/unknown_cell.csv", 2, "P9999999"),
+    ("households-boss", "check-households {D}/md_boss.csv {D}/units.csv", 2, "md_boss.csv, line 6"),
     # issue 86: every row and column of a wide file read, refused or counted, never dropped
     ("wide-cut-geoid", "check-tables {D}/wide_cut_geoid.csv", 2, "line 8"),
     ("wide-cut-geoid-recon", "reconstruct {D}/wide_cut_geoid.csv --level block", 2, "0107"),
@@ -729,6 +741,13 @@ CASES: list[tuple[str, str, int, str]] = [
         "--out {D}/rt",
         2,
         "other_tables.parquet and {D}/md.csv have no inhabited blocks",
+    ),
+    (
+        "noisy-in-part",
+        "reconstruct-noisy {D}/one_block_measurements.parquet --tables {D}/tables.parquet --out "
+        "{D}/np.parquet",
+        2,
+        "hold no block-level measurements for",
     ),
     (
         "noisy-disjoint",

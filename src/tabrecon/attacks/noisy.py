@@ -210,13 +210,16 @@ def reconstruct_noisy_release(
     measured = set(measurements["level"].cast(pl.String).to_list())
     finest = next((lv for lv in reversed(LEVELS) if lv in measured and lv != Geo.NATION), None)
     if finest is not None:
-        overlap(
-            measurements.filter(pl.col("level") == finest)["geoid"].cast(pl.String).to_numpy(),
-            np.unique(prefix(g.geoids, finest)),
-            measurements_name,
-            name,
-            f"{finest}s",
-        )
+        have = measurements.filter(pl.col("level") == finest)["geoid"].cast(pl.String).to_numpy()
+        units = np.unique(prefix(g.geoids, finest))
+        overlap(have, units, measurements_name, name, f"{finest}s")
+        lacking = np.setdiff1d(units, have)
+        if lacking.size:  # in part another area's: each such block would fail its fit
+            raise TabreconError(
+                f"{measurements_name} hold no {finest}-level measurements for {lacking.size:,} "
+                f"of the {units.size:,} {finest}s of {name} (first: {lacking[0]}): measurements "
+                "and tables must be of one release"
+            )
     totals = None
     if use_totals:
         if "P0010001" not in set(g.cells.tolist()):

@@ -191,6 +191,9 @@ def _run_app(argv: list[str] | None) -> int:
     except OSError as exc:  # an output path that is a directory, under a file, read-only, full
         where = exc.filename if exc.filename is not None else ""
         what = exc.strerror or str(exc)
+        if isinstance(exc, FileExistsError | NotADirectoryError) and where:
+            # an output inside a file (--out small.csv/o.parquet): its folder cannot be made
+            what = "a file is where the output's folder would be (is a path inside a file?)"
         said = f"{where}: {what}" if where else what
         err.print(f"[red]error:[/red] {escape(said)}", highlight=False)
         return EXIT_BAD_INPUT

@@ -224,6 +224,8 @@ def queries_needed_vs_n(
     """
     ns = ns or list(range(100, 1001, 100))
     _positive(ns=ns, trials=trials)
+    if min(ns) < 2:  # one bit: its one random query may be empty, and 2n/log2(n) is undefined
+        raise TabreconError(f"--ns: each n must be at least 2 (got {min(ns)})")
     if exact_finder not in FINDERS:
         raise TabreconError(
             f"unknown exact finder {exact_finder!r}; choose from {', '.join(FINDERS)}"
@@ -272,7 +274,8 @@ def queries_needed_vs_n(
                     }
                 )
                 if progress:
-                    progress(f"{labels[dec]} n={n} trial {t}: {m}")
+                    said = f"{m} queries" if m is not None else f"not recovered with all {n}"
+                    progress(f"{labels[dec]} n={n} trial {t}: {said}")
     df = sw.frame().filter(pl.col("m_needed") > 0)
     slopes: dict[str, float] = {}
     plt = _plot()

@@ -346,6 +346,18 @@ def household_calibration(persons: Microdata, units: Units) -> list[tuple[str, f
     return out
 
 
+#: A person's relationship to the householder, as the synthetic households write it and
+#: :func:`check_households` reads it (SF1's P29 lines, in its words).
+RELATIONSHIPS = (
+    "householder",
+    "spouse",
+    "unmarried partner",
+    "child",
+    "other relative",
+    "nonrelative",
+)
+
+
 def check_households(persons: Microdata, units: Units) -> int:
     """Check that a person file and a housing-unit file describe the same households; return the
     number of occupied units checked.
@@ -423,7 +435,15 @@ def check_households(persons: Microdata, units: Units) -> int:
             pl.Series(c[col]),
         )
     if "relationship" in pe.columns:
-        head = pe["relationship"].to_numpy() == "householder"
+        rel = pe["relationship"].cast(pl.String)
+        refuse_rows(
+            P,
+            ~rel.is_in(list(RELATIONSHIPS)).fill_null(False).to_numpy(),
+            "relationship",
+            f"not a relationship to the householder ({', '.join(RELATIONSHIPS)})",
+            rel,
+        )
+        head = rel.to_numpy() == "householder"
         heads = np.bincount(row[head], minlength=len(units))
         refuse_rows(
             U,

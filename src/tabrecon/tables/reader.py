@@ -456,42 +456,36 @@ def _skipped_rows(
     }
 
 
-def _refuse_other_decade(
-    columns: list[str], cells: dict[str, str], mine: set[str], where: str
-) -> None:
-    """Refuse a wide file that mixes 2010 names (``P0120001``, ``P012001``) and 2020 names
-    (``P12_001N``): one file is one census's release. And a 2020 name of a table read here
-    whose line the table has not (``P12_999N``): passed over, it would leave the file's
-    value unread without a word."""
-    from .published import _VARIABLE_2020, cell_of_variable, is_pl_2020
+#: A variable's name in the 2020 products (the DHC, P.L. 94-171, on the API and
+#: data.census.gov): table, iteration letters, line (``P12_003N``, ``P12AH_001N``, ``H4A_002N``)
+_NAME_2020 = re.compile(r"^((?:PCT|HCT|P|H)\d{1,3}[A-Z]{0,2})_\d{3}N$")
 
-    new = [c for c in columns if _VARIABLE_2020.match(c.strip().upper())]
-    old = [c for c in cells if not _VARIABLE_2020.match(c.strip().upper())]
+
+def _refuse_other_decade(
+    columns: list[str], old: set[str], cells: dict[str, str], where: str
+) -> None:
+    """Refuse a wide file that mixes 2010 names (``old``: columns read by their SF1 spelling,
+    ``P0120001``, ``P012001``) and 2020 names (``P12_001N``): one file is one census's release.
+    And a 2020 name of a table read (another of its variables is among ``cells``, the columns
+    read) that is no cell of it (``P12_999N``): passed over, its value would go unread without
+    a word."""
+    new = [c for c in columns if _NAME_2020.match(c.strip().upper())]
     if new and old:
         raise InputError(
-            f"mixes 2010 variable names ({', '.join(old[:2])}, ...) and 2020 names "
+            f"mixes 2010 variable names ({', '.join(sorted(old)[:2])}, ...) and 2020 names "
             f"({', '.join(new[:2])}, ...): a file holds one census's tables; give each "
             "census's tables in a file of its own",
             path=where,
         )
-    pl2020 = is_pl_2020(columns)
-    tables = {_table_of(c) for c in mine}
+    read = {m.group(1) for c in cells if (m := _NAME_2020.match(c.strip().upper()))}
     for c in new:
-        cell = cell_of_variable(c, pl2020)
-        if cell is not None and cell not in mine and _table_of(cell) in tables:
-            lines = sorted(int(m[-3:]) for m in mine if _table_of(m) == _table_of(cell))
+        m = _NAME_2020.match(c.strip().upper())
+        if c not in cells and m is not None and m.group(1) in read:
             raise InputError(
-                f"unknown variable {c!r}: its table has lines {lines[0]} to {lines[-1]} "
-                "(tabrecon tables list shows each table's cells)",
+                f"unknown variable {c!r}: table {m.group(1)} has no such line among those "
+                "tabrecon reads (tabrecon tables list shows each table's cells)",
                 path=where,
             )
-
-
-def _table_of(cell: str) -> str:
-    """A cell id's table: ``P012A003`` -> ``P012A``, ``P0120003`` -> ``P012``,
-    ``H016A0003`` -> ``H016A``; a name of no such shape is its own."""
-    m = re.fullmatch(r"((?:PCT|HCT|P|H)\d{3}[A-Z]?)\d{3,4}", cell)
-    return m.group(1) if m else cell
 
 
 @cache
@@ -534,10 +528,11 @@ def _rows_of_wide(df: pl.DataFrame, where: str, mine: set[str], schema: Schema) 
 
     spelled = _spellings(mine)
     cells = {c: spelled[c.strip().upper()] for c in df.columns if c.strip().upper() in spelled}
+    old = set(cells)  # read by an SF1 spelling
     spell = of_schema(schema).spell  # a population's other names (persons: 2020's)
     if spell is not None:
         cells |= {c: v for c, v in spell(df.columns).items() if v in mine and c not in cells}
-    _refuse_other_decade(df.columns, cells, mine, where)
+    _refuse_other_decade(df.columns, old, cells, where)
     seen: dict[str, str] = {}
     for column, cell in cells.items():  # two spellings of one cell (H001001 and H0010001)
         if cell in seen:

@@ -226,6 +226,8 @@ def reconstruct_noisy(
     for f in nr.failed[:10]:
         err.print(f"[yellow]block failed:[/yellow] {escape(str(f))}")
     if nr.failed:
+        more = " (the first 10 above)" if len(nr.failed) > 10 else ""
+        err.print(f"[red]{len(nr.failed):,} of {nr.blocks:,} blocks failed{more}[/red]")
         raise typer.Exit(1)
 
 
