@@ -208,7 +208,10 @@ def _wide_files() -> None:
     wide = block.pivot(on="cell", index="geoid", values="value").sort("geoid")
     dcg = wide.with_columns(("1000000US" + pl.col("geoid")).alias("GEO_ID")).drop("geoid")
     dcg.with_columns(
-        pl.when(pl.int_range(pl.len()) == 3).then(pl.lit("1000000US0107")).otherwise("GEO_ID")
+        pl.when(pl.int_range(pl.len()) == 3)
+        .then(pl.lit("1000000US0107"))
+        .otherwise("GEO_ID")
+        .alias("GEO_ID")
     ).write_csv(D / "w_cut_geoid.csv")
     new = {c: f"P{int(c[1:4])}_{int(c[-3:]):03d}N" for c in dcg.columns if c != "GEO_ID"}
     named = dcg.rename(new)

@@ -165,7 +165,12 @@ def test_report_and_files(small_audit):
         "defenses.csv",
     ):
         assert (out / "results" / f).exists(), f
-    s = json.loads((out / "summary.json").read_text())
+
+    def no_nan(word: str) -> None:
+        raise AssertionError(f"summary.json holds {word}: not JSON")
+
+    # strict JSON (swap-lo has no rho: null, never NaN), as any parser reads it
+    s = json.loads((out / "summary.json").read_text(), parse_constant=no_nan)
     assert s["timings_s"]["total"] > 0 and set(s["timings_s"]) >= {
         "tabulate",
         "reconstruct",

@@ -70,3 +70,21 @@ def test_the_command_list_reads_as_prose() -> None:
     synth = next(line for line in listing.splitlines() if " synth " in line)
     assert "with another --schema, that population's records" in synth  # one line, wide enough
     assert "``" not in run_cli(["synth", "--help"], width=80).stdout
+
+
+def test_version_help_and_the_package_namespace() -> None:
+    """Issue 91's manners: ``tabrecon --version`` prints the version; flags show no value
+    placeholder (``--fresh <bool>`` read as if the flag took a value); ``dir(tabrecon)`` holds
+    the public API only, none of the helpers the package loads it with."""
+    import tabrecon
+
+    got = run_cli(["--version"])
+    assert got.returncode == 0 and got.stdout.strip() == f"tabrecon {tabrecon.__version__}"
+    for argv in (["--help"], ["reconstruct", "--help"], ["tables", "--help"], ["dn", "--help"]):
+        shown = run_cli(argv)
+        assert shown.returncode == 0 and "<bool>" not in shown.stdout, argv
+    assert "--no-verdicts" in run_cli(["reconstruct", "--help"]).stdout
+    assert dir(tabrecon) == sorted(tabrecon.__all__)
+    assert not {"sys", "importlib", "types", "Any", "TYPE_CHECKING", "annotations"} & set(
+        dir(tabrecon)
+    )

@@ -24,14 +24,13 @@ True
 >>> outcome = tr.evaluate_defense(truth, "swap-lo", seed=7).to_row()
 """
 
-from __future__ import annotations
-
 __version__ = "0.1.0"
 
-import importlib
-import sys
-import types
-from typing import TYPE_CHECKING, Any
+import importlib as _importlib
+import sys as _sys
+import types as _types
+from typing import TYPE_CHECKING as _TYPE_CHECKING
+from typing import Any as _Any
 
 #: public name -> the module defining it. Imported on first use (PEP 562), so that ``tabrecon
 #: --help`` and every command start without loading the whole toolkit (the CLI imports what a
@@ -83,7 +82,7 @@ _EXPORTS: dict[str, str] = {
     "write_tables": "tables.published",
 }
 
-if TYPE_CHECKING:  # the same names, for type checkers and the API documentation
+if _TYPE_CHECKING:  # the same names, for type checkers and the API documentation
     from .attacks.reidentify import reidentify
     from .attacks.release import certify, claims, reconstruct
     from .audit.config import AuditConfig, load_config
@@ -110,35 +109,36 @@ if TYPE_CHECKING:  # the same names, for type checkers and the API documentation
     from .tables.tableset import TableSet
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> _Any:
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    value = getattr(_importlib.import_module(f".{module}", __name__), name)
     globals()[name] = value
     return value
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+    """The public API only (``dir(tabrecon)``): no helper the package uses to load it."""
+    return sorted(__all__)
 
 
 #: public functions named like the package of the module that defines them (``tabrecon.audit``)
 _SHADOWED = frozenset(n for n, m in _EXPORTS.items() if n == m.split(".")[0])
 
 
-class _Package(types.ModuleType):
+class _Package(_types.ModuleType):
     """The package keeps ``tabrecon.audit`` the function: importing its package (which the import
     system then binds on this one) leaves the name alone, as the eager ``from .audit import
     audit`` did."""
 
-    def __setattr__(self, name: str, value: Any) -> None:
-        if name in _SHADOWED and isinstance(value, types.ModuleType):
+    def __setattr__(self, name: str, value: _Any) -> None:
+        if name in _SHADOWED and isinstance(value, _types.ModuleType):
             return
         super().__setattr__(name, value)
 
 
-sys.modules[__name__].__class__ = _Package
+_sys.modules[__name__].__class__ = _Package
 
 
 __all__ = [

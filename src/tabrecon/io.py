@@ -512,9 +512,34 @@ def write_text(path: str | Path, text: str) -> Path:
     return _atomic(path, lambda tmp: tmp.write_text(text))
 
 
-def write_json(path: str | Path, obj: Any) -> Path:
-    """Write ``obj`` as indented JSON, atomically (values JSON cannot hold are written as text)."""
+def write_json(path: str | Path, obj: Any, *, strict: bool = False) -> Path:
+    """Write ``obj`` as indented JSON, atomically (values JSON cannot hold are written as text).
+    ``strict``: for readers other than tabrecon (``summary.json``), a number that is not one
+    (NaN, infinity) is written ``null``, which every JSON parser reads (``NaN`` is no JSON);
+    without it they stay NaN, as tabrecon's own records read back on resume expect.
+
+    >>> import tempfile, os
+    >>> p = os.path.join(tempfile.mkdtemp(), "s.json")
+    >>> _ = write_json(p, {"rho": float("nan"), "k": [1.5, float("inf")]}, strict=True)
+    >>> json.loads(open(p).read(), parse_constant=lambda c: 1 / 0)
+    {'rho': None, 'k': [1.5, None]}
+    """
+    if strict:
+        return write_text(path, json.dumps(_strict(obj), indent=1, default=str, allow_nan=False))
     return write_text(path, json.dumps(obj, indent=1, default=str))
+
+
+def _strict(obj: Any) -> Any:
+    """``obj`` with every float that is no finite number (numpy's too) made None."""
+    if isinstance(obj, dict):
+        return {k: _strict(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_strict(v) for v in obj]
+    if isinstance(obj, float) or type(obj).__name__ in ("float64", "float32"):
+        import math
+
+        return float(obj) if math.isfinite(obj) else None
+    return obj
 
 
 def write_parquet(df: pl.DataFrame, path: str | Path) -> Path:

@@ -497,7 +497,7 @@ def audit(
         except Exception as exc:  # the audit's figures stand; the missing map is a failure
             summary.setdefault("failures", []).append(f"map: {type(exc).__name__}: {exc}")
         summary["timings_s"]["map"] = round(time.perf_counter() - t_map, 2)
-    write_json(out / "summary.json", summary)
+    write_json(out / "summary.json", summary, strict=True)  # for any JSON parser
     report = write_audit_report(out, summary, frames, cfg, maps)
     return AuditResult(out, summary, report)
 

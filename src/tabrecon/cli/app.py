@@ -30,6 +30,29 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        console.print(f"tabrecon {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: typing.Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            callback=_print_version,
+            is_eager=True,
+            help="Print tabrecon's version and exit.",
+        ),
+    ] = False,
+) -> None:
+    """What published statistical tables give away about the people behind them."""
+
+
 for _stage in (publish, attack, claims, audit, defend):  # the commands in pipeline order
     app.registered_commands += _stage.app.registered_commands
 app.add_typer(publish.tables_app, name="tables")
@@ -154,6 +177,29 @@ def run(argv: list[str] | None = None) -> int:
     return code
 
 
+@functools.cache
+def _command_tree() -> Any:
+    """The app as typer builds it, its flags shown without a value placeholder (typer writes
+    ``--fresh <bool>``, as if the flag took a value)."""
+
+    def quiet(p: Any) -> Any:
+        if p is not None and getattr(p, "is_flag", False) and p.metavar is None:
+            p.metavar = ""
+        return p
+
+    def quiet_flags(cmd: Any) -> None:
+        for p in getattr(cmd, "params", ()):
+            quiet(p)
+        made = cmd.get_help_option  # --help is made per context
+        cmd.get_help_option = lambda ctx, made=made: quiet(made(ctx))
+        for sub in getattr(cmd, "commands", {}).values():
+            quiet_flags(sub)
+
+    tree = typer.main.get_command(app)
+    quiet_flags(tree)
+    return tree
+
+
 def _run_app(argv: list[str] | None) -> int:
     from ..interrupts import Interrupted, interrupted_within, shielded
 
@@ -161,7 +207,7 @@ def _run_app(argv: list[str] | None) -> int:
     warnings.formatwarning = lambda msg, cat, *a, **k: f"warning: {msg}\n"
     try:
         # standalone mode: typer prints usage errors (exit 2) and turns typer.Exit(n) into exit n
-        app(args=argv, prog_name="tabrecon")
+        _command_tree()(args=argv, prog_name="tabrecon")
     except SystemExit as exc:
         code = exc.code
         if code is None:

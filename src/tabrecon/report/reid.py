@@ -3,14 +3,13 @@ CDF plot (PNG) and ``summary.json`` -- every figure with its baselines beside it
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import polars as pl
 
 from ..attacks.baselines import precision_cdf
 from ..attacks.reidentify import GROUPS, SOURCES, ReidResult
-from ..io import write_csv, write_figure, write_text
+from ..io import write_csv, write_figure, write_json, write_text
 from ..schema import BLOCK_SIZE_LABELS
 
 LABELS = {
@@ -163,7 +162,7 @@ def write_reid_report(res: ReidResult, out: str | Path, how: str = "") -> dict:
     precision_plot(res, out / "precision_cdf.png")
     summ = res.summary()
     summ["how_measured"] = how or "tabrecon reidentify"
-    write_text(out / "summary.json", json.dumps(summ, indent=2))
+    write_json(out / "summary.json", summ, strict=True)  # for any JSON parser
     s = summ
     pct = lambda src, g: s[src][g]["precision_pct"]  # noqa: E731
     lines = [
