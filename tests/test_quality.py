@@ -149,3 +149,21 @@ def test_every_installed_optional_extra_imports():
                     importlib.import_module(mod)
                     tried.append(f"{extra}:{mod}")
     assert any(t.startswith("test:") for t in tried), tried
+
+
+def test_the_readme_is_a_guide_not_a_diary():
+    """Issue 91: the README is at most 15,000 bytes and carries no date nor commit hash (measured
+    figures live in docs/figures.md with theirs, changes in CHANGELOG.md); it keeps the two
+    set-up commands, the second being what .ci/run runs."""
+    text = (ROOT / "README.md").read_text()
+    assert len(text.encode()) <= 15_000, len(text.encode())
+    dated = re.compile(r"\b20\d\d-[01]\d-[0-3]\d\b")
+    hashed = re.compile(r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,40}\b")
+    found = [ln for ln in text.splitlines() if dated.search(ln) or hashed.search(ln)]
+    assert not found, found
+    demo, tests = (
+        "pip install -e . && tabrecon demo",
+        "bash scripts/setup-tests.sh && python -m pytest",
+    )
+    assert f"```bash\n{demo}\n```" in text and f"```bash\n{tests}\n```" in text
+    assert (ROOT / ".ci" / "run").read_text().strip().endswith(tests)
