@@ -369,3 +369,38 @@ def test_median_ages_read_alike_from_an_sf1_folder_a_wide_file_and_the_api(tmp_p
     (tmp_path / "a.json").write_text(json.dumps(rows))
     api = read_unit_tables(tmp_path / "a.json", PERSONS).to_frame()
     assert api.sort("geoid", "cell").equals(got)
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10_000), threshold=st.sampled_from([3, 5]))
+def test_a_statistic_is_withheld_with_its_count_and_then_says_nothing(seed, threshold):
+    """Issue 90: under a rule that withholds small counts, a median whose universe's count is
+    withheld is withheld too (one man's median age is his age), and the engine reads a withheld
+    median as unknown: a release whose counts admit a population is never called infeasible."""
+    from tabrecon.records.synth import SynthConfig
+    from tabrecon.schema.registry import population
+    from tabrecon.tables.spec import publish_counts, statistic_counts, tabulate_units
+
+    pop = population("persons")
+    units = pop.synthesize(SynthConfig(persons=300), seed)
+    long = tabulate_units(units, ["P1", "P12", "P12B", "P13", "P13B"]).filter(
+        pl.col("geoid").str.len_chars() == 15
+    )
+    pub = Publication.parse(f"suppress:{threshold}")
+    out, _, _ = publish_counts(long, pop.schema, pub)
+    counts = statistic_counts(pop.schema)
+    wide = out.pivot(on="cell", index="geoid", values="value")
+    for stat in ("P0130001", "P0130002", "P0130003", "P013B001", "P013B002", "P013B003"):
+        count = next(c for c in counts[stat] if c in wide.columns)
+        leaked = wide.filter(pl.col(count).is_null() & pl.col(stat).is_not_null())
+        assert leaked.height == 0, (stat, leaked)
+    got = reconstruct_units(
+        out,
+        pop.schema,
+        ReconstructOptions(level="block", publication=pub, unique_on=pop.unique_on),
+    )
+    assert not got.blocks["status"].is_in(["infeasible", "failed"]).any()
+    # each block's records number its published total, where that is published
+    total = out.filter((pl.col("cell") == "P0010001") & pl.col("value").is_not_null())
+    both = total.join(got.blocks, on="geoid")
+    assert both.height and (both["value"] == both["units"]).all()

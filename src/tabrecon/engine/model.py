@@ -307,6 +307,10 @@ class BlockStatistics:
     cells: tuple[StatisticCell, ...]
     values: np.ndarray
     n_cols: int
+    #: a withheld value says nothing (a release that withholds counts withholds a statistic
+    #: with its universe's count, which may be any the rule withholds); else it says the
+    #: universe is empty (a declared ``empty = None``)
+    withheld_unknown: bool = False
 
     def __bool__(self) -> bool:
         return bool(self.cells)
@@ -320,6 +324,8 @@ class BlockStatistics:
             return None
         parts = []
         for sc, v in zip(self.cells, self.values[b], strict=True):
+            if self.withheld_unknown and v == WITHHELD:
+                continue
             if cols is None:
                 parts.append(sc.rows(int(v), self.n_cols))
                 continue
@@ -328,6 +334,9 @@ class BlockStatistics:
             pos = np.searchsorted(cols, sc.universe)
             hit = (pos < cols.size) & (cols[np.minimum(pos, cols.size - 1)] == sc.universe)
             parts.append(sc.statistic.rows(int(v), pos[hit], sc.numbers[hit], int(cols.size)))
+        if not parts:  # every statistic of the block withheld
+            n = self.n_cols if cols is None else int(cols.size)
+            return sp.csr_matrix((0, n), dtype=np.int64), np.zeros(0), np.zeros(0)
         return (
             sp.vstack([p[0] for p in parts], format="csr"),
             np.concatenate([p[1] for p in parts]),
@@ -340,11 +349,17 @@ class BlockStatistics:
 
 
 def block_statistics(
-    long: pl.DataFrame | TableSet, schema: Schema, names: tuple[str, ...], geoids: list[str]
+    long: pl.DataFrame | TableSet,
+    schema: Schema,
+    names: tuple[str, ...],
+    geoids: list[str],
+    withheld_unknown: bool = False,
 ) -> BlockStatistics:
     """The named tables' median and mean cells for the blocks ``geoids`` (every block needs
     every such cell once; a value no nonempty universe can publish, a median of 120 years, is
-    refused naming the block and the cell)."""
+    refused naming the block and the cell). ``withheld_unknown``: the release withholds counts,
+    and a statistic with its universe's count, so a withheld one says nothing
+    (:attr:`BlockStatistics.withheld_unknown`)."""
     cells = compiled_statistics(schema, tuple(names))
     n_cols = int(schema.feasible_types().size)
     if not cells:
@@ -377,6 +392,8 @@ def block_statistics(
         lo, hi = stat.range(stat.numbers(schema.attribute(stat.of).codes))
         empty = WITHHELD if stat.empty is None else stat.empty
         bad = (V[:, j] != empty) & ((V[:, j] < lo) | (V[:, j] > hi))
+        if withheld_unknown:
+            bad &= V[:, j] != WITHHELD
         if bad.any():
             b = int(np.argmax(bad))
             shown = format_values([int(V[b, j])], stat.decimals)[0]
@@ -387,7 +404,7 @@ def block_statistics(
                 f"{format_values([hi], stat.decimals)[0]})"
                 + (f"; {more} more such {schema.geography}s" if more else "")
             )
-    return BlockStatistics(cells, V, n_cols)
+    return BlockStatistics(cells, V, n_cols, withheld_unknown)
 
 
 def _spans(indptr: np.ndarray, sel: np.ndarray) -> np.ndarray:

@@ -193,7 +193,9 @@ def reconstruct_units(
         for lv in (Geo.BLOCK, Geo.TRACT)
     }
     cells, W, geoids, V, Vhi = block_bounds(long, schema, of_level[Geo.BLOCK], publication)
-    measured = block_statistics(long, schema, of_level[Geo.BLOCK], geoids)
+    measured = block_statistics(
+        long, schema, of_level[Geo.BLOCK], geoids, withheld_unknown=publication.withholds
+    )
     if measured and level != Level.BLOCK:
         which = ", ".join(dict.fromkeys(sc.cell.table for sc in measured.cells))
         raise TabreconError(

@@ -463,13 +463,44 @@ def statistic_decimals(schema: Schema) -> dict[str, int]:
     }
 
 
+@cache
+def statistic_counts(schema: Schema) -> dict[str, tuple[str, ...]]:
+    """Each median or mean cell of ``schema``'s tables with the count cells of the same
+    universe (the same feasible types), where any is declared: its universe's count, which a
+    rule that withholds counts withholds the statistic with (P13's median age of males with
+    P12's males).
+
+    >>> from tabrecon.schema.registry import population
+    >>> statistic_counts(population("persons").schema)["P0130002"]
+    ('P0120002',)
+    """
+    stats = compiled_statistics(schema, tuple(t.name for t in tables_of(schema)))
+    if not stats:
+        return {}
+    names = tuple(t.name for t in tables_of(schema) if t.statistic is None)
+    cells, W = compiled(schema, names)
+    W = sp.csr_matrix(W)
+    size = np.diff(W.indptr)
+    out: dict[str, tuple[str, ...]] = {}
+    for sc in stats:
+        u = np.zeros(W.shape[1], dtype=np.int64)
+        u[sc.universe] = 1
+        n = sc.universe.size
+        same = np.flatnonzero((np.asarray(W @ u).ravel() == n) & (size == n))
+        if same.size:
+            out[sc.cell.id] = tuple(cells[int(j)].id for j in same)
+    return out
+
+
 def publish_counts(
     long: pl.DataFrame, schema: Schema, publication: Publication, seed: int = 0
 ) -> tuple[pl.DataFrame, np.ndarray, np.ndarray]:
     """A release of true tables as ``publication`` publishes it: each count rounded or withheld
     (null) by its table's rule, random rounding seeded; a median or a mean is published as its
-    table declares, untouched. Returns the release and the counts' true and published values
-    (:data:`~tabrecon.tables.publication.MISSING` where withheld), in the release's order of counts.
+    table declares, but withheld (null) with its universe's count where the rule withholds that
+    (:func:`statistic_counts`: one person's median age is their age). Returns the release and
+    the counts' true and published values (:data:`~tabrecon.tables.publication.MISSING` where
+    withheld), in the release's order of counts.
 
     >>> from tabrecon.schema.registry import population
     >>> from tabrecon.tables.publication import Publication
@@ -489,8 +520,50 @@ def publish_counts(
     shown = publication.publish(true[counted], np.random.default_rng(seed), tables)
     values = true.copy()
     values[counted] = shown
+    if publication.withholds and (~counted).any():
+        values[~counted] = _with_their_counts(long, schema, publication, values, counted)
     out = long.with_columns(pl.Series("value", values).replace(MISSING, None))
     return out, true[counted], shown
+
+
+def _with_their_counts(
+    long: pl.DataFrame,
+    schema: Schema,
+    publication: Publication,
+    values: np.ndarray,
+    counted: np.ndarray,
+) -> np.ndarray:
+    """The statistics of ``long`` (the rows not ``counted``), each withheld where the count
+    of its universe at its geounit is, as published in ``values``. Under a rule that withholds
+    counts, a statistic whose universe count no declared cell gives is refused: whether to
+    withhold it cannot be told."""
+    from .publication import MISSING
+
+    of = statistic_counts(schema)
+    stat_rows = np.flatnonzero(~counted)
+    cells = long["cell"].to_numpy()[stat_rows]
+    lacking = sorted({str(c) for c in cells} - set(of))
+    if lacking:
+        raise TabreconError(
+            f"publication {publication}: no count of the universe of {', '.join(lacking[:3])} "
+            "is declared, so whether to withhold it with its count cannot be told"
+        )
+    present = set(long["cell"].unique().to_list())
+    count_of = {c: next((k for k in of[c] if k in present), of[c][0]) for c in set(map(str, cells))}
+    key = pl.DataFrame({"geoid": long["geoid"], "cell": long["cell"], "v": values})
+    want = pl.DataFrame(
+        {"geoid": long["geoid"].to_numpy()[stat_rows], "cell": [count_of[str(c)] for c in cells]}
+    )
+    got = want.join(key, on=["geoid", "cell"], how="left", maintain_order="left")["v"]
+    if got.null_count():
+        i = int(np.argmax(got.is_null().to_numpy()))
+        raise TabreconError(
+            f"publication {publication}: {cells[i]} is withheld with its universe's count, "
+            f"{want['cell'][i]}, which the release does not hold (for {want['geoid'][i]}): "
+            "publish its table too"
+        )
+    count_withheld = (got == MISSING).to_numpy()
+    return np.where(count_withheld, WITHHELD, values[stat_rows])
 
 
 def as_published(long: pl.DataFrame, schema: Schema) -> pl.DataFrame:
