@@ -771,3 +771,22 @@ def test_the_python_api_attacks_any_population_as_it_attacks_persons(tmp_path):
     assert claims.summary()["persons_singled_out"] >= 1
     with pytest.raises(TabreconError, match="records of persons given where group_quarters"):
         tr.certify(ts, synthesize(SynthConfig(persons=50), seed=1), population=gq)
+
+
+def test_a_table_s_own_total_serves_when_no_total_table_is_published():
+    """Issue 90 item 6: group-quarters tables with P43 but not P42 were refused ('no total
+    (P0420001)'), though P43's first line is that same total; they now reconstruct, every
+    published value kept."""
+    from tabrecon.engine.release import reconstruct_release
+    from tabrecon.records.synth import SynthConfig
+    from tabrecon.schema.registry import population
+    from tabrecon.tables.spec import tabulate_units
+
+    gq = population("group_quarters")
+    units = gq.synthesize(SynthConfig(persons=20_000), 3)
+    p43 = tabulate_units(units, ["P43"])
+    assert not p43["cell"].str.starts_with("P042").any()
+    run = reconstruct_release(p43, gq.schema)
+    assert not run.failed
+    back = tabulate_units(run.units, ["P43"]).sort("geoid", "cell")
+    assert back.equals(p43.sort("geoid", "cell"))

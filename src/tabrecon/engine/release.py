@@ -12,16 +12,18 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import cache
 from typing import Protocol
 
 import numpy as np
 import polars as pl
+import scipy.sparse as sp
 
 from ..errors import InputError, TabreconError
 from ..geo import prefix
 from ..runner import Result, RunOptions, UnitsRun, run_units
 from ..schema.spec import Schema, Units
-from ..tables.spec import table_by_name, tables_of
+from ..tables.spec import compiled, table_by_name, tables_of
 from ..tables.tableset import MISSING, TableSet
 from ..vocab import Geo, Level, UnitStatus, Verdict
 from .reconstruct import ReconstructOptions, reconstruct_units
@@ -298,7 +300,7 @@ def plan_release(tables: TableSet, schema: Schema, level: Level | str) -> Releas
         )
     level = Level(level)
     where = tables.source or "the tables"
-    _require_totals(tables, of_schema(schema).total_cells, where)
+    _require_totals(tables, (*of_schema(schema).total_cells, *whole_cells(schema)), where)
     have = {
         lvl: set(g.cells[(g.values != MISSING).any(axis=0)].astype(str).tolist())
         for lvl, g in tables.grids.items()
@@ -372,6 +374,23 @@ def _refuse_lacking_cells(tables: TableSet, used: Sequence, where: str) -> None:
                 f" ({int(lacks.any(axis=1).sum()) - 1} more {level}s lack some cell): every "
                 f"{level} with published cells needs every cell of the tables used"
             )
+
+
+@cache
+def whole_cells(schema: Schema) -> tuple[str, ...]:
+    """The count cells of ``schema``'s tables whose universe is every record (a table's own
+    total line, such as P43's first beside P42's): each block's number of records, wherever a
+    release publishes one of them and not the population's declared total.
+
+    >>> from tabrecon.schema.registry import population
+    >>> "P0430001" in whole_cells(population("group_quarters").schema)
+    True
+    """
+    names = tuple(t.name for t in tables_of(schema) if t.statistic is None)
+    cells, W = compiled(schema, names)
+    W = sp.csr_matrix(W)
+    full = np.flatnonzero(np.diff(W.indptr) == W.shape[1])
+    return tuple(cells[int(i)].id for i in full)
 
 
 def _require_totals(tables: TableSet, totals: Sequence[str], where: str) -> None:
