@@ -232,6 +232,7 @@ def _wide_files() -> None:
 #: default or a legitimate value (kept in the sweep so that a change of behaviour shows)
 REVIEWED: dict[str, str] = {
     "reconstruct:t_missing_cell": "a release may leave a cell out; the others still constrain",
+    "reconstruct-p:distance": "--distance is an option of every population's reconstruct",
     "reconstruct-h:blocks=in": "writes new files beside the inputs, replaces none",
     "tabulate:out-nodir": "an output's missing parent folders are created",
     "dn-rr:pi=0": "a share of 0 is a share",
