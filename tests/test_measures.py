@@ -404,3 +404,34 @@ def test_a_statistic_is_withheld_with_its_count_and_then_says_nothing(seed, thre
     total = out.filter((pl.col("cell") == "P0010001") & pl.col("value").is_not_null())
     both = total.join(got.blocks, on="geoid")
     assert both.height and (both["value"] == both["units"]).all()
+
+
+def test_a_median_published_beside_its_withheld_count_is_named():
+    """Issue 90, bad input: under a rule that withholds counts (statistics withheld with their
+    counts), a median published where its universe's count is withheld is refused, naming the
+    block and the cells."""
+    from tabrecon.records.synth import SynthConfig
+    from tabrecon.schema.registry import population
+    from tabrecon.tables.spec import publish_counts, tabulate_units
+
+    pop = population("persons")
+    long = tabulate_units(pop.synthesize(SynthConfig(persons=300), 3), ["P1", "P12", "P13"])
+    long = long.filter(pl.col("geoid").str.len_chars() == 15)
+    pub = Publication.parse("suppress:3")
+    out, _, _ = publish_counts(long, pop.schema, pub)
+    hidden = out.filter((pl.col("cell") == "P0120002") & pl.col("value").is_null())["geoid"]
+    assert hidden.len(), "the county needs a block with a withheld count of males"
+    block = hidden[0]
+    true = long.filter((pl.col("geoid") == block) & (pl.col("cell") == "P0130002"))["value"][0]
+    leaked = out.with_columns(
+        pl.when((pl.col("geoid") == block) & (pl.col("cell") == "P0130002"))
+        .then(pl.lit(true))
+        .otherwise(pl.col("value"))
+        .alias("value")
+    )
+    with pytest.raises(InputError, match=f"{block}, cell P0130002.*P0120002"):
+        reconstruct_units(
+            leaked,
+            pop.schema,
+            ReconstructOptions(level="block", publication=pub, unique_on=pop.unique_on),
+        )

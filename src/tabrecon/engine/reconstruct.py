@@ -39,7 +39,13 @@ from ..errors import InputError, TabreconError
 from ..geo import prefix
 from ..schema.spec import Schema, Units
 from ..tables.publication import EXACT, Publication
-from ..tables.spec import compiled_columns, table_by_name, tables_in, tables_of
+from ..tables.spec import (
+    compiled_columns,
+    refuse_statistics_of_withheld_counts,
+    table_by_name,
+    tables_in,
+    tables_of,
+)
 from ..tables.tableset import TableSet
 from ..vocab import Geo, Level, SolveStatus, Verdict
 from . import variability
@@ -196,6 +202,9 @@ def reconstruct_units(
     measured = block_statistics(
         long, schema, of_level[Geo.BLOCK], geoids, withheld_unknown=publication.withholds
     )
+    if measured and publication.withholds:
+        frame = long.to_frame() if isinstance(long, TableSet) else long
+        refuse_statistics_of_withheld_counts(frame, schema, publication)
     if measured and level != Level.BLOCK:
         which = ", ".join(dict.fromkeys(sc.cell.table for sc in measured.cells))
         raise TabreconError(

@@ -526,6 +526,40 @@ def publish_counts(
     return out, true[counted], shown
 
 
+def refuse_statistics_of_withheld_counts(
+    long: pl.DataFrame, schema: Schema, publication: Publication, where: str = ""
+) -> None:
+    """Refuse a release (geoid, cell, value; null: withheld) that publishes a median or mean
+    whose universe's count it withholds, naming the geounit and both cells: a rule that
+    withholds counts withholds their statistics with them (:func:`publish_counts`), so such a
+    value contradicts the declared rule (and may be one person's age)."""
+    of = statistic_counts(schema)
+    if not publication.withholds or not of:
+        return
+    stats = long.filter(pl.col("cell").is_in(list(of)) & pl.col("value").is_not_null())
+    if not stats.height:
+        return
+    present = set(long["cell"].unique().to_list())
+    pairs = pl.DataFrame(
+        {
+            "cell": list(of),
+            "count": [next((k for k in ks if k in present), ks[0]) for ks in of.values()],
+        }
+    )
+    counts = long.select("geoid", pl.col("cell").alias("count"), pl.col("value").alias("n"))
+    got = stats.join(pairs, on="cell").join(counts, on=["geoid", "count"], how="inner")
+    bad = got.filter(pl.col("n").is_null())
+    if bad.height:
+        r = bad.row(0, named=True)
+        raise InputError(
+            f"{schema.geography} {r['geoid']}, cell {r['cell']}: a median or mean published "
+            f"where the count of its universe ({r['count']}) is withheld; under publication "
+            f"{publication} it is withheld with its count"
+            + (f" ({bad.height - 1} more such cells)" if bad.height > 1 else ""),
+            path=where,
+        )
+
+
 def _with_their_counts(
     long: pl.DataFrame,
     schema: Schema,
