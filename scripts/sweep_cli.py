@@ -233,6 +233,7 @@ def _wide_files() -> None:
 REVIEWED: dict[str, str] = {
     "reconstruct:t_missing_cell": "a release may leave a cell out; the others still constrain",
     "reconstruct-p:distance": "--distance is an option of every population's reconstruct",
+    "claims-p:no-recon": "claims need only the tables (Generate-then-Verify reconstructs them)",
     "reconstruct-h:blocks=in": "writes new files beside the inputs, replaces none",
     "tabulate:out-nodir": "an output's missing parent folders are created",
     "dn-rr:pi=0": "a share of 0 is a share",
