@@ -171,6 +171,10 @@ def test_report_and_files(small_audit):
 
     # strict JSON (swap-lo has no rho: null, never NaN), as any parser reads it
     s = json.loads((out / "summary.json").read_text(), parse_constant=no_nan)
+    # the stage rows add up: every stage once, what none timed as "other", the total last
+    t = s["timings_s"]
+    assert list(t)[-2:] == ["other", "total"] and t["other"] >= 0
+    assert sum(v for k, v in t.items() if k != "total") >= t["total"] - 0.05
     assert s["timings_s"]["total"] > 0 and set(s["timings_s"]) >= {
         "tabulate",
         "reconstruct",

@@ -28,7 +28,14 @@ RECON_LEVELS = vocab.Level.choices()
 def _print_audit(res, out: Path) -> None:
     s = res.summary
     console.print(table("audit headline", ["figure", "value"], res.headline()))
-    console.print(f"time per stage (s): {s['timings_s']}")
+    t = s["timings_s"]
+    console.print(
+        table(
+            "time per stage (seconds, summed over chunks)",
+            ["stage", "seconds"],
+            [[k, f"{v:,.1f}"] for k, v in t.items()],
+        )
+    )
     if s.get("resumed_stages"):
         kept = s["resumed_stages"]
         err.print(
