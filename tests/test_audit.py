@@ -143,6 +143,8 @@ def test_numbers_equal_the_individual_steps(small_audit, small_md):
 def test_report_and_files(small_audit):
     out = small_audit.out
     html = (out / "report.html").read_text()
+    # a synthetic county without shapes: the no-map hint says why, not how to download them
+    assert 'id="no-map"' in html and "synthetic" in html and "download --state" not in html
     for key in (
         'id="headline"',
         'id="tbl-reid-all"',
@@ -947,3 +949,11 @@ def test_reidentification_truth_side_is_made_once_while_reconstructing(
     assert times["tabulate"] > 0 and times["reidentify"] > 0
     again = audit(small_file, tmp_path / "a", c, show_progress=False, resume=True)
     assert calls == [1] and again.summary["reidentification"] == res.summary["reidentification"]
+
+
+def test_the_no_map_hint_fits_the_place():
+    """Real blocks without shapes are told how to get them; synthetic ones (state 99) why none."""
+    from tabrecon.report.html import _made_up
+
+    assert _made_up(pl.DataFrame({"block_geoid": ["990010001001000"]}))
+    assert not _made_up(pl.DataFrame({"block_geoid": ["390590001001000", "990010001001000"]}))

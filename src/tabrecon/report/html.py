@@ -209,6 +209,18 @@ def _claims_part(summary: dict, frames: dict[str, pl.DataFrame], th: int) -> lis
     return parts
 
 
+#: The highest state code of a real place (FIPS: the states 01-56, the territories to 78);
+#: tabrecon's synthetic counties are in state 99
+LAST_REAL_STATE = 78
+
+
+def _made_up(blocks: pl.DataFrame) -> bool:
+    """Whether every block of the audit is of a state code no real place has (synthetic)."""
+    col = "block_geoid" if "block_geoid" in blocks.columns else blocks.columns[0]
+    state = blocks[col].cast(pl.String).str.slice(0, 2).cast(pl.Int64, strict=False)
+    return bool(blocks.height) and bool((state.fill_null(0) > LAST_REAL_STATE).all())
+
+
 def _map_part(summary: dict, frames: dict[str, pl.DataFrame], maps: str | None) -> list[str]:
     """The county's blocks on maps (certified uniqueness, share singled out), or, without
     shapes, how to get them."""
@@ -217,6 +229,13 @@ def _map_part(summary: dict, frames: dict[str, pl.DataFrame], maps: str | None) 
     m = summary.get("map")
     if m is None and summary.get("noun", "persons") != "persons":
         return []  # the maps count residents: drawn for person audits only
+    if m is None and _made_up(frames["blocks"]):
+        return [
+            '<p class="muted" id="no-map">No map: these blocks are synthetic (their state code '
+            "is no real state's), so the Bureau has no shapes for them; with "
+            f"<code>{html.escape(MAPS_EXTRA)}</code> installed, <code>tabrecon demo</code> "
+            "draws made-up shapes for its synthetic county.</p>"
+        ]
     if m is None:
         return [
             '<p class="muted" id="no-map">No map: give the county\'s block shapes to draw these '
