@@ -67,7 +67,7 @@ def test_a_moved_population_is_a_solution_whose_histogram_differs(p, data):
         assert not np.array_equal(G @ y, G @ x)
 
 
-def test_twin_groups_are_exact_and_numbered_as_they_come():
+def test_twin_groups_number_equal_columns_as_they_come():
     A = sp.csr_matrix(np.array([[2, 0, 2, 1, 0], [1, 1, 1, 1, 0]]))
     assert twins.twin_groups(A).tolist() == [0, 1, 0, 2, 3]
 

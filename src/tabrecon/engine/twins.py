@@ -34,33 +34,35 @@ from ..vocab import SolveStatus
 from .solvers import IntProgram, Solution, SolverOptions, solve
 
 
+def _keys(A: sp.spmatrix, masks: list[np.ndarray]) -> list[np.ndarray]:
+    """Each column's signature on the rows each mask keeps, as one complex number: two random
+    projections with integer weights below 2**31 (float sums of count coefficients stay exact).
+    Equal columns always get equal keys; two unequal ones one chance in about 2**62. One
+    sparse product for every mask."""
+    A = sp.csr_matrix(A)
+    rng = np.random.default_rng(0x7717)
+    W = rng.integers(1, 1 << 31, size=(A.shape[0], 2)).astype(np.float64)
+    P = np.asarray(A.T @ np.hstack([W * m[:, None] for m in masks]))
+    return [P[:, 2 * i] + 1j * P[:, 2 * i + 1] for i in range(len(masks))]
+
+
+def _groups(key: np.ndarray) -> np.ndarray:
+    """Each column's group by its key, numbered in the order the groups' first columns come."""
+    _, first, group = np.unique(key, return_index=True, return_inverse=True)
+    return np.argsort(np.argsort(first))[group.reshape(-1)].astype(np.int64)
+
+
 def twin_groups(A: sp.spmatrix) -> np.ndarray:
     """Each column's group: columns of one group are equal, entry for entry (empty columns form a
-    group too). Found by two random integer projections of the columns, then checked exactly:
-    a column that only collides with its group's first is put in a group of its own.
+    group too), up to a chance of about 2**-62 a pair (:func:`_keys`); every use checks what it
+    makes of them against the program, so a collision costs time, never a wrong answer.
 
     >>> twin_groups(sp.csr_matrix(np.array([[1, 0, 1, 2], [1, 1, 1, 1]]))).tolist()
     [0, 1, 0, 2]
     """
-    A = sp.csc_matrix(A, dtype=np.int64)
-    n = A.shape[1]
-    if n == 0:
+    if A.shape[1] == 0:
         return np.zeros(0, dtype=np.int64)
-    rng = np.random.default_rng(0x7717)
-    # integer weights below 2**20 and counts' coefficients keep every sum exact in int64
-    proj = rng.integers(1, 1 << 20, size=(A.shape[0], 2), dtype=np.int64)
-    sig = np.asarray(A.T @ proj, dtype=np.int64)
-    _, first_pos, group = np.unique(sig, axis=0, return_index=True, return_inverse=True)
-    # numbered in the order their first columns come
-    group = np.argsort(np.argsort(first_pos))[group.reshape(-1)].astype(np.int64)
-    # exact check: each column against its group's first column
-    rep = np.sort(first_pos)[group]
-    diff = A - A[:, rep]
-    bad = np.flatnonzero(np.diff(sp.csc_matrix(diff).indptr) > 0)
-    if bad.size:  # a collision of both projections: never seen, handled all the same
-        group[bad] = group.max() + 1 + np.arange(bad.size)
-        group = np.unique(group, return_inverse=True)[1].reshape(-1)
-    return group
+    return _groups(_keys(A, [np.ones(A.shape[0])])[0])
 
 
 #: The share of a program's variables merging must leave at most for the merged program to be
@@ -176,9 +178,11 @@ def moved(
     key[one] = G.indices[G.indptr[:-1][one]]
     lb = np.zeros(prog.n_vars, dtype=np.int64) if prog.lb is None else prog.lb
     room = _Room(x=x.copy(), lb=lb, ub=prog.ub, key=key, usable=one)
-    _twin_moves(room, twin_groups(prog.A), var_block)
-    if row_block is not None and (row_block < 0).any():
-        _swaps(room, prog.A, var_block, row_block)
+    shared = (row_block < 0) if row_block is not None else np.zeros(prog.n_rows, dtype=bool)
+    k_own, k_shared = _keys(prog.A, [(~shared).astype(np.float64), shared.astype(np.float64)])
+    _twin_moves(room, _groups(k_own + k_shared), var_block)
+    if shared.any():
+        _swaps(room, _groups(k_own), _groups(k_shared), var_block)
     if not room.moved:
         return None
     return room.x if prog.satisfied_by(room.x) else None
@@ -204,7 +208,7 @@ def _twin_moves(room: _Room, group: np.ndarray, var_block: np.ndarray) -> None:
     if not give.any() or not take.any():
         return
     # twins of one block: a group of equal columns within one block
-    pair = np.unique(np.stack([group, var_block]), axis=1, return_inverse=True)[1].reshape(-1)
+    pair = group * (int(var_block.max()) + 2) + var_block + 1
     gi, gmin, gmax = _key_range(np.flatnonzero(give), pair, key)
     ti, tmin, tmax = _key_range(np.flatnonzero(take), pair, key)
     _both, at_g, at_t = np.intersect1d(gi, ti, return_indices=True)
@@ -232,14 +236,19 @@ def _key_range(
     return ids, order[first], order[last]
 
 
-def _swaps(room: _Room, A: sp.spmatrix, var_block: np.ndarray, row_block: np.ndarray) -> None:
+def _swaps(room: _Room, own: np.ndarray, shared: np.ndarray, var_block: np.ndarray) -> None:
     """Step 2 of :func:`moved`: for each block not moved yet, a unit from ``i`` to ``j`` (equal
-    on the block's own rows, other keys) and, in another block, a unit from ``j2`` to ``i2``
-    whose shared rows are ``j``'s and ``i``'s: the shared rows lose and gain the same."""
-    A = sp.csc_matrix(A)
-    own = twin_groups(A[np.flatnonzero(row_block >= 0)])  # equal on the blocks' own rows
-    shared = twin_groups(A[np.flatnonzero(row_block < 0)])  # equal on the shared rows
+    on the block's own rows, ``own`` their group there; other keys) and, in another block, a
+    unit from ``j2`` to ``i2`` whose shared rows (``shared``: their group there) are ``j``'s and
+    ``i``'s: the shared rows lose and gain the same."""
     x, key = room.x, room.key
+    v = np.flatnonzero(room.usable & ~np.isin(var_block, list(room.moved)))
+    # a move needs two variables of one block equal on its own rows, unequal on the shared
+    cell = own[v] * (int(var_block.max()) + 2) + var_block[v] + 1
+    order = np.lexsort((shared[v], cell))
+    c, u = cell[order], shared[v][order]
+    if not ((c[1:] == c[:-1]) & (u[1:] != u[:-1])).any():
+        return
     v = np.flatnonzero(room.usable)
     cells = pl.DataFrame(
         {
