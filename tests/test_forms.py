@@ -241,3 +241,26 @@ def test_a_zipped_2020_pl94171_distribution_reads_as_its_folder_without_warnings
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         _same(read_tables(tmp_path / "pl"), read_tables(z))
+
+
+def test_an_sf1_folder_counts_the_records_it_does_not_read(both, tmp_path):
+    """Issue 86: a state's SF1 folder holds records of every summary level (the state, its
+    counties, places); those the tables are not read at are counted by kind, never passed over
+    without a word, and the block and tract tables read as before."""
+    from test_sf1 import _geo_record
+
+    persons, _ = both
+    folder = tmp_path / "sf1"
+    _write_sf1_folder(persons.to_frame(), folder)
+    geo = folder / "zzgeo2010.sf1"
+    extra = [_geo_record("040", 90_001, "99", "   ", "      ", "    ")]
+    extra += [
+        _geo_record("050", 90_002 + k, "99", f"{k + 1:03d}", "      ", "    ") for k in range(2)
+    ]
+    geo.write_bytes(geo.read_bytes() + ("\n".join(extra) + "\n").encode("latin-1"))
+    got = read_tables(folder)
+    _same(persons, got)
+    rows = {kind: n for kind, (n, _) in got.skipped.items()}
+    assert rows == {"summary level 040": 1, "summary level 050": 2}
+    per = {v // n for n, v in got.skipped.values()}  # the cells read, for every record
+    assert len(per) == 1 and per.pop() >= len(persons.cells_present())

@@ -165,10 +165,12 @@ def _rows(raw: Raw, schema: Schema, mine: set[str]) -> _Rows:
         assert raw.frame is not None
         return _rows_of_wide(raw.frame, raw.where, mine, schema)
     lines: np.ndarray | None = None
+    skipped: dict[str, tuple[int, int]] = {}
     if raw.folder is not None:  # an SF1 folder: each cell from the segment and field of the layout
-        from .sf1 import read_sf1_cells
+        from .sf1 import read_sf1_records
 
-        long = as_published(read_sf1_cells(raw.folder, sorted(mine)), schema)  # decimals as text
+        got, skipped = read_sf1_records(raw.folder, sorted(mine))
+        long = as_published(got, schema)  # decimals as text
         df = long.with_columns(pl.col("value").cast(pl.String))
     else:
         assert raw.frame is not None
@@ -194,6 +196,7 @@ def _rows(raw: Raw, schema: Schema, mine: set[str]) -> _Rows:
         bad,
         (lambda r: int(lines[r])) if lines is not None else (lambda r: r + 2),
         lambda idx: text.gather(idx),
+        skipped=skipped if raw.folder is not None else {},
     )
 
 

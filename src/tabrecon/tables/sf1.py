@@ -177,10 +177,23 @@ def _header_frame(rows: list[tuple], path: Path, block_sumlev: str) -> pl.DataFr
     return df
 
 
-def read_geo_header(path: Path, block_sumlev: str = SUMLEV_BLOCK) -> pl.DataFrame:
-    """Block and tract records of the geographic header: logrecno, geoid, level."""
+def _tally(skipped: dict[str, int], sumlev: str, geocomp: str) -> None:
+    """Count a geographic header record of another summary level or geographic component."""
+    kind = f"summary level {sumlev.strip()}" + (
+        f" (geographic component {geocomp.strip()})" if geocomp.strip() != "00" else ""
+    )
+    skipped[kind] = skipped.get(kind, 0) + 1
+
+
+def read_geo_header(
+    path: Path, block_sumlev: str = SUMLEV_BLOCK
+) -> tuple[pl.DataFrame, dict[str, int]]:
+    """Block and tract records of the geographic header (logrecno, geoid, level), and how many
+    records of each other summary level or geographic component it holds (not read: never
+    passed over without a count)."""
     lines = path.read_bytes().decode("latin-1").splitlines()
     rows = []
+    skipped: dict[str, int] = {}
     for i, ln in enumerate(lines, start=1):
         if not ln.strip():
             continue
@@ -193,6 +206,7 @@ def read_geo_header(path: Path, block_sumlev: str = SUMLEV_BLOCK) -> pl.DataFram
             )
         f = {k: ln[a - 1 : b] for k, (a, b) in GEO_COLUMNS.items()}
         if f["GEOCOMP"] != "00" or f["SUMLEV"] not in (block_sumlev, SUMLEV_TRACT):
+            _tally(skipped, f["SUMLEV"], f["GEOCOMP"])
             continue
         if not f["LOGRECNO"].strip().isdigit():
             raise InputError(
@@ -211,13 +225,17 @@ def read_geo_header(path: Path, block_sumlev: str = SUMLEV_BLOCK) -> pl.DataFram
                 line=i,
             )
         rows.append((int(f["LOGRECNO"]), geo, "block" if block else "tract", f["STUSAB"].lower()))
-    return _header_frame(rows, path, block_sumlev)
+    return _header_frame(rows, path, block_sumlev), skipped
 
 
-def read_geo_header_2020(path: Path, block_sumlev: str = "750") -> pl.DataFrame:
-    """Block and tract records of a 2020 pipe-delimited geographic header."""
+def read_geo_header_2020(
+    path: Path, block_sumlev: str = "750"
+) -> tuple[pl.DataFrame, dict[str, int]]:
+    """Block and tract records of a 2020 pipe-delimited geographic header, and the other
+    records counted (:func:`read_geo_header`)."""
     lines = path.read_bytes().decode("latin-1").splitlines()
     rows = []
+    skipped: dict[str, int] = {}
     need = max(GEO_FIELDS_2020.values())
     for i, ln in enumerate(lines, start=1):
         if not ln.strip():
@@ -232,6 +250,7 @@ def read_geo_header_2020(path: Path, block_sumlev: str = "750") -> pl.DataFrame:
             )
         sumlev, comp, lrn, code = (f[GEO_FIELDS_2020[k] - 1].strip() for k in GEO_FIELDS_2020)
         if comp != "00" or sumlev not in (block_sumlev, SUMLEV_TRACT):
+            _tally(skipped, sumlev, comp)
             continue
         if not lrn.isdigit():
             raise InputError(f"LOGRECNO {lrn!r} is not a number", path=str(path), line=i)
@@ -241,7 +260,7 @@ def read_geo_header_2020(path: Path, block_sumlev: str = "750") -> pl.DataFrame:
                 f"GEOCODE {code!r} is not {'15' if block else '11'} digits", path=str(path), line=i
             )
         rows.append((int(lrn), code, "block" if block else "tract", f[1].strip().lower()))
-    return _header_frame(rows, path, block_sumlev)
+    return _header_frame(rows, path, block_sumlev), skipped
 
 
 def _find(folder: Path, name: str) -> Path | None:
@@ -251,9 +270,10 @@ def _find(folder: Path, name: str) -> Path | None:
     return None
 
 
-def _opened(folder: Path) -> tuple[Product, str, pl.DataFrame]:
+def _opened(folder: Path) -> tuple[Product, str, pl.DataFrame, dict[str, int]]:
     """A distribution folder's product (told by its one geographic header's name), its state's
-    postal code and its block and tract records, or an error naming what is wrong."""
+    postal code, its block and tract records and its other records counted by kind, or an error
+    naming what is wrong."""
     if not folder.is_dir():
         raise InputError(
             "not a folder (a summary-file distribution is a folder of .sf1 or .pl files)",
@@ -268,7 +288,8 @@ def _opened(folder: Path) -> tuple[Product, str, pl.DataFrame]:
         )
     geo_path, product = geos[0]
     reader = read_geo_header_2020 if product.year == 2020 else read_geo_header
-    return product, geo_path.name[:2].lower(), reader(geo_path, product.block_sumlev)
+    geo, skipped = reader(geo_path, product.block_sumlev)
+    return product, geo_path.name[:2].lower(), geo, skipped
 
 
 def _read_level(
@@ -358,6 +379,13 @@ def distribution_files(names: Sequence[str], cells: Collection[str]) -> list[str
 
 
 def read_sf1_cells(folder: str | Path, cells: Sequence[str]) -> pl.DataFrame:
+    """:func:`read_sf1_records`' long table alone."""
+    return read_sf1_records(folder, cells)[0]
+
+
+def read_sf1_records(
+    folder: str | Path, cells: Sequence[str]
+) -> tuple[pl.DataFrame, dict[str, tuple[int, int]]]:
     """Any SF1 2010 cells (``H0180006``, ``P0420001``: every field of the Bureau's layout,
     :mod:`tabrecon.tables.layout`) from a state's SF1 folder, or those of them a P.L. 94-171
     folder holds (2010 or 2020: SF1's P8-P11, its P1-P4), as a long table (geoid, cell, value):
@@ -365,11 +393,12 @@ def read_sf1_cells(folder: str | Path, cells: Sequence[str]) -> pl.DataFrame:
     gives, block tables from block records and tract tables from tract records. What the person
     reader does for its tables, for any population's: a folder with persons and housing holds
     both, and each reader takes its own. A missing segment file is named with the tables it
-    holds."""
+    holds. Beside the long table: the geographic header's records of other summary levels or
+    components, not read, counted by kind as (records, values they hold of ``cells``)."""
     from .layout import layout, level_of
 
     folder = Path(folder)
-    product, st, geo = _opened(folder)
+    product, st, geo, skipped = _opened(folder)
     lay = layout().filter(pl.col("cell").is_in(list(cells)))
     table_of = dict(zip(lay["cell"], lay["table"], strict=True))
     if product is SF1:
@@ -425,7 +454,7 @@ def read_sf1_cells(folder: str | Path, cells: Sequence[str]) -> pl.DataFrame:
         )
     if not frames:
         raise InputError("no block or tract records for these tables", path=str(folder))
-    return pl.concat(frames)
+    return pl.concat(frames), {k: (n, n * len(pos)) for k, n in skipped.items()}
 
 
 def _decimals(cells: tuple[str, ...]) -> dict[str, int]:
