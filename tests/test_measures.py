@@ -37,6 +37,8 @@ from tabrecon.tables.spec import (
     compiled,
     compiled_statistics,
     declare_tables,
+    publish_counts,
+    statistic_counts,
     tabulate_units,
 )
 
@@ -190,6 +192,8 @@ def _release(seed: int) -> tuple[Units, tuple[str, ...], Publication, pl.DataFra
     stats = rng.choice([t.name for t in MEASURES], size=int(rng.integers(1, 3)), replace=False)
     names = tuple(sorted([*counts, *stats], key=lambda t: int(t[1:])))
     pub = Publication.parse(RULES[int(rng.integers(len(RULES)))])
+    if pub.withholds:  # a statistic is withheld with its universe's count: T1 holds them all
+        names = tuple(sorted({*names, "T1"}, key=lambda t: int(t[1:])))
     long = tabulate_units(units, names)
     of = cell_tables(TOY)
     counted = {c.id for c in compiled(TOY, names)[0]}
@@ -198,6 +202,10 @@ def _release(seed: int) -> tuple[Units, tuple[str, ...], Publication, pl.DataFra
     shown = pub.publish(true[is_count], rng, [of[c] for c in long["cell"].filter(is_count)])
     out = true.copy()
     out[is_count] = shown
+    if pub.withholds:  # the statistics as publish_counts withholds them, with their counts
+        out[~is_count] = (
+            publish_counts(long, TOY, pub)[0]["value"].fill_null(MISSING).to_numpy()[~is_count]
+        )
     long = long.with_columns(
         pl.Series("value", [None if v in (MISSING,) else int(v) for v in out], dtype=pl.Int64)
     )
@@ -216,13 +224,24 @@ def _consistent(names: tuple[str, ...], pub: Publication, long: pl.DataFrame) ->
     )
     T = ALL @ W.toarray().T
     ok = ((T >= lo) & (T <= hi)).all(axis=1)
+    at = {c.id: j for j, c in enumerate(cells)}
+    counts_of = statistic_counts(TOY)
     for sc in compiled_statistics(TOY, names):
         nums = np.unique(sc.numbers)
         dist = np.stack([ALL[:, sc.universe[sc.numbers == a]].sum(axis=1) for a in nums], axis=1)
         v = int(value[sc.cell.id])
         v = WITHHELD if v == MISSING else v
+        # a rule that withholds counts withholds the statistic exactly when its universe's count
+        # is withheld (or the universe is empty and the statistic declares None for that)
+        hidden = np.zeros(len(ALL), dtype=bool)
+        if pub.withholds:
+            j = at[next(c for c in counts_of[sc.cell.id] if c in at)]
+            hidden = pub.publish(T[:, j], None, [cells[j].table] * len(ALL)) == MISSING
         for i in np.flatnonzero(ok):
-            ok[i] = _rounds_to(sc.statistic, _exact(sc.statistic, dist[i], nums), v)
+            if hidden[i]:
+                ok[i] = v == WITHHELD
+            else:
+                ok[i] = _rounds_to(sc.statistic, _exact(sc.statistic, dist[i], nums), v)
     return ALL[ok]
 
 
@@ -315,9 +334,11 @@ def test_an_unreachable_mean_makes_the_block_infeasible_not_a_crash():
     assert reconstruct_units(bad, TOY, tables=("T1", "T6")).blocks["status"].item() == "infeasible"
 
 
-def test_statistics_at_block_and_tract_are_refused():
+def test_statistics_at_block_and_tract_need_tract_tables_like_counts():
+    """Medians are modelled at block+tract too (issue 90 item 7): a schema without tract
+    tables is refused for that, not for its medians."""
     units = Units(TOY, np.full(2, BLOCK), {"sex": np.array([0, 1]), "age": np.array([1, 2])})
-    with pytest.raises(TabreconError, match="level 'block' only"):
+    with pytest.raises(TabreconError, match="no tract tables"):
         reconstruct_units(
             tabulate_units(units, ("T1", "T4")),
             TOY,
@@ -435,3 +456,47 @@ def test_a_median_published_beside_its_withheld_count_is_named():
             pop.schema,
             ReconstructOptions(level="block", publication=pub, unique_on=pop.unique_on),
         )
+
+
+def _interpolated_median(ages: list[int]) -> Fraction:
+    """The Census Bureau's median of whole ages, each spread over [a, a+1), exactly."""
+    n = len(ages)
+    counts = {a: ages.count(a) for a in sorted(set(ages))}
+    below = 0
+    for a, f in counts.items():
+        if 2 * (below + f) >= n:
+            return a + Fraction(n - 2 * below, 2 * f)
+        below += f
+    raise AssertionError("no median")
+
+
+def test_block_tract_reconstruction_keeps_every_published_median():
+    """Issue 90 item 7: at block+tract (the default, the Bureau's strongest attack) P13 was left
+    out; every published median is now a row of the tract program, so the records' median of
+    every block is the published one, or, where it lies at an exact half of the last decimal
+    (a tie, allowed either way: measures.py), one unit above it."""
+    from tabrecon.engine.release import reconstruct_release
+    from tabrecon.records.synth import SynthConfig
+    from tabrecon.schema.registry import population
+    from tabrecon.tables.spec import tabulate_units
+
+    pop = population("persons")
+    long = tabulate_units(
+        pop.synthesize(SynthConfig(persons=3000), 3), ["P1", "P12", "P13", "PCT12"]
+    )
+    run = reconstruct_release(
+        long, pop.schema, ReconstructOptions(level="block+tract", unique_on=pop.unique_on)
+    )
+    assert not run.failed and str(run.level) == "block+tract" and "P13" in run.used
+    pub = long.filter(pl.col("cell").str.starts_with("P013") & (pl.col("value") > 0))
+    u = run.units
+    ages = pl.DataFrame({"geoid": u.block_geoid, "sex": u.codes["sex"], "age": u.codes["age"]})
+    ties = 0
+    for geoid, cell, value in pub.iter_rows():
+        who = ages.filter(pl.col("geoid") == geoid)
+        if cell != "P0130001":
+            who = who.filter(pl.col("sex") == (0 if cell == "P0130002" else 1))
+        t = _interpolated_median(who["age"].to_list())
+        assert 2 * value - 1 <= 20 * t <= 2 * value + 1, (geoid, cell, value, t)
+        ties += 20 * t in (2 * value - 1, 2 * value + 1)
+    assert pub.height > 50 and ties < pub.height // 10

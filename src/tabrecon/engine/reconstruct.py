@@ -143,8 +143,8 @@ def reconstruct_units(
     reference: Units | None = None,
 ) -> UnitReconstruction:
     """Reconstruct every block of a long table (geoid, cell, value) of ``schema``'s tables
-    (``tables``: by default every declared table the long table holds a cell of, but medians and
-    means at "block+tract"; one it holds in part is refused, naming the cells it lacks), as
+    (``tables``: by default every declared table the long table holds a cell of, medians and
+    means at both levels; one it holds in part is refused, naming the cells it lacks), as
     ``options`` ask (:class:`ReconstructOptions`). A :class:`~tabrecon.tables.tableset.TableSet`
     is read from its grids, never made a long table (:func:`block_tables`): the same answers.
 
@@ -192,8 +192,6 @@ def reconstruct_units(
     recon_opts = o.solver.for_task("reconstruct")
     escalate = opts.backend == "auto"  # a distance CP-SAT cannot close soon goes to HiGHS
     names = tables or tables_in(long, schema)
-    if tables is None and level != Level.BLOCK:  # medians and means: block level only so far
-        names = tuple(n for n in names if table_by_name(n, schema).statistic is None)
     of_level = {
         lv: tuple(n for n in names if table_by_name(n, schema).level == lv)
         for lv in (Geo.BLOCK, Geo.TRACT)
@@ -205,11 +203,6 @@ def reconstruct_units(
     if measured and publication.withholds:
         frame = long.to_frame() if isinstance(long, TableSet) else long
         refuse_statistics_of_withheld_counts(frame, schema, publication)
-    if measured and level != Level.BLOCK:
-        which = ", ".join(dict.fromkeys(sc.cell.table for sc in measured.cells))
-        raise TabreconError(
-            f"medians and means ({which}) are modelled at level 'block' only so far"
-        )
     feas = schema.feasible_types()
     Wc, deg = compiled_columns(schema, tuple(of_level[Geo.BLOCK]))  # once per process
     cls = first = np.zeros(0, dtype=np.int64)
@@ -278,7 +271,13 @@ def reconstruct_units(
                 "tract_model 'classes' answers uniqueness only as coarse as the block tables "
                 "publish: pass unique_on (persons: {'age': AGEBIN_OF_AGE}) or tract_model 'types'"
             )
-        aggregate = valid and tract_model != "types"
+        if tract_model == "classes" and measured:
+            raise TabreconError(
+                "tract_model 'classes' cannot hold medians or means (they read single types): "
+                "use tract_model 'types' or 'auto'"
+            )
+        # medians and means read single types: the blocks' variables are types then
+        aggregate = valid and tract_model != "types" and not measured
         var_cls = cls if aggregate else None
     Wtc = Wt.tocsc() if Wt is not None else None
     # what the cells cannot tell apart of an ordered attribute (age): records written as runs
@@ -358,7 +357,8 @@ def reconstruct_units(
             )
         else:
             assert Wt is not None and Wtc is not None and vt is not None
-            prog, adms, *_rows = tract_program(W, Wc, V[bs], Wt, Wtc, vt)
+            extra = [measured.at(b) for b in bs] if measured else None
+            prog, adms, *_rows = tract_program(W, Wc, V[bs], Wt, Wtc, vt, extra)
         # built once: the solve and the uniqueness proof clone it. A tract's program keeps the
         # bounds its solve's presolve derives, which certification's presolve reads instead of
         # presolving again (a block's own program is not presolved there: block_variability)

@@ -275,8 +275,7 @@ def plan_release(tables: TableSet, schema: Schema, level: Level | str) -> Releas
     :attr:`~tabrecon.schema.registry.Population.total_cells`, the first published); a table
     is used whole or not at all (one published in part is left out, said in the notes);
     "block+tract" of a release without tract tables is answered at "block" (said), and is
-    refused for a schema that declares none; at "block+tract" medians and means are left
-    out (modelled at block level only so far, said).
+    refused for a schema that declares none. Medians and means are modelled at both levels.
 
     >>> from tabrecon.records.synth import SynthConfig
     >>> from tabrecon.schema.registry import population
@@ -338,15 +337,6 @@ def plan_release(tables: TableSet, schema: Schema, level: Level | str) -> Releas
         notes.append(f"no tract tables ({named}): each block from its block tables")
     if answered == Level.BLOCK:  # the tract tables are not read
         used = [t for t in used if t.level == Geo.BLOCK]
-    else:
-        stats = [t for t in used if t.statistic is not None]
-        if stats:
-            used = [t for t in used if t.statistic is None]
-            kinds = " and ".join(sorted({f"{t.statistic.measure}s" for t in stats if t.statistic}))
-            notes.append(
-                f"{kinds} left out at {answered} ({', '.join(t.name for t in stats)}): modelled "
-                "at level 'block' only so far"
-            )
     _refuse_lacking_cells(tables, used, where)
     names = tuple(t.name for t in used)
     return ReleasePlan(TractTables.of_tables(tables, schema, names), names, answered, tuple(notes))

@@ -10,7 +10,7 @@ variable's block and type and each row's geoid and cell (what the claims prove i
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 
@@ -47,11 +47,14 @@ def tract_program(
     Wt: sp.csr_matrix,
     Wtc: sp.csc_matrix,
     vt: np.ndarray,
+    extra: Sequence[Callable[[np.ndarray], tuple | None] | None] | None = None,
 ) -> Built:
     """The joint count program of a tract's blocks (``V``: blocks x block cells) under its tract
     cells ``vt``: each block's program (:func:`block_program`, types a zero tract cell rules out
     excluded too) side by side, and one row per tract cell summing the blocks' types in it
-    (zero cells left without types dropped). The variables are the blocks' in order."""
+    (zero cells left without types dropped). The variables are the blocks' in order. ``extra``:
+    each block's rows given its admissible types (its medians and means:
+    :meth:`~tabrecon.engine.model.BlockStatistics.at`), after the tract's."""
     out_t = np.asarray(Wt[np.flatnonzero(vt == 0)].sum(axis=0)).ravel() > 0
     adms = admissible_types(W, V, cell_degree(W), out_t)
     B, rows, _ub = block_diagonal(Wc, V, adms)
@@ -62,8 +65,37 @@ def tract_program(
     big = np.iinfo(np.int64).max
     ub = np.full(A.shape[1], big, dtype=np.int64)
     np.minimum.at(ub, A.indices, np.repeat(v, np.diff(A.indptr)))
-    prog = IntProgram(A=A.astype(np.int64), lo=v, hi=v, ub=np.where(ub == big, 0, ub))
+    ub = np.where(ub == big, 0, ub)
+    A, lo, hi = _with_block_rows(A.astype(np.int64), v, ub, adms, extra)
+    prog = IntProgram(A=A, lo=lo, hi=hi, ub=ub)
     return Built(prog, adms, np.zeros(0, dtype=np.int64), rows, keep)
+
+
+def _with_block_rows(
+    A: sp.csr_matrix,
+    v: np.ndarray,
+    ub: np.ndarray,
+    adms: list[np.ndarray],
+    extra: Sequence[Callable[[np.ndarray], tuple | None] | None] | None,
+) -> tuple[sp.csr_matrix, np.ndarray, np.ndarray]:
+    """``A`` (rows equal to ``v``) with each block's ``extra`` rows over its own variables
+    appended: lowest and highest, an infinite bound made the most the row can reach."""
+    lo, hi = np.asarray(v, dtype=np.int64), np.asarray(v, dtype=np.int64)
+    if extra is None:
+        return A, lo, hi
+    offs = np.concatenate([[0], np.cumsum([a.size for a in adms])])
+    parts, r_lo, r_hi = [A], [lo], [hi]
+    for b, (rows_of, a) in enumerate(zip(extra, adms, strict=True)):
+        got = rows_of(a) if rows_of is not None else None
+        if got is None or not got[0].shape[0]:
+            continue
+        R = sp.csr_matrix(got[0]).astype(np.int64)
+        R = sp.csr_matrix((R.data, R.indices + offs[b], R.indptr), shape=(R.shape[0], A.shape[1]))
+        reach = np.asarray(abs(R) @ ub, dtype=np.int64).reshape(-1)
+        parts.append(R)
+        r_lo.append(np.where(np.isneginf(got[1]), -reach, got[1]).astype(np.int64))
+        r_hi.append(np.where(np.isposinf(got[2]), reach, got[2]).astype(np.int64))
+    return sp.vstack(parts, format="csr"), np.concatenate(r_lo), np.concatenate(r_hi)
 
 
 @cache
