@@ -472,7 +472,7 @@ def statistic_counts(schema: Schema) -> dict[str, tuple[str, ...]]:
 
     >>> from tabrecon.schema.registry import population
     >>> statistic_counts(population("persons").schema)["P0130002"]
-    ('P0120002',)
+    ('P0120002', 'PCT0120002')
     """
     stats = compiled_statistics(schema, tuple(t.name for t in tables_of(schema)))
     if not stats:
