@@ -128,22 +128,8 @@ def test_interrupted_audit_resumes(big_county, tmp_path):
     (tmp_path / "fast.toml").write_text(
         "[reconstruct]\nlevels = ['block+tract']\n[certify]\nenabled = false\n"
     )
-    args = [
-        "audit",
-        str(big_county / "county.parquet"),
-        "--out",
-        "au",
-        "--workers",
-        "2",
-        "--defenses",
-        "",
-        "--config",
-        "fast.toml",
-        "--quiet",
-    ]
-    p = subprocess.Popen(
-        EXE + args, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
+    args = _audit_args(big_county, "--config", "fast.toml")
+    p = _started(args, tmp_path)
     status = (
         tmp_path / "au" / "work" / "chunk-000" / "recon_block_tract.parquet.parts" / "status.jsonl"
     )
@@ -160,6 +146,18 @@ def test_interrupted_audit_resumes(big_county, tmp_path):
     assert len(lines) == len(set(lines)) and kept < set(lines)
 
 
+def _audit_args(county: Path, *more: str) -> list[str]:
+    """The audit of ``county``'s persons into ``au`` on 2 workers, no defense, quiet."""
+    out = ["audit", str(county / "county.parquet"), "--out", "au", "--workers", "2"]
+    return [*out, "--defenses", "", *more, "--quiet"]
+
+
+def _started(args: list[str], cwd: Path) -> subprocess.Popen:
+    return subprocess.Popen(
+        EXE + args, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+
+
 def _done_stages(work: Path) -> int:
     return len(list(work.glob("chunk-*/*.done.json")))
 
@@ -171,20 +169,8 @@ def test_an_interrupted_audit_says_the_stages_it_keeps_and_how_to_resume(
 ):
     """Interrupted once ``after`` stages are done: the message names every stage kept, as many
     as the resumed run then reports kept, and gives the command that resumes (issue 86)."""
-    args = [
-        "audit",
-        str(big_county / "county.parquet"),
-        "--out",
-        "au",
-        "--workers",
-        "2",
-        "--defenses",
-        "",
-        "--quiet",
-    ]
-    p = subprocess.Popen(
-        EXE + args, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
+    args = _audit_args(big_county)
+    p = _started(args, tmp_path)
     work = tmp_path / "au" / "work"
     t0 = time.monotonic()
     while _done_stages(work) < after:
