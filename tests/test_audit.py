@@ -145,6 +145,11 @@ def test_report_and_files(small_audit):
     html = (out / "report.html").read_text()
     # a synthetic county without shapes: the no-map hint says why, not how to download them
     assert 'id="no-map"' in html and "synthetic" in html and "download --state" not in html
+    # the first paragraph quotes one of this release's own verified claims, no made-up one
+    brief = html.split('id="in-brief"')[1].split("</p>")[0]
+    claims = pl.read_csv(out / "results" / "claim_examples.csv")["claim"].to_list()
+    assert "Black woman aged 25 to 29" not in brief
+    assert any(f"“{c}”" in brief for c in claims), brief
     for key in (
         'id="headline"',
         'id="tbl-reid-all"',

@@ -266,10 +266,29 @@ def _map_part(summary: dict, frames: dict[str, pl.DataFrame], maps: str | None) 
     ]
 
 
-def in_brief(s: dict) -> str:
+def claim_example(examples: pl.DataFrame | None) -> str | None:
+    """One verified claim this release makes, in words for the report's first paragraphs: the
+    most specific of its examples (``results/claim_examples.csv``), with its block's size; None
+    without examples (the text then gives none, never a made-up one).
+
+    >>> ex = pl.DataFrame({"persons in block": [16, 76], "claim": ["exactly 1 person: age 1",
+    ...                    "exactly 1 person: female, age 14"], "k": [1, 2]})
+    >>> claim_example(ex)
+    '“exactly 1 person: female, age 14” (in a block of 76 residents)'
+    """
+    if examples is None or not examples.height or "claim" not in examples.columns:
+        return None
+    row = examples.sort("k", descending=True, maintain_order=True).row(0, named=True)
+    size = row.get("persons in block")
+    where = f" (in a block of {size:,} residents)" if isinstance(size, int) else ""
+    return f"“{html.escape(str(row['claim']))}”{where}"
+
+
+def in_brief(s: dict, examples: pl.DataFrame | None = None) -> str:
     """The report's first paragraph, for readers who are not specialists: how many residents
-    the tables rebuild with certainty and how many verified claims single out, what a claim is,
-    and what the report does not say; each number links to the table it comes from."""
+    the tables rebuild with certainty and how many verified claims single out, what a claim is
+    (one of this release's own, from ``examples``), and what the report does not say; each
+    number links to the table it comes from."""
     c, v = s.get("certify") or {}, s.get("claims") or {}
     if not c.get("inhabited_blocks"):
         return ""
@@ -300,8 +319,12 @@ def in_brief(s: dict) -> str:
         said.append(
             f'<a href="#tbl-claims">{v["persons_singled_out"]:,} residents '
             f"({fmt_pct(v['persons_singled_out_pct'])}%)</a> are singled out by verified claims: "
-            "statements such as “exactly one person in this block is a Black woman aged 25 to "
-            "29” that every population consistent with the tables makes true. A claim is "
+            + (
+                f"statements such as {example}, one of this release's, "
+                if (example := claim_example(examples))
+                else "statements about one block "
+            )
+            + "that every population consistent with the tables makes true. A claim is "
             "proven, not guessed; it is a fact anyone can read off the release."
         )
     if s.get("map"):
@@ -320,7 +343,7 @@ def in_brief(s: dict) -> str:
     return f'<p class="lead" id="in-brief"><b>In brief.</b> {" ".join(said)}</p>'
 
 
-def _headlines(s: dict) -> list[str]:
+def _headlines(s: dict, examples: pl.DataFrame | None = None) -> list[str]:
     out = []
     c = s.get("certify")
     noun, place, _ = _words(s)
@@ -352,9 +375,12 @@ def _headlines(s: dict) -> list[str]:
         out.append(
             f"<b>{v['persons_singled_out']:,} of {v['persons']:,} persons "
             f"({fmt_pct(v['persons_singled_out_pct'])}%)</b> are singled out by a verified claim: "
-            "a "
-            "statement such as “exactly one person in this block is a woman aged 30-34 who "
-            "is Black” that every population consistent with the published "
+            + (
+                f"a statement such as {example} "
+                if (example := claim_example(examples))
+                else "a statement about one block "
+            )
+            + "that every population consistent with the published "
             f"{html.escape(v['level'])} tables makes true, so the tables alone assert it "
             f'(<a href="#claims">section</a>).'
         )
@@ -486,9 +512,9 @@ def write_audit_report(
         f"{noun}, {summary['blocks']:,} {place}s, {tracts}{len(summary['chunks'])} "
         "chunk(s). "
         f"Counts below {th} are marked &dagger; (and the per cents of their row).</p>",
-        in_brief(summary),
+        in_brief(summary, frames.get("claim_examples")),
         '<h2 id="headline">Headline findings</h2><ul class="headline">'
-        + "".join(f"<li>{h}</li>" for h in _headlines(summary))
+        + "".join(f"<li>{h}</li>" for h in _headlines(summary, frames.get("claim_examples")))
         + "</ul>",
     ]
     tp = summary.get("tables_present") or []
