@@ -207,8 +207,7 @@ def _twin_moves(room: _Room, group: np.ndarray, var_block: np.ndarray) -> None:
     give, take = room.usable & (x > room.lb), room.usable & (x < room.ub)
     if not give.any() or not take.any():
         return
-    # twins of one block: a group of equal columns within one block
-    pair = group * (int(var_block.max()) + 2) + var_block + 1
+    pair = _in_block(group, var_block)  # twins of one block
     gi, gmin, gmax = _key_range(np.flatnonzero(give), pair, key)
     ti, tmin, tmax = _key_range(np.flatnonzero(take), pair, key)
     _both, at_g, at_t = np.intersect1d(gi, ti, return_indices=True)
@@ -223,6 +222,11 @@ def _twin_moves(room: _Room, group: np.ndarray, var_block: np.ndarray) -> None:
     np.subtract.at(x, i[first], 1)
     np.add.at(x, j[first], 1)
     room.moved.update(var_block[i[first]].tolist())
+
+
+def _in_block(group: np.ndarray, var_block: np.ndarray) -> np.ndarray:
+    """Each variable's group within its block (one id per group and block; -1: no block)."""
+    return group * (int(var_block.max()) + 2) + var_block + 1
 
 
 def _key_range(
@@ -244,7 +248,7 @@ def _swaps(room: _Room, own: np.ndarray, shared: np.ndarray, var_block: np.ndarr
     x, key = room.x, room.key
     v = np.flatnonzero(room.usable & ~np.isin(var_block, list(room.moved)))
     # a move needs two variables of one block equal on its own rows, unequal on the shared
-    cell = own[v] * (int(var_block.max()) + 2) + var_block[v] + 1
+    cell = _in_block(own, var_block)[v]
     order = np.lexsort((shared[v], cell))
     c, u = cell[order], shared[v][order]
     if not ((c[1:] == c[:-1]) & (u[1:] != u[:-1])).any():

@@ -539,13 +539,8 @@ def refuse_statistics_of_withheld_counts(
     stats = long.filter(pl.col("cell").is_in(list(of)) & pl.col("value").is_not_null())
     if not stats.height:
         return
-    present = set(long["cell"].unique().to_list())
-    pairs = pl.DataFrame(
-        {
-            "cell": list(of),
-            "count": [next((k for k in ks if k in present), ks[0]) for ks in of.values()],
-        }
-    )
+    count_of = _counts_held(long, of)
+    pairs = pl.DataFrame({"cell": list(count_of), "count": list(count_of.values())})
     counts = long.select("geoid", pl.col("cell").alias("count"), pl.col("value").alias("n"))
     got = stats.join(pairs, on="cell").join(counts, on=["geoid", "count"], how="inner")
     bad = got.filter(pl.col("n").is_null())
@@ -558,6 +553,13 @@ def refuse_statistics_of_withheld_counts(
             + (f" ({bad.height - 1} more such cells)" if bad.height > 1 else ""),
             path=where,
         )
+
+
+def _counts_held(long: pl.DataFrame, of: dict[str, tuple[str, ...]]) -> dict[str, str]:
+    """Each statistic's universe count (:func:`statistic_counts`) as the release ``long`` holds
+    it: the first of the same-universe count cells it has a row of (else the first declared)."""
+    present = set(long["cell"].unique().to_list())
+    return {c: next((k for k in ks if k in present), ks[0]) for c, ks in of.items()}
 
 
 def _with_their_counts(
@@ -582,8 +584,7 @@ def _with_their_counts(
             f"publication {publication}: no count of the universe of {', '.join(lacking[:3])} "
             "is declared, so whether to withhold it with its count cannot be told"
         )
-    present = set(long["cell"].unique().to_list())
-    count_of = {c: next((k for k in of[c] if k in present), of[c][0]) for c in set(map(str, cells))}
+    count_of = _counts_held(long, of)
     key = pl.DataFrame({"geoid": long["geoid"], "cell": long["cell"], "v": values})
     want = pl.DataFrame(
         {"geoid": long["geoid"].to_numpy()[stat_rows], "cell": [count_of[str(c)] for c in cells]}
