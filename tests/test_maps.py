@@ -449,3 +449,127 @@ def test_the_report_with_its_maps_renders_in_headless_chromium(mapped_audit, tmp
     red = COLOURS[Layer.UNIQUENESS]["one consistent population"]
     rgb = tuple(int(red[i : i + 2], 16) for i in (1, 3, 5))
     assert (np.abs(img.astype(int) - rgb).sum(axis=1) < 12).mean() > 0.05, "no block drawn"
+
+
+# -- every population with block geography is mapped ---------------------------------------------
+_FAST = "[households]\nk_values = [1, 2]\nk_solutions = 5\nblocks = 5\n"
+
+_BLOCK_TOML = """name = "dwellers"
+unit = "dweller"
+description = "Residents of census blocks by sex and age group"
+
+[[attributes]]
+name = "sex"
+categories = [[1, "male"], [2, "female"]]
+
+[[attributes]]
+name = "age_group"
+categories = [[0, "0-17"], [1, "18-64"], [2, "65+"]]
+
+[[tables]]
+name = "D1"
+title = "Dwellers by sex by age group"
+lines = [
+  {label = "Total"},
+  {label = "Male", where = {sex = ["male"]}},
+  {label = "Male, 0-17", where = {sex = ["male"], age_group = ["0-17"]}},
+  {label = "Male, 18-64", where = {sex = ["male"], age_group = ["18-64"]}},
+  {label = "Male, 65+", where = {sex = ["male"], age_group = ["65+"]}},
+  {label = "Female", where = {sex = ["female"]}},
+  {label = "Female, 0-17", where = {sex = ["female"], age_group = ["0-17"]}},
+  {label = "Female, 18-64", where = {sex = ["female"], age_group = ["18-64"]}},
+  {label = "Female, 65+", where = {sex = ["female"], age_group = ["65+"]}},
+]
+"""
+
+
+def _uniqueness_map_matches(out: Path, noun: str) -> pl.DataFrame:
+    """The report has the uniqueness map alone (no claims over every block), every block of
+    results/blocks.csv in its class's colour, hovers and legend in the population's words."""
+    doc = (out / "report.html").read_text()
+    blocks = pl.read_csv(
+        out / "results" / "blocks.csv", schema_overrides={"block_geoid": pl.String}
+    )
+    drawn = _drawn(doc, Layer.UNIQUENESS)
+    assert len(drawn) == blocks.height
+    want = blocks[Layer.UNIQUENESS.value].to_list()
+    assert all(COLOURS[Layer.UNIQUENESS][want[i]] == c for i, c in drawn.items())
+    assert 'id="map-singled-out-class"' not in doc
+    fig = doc.split('id="map-uniqueness"')[1].split("</figure>")[0]
+    assert f" {noun}; " in fig and "claims not computed" not in fig
+    assert noun == "residents" or "residents" not in fig
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["map"]["blocks_drawn"] == blocks.height and summary["map"]["noun"] == noun
+    return blocks
+
+
+@pytest.mark.parametrize(
+    ("schema", "noun", "persons"),
+    [("households", "housing units", 600), ("group_quarters", "residents", 20_000)],
+)
+def test_every_census_population_is_mapped_from_records_or_tables(tmp_path, schema, noun, persons):
+    """audit --shapes of housing units (records) and group quarters (their published tables):
+    one map, certified uniqueness, in the population's words."""
+    r = _tabrecon(
+        "synth", "--schema", schema, "--persons", persons, "--seed", "5", "-o", tmp_path / "r.csv"
+    )
+    assert r.returncode == 0, r.stderr
+    geoids = pl.read_csv(tmp_path / "r.csv", schema_overrides={"block_geoid": pl.String})
+    synthetic_shapes(geoids["block_geoid"].unique().to_numpy(), tmp_path / "b.geojson", seed=5)
+    (tmp_path / "fast.toml").write_text(_FAST)
+    given = ["r.csv"]
+    if schema == "group_quarters":
+        r = _tabrecon("tabulate", "r.csv", "--schema", schema, "-o", "t.csv", cwd=tmp_path)
+        assert r.returncode == 0, r.stderr
+        given = ["--tables", "t.csv"]
+    r = _tabrecon(
+        "audit",
+        *given,
+        "--schema",
+        schema,
+        "--shapes",
+        "b.geojson",
+        "-c",
+        "fast.toml",
+        "-o",
+        "a",
+        "--quiet",
+        cwd=tmp_path,
+    )
+    assert r.returncode == 0, r.stderr[-2000:]
+    _uniqueness_map_matches(tmp_path / "a", noun)
+
+
+def test_a_declared_population_of_blocks_is_mapped_and_one_of_schools_is_refused(tmp_path):
+    toml = tmp_path / "dwellers.toml"
+    toml.write_text(_BLOCK_TOML)
+    rng = np.random.default_rng(7)
+    geoids = np.array([f"9900100010010{i:02d}" for i in range(12)])
+    recs = pl.DataFrame(
+        {
+            "block_geoid": rng.choice(geoids, 60),
+            "sex": rng.choice(["male", "female"], 60),
+            "age_group": rng.choice(["0-17", "18-64", "65+"], 60),
+        }
+    )
+    recs.write_csv(tmp_path / "d.csv")
+    synthetic_shapes(geoids, tmp_path / "b.geojson", seed=7)
+    (tmp_path / "fast.toml").write_text(_FAST)
+    args = ["--shapes", "b.geojson", "-c", "fast.toml", "--quiet"]
+    r = _tabrecon("audit", "d.csv", "--schema", toml, *args, "-o", "a", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[-2000:]
+    blocks = _uniqueness_map_matches(tmp_path / "a", "dwellers")
+    assert blocks["persons"].sum() == 60
+    school = ROOT / "examples" / "declarations"
+    r = _tabrecon(
+        "audit",
+        school / "school_pupils.csv",
+        "--schema",
+        school / "school.toml",
+        *args,
+        "-o",
+        "s",
+        cwd=tmp_path,
+    )
+    assert r.returncode == 2 and "placed by school" in r.stderr and "Traceback" not in r.stderr
+    assert not (tmp_path / "s").exists()

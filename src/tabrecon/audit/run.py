@@ -248,6 +248,11 @@ def audit(
     if hh_path is not None:  # a bad companion file is refused before minutes of person stages
         check_households_file(hh_path, md_path)
     shapes = None
+    if cfg.report.shapes and pop.schema.geography != Geo.BLOCK:
+        raise TabreconError(
+            f"--shapes draws census blocks; {pop.name}'s records are placed by "
+            f"{pop.schema.geography} (its geography), which has no block shapes"
+        )
     if cfg.report.shapes:  # a wrong or unreadable shapes file is refused before any work too
         from ..shapes import read_shapes
 
@@ -506,9 +511,11 @@ def audit(
         from ..report.maps import draw_maps
 
         t_map = time.perf_counter()
-        summary["map"] = map_summary(shapes, frames["blocks"])
+        summary["map"] = {**map_summary(shapes, frames["blocks"]), "noun": pop.block_noun}
         try:
-            maps = draw_maps(shapes, frames["blocks"], singled_out="claims" in summary)
+            maps = draw_maps(
+                shapes, frames["blocks"], singled_out="claims" in summary, noun=pop.block_noun
+            )
         except Exception as exc:  # the audit's figures stand; the missing map is a failure
             summary.setdefault("failures", []).append(f"map: {type(exc).__name__}: {exc}")
         summary["timings_s"]["map"] = round(time.perf_counter() - t_map, 2)

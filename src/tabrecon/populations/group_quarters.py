@@ -124,6 +124,7 @@ register(
         name="group_quarters",
         schema=GROUP_QUARTERS,
         noun="group-quarters persons",
+        residents="residents",
         tables=_tables,
         synthesize=synthesize_group_quarters,
         size_cell="P0420001",

@@ -323,6 +323,7 @@ def _write_reconstruction(run: ReleaseReconstruction, out: Path) -> list[Path]:
 _persons = partial(
     Population,
     noun="persons",
+    residents="residents",
     size_cell="P0010001",
     size_cells=WHOLE_POPULATION_CELLS,
     k_values=(1, 2, 3, 4),

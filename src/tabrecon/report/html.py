@@ -227,8 +227,6 @@ def _map_part(summary: dict, frames: dict[str, pl.DataFrame], maps: str | None) 
     if "blocks" not in frames:
         return []
     m = summary.get("map")
-    if m is None and summary.get("noun", "persons") != "persons":
-        return []  # the maps count residents: drawn for person audits only
     if m is None and _made_up(frames["blocks"]):
         return [
             '<p class="muted" id="no-map">No map: these blocks are synthetic (their state code '
@@ -243,12 +241,18 @@ def _map_part(summary: dict, frames: dict[str, pl.DataFrame], maps: str | None) 
             "(<code>tabrecon download --state SS --county CCC --shapes</code> fetches them from "
             f"the Census Bureau; the maps need <code>{html.escape(MAPS_EXTRA)}</code>).</p>"
         ]
+    noun = html.escape(m.get("noun", "residents"))
     missing = (
-        f" {m['blocks_without_shape']:,} inhabited block(s) of the release "
-        f"({m['residents_without_shape']:,} residents) have no shape in that file and are on "
+        f" {m['blocks_without_shape']:,} block(s) of the release with {noun} "
+        f"({m['residents_without_shape']:,} {noun}) have no shape in that file and are on "
         "no map."
         if m["blocks_without_shape"]
         else ""
+    )
+    singled = (
+        f", and the share of its {noun} singled out by verified claims (figures above)"
+        if "claims" in summary
+        else " (figures above)"
     )
     body = (
         maps
@@ -259,9 +263,9 @@ def _map_part(summary: dict, frames: dict[str, pl.DataFrame], maps: str | None) 
         '<h2 id="map">Where: the county\'s blocks</h2>'
         f"<p>Each block of <code>{html.escape(Path(m['shapes']).name)}</code> "
         f"({m['shape_blocks']:,} blocks) coloured by what the published tables give away: "
-        "whether they admit exactly one population, and the share of its residents singled out "
-        "by verified claims (figures above). Tracts are outlined; hold the pointer over a block "
-        f"for its figures. Every block's figures are in results/blocks.csv.{missing}</p>",
+        f"whether they admit exactly one population{singled}. Tracts are outlined; hold the "
+        "pointer over a block for its figures. Every block's figures are in "
+        f"results/blocks.csv.{missing}</p>",
         body,
     ]
 

@@ -157,16 +157,22 @@ def _path(geom, project) -> str:
     return "".join(parts)
 
 
-def _hover(row: dict) -> str:
+def said(cls: str, noun: str) -> str:
+    """A class as a map shows it, for records called ``noun`` (``no residents``: ``no housing
+    units`` on a map of housing units)."""
+    return cls.replace("residents", noun)
+
+
+def _hover(row: dict, noun: str, claims: bool) -> str:
     if row["persons"] == 0:
-        return "no residents"
+        return f"no {noun}"
     pct = row["singled_out_pct"]
     singled = (
-        f"{row['singled_out']:,} singled out by verified claims ({pct:.1f}%)"
+        f"; {row['singled_out']:,} singled out by verified claims ({pct:.1f}%)"
         if row[Layer.SINGLED_OUT.value] != NOT_DECIDED
-        else "claims not computed (certification did not answer)"
+        else "; claims not computed (certification did not answer)"
     )
-    return f"{row['persons']:,} residents; {row[Layer.UNIQUENESS.value]}; {singled}"
+    return f"{row['persons']:,} {noun}; {row[Layer.UNIQUENESS.value]}" + (singled if claims else "")
 
 
 @dataclass(frozen=True)
@@ -200,12 +206,20 @@ def drawing(shapes: BlockShapes) -> Drawing:
 
 
 def block_map(
-    shapes: BlockShapes, blocks: pl.DataFrame, layer: Layer, drawn: Drawing | None = None
+    shapes: BlockShapes,
+    blocks: pl.DataFrame,
+    layer: Layer,
+    drawn: Drawing | None = None,
+    *,
+    noun: str = "residents",
+    claims: bool = True,
 ) -> str:
     """One map as an HTML ``<figure>``: every block of ``shapes`` coloured by ``layer``'s class
     in ``blocks`` (the frame of :func:`block_classes`; a block of the shapes not in it has no
-    residents), tracts outlined, a legend with blocks and residents per class. ``drawn``: the
-    shapes' :func:`drawing`, when several maps share it."""
+    records), tracts outlined, a legend with blocks and records per class. ``drawn``: the
+    shapes' :func:`drawing`, when several maps share it; ``noun``: what a block's records are
+    called (``housing units``); ``claims``: whether verified claims were computed (a block's
+    hover says its share singled out)."""
     drawn = drawn if drawn is not None else drawing(shapes)
     row_of = {g: i for i, g in enumerate(blocks["block_geoid"].to_list())}
     rows = blocks.to_dicts()
@@ -215,31 +229,34 @@ def block_map(
         i = row_of.get(g)
         if i is None:
             paths.append(
-                f'<path d="{d}" fill="{colours[NO_RESIDENTS]}"><title>no residents in the '
-                "release</title></path>"
+                f'<path d="{d}" fill="{colours[NO_RESIDENTS]}"><title>no {html.escape(noun)} in '
+                "the release</title></path>"
             )
             continue
         row = rows[i]
         paths.append(
             f'<path d="{d}" fill="{colours[row[layer.value]]}" data-i="{i}">'
-            f"<title>{html.escape(_hover(row))}</title></path>"
+            f"<title>{html.escape(_hover(row, noun, claims))}</title></path>"
         )
     height, outlines = drawn.height, [drawn.outlines]
     svg = (
         f'<svg class="blockmap" viewBox="-10 -10 {WIDTH + 20} {height + 20}" role="img" '
-        f'aria-label="{html.escape(TITLES[layer])}">'
+        f'aria-label="{html.escape(said(TITLES[layer], noun))}">'
         f'<g class="blocks">{"".join(paths)}</g><g class="tracts">{"".join(outlines)}</g></svg>'
     )
     return (
         f'<figure class="map" id="map-{layer.value.replace("_", "-")}">{svg}'
-        f"<figcaption>{html.escape(TITLES[layer])}. {legend(blocks, shapes, layer)}"
+        f"<figcaption>{html.escape(said(TITLES[layer], noun))}. "
+        f"{legend(blocks, shapes, layer, noun=noun)}"
         "</figcaption></figure>"
     )
 
 
-def legend(blocks: pl.DataFrame, shapes: BlockShapes, layer: Layer) -> str:
-    """The legend of one map: each class's swatch, its blocks and residents (blocks of the
-    shapes outside the audit count as having no residents)."""
+def legend(
+    blocks: pl.DataFrame, shapes: BlockShapes, layer: Layer, *, noun: str = "residents"
+) -> str:
+    """The legend of one map: each class's swatch, its blocks and records, called ``noun``
+    (blocks of the shapes outside the audit count as having none)."""
     drawn = blocks.filter(pl.col("block_geoid").is_in(shapes.geoid.tolist()))
     counts = {
         r[layer.value]: (r["blocks"], r["residents"])
@@ -257,18 +274,27 @@ def legend(blocks: pl.DataFrame, shapes: BlockShapes, layer: Layer) -> str:
             continue
         items.append(
             f'<li><span class="swatch" style="background:{colour}"></span>'
-            f"{html.escape(cls)}: {b:,} block{'s' if b != 1 else ''}"
-            + (f", {r:,} residents" if cls != NO_RESIDENTS else "")
+            f"{html.escape(said(cls, noun))}: {b:,} block{'s' if b != 1 else ''}"
+            + (f", {r:,} {html.escape(noun)}" if cls != NO_RESIDENTS else "")
             + "</li>"
         )
     return f'<ul class="maplegend">{"".join(items)}</ul>'
 
 
-def draw_maps(shapes: BlockShapes, blocks: pl.DataFrame, singled_out: bool = True) -> str:
-    """Both maps side by side (the singled-out one only when claims were computed)."""
+def draw_maps(
+    shapes: BlockShapes,
+    blocks: pl.DataFrame,
+    singled_out: bool = True,
+    *,
+    noun: str = "residents",
+) -> str:
+    """Both maps side by side (the singled-out one only when claims were computed), of a
+    block's records called ``noun`` (persons: ``residents``; ``housing units``)."""
     layers = [Layer.UNIQUENESS] + ([Layer.SINGLED_OUT] if singled_out else [])
     drawn = drawing(shapes)  # the geometry once, for both
-    maps = "".join(block_map(shapes, blocks, lay, drawn) for lay in layers)
+    maps = "".join(
+        block_map(shapes, blocks, lay, drawn, noun=noun, claims=singled_out) for lay in layers
+    )
     return f'<div class="maps">{maps}</div>'
 
 
@@ -296,4 +322,5 @@ __all__ = [
     "block_classes",
     "block_map",
     "draw_maps",
+    "said",
 ]

@@ -85,6 +85,9 @@ class Population:
     schema: Schema
     #: what its records are called, plural (``housing units``)
     noun: str
+    #: what a block's records are called where a block is described (a map's ``12 residents``);
+    #: empty: :attr:`noun` (read :attr:`block_noun`)
+    residents: str = ""
     #: the tables published over it (called once, lazily: declarations may read files)
     tables: Callable[[], Sequence[Any]] = field(compare=False)
     #: a synthetic county's records (:class:`~tabrecon.schema.spec.Units`) from a
@@ -180,6 +183,12 @@ class Population:
     #: :class:`~tabrecon.schema.Microdata`, which gives them back by its ``to_units()``);
     #: None: the :class:`~tabrecon.schema.spec.Units` themselves
     view: Callable[[Any], Any] | None = field(default=None, compare=False)
+
+    @property
+    def block_noun(self) -> str:
+        """What a block's records are called where a block is described (persons:
+        ``residents``; housing units: ``housing units``)."""
+        return self.residents or self.noun
 
     @property
     def total_cells(self) -> tuple[str, ...]:

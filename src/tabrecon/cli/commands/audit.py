@@ -110,8 +110,9 @@ def audit(
         typer.Option(
             help="The county's block shapes (TIGER/Line tl_2010_SSCCC_tabblock10.zip or 2020's "
             "tabblock20, a shapefile, GeoPackage, GeoJSON or GeoParquet): the report maps its "
-            "blocks by certified uniqueness and share singled out (\\[report] shapes; needs the "
-            "maps extra; tabrecon download --shapes fetches the file)"
+            "blocks by certified uniqueness, and by the share singled out where verified claims "
+            "cover every block (persons); any population placed by census blocks (\\[report] "
+            "shapes; needs the maps extra; tabrecon download --shapes fetches the file)"
         ),
     ] = None,
     publication_rules: Annotated[
@@ -133,10 +134,6 @@ def audit(
 
     pop = population(schema)
     if pop.engine is Engine.GENERIC:
-        if shapes is not None:  # refused, never silently ignored
-            raise TabreconError(
-                f"--shapes: the maps are drawn by the person audit, not yet by --schema {pop.name}"
-            )
         if defenses is not None:  # refused, never silently ignored
             raise TabreconError(
                 f"--defenses: an option of the person audit, not of --schema {pop.name}"
