@@ -80,7 +80,11 @@ def test_audit_of_a_housing_unit_file_reports_households_and_resumes(county):
     )
     person_only = _cli(["audit", "u.parquet", "--schema", "households", "--defenses", ""], d)
     assert person_only.returncode == 2
-    assert "--defenses: an option of the person audit" in person_only.stderr
+    assert "--defenses: the defenses take records linked" in person_only.stderr
+    with_units = _cli(
+        ["audit", "u.parquet", "--schema", "households", "--households", "u.parquet"], d
+    )
+    assert with_units.returncode == 2 and "audit it with --schema households" in with_units.stderr
 
 
 @pytest.mark.slow

@@ -50,6 +50,48 @@ _GEOID_LENGTH = {
 }
 
 
+class Capability(Words):
+    """What a population's records offer beyond what every population has (its tables,
+    reconstruction, certification, Generate-then-Verify's claims, maps): each stage of the
+    audit and each command that needs more states which of these it needs
+    (:data:`tabrecon.audit.stages.NEEDS`), each population which it has
+    (:attr:`Population.capabilities`), and the audit runs every stage its population can.
+
+    >>> from tabrecon.schema.registry import population
+    >>> population("persons").can(Capability.LINKABLE), population("households").can(
+    ...     Capability.LINKABLE)
+    (True, False)
+    """
+
+    #: its records are people an attacker links to commercial data on the reconstructed
+    #: columns: agreement with the truth and reidentification against the baselines
+    LINKABLE = "linkable"
+    #: the defenses take its records (swapping, the DP mechanisms, TopDown) and are measured by
+    #: linking its records again
+    DEFENDED = "defended"
+    #: its verified claims come from every tract's certification (not Generate-then-Verify on
+    #: the blocks nearest the median size): claims at every level, singled out per block
+    CLAIMS_BY_TRACT = "claims-by-tract"
+    #: a housing-unit file describes its records' households (``synth --households`` writes
+    #: one beside them, ``audit --households`` attacks it with them)
+    HOUSEHOLDS = "households"
+    #: its synthetic county is calibrated against published 2010 figures (``synth`` prints
+    #: the calibration)
+    CALIBRATED = "calibrated"
+
+
+class Stage(Words):
+    """The audit's stages that need more of a population than its tables (the others --
+    tabulation, reconstruction, certification, Generate-then-Verify, maps -- run for every
+    population): what each needs is :data:`tabrecon.audit.stages.NEEDS`."""
+
+    AGREEMENT = "agreement"  # the reconstruction matched to the records
+    REIDENTIFY = "reidentify"  # linked to an attacker's data, against the baselines
+    DEFENSES = "defenses"  # each defense applied and attacked again
+    CLAIMS = "claims"  # verified claims from every tract's certification
+    HOUSEHOLDS = "households"  # a companion housing-unit file attacked with the records
+
+
 class Level(Words):
     """What tables a reconstruction uses: each block's own, or with its tract's jointly."""
 

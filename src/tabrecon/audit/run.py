@@ -39,9 +39,9 @@ from ..io import remove_tree, write_csv, write_json, write_parquet, write_text
 from ..provenance import check_or_record, digest_path, fingerprint
 from ..runner import units_peak_mib
 from ..schema import PERSONS, write_microdata
-from ..schema.registry import Engine, Population
+from ..schema.registry import Population
 from ..tables.publication import Publication
-from ..vocab import Geo, Level
+from ..vocab import Geo, Level, Stage
 from .aggregate import agree_table, audit_summary, pct_rates
 from .chunks import EXAMPLE_CLAIMS, FACTS, plan_chunks, read_release, run_chunks
 from .config import AuditConfig, RunConfig
@@ -53,6 +53,7 @@ from .stages import (
     ChunkRunner,
     StageLog,
     kept_stages,
+    runs,
     stages_said,
 )
 
@@ -225,7 +226,7 @@ def audit(
     from ..tables.declaration import population as population_of
 
     pop = population_of(population) if population is not None else of_schema(PERSONS)
-    linked = pop.engine is Engine.PERSON
+    linked = runs(pop, Stage.REIDENTIFY)
     cfg = _effective(cfg or AuditConfig(), pop)
     con = console or Console(stderr=True)
     out = Path(out)
@@ -236,10 +237,15 @@ def audit(
             f"give microdata (a file of {pop.noun}) or --tables (published tables)"
             + (", or both" if linked else "")
         )
-    if not linked and (md_path is not None and ts_path is not None or households is not None):
+    if not linked and md_path is not None and ts_path is not None:
         raise TabreconError(
             f"--schema {pop.name} audits one file: its {pop.noun} as MICRODATA, or their "
-            "published tables as --tables (not both, and without --households)"
+            "published tables as --tables (not both)"
+        )
+    if households is not None and not runs(pop, Stage.HOUSEHOLDS):
+        raise TabreconError(
+            f"--households: a housing-unit file describes person records' households, not "
+            f"{pop.noun}'s (--schema {pop.name}); audit it with --schema households"
         )
     hh_path = Path(households) if households is not None else None
     for p in (md_path, ts_path, hh_path):
@@ -310,7 +316,8 @@ def audit(
 
     per_chunk = 1 + len(cfg.reconstruct.levels) + int(cfg.certify.enabled)
     per_chunk += int(cfg.certify.enabled and cfg.claims.enabled)
-    per_chunk += (1 + len(cfg.defenses.specs)) if md_path is not None and linked else 0
+    per_chunk += int(md_path is not None and linked)  # reidentification
+    per_chunk += len(cfg.defenses.specs) if md_path is not None and runs(pop, Stage.DEFENSES) else 0
     overall = prog.add_task("audit", total=per_chunk * len(chunks), last="")
 
     def on_stage(stage: str) -> None:
@@ -602,7 +609,7 @@ def _fingerprint(
     file) its settings do not count (earlier work stays resumable)."""
     conf = cfg.to_dict()
     conf.pop("report", None)
-    linked = pop is None or pop.engine is Engine.PERSON
+    linked = pop is None or runs(pop, Stage.REIDENTIFY)
     if hh_path is None and linked:
         conf.pop("households", None)
     conf["run"] = {
@@ -632,12 +639,16 @@ def _effective(cfg: AuditConfig, pop: Population) -> AuditConfig:
     records: asked for explicitly, they are refused)."""
     from .config import ConfigError, DefensesConfig
 
-    if pop.engine is Engine.PERSON:
+    if runs(pop, Stage.CLAIMS) and runs(pop, Stage.DEFENSES):
         return cfg
-    if cfg.defenses.specs and cfg.defenses.specs != DefensesConfig().specs:
+    if (
+        not runs(pop, Stage.DEFENSES)
+        and cfg.defenses.specs
+        and cfg.defenses.specs != DefensesConfig().specs
+    ):
         raise ConfigError(
-            f"defenses.specs: the defenses protect person records, not {pop.noun} "
-            f"(--schema {pop.name}); leave [defenses] out"
+            f"defenses.specs: the defenses take records linked to an attacker's data, not "
+            f"{pop.noun} (--schema {pop.name}); leave [defenses] out"
         )
     rich = Level.BLOCK_TRACT if Level.BLOCK_TRACT in cfg.reconstruct.levels else Level.BLOCK
     level = str(rich if pop.default_level == Level.BLOCK_TRACT else Level.BLOCK)

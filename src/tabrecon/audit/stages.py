@@ -23,12 +23,35 @@ from ..interrupts import Interrupted
 from ..io import file_digest, write_json, write_parquet, write_text
 from ..runner import RunOptions, notice, tree_cpu
 from ..schema import PERSONS
-from ..schema.registry import Engine, Population, of_schema
+from ..schema.registry import Population, of_schema
 from ..schema.spec import Units
 from ..tables.publication import Publication
-from ..vocab import Level, UnitStatus
+from ..vocab import Capability, Level, Stage, UnitStatus
 from .config import AuditConfig
 from .evaluate import DefenseOutcome, EvaluationPlan, evaluate_defense
+
+#: what each of the audit's stages needs of its population beyond tables; a population runs
+#: every stage whose needs it has (:func:`runs`)
+NEEDS: dict[Stage, frozenset[Capability]] = {
+    Stage.AGREEMENT: frozenset({Capability.LINKABLE}),
+    Stage.REIDENTIFY: frozenset({Capability.LINKABLE}),
+    Stage.DEFENSES: frozenset({Capability.DEFENDED, Capability.LINKABLE}),
+    Stage.CLAIMS: frozenset({Capability.CLAIMS_BY_TRACT}),
+    Stage.HOUSEHOLDS: frozenset({Capability.HOUSEHOLDS}),
+}
+
+
+def runs(pop: Population, stage: Stage) -> bool:
+    """Whether the audit of ``pop`` runs ``stage`` (it has what the stage needs).
+
+    >>> from tabrecon.schema.registry import population
+    >>> [s.value for s in Stage if runs(population("households"), s)]
+    []
+    >>> runs(population("persons"), Stage.REIDENTIFY)
+    True
+    """
+    return pop.can(*NEEDS[stage])
+
 
 #: the precision thresholds at which a chunk counts its records (histograms summed over chunks)
 PRECISION_GRID = np.linspace(0.0, 1.0, 101)
@@ -121,9 +144,9 @@ class ChunkRunner:
         self.cfg, self.chunk, self.dir, self.resume = cfg, chunk, work / chunk.name, resume
         #: the population audited (persons unless told)
         self.pop = pop if pop is not None else of_schema(PERSONS)
-        #: whether its records are person records linked to an attacker's data: the stages of
-        #: agreement, reidentification and the defenses are theirs
-        self.linked = self.pop.engine is Engine.PERSON
+        #: whether its records are linked to an attacker's data: the stages of agreement,
+        #: reidentification and the defenses are theirs
+        self.linked = runs(self.pop, Stage.REIDENTIFY)
         #: how its counts are published (a declared release rounds or withholds them)
         self.publication = Publication.parse(self.pop.publication)
         self.dir.mkdir(parents=True, exist_ok=True)

@@ -5,8 +5,9 @@ al. and P3-P5 (:func:`person_tables`). Persons are reconstructed, certified and 
 engine written over any schema (:mod:`tabrecon.attacks.release`: ``tabrecon.reconstruct``, ...);
 what is theirs alone (the person file, 2020 names, the race tallies, the vendored identities,
 their records handed to Python as :class:`~tabrecon.schema.Microdata`) is a plug-in registered
-below. ``synth`` and the audit's person stages still have a person path of their own
-(:attr:`~tabrecon.schema.registry.Engine.PERSON`).
+below; what their records offer beyond tables (linkage, the defenses, claims by tract, a
+housing-unit file, a calibrated synthetic county) are their
+:class:`~tabrecon.schema.registry.Capability` values.
 ``persons_binned`` is the same schema on certification's resolution (agebin38), registered for
 the code written over any schema (each block's claims from its tables, ``sweep-publication``)
 and not offered to users.
@@ -36,7 +37,7 @@ from ..schema import (
     person_records,
     person_units,
 )
-from ..schema.registry import Engine, Population, register
+from ..schema.registry import Capability, Population, register
 from ..schema.spec import Units
 from ..tables.consistency import check_consistency
 from ..tables.measures import Measure, MedianRule, Statistic
@@ -336,7 +337,7 @@ register(
         schema=PERSONS,
         tables=person_tables,
         synthesize=_synthesize,
-        engine=Engine.PERSON,
+        capabilities=frozenset(Capability),  # all of them
         generic="persons_binned",
         unique_on=UNIQUE_ON,
         claim_words=claim_words,

@@ -20,7 +20,6 @@ tabrecon.errors.TabreconError: unknown schema 'hogwarts'; choose from ...
 
 from __future__ import annotations
 
-import enum
 import importlib
 import pkgutil
 from collections.abc import Callable, Mapping, Sequence
@@ -28,21 +27,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import TabreconError
+from ..vocab import Capability
 from .spec import Schema
-
-
-class Engine(enum.StrEnum):
-    """Which commands a population has a path of its own in. Reconstruction, claims,
-    tabulation, download, the identity check and the publication sweep are written once over
-    any schema for every population (what is a population's own is a plug-in of its
-    :class:`Population`), and so are the audit's stages (tables, reconstruction, certification,
-    verified claims); ``person`` still has its own ``synth`` (the person file, households
-    beside it) and the audit's person stages (chunks of counties, reconstruction at both
-    levels, agreement with the truth, reidentification, the defenses and the frontier), where
-    ``generic`` populations get Generate-then-Verify on median blocks."""
-
-    GENERIC = "generic"
-    PERSON = "person"
 
 
 @dataclass(frozen=True)
@@ -112,7 +98,8 @@ class Population:
     left_out: Mapping[str, str] = field(default_factory=dict, compare=False)
     #: statistics per block in the published study the figures are compared with (0: none)
     study_cells: int = 0
-    engine: Engine = Engine.GENERIC
+    #: what its records offer beyond what every population has (:class:`Capability`)
+    capabilities: frozenset[Capability] = frozenset()
     #: shown in ``--schema`` help and ``tables list``; False for internal resolutions
     listed: bool = True
     #: how its records tie to another population's in the same block (households: persons)
@@ -183,6 +170,10 @@ class Population:
     #: :class:`~tabrecon.schema.Microdata`, which gives them back by its ``to_units()``);
     #: None: the :class:`~tabrecon.schema.spec.Units` themselves
     view: Callable[[Any], Any] | None = field(default=None, compare=False)
+
+    def can(self, *needs: Capability) -> bool:
+        """Whether it has every capability in ``needs``."""
+        return set(needs) <= self.capabilities
 
     @property
     def block_noun(self) -> str:

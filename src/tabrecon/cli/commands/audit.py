@@ -128,16 +128,17 @@ def audit(
     report."""
     from ...audit.config import load_config
     from ...audit.run import audit as _audit
+    from ...audit.stages import runs
     from ...errors import TabreconError
-    from ...schema.registry import Engine
     from ...tables.declaration import population
+    from ...vocab import Stage
 
     pop = population(schema)
-    if pop.engine is Engine.GENERIC:
-        if defenses is not None:  # refused, never silently ignored
-            raise TabreconError(
-                f"--defenses: an option of the person audit, not of --schema {pop.name}"
-            )
+    if defenses is not None and not runs(pop, Stage.DEFENSES):  # refused, never ignored
+        raise TabreconError(
+            f"--defenses: the defenses take records linked to an attacker's data, not "
+            f"{pop.noun} (--schema {pop.name})"
+        )
     specs = None if defenses is None else [d.strip() for d in defenses.split(",") if d.strip()]
     run_opts = {
         "scheduler": scheduler,
@@ -158,7 +159,7 @@ def audit(
         require_maps()
     if cfg.households.publication_rules:  # every rule checked before any work
         swept = pop
-        if pop.engine is Engine.PERSON:
+        if runs(pop, Stage.HOUSEHOLDS):
             if households is None:
                 raise TabreconError(
                     "--publication-rules sweeps housing-unit tables: give --households FILE (or "

@@ -71,11 +71,11 @@ def synth(
     check_suffix(out)
     make = SynthConfig.reid_2010 if profile == "reid-2010" else SynthConfig
     cfg = make(persons=persons, state=state, county=county)
-    from ...schema.registry import Engine
     from ...tables.declaration import population
+    from ...vocab import Capability
 
     pop = population(schema)
-    if pop.engine is not Engine.PERSON:
+    if not pop.can(Capability.CALIBRATED):
         from ...schema.spec import write_units
 
         if households is not None:
