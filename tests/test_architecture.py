@@ -280,3 +280,190 @@ def test_no_module_is_over_800_lines():
         if (n := len(p.read_text().splitlines())) > MAX_MODULE_LINES
     }
     assert not long, f"modules over {MAX_MODULE_LINES} lines, to be split by job: {long}"
+
+
+# -- sizes (issue 88 item 5): each rule holds for new code; what broke it when the rule came in is
+# listed with its size then, and may only shrink (a split function leaves the list)
+
+#: The longest a function may be (the brief: "functions short, <= 120 lines").
+MAX_FUNCTION_LINES = 120
+
+#: functions over MAX_FUNCTION_LINES when the rule came in, with their lengths then
+LONG_FUNCTIONS = {
+    "tabrecon.attacks.claims:tract_claims": 156,
+    "tabrecon.attacks.reidentify:truth_side": 140,
+    "tabrecon.attacks.reidentify:reidentify": 143,
+    "tabrecon.attacks.unit_claims_tract:tract_verdicts": 147,
+    "tabrecon.audit.run:audit": 341,
+    "tabrecon.cli.commands.audit:audit": 128,
+    "tabrecon.cli.commands.claims:claims": 215,
+    "tabrecon.cli.commands.defend:frontier": 199,
+    "tabrecon.engine.proofs:prove_forms": 141,
+    "tabrecon.engine.reconstruct:reconstruct_units": 322,
+    "tabrecon.engine.release:reconstruct_release": 132,
+    "tabrecon.records.households:synthesize_households": 150,
+    "tabrecon.report.html:write_audit_report": 248,
+    "tabrecon.runner:run_units": 122,
+    "tabrecon.tables.declaration:load_declaration": 250,
+    "tabrecon.tables.download:download": 133,
+    "tabrecon.tables.reader:_checked": 158,
+    "tabrecon.tables.reader:_rows_of_wide": 158,
+}
+
+
+def _functions() -> dict[str, int]:
+    """Every function and method of the package (``module:Class.name``) with its length in
+    lines, decorators and docstring included."""
+    out: dict[str, int] = {}
+
+    def walk(node: ast.AST, mod: str, prefix: str) -> None:
+        for n in ast.iter_child_nodes(node):
+            if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef):
+                assert n.end_lineno is not None
+                out[f"{mod}:{prefix}{n.name}"] = n.end_lineno - n.lineno + 1
+                walk(n, mod, f"{prefix}{n.name}.")
+            elif isinstance(n, ast.ClassDef):
+                walk(n, mod, f"{prefix}{n.name}.")
+
+    for path in SRC.rglob("*.py"):
+        walk(ast.parse(path.read_text()), _module_name(path), "")
+    return out
+
+
+def test_no_function_is_over_120_lines():
+    sizes = _functions()
+    new = {f: n for f, n in sizes.items() if n > MAX_FUNCTION_LINES and f not in LONG_FUNCTIONS}
+    grown = {
+        f: (LONG_FUNCTIONS[f], sizes[f])
+        for f in LONG_FUNCTIONS
+        if sizes.get(f, 0) > LONG_FUNCTIONS[f]
+    }
+    gone = [f for f in LONG_FUNCTIONS if sizes.get(f, 0) <= MAX_FUNCTION_LINES]
+    assert not new, f"functions over {MAX_FUNCTION_LINES} lines, to be split: {new}"
+    assert not grown, f"listed long functions grown (listed, now): {grown}"
+    assert not gone, f"split below {MAX_FUNCTION_LINES} lines: take them off LONG_FUNCTIONS: {gone}"
+
+
+#: calls to the package's own functions with more than MAX_POSITIONAL positional arguments when
+#: the rule came in (the brief: "calls by keyword beyond 4 arguments"); the count may only fall
+MAX_POSITIONAL = 4
+POSITIONAL_CALLS_THEN = 205
+
+
+def _own_names() -> set[str]:
+    names: set[str] = set()
+    for path in SRC.rglob("*.py"):
+        for n in ast.walk(ast.parse(path.read_text())):
+            if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                names.add(n.name)
+    return names
+
+
+def _positional_calls() -> list[str]:
+    """Calls of a function or class the package defines (by name) with more than
+    MAX_POSITIONAL positional arguments (a starred argument is not counted)."""
+    own, found = _own_names(), []
+    for path in SRC.rglob("*.py"):
+        for n in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(n, ast.Call):
+                continue
+            f = n.func
+            name = (
+                f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
+            )
+            args = [a for a in n.args if not isinstance(a, ast.Starred)]
+            if name in own and len(args) > MAX_POSITIONAL:
+                found.append(f"{_module_name(path)}:{n.lineno} {name}({len(args)} positional)")
+    return found
+
+
+def test_calls_beyond_four_arguments_go_by_keyword():
+    found = _positional_calls()
+    assert len(found) <= POSITIONAL_CALLS_THEN, (
+        f"{len(found)} calls pass more than {MAX_POSITIONAL} positional arguments (at most "
+        f"{POSITIONAL_CALLS_THEN}); pass the rest by keyword:\n" + "\n".join(found[-20:])
+    )
+
+
+#: function-local imports of the package's own modules when the rule came in; each was a way
+#: around an import cycle or start-up time; the count may only fall
+LOCAL_IMPORTS_THEN = 282
+
+
+def test_function_local_imports_do_not_grow():
+    n = 0
+    for path in SRC.rglob("*.py"):
+        for fn in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            for m in ast.walk(fn):
+                if isinstance(m, ast.ImportFrom) and (
+                    m.level or (m.module or "").startswith("tabrecon")
+                ):
+                    n += 1
+                elif isinstance(m, ast.Import) and any(
+                    a.name.startswith("tabrecon") for a in m.names
+                ):
+                    n += 1
+    assert n <= LOCAL_IMPORTS_THEN, (
+        f"{n} function-local imports of tabrecon (at most {LOCAL_IMPORTS_THEN})"
+    )
+
+
+#: the layers below the entry points (issue 88: "nothing below the entry points looks a
+#: population up by name"): they are handed the population (its declaration) instead
+BELOW_ENTRY = ("tables", "engine", "attacks", "metrics", "defenses", "audit", "report")
+#: the registry's lookups by name
+LOOKUPS = {"of_schema", "population", "population_of_cells", "names"}
+#: lookups by name below the entry points when the rule came in, per module; each may only fall
+LOOKUPS_THEN: dict[str, int] = {
+    "tabrecon.attacks.claims": 2,
+    "tabrecon.attacks.joint": 8,
+    "tabrecon.attacks.unit_claims": 1,
+    "tabrecon.attacks.unit_claims_release": 4,
+    "tabrecon.audit.chunks": 3,
+    "tabrecon.audit.run": 1,
+    "tabrecon.audit.stages": 1,
+    "tabrecon.engine.release": 2,
+    "tabrecon.report.claims": 1,
+    "tabrecon.tables.download": 1,
+    "tabrecon.tables.published": 1,
+    "tabrecon.tables.reader": 5,
+    "tabrecon.tables.spec": 8,
+    "tabrecon.tables.tableset": 1,
+}
+
+
+def _lookups() -> dict[str, int]:
+    """Per module below the entry points: calls of the registry's lookups by name
+    (``of_schema(schema)``, ``population("households")``, ``registry.names()``)."""
+    found: dict[str, int] = {}
+    for path in SRC.rglob("*.py"):
+        mod = _module_name(path)
+        if mod.split(".")[1:2] and mod.split(".")[1] not in BELOW_ENTRY:
+            continue
+        if mod.count(".") < 1:
+            continue
+        for n in ast.walk(ast.parse(path.read_text())):
+            if isinstance(n, ast.Call):
+                f = n.func
+                name = (
+                    f.id
+                    if isinstance(f, ast.Name)
+                    else f.attr
+                    if isinstance(f, ast.Attribute)
+                    else ""
+                )
+                if name in LOOKUPS:
+                    found[mod] = found.get(mod, 0) + 1
+    return found
+
+
+def test_populations_are_handed_down_not_looked_up_by_name():
+    """Below the entry points a population is a value passed down, not a name each layer
+    resolves again: the lookups left from before the rule may only go."""
+    found = _lookups()
+    more = {m: (LOOKUPS_THEN.get(m, 0), n) for m, n in found.items() if n > LOOKUPS_THEN.get(m, 0)}
+    fewer = {m: (n, found.get(m, 0)) for m, n in LOOKUPS_THEN.items() if found.get(m, 0) < n}
+    assert not more, f"lookups of a population by name (allowed, found): {more}"
+    assert not fewer, f"fewer lookups than listed (listed, found): lower LOOKUPS_THEN: {fewer}"
