@@ -24,6 +24,7 @@ from tabrecon.audit.run import audit
 from tabrecon.errors import TabreconError
 from tabrecon.runner import RunOptions
 from tabrecon.schema import write_microdata
+from tabrecon.schema.registry import population
 
 FAST = {"defenses": {"specs": []}, "reconstruct": {"levels": ["block+tract"]}}
 #: for tests of what does not depend on distances or claims (a third of an audit's time)
@@ -361,7 +362,7 @@ def test_chunks_stream_counties_and_add_up(tmp_path):
     from tabrecon.tables.persons import tabulate
 
     p, mds = two_county_file(tmp_path)
-    chunks = plan_chunks(p, 2000)
+    chunks = plan_chunks(p, 2000, pop=population("persons"))
     assert [c.counties for c in chunks] == [["99001"], ["99003"]]
     res = audit(p, tmp_path / "out", cfg(run={"chunk_persons": 2000}), show_progress=False)
     exact = sum(agree(reconstruct(tabulate(m), "block+tract").records, truth=m).exact for m in mds)

@@ -19,8 +19,7 @@ import polars as pl
 
 from ..errors import InputError, TabreconError
 from ..runner import tree_cpu
-from ..schema import PERSONS
-from ..schema.registry import Population, of_schema
+from ..schema.registry import Population
 from ..schema.spec import Units
 from ..tables.publication import Publication
 from ..vocab import Geo
@@ -36,15 +35,12 @@ class MismatchError(TabreconError):
 # ------------------------------------------------------------------------------------------------
 # Inputs and chunks
 # ------------------------------------------------------------------------------------------------
-def plan_chunks(
-    microdata: Path | None, chunk_persons: int, pop: Population | None = None
-) -> list[Chunk]:
-    """Whole counties, in geoid order, batched up to ``chunk_persons`` records of ``pop``
-    (persons unless told; a larger county is a chunk of its own). Tables-only input is one
+def plan_chunks(microdata: Path | None, chunk_persons: int, *, pop: Population) -> list[Chunk]:
+    """Whole counties, in geoid order, batched up to ``chunk_persons`` records of ``pop`` (a
+    larger county is a chunk of its own). Tables-only input is one
     chunk, and so is a file of a population counted by a geography of its own (schools)."""
     from ..schema import county_persons
 
-    pop = pop if pop is not None else of_schema(PERSONS)
     if microdata is None or pop.schema.geography != Geo.BLOCK:
         return [Chunk(0, [], 0)]
     cp = county_persons(microdata, pop.schema)
@@ -65,20 +61,20 @@ def plan_chunks(
     return chunks
 
 
-def read_release(path: Path, pop: Population | None = None):
-    """``pop``'s published tables (persons unless told) in any form
+def read_release(path: Path, pop: Population):
+    """``pop``'s published tables in any form
     :func:`tabrecon.tables.reader.read_unit_tables` reads (a long or wide file, a Census API
     response, an SF1 summary-file folder, a ZIP of one of them), a withheld cell read as such
     where the population's release withholds some."""
     from ..tables.reader import read_unit_tables
 
-    pop = pop if pop is not None else of_schema(PERSONS)
     withheld = Publication.parse(pop.publication).withholds
     return read_unit_tables(path, pop.schema, withheld=withheld)
 
 
-def check_same_geography(truth: Units, ts, md_path: Path, ts_path: Path) -> None:
-    """Refuse records and tables of different geographies, naming the mismatch."""
+def check_same_geography(truth: Units, ts, md_path: Path, ts_path: Path, *, noun: str) -> None:
+    """Refuse records (called ``noun``) and tables of different geographies, naming the
+    mismatch."""
     g = ts.grids.get("block")
     if g is None:
         raise MismatchError(
@@ -110,7 +106,6 @@ def check_same_geography(truth: Units, ts, md_path: Path, ts_path: Path) -> None
         bad = np.flatnonzero(counts != pop[pop > 0])
         if bad.size:
             b = g.geoids[pop > 0][bad[0]]
-            noun = of_schema(truth.schema).noun
             raise MismatchError(
                 f"microdata and tables disagree on block populations: block {b} has "
                 f"{counts[bad[0]]} {noun} in "
@@ -223,7 +218,7 @@ def open_chunk(cr: ChunkRunner, md_path, ts_path, given, log: StageLog) -> Opene
             truth = cr.pop.records(md_path, ch.counties or None)
         log.add("read", time.perf_counter() - t0, tree_cpu() - c0)
         if given is not None:
-            check_same_geography(truth, given, md_path, ts_path)
+            check_same_geography(truth, given, md_path, ts_path, noun=cr.pop.noun)
     ts, finish_tables = cr.tabulate(truth, given)
     return Opened(md, truth, ts, finish_tables)
 

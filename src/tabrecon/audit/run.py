@@ -38,7 +38,7 @@ from ..interrupts import keeps
 from ..io import remove_tree, write_csv, write_json, write_parquet, write_text
 from ..provenance import check_or_record, digest_path, fingerprint
 from ..runner import units_peak_mib
-from ..schema import PERSONS, write_microdata
+from ..schema import write_microdata
 from ..schema.registry import Population
 from ..tables.publication import Publication
 from ..vocab import Geo, Level, Stage
@@ -222,10 +222,10 @@ def audit(
 
     from ..report.html import write_audit_report
     from ..runner import execution
-    from ..schema.registry import of_schema
     from ..tables.declaration import population as population_of
 
-    pop = population_of(population) if population is not None else of_schema(PERSONS)
+    # where the user's choice enters: a name or a declaration file, resolved once, passed down
+    pop = population_of(population if population is not None else "persons")
     linked = runs(pop, Stage.REIDENTIFY)
     cfg = _effective(cfg or AuditConfig(), pop)
     con = console or Console(stderr=True)
@@ -286,7 +286,7 @@ def audit(
     if md_path is not None and given is not None:
         chunks = [Chunk(0, [], 0)]  # the given release is audited as one piece
     else:
-        chunks = plan_chunks(md_path, cfg.run.chunk_persons, pop)
+        chunks = plan_chunks(md_path, cfg.run.chunk_persons, pop=pop)
     work = out / "work"
     if work.exists() and not resume:
         remove_tree(work)
@@ -346,7 +346,7 @@ def audit(
     with execution(cfg.run.scheduler, cfg.run.retries), prog, stages_said(work, stages_total):
 
         def runner(ch: Chunk) -> ChunkRunner:
-            return ChunkRunner(cfg, ch, work, resume, log, progress, on_stage, pop)
+            return ChunkRunner(cfg, ch, work, resume, log, progress, on_stage, pop=pop)
 
         def where(ch: Chunk) -> str:
             nc = len(ch.counties)

@@ -22,8 +22,7 @@ from ..defenses.defense import Defense
 from ..interrupts import Interrupted
 from ..io import file_digest, write_json, write_parquet, write_text
 from ..runner import RunOptions, notice, tree_cpu
-from ..schema import PERSONS
-from ..schema.registry import Population, of_schema
+from ..schema.registry import Population
 from ..schema.spec import Units
 from ..tables.publication import Publication
 from ..vocab import Capability, Level, Stage, UnitStatus
@@ -139,11 +138,12 @@ class ChunkRunner:
         log: StageLog,
         progress: Callable[[str, int], Callable[[dict], None]],
         on_stage: Callable[[str], None] = lambda stage: None,
-        pop: Population | None = None,
+        *,
+        pop: Population,
     ) -> None:
         self.cfg, self.chunk, self.dir, self.resume = cfg, chunk, work / chunk.name, resume
-        #: the population audited (persons unless told)
-        self.pop = pop if pop is not None else of_schema(PERSONS)
+        #: the population audited
+        self.pop = pop
         #: whether its records are linked to an attacker's data: the stages of agreement,
         #: reidentification and the defenses are theirs
         self.linked = runs(self.pop, Stage.REIDENTIFY)
