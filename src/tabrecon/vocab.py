@@ -92,6 +92,14 @@ class Stage(Words):
     HOUSEHOLDS = "households"  # a companion housing-unit file attacked with the records
 
 
+class Release(Words):
+    """A census product whose tables a population's records are published in: the table set a
+    command declares, reads and attacks (``--release``)."""
+
+    SF1_2010 = "sf1-2010"  # the 2010 Summary File 1 (exact counts)
+    DHC_2020 = "dhc-2020"  # the 2020 Demographic and Housing Characteristics File (TopDown)
+
+
 class Level(Words):
     """What tables a reconstruction uses: each block's own, or with its tract's jointly."""
 

@@ -27,10 +27,11 @@ from __future__ import annotations
 import numpy as np
 
 from ..records.synth import SynthConfig, synthesize
-from ..schema.registry import Population, register
+from ..schema.registry import Population, ReleaseTables, register
 from ..schema.spec import Attribute, Schema, Units
-from ..tables.layout import children, stubs_at
+from ..tables.layout import DHC_2020, children, stubs_at
 from ..tables.spec import from_layout
+from ..vocab import Release
 
 _TYPES = stubs_at("P42", 2)
 _AGES = stubs_at("P43", 2)
@@ -67,6 +68,12 @@ def _vocabulary() -> dict[str, dict[str, tuple[int, ...]]]:
 def _tables() -> tuple:
     v = _vocabulary()
     return (from_layout("P42", GROUP_QUARTERS, v), from_layout("P43", GROUP_QUARTERS, v))
+
+
+def _dhc_tables() -> tuple:
+    """The 2020 DHC's block table of group quarters: P18, which continues SF1's P43 (the DHC
+    has no block table of the types alone, as P42 was)."""
+    return (from_layout("P18", GROUP_QUARTERS, _vocabulary(), layout=DHC_2020),)
 
 
 #: per type, in P42's order: mean residents per facility, P(male), P(under 18, 18-64, 65+),
@@ -126,6 +133,7 @@ register(
         noun="group-quarters persons",
         residents="residents",
         tables=_tables,
+        releases=(ReleaseTables(release=Release.DHC_2020, tables=_dhc_tables),),
         synthesize=synthesize_group_quarters,
         size_cell="P0420001",
         k_values=(1, 2, 3),

@@ -12,8 +12,14 @@ each with its reason (:data:`LEFT_OUT`, shown by ``tabrecon tables list --schema
 tables that count persons rather than units, averages, processing flags, and tables that need a
 column the schema does not have (presence of people 60 and over or 75 and over, of nonrelatives,
 ages of children, related children, people under 18 other than householders, spouses and
-partners). The 2020 DHC tables the study attacked (621 statistics per block) are not declared:
-their shells are not available here, and 2020 ids are never guessed from 2010 labels.
+partners).
+
+The 2020 DHC's block-level household and housing-unit tables (:data:`DHC_DECLARED`, the tables
+the study attacked among them) are declared from the DHC's own layout
+(:data:`tabrecon.tables.layout.DHC_2020`) with the same vocabulary and the 2020 stubs added
+(:func:`dhc_vocabulary`: "Married couple family", the cohabiting couples of P20); their race and
+origin iterations A-V name the householder in their universes (:func:`householder`). Left out
+with their reasons: :data:`DHC_LEFT_OUT`.
 
 >>> from tabrecon.tables.spec import table_by_name, weight_matrix
 >>> t = table_by_name("H4", HOUSING_UNITS)
@@ -34,9 +40,10 @@ from ..records.households import synthesize_households
 from ..records.synth import SynthConfig
 from ..schema import AGEBIN38
 from ..schema.catalog import AGE_RANGES, AGED_65_PLUS, HOUSING_UNITS, LIVING_ALONE, WITH_CHILDREN
-from ..schema.registry import Population, Tie, Ties, register
-from ..tables.layout import universe_of
+from ..schema.registry import Population, ReleaseTables, Tie, Ties, register
+from ..tables.layout import DHC_2020, Layout, universe_of
 from ..tables.spec import Predicate, UnitTable, from_layout
+from ..vocab import Release
 
 
 def _codes(name: str) -> dict[str, int]:
@@ -161,15 +168,36 @@ _UNIVERSES: dict[str, Predicate] = {
 }
 
 
-def _universe(table: str) -> Predicate:
-    """The predicate of ``table``'s universe, read from the layout: its base ("Occupied housing
-    units", "Families") and, for an iteration, the householder it names."""
-    text = universe_of(table)
+def _universe(table: str, layout: Layout | None = None) -> Predicate:
+    """The predicate of ``table``'s universe, read from the layout (SF1 2010's, or
+    ``layout``'s): its base ("Occupied housing units", "Families") and, for an iteration, the
+    householder it names."""
+    text = universe_of(table) if layout is None else universe_of(table, layout)
     base, _, who = text.partition(" with a householder who is ")
     pred = dict(_UNIVERSES[base])
     if who:
-        pred |= vocabulary()[f"Householder who is {who}"]
+        pred |= householder(who)
     return pred
+
+
+def householder(who: str) -> Predicate:
+    """The householder an iteration's universe names: a race alone or Two or More Races, of
+    either origin, Hispanic or Latino, or one of those races of one origin (the DHC's J-V:
+    ``Asian Alone, not Hispanic or Latino``; its capitals vary, as the Bureau's do).
+
+    >>> householder("Asian Alone, not Hispanic or Latino")
+    {'householder_race': (4,), 'hispanic_householder': (1,)}
+    """
+    v = {k.casefold(): p for k, p in vocabulary().items()}
+    whole = v.get(f"householder who is {who}".casefold())
+    if whole is not None:
+        return dict(whole)
+    race, _, origin = who.rpartition(", ")
+    got = v.get(f"householder who is {race}".casefold())
+    hisp = {"not hispanic or latino": (1,), "hispanic or latino": (2,)}.get(origin.casefold())
+    if got is None or hisp is None or "hispanic_householder" in got:
+        raise KeyError(f"no householder predicate for {who!r}")
+    return {**got, "hispanic_householder": hisp}
 
 
 @cache
@@ -178,6 +206,77 @@ def housing_tables() -> tuple[UnitTable, ...]:
     then the race and origin iterations)."""
     v = vocabulary()
     return tuple(from_layout(t, HOUSING_UNITS, v, universe=_universe(t)) for t in DECLARED)
+
+
+def _iterations(table: str, letters: str) -> tuple[str, ...]:
+    return tuple(f"{table}{i}" for i in letters)
+
+
+#: the block-level 2020 DHC tables the housing-unit schema determines (iterations included):
+#: what SF1 2010 called H13-H18, P18, P19 and P25 are H9-H14, P16, P20 and P19 here
+DHC_DECLARED: tuple[str, ...] = (
+    *("H1", "H3", "H4", "H5", "H6", "H7", "H9", "H10", "H11", "H12", "H13", "H14"),
+    *("P16", "P19", "P20", "P21"),
+    *_iterations("H4", "ABCDEFGHIJKLMNOPQRSTUV"),
+    *_iterations("H12", "ABCDEFGHI"),
+    *_iterations("H13", "ABCDEFGHI"),
+    *_iterations("P16", "ABCDEFGHIJKLMNOPQRSTUV"),
+)
+#: block-level 2020 DHC tables over households and housing units that are not declared, and why
+DHC_LEFT_OUT: dict[str, str] = {
+    "H2": LEFT_OUT["H2"],
+    "H8": _PERSONS,
+    "H15": LEFT_OUT["H19"],
+    "P15, P17": _PERSONS,
+}
+
+
+@cache
+def dhc_vocabulary() -> dict[str, Predicate]:
+    """:func:`vocabulary` and the stubs the 2020 DHC words otherwise or adds: married couples
+    (SF1's husband-wife), spouses in place of wives and husbands, the cohabiting couples and
+    householders without spouse or partner of P20 (the detailed household type, HHT2), people
+    under 18 in the household (P21)."""
+    alone_male, alone_female = (9,), (5,)
+    return {
+        **vocabulary(),
+        "Married couple family": {"household_type": (1,)},
+        "Married couple": {"household_type": (1,)},
+        "Male householder, no spouse present": {"household_type": (2,)},
+        "Female householder, no spouse present": {"household_type": (3,)},
+        "Married couple household": {"detailed_household_type": (1, 2)},
+        "Cohabiting couple household": {"detailed_household_type": (3, 4)},
+        "Male householder, no spouse or partner present": {
+            "detailed_household_type": (*alone_male, 10, 11, 12)
+        },
+        "Female householder, no spouse or partner present": {
+            "detailed_household_type": (*alone_female, 6, 7, 8)
+        },
+        "Living alone": {"detailed_household_type": alone_male + alone_female},
+        "65 years and over": {"householder_age": AGED_65_PLUS},
+        "With own children under 18": {"detailed_household_type": (1, 3, 6, 10)},
+        "No own children under 18": {"detailed_household_type": (2, 4)},
+        "With relatives, no own children under 18": {"detailed_household_type": (7, 11)},
+        "No relatives present": {"detailed_household_type": (8, 12)},
+        "Households with one or more people under 18": {"under_18": (1,)},
+        "Households with no people under 18": {"under_18": (0,)},
+    }
+
+
+@cache
+def dhc_housing_tables() -> tuple[UnitTable, ...]:
+    """Every declared 2020 DHC table, in :data:`DHC_DECLARED`'s order.
+
+    >>> t = next(t for t in dhc_housing_tables() if t.name == "H4V")
+    >>> len(t.cells()), t.cells()[3].id, t.universe["householder_race"], t.universe[
+    ...     "hispanic_householder"]
+    (4, 'H004V0004', (7,), (2,))
+    """
+    v = dhc_vocabulary()
+    return tuple(
+        from_layout(t, HOUSING_UNITS, v, universe=_universe(t, DHC_2020), layout=DHC_2020)
+        for t in DHC_DECLARED
+    )
 
 
 #: householder sex by household type (a married couple's householder may be either)
@@ -285,6 +384,11 @@ register(
         study_by_k=STUDY_TABLES_2_3,
         aside=_occupied,
         left_out=LEFT_OUT,
+        releases=(
+            ReleaseTables(
+                release=Release.DHC_2020, tables=dhc_housing_tables, left_out=DHC_LEFT_OUT
+            ),
+        ),
         study_cells=621,
         tied=Ties(other="persons_binned", known_as="persons", ties=person_ties, note=_TIES_NOTE),
         report_note="The study attacked the 2020 DHC household tables (621 statistics per "

@@ -15,7 +15,7 @@ and not offered to users.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from functools import cache, partial
 from pathlib import Path
@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import polars as pl
 
+from ..errors import TabreconError
 from ..records.synth import SynthConfig, synthesize
 from ..schema import (
     AGE_MAX,
@@ -37,9 +38,19 @@ from ..schema import (
     person_records,
     person_units,
 )
-from ..schema.registry import Capability, Population, register
+from ..schema.registry import Capability, Population, ReleaseTables, register
 from ..schema.spec import Units
 from ..tables.consistency import check_consistency
+from ..tables.layout import (
+    DHC_2020,
+    STUB_SEPARATOR,
+    level_of,
+    name_parts,
+    rows,
+    stub_key,
+    title_of,
+    universe_of,
+)
 from ..tables.measures import Measure, MedianRule, Statistic
 from ..tables.persons import (
     ALL_TABLES,
@@ -54,7 +65,7 @@ from ..tables.persons import (
 from ..tables.published import cells_2020, name_2020
 from ..tables.spec import Predicate, UnitTable, from_layout
 from ..tables.tableset import MISSING, TableSet
-from ..vocab import Geo, Level
+from ..vocab import Geo, Level, Release
 
 if TYPE_CHECKING:
     from ..engine.release import ReleaseReconstruction
@@ -143,6 +154,168 @@ def median_age_tables(by_name: dict[str, UnitTable]) -> tuple[UnitTable, ...]:
     for it in "ABCDEFGHI":
         universe = by_name[f"P12{it}"].cells()[0].predicate
         out.append(from_layout(f"P13{it}", PERSONS, stubs, universe, statistic=MEDIAN_AGE))
+    return tuple(out)
+
+
+def _iterations(table: str, letters: Sequence[str]) -> tuple[str, ...]:
+    return tuple(f"{table}{i}" for i in letters)
+
+
+_P12_LETTERS = [*"ABCDEFGHIJKLMNOPQRSTUVWXYZ", *(f"A{c}" for c in "ABCDEFGH")]
+#: the 2020 DHC person tables declared: every block table over (sex, age, race, origin) and the
+#: tract-level PCT12 family; P2 (urban and rural) and the household tables are not
+DHC_PERSON_TABLES: tuple[str, ...] = (
+    *("P1", "P3", "P4", "P5", "P6", "P7", "P8", "P9", "P10", "P11", "P12", "P13", "P14"),
+    *_iterations("P12", _P12_LETTERS),
+    *_iterations("P13", "ABCDEFGHI"),
+    "PCT12",
+    *_iterations("PCT12", "ABCDEFGHIJKLMNO"),
+)
+#: block-level 2020 DHC tables over persons that are not declared, and why
+DHC_LEFT_OUT = {
+    "P2": "urban and rural: a property of the block's geography, not of the person",
+    "P15, P17": "persons in households (by age; by relationship): the person schema has no "
+    "household membership or relationship",
+    "P16, P16A-V, P19-P21": "household tables: declared over housing units (--schema households)",
+    "P18": "group quarters by type: declared over group quarters (--schema group_quarters)",
+}
+_RACES = (
+    "White",
+    "Black or African American",
+    "American Indian and Alaska Native",
+    "Asian",
+    "Native Hawaiian and Other Pacific Islander",
+    "Some Other Race",
+)
+
+
+def race_predicate(who: str) -> Predicate:
+    """The persons an iteration's universe names (``People who are ...``), over the person
+    schema's race codes and origin: a race alone, Two or More Races, a race alone or in
+    combination with one or more other races (every code whose races include it), each of
+    either origin or of one (``, not Hispanic or Latino``), or Hispanic or Latino.
+
+    >>> race_predicate("Asian alone or in combination with one or more other races, "
+    ...                "Hispanic or Latino")["hispanic"], len(race_predicate("Asian alone or "
+    ...                "in combination with one or more other races")["race"])
+    ((1,), 32)
+    """
+    text = who.removeprefix("People who are ").strip()
+    pred: dict[str, tuple[int, ...]] = {}
+    for tail, code in ((", not Hispanic or Latino", 0), (", Hispanic or Latino", 1)):
+        if text.casefold().endswith(tail.casefold()):
+            text, pred["hispanic"] = text[: -len(tail)], (code,)
+    if text.casefold() == "hispanic or latino":
+        return {"hispanic": (1,)}
+    labels = dict(PERSONS.attribute("race").categories)
+    races = {c: set(lab.split("; ")) for c, lab in labels.items()}
+    key = text.casefold()
+    for race in _RACES:
+        if key == f"{race} alone".casefold():
+            pred["race"] = tuple(c for c, r in races.items() if r == {race})
+        elif key == f"{race} alone or in combination with one or more other races".casefold():
+            pred["race"] = tuple(c for c, r in races.items() if race in r)
+    if key == "two or more races":
+        pred["race"] = tuple(c for c, r in races.items() if len(r) > 1)
+    if "race" not in pred:
+        raise TabreconError(f"no race predicate for the universe {who!r}")
+    return pred
+
+
+#: stubs the DHC words otherwise than SF1 2010 for the same line, as the layouts key them
+#: (:func:`~tabrecon.tables.layout.stub_key`, casefolded)
+REWORDED_2020 = {"population of two or more races": "two or more races"}
+#: cells whose label in the DHC layout (``dhc_2020_layout.csv``) is wrong, with the label it
+#: gives and the evidence; the line is declared with SF1's label, never by editing the file
+DHC_LAYOUT_ERRATA: dict[str, tuple[str, str]] = {
+    "P012G047": (
+        "Total: !! Female: !! 70 to 74 years",
+        "repeats P012G046's label; at line 47 P12, every other P12 iteration and SF1 2010's "
+        "P12G have 'Female: 75 to 79 years', and 75 to 79 is otherwise missing from the table",
+    ),
+}
+
+
+def _stubs(label: str) -> tuple[str, ...]:
+    keys = (stub_key(x).rstrip("-").strip().casefold() for x in label.split(STUB_SEPARATOR))
+    return tuple(REWORDED_2020.get(k, k) for k in keys)
+
+
+def _same_lines(name: str, model: str) -> pl.DataFrame:
+    """The DHC's rows of ``name`` with its labels, refused unless they are SF1's of ``model``
+    line by line (stubs compared as the layout keys them, case, a trailing ``--`` and
+    :data:`REWORDED_2020` aside; a cell of :data:`DHC_LAYOUT_ERRATA` with the wrong label it
+    records takes SF1's)."""
+    dhc, sf1 = rows([name], DHC_2020), rows([model])
+    if dhc.height != sf1.height:
+        raise TabreconError(f"the DHC's {name} has {dhc.height} lines, SF1's {model} {sf1.height}")
+    labels = dhc["label"].to_list()
+    for i, (cell, a, b) in enumerate(zip(dhc["cell"], labels, sf1["label"], strict=True)):
+        if _stubs(a) == _stubs(b):
+            continue
+        if DHC_LAYOUT_ERRATA.get(cell, ("",))[0] == a:
+            labels[i] = b
+            continue
+        raise TabreconError(
+            f"{cell}: the DHC's {name} line {i + 1} ({a!r}) is not SF1's {model} ({b!r}): "
+            "declare it otherwise"
+        )
+    return dhc.with_columns(pl.Series("label", labels))
+
+
+def _dhc_table(name: str, sf1: dict[str, UnitTable]) -> UnitTable:
+    """A DHC person table as SF1's it continues (same lines: its predicates, the DHC's ids at
+    the same positions), or a new iteration of P12 or PCT12 (their lines within its universe)."""
+    base = DHC_2020.continues(name)
+    prefix, number = name_parts(name)
+    model = base if base is not None and base in sf1 else f"{prefix}{number}"
+    dhc = _same_lines(name, model)
+    src = sf1[model]
+    at = {c: i for i, c in enumerate(rows([model])["cell"].to_list())}
+    mine = [c.id for c in src.cells()]  # SF1's ids of its count cells, in line order
+    ids = tuple(dhc["cell"][at[c]] for c in mine)
+    universe = dict(src.universe) if model == base else race_predicate(str(dhc["universe"][0]))
+    return UnitTable(
+        name=name,
+        number=number,
+        title=title_of(dhc),
+        universe=universe,
+        lines=tuple(
+            (str(dhc["label"][at[c]]), p) for c, (_, p) in zip(mine, src.lines, strict=True)
+        ),
+        prefix=prefix,
+        level=level_of(name, DHC_2020),
+        schema=PERSONS,
+        ids=ids,
+        universe_label=str(dhc["universe"][0]),
+    )
+
+
+@cache
+def dhc_person_tables() -> tuple[UnitTable, ...]:
+    """The 2020 DHC's person tables (:data:`DHC_PERSON_TABLES`) from the DHC's own layout. A
+    table that continues an SF1 table is compared with it line by line and takes its cells'
+    predicates; P12J-P12AH (and PCT12's iterations beyond SF1's) are P12's (PCT12's) lines
+    within the universe their title names (:func:`race_predicate`: "alone or in combination"
+    among them); the median ages P13, P13A-I are declared from the DHC's layout with SF1's
+    statistic (the technical documentation's "linear interpolation" over single years; the
+    DHC's top age is 115 and over, this schema's 110 and over).
+
+    >>> t = next(t for t in dhc_person_tables() if t.name == "P12AH")
+    >>> len(t.cells()), t.cells()[0].id, t.level
+    (49, 'P012AH01', 'block')
+    """
+    sf1 = {t.name: t for t in person_tables()}
+    stubs = {"Median age--": {}, "Both sexes": {}, "Male": {"sex": (0,)}, "Female": {"sex": (1,)}}
+    out = []
+    for name in DHC_PERSON_TABLES:
+        if name.startswith("P13"):
+            universe = race_predicate(universe_of(name, DHC_2020)) if name != "P13" else {}
+            out.append(
+                from_layout(name, PERSONS, stubs, universe, statistic=MEDIAN_AGE, layout=DHC_2020)
+            )
+        else:
+            out.append(_dhc_table(name, sf1))
     return tuple(out)
 
 
@@ -338,6 +511,11 @@ register(
         tables=person_tables,
         synthesize=_synthesize,
         capabilities=frozenset(Capability),  # all of them
+        releases=(
+            ReleaseTables(
+                release=Release.DHC_2020, tables=dhc_person_tables, left_out=DHC_LEFT_OUT
+            ),
+        ),
         generic="persons_binned",
         unique_on=UNIQUE_ON,
         claim_words=claim_words,

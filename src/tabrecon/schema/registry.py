@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import TabreconError
-from ..vocab import Capability
+from ..vocab import Capability, Release
 from .spec import Schema
 
 
@@ -60,6 +60,17 @@ class Ties:
     known_as: str
     ties: Callable[[], Sequence[Tie]] = field(compare=False)
     note: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReleaseTables:
+    """A population's tables in a release other than SF1 2010 (the 2020 DHC): declared from
+    that product's layout (called once, lazily) and what the release publishes over the same
+    records that is not declared, table -> why."""
+
+    release: Release
+    tables: Callable[[], Sequence[Any]] = field(compare=False)
+    left_out: Mapping[str, str] = field(default_factory=dict, compare=False)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -100,6 +111,8 @@ class Population:
     study_cells: int = 0
     #: what its records offer beyond what every population has (:class:`Capability`)
     capabilities: frozenset[Capability] = frozenset()
+    #: its tables in other releases than SF1 2010 (:attr:`tables`), one per release
+    releases: tuple[ReleaseTables, ...] = field(default=(), compare=False)
     #: shown in ``--schema`` help and ``tables list``; False for internal resolutions
     listed: bool = True
     #: how its records tie to another population's in the same block (households: persons)
@@ -170,6 +183,30 @@ class Population:
     #: :class:`~tabrecon.schema.Microdata`, which gives them back by its ``to_units()``);
     #: None: the :class:`~tabrecon.schema.spec.Units` themselves
     view: Callable[[Any], Any] | None = field(default=None, compare=False)
+
+    def release_tables(self, release: Release | str = Release.SF1_2010) -> Sequence[Any]:
+        """Its tables in ``release`` (SF1 2010: :attr:`tables`); a release it has no tables
+        declared in is refused, naming those it has."""
+        release = Release(release)
+        if release is Release.SF1_2010:
+            return self.tables()
+        for r in self.releases:
+            if r.release is release:
+                return r.tables()
+        if self.source:
+            raise TabreconError(
+                f"{self.name} declares tables of its own ({self.source}), in no census release: "
+                f"leave --release out"
+            )
+        have = ", ".join([Release.SF1_2010.value, *(r.release.value for r in self.releases)])
+        raise TabreconError(f"no {release} tables are declared over {self.name} (only {have})")
+
+    def left_out_of(self, release: Release | str = Release.SF1_2010) -> Mapping[str, str]:
+        """What ``release`` publishes over its records that is not declared, table -> why."""
+        release = Release(release)
+        if release is Release.SF1_2010:
+            return self.left_out
+        return next((r.left_out for r in self.releases if r.release is release), {})
 
     def can(self, *needs: Capability) -> bool:
         """Whether it has every capability in ``needs``."""

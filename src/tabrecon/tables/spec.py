@@ -36,6 +36,7 @@ from .measures import WITHHELD, Statistic
 from .publication import Publication
 
 if TYPE_CHECKING:
+    from .layout import Layout
     from .tableset import TableSet
 
 Predicate = Mapping[str, tuple[int, ...]]
@@ -191,8 +192,11 @@ def from_layout(
     stubs: Mapping[str, Predicate],
     universe: Predicate | None = None,
     statistic: Statistic | None = None,
+    *,
+    layout: Layout | None = None,
 ) -> UnitTable:
-    """The SF1 2010 table ``table`` over ``schema``: one line per field of the file, each cell's
+    """The SF1 2010 table ``table`` over ``schema`` (or ``layout``'s product's, the 2020 DHC's:
+    :data:`tabrecon.tables.layout.DHC_2020`): one line per field of the file, each cell's
     predicate the intersection of its stub path's (``stubs`` maps :func:`stub_key` of a stub to
     its predicate; ``universe`` restricts every cell, e.g. occupied units). A stub missing from
     the vocabulary, or a predicate naming an attribute or code the schema lacks, is refused
@@ -207,9 +211,10 @@ def from_layout(
     ...
     tabrecon.errors.TabreconError: P0120003: no predicate for the stub 'Under 5 years' ...
     """
-    from .layout import STUB_SEPARATOR, level_of, name_parts, rows, stub_key, title_of
+    from .layout import SF1_2010, STUB_SEPARATOR, level_of, name_parts, rows, stub_key, title_of
 
-    df = rows([table])
+    lay = layout if layout is not None else SF1_2010
+    df = rows([table], lay)
     places = {int(d) for d in df["decimal"].to_list() if d not in (None, "")}
     decimals = max(places, default=0)
     if statistic is None and decimals:
@@ -230,8 +235,8 @@ def from_layout(
             key = stub_key(stub)
             if key not in vocab:
                 raise TabreconError(
-                    f"{cell}: no predicate for the stub {key!r} (of {table}, over the "
-                    f"{schema.name} schema)"
+                    f"{cell}: no predicate for the stub {key!r} (of {lay.title}'s {table}, over "
+                    f"the {schema.name} schema)"
                 )
             for attr, codes in vocab[key].items():
                 if attr not in known:
@@ -251,7 +256,7 @@ def from_layout(
         dict(universe or {}),
         tuple(lines),
         prefix=prefix,
-        level=level_of(table),
+        level=level_of(table, lay),
         schema=schema,
         ids=tuple(df["cell"].to_list()),
         universe_label=str(df["universe"][0]),
@@ -337,8 +342,12 @@ def table_by_name(name: str, schema: Schema) -> UnitTable:
 
 
 def weight_matrix(schema: Schema, tables: Sequence[UnitTable]) -> sp.csr_matrix:
-    """Cells x feasible types: 1 where the type lies in the cell (one sparse matrix for all)."""
-    return compiled(schema, tuple(t.name for t in tables))[1]
+    """Cells x feasible types of the count cells of ``tables`` (the values given, in order, of
+    any release: not looked up by name): 1 where the type lies in the cell (one sparse matrix
+    for all)."""
+    return predicate_matrix(
+        schema, [c.predicate for t in tables for c in t.cells() if c.statistic is None]
+    )
 
 
 def histogram(unit: np.ndarray, kind: np.ndarray, n_units: int, n_kinds: int) -> sp.csr_matrix:

@@ -12,7 +12,7 @@ import typer
 from ... import vocab
 from ...errors import TabreconError
 from ...io import Writes, check_suffix
-from ...vocab import Geo
+from ...vocab import Geo, Release
 from ..terminal import (
     Fresh,
     PersonOut,
@@ -192,17 +192,27 @@ def _plural(level: str, n: int) -> str:
 
 
 @tables_app.command("list")
-def tables_list(schema: SchemaName = "persons") -> None:
-    """List a population's tables (persons: the 34 of Abowd et al., P3-P5 and the median ages
-    P13, P13A-I), with their level, universe and number of cells, and the number of cells
-    published per block."""
+def tables_list(
+    schema: SchemaName = "persons",
+    release: Annotated[
+        str,
+        typer.Option(
+            help="The product whose tables to list: sf1-2010 (the 2010 Summary File 1) or "
+            "dhc-2020 (the 2020 Demographic and Housing Characteristics File)"
+        ),
+    ] = "sf1-2010",
+) -> None:
+    """List a population's tables in a release (SF1 2010 persons: the 34 of Abowd et al., P3-P5
+    and the median ages P13, P13A-I), with their level, universe and number of cells, the
+    number of cells published per block, and the tables left out with their reasons."""
     from pathlib import Path
 
     from ...tables.declaration import population
 
+    one_of(release, Release.choices(), "--release")
     pop = population(schema)
     cols = ["table", "level", "cells", "title", "universe (line 1)"]
-    declared = pop.tables()
+    declared = pop.release_tables(release)
     place = pop.schema.geography
     rows = [
         [
@@ -217,22 +227,30 @@ def tables_list(schema: SchemaName = "persons") -> None:
     what = (
         f"Tables of {pop.name}, declared in {Path(pop.source).name}"
         if pop.source
-        else f"SF1 2010 tables over the {pop.name} schema"
+        else f"{_RELEASE_TITLE[Release(release)]} tables over the {pop.name} schema"
     )
     console.print(table(what, cols, rows))
     per_block = sum(len(t.cells()) for t in declared if t.level == Geo.BLOCK)
-    study = f"; the study compared with attacked {pop.study_cells:,}" if pop.study_cells else ""
+    study = (
+        f"; the study compared with attacked {pop.study_cells:,}"
+        if pop.study_cells and release == Release.SF1_2010
+        else ""
+    )
     console.print(f"{per_block:,} cells per {place} in {len(declared)} tables{study}")
     if pop.publication != "exact":
         console.print(f"counts published {pop.publication} (--publication declared)")
-    if pop.left_out:
+    if left := pop.left_out_of(release):
         console.print(
             table(
                 "Published over the same records but not declared",
                 ["tables", "why"],
-                [[k, v] for k, v in pop.left_out.items()],
+                [[k, v] for k, v in left.items()],
             )
         )
+
+
+#: how ``tables list`` titles each release
+_RELEASE_TITLE = {Release.SF1_2010: "SF1 2010", Release.DHC_2020: "2020 DHC"}
 
 
 @tables_app.command("describe")
