@@ -188,11 +188,11 @@ def test_block_classes_at_their_edges():
 
 # -- the audit draws them ------------------------------------------------------------------------
 def _drawn(doc: str, layer: Layer) -> dict[int, str]:
-    """data-i -> fill of every block path of one map of the report."""
+    """Row of results/blocks.csv -> fill of every block drawn in one map of the report (a
+    ``<use>`` of the block's shape ``#b<row>``, held once in the page's ``<defs>``)."""
     fig = doc.split(f'id="map-{layer.value.replace("_", "-")}"')[1].split("</figure>")[0]
     return {
-        int(i): fill
-        for fill, i in re.findall(r'<path d="[^"]*" fill="(#[0-9a-f]{6})" data-i="(\d+)"', fig)
+        int(i): fill for i, fill in re.findall(r'<use href="#b(\d+)" fill="(#[0-9a-f]{6})"', fig)
     }
 
 
@@ -256,7 +256,8 @@ def test_the_audit_maps_every_block_in_the_colour_of_its_figures(mapped_audit):
     assert len(_drawn(doc, Layer.UNIQUENESS)) == blocks.height  # every block has a shape
     assert "used only to score the attack" in doc  # records given: said what they were used for
     part = doc.split('id="map"')[1].split('<h2 id="')[0]
-    assert not re.search(r"https?:|src=|href=|<script", part)  # draws offline, no tiles
+    # draws offline: no tiles, no script; the one kind of link is to the page's own shapes
+    assert not re.search(r"https?:|src=|href=\"[^#]|<script", part)
 
 
 def test_shapes_of_another_county_are_refused_before_any_work(synthetic_county, tmp_path):
@@ -286,11 +287,14 @@ def test_shapes_of_another_county_are_refused_before_any_work(synthetic_county, 
     assert r.returncode == 2 and "nope.zip: file not found" in r.stderr, r.stderr
 
 
-@pytest.mark.realdata
-@pytest.mark.skipif(not TIGER.exists(), reason="../shared/data/tiger not present")
-def test_real_tables_on_tiger_blocks_are_mapped_block_by_block(real_path, tmp_path):
-    """The acceptance run, on two of the real sample's tracts laid on Guernsey County's blocks
-    (examples/maps/real_tables_on_tiger.py): tables in, the map's colours equal results/."""
+@pytest.fixture(scope="module")
+def guernsey(real_path, tmp_path_factory):
+    """The acceptance run, on the real sample's tracts laid on Guernsey County's ten tracts
+    (examples/maps/real_tables_on_tiger.py): tables in, an audit with the county's 3,769
+    TIGER/Line shapes out; its folder and the records."""
+    if not TIGER.exists():
+        pytest.skip("../shared/data/tiger not present")
+    d = tmp_path_factory.mktemp("guernsey")
     spec = importlib.util.spec_from_file_location(
         "real_tables_on_tiger", ROOT / "examples" / "maps" / "real_tables_on_tiger.py"
     )
@@ -298,29 +302,123 @@ def test_real_tables_on_tiger_blocks_are_mapped_block_by_block(real_path, tmp_pa
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     recs = pl.read_csv(real_path, schema_overrides={"block_geoid": pl.String})
-    moved = mod.borrow(recs, read_shapes(TIGER).geoid, tracts=2)
-    moved.write_csv(tmp_path / "persons.csv")
-    r = _tabrecon(
-        "tabulate", tmp_path / "persons.csv", "--tables", "published", "-o", tmp_path / "county.csv"
-    )
+    moved = mod.borrow(recs, read_shapes(TIGER).geoid, tracts=10)  # the town's tract too
+    moved.write_csv(d / "persons.csv")
+    r = _tabrecon("tabulate", d / "persons.csv", "--tables", "published", "-o", d / "county.csv")
     assert r.returncode == 0, r.stderr
     r = _tabrecon(
-        "audit",
-        "--tables",
-        str(tmp_path / "county.csv"),
-        "--shapes",
-        str(TIGER),
-        "-o",
-        str(tmp_path / "a"),
-        "--quiet",
+        "audit", "--tables", d / "county.csv", "--shapes", TIGER, "-o", d / "a", "--quiet"
     )
     assert r.returncode == 0, r.stderr[-2000:]
-    blocks = _check_colours(tmp_path / "a")
+    return d / "a", moved
+
+
+@pytest.mark.realdata
+def test_real_tables_on_tiger_blocks_are_mapped_block_by_block(guernsey):
+    out, moved = guernsey
+    blocks = _check_colours(out)
     assert blocks.height == moved["block_geoid"].n_unique()
     assert (blocks["uniqueness"] == "one consistent population").all()  # the Bureau's solvar 0
-    doc = (tmp_path / "a" / "report.html").read_text()
+    doc = (out / "report.html").read_text()
     assert "3,769 blocks" in doc
     assert "No confidential record was used" in doc
+
+
+#: the most a county's report with its maps may weigh (issue 91: Guernsey's was 1.7 MB)
+MAX_REPORT_BYTES = 1_000_000
+
+
+@pytest.mark.realdata
+def test_a_county_report_is_small_its_geometry_once_and_its_town_zoomed(guernsey):
+    """Guernsey's 3,769 blocks: each shape written once (both maps and the insets draw it by
+    reference), the report at most 1 MB, and the town (tract 9775, whose blocks are a few pixels
+    on the county's map) drawn again zoomed under each map."""
+    out, _ = guernsey
+    doc = (out / "report.html").read_text()
+    assert len(doc.encode()) <= MAX_REPORT_BYTES, len(doc.encode())
+    assert doc.count(' d="') - doc.count('class="tract"') == 3_769  # one shape per block
+    assert doc.count('<use href="#b') + doc.count('<use href="#n') == 2 * 3_769
+    insets = re.findall(r'<figure class="inset" data-tract="(\d+)"><svg[^>]*viewBox="([^"]+)"', doc)
+    assert ("39059977500" in {t for t, _ in insets}) and len(insets) % 2 == 0
+    for _, box in insets:
+        assert float(box.split()[2]) < 0.2 * 2000  # zoomed: a small part of the county's width
+
+
+@pytest.mark.realdata
+def test_the_zoomed_town_renders_in_headless_chromium(guernsey, tmp_path, chromium):
+    """Looked at: the first inset alone, screenshotted, shows the town's blocks in the map's
+    colours (drawn from the shared geometry, not blank)."""
+    out, _ = guernsey
+    doc = (out / "report.html").read_text()
+    defs = doc[doc.index('<svg class="mapdefs"') : doc.index('<div class="maps">')]
+    layer = doc[doc.index('<g class="blocks" id="layer-uniqueness">') :]
+    layer = layer[: layer.index("</g>") + 4]
+    inset = doc[doc.index('<figure class="inset"') :]
+    inset = inset[: inset.index("</figure>") + 9].replace("width:240px", "")
+    page = tmp_path / "inset.html"
+    style = "<style>figure.inset{width:800px}</style>"
+    hidden = f'<svg width="0" height="0">{layer}</svg>'  # referenced, as the map is in the page
+    page.write_text(doc.split("<body>")[0] + style + f"<body>{defs}{hidden}{inset}</body></html>")
+    shot = tmp_path / "inset.png"
+    subprocess.run(
+        chromium + [f"--screenshot={shot}", "--window-size=900,900", page.as_uri()],
+        capture_output=True,
+        timeout=120,
+    )
+    from PIL import Image
+
+    img = np.asarray(Image.open(shot).convert("RGB")).reshape(-1, 3).astype(int)
+    coloured = [
+        tuple(int(c[i : i + 2], 16) for i in (1, 3, 5))
+        for c in COLOURS[Layer.UNIQUENESS].values()
+        if c != COLOURS[Layer.UNIQUENESS][NO_RESIDENTS]
+    ]
+    near = np.zeros(len(img), dtype=bool)
+    for rgb in coloured:
+        near |= np.abs(img - rgb).sum(axis=1) < 12
+    assert near.mean() > 0.05, "the zoomed tract is not drawn"
+
+
+def test_dense_tracts_are_zoomed_by_reference_and_shapes_written_once():
+    """A county of one large tract and one town of 16 small blocks: the town is drawn again
+    zoomed under each map by <use> of the map's own layer, every shape is in the page once."""
+    import shapely as sh
+
+    from tabrecon.report.maps import draw_maps
+    from tabrecon.shapes import BlockShapes
+
+    town = [sh.box(40 + i % 4, 40 + i // 4, 41 + i % 4, 41 + i // 4) for i in range(16)]
+    rural = [
+        sh.box(x, y, x + 10, y + 10).difference(sh.box(39.5, 39.5, 44.5, 44.5))
+        for x in range(0, 100, 10)
+        for y in range(0, 100, 10)
+    ]
+    geoids = [f"990010001001{i:03d}" for i in range(len(rural))]
+    geoids += [f"990010002001{i:03d}" for i in range(len(town))]
+    shapes = BlockShapes(
+        np.array(geoids), np.array(rural + town, dtype=object), "t.geojson", "GEOID10"
+    )
+    blocks = block_classes(
+        pl.DataFrame(
+            {
+                "block_geoid": geoids,
+                "persons": [3] * len(geoids),
+                "status": ["unique"] * len(geoids),
+                "singled_out": [1] * len(geoids),
+            }
+        )
+    )
+    page = draw_maps(shapes, blocks)
+    assert page.count("<path id=") == len(geoids)  # each shape once
+    insets = re.findall(
+        r'data-tract="(\d+)"><svg[^>]*viewBox="([^"]+)"[^>]*><use href="#([^"]+)"', page
+    )
+    assert [(t, ref) for t, _, ref in insets] == [
+        ("99001000200", "layer-uniqueness"),
+        ("99001000200", "layer-singled-out-class"),
+    ]
+    w = float(insets[0][1].split()[2])
+    assert w < 0.1 * 2000  # the town's box, not the county's
 
 
 # -- download --shapes ---------------------------------------------------------------------------

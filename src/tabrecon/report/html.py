@@ -263,9 +263,9 @@ def _map_part(summary: dict, frames: dict[str, pl.DataFrame], maps: str | None) 
         '<h2 id="map">Where: the county\'s blocks</h2>'
         f"<p>Each block of <code>{html.escape(Path(m['shapes']).name)}</code> "
         f"({m['shape_blocks']:,} blocks) coloured by what the published tables give away: "
-        f"whether they admit exactly one population{singled}. Tracts are outlined; hold the "
-        "pointer over a block for its figures. Every block's figures are in "
-        f"results/blocks.csv.{missing}</p>",
+        f"whether they admit exactly one population{singled}. Tracts are outlined, and the "
+        "densest drawn again zoomed below each map; hold the pointer over a block of the first "
+        f"map for its figures. Every block's figures are in results/blocks.csv.{missing}</p>",
         body,
     ]
 

@@ -7,8 +7,11 @@ show on hover (an SVG ``<title>``). The maps are vector drawings inside the HTML
 server, no script, no internet; the report opens offline. Shapes are simplified as a coverage
 (shared edges stay shared) to about a thousandth of the county's width.
 
-Each drawn block carries ``data-i``, its row in ``results/blocks.csv``, so that every colour can
-be checked against the figures it shows; no block geoid is written into the HTML.
+The geometry is written once, in the page's ``<defs>``; each map, and each zoomed inset of a
+dense tract, draws it again by ``<use>``. A block's shape is ``#b<i>``, ``i`` its row in
+``results/blocks.csv``, so that every colour can be checked against the figures it shows; no
+block geoid is written into the HTML. The first map's blocks say their figures on hover (both
+maps': the second's would only repeat them and double the page).
 
 >>> import numpy as np, polars as pl, shapely
 >>> from tabrecon.shapes import BlockShapes
@@ -78,6 +81,10 @@ TITLES = {
 
 #: the map's width in drawing units (coordinates are written as whole units)
 WIDTH = 2000
+#: a tract is drawn again, zoomed, when its box is under this share of the map's width
+DENSE_SHARE = 0.1
+#: at most this many tracts are zoomed, those with the most blocks
+DENSE_TRACTS = 3
 
 
 def block_classes(blocks: pl.DataFrame) -> pl.DataFrame:
@@ -137,8 +144,9 @@ def _projector(shapes: BlockShapes):
 
 
 def _path(geom, project) -> str:
-    """SVG path data of a (Multi)Polygon or (Multi)LineString in whole drawing units; a ring that
-    rounds to fewer than 3 distinct points is left out."""
+    """SVG path data of a (Multi)Polygon or (Multi)LineString in whole drawing units, each ring
+    its first point and then relative steps; a ring that rounds to fewer than 3 distinct points
+    is left out."""
     import shapely
 
     parts = []
@@ -152,8 +160,10 @@ def _path(geom, project) -> str:
         xy = xy[keep]
         if len(xy) < 3:
             continue
-        pts = " ".join(f"{x} {y}" for x, y in xy.tolist())
-        parts.append(f"M{pts}Z" if shapely.get_type_id(r) == 2 else f"M{pts}")
+        # the first point absolute, then steps (SVG "l"): short numbers, the same whole units
+        steps = " ".join(f"{x} {y}" for x, y in np.diff(xy, axis=0).tolist())
+        end = "z" if shapely.get_type_id(r) == 2 else ""
+        parts.append(f"M{xy[0, 0]} {xy[0, 1]}l{steps}{end}")
     return "".join(parts)
 
 
@@ -168,7 +178,7 @@ def _hover(row: dict, noun: str, claims: bool) -> str:
         return f"no {noun}"
     pct = row["singled_out_pct"]
     singled = (
-        f"; {row['singled_out']:,} singled out by verified claims ({pct:.1f}%)"
+        f"; {row['singled_out']:,} singled out ({pct:.0f}%)"  # by verified claims: the legend
         if row[Layer.SINGLED_OUT.value] != NOT_DECIDED
         else "; claims not computed (certification did not answer)"
     )
@@ -178,11 +188,43 @@ def _hover(row: dict, noun: str, claims: bool) -> str:
 @dataclass(frozen=True)
 class Drawing:
     """The geometry of a map, the same for every layer: each drawn block's geoid and path
-    data, the tracts' outlines, the drawing's height."""
+    data, the tracts' outlines, the drawing's height, and each tract's blocks and bounding box
+    in drawing units (x, y, width, height), for the insets of dense tracts."""
 
     blocks: list[tuple[str, str]]
     outlines: str
     height: int
+    tracts: dict[str, tuple[int, tuple[int, int, int, int]]]
+
+    def ids(self, blocks: pl.DataFrame) -> list[str]:
+        """Each drawn block's id in the page: ``b<i>`` for row ``i`` of ``blocks`` (the rows of
+        ``results/blocks.csv``, so the id says which row a shape draws), ``n<k>`` for a shape
+        with no records in the audit."""
+        row_of = {g: i for i, g in enumerate(blocks["block_geoid"].to_list())}
+        return [f"b{row_of[g]}" if g in row_of else f"n{k}" for k, (g, _) in enumerate(self.blocks)]
+
+    def defs(self, blocks: pl.DataFrame) -> str:
+        """The geometry once, as an invisible SVG's ``<defs>``: each block by its :meth:`ids`,
+        the tract outlines as ``#tracts``; every map and inset draws it by ``<use>``."""
+        ids = self.ids(blocks)
+        paths = "".join(
+            f'<path id="{i}" d="{d}"/>' for i, (_, d) in zip(ids, self.blocks, strict=True)
+        )
+        return (
+            '<svg class="mapdefs" width="0" height="0" aria-hidden="true"><defs>'
+            f'{paths}<g id="tracts">{self.outlines}</g></defs></svg>'
+        )
+
+    def dense(self, most: int = DENSE_TRACTS) -> list[tuple[str, tuple[int, int, int, int]]]:
+        """Up to ``most`` tracts too small to read on the county's map (their box under
+        :data:`DENSE_SHARE` of its width), most blocks first: each drawn again zoomed."""
+        small = [
+            (n, t, box)
+            for t, (n, box) in self.tracts.items()
+            if max(box[2], box[3]) < DENSE_SHARE * WIDTH and n >= 10
+        ]
+        small.sort(key=lambda r: (-r[0], r[1]))
+        return [(t, box) for _, t, box in small[:most]]
 
 
 def drawing(shapes: BlockShapes) -> Drawing:
@@ -198,11 +240,17 @@ def drawing(shapes: BlockShapes) -> Drawing:
     ]
     tracts = prefix(shapes.geoid, "tract")
     outlines = []
+    boxes: dict[str, tuple[int, tuple[int, int, int, int]]] = {}
     for t in np.unique(tracts):
-        d = _path(shapely.boundary(shapely.coverage_union_all(simple[tracts == t])), project)
+        union = shapely.coverage_union_all(simple[tracts == t])
+        d = _path(shapely.boundary(union), project)
         if d:
-            outlines.append(f'<path d="{d}" class="tract"/>')
-    return Drawing(blocks, "".join(outlines), height)
+            # the attribute, not the stylesheet: a zoomed inset's copy keeps its width
+            outlines.append(f'<path d="{d}" class="tract" vector-effect="non-scaling-stroke"/>')
+            x0, y0, x1, y1 = shapely.bounds(union)
+            (a, b), (c, e) = np.rint(project(np.array([[x0, y1], [x1, y0]]))).astype(int)
+            boxes[str(t)] = (int((tracts == t).sum()), (a, b, max(c - a, 1), max(e - b, 1)))
+    return Drawing(blocks, "".join(outlines), height, boxes)
 
 
 def block_map(
@@ -213,43 +261,61 @@ def block_map(
     *,
     noun: str = "residents",
     claims: bool = True,
+    hover: bool = True,
 ) -> str:
     """One map as an HTML ``<figure>``: every block of ``shapes`` coloured by ``layer``'s class
     in ``blocks`` (the frame of :func:`block_classes`; a block of the shapes not in it has no
-    records), tracts outlined, a legend with blocks and records per class. ``drawn``: the
-    shapes' :func:`drawing`, when several maps share it; ``noun``: what a block's records are
-    called (``housing units``); ``claims``: whether verified claims were computed (a block's
-    hover says its share singled out)."""
+    records), tracts outlined, a legend with blocks and records per class, and its dense tracts
+    zoomed. ``drawn``: the shapes' :func:`drawing` when several maps share it, whose
+    :meth:`Drawing.defs` the page then holds once (without it, the map carries its own);
+    ``noun``: what a block's records are called (``housing units``); ``claims``: whether
+    verified claims were computed (a block's hover says its share singled out); ``hover``:
+    whether each block says its figures when pointed at (the first of several maps does, for
+    all: the page stays small)."""
+    own = drawn is None
     drawn = drawn if drawn is not None else drawing(shapes)
-    row_of = {g: i for i, g in enumerate(blocks["block_geoid"].to_list())}
     rows = blocks.to_dicts()
     colours = COLOURS[layer]
-    paths = []
-    for g, d in drawn.blocks:
-        i = row_of.get(g)
-        if i is None:
-            paths.append(
-                f'<path d="{d}" fill="{colours[NO_RESIDENTS]}"><title>no {html.escape(noun)} in '
-                "the release</title></path>"
-            )
+    empty = html.escape(f"no {noun} in the release")
+    uses = []
+    for name in drawn.ids(blocks):
+        row = rows[int(name[1:])] if name[0] == "b" else None
+        fill = colours[NO_RESIDENTS if row is None else row[layer.value]]
+        if not hover:  # the map beside the one that says each block's figures
+            uses.append(f'<use href="#{name}" fill="{fill}"/>')
             continue
-        row = rows[i]
-        paths.append(
-            f'<path d="{d}" fill="{colours[row[layer.value]]}" data-i="{i}">'
-            f"<title>{html.escape(_hover(row, noun, claims))}</title></path>"
-        )
-    height, outlines = drawn.height, [drawn.outlines]
+        said_here = empty if row is None else html.escape(_hover(row, noun, claims))
+        uses.append(f'<use href="#{name}" fill="{fill}"><title>{said_here}</title></use>')
+    name = f"layer-{layer.value.replace('_', '-')}"
+    label = html.escape(said(TITLES[layer], noun))
     svg = (
-        f'<svg class="blockmap" viewBox="-10 -10 {WIDTH + 20} {height + 20}" role="img" '
-        f'aria-label="{html.escape(said(TITLES[layer], noun))}">'
-        f'<g class="blocks">{"".join(paths)}</g><g class="tracts">{"".join(outlines)}</g></svg>'
+        f'<svg class="blockmap" viewBox="-10 -10 {WIDTH + 20} {drawn.height + 20}" role="img" '
+        f'aria-label="{label}"><g class="blocks" id="{name}">{"".join(uses)}</g>'
+        '<g class="tracts"><use href="#tracts"/></g></svg>'
     )
     return (
-        f'<figure class="map" id="map-{layer.value.replace("_", "-")}">{svg}'
-        f"<figcaption>{html.escape(said(TITLES[layer], noun))}. "
-        f"{legend(blocks, shapes, layer, noun=noun)}"
-        "</figcaption></figure>"
+        f'<figure class="map" id="map-{layer.value.replace("_", "-")}">'
+        f"{drawn.defs(blocks) if own else ''}{svg}"
+        f"<figcaption>{label}. {legend(blocks, shapes, layer, noun=noun)}</figcaption>"
+        f"{_insets(drawn, name, label)}</figure>"
     )
+
+
+def _insets(drawn: Drawing, layer_id: str, label: str) -> str:
+    """The dense tracts of a map, each zoomed to its box: the map's own layer again by
+    ``<use>`` (no geometry repeated), in a row under it."""
+    out = []
+    for tract, (x, y, w, h) in drawn.dense():
+        pad = max(w, h) // 20 + 1
+        box = f"{x - pad} {y - pad} {w + 2 * pad} {h + 2 * pad}"
+        name = f"tract {int(tract[5:9])}" + (f".{tract[9:11]}" if tract[9:11] != "00" else "")
+        out.append(
+            f'<figure class="inset" data-tract="{tract}"><svg class="blockmap" viewBox="{box}" '
+            f'role="img" aria-label="{label}: {name}, zoomed"><use href="#{layer_id}"/>'
+            '<g class="tracts"><use href="#tracts"/></g></svg>'
+            f"<figcaption>{name}, {WIDTH * 1.0 / max(w, h):.0f}x</figcaption></figure>"
+        )
+    return f'<div class="insets">{"".join(out)}</div>' if out else ""
 
 
 def legend(
@@ -291,11 +357,12 @@ def draw_maps(
     """Both maps side by side (the singled-out one only when claims were computed), of a
     block's records called ``noun`` (persons: ``residents``; ``housing units``)."""
     layers = [Layer.UNIQUENESS] + ([Layer.SINGLED_OUT] if singled_out else [])
-    drawn = drawing(shapes)  # the geometry once, for both
+    drawn = drawing(shapes)  # the geometry once, for both, in one <defs>
     maps = "".join(
-        block_map(shapes, blocks, lay, drawn, noun=noun, claims=singled_out) for lay in layers
+        block_map(shapes, blocks, lay, drawn, noun=noun, claims=singled_out, hover=lay == layers[0])
+        for lay in layers
     )
-    return f'<div class="maps">{maps}</div>'
+    return f'{drawn.defs(blocks)}<div class="maps">{maps}</div>'
 
 
 #: the maps' style, added to the report's stylesheet
@@ -303,10 +370,13 @@ CSS = (
     "figure.map{margin:0}"
     "svg.blockmap{width:100%;height:auto;background:#fff;border:1px solid #ccc}"
     ".maps{display:grid;grid-template-columns:repeat(auto-fit,minmax(520px,1fr));gap:1em}"
-    "svg.blockmap .blocks path{stroke:#fff;stroke-width:.5px;vector-effect:non-scaling-stroke}"
-    "svg.blockmap .blocks path:hover{stroke:#000;stroke-width:2px}"
-    "svg.blockmap .tract{fill:none;stroke:#333;stroke-width:1.5px;vector-effect:non-scaling-stroke;"
-    "pointer-events:none}"
+    "svg.mapdefs{position:absolute;width:0;height:0;overflow:hidden}"
+    "svg.mapdefs path{vector-effect:non-scaling-stroke}"
+    "svg.blockmap .blocks use{stroke:#fff;stroke-width:.5px}"
+    "svg.blockmap .blocks use:hover{stroke:#000;stroke-width:2px}"
+    "svg.blockmap .tracts{fill:none;stroke:#333;stroke-width:1.5px;pointer-events:none}"
+    ".insets{display:flex;flex-wrap:wrap;gap:.6em}"
+    "figure.inset{margin:0;width:240px}figure.inset figcaption{font-size:.85em}"
     "ul.maplegend{list-style:none;padding:0;display:flex;flex-wrap:wrap;gap:.4em 1.4em}"
     ".swatch{display:inline-block;width:1em;height:1em;margin-right:.35em;"
     "vertical-align:-.15em;border:1px solid #999}"
