@@ -220,3 +220,77 @@ def test_tables_list_shows_each_release_and_refuses_what_is_not_declared(tmp_pat
     assert r.returncode == 2 and "in no census release" in r.stderr and "Traceback" not in r.stderr
     with pytest.raises(TabreconError, match="only sf1-2010"):
         population("persons_binned").release_tables(Release.DHC_2020)
+
+
+# -- a DHC release end to end ---------------------------------------------------------------------
+def test_in_release_is_a_value_resolved_the_same_in_any_process():
+    """population(...).in_release(...) marks the schema and the tables; its key gives it back
+    (what a table set carries to a worker); a release without tables is refused by name."""
+    dhc = population("households").in_release(Release.DHC_2020)
+    assert dhc.schema.release is Release.DHC_2020 and dhc.key == "households@dhc-2020"
+    assert population(dhc.key) == dhc and population(dhc.key).schema == dhc.schema
+    assert dhc != population("households") and dhc.schema != population("households").schema
+    assert all(t.schema == dhc.schema for t in dhc.tables())
+    assert population("group_quarters").in_release("dhc-2020").size_cell == "P0180001"
+    with pytest.raises(TabreconError, match="unknown release 'dhc-2030'"):
+        population("households@dhc-2030")
+
+
+def _round_trip(name: str, persons: int) -> tuple[pl.DataFrame, pl.DataFrame, object]:
+    from tabrecon.attacks.release import reconstruct
+    from tabrecon.records.synth import SynthConfig
+    from tabrecon.tables.spec import tabulate
+
+    pop = population(name).in_release(Release.DHC_2020)
+    truth = pop.synthesize(SynthConfig(persons=persons), 5)
+    published = tabulate(truth)
+    assert published.population == pop.key
+    run = reconstruct(published, population=pop)
+    assert not run.failed, run.failed
+    back = tabulate(run.release.units)
+    return published.to_frame(), back.to_frame(), pop
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("name", "persons"), [("households", 600), ("group_quarters", 20_000)])
+def test_tabulate_reconstruct_gives_back_the_dhc_tables(name, persons):
+    """tabulate(reconstruct(tables)) == tables on exact DHC tables of a synthetic county, every
+    cell of every declared DHC table."""
+    want, got, pop = _round_trip(name, persons)
+    assert want.height == got.height > 0
+    assert want.sort("geoid", "cell").equals(got.sort("geoid", "cell"))
+    assert set(want["cell"]) == {c.id for t in pop.tables() for c in t.cells()}
+
+
+@pytest.mark.slow
+def test_tabulate_reconstruct_gives_back_the_dhc_person_tables():
+    """Persons at block+tract (P12A-AH and PCT12 among them): every count equal; a median age
+    differs at most by its last decimal, where the published value is a tie the reconstruction
+    may meet from either side (tabrecon.tables.measures: a tie is allowed both ways)."""
+    want, got, pop = _round_trip("persons", 1_500)
+    both = want.join(got, on=["geoid", "cell"], suffix="_back", how="full", coalesce=True)
+    assert both["value"].null_count() == 0 and both["value_back"].null_count() == 0
+    medians = {c.id for t in pop.tables() if t.statistic is not None for c in t.cells()}
+    off = both.filter(pl.col("value") != pl.col("value_back"))
+    assert off.filter(~pl.col("cell").is_in(list(medians))).height == 0, off.head()
+    assert (off["value"] - off["value_back"]).abs().max() in (None, 1)
+
+
+def test_a_file_of_one_release_read_as_the_other_is_named_as_such(tmp_path):
+    """An SF1 2010 file given as the DHC, and the reverse, refused before any work, naming the
+    release the file's cells belong to and the option that reads it."""
+    from tabrecon.records.synth import SynthConfig
+    from tabrecon.schema.spec import write_units
+
+    units = population("households").synthesize(SynthConfig(persons=300), 2)
+    write_units(units, tmp_path / "hh.csv")
+    for release in ("sf1-2010", "dhc-2020"):
+        args = ["tabulate", "hh.csv", "--schema", "households", "--release", release]
+        r = run_cli([*args, "-o", f"{release}.csv"], tmp_path)
+        assert r.returncode == 0, r.stderr
+    for given, said in (("sf1-2010", "dhc-2020"), ("dhc-2020", "sf1-2010")):
+        args = ["reconstruct", f"{given}.csv", "--schema", "households", "--release", said]
+        r = run_cli([*args, "-o", "x.parquet"], tmp_path)
+        assert r.returncode == 2, r.stderr
+        assert f"give --release {given}" in r.stderr and "Traceback" not in r.stderr
+        assert not (tmp_path / "x.parquet").exists()

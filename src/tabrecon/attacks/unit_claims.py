@@ -594,7 +594,7 @@ def generate_then_verify(
         from ..schema.registry import of_schema
         from .joint import TiedRelease
 
-        other = TiedRelease(of_schema(schema).name, tied)
+        other = TiedRelease(of_schema(schema).key, tied)
     for b, geoid in enumerate(geoids):
         if want is not None and geoid not in want:
             continue

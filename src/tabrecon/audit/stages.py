@@ -252,7 +252,7 @@ class ChunkRunner:
             ts = tabulate(truth, pop.select("all") if pop.select is not None else None)
             if not self.publication.exact:  # published as its release publishes its counts
                 long = publish_counts(ts.to_frame(), pop.schema, self.publication, self.seed)[0]
-                ts = TableSet.from_long(long, pop.name, source=ts.source)
+                ts = TableSet.from_long(long, pop.key, source=ts.source)
         if finished is not None:
             self.skip("tabulate")
             return ts, None

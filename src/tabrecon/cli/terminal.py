@@ -54,6 +54,15 @@ SchemaName = Annotated[
         "release declared in a file, NAME.toml (docs/declarations.md)",
     ),
 ]
+ReleaseName = Annotated[
+    str,
+    typer.Option(
+        "--release",
+        help="The census product the tables are (or are to be) published in: sf1-2010 (the "
+        "2010 Summary File 1) or dhc-2020 (the 2020 Demographic and Housing Characteristics "
+        "File; tabrecon tables list --release dhc-2020 --schema NAME shows its tables)",
+    ),
+]
 Level = Annotated[str, typer.Option(help="Tables the attacker uses: 'block' or 'block+tract'")]
 PublicationRule = Annotated[
     str,
@@ -261,3 +270,14 @@ def publication_rule(pop: Population, text: str, attacking: bool = True) -> Publ
             "suppress:T zeros still rule types out"
         )
     return pub
+
+
+def released(schema: str, release: str) -> Population:
+    """The population ``--schema`` names as published in ``--release`` (a release not among
+    the choices, or one whose tables it does not declare, is refused by name)."""
+    from ..tables.declaration import population
+    from ..vocab import Release
+
+    one_of(release, Release.choices(), "--release")
+    pop = population(schema)
+    return pop if release == Release.SF1_2010 else pop.in_release(release)

@@ -614,4 +614,4 @@ def _schema_cells(long: pl.DataFrame, schema: Schema) -> TableSet:
     used = long["cell"].is_in(mine)
     if not used.all():  # (a copy of a large release only where cells are left out)
         long = long.filter(used)
-    return TableSet.from_long(long, of_schema(schema).name)
+    return TableSet.from_long(long, of_schema(schema).key)

@@ -133,7 +133,9 @@ register(
         noun="group-quarters persons",
         residents="residents",
         tables=_tables,
-        releases=(ReleaseTables(release=Release.DHC_2020, tables=_dhc_tables),),
+        releases=(
+            ReleaseTables(release=Release.DHC_2020, tables=_dhc_tables, size_cell="P0180001"),
+        ),
         synthesize=synthesize_group_quarters,
         size_cell="P0420001",
         k_values=(1, 2, 3),

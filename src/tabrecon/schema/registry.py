@@ -23,7 +23,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..errors import TabreconError
@@ -71,6 +71,9 @@ class ReleaseTables:
     release: Release
     tables: Callable[[], Sequence[Any]] = field(compare=False)
     left_out: Mapping[str, str] = field(default_factory=dict, compare=False)
+    #: the cell that counts a block's records in this release, where not the population's own
+    #: (group quarters: the DHC's P18 total; SF1's was P42's)
+    size_cell: str = ""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -201,6 +204,45 @@ class Population:
         have = ", ".join([Release.SF1_2010.value, *(r.release.value for r in self.releases)])
         raise TabreconError(f"no {release} tables are declared over {self.name} (only {have})")
 
+    @property
+    def key(self) -> str:
+        """The name that gives back this value from :func:`population`, in this process or a
+        worker's: its name, and for another release than SF1 2010 the release after an ``@``
+        (``households@dhc-2020``). What published tables carry to say whose they are."""
+        r = self.schema.release
+        return self.name if r is Release.SF1_2010 else f"{self.name}@{r.value}"
+
+    def in_release(self, release: Release | str) -> Population:
+        """This population as published in ``release``: the same records and attributes, its
+        schema marked with the release (:attr:`~tabrecon.schema.spec.Schema.release`), its
+        tables and what is left out those of the release; records it reads or synthesizes are
+        marked too. SF1 2010: itself; a release without tables declared is refused.
+
+        >>> dhc = population("households").in_release("dhc-2020")
+        >>> str(dhc.schema.release), [t.name for t in dhc.tables()[:3]], dhc.name
+        ('dhc-2020', ['H1', 'H3', 'H4'], 'households')
+        """
+        release = Release(release)
+        if release is self.schema.release:
+            return self
+        tables = self.release_tables(release)  # refused here when not declared
+        got = next(r for r in self.releases if r.release is release)
+        schema = replace(self.schema, release=release)
+        marked = tuple(replace(t, schema=schema) for t in tables)
+        return replace(
+            self,
+            schema=schema,
+            tables=lambda: marked,
+            left_out=got.left_out,
+            size_cell=got.size_cell or self.size_cell,
+            size_cells=() if got.size_cell else self.size_cells,
+            synthesize=None if self.synthesize is None else _marking(self.synthesize, schema),
+            read=None if self.read is None else _marking(self.read, schema),
+            releases=(),
+            study_cells=0,
+            study_by_k={},
+        )
+
     def left_out_of(self, release: Release | str = Release.SF1_2010) -> Mapping[str, str]:
         """What ``release`` publishes over its records that is not declared, table -> why."""
         release = Release(release)
@@ -280,6 +322,16 @@ class Population:
             raise TabreconError(f"{self.name}: k values must lie in 1..{n} ({self.k_values})")
 
 
+def _marking(make: Callable[..., Any], schema: Schema) -> Callable[..., Any]:
+    """``make`` (a reader or a synthesizer of records) with its records marked as ``schema``'s
+    (the same attributes, another release)."""
+
+    def marked(*args: Any) -> Any:
+        return replace(make(*args), schema=schema)
+
+    return marked
+
+
 _REGISTRY: dict[str, Population] = {}
 _LOADED: list[bool] = []
 
@@ -313,6 +365,11 @@ def population(name: str) -> Population:
     """The population registered as ``name``; an unknown name is refused with the choices (a
     declaration file, ``NAME.toml``, is read by :func:`tabrecon.tables.declaration.population`)."""
     _load()
+    if "@" in name:  # a population in another release (its key: households@dhc-2020)
+        base, _, release = name.partition("@")
+        if release not in Release.choices():
+            raise TabreconError(f"unknown release {release!r}; choose from {Release.choices()}")
+        return population(base).in_release(release)
     if name not in _REGISTRY:
         raise TabreconError(
             f"unknown schema {name!r}; choose from {', '.join(names())} or a declaration file "
@@ -331,7 +388,7 @@ def of_schema(schema: Schema) -> Population:
     _load()
     for p in _REGISTRY.values():
         if p.schema.name == schema.name:
-            return p
+            return p.in_release(schema.release)
     raise TabreconError(
         f"no tables are declared over the schema {schema.name!r} (register a "
         "tabrecon.schema.registry.Population, or tabrecon.tables.spec.declare_tables)"

@@ -35,7 +35,7 @@ import polars as pl
 from ..cache import cached_arrays
 from ..errors import InputError, TabreconError
 from ..io import read_rows, require_columns, write_frame
-from ..vocab import Geo
+from ..vocab import Geo, Release
 
 
 @dataclass(frozen=True)
@@ -148,6 +148,10 @@ class Schema:
     geoid_digits: int = 15
     #: the columns claims are stated over (:class:`ClaimColumn`); empty: the attributes
     claim_on: tuple[ClaimColumn, ...] = ()
+    #: the census product whose tables are published over these records (the same attributes
+    #: in SF1 2010 and the 2020 DHC are two schemas: their tables differ, and so do the caches
+    #: keyed by a schema): :meth:`tabrecon.schema.registry.Population.in_release`
+    release: Release = Release.SF1_2010
 
     def __post_init__(self) -> None:
         if not self.geography.isidentifier() or not 1 <= self.geoid_digits <= 30:

@@ -63,7 +63,7 @@ def read_unit_tables(path: str | Path, schema: Schema, withheld: bool = False) -
         rows = _rows(raw, schema, mine)
         kept, geoids, geo, cell, value = _checked(rows, schema, mine, withheld)
         try:  # a (geoid, cell) given twice is found where the grids are filled, then named
-            ts = TableSet.from_codes(pop.name, geoids, geo, cell, value, source=raw.where)
+            ts = TableSet.from_codes(pop.key, geoids, geo, cell, value, source=raw.where)
             ts.skipped = dict(rows.skipped)
             return ts
         except TwiceError as e:
@@ -200,6 +200,25 @@ def _rows(raw: Raw, schema: Schema, mine: set[str]) -> _Rows:
     )
 
 
+def _foreign_cells(
+    cells: np.ndarray, mine: set[str], schema: Schema
+) -> list[tuple[np.ndarray, str]]:
+    """The file's distinct ``cells`` that are not cells of ``schema``'s release, each kind with
+    its message: first those of another release (a file of SF1 2010 given as the 2020 DHC, or
+    the reverse: named as such, with the option that reads it), then any other."""
+    from .layout import LAYOUTS
+
+    lay = LAYOUTS[schema.release]
+    strange = ~np.isin(cells, list(mine | set(lay.frame()["cell"].to_list())))
+    out = []
+    for other in (o for o in LAYOUTS.values() if o is not lay and strange.any()):
+        theirs = np.isin(cells, other.frame()["cell"].to_list()) & strange
+        said = f"{{!r}} is a cell of {other.title}, not of {lay.title}: these are {other.title}'s"
+        out.append((theirs, f"{said} tables (give --release {other.release})"))
+    listing = f"tabrecon tables list --schema {schema.name} --release {schema.release}"
+    return [*out, (strange, "{!r} is not a cell of " + lay.title + f" ({listing})")]
+
+
 def _checked(
     rows: _Rows, schema: Schema, mine: set[str], withheld: bool
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -231,20 +250,14 @@ def _checked(
                 more=at.size - 1,
             )
 
-    from .layout import layout
-
     cells, ci = rows.cells, rows.ci
     refuse(
         (cells == "")[ci],
         "cell",
         "no cell id (a short row? a long table's rows are geoid, cell, value)",
     )
-    sf1 = set(layout()["cell"].to_list())
-    refuse(
-        ~np.isin(cells, list(mine | sf1))[ci],
-        "cell",
-        "{!r} is not a cell of SF1 2010 (tabrecon tables list --schema " + schema.name + ")",
-    )
+    for strange, message in _foreign_cells(cells, mine, schema):
+        refuse(strange[ci], "cell", message)
     is_mine = np.isin(cells, list(mine))
     if not is_mine.any():  # another kind of file: say whose cells it holds
         from ..schema import registry

@@ -755,7 +755,7 @@ def tabulate(
                 v = sc.publish(H)
                 values[:, col[sc.cell.id]] = np.where(v == WITHHELD, WITHHELD_CELL, v)
         grids[lvl] = Grid(lvl, geo.astype(str), np.array(cells, dtype=str), values)
-    return Tables(grids, source=units.source, population=pop.name)
+    return Tables(grids, source=units.source, population=pop.key)
 
 
 def tables_in(

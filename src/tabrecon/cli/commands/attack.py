@@ -20,6 +20,7 @@ from ..terminal import (
     Level,
     PublicationRule,
     ReconOpt,
+    ReleaseName,
     SchemaName,
     Solver,
     TablesArg,
@@ -36,6 +37,7 @@ from ..terminal import (
     progress,
     publication_rule,
     read_blocks,
+    released,
     say_skipped,
     solver_options,
     table,
@@ -79,6 +81,7 @@ def reconstruct(
     workers: Workers = 1,
     fresh: Fresh = False,
     schema: SchemaName = "persons",
+    release: ReleaseName = "sf1-2010",
     distance: Annotated[
         bool,
         typer.Option(
@@ -111,9 +114,7 @@ def reconstruct(
     """Rebuild records from published tables, tract by tract (written as each finishes), with
     each block's verdict (unique or varies); with ``--with``, housing units and persons of each
     block together."""
-    from ...tables.declaration import population
-
-    pop = population(schema)
+    pop = released(schema, release)
     pub = publication_rule(pop, publication)
     if distance and not verdicts:
         raise TabreconError(

@@ -16,6 +16,7 @@ from ...vocab import Geo, Release
 from ..terminal import (
     Fresh,
     PersonOut,
+    ReleaseName,
     SchemaName,
     Seed,
     at_least,
@@ -23,6 +24,7 @@ from ..terminal import (
     err,
     one_of,
     publication_rule,
+    released,
     say_skipped,
     table,
 )
@@ -138,6 +140,7 @@ def tabulate(
         str | None, typer.Option(help="Tabulate every table at this level (state ... block)")
     ] = None,
     schema: SchemaName = "persons",
+    release: ReleaseName = "sf1-2010",
     publication: Annotated[
         str,
         typer.Option(
@@ -151,14 +154,13 @@ def tabulate(
     ] = "declared",
     seed: Annotated[int, typer.Option(help="Seed of random rounding")] = 0,
 ) -> None:
-    """Tabulate records into their SF1 tables: persons into the person tables, housing units
-    into the housing-unit tables, ... (long format: geoid, cell, value); with
-    ``--publication``, rounded or withheld as an agency would publish them."""
+    """Tabulate records into their SF1 tables (or ``--release``'s, the 2020 DHC's): persons into
+    the person tables, housing units into the housing-unit tables, ... (long format: geoid,
+    cell, value); with ``--publication``, rounded or withheld as an agency would publish them."""
     from ...io import write_frame
-    from ...tables.declaration import population
     from ...tables.spec import as_published, publish_counts, select_tables, tabulate
 
-    pop = population(schema)
+    pop = released(schema, release)
     check_suffix(out)
     pub = publication_rule(pop, publication, attacking=False)
     names = [t.name for t in select_tables(tables, pop.schema)]  # refused before any reading
@@ -194,23 +196,15 @@ def _plural(level: str, n: int) -> str:
 @tables_app.command("list")
 def tables_list(
     schema: SchemaName = "persons",
-    release: Annotated[
-        str,
-        typer.Option(
-            help="The product whose tables to list: sf1-2010 (the 2010 Summary File 1) or "
-            "dhc-2020 (the 2020 Demographic and Housing Characteristics File)"
-        ),
-    ] = "sf1-2010",
+    release: ReleaseName = "sf1-2010",
 ) -> None:
     """List a population's tables in a release (SF1 2010 persons: the 34 of Abowd et al., P3-P5
     and the median ages P13, P13A-I), with their level, universe and number of cells, the
     number of cells published per block, and the tables left out with their reasons."""
     from pathlib import Path
 
-    from ...tables.declaration import population
-
     one_of(release, Release.choices(), "--release")
-    pop = population(schema)
+    pop = released(schema, Release.SF1_2010)
     cols = ["table", "level", "cells", "title", "universe (line 1)"]
     declared = pop.release_tables(release)
     place = pop.schema.geography
