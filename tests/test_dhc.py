@@ -236,13 +236,15 @@ def test_in_release_is_a_value_resolved_the_same_in_any_process():
         population("households@dhc-2030")
 
 
-def _round_trip(name: str, persons: int) -> tuple[pl.DataFrame, pl.DataFrame, object]:
+def _round_trip(
+    name: str, persons: int, seed: int = 5
+) -> tuple[pl.DataFrame, pl.DataFrame, object]:
     from tabrecon.attacks.release import reconstruct
     from tabrecon.records.synth import SynthConfig
     from tabrecon.tables.spec import tabulate
 
     pop = population(name).in_release(Release.DHC_2020)
-    truth = pop.synthesize(SynthConfig(persons=persons), 5)
+    truth = pop.synthesize(SynthConfig(persons=persons), seed)
     published = tabulate(truth)
     assert published.population == pop.key
     run = reconstruct(published, population=pop)
@@ -252,11 +254,13 @@ def _round_trip(name: str, persons: int) -> tuple[pl.DataFrame, pl.DataFrame, ob
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("name", "persons"), [("households", 600), ("group_quarters", 20_000)])
-def test_tabulate_reconstruct_gives_back_the_dhc_tables(name, persons):
+@pytest.mark.parametrize(
+    ("name", "persons", "seed"), [("households", 500, 3), ("group_quarters", 20_000, 5)]
+)
+def test_tabulate_reconstruct_gives_back_the_dhc_tables(name, persons, seed):
     """tabulate(reconstruct(tables)) == tables on exact DHC tables of a synthetic county, every
     cell of every declared DHC table."""
-    want, got, pop = _round_trip(name, persons)
+    want, got, pop = _round_trip(name, persons, seed)  # households: 263 units, 16 blocks
     assert want.height == got.height > 0
     assert want.sort("geoid", "cell").equals(got.sort("geoid", "cell"))
     assert set(want["cell"]) == {c.id for t in pop.tables() for c in t.cells()}
@@ -294,3 +298,36 @@ def test_a_file_of_one_release_read_as_the_other_is_named_as_such(tmp_path):
         assert r.returncode == 2, r.stderr
         assert f"give --release {given}" in r.stderr and "Traceback" not in r.stderr
         assert not (tmp_path / "x.parquet").exists()
+
+
+@pytest.mark.slow
+def test_a_dhc_release_is_audited_as_such_and_never_resumed_as_sf1(tmp_path):
+    """audit --release dhc-2020 of a county's DHC tables: the report names the 2020 DHC tables
+    and says they describe the protected data; summary.json records the release; its work is
+    never resumed under the other release (nor an SF1 run's under the DHC)."""
+    import json
+
+    from tabrecon.records.synth import SynthConfig
+    from tabrecon.schema.spec import write_units
+
+    units = population("households").synthesize(SynthConfig(persons=500), 3)  # 16 blocks
+    write_units(units, tmp_path / "hh.csv")
+    fast = "[households]\nk_values = [1, 2]\nk_solutions = 5\nblocks = 5\n"
+    (tmp_path / "fast.toml").write_text(fast)
+    args = ["tabulate", "hh.csv", "--schema", "households", "--release", "dhc-2020"]
+    assert run_cli([*args, "-o", "dhc.csv"], tmp_path).returncode == 0
+    audit = ["audit", "--tables", "dhc.csv", "--schema", "households", "-c", "fast.toml"]
+    r = run_cli([*audit, "--release", "dhc-2020", "-o", "a", "--quiet"], tmp_path)
+    assert r.returncode == 0, r.stderr[-2000:]
+    summary = json.loads((tmp_path / "a" / "summary.json").read_text())
+    assert summary["release"] == "dhc-2020"
+    assert summary["households"]["tables"][:3] == ["H1", "H3", "H4"]
+    doc = (tmp_path / "a" / "report.html").read_text()
+    assert "with the 2020 DHC tables H1, H3, H4" in doc and "output of TopDown" in doc
+    again = run_cli([*audit, "--release", "dhc-2020", "-o", "a", "--quiet", "--resume"], tmp_path)
+    assert again.returncode == 0, again.stderr[-2000:]
+    tabulated = ["tabulate", "hh.csv", "--schema", "households", "-o", "sf1.csv"]
+    assert run_cli(tabulated, tmp_path).returncode == 0
+    other = ["audit", "--tables", "sf1.csv", "--schema", "households", "-c", "fast.toml"]
+    mixed = run_cli([*other, "-o", "a", "--quiet", "--resume"], tmp_path)
+    assert mixed.returncode == 2 and "holds results of another run" in mixed.stderr

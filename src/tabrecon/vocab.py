@@ -99,6 +99,11 @@ class Release(Words):
     SF1_2010 = "sf1-2010"  # the 2010 Summary File 1 (exact counts)
     DHC_2020 = "dhc-2020"  # the 2020 Demographic and Housing Characteristics File (TopDown)
 
+    @property
+    def label(self) -> str:
+        """How a report names the release's tables (``the 2020 DHC tables H1, ...``)."""
+        return {"sf1-2010": "SF1 2010", "dhc-2020": "2020 DHC"}[self.value]
+
 
 class Level(Words):
     """What tables a reconstruction uses: each block's own, or with its tract's jointly."""

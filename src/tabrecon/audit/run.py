@@ -41,7 +41,7 @@ from ..runner import units_peak_mib
 from ..schema import write_microdata
 from ..schema.registry import Population
 from ..tables.publication import Publication
-from ..vocab import Geo, Level, Stage
+from ..vocab import Geo, Level, Release, Stage
 from .aggregate import agree_table, audit_summary, pct_rates
 from .chunks import EXAMPLE_CLAIMS, FACTS, plan_chunks, read_release, run_chunks
 from .config import AuditConfig, RunConfig
@@ -497,6 +497,7 @@ def audit(
             claims_summary["level"] = "block"
         summary["claims"] = claims_summary
     summary["population"], summary["noun"] = pop.name, pop.noun
+    summary["release"] = str(pop.schema.release)
     summary["geography"] = pop.schema.geography
     summary["record_columns"] = [a.name for a in pop.schema.attributes]
     if household is not None and "error" not in household:
@@ -616,6 +617,8 @@ def _fingerprint(
         k: v for k, v in conf["run"].items() if k not in ("workers", "scheduler", "retries")
     }
     extra = {"households": digest_path(hh_path)} if hh_path is not None else {}
+    if pop is not None and pop.schema.release != Release.SF1_2010:  # never mixed with SF1's
+        extra["release"] = str(pop.schema.release)
     if not linked:  # (absent for persons: their earlier work stays resumable)
         assert pop is not None
         extra["population"] = pop.name

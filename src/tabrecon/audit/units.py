@@ -204,7 +204,7 @@ def units_summary(
     sizes = long.filter(pl.col("cell") == pop.size_cell)["value"]
     return {
         **s,
-        "population": pop.name,
+        "population": pop.key,  # the release too (households@dhc-2020)
         "noun": pop.noun,
         "file": str(units.source) if units is not None else source,
         "input": "records" if units is not None else "published tables",

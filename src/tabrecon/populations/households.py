@@ -386,7 +386,15 @@ register(
         left_out=LEFT_OUT,
         releases=(
             ReleaseTables(
-                release=Release.DHC_2020, tables=dhc_housing_tables, left_out=DHC_LEFT_OUT
+                release=Release.DHC_2020,
+                tables=dhc_housing_tables,
+                left_out=DHC_LEFT_OUT,
+                report_note="These are the 2020 DHC's block-level household and housing-unit "
+                "tables the ten columns determine (the study's among them), declared from the "
+                "DHC's own layout (tabrecon tables list --schema households --release dhc-2020 "
+                "lists those left out and why). The published DHC is the output of TopDown: "
+                "its tables describe the protected data, so a claim verified on them is a "
+                "claim those tables make, not necessarily a fact about the households.",
             ),
         ),
         study_cells=621,

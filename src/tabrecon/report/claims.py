@@ -39,7 +39,7 @@ def claims_section(
         )
         + f"{h['blocks_in_file']:,} {html.escape(h.get('geography', 'block'))}s. Attacked: "
         f"{html.escape(h['sample'])}, with the "
-        f"{'SF1 2010 ' if h.get('geography', Geo.BLOCK) == Geo.BLOCK else ''}tables "
+        f"{pop.schema.release.label + ' ' if pop.schema.geography == Geo.BLOCK else ''}tables "
         f"{html.escape(', '.join(h['tables']))}"
         + (
             f", its counts published {html.escape(h['publication'])} (each published value "

@@ -74,6 +74,8 @@ class ReleaseTables:
     #: the cell that counts a block's records in this release, where not the population's own
     #: (group quarters: the DHC's P18 total; SF1's was P42's)
     size_cell: str = ""
+    #: what a report says of these tables, where not the population's own note
+    report_note: str = ""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -236,6 +238,7 @@ class Population:
             left_out=got.left_out,
             size_cell=got.size_cell or self.size_cell,
             size_cells=() if got.size_cell else self.size_cells,
+            report_note=got.report_note or self.report_note,
             synthesize=None if self.synthesize is None else _marking(self.synthesize, schema),
             read=None if self.read is None else _marking(self.read, schema),
             releases=(),

@@ -13,11 +13,13 @@ from ...io import Writes
 from ..terminal import (
     FolderOut,
     Quiet,
+    ReleaseName,
     Seed,
     at_least,
     console,
     err,
     publication_rule,
+    released,
     table,
 )
 
@@ -105,6 +107,7 @@ def audit(
             "blocks)"
         ),
     ] = "persons",
+    release: ReleaseName = "sf1-2010",
     shapes: Annotated[
         Path | None,
         typer.Option(
@@ -133,7 +136,7 @@ def audit(
     from ...tables.declaration import population
     from ...vocab import Stage
 
-    pop = population(schema)
+    pop = released(schema, release)
     if defenses is not None and not runs(pop, Stage.DEFENSES):  # refused, never ignored
         raise TabreconError(
             f"--defenses: the defenses take records linked to an attacker's data, not "
@@ -174,7 +177,7 @@ def audit(
         for r in cfg.households.publication_rules:
             publication_rule(swept, r)
     cmd = "tabrecon audit " + " ".join(sys.argv[2:])
-    res = _audit(microdata, out, cfg, tables_path, resume, err, not quiet, cmd, households, schema)
+    res = _audit(microdata, out, cfg, tables_path, resume, err, not quiet, cmd, households, pop.key)
     _print_audit(res, out)
     if res.summary.get("failures"):
         raise typer.Exit(1)
