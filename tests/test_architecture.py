@@ -294,7 +294,7 @@ LONG_FUNCTIONS = {
     "tabrecon.attacks.reidentify:truth_side": 140,
     "tabrecon.attacks.reidentify:reidentify": 143,
     "tabrecon.attacks.unit_claims_tract:tract_verdicts": 147,
-    "tabrecon.audit.run:audit": 341,
+    "tabrecon.audit.run:audit": 333,
     "tabrecon.cli.commands.audit:audit": 128,
     "tabrecon.cli.commands.claims:claims": 215,
     "tabrecon.cli.commands.defend:frontier": 199,

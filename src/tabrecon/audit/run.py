@@ -253,16 +253,7 @@ def audit(
             raise TabreconError(f"{p}: file not found")
     if hh_path is not None:  # a bad companion file is refused before minutes of person stages
         check_households_file(hh_path, md_path)
-    shapes = None
-    if cfg.report.shapes and pop.schema.geography != Geo.BLOCK:
-        raise TabreconError(
-            f"--shapes draws census blocks; {pop.name}'s records are placed by "
-            f"{pop.schema.geography} (its geography), which has no block shapes"
-        )
-    if cfg.report.shapes:  # a wrong or unreadable shapes file is refused before any work too
-        from ..shapes import read_shapes
-
-        shapes = read_shapes(cfg.report.shapes)
+    shapes = _shapes(cfg, pop)  # a wrong or unreadable file refused before any work too
     if cfg.run.scheduler:  # fail at once, not once per chunk, when the cluster is unreachable
         from ..runner import dask_client
 
@@ -531,6 +522,21 @@ def audit(
     write_json(out / "summary.json", summary, strict=True)  # for any JSON parser
     report = write_audit_report(out, summary, frames, cfg, maps)
     return AuditResult(out, summary, report)
+
+
+def _shapes(cfg: AuditConfig, pop: Population):
+    """The county's block shapes the report maps (``[report] shapes``), None without; refused
+    for a population placed by another geography than census blocks (a school has none)."""
+    if not cfg.report.shapes:
+        return None
+    if pop.schema.geography != Geo.BLOCK:
+        raise TabreconError(
+            f"--shapes draws census blocks; {pop.name}'s records are placed by "
+            f"{pop.schema.geography} (its geography), which has no block shapes"
+        )
+    from ..shapes import read_shapes
+
+    return read_shapes(cfg.report.shapes)
 
 
 def _block_figures(blocks: pl.DataFrame, singled: list[pl.DataFrame]) -> pl.DataFrame:

@@ -127,8 +127,7 @@ def audit(
         ),
     ] = None,
 ) -> None:
-    """Audit a release end to end: publish, reconstruct, certify, link, defend, compare; write a
-    report."""
+    """Audit a release end to end: publish, reconstruct, certify, link, defend; write a report."""
     from ...audit.config import load_config
     from ...audit.run import audit as _audit
     from ...audit.stages import runs
