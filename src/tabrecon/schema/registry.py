@@ -24,6 +24,7 @@ import importlib
 import pkgutil
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import cache
 from typing import Any
 
 from ..errors import TabreconError
@@ -227,6 +228,10 @@ class Population:
         release = Release(release)
         if release is self.schema.release:
             return self
+        return _in_release(self, release)
+
+    def _released(self, release: Release) -> Population:
+        """:meth:`in_release`, made (once per population and release: :func:`_in_release`)."""
         tables = self.release_tables(release)  # refused here when not declared
         got = next(r for r in self.releases if r.release is release)
         schema = replace(self.schema, release=release)
@@ -323,6 +328,13 @@ class Population:
         n = len(self.schema.attributes)
         if any(not 1 <= k <= n for k in self.k_values):
             raise TabreconError(f"{self.name}: k values must lie in 1..{n} ({self.k_values})")
+
+
+@cache
+def _in_release(pop: Population, release: Release) -> Population:
+    """One value per population and release: every lookup of a release-marked schema gives
+    the same object (its tables made once)."""
+    return pop._released(release)
 
 
 def _marking(make: Callable[..., Any], schema: Schema) -> Callable[..., Any]:
