@@ -15,7 +15,7 @@ import polars as pl
 import pytest
 from cli_run import run_cli
 
-from tabrecon.errors import TabreconError
+from tabrecon.errors import InputError, TabreconError
 from tabrecon.schema.registry import population
 from tabrecon.tables.layout import DHC_2020, STUB_SEPARATOR, rows, stub_key
 from tabrecon.tables.spec import weight_matrix
@@ -331,3 +331,56 @@ def test_a_dhc_release_is_audited_as_such_and_never_resumed_as_sf1(tmp_path):
     other = ["audit", "--tables", "sf1.csv", "--schema", "households", "-c", "fast.toml"]
     mixed = run_cli([*other, "-o", "a", "--quiet", "--resume"], tmp_path)
     assert mixed.returncode == 2 and "holds results of another run" in mixed.stderr
+
+
+# -- every form of a DHC file read ----------------------------------------------------------------
+def _dhc_api_name(cell: str) -> str:
+    return DHC_2020.frame().filter(pl.col("cell") == cell)["api_name"][0]
+
+
+@pytest.mark.parametrize("name", ["households", "group_quarters"])
+def test_a_dhc_county_reads_back_cell_for_cell_in_every_form(name, tmp_path):
+    """The same county's DHC tables as a long file, a wide CSV of summary-file names
+    (``H004A0001``), the Census API's JSON (``H4A_001N``, state/county/tract/block) and a
+    data.census.gov CSV (GEO_ID, NAME, a row of labels): each read with --release dhc-2020 into
+    the same table set; an API file read without it is sent to --release dhc-2020."""
+    import json
+
+    from tabrecon.records.synth import SynthConfig
+    from tabrecon.tables.reader import read_unit_tables
+    from tabrecon.tables.spec import tabulate
+
+    pop = population(name).in_release(Release.DHC_2020)
+    want = tabulate(pop.synthesize(SynthConfig(persons=500 if name == "households" else 20_000), 3))
+    g = want["block"]
+    names = {c: _dhc_api_name(c) for c in g.cells.tolist()}
+    cols = {c: [int(v) for v in g.col(c)] for c in g.cells.tolist()}
+    geo = pl.Series(list(g.geoids))
+    forms: dict[str, Path] = {}
+    want.to_frame().write_csv(tmp_path / "long.csv")
+    forms["long"] = tmp_path / "long.csv"
+    pl.DataFrame({"GEOID20": geo, **cols}).write_csv(tmp_path / "wide.csv")
+    forms["wide"] = tmp_path / "wide.csv"
+    api = pl.DataFrame({names[c]: v for c, v in cols.items()}).with_columns(
+        geo.str.slice(0, 2).alias("state"),
+        geo.str.slice(2, 3).alias("county"),
+        geo.str.slice(5, 6).alias("tract"),
+        geo.str.slice(11, 4).alias("block"),
+    )
+    rows = [api.columns, *[[str(x) for x in r] for r in api.rows()]]
+    (tmp_path / "api.json").write_text(json.dumps(rows))
+    forms["api"] = tmp_path / "api.json"
+    dcg = pl.DataFrame(
+        {"GEO_ID": "1000000US" + geo, "NAME": ["Block"] * len(geo)}
+        | {names[c]: [str(x) for x in v] for c, v in cols.items()}
+    )
+    labels = pl.DataFrame({c: [f"Label of {c}"] for c in dcg.columns})
+    pl.concat([labels, dcg]).write_csv(tmp_path / "dcg.csv")
+    forms["data.census.gov"] = tmp_path / "dcg.csv"
+    for form, path in forms.items():
+        got = read_unit_tables(path, pop.schema)
+        assert got.population == pop.key, form
+        a = want.to_frame().sort("geoid", "cell")
+        assert got.to_frame().sort("geoid", "cell").equals(a), form
+    with pytest.raises(InputError, match="read the 2020 DHC's tables with --release dhc-2020"):
+        read_unit_tables(tmp_path / "api.json", population(name).schema)

@@ -283,9 +283,10 @@ def test_tables_list_shows_the_count_beside_the_study_and_the_tables_left_out():
         assert left in r.stdout
 
 
-def test_2020_household_variables_are_refused_not_guessed(tmp_path):
-    """A wide file in the 2020 DHC's spelling (H1_001N, P16_002N) is refused with why: the 2020
-    household tables are not declared, and their ids are never guessed from 2010 labels."""
+def test_2020_household_variables_read_as_sf1_are_sent_to_the_dhc(tmp_path):
+    """A wide file in the 2020 DHC's spelling (H1_001N, P16_002N) read as SF1 2010's tables is
+    refused, naming --release dhc-2020 (2020 ids are never guessed from 2010 labels: the DHC's
+    are declared from its own layout, tests/test_dhc.py)."""
     from tabrecon.errors import InputError
     from tabrecon.tables.reader import read_unit_tables
 
@@ -293,7 +294,7 @@ def test_2020_household_variables_are_refused_not_guessed(tmp_path):
     f.write_text("GEO_ID,H1_001N,P16_002N,state,county,tract,block\nx,3,2,99,001,000100,1000\n")
     with pytest.raises(InputError, match=r"dhc.csv: holds 2020 census variables \(H1_001N"):
         read_unit_tables(f, HOUSING_UNITS)
-    with pytest.raises(InputError, match="never guessed from 2010 labels"):
+    with pytest.raises(InputError, match="with --release dhc-2020"):
         read_unit_tables(f, HOUSING_UNITS)
 
 

@@ -21,7 +21,7 @@ import polars as pl
 from ..errors import InputError
 from ..geo import LEVEL_OF_LENGTH, TABLE_LEVELS
 from ..schema.spec import Schema
-from ..vocab import Geo
+from ..vocab import Geo, Release
 from .forms import Raw, Shape, opened
 from .measures import WITHHELD, parse_values
 from .publication import MISSING_MARKS
@@ -408,15 +408,15 @@ def _refuse_unknown_variables(
     """Refuse a column named like an SF1 variable (``P099001``, ``H0990001``) that is none of SF1
     2010's in either spelling: a typo or another product's variable would otherwise be passed
     over without a word. Variables of SF1's other tables (a whole release) are left out."""
-    known = _known_variables()
+    known = _known_variables(schema.release)
     for c in columns:
         name = c.strip().upper()
         if c in cells or not re.fullmatch(r"(PCT|HCT|P|H)\d{3}[A-Z]?\d{3,4}", name):
             continue
         if name not in known:
             raise InputError(
-                f"unknown variable {c!r}: no variable of SF1 2010 is named so (tabrecon tables "
-                f"list --schema {schema.name})",
+                f"unknown variable {c!r}: no variable of {_title(schema)} is named so (tabrecon "
+                f"tables list --schema {schema.name} --release {schema.release})",
                 path=where,
             )
 
@@ -505,28 +505,37 @@ def _refuse_other_decade(
 
 
 @cache
-def _known_variables() -> frozenset[str]:
-    """Every SF1 2010 field's name in the summary-file and the 2010 API spelling."""
-    from .layout import layout
+def _known_variables(release: Release = Release.SF1_2010) -> frozenset[str]:
+    """Every field's name of SF1 2010 (or ``release``'s product) in the summary-file and the
+    API spelling (2010's ``P012003``; the DHC's ``P12_003N``)."""
+    from .layout import LAYOUTS
 
-    lay = layout()
+    lay = LAYOUTS[release].frame()
     return frozenset(lay["cell"].to_list()) | frozenset(lay["api_name"].to_list())
+
+
+def _title(schema: Schema) -> str:
+    from .layout import LAYOUTS
+
+    return LAYOUTS[schema.release].title
 
 
 def _cells_at(schema: Schema, level: str) -> list[UnitCell]:
     return [c for t in tables_of(schema) if t.level == level for c in t.cells()]
 
 
-def _spellings(mine: set[str]) -> dict[str, str]:
+def _spellings(mine: set[str], release: Release = Release.SF1_2010) -> dict[str, str]:
     """Every spelling of the cells ``mine`` a wide file may use, to the cell id: the summary
-    file's (``P0120003``, ``P012A003``, ``H016A0003``) and the 2010 API's (``P012003``), the
-    latter from the Bureau's layout where it has the cell, else by its rule (a three-digit
-    line)."""
-    from .layout import layout
+    file's (``P0120003``, ``P012A003``, ``H016A0003``) and the API's, from the Bureau's layout
+    of ``release``: 2010's (``P012003``; by its rule, a three-digit line, where the layout lacks
+    the cell) or the DHC's (``P12_003N``, ``H4A_001N``)."""
+    from .layout import LAYOUTS
 
-    lay = layout().filter(pl.col("cell").is_in(list(mine)))
+    lay = LAYOUTS[release].frame().filter(pl.col("cell").is_in(list(mine)))
     out = {c: c for c in mine}
     out |= dict(zip(lay["api_name"].to_list(), lay["cell"].to_list(), strict=True))
+    if release is not Release.SF1_2010:
+        return out
     for c in mine:
         m = re.match(r"^(PCT|HCT|P|H)(\d{3}[A-Z]?)(\d{4})$", c)
         if m and int(m.group(3)) < 1000:
@@ -542,13 +551,14 @@ def _rows_of_wide(df: pl.DataFrame, where: str, mine: set[str], schema: Schema) 
     from ..schema.registry import of_schema
     from .forms import geography_of
 
-    spelled = _spellings(mine)
+    spelled = _spellings(mine, schema.release)
     cells = {c: spelled[c.strip().upper()] for c in df.columns if c.strip().upper() in spelled}
-    old = set(cells)  # read by an SF1 spelling
-    spell = of_schema(schema).spell  # a population's other names (persons: 2020's)
-    if spell is not None:
-        cells |= {c: v for c, v in spell(df.columns).items() if v in mine and c not in cells}
-    _refuse_other_decade(df.columns, old, cells, where)
+    if schema.release is Release.SF1_2010:  # the DHC's own names are its layout's
+        old = set(cells)  # read by an SF1 spelling
+        spell = of_schema(schema).spell  # a population's other names (persons: 2020's)
+        if spell is not None:
+            cells |= {c: v for c, v in spell(df.columns).items() if v in mine and c not in cells}
+        _refuse_other_decade(df.columns, old, cells, where)
     seen: dict[str, str] = {}
     for column, cell in cells.items():  # two spellings of one cell (H001001 and H0010001)
         if cell in seen:
@@ -560,10 +570,8 @@ def _rows_of_wide(df: pl.DataFrame, where: str, mine: set[str], schema: Schema) 
     dhc = [c for c in df.columns if re.fullmatch(r"(PCT|HCT|P|H)\d+[A-Z]?_\d{3}N", c.strip())]
     if not cells and dhc:  # 2020 names: never guessed from 2010 labels
         raise InputError(
-            f"holds 2020 census variables ({', '.join(dhc[:3])}, ...): tabrecon declares the "
-            f"{schema.name} tables of SF1 2010 only (2010 names such as {min(mine)}); the 2020 "
-            "DHC tables over this schema are not declared, because their table shells are not "
-            "available to check them against, and 2020 ids are never guessed from 2010 labels",
+            f"holds 2020 census variables ({', '.join(dhc[:3])}, ...), not {_title(schema)}'s "
+            f"(such as {min(mine)}): read the 2020 DHC's tables with --release dhc-2020",
             path=where,
         )
     if not cells:
