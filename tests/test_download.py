@@ -207,7 +207,8 @@ def test_an_answer_about_another_place_is_refused(county_md, tmp_path):
 def test_a_countys_household_tables_download_under_the_layouts_api_names(tmp_path):
     """``download --schema households``: the 64 household tables, each cell requested under the
     API name of the Bureau's layout (H016A0003 as H016A003), read back equal to the tables of the
-    units behind them; 2020 household tables are refused, not guessed."""
+    units behind them; --year 2020 alone is sent to --release dhc-2020 (2020 ids are the DHC's
+    own, never guessed from 2010's)."""
     import polars as pl
 
     from tabrecon.records.households import synthesize_households
@@ -238,7 +239,7 @@ def test_a_countys_household_tables_download_under_the_layouts_api_names(tmp_pat
             "39", "059", tmp_path / "hu.parquet", "all", base_url=fake.url, pause=0,
             schema="households",
         )  # fmt: skip
-        with pytest.raises(TabreconError, match="declared for SF1 2010 only"):
+        with pytest.raises(TabreconError, match="fetch them with --release dhc-2020"):
             download("39", "059", tmp_path / "x.parquet", base_url=fake.url, year=2020,
                      schema="households")  # fmt: skip
     finally:
@@ -246,3 +247,43 @@ def test_a_countys_household_tables_download_under_the_layouts_api_names(tmp_pat
     got = read_unit_tables(out, HOUSING_UNITS).to_frame().sort("geoid", "cell")
     assert got.equals(long.sort("geoid", "cell").with_columns(pl.col("value").cast(pl.Int64)))
     assert any("H016A003" in q["get"] for q in fake.requests)
+
+
+def test_a_countys_dhc_household_tables_download_under_the_dhc_names(tmp_path):
+    """``download --release dhc-2020 --schema households``: the DHC's own tables (H4A-V, P16A-V,
+    P20, ...), each cell requested under the DHC layout's API name (H4A_001N), written with the
+    DHC's cell ids and read back equal to the DHC tables of the units behind them."""
+    import polars as pl
+
+    from tabrecon.records.synth import SynthConfig
+    from tabrecon.schema.registry import population
+    from tabrecon.tables.layout import DHC_2020
+    from tabrecon.tables.reader import read_unit_tables
+    from tabrecon.tables.spec import tabulate
+    from tabrecon.tables.tableset import Grid, TableSet
+
+    pop = population("households").in_release("dhc-2020")
+    units = pop.synthesize(SynthConfig(persons=600, state="39", county="059"), 2)
+    want = tabulate(units)
+    g = want["block"]
+    tracts = np.unique(np.array([x[:11] for x in g.geoids]))
+    ts = TableSet(
+        {
+            "block": g,
+            "tract": Grid("tract", tracts, np.array([], dtype=str), np.zeros((tracts.size, 0))),
+        }
+    )
+    spelled = dict(DHC_2020.frame().select("cell", "api_name").iter_rows())
+    fake = FakeAPI(ts, lambda c: spelled[c])
+    server = _serve(fake)
+    try:
+        out = download(
+            "39", "059", tmp_path / "dhc.parquet", "all", base_url=fake.url, pause=0,
+            schema="households", release="dhc-2020",
+        )  # fmt: skip
+    finally:
+        server.shutdown()
+    got = read_unit_tables(out, pop.schema).to_frame().sort("geoid", "cell")
+    assert got.equals(want.to_frame().sort("geoid", "cell").with_columns(pl.col("value")))
+    asked = ",".join(q["get"] for q in fake.requests)
+    assert "H4A_001N" in asked and "P16V_001N" in asked and "H004A0001" not in asked

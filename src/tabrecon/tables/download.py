@@ -24,6 +24,7 @@ import urllib.parse
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 
@@ -33,9 +34,9 @@ from ..interrupts import Interrupted, check, keeps
 from ..io import check_suffix, write_frame
 from ..provenance import check_or_record, fingerprint
 from ..schema.registry import population
-from ..vocab import Geo
+from ..vocab import Geo, Release
 from .forms import frame_of_rows
-from .layout import layout
+from .layout import DHC_2020, layout
 from .spec import select_tables
 
 #: The 2010 SF1 endpoint of the Census Data API.
@@ -168,6 +169,7 @@ def download(
     resume: bool = True,
     progress: Callable[[dict], None] | None = None,
     schema: str = "persons",
+    release: str | None = None,
 ) -> Path:
     """Fetch a county's block and tract tables and write them as one long table file.
 
@@ -188,29 +190,21 @@ def download(
         The endpoint (default: the year's; a local server in the tests).
     schema : str
         The population whose tables to fetch (``persons``; ``households``: SF1 2010's household
-        tables, under the API names of the Bureau's layout; 2020's are not declared).
+        tables, under the API names of the Bureau's layout).
+    release : str, optional
+        ``dhc-2020``: the 2020 DHC's own tables over the population, under the API names of the
+        DHC's layout (``H4A_001N``), written with the DHC's cell ids (``--year`` 2020 implied).
 
     Returns
     -------
     Path
         ``out``.
     """
-    if year not in ENDPOINTS:
-        raise TabreconError(f"--year must be 2010 or 2020 (got {year})")
+    pop, name, year = _named(schema, year, release)
     check_county(state, county, year)
     base_url = check_url(base_url or ENDPOINTS[year])
     out = check_suffix(out)
     by_level: dict[str, list[str]] = {"block": [], "tract": []}
-    pop = population(schema)
-    if year == 2010:
-        name = dict(layout().select("cell", "api_name").iter_rows()).__getitem__
-    elif pop.name_2020 is not None:
-        name = pop.name_2020
-    else:
-        raise TabreconError(
-            f"--year {year}: the {pop.name} tables are declared for SF1 2010 only (the 2020 "
-            "DHC's shells are not available, and 2020 names are never guessed from 2010 labels)"
-        )
     chosen = select_tables(tables if isinstance(tables, str) else ",".join(tables), pop.schema)
     names = [u.name for u in chosen]
     cell_of: dict[str, str] = {}
@@ -223,7 +217,7 @@ def download(
             old.unlink()
     parts.mkdir(parents=True, exist_ok=True)
     fp = fingerprint(
-        state=state, county=county, tables=names, api=base_url, year=year, schema=pop.name
+        state=state, county=county, tables=names, api=base_url, year=year, schema=pop.key
     )
     check_or_record(parts / "run.json", fp, str(parts))
     client = _Client(base_url, key, retries, pause)
@@ -288,6 +282,27 @@ def download(
     # every value was checked to be a count as its tract arrived
     write_frame(long.sort("geoid", "cell"), out)
     return out
+
+
+def _named(schema: str, year: int, release: str | None) -> tuple[Any, Callable[[str], str], int]:
+    """The population whose tables to fetch, the API's name of each of its cells, and the year:
+    SF1 2010's names from its layout; 2020's persons under their DHC names with SF1's numbers
+    (``name_2020``); ``release`` dhc-2020: the DHC's own tables and names."""
+    if year not in ENDPOINTS:
+        raise TabreconError(f"--year must be 2010 or 2020 (got {year})")
+    pop = population(schema)
+    if release is not None and Release(release) is Release.DHC_2020:
+        pop = pop.in_release(Release.DHC_2020)
+        lay = DHC_2020.frame()
+        return pop, dict(lay.select("cell", "api_name").iter_rows()).__getitem__, 2020
+    if year == 2010:
+        return pop, dict(layout().select("cell", "api_name").iter_rows()).__getitem__, year
+    if pop.name_2020 is not None:
+        return pop, pop.name_2020, year
+    raise TabreconError(
+        f"--year {year}: the 2020 tables of {pop.name} are the DHC's own (table numbers "
+        "changed): fetch them with --release dhc-2020"
+    )
 
 
 def _long_of(wide: pl.DataFrame, cell_of: dict[str, str], level: str) -> pl.DataFrame:

@@ -381,6 +381,14 @@ def download(
     api: Annotated[str | None, typer.Option(help="API endpoint (default: the year's)")] = None,
     fresh: Fresh = False,
     schema: SchemaName = "persons",
+    release: Annotated[
+        str | None,
+        typer.Option(
+            "--release",
+            help="dhc-2020: the 2020 DHC's own tables over --schema (households: H4A-V, P16A-V, "
+            "...; group quarters: P18), under the DHC's names (implies --year 2020)",
+        ),
+    ] = None,
     shapes: Annotated[
         bool,
         typer.Option(
@@ -412,6 +420,8 @@ def download(
 
     t0 = time.perf_counter()
     at_least(0, retries=retries)
+    if release is not None:
+        one_of(release, Release.choices(), "--release")
     if shapes:
         from ...tables.download import download_shapes
 
@@ -444,5 +454,6 @@ def download(
         resume=not fresh,
         progress=tick,
         schema=schema,
+        release=release,
     )
     console.print(f"written {path} ({time.perf_counter() - t0:.1f} s)")
