@@ -305,7 +305,7 @@ LONG_FUNCTIONS = {
     "tabrecon.report.html:write_audit_report": 248,
     "tabrecon.runner:run_units": 122,
     "tabrecon.tables.declaration:load_declaration": 250,
-    "tabrecon.tables.download:download": 122,
+    "tabrecon.tables.download:download": 126,
     "tabrecon.tables.reader:_checked": 158,
     "tabrecon.tables.reader:_rows_of_wide": 158,
 }
