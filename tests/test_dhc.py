@@ -384,3 +384,18 @@ def test_a_dhc_county_reads_back_cell_for_cell_in_every_form(name, tmp_path):
         assert got.to_frame().sort("geoid", "cell").equals(a), form
     with pytest.raises(InputError, match="read the 2020 DHC's tables with --release dhc-2020"):
         read_unit_tables(tmp_path / "api.json", population(name).schema)
+
+
+def test_the_person_audit_of_the_dhc_is_refused_until_its_stages_read_the_dhc(tmp_path):
+    """Its claims and linkage stages still read SF1 2010's tables: refused before any work
+    rather than an SF1 audit labelled DHC; persons' DHC tables tabulate whole (every declared
+    table, not SF1's 34)."""
+    from tabrecon.records.synth import SynthConfig, synthesize
+    from tabrecon.schema import write_microdata
+
+    write_microdata(synthesize(SynthConfig(persons=300), seed=1), tmp_path / "p.csv")
+    r = run_cli(["tabulate", "p.csv", "--release", "dhc-2020", "-o", "dhc.csv"], tmp_path)
+    assert r.returncode == 0 and "x 2,127 cells" in r.stdout.replace("\n", " "), r.stdout
+    r = run_cli(["audit", "--tables", "dhc.csv", "--release", "dhc-2020", "-o", "a"], tmp_path)
+    assert r.returncode == 2 and "audits housing units and group quarters so far" in r.stderr
+    assert not (tmp_path / "a").exists()

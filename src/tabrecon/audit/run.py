@@ -648,6 +648,13 @@ def _effective(cfg: AuditConfig, pop: Population) -> AuditConfig:
     records: asked for explicitly, they are refused)."""
     from .config import ConfigError, DefensesConfig
 
+    if pop.schema.release != Release.SF1_2010 and runs(pop, Stage.CLAIMS):
+        raise TabreconError(  # its claims and linkage stages read SF1 2010's tables still
+            f"the audit of {pop.noun} reads SF1 2010's tables in its claims and linkage stages: "
+            f"--release {pop.schema.release} audits housing units and group quarters so far "
+            "(persons' DHC tables are read, tabulated and reconstructed: tabrecon reconstruct "
+            f"--release {pop.schema.release})"
+        )
     if runs(pop, Stage.CLAIMS) and runs(pop, Stage.DEFENSES):
         return cfg
     if (

@@ -247,6 +247,7 @@ class Population:
             synthesize=None if self.synthesize is None else _marking(self.synthesize, schema),
             read=None if self.read is None else _marking(self.read, schema),
             releases=(),
+            select=None,  # its selections (persons' "all": the 34) name SF1's tables
             study_cells=0,
             study_by_k={},
         )
