@@ -386,16 +386,29 @@ def test_a_dhc_county_reads_back_cell_for_cell_in_every_form(name, tmp_path):
         read_unit_tables(tmp_path / "api.json", population(name).schema)
 
 
-def test_the_person_audit_of_the_dhc_is_refused_until_its_stages_read_the_dhc(tmp_path):
-    """Its claims and linkage stages still read SF1 2010's tables: refused before any work
-    rather than an SF1 audit labelled DHC; persons' DHC tables tabulate whole (every declared
-    table, not SF1's 34)."""
+@pytest.mark.slow
+def test_the_person_audit_of_the_dhc_runs_every_person_stage_but_the_defenses(tmp_path):
+    """Person records audited as published in the DHC: tabulated into every declared DHC table
+    (not SF1's 34), reconstructed and certified at both levels, verified claims, agreement and
+    reidentification; the defenses (which re-tabulate SF1 2010's tables) are refused when
+    asked for and left out otherwise."""
+    import json
+
     from tabrecon.records.synth import SynthConfig, synthesize
     from tabrecon.schema import write_microdata
 
-    write_microdata(synthesize(SynthConfig(persons=300), seed=1), tmp_path / "p.csv")
+    write_microdata(synthesize(SynthConfig(persons=400), seed=1), tmp_path / "p.csv")
     r = run_cli(["tabulate", "p.csv", "--release", "dhc-2020", "-o", "dhc.csv"], tmp_path)
     assert r.returncode == 0 and "x 2,127 cells" in r.stdout.replace("\n", " "), r.stdout
-    r = run_cli(["audit", "--tables", "dhc.csv", "--release", "dhc-2020", "-o", "a"], tmp_path)
-    assert r.returncode == 2 and "audits housing units and group quarters so far" in r.stderr
-    assert not (tmp_path / "a").exists()
+    audit = ["audit", "p.csv", "--release", "dhc-2020", "--quiet"]
+    r = run_cli([*audit, "--defenses", "swap-lo", "-o", "x"], tmp_path)
+    assert r.returncode == 2 and "not persons of 2020 DHC" in r.stderr
+    assert not (tmp_path / "x").exists()
+    r = run_cli([*audit, "-o", "a"], tmp_path)
+    assert r.returncode == 0, r.stderr[-2000:]
+    s = json.loads((tmp_path / "a" / "summary.json").read_text())
+    assert s["release"] == "dhc-2020" and "P12AH" in s["tables_present"]
+    assert {"agreement_block", "agreement_block+tract"} <= set(s) and "claims" in s
+    assert "defenses" not in s
+    doc = (tmp_path / "a" / "report.html").read_text()
+    assert "2020 DHC person tables" in doc

@@ -78,9 +78,9 @@ def test_audit_of_a_housing_unit_file_reports_households_and_resumes(county):
     assert mixed.returncode == 2 and "audits one file: its housing units as MICRODATA" in (
         mixed.stderr
     )
-    person_only = _cli(["audit", "u.parquet", "--schema", "households", "--defenses", ""], d)
+    person_only = _cli(["audit", "u.parquet", "--schema", "households", "--defenses", "swap-lo"], d)
     assert person_only.returncode == 2
-    assert "--defenses: the defenses take records linked" in person_only.stderr
+    assert "--defenses: the defenses take person records" in person_only.stderr
     with_units = _cli(
         ["audit", "u.parquet", "--schema", "households", "--households", "u.parquet"], d
     )

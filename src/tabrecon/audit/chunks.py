@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -214,6 +214,8 @@ def open_chunk(cr: ChunkRunner, md_path, ts_path, given, log: StageLog) -> Opene
         if cr.linked:
             md = read_microdata(md_path, counties=ch.counties or None)
             truth = person_units(md)
+            if truth.schema != cr.pop.schema:  # the same records, published in another release
+                truth = replace(truth, schema=cr.pop.schema)
         else:
             truth = cr.pop.records(md_path, ch.counties or None)
         log.add("read", time.perf_counter() - t0, tree_cpu() - c0)

@@ -644,28 +644,21 @@ def _effective(cfg: AuditConfig, pop: Population) -> AuditConfig:
     tables at block); its verified claims are Generate-then-Verify's (``[households]``: on
     the sampled median blocks, or every block) rather than every tract's claims from its
     certification (a housing unit's ten columns give so many candidate claims that one tract
-    of 70 blocks ran for over ten minutes); and it is not defended (the defenses protect person
-    records: asked for explicitly, they are refused)."""
+    of 70 blocks ran for over ten minutes). A population the defenses do not take (any but
+    persons, and persons in another release than SF1 2010) is not defended: asked for
+    explicitly, they are refused."""
     from .config import ConfigError, DefensesConfig
 
-    if pop.schema.release != Release.SF1_2010 and runs(pop, Stage.CLAIMS):
-        raise TabreconError(  # its claims and linkage stages read SF1 2010's tables still
-            f"the audit of {pop.noun} reads SF1 2010's tables in its claims and linkage stages: "
-            f"--release {pop.schema.release} audits housing units and group quarters so far "
-            "(persons' DHC tables are read, tabulated and reconstructed: tabrecon reconstruct "
-            f"--release {pop.schema.release})"
-        )
-    if runs(pop, Stage.CLAIMS) and runs(pop, Stage.DEFENSES):
+    if not runs(pop, Stage.DEFENSES):
+        if cfg.defenses.specs and cfg.defenses.specs != DefensesConfig().specs:
+            raise ConfigError(
+                f"defenses.specs: the defenses take person records of SF1 2010's tables, not "
+                f"{pop.noun} of {pop.schema.release.label} (--schema {pop.name}); leave "
+                "[defenses] out"
+            )
+        cfg = replace(cfg, defenses=replace(cfg.defenses, specs=()))
+    if runs(pop, Stage.CLAIMS):  # persons, in any release: every level, claims by tract
         return cfg
-    if (
-        not runs(pop, Stage.DEFENSES)
-        and cfg.defenses.specs
-        and cfg.defenses.specs != DefensesConfig().specs
-    ):
-        raise ConfigError(
-            f"defenses.specs: the defenses take records linked to an attacker's data, not "
-            f"{pop.noun} (--schema {pop.name}); leave [defenses] out"
-        )
     rich = Level.BLOCK_TRACT if Level.BLOCK_TRACT in cfg.reconstruct.levels else Level.BLOCK
     level = str(rich if pop.default_level == Level.BLOCK_TRACT else Level.BLOCK)
     return replace(

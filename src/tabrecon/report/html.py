@@ -132,6 +132,11 @@ def _plots(frames: dict[str, pl.DataFrame], summary: dict) -> dict[str, str]:
     return figs
 
 
+def _release(summary: dict) -> str:
+    """How the report names the release audited (``SF1``, ``2020 DHC``)."""
+    return {"dhc-2020": "2020 DHC"}.get(summary.get("release", ""), "SF1")
+
+
 def _words(summary: dict) -> tuple[str, str, str]:
     """What an audit's records are called (``persons``, ``housing units``), its geography's
     units (``block``, a declared release's ``school``) and the columns its claims read, in
@@ -522,7 +527,7 @@ def write_audit_report(
         + "</ul>",
     ]
     tp = summary.get("tables_present") or []
-    kind = "SF1 person tables" if noun == "persons" else f"tables of {summary['noun']}"
+    kind = f"{_release(summary)} person tables" if noun == "persons" else f"tables of {noun}"
     which = f"{len(tp)} {kind}: {', '.join(tp)}" if tp else kind
     parts.append(
         '<h2 id="publish">What was published</h2>'

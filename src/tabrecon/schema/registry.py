@@ -248,6 +248,8 @@ class Population:
             read=None if self.read is None else _marking(self.read, schema),
             releases=(),
             select=None,  # its selections (persons' "all": the 34) name SF1's tables
+            # the defenses re-tabulate SF1 2010's person tables: not a defense of this release
+            capabilities=self.capabilities - {Capability.DEFENDED},
             study_cells=0,
             study_by_k={},
         )

@@ -136,12 +136,12 @@ def audit(
     from ...vocab import Stage
 
     pop = released(schema, release)
-    if defenses is not None and not runs(pop, Stage.DEFENSES):  # refused, never ignored
-        raise TabreconError(
-            f"--defenses: the defenses take records linked to an attacker's data, not "
-            f"{pop.noun} (--schema {pop.name})"
-        )
     specs = None if defenses is None else [d.strip() for d in defenses.split(",") if d.strip()]
+    if specs and set(specs) != {"none"} and not runs(pop, Stage.DEFENSES):  # never ignored
+        raise TabreconError(
+            f"--defenses: the defenses take person records of SF1 2010's tables, not "
+            f"{pop.noun} of {pop.schema.release.label} (--schema {pop.name})"
+        )
     run_opts = {
         "scheduler": scheduler,
         "workers": workers,
