@@ -4,6 +4,7 @@ file, and the wheel installed in a fresh environment outside the source tree run
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -24,7 +25,10 @@ DATA = sorted(
 
 
 def _run(args: list[str], cwd: Path, timeout: int = 600) -> subprocess.CompletedProcess:
-    return subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+    """``args`` run as in a fresh shell: no PYTHONPATH (a suite run from a worktree sets one,
+    which would put the sources before the installed wheel)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+    return subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env)
 
 
 @pytest.fixture(scope="module")
