@@ -412,3 +412,22 @@ def test_the_person_audit_of_the_dhc_runs_every_person_stage_but_the_defenses(tm
     assert "defenses" not in s
     doc = (tmp_path / "a" / "report.html").read_text()
     assert "2020 DHC person tables" in doc
+
+
+def test_a_dhc_file_with_a_line_its_table_lacks_or_a_tract_table_at_a_block_is_named(tmp_path):
+    """A DHC table given with a line the layout does not have (P12A_050N: P12A has 49) is
+    refused, not passed over; a tract-only table's cell given for a block, named with its line."""
+    from tabrecon.tables.reader import read_unit_tables
+
+    dhc = population("persons").in_release(Release.DHC_2020)
+    api = tmp_path / "api.json"
+    api.write_text(
+        '[["P1_001N","P12A_001N","P12A_050N","state","county","tract","block"],'
+        '["3","3","1","99","001","000100","1000"]]'
+    )
+    with pytest.raises(InputError, match="unknown variable 'P12A_050N': no variable of the 2020"):
+        read_unit_tables(api, dhc.schema)
+    long = tmp_path / "long.csv"
+    long.write_text("geoid,cell,value\n990010001001000,P0010001,3\n990010001001000,PCT0120001,3\n")
+    with pytest.raises(InputError, match=r"long.csv, line 3, column 'geoid'.*a tract table"):
+        read_unit_tables(long, dhc.schema)

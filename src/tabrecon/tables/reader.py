@@ -405,13 +405,22 @@ def _tract_cells(schema: Schema) -> list[str]:
 def _refuse_unknown_variables(
     columns: list[str], cells: dict[str, str], where: str, schema: Schema
 ) -> None:
-    """Refuse a column named like an SF1 variable (``P099001``, ``H0990001``) that is none of SF1
-    2010's in either spelling: a typo or another product's variable would otherwise be passed
-    over without a word. Variables of SF1's other tables (a whole release) are left out."""
+    """Refuse a column named like a variable of the schema's release (SF1: ``P099001``,
+    ``H0990001``; the DHC: ``P12A_050N`` too) that is none of its variables: a typo, a table of
+    another length than the layout's, or another product's variable would otherwise be passed
+    over without a word. Variables of the release's other tables are left out."""
     known = _known_variables(schema.release)
+    # a variable's names: SF1's two spellings; the DHC's summary-file names (two-letter
+    # iterations have two-digit lines: P012AH01) and its API names (P12AH_001N)
+    shapes = [r"(PCT|HCT|P|H)\d{3}[A-Z]?\d{3,4}"]
+    if schema.release is not Release.SF1_2010:
+        shapes += [
+            r"(PCT|HCT|PCO|P|H)\d{3}[A-Z]{2}\d{2,3}",
+            r"(PCT|HCT|PCO|P|H)\d+[A-Z]{0,2}_\d{3}N",
+        ]
     for c in columns:
         name = c.strip().upper()
-        if c in cells or not re.fullmatch(r"(PCT|HCT|P|H)\d{3}[A-Z]?\d{3,4}", name):
+        if c in cells or not any(re.fullmatch(x, name) for x in shapes):
             continue
         if name not in known:
             raise InputError(
