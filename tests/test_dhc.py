@@ -324,6 +324,7 @@ def test_a_dhc_release_is_audited_as_such_and_never_resumed_as_sf1(tmp_path):
     assert summary["households"]["tables"][:3] == ["H1", "H3", "H4"]
     doc = (tmp_path / "a" / "report.html").read_text()
     assert "with the 2020 DHC tables H1, H3, H4" in doc and "output of TopDown" in doc
+    assert "they describe the protected data" in doc.split('id="in-brief"')[1].split("</p>")[0]
     again = run_cli([*audit, "--release", "dhc-2020", "-o", "a", "--quiet", "--resume"], tmp_path)
     assert again.returncode == 0, again.stderr[-2000:]
     tabulated = ["tabulate", "hh.csv", "--schema", "households", "-o", "sf1.csv"]
@@ -412,6 +413,8 @@ def test_the_person_audit_of_the_dhc_runs_every_person_stage_but_the_defenses(tm
     assert "defenses" not in s
     doc = (tmp_path / "a" / "report.html").read_text()
     assert "2020 DHC person tables" in doc
+    brief = doc.split('id="in-brief"')[1].split("</p>")[0]
+    assert "output of the Census Bureau's differential privacy" in brief
 
 
 def test_a_dhc_file_with_a_line_its_table_lacks_or_a_tract_table_at_a_block_is_named(tmp_path):

@@ -317,6 +317,7 @@ def in_brief(s: dict, examples: pl.DataFrame | None = None) -> str:
                 f"claims: “exactly one of the {noun} of this {place} has these values on these "
                 "columns”, true of every population consistent with the tables."
             )
+        said += _protected(s)
         return f'<p class="lead" id="in-brief"><b>In brief.</b> {" ".join(said)}</p>'
     said = [
         f'<a href="#tbl-solvar">{c["unique_persons"]:,} of {n:,} residents '
@@ -349,7 +350,22 @@ def in_brief(s: dict, examples: pl.DataFrame | None = None) -> str:
         "attacker holds (names with block, sex and age), and how often such a linkage would be "
         "right is measured only where that data is given."
     )
+    said += _protected(s)
     return f'<p class="lead" id="in-brief"><b>In brief.</b> {" ".join(said)}</p>'
+
+
+def _protected(s: dict) -> list[str]:
+    """What a report of the 2020 DHC adds to its first paragraph: its tables are TopDown's
+    output, so what they make certain is certain of the protected data (how often of the
+    people is not measured here yet)."""
+    if s.get("release") != "dhc-2020":
+        return []
+    return [
+        "These are the 2020 DHC's tables, the output of the Census Bureau's differential "
+        "privacy (TopDown): they describe the protected data, not the responses, so what they "
+        "make certain is certain of that data, and true of the people only as far as the two "
+        "agree; how often such claims are true of the people is not measured in this report."
+    ]
 
 
 def _headlines(s: dict, examples: pl.DataFrame | None = None) -> list[str]:
