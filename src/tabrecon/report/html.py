@@ -13,7 +13,7 @@ import polars as pl
 
 from ..audit.config import AuditConfig
 from ..shapes import MAPS_EXTRA
-from ..vocab import Geo, Level
+from ..vocab import Geo, Level, Release
 from .claims import claims_section
 from .defenses import DEFENSE_TABLES, frontier_section, no_defense_row, release_agreement
 from .page import (
@@ -134,7 +134,8 @@ def _plots(frames: dict[str, pl.DataFrame], summary: dict) -> dict[str, str]:
 
 def _release(summary: dict) -> str:
     """How the report names the release audited (``SF1``, ``2020 DHC``)."""
-    return {"dhc-2020": "2020 DHC"}.get(summary.get("release", ""), "SF1")
+    release = Release(summary.get("release", Release.SF1_2010))
+    return "SF1" if release is Release.SF1_2010 else release.label
 
 
 def _words(summary: dict) -> tuple[str, str, str]:
@@ -358,7 +359,7 @@ def _protected(s: dict) -> list[str]:
     """What a report of the 2020 DHC adds to its first paragraph: its tables are TopDown's
     output, so what they make certain is certain of the protected data (how often of the
     people is not measured here yet)."""
-    if s.get("release") != "dhc-2020":
+    if Release(s.get("release", Release.SF1_2010)) is not Release.DHC_2020:
         return []
     return [
         "These are the 2020 DHC's tables, the output of the Census Bureau's differential "

@@ -221,7 +221,7 @@ def tables_list(
     what = (
         f"Tables of {pop.name}, declared in {Path(pop.source).name}"
         if pop.source
-        else f"{_RELEASE_TITLE[Release(release)]} tables over the {pop.name} schema"
+        else f"{Release(release).label} tables over the {pop.name} schema"
     )
     console.print(table(what, cols, rows))
     per_block = sum(len(t.cells()) for t in declared if t.level == Geo.BLOCK)
@@ -241,10 +241,6 @@ def tables_list(
                 [[k, v] for k, v in left.items()],
             )
         )
-
-
-#: how ``tables list`` titles each release
-_RELEASE_TITLE = {Release.SF1_2010: "SF1 2010", Release.DHC_2020: "2020 DHC"}
 
 
 @tables_app.command("describe")
