@@ -279,5 +279,4 @@ def released(schema: str, release: str) -> Population:
     from ..vocab import Release
 
     one_of(release, Release.choices(), "--release")
-    pop = population(schema)
-    return pop if release == Release.SF1_2010 else pop.in_release(release)
+    return population(schema).in_release(release)  # SF1 2010: the population itself
