@@ -182,7 +182,7 @@ class Solution:
         return _tightened(self.response, self.x.size)
 
 
-def add_vars(proto, lb: np.ndarray, ub: np.ndarray) -> None:
+def add_vars(proto: Any, lb: np.ndarray, ub: np.ndarray) -> None:
     """Append variables of domains ``lb..ub``, parsed from protobuf text in C++: half the time
     of adding them one by one through the bindings (5 against 10 ms for a tract model's 5,392
     variables)."""
@@ -198,7 +198,7 @@ def add_vars(proto, lb: np.ndarray, ub: np.ndarray) -> None:
     )
 
 
-def add_rows(proto, A: sp.csr_matrix, lo: np.ndarray, hi: np.ndarray) -> None:
+def add_rows(proto: Any, A: sp.csr_matrix, lo: np.ndarray, hi: np.ndarray) -> None:
     """Append the rows ``lo <= A x <= hi`` (one by one: as text, the parse alone costs more)."""
     indptr, indices, data = A.indptr.tolist(), A.indices.tolist(), A.data.astype(np.int64).tolist()
     add = proto.constraints.add
@@ -215,7 +215,7 @@ def add_rows(proto, A: sp.csr_matrix, lo: np.ndarray, hi: np.ndarray) -> None:
         lin.domain.extend((lo_, hi_))
 
 
-def set_objective(proto, c: np.ndarray, maximize: bool) -> None:
+def set_objective(proto: Any, c: np.ndarray, maximize: bool) -> None:
     nz = np.flatnonzero(c)
     obj = proto.objective
     obj.vars.extend(nz.tolist())
