@@ -38,7 +38,7 @@ from tabrecon.records.households import synthesize_households
 from tabrecon.records.synth import SynthConfig
 from tabrecon.runner import RunOptions
 from tabrecon.schema import write_microdata
-from tabrecon.schema.catalog import HOUSING_UNITS
+from tabrecon.schema.registry import population
 from tabrecon.tables.spec import tabulate_units
 
 #: block sizes (housing units) the per-block times are shown by
@@ -102,7 +102,7 @@ def main() -> dict:
     t = time.perf_counter()
     run = release_claims(
         long,
-        HOUSING_UNITS,
+        population("households"),
         ClaimsOptions(k_solutions=a.K, block_seconds=a.block_seconds),
         run=RunOptions(workers=a.workers),
         truth=units,

@@ -43,7 +43,7 @@ from tabrecon.records.households import synthesize_households
 from tabrecon.records.synth import SynthConfig
 from tabrecon.runner import RunOptions
 from tabrecon.schema import person_units
-from tabrecon.schema.catalog import HOUSING_UNITS
+from tabrecon.schema.registry import population
 from tabrecon.tables.spec import tabulate_units
 
 #: the tables households were attacked on before issue 37 (120 cells per block)
@@ -106,7 +106,7 @@ def _attack(
 ) -> dict:
     t = time.perf_counter()
     if tied is None:
-        rec = reconstruct_units(sub, HOUSING_UNITS)
+        rec = reconstruct_units(sub, population("households"))
         unique = int((rec.blocks["status"] == "unique").sum())
         n_units = int(rec.blocks["units"].sum())
     else:  # given both releases
@@ -122,7 +122,7 @@ def _attack(
     ks = tuple(int(x) for x in a.k.split(","))
     run = release_claims(
         sub,
-        HOUSING_UNITS,
+        population("households"),
         ClaimsOptions(k_values=ks, k_solutions=a.K, seed=0, block_seconds=None),
         run=RunOptions(workers=a.workers),
         truth=units,

@@ -26,8 +26,8 @@ from tabrecon.attacks.joint import reconstruct_together, tie_matrices, tie_viola
 from tabrecon.engine.reconstruct import reconstruct_units
 from tabrecon.records.households import synthesize_households
 from tabrecon.records.synth import SynthConfig
-from tabrecon.schema import PERSONS_BINNED, person_units
-from tabrecon.schema.catalog import HOUSING_UNITS
+from tabrecon.schema import person_units
+from tabrecon.schema.registry import population
 from tabrecon.tables.spec import tabulate_units
 
 
@@ -46,10 +46,10 @@ def main() -> dict:
     )
 
     t = time.perf_counter()
-    alone_u = reconstruct_units(lu, HOUSING_UNITS)
+    alone_u = reconstruct_units(lu, population("households"))
     t_u = time.perf_counter() - t
     t = time.perf_counter()
-    alone_p = reconstruct_units(lp, PERSONS_BINNED)
+    alone_p = reconstruct_units(lp, population("persons_binned"))
     t_p = time.perf_counter() - t
     t = time.perf_counter()
     joint = reconstruct_together(lu, lp, "households")

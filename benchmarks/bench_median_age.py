@@ -23,7 +23,8 @@ from typing import Any
 
 from benchmarks.common import real_sample_tracts, record
 from tabrecon.engine.reconstruct import ReconstructOptions, reconstruct_units
-from tabrecon.schema import AGEBIN_OF_AGE, PERSONS, person_units
+from tabrecon.schema import AGEBIN_OF_AGE, person_units
+from tabrecon.schema.registry import population
 from tabrecon.tables.spec import tables_of, tabulate_units
 
 ITERATIONS = tuple(f"P13{i}" for i in "ABCDEFGHI")
@@ -40,7 +41,7 @@ def main() -> dict:
     units = person_units(md)
     block34 = tuple(
         t.name
-        for t in tables_of(PERSONS)
+        for t in tables_of(population("persons"))
         if t.level == "block" and t.statistic is None and t.name not in ("P3", "P4", "P5")
     )
     long = tabulate_units(units, (*block34, "P13", *ITERATIONS))
@@ -59,7 +60,9 @@ def main() -> dict:
         row: dict[str, Any] = {}
         t = time.perf_counter()
         for key, on in (("agebin38", {"age": AGEBIN_OF_AGE}), ("single_year", None)):
-            rec = reconstruct_units(long, PERSONS, ReconstructOptions(unique_on=on), tables=names)
+            rec = reconstruct_units(
+                long, population("persons"), ReconstructOptions(unique_on=on), tables=names
+            )
             counts = dict(rec.blocks["status"].value_counts().rows())
             row[key] = int(counts.get("unique", 0))
             row[f"{key}_other"] = {k: int(v) for k, v in counts.items() if k != "unique"}

@@ -48,13 +48,13 @@ def measure(folder: Path, rounds: int, schema: str = "households") -> dict[str, 
         best = float("inf")
         for _ in range(rounds):
             t = time.perf_counter()
-            got = read_unit_tables(folder / form, pop.schema)
+            got = read_unit_tables(folder / form, pop)
             long = got if isinstance(got, pl.DataFrame) else got.to_frame()
-            EXACT.check(long, form, table_of=cell_tables(pop.schema))
+            EXACT.check(long, form, table_of=cell_tables(pop))
             if isinstance(got, pl.DataFrame):
-                split = TractTables.of_long(got, pop.schema)
+                split = TractTables.of_long(got, pop)
             else:
-                split = TractTables.of_tables(got, pop.schema)
+                split = TractTables.of_tables(got, pop)
             best = min(best, time.perf_counter() - t)
         out[form] = best
         out[f"{form} tracts"] = len(split.parts)
@@ -103,7 +103,7 @@ def _write(folder: Path, persons: int, schema: str = "households") -> int:
     pop = population("households")
     assert pop.synthesize is not None
     long = tabulate_units(pop.synthesize(SynthConfig(persons=persons), 7))
-    as_published(long, pop.schema).write_csv(folder / "long.csv")
+    as_published(long, pop).write_csv(folder / "long.csv")
     wide = long.pivot(on="cell", index="geoid", values="value").rename({"geoid": "GEOID"})
     wide.write_csv(folder / "wide.csv")
     return long.height

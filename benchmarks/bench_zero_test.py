@@ -28,7 +28,8 @@ import tabrecon.engine.variability as V
 from benchmarks.common import record, synthetic_and_real
 from tabrecon import certify, reconstruct
 from tabrecon.engine.reconstruct import ReconstructOptions, reconstruct_units
-from tabrecon.schema import AGEBIN_OF_AGE, PERSONS, person_units
+from tabrecon.schema import AGEBIN_OF_AGE, person_units
+from tabrecon.schema.registry import population
 from tabrecon.tables.persons import tabulate
 from tabrecon.tables.spec import tabulate_units
 from tabrecon.vocab import Level
@@ -60,7 +61,7 @@ def _side_by_side(md, rounds: int, label: str) -> dict:
                 t0 = time.perf_counter()
                 g = reconstruct_units(
                     long,
-                    PERSONS,
+                    population("persons"),
                     ReconstructOptions(
                         level=Level.BLOCK_TRACT, unique_on={"age": AGEBIN_OF_AGE}, distance=True
                     ),

@@ -15,7 +15,7 @@ OUT = Path(__file__).resolve().parent.parent / "src" / "tabrecon" / VENDORED
 
 def main() -> None:
     for name in registry.names():
-        path = vendor_identities(registry.population(name).schema, OUT)
+        path = vendor_identities(registry.population(name), OUT)
         print(f"{path}: {path.stat().st_size:,} bytes")
 
 

@@ -15,6 +15,7 @@ from tabrecon import certify, claims, reconstruct
 from tabrecon.engine.solvers import IntProgram, SolverOptions, solve
 from tabrecon.errors import InputError
 from tabrecon.schema import AGE_MAX, RACE_BITS, RACES, decode_types, read_microdata, write_microdata
+from tabrecon.schema.registry import population
 from tabrecon.tables.persons import N_TYPES, cell_index, tabulate, weight_matrix
 from tabrecon.tables.tableset import MISSING, TableSet
 
@@ -46,13 +47,13 @@ def test_a_release_with_median_ages_writes_the_ages_that_meet_them(tmp_path):
 
     from tabrecon.engine.release import reconstruct_release
     from tabrecon.records.synth import SynthConfig, synthesize
-    from tabrecon.schema import PERSONS, person_records, person_units
+    from tabrecon.schema import person_records, person_units
     from tabrecon.tables.spec import tabulate_units
 
     p13 = [f"P13{i}" for i in ("", *"ABCDEFGHI")]
     md = synthesize(SynthConfig(persons=300), seed=3)  # (1,000 persons: 17 s, 300: 3.5 s)
     long = tabulate_units(person_units(md), ["P1", "P12", *p13])
-    run = reconstruct_release(long, PERSONS)
+    run = reconstruct_release(long, population("persons"))
     assert not run.failed and "P13" in run.used
     lo, hi = run.units.ranges["age"]
     assert (run.units.codes["age"] != lo).any()  # a median pins a year inside some range

@@ -300,7 +300,6 @@ LONG_FUNCTIONS = {
     "tabrecon.cli.commands.defend:frontier": 199,
     "tabrecon.engine.proofs:prove_forms": 141,
     "tabrecon.engine.reconstruct:reconstruct_units": 322,
-    "tabrecon.engine.release:reconstruct_release": 132,
     "tabrecon.records.households:synthesize_households": 150,
     "tabrecon.report.html:write_audit_report": 248,
     "tabrecon.runner:run_units": 122,
@@ -419,19 +418,14 @@ RESOLVERS = {"tabrecon.tables.declaration"}
 LOOKUPS = {"of_schema", "population", "population_of_cells", "names"}
 #: lookups by name below the entry points when the rule came in, per module; each may only fall
 LOOKUPS_THEN: dict[str, int] = {
-    "tabrecon.attacks.claims": 2,
-    "tabrecon.attacks.joint": 8,
+    "tabrecon.attacks.joint": 8,  # the tied population, named by its declaration (Ties.other)
     "tabrecon.attacks.release": 1,  # the Python API's entry: the name a user passes
-    "tabrecon.attacks.unit_claims": 1,
-    "tabrecon.attacks.unit_claims_release": 4,
     "tabrecon.audit.run": 2,  # one the Python API's entry (audit(population=...))
-    "tabrecon.engine.release": 2,
     "tabrecon.report.claims": 1,
     "tabrecon.tables.download": 1,
-    "tabrecon.tables.published": 1,
-    "tabrecon.tables.reader": 5,
-    "tabrecon.tables.spec": 8,
-    "tabrecon.tables.tableset": 3,
+    "tabrecon.tables.published": 1,  # read_tables(path): the Python API's person entry
+    "tabrecon.tables.reader": 2,  # read_sf1(folder, "persons"); whose cells a refused file holds
+    "tabrecon.tables.spec": 2,  # declare_tables' registration; tabulate(units): records' own
 }
 
 

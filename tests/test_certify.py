@@ -17,6 +17,7 @@ from tabrecon import certify, reconstruct
 from tabrecon.attacks.certify import cumulative_solvar, solvar_table, uniqueness_flags
 from tabrecon.metrics.agreement import agree
 from tabrecon.schema import CODE_OF_BITS, from_arrays
+from tabrecon.schema.registry import population
 from tabrecon.tables.persons import tabulate
 
 
@@ -140,11 +141,10 @@ def _loose_distance(ts, tract: str, level: str, rec, block: str) -> int:
     from tabrecon.engine.solvers import IntProgram, solve
     from tabrecon.engine.tract import program_of_tract
     from tabrecon.populations.persons import UNIQUE_ON
-    from tabrecon.schema import PERSONS
 
-    split = plan_release(ts, PERSONS, level).split
+    split = plan_release(ts, population("persons"), level).split
     long = pl.concat([split.long(t) for t in split.parts])
-    m = program_of_tract(long, PERSONS, level, UNIQUE_ON)
+    m = program_of_tract(long, population("persons"), level, UNIQUE_ON)
     b = int(np.flatnonzero(m.geoids == block)[0])
     mine = np.asarray(rec.block_geoid) == block
     vsel = np.flatnonzero(m.var_block == b)

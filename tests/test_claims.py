@@ -24,6 +24,7 @@ from tabrecon.populations.persons import (
 )
 from tabrecon.runner import RunOptions
 from tabrecon.schema import PERSONS, Microdata, person_units
+from tabrecon.schema.registry import population
 from tabrecon.tables.persons import tabulate
 
 
@@ -72,9 +73,9 @@ def run_claims(
     else:
         ts, rec, cert = done
     status = dict(zip(cert["block_geoid"].to_list(), cert["status"].to_list(), strict=True))
-    split = plan_release(ts, PERSONS, level).split
+    split = plan_release(ts, population("persons"), level).split
     options = C.CertifiedClaimsOptions(level=level, k_solutions=k)
-    tasks = C.tract_tasks(split, PERSONS, person_units(rec), status, options)
+    tasks = C.tract_tasks(split, population("persons"), person_units(rec), status, options)
     chosen = [tasks[t] for t in sorted(tasks)[:tracts]]
     one = functools.partial(C.tract_claims, collect=True)
     if workers > 1:
@@ -269,9 +270,11 @@ def test_a_tract_that_reaches_its_time_limit_keeps_only_claims_it_verified():
     md = synthesize(SynthConfig(persons=1000), seed=7)  # 9 of 17 blocks vary (3,000: 28 s)
     ts, rec, cert, full = run_claims(md, "block")
     status = dict(zip(cert["block_geoid"].to_list(), cert["status"].to_list(), strict=True))
-    split = plan_release(ts, PERSONS, "block").split
+    split = plan_release(ts, population("persons"), "block").split
     options = C.CertifiedClaimsOptions(level="block", k_solutions=10)
-    tasks = list(C.tract_tasks(split, PERSONS, person_units(rec), status, options).values())
+    tasks = list(
+        C.tract_tasks(split, population("persons"), person_units(rec), status, options).values()
+    )
     assert any(t.certified.any() and (~t.certified).any() for t in tasks)
     for (res_full, _, claims_full), task in zip(full, tasks, strict=True):
         want = _sorted(claims_full)
@@ -364,13 +367,12 @@ def test_a_claim_that_repeats_a_block_cell_by_other_columns_is_trivial():
     person path recognised only the race columns all set or one race included, and claimed
     such claims as findings (207 distinct predicates on the sample's tracts)."""
     from tabrecon.attacks import unit_claims as U
-    from tabrecon.schema import PERSONS
     from tabrecon.tables.spec import compiled
 
     names = tuple(t.name for t in person_tables() if t.level == "block")
     cols = tuple(COLUMNS.index(n) for n in ("black", "aian", "asian", "nhpi", "sor"))
-    cells = compiled(PERSONS, names)[0]
-    trivial = U._trivial_cells(PERSONS, names, cols)
+    cells = compiled(population("persons"), names)[0]
+    trivial = U._trivial_cells(population("persons"), names, cols)
     assert {cells[c].id for c in trivial[0]} == {"P0030002", "P0080003", "P012A001"}
     assert describe_claim(cols, 0, 2) == (
         "exactly 2 persons: not black, not aian, not asian, not nhpi, not sor"

@@ -21,6 +21,7 @@ from cli_run import EXE, run_cli
 from tabrecon.records.households import synthesize_households
 from tabrecon.records.synth import SynthConfig, synthesize
 from tabrecon.schema import write_microdata
+from tabrecon.schema.registry import population
 from tabrecon.schema.spec import write_units
 from tabrecon.tables.persons import tabulate
 from tabrecon.tables.published import write_tables
@@ -59,7 +60,10 @@ def _files(d: Path) -> None:
     i = int(np.argmax(v[:, j]))
     v[i, j] += 1  # one more boy under 5 than the block's males allow
     write_tables(
-        TableSet({"block": Grid("block", g.geoids, g.cells, v), "tract": ts["tract"]}),
+        TableSet(
+            {"block": Grid("block", g.geoids, g.cells, v), "tract": ts["tract"]},
+            population=population("persons"),
+        ),
         d / "infeasible.parquet",
     )
     (d / "infeasible_tract.txt").write_text(str(g.geoids[i])[:11])

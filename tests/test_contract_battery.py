@@ -87,7 +87,7 @@ def county(request: pytest.FixtureRequest) -> County:
     if pop.synthesize is None:
         pytest.skip(f"{pop.name} has no synthetic data")
     units = pop.synthesize(SynthConfig(persons=PERSONS.get(pop.name, 400)), 7)
-    block_tables = tables_in(tabulate_units(units), pop.schema, "block")
+    block_tables = tables_in(tabulate_units(units), pop, "block")
     long = tabulate_units(units, block_tables)
     if pop.name in MAX_RECORDS:
         size = long.filter(pl.col("cell") == pop.size_cell)
@@ -100,9 +100,9 @@ def county(request: pytest.FixtureRequest) -> County:
             {k: v[rows] for k, v in units.codes.items()},
             source=units.source,
         )
-    rec = reconstruct_units(long, pop.schema)
+    rec = reconstruct_units(long, pop)
     run = release_claims(
-        long, pop.schema, ClaimsOptions(k_values=K_VALUES, k_solutions=5, block_seconds=None)
+        long, pop, ClaimsOptions(k_values=K_VALUES, k_solutions=5, block_seconds=None)
     )
     return County(pop, units, long, rec, run)
 
@@ -123,7 +123,7 @@ def _enumerated(county: County) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """Per block small enough to enumerate: every solution of its tables (rows of feasible-type
     positions), and the weight matrix (cells x feasible types) they were checked against."""
     pop, long = county.pop, county.long
-    cells, Wsp = compiled(pop.schema, tuple(tables_in(long, pop.schema, "block")))
+    cells, Wsp = compiled(pop, tuple(tables_in(long, pop, "block")))
     W = Wsp.toarray()
     ids = [c.id for c in cells]
     out = {}
@@ -142,7 +142,7 @@ def _keep_statistics(county: County, sols: np.ndarray, val: dict) -> np.ndarray:
     from test_measures import _exact, _rounds_to
 
     pop = county.pop
-    stats = compiled_statistics(pop.schema, tuple(tables_in(county.long, pop.schema, "block")))
+    stats = compiled_statistics(pop, tuple(tables_in(county.long, pop, "block")))
     keep = np.ones(len(sols), dtype=bool)
     for sc in stats:
         where = {int(p): int(n) for p, n in zip(sc.universe, sc.numbers, strict=True)}
@@ -167,10 +167,10 @@ def test_reconstruction_tabulates_back_to_every_cell(county):
 
 
 def _tabulates_back(pop: Population, long: pl.DataFrame, units: Any) -> None:
-    names_ = tuple(tables_in(long, pop.schema, "block"))
+    names_ = tuple(tables_in(long, pop, "block"))
     back = tabulate_units(units, names_).join(long, on=["geoid", "cell"], suffix="_pub")
     assert back.height == long.height, pop.name
-    stat = back["cell"].is_in(list(statistic_decimals(pop.schema)))
+    stat = back["cell"].is_in(list(statistic_decimals(pop)))
     diff = back["value"] - back["value_pub"]
     assert (diff.filter(~stat) == 0).all(), pop.name
     assert diff.filter(stat).is_in([0, 1]).all(), pop.name
@@ -184,7 +184,7 @@ def test_uniqueness_equals_brute_force_on_small_blocks(county):
     feas = pop.schema.feasible_types()
     status = dict(rec.blocks.select("geoid", "status").iter_rows())
     rec_types = rec.units.types
-    key = asked_key(pop.schema, None, tuple(tables_in(county.long, pop.schema, "block")))
+    key = asked_key(pop, None, tuple(tables_in(county.long, pop, "block")))
     small = _enumerated(county)
     for geoid, (sols, _) in small.items():
         histograms = {tuple(np.sort(key[s])) for s in sols}
@@ -229,7 +229,7 @@ def test_a_resumed_claims_run_equals_an_uninterrupted_one(county, tmp_path):
     long = long.filter(pl.col("geoid").is_in(some))
     release_claims(
         long,
-        pop.schema,
+        pop,
         ClaimsOptions(k_values=K_VALUES, k_solutions=5, block_seconds=None),
         run=RunOptions(out=tmp_path),
     )
@@ -238,7 +238,7 @@ def test_a_resumed_claims_run_equals_an_uninterrupted_one(county, tmp_path):
     status.write_text("\n".join(lines[: len(lines) // 2]) + "\n")  # half the blocks lost
     again = release_claims(
         long,
-        pop.schema,
+        pop,
         ClaimsOptions(k_values=K_VALUES, k_solutions=5, block_seconds=None),
         run=RunOptions(out=tmp_path),
     )
@@ -274,7 +274,7 @@ def test_every_published_form_reads_back(county, tmp_path: Path):
 
     pop = county.pop
     want = county.long.sort("geoid", "cell")
-    long = as_published(county.long, pop.schema)  # files hold a median's decimals (30.5)
+    long = as_published(county.long, pop)  # files hold a median's decimals (30.5)
     long.write_csv(tmp_path / "long.csv")
     long.write_parquet(tmp_path / "long.parquet")
     _wide(long, api=False).write_csv(tmp_path / "wide.csv")
@@ -285,7 +285,7 @@ def test_every_published_form_reads_back(county, tmp_path: Path):
     files = ["long.csv", "long.parquet", "wide.csv", "wide_api.csv", "api.json"]
     # a state's SF1 folder: the block cells, and the schema's tract cells (0) for its tracts,
     # since a folder is read whole
-    tract_cells = [c.id for t in tables_of(pop.schema) if t.level == "tract" for c in t.cells()]
+    tract_cells = [c.id for t in tables_of(pop) if t.level == "tract" for c in t.cells()]
     tracts = long["geoid"].str.slice(0, 11).unique().sort()
     zeros = pl.DataFrame(
         {
@@ -310,9 +310,9 @@ def test_every_published_form_reads_back(county, tmp_path: Path):
     size = want.filter(pl.col("cell") == pop.size_cell)
     sizes = dict(size.select("geoid", pl.col("value").cast(pl.Int64)).iter_rows())
     for f in files:
-        ts = read_unit_tables(tmp_path / f, pop.schema)  # one container for any schema's tables
-        assert ts.population == pop.name, (pop.name, f)
-        assert set(tables_in(want, pop.schema)) <= set(ts.tables_present()), (pop.name, f)
+        ts = read_unit_tables(tmp_path / f, pop)  # one container for any schema's tables
+        assert ts.population is pop, (pop.name, f)
+        assert set(tables_in(want, pop)) <= set(ts.tables_present()), (pop.name, f)
         size = ts.block_population()
         assert size is not None and sizes, (pop.name, f)
         read = dict(zip(ts["block"].geoids.tolist(), size.tolist(), strict=True))
@@ -334,11 +334,11 @@ def test_every_published_form_reads_back(county, tmp_path: Path):
 def test_a_resumed_reconstruction_equals_an_uninterrupted_one(county, tmp_path):
     pop, long, whole = county.pop, county.long, county.rec
     out = tmp_path / "rec.parquet"
-    first = reconstruct_release(long, pop.schema, run=RunOptions(out=out))
+    first = reconstruct_release(long, pop, run=RunOptions(out=out))
     status = tmp_path / "rec.parquet.parts" / "status.jsonl"
     lines = status.read_text().splitlines()
     status.write_text("\n".join(lines[: len(lines) // 2]) + ("\n" if len(lines) > 1 else ""))
-    again = reconstruct_release(long, pop.schema, run=RunOptions(out=out))
+    again = reconstruct_release(long, pop, run=RunOptions(out=out))
     assert not first.failed and not again.failed
     for run in (first, again):
         cols = ["geoid", "units", "types", "status"]
@@ -361,10 +361,10 @@ def test_every_claim_of_the_certified_reconstruction_is_true(county):
 
     pop, rec = county.pop, county.rec
     status = dict(rec.blocks.select("geoid", "status").iter_rows())
-    tables = TractTables.of_long(county.long, pop.schema)
+    tables = TractTables.of_long(county.long, pop)
     options = CertifiedClaimsOptions(k_solutions=5)
     found = []
-    for task in tract_tasks(tables, pop.schema, rec.units, status, options).values():
+    for task in tract_tasks(tables, pop, rec.units, status, options).values():
         res, records, claims = tract_claims(task, collect=True)
         assert res.status == "ok" and records.height == task.block.size, pop.name
         if claims is not None:
@@ -395,7 +395,7 @@ def test_the_audit_certifies_each_block_as_the_engine_does(county, tmp_path):
 
     pop, long = county.pop, county.long
     path = tmp_path / "t.parquet"
-    as_published(long, pop.schema).write_parquet(path)
+    as_published(long, pop).write_parquet(path)
     cfg = AuditConfig(
         reconstruct=ReconstructConfig(levels=("block",)),
         certify=CertifyConfig(distance=False),
@@ -405,7 +405,7 @@ def test_the_audit_certifies_each_block_as_the_engine_does(county, tmp_path):
     )
     res = audit(None, tmp_path / "a", cfg, tables=path, show_progress=False, population=pop.name)
     assert not res.summary["failures"], (pop.name, res.summary["failures"])
-    engine = reconstruct_release(long, pop.schema, ReconstructOptions(unique_on=pop.unique_on))
+    engine = reconstruct_release(long, pop, ReconstructOptions(unique_on=pop.unique_on))
     want = engine.verdicts().filter(pl.col("persons") > 0).select("block_geoid", "status")
     got = pl.read_parquet(tmp_path / "a" / "results" / "solvar_blocks.parquet")
     got = got.filter(pl.col("persons") > 0).select("block_geoid", "status")

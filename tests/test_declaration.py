@@ -38,7 +38,7 @@ def _within(pop, published: pl.DataFrame, rebuilt) -> bool:
     """Every count of ``rebuilt``'s tables lies in the interval its published value allows."""
     names = tuple(t.name for t in pop.tables())
     pub = Publication.parse(pop.publication)
-    cells, _ = compiled(pop.schema, names)
+    cells, _ = compiled(pop, names)
     ids = [c.id for c in cells]
     mine = tabulate_units(rebuilt, names).filter(pl.col("cell").is_in(ids))
     both = mine.join(published, on=["geoid", "cell"], suffix="_pub")
@@ -59,11 +59,9 @@ def test_the_python_api_reconstructs_a_declared_release_as_published(tmp_path):
 
     pop = population(str(SCHOOL))
     truth = pop.records(EXAMPLES / "school_pupils.csv")
-    long, _, _ = publish_counts(
-        tabulate(truth).to_frame(), pop.schema, Publication.parse(pop.publication)
-    )
-    as_published(long, pop.schema).write_csv(tmp_path / "t.csv")  # medians as decimals
-    ts = read_unit_tables(tmp_path / "t.csv", pop.schema, withheld=True)
+    long, _, _ = publish_counts(tabulate(truth).to_frame(), pop, Publication.parse(pop.publication))
+    as_published(long, pop).write_csv(tmp_path / "t.csv")  # medians as decimals
+    ts = read_unit_tables(tmp_path / "t.csv", pop, withheld=True)
     run = tr.reconstruct(ts, population=str(SCHOOL))
     assert not run.failed and len(run.records) == len(truth)
     assert _within(pop, ts.to_frame(), run.records)
@@ -89,7 +87,7 @@ def test_the_school_example_runs_from_its_declaration(tmp_path):
     assert "records in 4 schools" in run.stdout
     pop = population(str(SCHOOL))
     rebuilt = read_units(tmp_path / "rec.csv", pop.schema)
-    long = read_unit_tables(tmp_path / "t.csv", pop.schema, withheld=True).to_frame()
+    long = read_unit_tables(tmp_path / "t.csv", pop, withheld=True).to_frame()
     assert _within(pop, long, rebuilt)
     # a range is in order: T2 places each pupil only in a two-year group, and the file says
     # so (age_min, age_max) instead of calling one solved year known
@@ -128,7 +126,7 @@ def test_the_meshblock_example_runs_from_its_declaration(tmp_path):
     run = _cli(tmp_path, "tabulate", str(records), "--schema", str(MESHBLOCKS), "-o", "t.csv")
     assert run.returncode == 0 and "round:3:random" in run.stdout, run.stderr
     pop = population(str(MESHBLOCKS))
-    long = read_unit_tables(tmp_path / "t.csv", pop.schema).to_frame()
+    long = read_unit_tables(tmp_path / "t.csv", pop).to_frame()
     assert (long["value"] % 3 == 0).all()
     run = _cli(tmp_path, "reconstruct", "t.csv", "--schema", str(MESHBLOCKS), "-o", "rec.csv")
     assert run.returncode == 0, run.stderr
@@ -149,7 +147,7 @@ def test_the_meshblock_example_runs_from_its_declaration(tmp_path):
     small = sorted(set(truth.block_geoid.tolist()))[:4]
     res = generate_then_verify(
         long,
-        pop.schema,
+        pop,
         k_values=(1, 2),
         K=10,
         blocks=small,

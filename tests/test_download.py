@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from tabrecon.errors import TabreconError
+from tabrecon.schema.registry import population
 from tabrecon.tables.download import api_name, download
 from tabrecon.tables.persons import tabulate
 from tabrecon.tables.published import name_2020, read_tables
@@ -213,7 +214,6 @@ def test_a_countys_household_tables_download_under_the_layouts_api_names(tmp_pat
 
     from tabrecon.records.households import synthesize_households
     from tabrecon.records.synth import SynthConfig
-    from tabrecon.schema.catalog import HOUSING_UNITS
     from tabrecon.tables.layout import layout
     from tabrecon.tables.reader import read_unit_tables
     from tabrecon.tables.spec import tabulate_units
@@ -229,7 +229,8 @@ def test_a_countys_household_tables_download_under_the_layouts_api_names(tmp_pat
         {
             "block": Grid("block", geoids, np.array(cells), wide.select(cells).to_numpy()),
             "tract": Grid("tract", tracts, np.array([], dtype=str), np.zeros((tracts.size, 0))),
-        }
+        },
+        population=population("persons"),
     )
     spelled = dict(layout().select("cell", "api_name").iter_rows())
     fake = FakeAPI(ts, lambda c: spelled[c])
@@ -244,7 +245,7 @@ def test_a_countys_household_tables_download_under_the_layouts_api_names(tmp_pat
                      schema="households")  # fmt: skip
     finally:
         server.shutdown()
-    got = read_unit_tables(out, HOUSING_UNITS).to_frame().sort("geoid", "cell")
+    got = read_unit_tables(out, population("households")).to_frame().sort("geoid", "cell")
     assert got.equals(long.sort("geoid", "cell").with_columns(pl.col("value").cast(pl.Int64)))
     assert any("H016A003" in q["get"] for q in fake.requests)
 
@@ -271,7 +272,8 @@ def test_a_countys_dhc_household_tables_download_under_the_dhc_names(tmp_path):
         {
             "block": g,
             "tract": Grid("tract", tracts, np.array([], dtype=str), np.zeros((tracts.size, 0))),
-        }
+        },
+        population=population("persons"),
     )
     spelled = dict(DHC_2020.frame().select("cell", "api_name").iter_rows())
     fake = FakeAPI(ts, lambda c: spelled[c])
@@ -283,7 +285,7 @@ def test_a_countys_dhc_household_tables_download_under_the_dhc_names(tmp_path):
         )  # fmt: skip
     finally:
         server.shutdown()
-    got = read_unit_tables(out, pop.schema).to_frame().sort("geoid", "cell")
+    got = read_unit_tables(out, pop).to_frame().sort("geoid", "cell")
     assert got.equals(want.to_frame().sort("geoid", "cell").with_columns(pl.col("value")))
     asked = ",".join(q["get"] for q in fake.requests)
     assert "H4A_001N" in asked and "P16V_001N" in asked and "H004A0001" not in asked

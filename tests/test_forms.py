@@ -14,7 +14,7 @@ from test_household_tables import _write_sf1_folder
 from test_published import _api_name, _same, _wide
 
 from tabrecon.errors import InputError
-from tabrecon.schema.catalog import HOUSING_UNITS
+from tabrecon.schema.registry import population
 from tabrecon.tables import forms
 from tabrecon.tables.persons import tabulate
 from tabrecon.tables.published import read_tables, write_tables
@@ -66,7 +66,7 @@ def test_a_data_census_gov_zip_reads_as_its_data_file(both, tmp_path):
             "DECENNIALSF12010.P12-Table-Notes.txt": b"notes\n",
         },
     )
-    _same(TableSet({"block": persons["block"]}), read_tables(z))
+    _same(TableSet({"block": persons["block"]}, population=population("persons")), read_tables(z))
 
 
 def test_a_long_file_in_a_zip_reads_for_persons_and_housing(both, tmp_path):
@@ -81,7 +81,7 @@ def test_a_long_file_in_a_zip_reads_for_persons_and_housing(both, tmp_path):
     )
     _same(persons, read_tables(z))
     zh = _zip(tmp_path / "housing.zip", {"h.csv": housing.write_csv().encode()})
-    got = read_unit_tables(zh, HOUSING_UNITS).to_frame().sort("geoid", "cell")
+    got = read_unit_tables(zh, population("households")).to_frame().sort("geoid", "cell")
     want = housing.sort("geoid", "cell").with_columns(pl.col("value").cast(pl.Int64))
     assert got.select("geoid", "cell", "value").equals(want.select("geoid", "cell", "value"))
 
@@ -95,7 +95,10 @@ def test_a_zipped_sf1_distribution_reads_both_halves_from_its_own_segments(both,
     files = {f"zz2010.sf1/{p.name}": p.read_bytes() for p in sorted(folder.iterdir())}
     z = _zip(tmp_path / "zz2010.sf1.zip", files)
     _same(read_tables(folder), read_tables(z))
-    zipped, unzipped = read_unit_tables(z, HOUSING_UNITS), read_unit_tables(folder, HOUSING_UNITS)
+    zipped, unzipped = (
+        read_unit_tables(z, population("households")),
+        read_unit_tables(folder, population("households")),
+    )
     assert zipped.to_frame().equals(unzipped.to_frame())
     names = [Path(n).name for n in files]
     person_files = distribution_files(names, [c for c in persons.to_frame()["cell"].unique()])
@@ -116,7 +119,9 @@ def test_errors_inside_a_zip_name_the_zip_and_its_file_never_the_temporary_copy(
     assert "tabrecon-zip-" not in text and e.value.path == f"{z}/tables.csv"
     housing = b"geoid,cell,value\n280010001001000,H0030001,x\n"
     with pytest.raises(InputError, match=r"county2\.zip/h\.csv, line 2, column 'value'"):
-        read_unit_tables(_zip(tmp_path / "county2.zip", {"h.csv": housing}), HOUSING_UNITS)
+        read_unit_tables(
+            _zip(tmp_path / "county2.zip", {"h.csv": housing}), population("households")
+        )
 
 
 def test_a_zipped_distribution_missing_a_segment_names_the_zip(both, tmp_path):
@@ -125,7 +130,7 @@ def test_a_zipped_distribution_missing_a_segment_names_the_zip(both, tmp_path):
     _write_sf1_folder(pl.concat([persons.to_frame(), housing]), folder, (44,))
     z = _zip(tmp_path / "zz.zip", {p.name: p.read_bytes() for p in folder.iterdir()})
     with pytest.warns(UserWarning, match=r"zz000442010\.sf1 missing: tables .*H18") as got:
-        ts = read_unit_tables(z, HOUSING_UNITS)
+        ts = read_unit_tables(z, population("households"))
     assert all(str(z) in str(w.message) and "tabrecon-zip-" not in str(w.message) for w in got)
     assert "H18" not in ts.tables_present() and "H1" in ts.tables_present()
 
@@ -141,7 +146,7 @@ def test_a_zipped_distribution_missing_a_segment_names_the_zip(both, tmp_path):
 )
 def test_a_zip_that_is_not_one_table_is_refused(tmp_path, files, message):
     z = _zip(tmp_path / "t.zip", files)
-    for read in (read_tables, lambda p: read_unit_tables(p, HOUSING_UNITS)):
+    for read in (read_tables, lambda p: read_unit_tables(p, population("households"))):
         with pytest.raises(InputError, match=message):
             read(z)
 
@@ -155,7 +160,7 @@ def test_a_file_named_zip_that_is_not_one_is_refused(tmp_path):
 
 def test_an_excel_workbook_is_refused_with_what_to_do(tmp_path):
     p = _zip(tmp_path / "P12.xlsx", {"xl/workbook.xml": b"<workbook/>"})  # a workbook is a ZIP
-    for read in (read_tables, lambda p: read_unit_tables(p, HOUSING_UNITS)):
+    for read in (read_tables, lambda p: read_unit_tables(p, population("households"))):
         with pytest.raises(InputError, match=r"P12\.xlsx: is an Excel workbook; save its sheet"):
             read(p)
 
@@ -186,7 +191,12 @@ def test_a_registered_form_is_read_by_both_readers(both, tmp_path, tsv_form):
     _same(persons, read_tables(p))
     h = tmp_path / "h.tsv"
     housing.write_csv(h, separator="\t")
-    got = read_unit_tables(h, HOUSING_UNITS).to_frame().sort("geoid", "cell")["value"].to_list()
+    got = (
+        read_unit_tables(h, population("households"))
+        .to_frame()
+        .sort("geoid", "cell")["value"]
+        .to_list()
+    )
     assert got == housing.sort("geoid", "cell")["value"].cast(pl.Int64).to_list()
     z = _zip(tmp_path / "p.zip", {"p.tsv": p.read_bytes()})  # and inside a ZIP
     _same(persons, read_tables(z))

@@ -16,6 +16,7 @@ from cli_run import run_cli
 
 from tabrecon.populations.households import DECLARED, LEFT_OUT, housing_tables
 from tabrecon.schema.catalog import HOUSING_UNITS
+from tabrecon.schema.registry import population
 from tabrecon.schema.spec import Units
 from tabrecon.tables.spec import tabulate_units
 
@@ -293,9 +294,9 @@ def test_2020_household_variables_read_as_sf1_are_sent_to_the_dhc(tmp_path):
     f = tmp_path / "dhc.csv"
     f.write_text("GEO_ID,H1_001N,P16_002N,state,county,tract,block\nx,3,2,99,001,000100,1000\n")
     with pytest.raises(InputError, match=r"dhc.csv: holds 2020 census variables \(H1_001N"):
-        read_unit_tables(f, HOUSING_UNITS)
+        read_unit_tables(f, population("households"))
     with pytest.raises(InputError, match="with --release dhc-2020"):
-        read_unit_tables(f, HOUSING_UNITS)
+        read_unit_tables(f, population("households"))
 
 
 def _write_sf1_folder(long: pl.DataFrame, folder: Path, skip_segments: tuple[int, ...] = ()):
@@ -360,7 +361,9 @@ def test_an_sf1_folder_with_persons_and_housing_reads_both_halves(both_halves, t
         a, b = persons.grids[level], back.grids[level]
         for cell in a.cells:
             assert (a.col(cell) == b.col(cell)).all(), cell
-    got = read_unit_tables(tmp_path / "zz", HOUSING_UNITS).to_frame().sort("geoid", "cell")
+    got = (
+        read_unit_tables(tmp_path / "zz", population("households")).to_frame().sort("geoid", "cell")
+    )
     want = households.sort("geoid", "cell").with_columns(pl.col("value").cast(pl.Int64))
     assert got.select("geoid", "cell", "value").equals(want.select("geoid", "cell", "value"))
 
@@ -372,9 +375,9 @@ def test_a_missing_housing_segment_is_named(both_halves, tmp_path):
     persons, households = both_halves
     _write_sf1_folder(pl.concat([persons.to_frame(), households]), tmp_path / "zz", (44,))
     with pytest.warns(UserWarning, match=r"zz000442010\.sf1 missing: tables .*H18.* not read"):
-        ts = read_unit_tables(tmp_path / "zz", HOUSING_UNITS)
+        ts = read_unit_tables(tmp_path / "zz", population("households"))
     assert "H18" not in ts.tables_present() and "H1" in ts.tables_present()
     for f in (tmp_path / "zz").glob("zz0*2010.sf1"):  # no segment file left
         f.unlink()
     with pytest.raises(InputError, match=r"data segment file zz000\d\d2010.sf1 is missing"):
-        read_unit_tables(tmp_path / "zz", HOUSING_UNITS)
+        read_unit_tables(tmp_path / "zz", population("households"))

@@ -26,6 +26,7 @@ from tabrecon.records.synth import SynthConfig
 from tabrecon.runner import RunOptions
 from tabrecon.schema import AGEBIN_OF_AGE, PERSONS_BINNED, person_units
 from tabrecon.schema.catalog import HOUSING_UNITS
+from tabrecon.schema.registry import population
 from tabrecon.schema.spec import Units, write_units
 from tabrecon.tables.spec import tabulate_units
 
@@ -84,8 +85,8 @@ def test_the_ties_never_lose_a_unique_block_and_here_gain_some(county, together)
     """More constraints leave fewer populations: every block unique from one release alone is
     unique given both; on this county the person tables make more households unique."""
     _, _, lu, lp = county
-    alone_u = reconstruct_units(lu, HOUSING_UNITS).blocks
-    alone_p = reconstruct_units(lp, PERSONS_BINNED).blocks
+    alone_u = reconstruct_units(lu, population("households")).blocks
+    alone_p = reconstruct_units(lp, population("persons_binned")).blocks
     b = together.blocks
 
     def unique(frame: pl.DataFrame, col: str) -> set[str]:
@@ -102,8 +103,12 @@ def test_reconstructions_made_apart_can_break_the_ties(county):
     person reconstruction has nobody under 18, a householder who is no person of the block)."""
     _, _, lu, lp = county
     apart = tie_violations(
-        reconstruct_units(lu, HOUSING_UNITS, ReconstructOptions(check_unique=False)).units,
-        reconstruct_units(lp, PERSONS_BINNED, ReconstructOptions(check_unique=False)).units,
+        reconstruct_units(
+            lu, population("households"), ReconstructOptions(check_unique=False)
+        ).units,
+        reconstruct_units(
+            lp, population("persons_binned"), ReconstructOptions(check_unique=False)
+        ).units,
         tie_matrices("households"),
     )
     assert apart.height > 0
@@ -236,8 +241,8 @@ def test_claims_given_both_releases_keep_every_claim_of_one_and_stay_true(county
     pick = median_blocks(lu, 4)
     lu4, lp4 = (t.filter(pl.col("geoid").is_in(pick)) for t in (lu, lp))
     asked = ClaimsOptions(k_values=(4, 5), k_solutions=8)
-    alone = release_claims(lu4, HOUSING_UNITS, asked, truth=units)
-    both = release_claims(lu4, HOUSING_UNITS, asked, truth=units, tied=lp4)
+    alone = release_claims(lu4, population("households"), asked, truth=units)
+    both = release_claims(lu4, population("households"), asked, truth=units, tied=lp4)
     assert set(alone.blocks["status"]) == set(both.blocks["status"]) == {"ok"}
     key = ["geoid", "k", "columns", "values", "m"]
     a = set(alone.claims.select(key).iter_rows())

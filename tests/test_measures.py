@@ -26,6 +26,7 @@ from tabrecon.attacks.unit_claims import generate_then_verify
 from tabrecon.engine.model import block_program
 from tabrecon.engine.reconstruct import ReconstructOptions, reconstruct_units
 from tabrecon.errors import InputError, TabreconError
+from tabrecon.schema.registry import of_schema, population
 from tabrecon.schema.spec import Attribute, Schema, Units
 from tabrecon.tables.measures import WITHHELD, Measure, MedianRule, Statistic, format_values
 from tabrecon.tables.publication import MISSING, Publication
@@ -195,8 +196,8 @@ def _release(seed: int) -> tuple[Units, tuple[str, ...], Publication, pl.DataFra
     if pub.withholds:  # a statistic is withheld with its universe's count: T1 holds them all
         names = tuple(sorted({*names, "T1"}, key=lambda t: int(t[1:])))
     long = tabulate_units(units, names)
-    of = cell_tables(TOY)
-    counted = {c.id for c in compiled(TOY, names)[0]}
+    of = cell_tables(of_schema(TOY))
+    counted = {c.id for c in compiled(of_schema(TOY), names)[0]}
     is_count = np.array([c in counted for c in long["cell"].to_list()])
     true = long["value"].fill_null(MISSING).to_numpy()
     shown = pub.publish(true[is_count], rng, [of[c] for c in long["cell"].filter(is_count)])
@@ -204,7 +205,9 @@ def _release(seed: int) -> tuple[Units, tuple[str, ...], Publication, pl.DataFra
     out[is_count] = shown
     if pub.withholds:  # the statistics as publish_counts withholds them, with their counts
         out[~is_count] = (
-            publish_counts(long, TOY, pub)[0]["value"].fill_null(MISSING).to_numpy()[~is_count]
+            publish_counts(long, of_schema(TOY), pub)[0]["value"]
+            .fill_null(MISSING)
+            .to_numpy()[~is_count]
         )
     long = long.with_columns(
         pl.Series("value", [None if v in (MISSING,) else int(v) for v in out], dtype=pl.Int64)
@@ -218,15 +221,15 @@ def _consistent(names: tuple[str, ...], pub: Publication, long: pl.DataFrame) ->
     value = dict(
         zip(long["cell"].to_list(), long["value"].fill_null(MISSING).to_list(), strict=True)
     )
-    cells, W = compiled(TOY, names)
+    cells, W = compiled(of_schema(TOY), names)
     lo, hi = pub.interval(
         np.array([value[c.id] for c in cells], dtype=np.int64), [c.table for c in cells]
     )
     T = ALL @ W.toarray().T
     ok = ((T >= lo) & (T <= hi)).all(axis=1)
     at = {c.id: j for j, c in enumerate(cells)}
-    counts_of = statistic_counts(TOY)
-    for sc in compiled_statistics(TOY, names):
+    counts_of = statistic_counts(of_schema(TOY))
+    for sc in compiled_statistics(of_schema(TOY), names):
         nums = np.unique(sc.numbers)
         dist = np.stack([ALL[:, sc.universe[sc.numbers == a]].sum(axis=1) for a in nums], axis=1)
         v = int(value[sc.cell.id])
@@ -258,12 +261,14 @@ def test_verdict_reconstruction_and_claims_equal_brute_force_with_medians_and_me
     truth = histogram(units)
     assert any(np.array_equal(truth, s) for s in sols), "the truth must be consistent"
     assert sols.sum(axis=1).max() < MOST or len(sols) > 1  # the listing held them all
-    rec = reconstruct_units(long, TOY, ReconstructOptions(publication=pub), tables=names)
+    rec = reconstruct_units(long, of_schema(TOY), ReconstructOptions(publication=pub), tables=names)
     status = rec.blocks["status"].item()
     assert status == ("unique" if len(sols) == 1 else "varies"), (seed, names, str(pub), len(sols))
     mine = histogram(rec.units)
     assert any(np.array_equal(mine, s) for s in sols), (seed, names)
-    res = generate_then_verify(long, TOY, names, k_values=(1, 2), K=4, seed=seed, publication=pub)
+    res = generate_then_verify(
+        long, of_schema(TOY), names, k_values=(1, 2), K=4, seed=seed, publication=pub
+    )
     claims_hold_in_every(TOY, res.claims, sols)
 
 
@@ -279,21 +284,21 @@ def test_a_median_narrows_what_counts_leave_open():
     tight = _consistent(names, Publication(), long)
     assert 1 <= len(tight) < len(loose)
     for which, sols in ((("T2",), loose), (names, tight)):
-        status = reconstruct_units(long, TOY, tables=which).blocks["status"].item()
+        status = reconstruct_units(long, of_schema(TOY), tables=which).blocks["status"].item()
         assert status == ("unique" if len(sols) == 1 else "varies")
 
 
 def test_decimals_are_written_and_read_back_alike(tmp_path):
     units = Units(TOY, np.full(3, BLOCK), {"sex": np.array([0, 1, 1]), "age": np.array([0, 3, 4])})
     long = tabulate_units(units, ("T1", "T4", "T7"))
-    shown = as_published(long, TOY)
+    shown = as_published(long, of_schema(TOY))
     got = dict(zip(shown["cell"], shown["value"], strict=True))
     assert got["T0040001"] == "3.5"  # 3 + (1.5 - 1) / 1
     assert got["T0070002"] == "0.0"  # the one male is 0
     assert got["T0010001"] == "3"
     path = tmp_path / "t.csv"
     shown.write_csv(path)
-    back = read_unit_tables(path, TOY).to_frame()
+    back = read_unit_tables(path, of_schema(TOY)).to_frame()
     assert back.sort("cell").equals(long.sort("cell"))
 
 
@@ -301,7 +306,7 @@ def test_a_bad_median_is_named_with_file_line_and_column(tmp_path):
     path = tmp_path / "t.csv"
     path.write_text(f"geoid,cell,value\n{BLOCK},T0010001,2\n{BLOCK},T0040001,30.55\n")
     with pytest.raises(InputError, match=r"line 3.*'30.55' is not a median or a mean"):
-        read_unit_tables(path, TOY)
+        read_unit_tables(path, of_schema(TOY))
 
 
 def test_a_median_outside_the_range_is_named_with_block_and_cell():
@@ -315,7 +320,7 @@ def test_a_median_outside_the_range_is_named_with_block_and_cell():
     with pytest.raises(
         InputError, match=r"block 990010001001000, cell T0040001 \(T4\): 6.1 is outside"
     ):
-        reconstruct_units(long, TOY, tables=("T1", "T4"))
+        reconstruct_units(long, of_schema(TOY), tables=("T1", "T4"))
 
 
 def test_an_unreachable_mean_makes_the_block_infeasible_not_a_crash():
@@ -326,12 +331,15 @@ def test_an_unreachable_mean_makes_the_block_infeasible_not_a_crash():
             "value": [3, 3, 0, 133],  # 1.33 from 3 persons: 4/3
         }
     )
-    assert reconstruct_units(long, TOY, tables=("T1", "T6")).blocks["status"].item() in (
+    assert reconstruct_units(long, of_schema(TOY), tables=("T1", "T6")).blocks["status"].item() in (
         "unique",
         "varies",
     )
     bad = long.with_columns(pl.Series("value", [3, 3, 0, 150]))  # no 3 whole ages average 1.50
-    assert reconstruct_units(bad, TOY, tables=("T1", "T6")).blocks["status"].item() == "infeasible"
+    assert (
+        reconstruct_units(bad, of_schema(TOY), tables=("T1", "T6")).blocks["status"].item()
+        == "infeasible"
+    )
 
 
 def test_statistics_at_block_and_tract_need_tract_tables_like_counts():
@@ -341,7 +349,7 @@ def test_statistics_at_block_and_tract_need_tract_tables_like_counts():
     with pytest.raises(TabreconError, match="no tract tables"):
         reconstruct_units(
             tabulate_units(units, ("T1", "T4")),
-            TOY,
+            of_schema(TOY),
             ReconstructOptions(level="block+tract"),
             tables=("T1", "T4"),
         )
@@ -367,28 +375,30 @@ def test_median_ages_read_alike_from_an_sf1_folder_a_wide_file_and_the_api(tmp_p
     from test_household_tables import _write_sf1_folder
 
     from tabrecon.records.synth import SynthConfig, synthesize
-    from tabrecon.schema import PERSONS, person_units
+    from tabrecon.schema import person_units
 
     md = synthesize(SynthConfig(persons=300), seed=2)
     long = tabulate_units(person_units(md))
-    _write_sf1_folder(as_published(long, PERSONS), tmp_path / "zz")
-    back = read_unit_tables(tmp_path / "zz", PERSONS).to_frame()
+    _write_sf1_folder(as_published(long, population("persons")), tmp_path / "zz")
+    back = read_unit_tables(tmp_path / "zz", population("persons")).to_frame()
     # the folder's every field is read, the race tallies (not tabulated here: written 0) too
     back = back.filter(pl.col("cell").is_in(long["cell"].unique().to_list()))
     want = long.sort("geoid", "cell").select("geoid", "cell", pl.col("value").cast(pl.Int64))
     assert back.sort("geoid", "cell").select("geoid", "cell", "value").equals(want)
-    p13 = as_published(long.filter(pl.col("cell").str.starts_with("P0130")), PERSONS)
+    p13 = as_published(long.filter(pl.col("cell").str.starts_with("P0130")), population("persons"))
     wide = p13.pivot(on="cell", index="geoid", values="value").rename(
         {f"P013000{i}": f"P01300{i}" for i in (1, 2, 3)} | {"geoid": "GEOID"}
     )
     wide.write_csv(tmp_path / "w.csv")
-    got = read_unit_tables(tmp_path / "w.csv", PERSONS).to_frame().sort("geoid", "cell")
+    got = (
+        read_unit_tables(tmp_path / "w.csv", population("persons")).to_frame().sort("geoid", "cell")
+    )
     assert got.equals(want.filter(pl.col("cell").str.starts_with("P0130")))
     rows = [["GEO_ID", *wide.columns[1:]]] + [
         [f"1000000US{r[0]}", *r[1:]] for r in wide.iter_rows()
     ]
     (tmp_path / "a.json").write_text(json.dumps(rows))
-    api = read_unit_tables(tmp_path / "a.json", PERSONS).to_frame()
+    api = read_unit_tables(tmp_path / "a.json", population("persons")).to_frame()
     assert api.sort("geoid", "cell").equals(got)
 
 
@@ -408,8 +418,8 @@ def test_a_statistic_is_withheld_with_its_count_and_then_says_nothing(seed, thre
         pl.col("geoid").str.len_chars() == 15
     )
     pub = Publication.parse(f"suppress:{threshold}")
-    out, _, _ = publish_counts(long, pop.schema, pub)
-    counts = statistic_counts(pop.schema)
+    out, _, _ = publish_counts(long, pop, pub)
+    counts = statistic_counts(pop)
     wide = out.pivot(on="cell", index="geoid", values="value")
     for stat in ("P0130001", "P0130002", "P0130003", "P013B001", "P013B002", "P013B003"):
         count = next(c for c in counts[stat] if c in wide.columns)
@@ -417,7 +427,7 @@ def test_a_statistic_is_withheld_with_its_count_and_then_says_nothing(seed, thre
         assert leaked.height == 0, (stat, leaked)
     got = reconstruct_units(
         out,
-        pop.schema,
+        pop,
         ReconstructOptions(level="block", publication=pub, unique_on=pop.unique_on),
     )
     assert not got.blocks["status"].is_in(["infeasible", "failed"]).any()
@@ -439,7 +449,7 @@ def test_a_median_published_beside_its_withheld_count_is_named():
     long = tabulate_units(pop.synthesize(SynthConfig(persons=300), 3), ["P1", "P12", "P13"])
     long = long.filter(pl.col("geoid").str.len_chars() == 15)
     pub = Publication.parse("suppress:3")
-    out, _, _ = publish_counts(long, pop.schema, pub)
+    out, _, _ = publish_counts(long, pop, pub)
     hidden = out.filter((pl.col("cell") == "P0120002") & pl.col("value").is_null())["geoid"]
     assert hidden.len(), "the county needs a block with a withheld count of males"
     block = hidden[0]
@@ -453,7 +463,7 @@ def test_a_median_published_beside_its_withheld_count_is_named():
     with pytest.raises(InputError, match=f"{block}, cell P0130002.*P0120002"):
         reconstruct_units(
             leaked,
-            pop.schema,
+            pop,
             ReconstructOptions(level="block", publication=pub, unique_on=pop.unique_on),
         )
 
@@ -485,7 +495,7 @@ def test_block_tract_reconstruction_keeps_every_published_median():
         pop.synthesize(SynthConfig(persons=3000), 3), ["P1", "P12", "P13", "PCT12"]
     )
     run = reconstruct_release(
-        long, pop.schema, ReconstructOptions(level="block+tract", unique_on=pop.unique_on)
+        long, pop, ReconstructOptions(level="block+tract", unique_on=pop.unique_on)
     )
     assert not run.failed and str(run.level) == "block+tract" and "P13" in run.used
     pub = long.filter(pl.col("cell").str.starts_with("P013") & (pl.col("value") > 0))

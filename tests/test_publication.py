@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 from tabrecon.attacks.unit_claims import generate_then_verify
 from tabrecon.engine.reconstruct import ReconstructOptions, reconstruct_units
 from tabrecon.errors import InputError, TabreconError
+from tabrecon.schema.registry import of_schema
 from tabrecon.schema.spec import Attribute, Schema, Units
 from tabrecon.tables.publication import MISSING, Publication
 from tabrecon.tables.spec import UnitTable, cell_tables, compiled, declare_tables, tabulate_units
@@ -94,7 +95,7 @@ def _release(seed: int) -> tuple[Units, tuple[str, ...], Publication, pl.DataFra
         text += f",{names[0]}={RULES[int(rng.integers(len(RULES)))]}"
     pub = Publication.parse(text)
     long = tabulate_units(units, names)
-    table_of = cell_tables(TOY)
+    table_of = cell_tables(of_schema(TOY))
     shown = pub.publish(
         long["value"].to_numpy(), rng, [table_of[c] for c in long["cell"].to_list()]
     )
@@ -106,7 +107,7 @@ def _release(seed: int) -> tuple[Units, tuple[str, ...], Publication, pl.DataFra
 
 def _consistent(names: tuple[str, ...], pub: Publication, long: pl.DataFrame) -> np.ndarray:
     """Every histogram the published values allow (rows of ALL)."""
-    cells, W = compiled(TOY, names)
+    cells, W = compiled(of_schema(TOY), names)
     value = dict(
         zip(long["cell"].to_list(), long["value"].fill_null(MISSING).to_list(), strict=True)
     )
@@ -131,13 +132,13 @@ def test_verdict_and_claims_equal_brute_force_under_rounding_and_suppression(see
     sols = _consistent(names, pub, long)
     truth = histogram(units)
     assert any(np.array_equal(truth, s) for s in sols), "the truth must be consistent"
-    rec = reconstruct_units(long, TOY, ReconstructOptions(publication=pub), tables=names)
+    rec = reconstruct_units(long, of_schema(TOY), ReconstructOptions(publication=pub), tables=names)
     status = rec.blocks["status"].item()
     assert status == ("unique" if len(sols) == 1 else "varies"), (seed, str(pub), len(sols))
     mine = histogram(rec.units)
     assert any(np.array_equal(mine, s) for s in sols), (seed, str(pub))
     res = generate_then_verify(
-        long, TOY, names, k_values=(1, 2, 3), K=4, seed=seed, publication=pub
+        long, of_schema(TOY), names, k_values=(1, 2, 3), K=4, seed=seed, publication=pub
     )
     claims_hold_in_every(TOY, res.claims, sols)
 
@@ -176,22 +177,25 @@ def test_a_value_the_rule_cannot_publish_is_named():
     long = tabulate_units(units, ("T1",))  # 2, 1, 1: not multiples of 3
     with pytest.raises(InputError, match=r"block 990010001001000, cell T0010001: 2 is not a "):
         reconstruct_units(
-            long, TOY, ReconstructOptions(publication=Publication.parse("round:3")), tables=("T1",)
+            long,
+            of_schema(TOY),
+            ReconstructOptions(publication=Publication.parse("round:3")),
+            tables=("T1",),
         )
     with pytest.raises(InputError, match="below the suppression threshold 3 yet published"):
         reconstruct_units(
             long,
-            TOY,
+            of_schema(TOY),
             ReconstructOptions(publication=Publication.parse("suppress:3")),
             tables=("T1",),
         )
     gone = long.with_columns(pl.lit(None, dtype=pl.Int64).alias("value"))
     with pytest.raises(InputError, match="withheld, but the publication rule withholds nothing"):
-        reconstruct_units(gone, TOY, tables=("T1",))
+        reconstruct_units(gone, of_schema(TOY), tables=("T1",))
     with pytest.raises(TabreconError, match="level 'block' only"):
         reconstruct_units(
             long,
-            TOY,
+            of_schema(TOY),
             ReconstructOptions(level="block+tract", publication=Publication.parse("round:2")),
             tables=("T1",),
         )
@@ -409,9 +413,9 @@ def test_withheld_cells_read_alike_from_a_long_and_a_wide_file(tmp_path):
     )
     wide.write_csv(tmp_path / "wide.csv")
     a, b = (
-        read_unit_tables(tmp_path / f, gq.schema, withheld=True).to_frame().sort("geoid", "cell")
+        read_unit_tables(tmp_path / f, gq, withheld=True).to_frame().sort("geoid", "cell")
         for f in ("long.csv", "wide.csv")
     )
     assert a.equals(b) and a["value"].null_count() == long["value"].null_count()
     with pytest.raises(InputError, match="'X' is not a count"):
-        read_unit_tables(tmp_path / "wide.csv", gq.schema)
+        read_unit_tables(tmp_path / "wide.csv", gq)

@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tabrecon.errors import InputError
+from tabrecon.schema.registry import population
 from tabrecon.tables.persons import tabulate
 from tabrecon.tables.published import cell_of_variable, read_tables, write_tables
 from tabrecon.tables.tableset import TableSet
@@ -105,10 +106,15 @@ def test_every_form_reads_into_identical_tables(county, tmp_path):
     for suffix in ("csv", "parquet"):
         blk = read_tables(tmp_path / f"wide_block.{suffix}")
         trc = read_tables(tmp_path / f"wide_tract.{suffix}")
-        _same(want, TableSet({"block": blk["block"], "tract": trc["tract"]}))
+        _same(
+            want,
+            TableSet(
+                {"block": blk["block"], "tract": trc["tract"]}, population=population("persons")
+            ),
+        )
     api, dcg = read_tables(tmp_path / "api.json"), read_tables(tmp_path / "dcg.csv")
     for ts in (api, dcg):
-        _same(TableSet({"block": want["block"]}), ts)
+        _same(TableSet({"block": want["block"]}, population=population("persons")), ts)
 
 
 @pytest.mark.parametrize(
@@ -193,11 +199,10 @@ def test_2020_names_of_the_pl_and_the_dhc_read_as_their_cells(small_md, tmp_path
     d.write_csv(tmp_path / "dhc2020.csv")
     _same(dhc, read_tables(tmp_path / "dhc2020.csv"))
     # the reader written once reads them too, through the persons' plug-in (Population.spell)
-    from tabrecon.schema import PERSONS
     from tabrecon.tables.reader import read_unit_tables
 
     for want, f in ((pl_tables, "pl2020.csv"), (dhc, "dhc2020.csv")):
-        got = read_unit_tables(tmp_path / f, PERSONS).to_frame().sort("geoid", "cell")
+        got = read_unit_tables(tmp_path / f, population("persons")).to_frame().sort("geoid", "cell")
         assert got.equals(want.to_frame().sort("geoid", "cell")), f
 
 

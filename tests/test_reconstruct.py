@@ -11,6 +11,7 @@ from tabrecon import reconstruct
 from tabrecon.engine.solvers import SolverOptions
 from tabrecon.metrics.agreement import agree
 from tabrecon.schema import from_arrays
+from tabrecon.schema.registry import population
 from tabrecon.tables.consistency import check_consistency
 from tabrecon.tables.persons import drop_cells, tabulate
 from tabrecon.tables.tableset import MISSING, Grid, TableSet
@@ -194,7 +195,6 @@ def test_person_tracts_are_the_long_tables_parts(small_md, level):
     import polars as pl
 
     from tabrecon.engine.release import plan_release
-    from tabrecon.schema import PERSONS
     from tabrecon.tables.spec import table_by_name
 
     ts = drop_cells(tabulate(small_md), ["P0140003"])  # P14 published in part
@@ -203,13 +203,17 @@ def test_person_tracts_are_the_long_tables_parts(small_md, level):
     values[:3] = MISSING  # three blocks publish nothing
     perm = np.random.default_rng(0).permutation(len(g.geoids))
     shuffled = TableSet(
-        {"block": Grid("block", g.geoids[perm], g.cells, values[perm]), "tract": ts["tract"]}
+        {"block": Grid("block", g.geoids[perm], g.cells, values[perm]), "tract": ts["tract"]},
+        population=population("persons"),
     )
-    ts = TableSet({"block": Grid("block", g.geoids, g.cells, values), "tract": ts["tract"]})
-    plan = plan_release(ts, PERSONS, level)
+    ts = TableSet(
+        {"block": Grid("block", g.geoids, g.cells, values), "tract": ts["tract"]},
+        population=population("persons"),
+    )
+    plan = plan_release(ts, population("persons"), level)
     split, used, notes = plan.split, plan.used, plan.notes
     assert "P14" not in used and any("P14" in n for n in notes)
-    cells = [c.id for n in used for c in table_by_name(n, PERSONS).cells()]
+    cells = [c.id for n in used for c in table_by_name(n, population("persons")).cells()]
     long = ts.to_frame().filter(pl.col("cell").is_in(cells))
     assert not long["geoid"].is_in(g.geoids[:3].tolist()).any()
     want = long.with_columns(pl.col("geoid").str.slice(0, 11).alias("t")).partition_by(
@@ -218,11 +222,13 @@ def test_person_tracts_are_the_long_tables_parts(small_md, level):
     assert list(split.parts) == sorted(t for (t,) in want)
     for (t,), part in want.items():
         assert split.long(t).equals(part)
-    again = plan_release(shuffled, PERSONS, level).split
+    again = plan_release(shuffled, population("persons"), level).split
     assert again.digest == split.digest and list(again.parts) == list(split.parts)
     for t in split.parts:
         assert again.long(t).sort("geoid", "cell").equals(split.long(t).sort("geoid", "cell"))
-    assert plan_release(tabulate(small_md), PERSONS, level).split.digest != split.digest
+    assert (
+        plan_release(tabulate(small_md), population("persons"), level).split.digest != split.digest
+    )
 
 
 @pytest.mark.parametrize("level", ["block", "block+tract"])
@@ -232,7 +238,6 @@ def test_block_tables_published_for_tracts_and_counties_too_are_left_to_the_bloc
     without them (before, every tract failed with 'block 99001000100 lacks cell ...'), and a
     table published whole for tracts but in part for blocks is left out as in part."""
     from tabrecon.engine.release import plan_release
-    from tabrecon.schema import PERSONS
     from tabrecon.tables.persons import BLOCK_TABLES
 
     ts = tabulate(small_md)
@@ -246,18 +251,24 @@ def test_block_tables_published_for_tracts_and_counties_too_are_left_to_the_bloc
         np.concatenate([t.cells, coarse["tract"].cells]),
         np.concatenate([t.values, coarse["tract"].values], axis=1),
     )
-    wide = TableSet({**ts.grids, "tract": both, **{lv: coarse[lv] for lv in ("county", "state")}})
+    wide = TableSet(
+        {**ts.grids, "tract": both, **{lv: coarse[lv] for lv in ("county", "state")}},
+        population=population("persons"),
+    )
     plain, more = (reconstruct(x, level, certify=True) for x in (ts, wide))
     assert not plain.failed and not more.failed
     cols = ["block_geoid", "persons", "status", "level", "solvar"]
     assert more.blocks.select(cols).equals(plain.blocks.select(cols))
     assert more.tables_used == plain.tables_used
     assert (
-        plan_release(wide, PERSONS, level).split.digest
-        == plan_release(ts, PERSONS, level).split.digest
+        plan_release(wide, population("persons"), level).split.digest
+        == plan_release(ts, population("persons"), level).split.digest
     )
-    part = TableSet({**wide.grids, "block": drop_cells(ts, ["P0140003"])["block"]})
-    plan = plan_release(part, PERSONS, level)
+    part = TableSet(
+        {**wide.grids, "block": drop_cells(ts, ["P0140003"])["block"]},
+        population=population("persons"),
+    )
+    plan = plan_release(part, population("persons"), level)
     used, notes = plan.used, plan.notes
     assert "P14" not in used and any("published in part, left out: P14" in n for n in notes)
 
@@ -284,7 +295,7 @@ def test_persons_over_the_schema_name_a_contradicting_tract_and_its_cells():
     g = ts["block"]
     v = g.values.copy()
     v[0, g.cells == "P0080003"] = 0  # "no White alone" contradicts P12A's two White persons
-    bad = TableSet({"block": Grid("block", g.geoids, g.cells, v)})
+    bad = TableSet({"block": Grid("block", g.geoids, g.cells, v)}, population=population("persons"))
     run = reconstruct(bad, "block", certify=True)
     assert [r["unit"] for r in run.failed] == ["99001000100"]
     assert run.failed[0]["status"] == "infeasible" and "990010001001001" in run.failed[0]["message"]
@@ -304,7 +315,10 @@ def test_persons_over_the_schema_diagnose_a_tract_whose_cells_disagree_at_block_
     j = int(np.flatnonzero(g.cells == "P0120003")[0])
     i = int(np.argmax(v[:, j]))
     v[i, j] += 1
-    bad = TableSet({"block": Grid("block", g.geoids, g.cells, v), "tract": ts["tract"]})
+    bad = TableSet(
+        {"block": Grid("block", g.geoids, g.cells, v), "tract": ts["tract"]},
+        population=population("persons"),
+    )
     run = reconstruct(bad, "block+tract")
     tract = str(g.geoids[i])[:11]
     assert [r["unit"] for r in run.failed] == [tract]

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from tabrecon.errors import InputError
 from tabrecon.schema import N_TYPES, PERSONS, decode_types, encode_types
 from tabrecon.schema.catalog import HOUSING_UNITS
-from tabrecon.schema.registry import names
+from tabrecon.schema.registry import names, population
 from tabrecon.schema.spec import read_units, write_units
 
 GEO = "010010201001000"
@@ -206,18 +206,18 @@ def test_reconstruction_and_claims_over_any_schema_run_on_persons():
     from tabrecon.attacks.unit_claims import generate_then_verify
     from tabrecon.engine.reconstruct import reconstruct_units
     from tabrecon.records.synth import SynthConfig, synthesize
-    from tabrecon.schema import PERSONS, person_units
+    from tabrecon.schema import person_units
     from tabrecon.tables.spec import tabulate_units
 
     units = person_units(synthesize(SynthConfig(persons=1500), seed=3))
     geo, n = np.unique(units.block_geoid, return_counts=True)
     blocks = [g for g, c in zip(geo.tolist(), n.tolist(), strict=True) if 3 <= c <= 25][:3]
     long = tabulate_units(units).filter(pl.col("geoid").is_in(blocks))
-    rec = reconstruct_units(long, PERSONS)
+    rec = reconstruct_units(long, population("persons"))
     back = tabulate_units(rec.units).filter(pl.col("geoid").is_in(blocks))
     assert back.sort("geoid", "cell").equals(long.sort("geoid", "cell"))
     res = generate_then_verify(
-        long, schema=PERSONS, blocks=blocks, truth=units, K=5, k_values=(2, 3)
+        long, pop=population("persons"), blocks=blocks, truth=units, K=5, k_values=(2, 3)
     )
     assert res.claims.height > 0 and (res.claims["true_matches"] == res.claims["m"]).all()
 
@@ -250,7 +250,7 @@ def test_a_third_schema_is_a_declaration():
     )
     by_seats = tuple((f"{n} seats", {"seats": (n,)}) for n in range(1, 9))
     big_red = (("Red vans", {"kind": (3,), "colour": (0,)}),)
-    declare_tables(
+    vehicles = declare_tables(
         fleet,
         [
             UnitTable("V1", 1, "Vehicles by kind, by colour", {}, lines, prefix="V", schema=fleet),
@@ -269,10 +269,10 @@ def test_a_third_schema_is_a_declaration():
     )
     long = tabulate_units(units)
     assert long["cell"].n_unique() == 6 + 8 + 1
-    rec = reconstruct_units(long, fleet)
+    rec = reconstruct_units(long, vehicles)
     assert tabulate_units(rec.units).sort("geoid", "cell").equals(long.sort("geoid", "cell"))
     assert (rec.units.codes["seats"][rec.units.codes["kind"] == 2] <= 2).all()  # the rule held
-    res = generate_then_verify(long, schema=fleet, truth=units, K=4, k_values=(2, 3))
+    res = generate_then_verify(long, pop=vehicles, truth=units, K=4, k_values=(2, 3))
     assert res.claims.height and (res.claims["true_matches"] == res.claims["m"]).all()
     wrong = UnitTable("W", 1, "", {}, (("x", {"wheels": (4,)}),), prefix="W", schema=fleet)
     with pytest.raises(TabreconError, match="'wheels' is not an attribute of fleet"):
@@ -290,7 +290,7 @@ def test_generic_uniqueness_proof_agrees_with_person_certification_on_real_block
     reconstruction unique exactly where person certification does."""
     from tabrecon import certify, reconstruct
     from tabrecon.engine.reconstruct import ReconstructOptions, reconstruct_units
-    from tabrecon.schema import AGEBIN_OF_AGE, PERSONS, PERSONS_BINNED, person_units
+    from tabrecon.schema import AGEBIN_OF_AGE, person_units
     from tabrecon.tables.persons import tabulate
     from tabrecon.tables.spec import tabulate_units
 
@@ -299,7 +299,9 @@ def test_generic_uniqueness_proof_agrees_with_person_certification_on_real_block
     ts = tabulate(md, "block")
     cert = certify(ts, reconstruct(ts, "block").records, "block").blocks
     person = dict(zip(cert["block_geoid"].to_list(), cert["status"].to_list(), strict=True))
-    rec = reconstruct_units(tabulate_units(person_units(md, binned=True)), PERSONS_BINNED)
+    rec = reconstruct_units(
+        tabulate_units(person_units(md, binned=True)), population("persons_binned")
+    )
     generic = dict(zip(rec.blocks["geoid"].to_list(), rec.blocks["status"].to_list(), strict=True))
     assert set(generic) == set(person) and len(person) == 219
     assert {g for g, s in generic.items() if s == "unique"} == {
@@ -314,7 +316,9 @@ def test_generic_uniqueness_proof_agrees_with_person_certification_on_real_block
     # (the median ages P13, P13A-I are modelled at block level only: left out by default here)
     long = tabulate_units(person_units(md))
     bt = reconstruct_units(
-        long, PERSONS, ReconstructOptions(level="block+tract", unique_on={"age": AGEBIN_OF_AGE})
+        long,
+        population("persons"),
+        ReconstructOptions(level="block+tract", unique_on={"age": AGEBIN_OF_AGE}),
     )
     assert set(cert_bt["status"].to_list()) == set(bt.blocks["status"].to_list()) == {"unique"}
     assert bt.blocks.height == 219

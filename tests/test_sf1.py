@@ -10,6 +10,7 @@ import polars as pl
 import pytest
 
 from tabrecon.errors import InputError
+from tabrecon.schema.registry import population
 from tabrecon.tables.layout import layout
 from tabrecon.tables.persons import tabulate
 from tabrecon.tables.reader import read_sf1
@@ -141,7 +142,7 @@ def with_medians(ts, md):
 
     p13 = [f"P13{i}" for i in ("", *"ABCDEFGHI")]
     medians = tabulate_units(person_units(md), p13).with_columns(pl.col("value").cast(pl.Int64))
-    return TableSet.from_long(pl.concat([ts.to_frame(), medians]), "persons")
+    return TableSet.from_long(pl.concat([ts.to_frame(), medians]), population("persons"))
 
 
 @pytest.fixture(scope="module")
@@ -297,8 +298,6 @@ def test_pl94171_folders_read_alike_through_the_reader_written_once(small_md, tm
     tables it holds (the housing units: its H1 is occupancy, not SF1's H1) is told so."""
     import polars as pl
 
-    from tabrecon.schema import PERSONS
-    from tabrecon.schema.catalog import HOUSING_UNITS
     from tabrecon.tables.reader import read_unit_tables
 
     ts = tabulate(small_md, "P8,P9,P10,P11")
@@ -306,7 +305,7 @@ def test_pl94171_folders_read_alike_through_the_reader_written_once(small_md, tm
     write_2020_pl(ts, tmp_path / "pl2020")
     want = ts.to_frame().filter(pl.col("geoid").str.len_chars() == 15).sort("geoid", "cell")
     for folder in ("pl", "pl2020"):
-        got = read_unit_tables(tmp_path / folder, PERSONS)
+        got = read_unit_tables(tmp_path / folder, population("persons"))
         assert got.tables_present()[:4] == ["P8", "P9", "P10", "P11"], folder
         assert got["block"].cells.size == want["cell"].n_unique(), folder
         assert (
@@ -316,4 +315,4 @@ def test_pl94171_folders_read_alike_through_the_reader_written_once(small_md, tm
             .equals(want)
         ), folder
         with pytest.raises(InputError, match=r"P\.L\. 94-171 files hold none of these tables"):
-            read_unit_tables(tmp_path / folder, HOUSING_UNITS)
+            read_unit_tables(tmp_path / folder, population("households"))

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from tabrecon.errors import InputError
 from tabrecon.schema import RACES, from_arrays
+from tabrecon.schema.registry import population
 from tabrecon.tables.consistency import check_consistency
 from tabrecon.tables.persons import all_cells, tabulate
 from tabrecon.tables.published import read_tables, write_tables
@@ -109,7 +110,10 @@ def test_real_sample_consistent_and_corruption_caught(real_tables):
     j = int(np.flatnonzero(g.cells == "P012A010")[0])
     i = int(np.argmax(v[:, j]))
     v[i, j] += 1
-    bad = TableSet({"block": Grid("block", g.geoids, g.cells, v), "tract": real_tables["tract"]})
+    bad = TableSet(
+        {"block": Grid("block", g.geoids, g.cells, v), "tract": real_tables["tract"]},
+        population=population("persons"),
+    )
     rep = check_consistency(bad)
     assert not rep.ok
     text = "\n".join(str(x) for x in rep.violations)
@@ -247,7 +251,10 @@ def test_tract_identities_sum_blocks_alike_in_any_row_order(small_md, seed):
         "shuffled": Grid("block", g.geoids[rows], g.cells, v[rows]),
     }
     reps = {
-        k: check_consistency(TableSet({"block": b, "tract": ts["tract"]})) for k, b in grids.items()
+        k: check_consistency(
+            TableSet({"block": b, "tract": ts["tract"]}, population=population("persons"))
+        )
+        for k, b in grids.items()
     }
     a, b = reps["sorted"], reps["shuffled"]
     assert not a.ok and (a.checked, a.skipped) == (b.checked, b.skipped)

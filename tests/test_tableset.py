@@ -34,14 +34,14 @@ def _long(draw: st.DrawFn) -> pl.DataFrame:
 @given(_long())
 @settings(max_examples=60, deadline=None)
 def test_a_long_table_round_trips_through_the_grids(long: pl.DataFrame) -> None:
-    ts = TableSet.from_long(long, "households", source="x.csv")
+    ts = TableSet.from_long(long, population("households"), source="x.csv")
     g = ts["block"]
     assert (g.geoids[:-1] < g.geoids[1:]).all()  # sorted, each block once
     assert int((g.values != MISSING).sum()) == long.height
     assert int((g.values == WITHHELD_CELL).sum()) == long["value"].null_count()
     back = ts.to_frame().sort("geoid", "cell")
     assert back.equals(long.sort("geoid", "cell"))
-    assert ts.source == "x.csv" and ts.population == "households"
+    assert ts.source == "x.csv" and ts.population.key == "households"
 
 
 def test_a_tract_is_cut_out_with_its_population_and_withheld_cells() -> None:
@@ -52,14 +52,14 @@ def test_a_tract_is_cut_out_with_its_population_and_withheld_cells() -> None:
             "value": [4, None, 7],
         }
     )
-    ts = TableSet.from_long(long, "households")
+    ts = TableSet.from_long(long, population("households"))
     size = ts.block_population()
     assert size is not None and size.tolist() == [4, 0, 7]  # a withheld total: none known
     assert ts.inhabited_blocks().tolist() == ["280010001001000", "280010002001000"]
     parts = ts.by_tract()
     assert list(parts) == ts.tracts() == ["28001000100", "28001000200"]
     one = parts["28001000100"]
-    assert one.population == "households"
+    assert one.population.key == "households"
     assert one.to_frame()["value"].to_list() == [4, None]
     assert ts.subset("28001000200").to_frame()["value"].to_list() == [7]
 
@@ -67,7 +67,7 @@ def test_a_tract_is_cut_out_with_its_population_and_withheld_cells() -> None:
 def test_a_cell_of_another_population_is_refused_by_name() -> None:
     long = pl.DataFrame({"geoid": ["1" * 15], "cell": ["P0010001"], "value": [3]})
     with pytest.raises(TabreconError, match="'P0010001' is not one of the households tables"):
-        TableSet.from_long(long, "households")
+        TableSet.from_long(long, population("households"))
 
 
 def test_person_tables_count_a_block_by_any_whole_population_cell() -> None:
@@ -75,7 +75,7 @@ def test_person_tables_count_a_block_by_any_whole_population_cell() -> None:
 
     # a P.L. 94-171 release has no P1: P8's total line counts the block
     g = Grid("block", np.array(["1" * 15, "2" * 15]), np.array(["P0080001"]), np.array([[3], [0]]))
-    ts = TableSet({"block": g})
+    ts = TableSet({"block": g}, population=population("persons"))
     size = ts.block_population()
     assert size is not None and size.tolist() == [3, 0]
     assert ts.tables_present() == ["P8"]
@@ -113,7 +113,6 @@ def test_the_engine_reads_the_grids_as_it_reads_the_long_table(
     block lacking a cell, a value the publication rule cannot publish."""
     from tabrecon.engine.model import block_tables
     from tabrecon.errors import InputError
-    from tabrecon.schema.catalog import HOUSING_UNITS
     from tabrecon.tables.publication import EXACT, Publication, Rule
 
     pub = {
@@ -123,11 +122,11 @@ def test_the_engine_reads_the_grids_as_it_reads_the_long_table(
     }[rule]
     names = tuple(t.name for t in population("households").tables()[:3])
     names = names if tables is None else names[:tables]
-    ts = TableSet.from_long(long, "households")
+    ts = TableSet.from_long(long, population("households"))
 
     def read(src: pl.DataFrame | TableSet) -> tuple | InputError:
         try:
-            return block_tables(src, HOUSING_UNITS, names, pub)
+            return block_tables(src, population("households"), names, pub)
         except InputError as e:
             return e
 

@@ -113,10 +113,10 @@ def test_dense_city_blocks_get_the_verdicts_the_proofs_give(level, monkeypatch):
     long = _dense(1500, 3)
     pop = population("persons")
     opts = ReconstructOptions(level=level, unique_on=pop.unique_on)
-    with_twins = reconstruct_units(long, pop.schema, opts)
+    with_twins = reconstruct_units(long, pop, opts)
     monkeypatch.setattr(reconstruct_module, "moved", lambda *a, **k: None)
     monkeypatch.setattr(twins, "merge", lambda prog: None)
-    proofs_only = reconstruct_units(long, pop.schema, opts)
+    proofs_only = reconstruct_units(long, pop, opts)
     cols = ["geoid", "units", "status"]
     assert with_twins.blocks.select(cols).equals(proofs_only.blocks.select(cols))
     assert (with_twins.blocks["units"] >= 200).sum() >= 3  # city blocks (a tract's last is less)

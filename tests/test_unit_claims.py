@@ -16,6 +16,7 @@ from tabrecon.attacks.unit_claims import generate_then_verify
 from tabrecon.records.households import synthesize_households
 from tabrecon.records.synth import SynthConfig
 from tabrecon.schema.catalog import HOUSING_UNITS
+from tabrecon.schema.registry import Population, of_schema, population
 from tabrecon.tables.spec import tabulate_units
 
 
@@ -31,7 +32,7 @@ def _county(seed: int):
 def test_every_verified_claim_is_true_of_the_units(seed):
     units, long, blocks = _county(seed)
     res = generate_then_verify(
-        long, HOUSING_UNITS, blocks=blocks, truth=units, K=5, k_values=(2, 3)
+        long, population("households"), blocks=blocks, truth=units, K=5, k_values=(2, 3)
     )
     assert res.blocks.height == len(blocks)
     assert (res.blocks["verified"] <= res.blocks["candidates"]).all()
@@ -56,9 +57,11 @@ def test_claims_runs_verdict_is_the_uniqueness_proofs():
     long = long.filter(~pl.col("geoid").is_in(big.implode()))
     assert size.height - big.len() == 9
     run = release_claims(
-        long, HOUSING_UNITS, ClaimsOptions(k_values=(2,), k_solutions=4, block_seconds=None)
+        long,
+        population("households"),
+        ClaimsOptions(k_values=(2,), k_solutions=4, block_seconds=None),
     )
-    proof = reconstruct_units(long, HOUSING_UNITS, tables=run.tables)
+    proof = reconstruct_units(long, population("households"), tables=run.tables)
     both = run.blocks.join(proof.blocks.select("geoid", "status"), on="geoid", suffix="_proof")
     assert both.height == proof.blocks.height
     assert (both["reconstruction"] == both["status_proof"]).all(), both
@@ -70,7 +73,9 @@ def test_claims_a_single_cell_reads_off_are_dropped():
     """Tenure, vacancy status, size and householder race are each one published table (H3-H6,
     H13): no claim on one of those columns alone is a finding."""
     units, long, blocks = _county(3)
-    res = generate_then_verify(long, HOUSING_UNITS, blocks=blocks, truth=units, K=3, k_values=(1,))
+    res = generate_then_verify(
+        long, population("households"), blocks=blocks, truth=units, K=3, k_values=(1,)
+    )
     published = {"tenure", "vacancy_status", "household_size", "householder_race"}
     assert not set(res.claims["columns"].to_list()) & published if res.claims.height else True
 
@@ -83,9 +88,9 @@ def test_figures_by_k_count_the_units_claims_single_out():
 
     units, long, blocks = _county(4)
     res = generate_then_verify(
-        long, HOUSING_UNITS, blocks=blocks, truth=units, K=5, k_values=(2, 3, 4)
+        long, population("households"), blocks=blocks, truth=units, K=5, k_values=(2, 3, 4)
     )
-    fig = ClaimsRun.of(res, HOUSING_UNITS, (2, 3, 4), 5, units).by_k()
+    fig = ClaimsRun.of(res, population("households"), (2, 3, 4), 5, units).by_k()
     c = res.claims
     assert fig["k"].to_list() == [2, 3, 4] and (fig["blocks"] == len(blocks)).all()
     for row in fig.iter_rows(named=True):
@@ -129,7 +134,7 @@ def test_a_claim_no_single_table_publishes_is_found_and_proven():
     units = Units(HOUSING_UNITS, np.array([g, g]), codes)
     twelve = ("H1", "H3", "H4", "H5", "H6", "H7", "H13", "H14", "H15", "H16", "H17", "P18")
     res = generate_then_verify(
-        tabulate_units(units, twelve), HOUSING_UNITS, truth=units, K=5, k_values=(2,)
+        tabulate_units(units, twelve), population("households"), truth=units, K=5, k_values=(2,)
     )
     hit = res.claims.filter(res.claims["columns"] == "household_size,householder_race")
     assert "household_size=1-person household; householder_race=White alone" in hit["values"]
@@ -140,7 +145,7 @@ def test_a_claim_no_single_table_publishes_is_found_and_proven():
     values = res.claims["values"].to_list()
     assert "vacancy_status=occupied; household_size=1-person household" not in values
     assert "tenure=owned with a mortgage or a loan; householder_race=White alone" in values
-    fig = ClaimsRun.of(res, HOUSING_UNITS, (2,), 5, units).by_k().row(0, named=True)
+    fig = ClaimsRun.of(res, population("households"), (2,), 5, units).by_k().row(0, named=True)
     assert fig["blocks_with_singleton_pct"] == 100.0 and fig["units_singled_out"] >= 1
     assert 0.0 <= fig["baseline_median"] <= 1.0
 
@@ -150,7 +155,13 @@ def test_a_block_out_of_time_keeps_its_verified_claims_and_says_so():
     the limit (all true), never dropped."""
     units, long, blocks = _county(11)
     res = generate_then_verify(
-        long, HOUSING_UNITS, blocks=blocks, truth=units, K=3, k_values=(2, 3), block_seconds=1e-9
+        long,
+        population("households"),
+        blocks=blocks,
+        truth=units,
+        K=3,
+        k_values=(2, 3),
+        block_seconds=1e-9,
     )
     assert res.blocks.height == len(blocks)
     assert set(res.blocks["status"].to_list()) == {"time-limit"}
@@ -171,7 +182,7 @@ def test_claims_proven_before_the_time_runs_out_are_kept(monkeypatch):
 
     units, long, blocks = _county(4)
     full = generate_then_verify(
-        long, HOUSING_UNITS, blocks=blocks, truth=units, K=4, k_values=(2, 3)
+        long, population("households"), blocks=blocks, truth=units, K=4, k_values=(2, 3)
     )
     real = unit_claims.prove_forms
 
@@ -182,7 +193,7 @@ def test_claims_proven_before_the_time_runs_out_are_kept(monkeypatch):
 
     monkeypatch.setattr(unit_claims, "prove_forms", stops_short)
     cut = generate_then_verify(
-        long, HOUSING_UNITS, blocks=blocks, truth=units, K=4, k_values=(2, 3)
+        long, population("households"), blocks=blocks, truth=units, K=4, k_values=(2, 3)
     )
     with_claims = full.blocks.filter(full.blocks["candidates"] > 0)["geoid"].to_list()
     assert with_claims and set(
@@ -208,7 +219,7 @@ def test_contradictory_tables_mark_the_block_infeasible():
         .otherwise(pl.col("value"))
         .alias("value")
     )
-    res = generate_then_verify(bad, HOUSING_UNITS, blocks=[b], K=2, k_values=(2,))
+    res = generate_then_verify(bad, population("households"), blocks=[b], K=2, k_values=(2,))
     assert res.blocks.row(0, named=True)["status"] == "infeasible"
     assert res.claims.height == 0
 
@@ -226,7 +237,9 @@ def test_a_total_that_breaks_its_parts_makes_the_block_infeasible():
 
     units, long, blocks = _county(3)
     b = blocks[0]
-    cells, W, geoids, V = block_tables(long, HOUSING_UNITS, tables_in(long, HOUSING_UNITS, "block"))
+    cells, W, geoids, V = block_tables(
+        long, population("households"), tables_in(long, population("households"), "block")
+    )
     v = V[list(geoids).index(b)]
     prog, adm = block_program(W, v, W.tocsc())
     # the program's rows: the block's cells but the zeros that no admissible type lies in
@@ -240,7 +253,7 @@ def test_a_total_that_breaks_its_parts_makes_the_block_infeasible():
         .otherwise(pl.col("value"))
         .alias("value")
     )
-    res = generate_then_verify(bad, HOUSING_UNITS, blocks=[b], K=2, k_values=(2,))
+    res = generate_then_verify(bad, population("households"), blocks=[b], K=2, k_values=(2,))
     assert res.blocks.row(0, named=True)["status"] == "infeasible"
     assert res.claims.height == 0
 
@@ -383,7 +396,7 @@ def test_candidates_proven_together_are_those_proven_one_by_one(relax_after, row
     from tabrecon.schema.catalog import HOUSING_UNITS as S
 
     units, long, blocks = _county(3)
-    _cells, W, geoids, V = block_tables(long, S, tuple(t.name for t in housing_tables()))
+    _cells, W, geoids, V = block_tables(long, of_schema(S), tuple(t.name for t in housing_tables()))
     b = list(geoids).index(blocks[0])
     prog, adm = block_program(W, V[b], W.tocsc())
     x0 = solve(prog, SolverOptions(backend="cpsat")).x
@@ -520,9 +533,10 @@ def test_candidates_are_every_claim_stable_across_the_solutions(case):
     types = np.array([t for _, t, _ in keys])
     X = np.array([x for _, _, x in keys]).T.reshape(n_sol, len(keys))
     values = S.claim_values(types)
-    got = candidates(S, (), (1, 2, 3), X, values, group)
+    things = Population(name="toy_claims", schema=S, noun="things", tables=tuple)
+    got = candidates(things, (), (1, 2, 3), X, values, group)
     assert got.members is not None
-    lean = candidates(S, (), (1, 2, 3), X, values, group, members=False)
+    lean = candidates(things, (), (1, 2, 3), X, values, group, members=False)
     assert lean.members is None and (lean.key == got.key).all() and (lean.first == got.first).all()
     used = X.any(axis=0)  # first: the first key some solution uses
     assert all(
@@ -603,9 +617,9 @@ def test_claims_over_a_tract_program_are_those_of_each_block_alone():
     mine = np.flatnonzero(np.isin(units.block_geoid, geoids))
     tv = tract_verdicts(
         tract,
-        HOUSING_UNITS,
+        population("households"),
         Level.BLOCK,
-        tables_in(long, HOUSING_UNITS, "block"),
+        tables_in(long, population("households"), "block"),
         (2, 3),
         geoids,
         np.searchsorted(geoids, units.block_geoid[mine]),
@@ -622,7 +636,7 @@ def test_claims_over_a_tract_program_are_those_of_each_block_alone():
             got.add((g, k, cl.cols(i), key, m))
             if cl.m[i] == 1:
                 assert first[i] >= 0 and tv.y0[first[i]] == 1
-    res = generate_then_verify(long, HOUSING_UNITS, blocks=blocks, K=5, k_values=(2, 3))
+    res = generate_then_verify(long, population("households"), blocks=blocks, K=5, k_values=(2, 3))
     want = set(found_claims(res.claims, HOUSING_UNITS))
     assert got == want and want
 

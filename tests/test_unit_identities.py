@@ -18,6 +18,7 @@ from tabrecon.records.households import synthesize_households
 from tabrecon.records.synth import SynthConfig, synthesize
 from tabrecon.schema import PERSONS, person_units, registry
 from tabrecon.schema.catalog import HOUSING_UNITS
+from tabrecon.schema.registry import of_schema, population
 from tabrecon.schema.spec import write_units
 from tabrecon.tables import consistency
 from tabrecon.tables.consistency import Identity, check_unit_consistency, identities, identities_of
@@ -27,8 +28,10 @@ from tabrecon.tables.spec import compiled, tables_of, tabulate_units
 def _vectors(schema, ids):
     """Identities as rows over the variables they relate: each cell, and each block cell summed
     over a tract (a block cell in a tract identity) as a variable of its own."""
-    block = [c.id for t in tables_of(schema) if t.level == "block" for c in t.cells()]
-    cells = [c.id for t in tables_of(schema) for c in t.cells()] + [f"Σ{c}" for c in block]
+    block = [c.id for t in tables_of(of_schema(schema)) if t.level == "block" for c in t.cells()]
+    cells = [c.id for t in tables_of(of_schema(schema)) for c in t.cells()] + [
+        f"Σ{c}" for c in block
+    ]
     where = {c: i for i, c in enumerate(cells)}
     blocks = set(block)
 
@@ -47,7 +50,7 @@ def _vectors(schema, ids):
 def _span(schema):
     """An orthonormal basis of the derived identities' span (one SVD a schema: three least-squares
     solves of the person identities took 17 s of the suite)."""
-    G, _ = _vectors(schema, identities_of(schema))
+    G, _ = _vectors(schema, identities_of(of_schema(schema)))
     return scipy.linalg.orth(G.T)
 
 
@@ -139,10 +142,10 @@ def test_derived_identities_imply_the_hand_written_person_ones():
     # and not vacuously: a tract's males against its blocks' females is not implied
     assert not _implied(PERSONS, [_tract("PCT0120002", "P0120026")])
     assert not _implied(PERSONS, [_sum("P0120002", "P0120026")])
-    rules = {i.rule for i in identities_of(PERSONS)}
+    rules = {i.rule for i in identities_of(population("persons"))}
     assert {"partition:PCT12A-G", "partition:PCT12H-O", "partition:P12A-G"} <= rules
     # the person identities add the race tallies (a person counted once per race)
-    tally = [i for i in identities() if i.rule == "tally"]
+    tally = [i for i in identities(population("persons")) if i.rule == "tally"]
     assert len(tally) == 3 and tally[0].rhs == tuple(f"P006000{k}" for k in range(2, 8))
 
 
@@ -150,10 +153,10 @@ def test_derived_identities_imply_the_hand_written_person_ones():
 def test_identities_hold_on_every_housing_tabulation(seed):
     _, units = synthesize_households(SynthConfig(persons=3_000), seed=seed)
     long = tabulate_units(units)
-    rep = check_unit_consistency(long, HOUSING_UNITS)
+    rep = check_unit_consistency(long, population("households"))
     blocks = long["geoid"].n_unique()
     assert rep.ok and rep.skipped == 0
-    assert rep.checked == len(identities_of(HOUSING_UNITS)) * blocks
+    assert rep.checked == len(identities_of(population("households"))) * blocks
 
 
 def _expected(schema, long):
@@ -161,7 +164,7 @@ def _expected(schema, long):
     n = long.group_by(pl.col("geoid").str.len_chars().alias("n")).agg(pl.col("geoid").n_unique())
     units = dict(zip(n["n"].to_list(), n["geoid"].to_list(), strict=True))
     length = {"block": 15, "tract": 11}
-    return sum(units.get(length[i.level], 0) for i in identities_of(schema))
+    return sum(units.get(length[i.level], 0) for i in identities_of(of_schema(schema)))
 
 
 def test_identities_hold_on_person_tabulations():
@@ -169,15 +172,16 @@ def test_identities_hold_on_person_tabulations():
     to the tract's race counts), each on the geounits of its level."""
     md = synthesize(SynthConfig(persons=1_500), seed=4)
     long = tabulate_units(person_units(md))
-    rep = check_unit_consistency(long, PERSONS)
-    levels = {i.level for i in identities_of(PERSONS)}
+    rep = check_unit_consistency(long, population("persons"))
+    levels = {i.level for i in identities_of(population("persons"))}
     assert levels == {"block", "tract"}
     assert rep.ok and rep.skipped == 0 and rep.checked == _expected(PERSONS, long)
     # a tract's count off by one is named against its blocks' sum
     tract = long.filter(pl.col("geoid").str.len_chars() == 11)["geoid"][0]
     hit = (pl.col("geoid") == tract) & (pl.col("cell") == "PCT0120001")
     bad = check_unit_consistency(
-        long.with_columns(pl.when(hit).then(pl.col("value") + 1).otherwise("value")), PERSONS
+        long.with_columns(pl.when(hit).then(pl.col("value") + 1).otherwise("value")),
+        population("persons"),
     )
     texts = {str(v) for v in bad.violations}
     assert {v.geoid for v in bad.violations} == {tract}
@@ -185,14 +189,14 @@ def test_identities_hold_on_person_tabulations():
     # a block lacking a cell: the tract identities summing it are skipped there, not failed
     block = long.filter(pl.col("geoid").str.starts_with(tract) & (pl.col("geoid") != tract))
     gone = (pl.col("geoid") == block["geoid"][0]) & (pl.col("cell") == "P0010001")
-    part = check_unit_consistency(long.filter(~gone), PERSONS)
+    part = check_unit_consistency(long.filter(~gone), population("persons"))
     assert part.ok and part.skipped > 0
 
 
 @pytest.mark.realdata
 def test_identities_hold_on_the_real_sample(real_md):
     long = tabulate_units(person_units(real_md))
-    rep = check_unit_consistency(long, PERSONS)
+    rep = check_unit_consistency(long, population("persons"))
     assert rep.ok and rep.skipped == 0 and rep.checked == _expected(PERSONS, long)
     assert long.filter(pl.col("geoid").str.len_chars() == 15)["geoid"].n_unique() == 8_530
 
@@ -203,13 +207,13 @@ def test_a_changed_cell_is_named_and_a_missing_one_skipped():
     geoid = long["geoid"][0]
     hit = (pl.col("geoid") == geoid) & (pl.col("cell") == "H0130003")
     bad = long.with_columns(pl.when(hit).then(pl.col("value") + 2).otherwise("value"))
-    rep = check_unit_consistency(bad, HOUSING_UNITS)
+    rep = check_unit_consistency(bad, population("households"))
     assert not rep.ok and {v.geoid for v in rep.violations} == {geoid}
     texts = [str(v) for v in rep.violations]
     assert any("H0030002 = H0130002..H0130008 fails" in t and "right side" in t for t in texts)
     # a cell not held for a block: its identities are skipped there, not failed
     dropped = long.filter(~((pl.col("geoid") == geoid) & (pl.col("cell") == "H0130003")))
-    rep = check_unit_consistency(dropped, HOUSING_UNITS)
+    rep = check_unit_consistency(dropped, population("households"))
     assert rep.ok and rep.skipped > 0
 
 
@@ -242,8 +246,8 @@ def test_vendored_identities_are_the_derived_ones(name, monkeypatch):
     """Every schema the package declares has its identities vendored, and they are exactly what
     the derivation gives today (if this fails after a declaration changed: run
     ``python scripts/vendor_identities.py``)."""
-    schema = registry.population(name).schema
-    vendored = consistency._vendored(schema.name)
+    pop = registry.population(name)
+    vendored = consistency._vendored(pop.schema.name)
     assert vendored, f"no vendored identities for {name}"
     derive = consistency._derive
 
@@ -252,17 +256,19 @@ def test_vendored_identities_are_the_derived_ones(name, monkeypatch):
 
     with monkeypatch.context() as m:  # every identity is read from the file, none derived
         m.setattr(consistency, "_derive", refused)
-        read = consistency.identities_of.__wrapped__(schema)
+        read = consistency.identities_of.__wrapped__(pop)
     monkeypatch.setattr(consistency, "_vendored", lambda _: {})
     assert consistency._derive is derive
-    derived = consistency.identities_of.__wrapped__(schema)
+    derived = consistency.identities_of.__wrapped__(pop)
     assert read == derived and len(read) > 0
 
 
 def test_vendored_identities_are_keyed_by_the_declaration():
     """A set of tables, or a weight pattern, other than the one vendored is derived afresh: the
     key is a digest of the cells and where the matrix is not zero."""
-    cells, W = compiled(HOUSING_UNITS, tuple(t.name for t in tables_of(HOUSING_UNITS)))
+    cells, W = compiled(
+        population("households"), tuple(t.name for t in tables_of(population("households")))
+    )
     key = consistency._key(cells, W)
     assert ("block", key) in consistency._vendored("households")
     moved = W.tolil()
@@ -272,5 +278,5 @@ def test_vendored_identities_are_keyed_by_the_declaration():
     renamed = [dataclasses.replace(cells[0], id="H9990001"), *cells[1:]]
     assert consistency._key(renamed, W) != key
     # a subset's identities are derived, and they are the subset's
-    sub = identities_of(HOUSING_UNITS, ("H3", "H4"))
+    sub = identities_of(population("households"), ("H3", "H4"))
     assert sub[0].text() == "H0030001 = H0030002 + H0030003"

@@ -13,6 +13,7 @@ from tabrecon.engine.reconstruct import ReconstructOptions, reconstruct_units
 from tabrecon.records.households import synthesize_households
 from tabrecon.records.synth import SynthConfig
 from tabrecon.schema.catalog import HOUSING_UNITS
+from tabrecon.schema.registry import population
 from tabrecon.schema.spec import Units
 from tabrecon.tables.spec import tables_in, tabulate_units
 from tabrecon.vocab import Level
@@ -22,7 +23,7 @@ from tabrecon.vocab import Level
 def test_tabulate_of_reconstruct_is_the_tables(seed):
     _, units = synthesize_households(SynthConfig(persons=600), seed=seed)
     long = tabulate_units(units)
-    rec = reconstruct_units(long, HOUSING_UNITS)
+    rec = reconstruct_units(long, population("households"))
     assert tabulate_units(rec.units).equals(long)
     assert (rec.blocks["status"] != "failed").all()
     per_block = units.to_frame().group_by("block_geoid").len().sort("block_geoid")["len"]
@@ -51,7 +52,7 @@ def test_a_contradictory_block_is_named_alone_and_its_tract_answered():
         .otherwise(pl.col("value"))
         .alias("value")
     )
-    rec = reconstruct_units(broken, PERSONS_BINNED)
+    rec = reconstruct_units(broken, population("persons_binned"))
     status = dict(zip(rec.blocks["geoid"], rec.blocks["status"], strict=True))
     assert status[bad] == "infeasible"
     assert all(status[b] in ("unique", "varies") for b in mates)
@@ -68,7 +69,7 @@ def test_published_empty_blocks_are_answered_beside_inhabited_ones():
     """Published tables list empty blocks too (every cell 0). Sharing a program with inhabited
     blocks of their tract, last in it or alone, they are reconstructed empty and unique."""
     from tabrecon.records.synth import synthesize
-    from tabrecon.schema import PERSONS_BINNED, person_units
+    from tabrecon.schema import person_units
 
     md = synthesize(SynthConfig(persons=300), seed=2)
     long = tabulate_units(person_units(md, binned=True))
@@ -82,7 +83,7 @@ def test_published_empty_blocks_are_answered_beside_inhabited_ones():
         ]
     ).select(long.columns)
     rec = reconstruct_units(
-        pl.concat([long, zeros]), PERSONS_BINNED, ReconstructOptions(distance=True)
+        pl.concat([long, zeros]), population("persons_binned"), ReconstructOptions(distance=True)
     )
     got = rec.blocks.filter(pl.col("geoid").is_in(empty))
     assert got["status"].to_list() == ["unique", "unique"]
@@ -123,7 +124,7 @@ def test_a_block_is_unique_only_when_no_other_population_fits():
             (b, OCCUPIED),
         ]
     )
-    rec = reconstruct_units(tabulate_units(units), HOUSING_UNITS)
+    rec = reconstruct_units(tabulate_units(units), population("households"))
     status = dict(zip(rec.blocks["geoid"], rec.blocks["status"], strict=True))
     assert status == {a: "unique", b: "varies"}
     got = rec.units.to_frame().filter(pl.col("block_geoid") == a)["vacancy_status"]
@@ -137,18 +138,22 @@ def test_tract_tables_join_a_tracts_blocks_in_one_model():
     import polars as pl
 
     from tabrecon.records.synth import SynthConfig, synthesize
-    from tabrecon.schema import AGEBIN_OF_AGE, PERSONS, person_units
+    from tabrecon.schema import AGEBIN_OF_AGE, person_units
 
     units = person_units(synthesize(SynthConfig(persons=1_200), seed=3))
     # the counts (median ages, P13, are modelled at block level only: left out of both levels)
     long = tabulate_units(units).filter(~pl.col("cell").str.starts_with("P013"))
     on = {"age": AGEBIN_OF_AGE}
-    bt = reconstruct_units(long, PERSONS, ReconstructOptions(level="block+tract", unique_on=on))
-    counted = tables_in(long, PERSONS)
+    bt = reconstruct_units(
+        long, population("persons"), ReconstructOptions(level="block+tract", unique_on=on)
+    )
+    counted = tables_in(long, population("persons"))
     assert (
         tabulate_units(bt.units, counted).sort("geoid", "cell").equals(long.sort("geoid", "cell"))
     )
-    b = reconstruct_units(long, PERSONS, ReconstructOptions(level="block", unique_on=on))
+    b = reconstruct_units(
+        long, population("persons"), ReconstructOptions(level="block", unique_on=on)
+    )
     alone = set(b.blocks.filter(pl.col("status") == "unique")["geoid"].to_list())
     joint = set(bt.blocks.filter(pl.col("status") == "unique")["geoid"].to_list())
     assert alone and alone <= joint and bt.blocks.height == b.blocks.height
@@ -156,7 +161,9 @@ def test_tract_tables_join_a_tracts_blocks_in_one_model():
     for r in (b, bt):
         sec, cert = r.blocks["seconds"].to_numpy(), r.blocks["certify_seconds"].to_numpy()
         assert (cert >= 0).all() and (cert <= sec).all() and cert.sum() > 0
-    plain = reconstruct_units(long, PERSONS, ReconstructOptions(level="block", check_unique=False))
+    plain = reconstruct_units(
+        long, population("persons"), ReconstructOptions(level="block", check_unique=False)
+    )
     assert (plain.blocks["certify_seconds"] == 0).all()  # nothing certified
     # a tract cell the blocks cannot meet: every block of that tract is named infeasible
     tract = long.filter(pl.col("geoid").str.len_chars() == 11)["geoid"][0]
@@ -165,7 +172,9 @@ def test_tract_tables_join_a_tracts_blocks_in_one_model():
         .then(pl.col("value") + 1)
         .otherwise("value")
     )
-    res = reconstruct_units(bad, PERSONS, ReconstructOptions(level="block+tract", unique_on=on))
+    res = reconstruct_units(
+        bad, population("persons"), ReconstructOptions(level="block+tract", unique_on=on)
+    )
     mine = res.blocks.filter(pl.col("geoid").str.starts_with(tract))
     assert mine.height and set(mine["status"].to_list()) == {"infeasible"}
     assert set(res.blocks.filter(~pl.col("geoid").str.starts_with(tract))["status"]) <= {
@@ -179,27 +188,33 @@ def test_block_and_tract_level_misuse_is_named():
 
     from tabrecon.errors import InputError, TabreconError
     from tabrecon.records.synth import SynthConfig, synthesize
-    from tabrecon.schema import PERSONS, person_units
+    from tabrecon.schema import person_units
 
     _, units = synthesize_households(SynthConfig(persons=300), seed=4)
     with pytest.raises(TabreconError, match="no tract tables among those used"):
         reconstruct_units(
-            tabulate_units(units), HOUSING_UNITS, ReconstructOptions(level="block+tract")
+            tabulate_units(units), population("households"), ReconstructOptions(level="block+tract")
         )
     with pytest.raises(TabreconError, match="level must be one of block, block"):
-        reconstruct_units(tabulate_units(units), HOUSING_UNITS, ReconstructOptions(level="tract"))
+        reconstruct_units(
+            tabulate_units(units), population("households"), ReconstructOptions(level="tract")
+        )
     with pytest.raises(TabreconError, match="tract_model must be auto, types or classes"):
         reconstruct_units(
-            tabulate_units(units), HOUSING_UNITS, ReconstructOptions(tract_model="agebins")
+            tabulate_units(units),
+            population("households"),
+            ReconstructOptions(tract_model="agebins"),
         )
     long = tabulate_units(person_units(synthesize(SynthConfig(persons=300), seed=1)))
     blocks_only = long.filter(pl.col("geoid").str.len_chars() == 15)
     with pytest.raises(TabreconError, match="no tract tables among those used.*declares PCT12"):
-        reconstruct_units(blocks_only, PERSONS, ReconstructOptions(level="block+tract"))
+        reconstruct_units(
+            blocks_only, population("persons"), ReconstructOptions(level="block+tract")
+        )
     # a table held in part is refused by name, never used in part
     partial = long.filter(pl.col("cell") != "PCT0120050")
     with pytest.raises(InputError, match="tables lack cells \\['PCT0120050'\\]"):
-        reconstruct_units(partial, PERSONS, ReconstructOptions(level="block+tract"))
+        reconstruct_units(partial, population("persons"), ReconstructOptions(level="block+tract"))
 
 
 def test_class_program_gives_the_type_programs_verdicts():
@@ -217,20 +232,28 @@ def test_class_program_gives_the_type_programs_verdicts():
     long = tabulate_units(units).filter(~pl.col("cell").str.starts_with("P013"))  # counts
     on = {"age": AGEBIN_OF_AGE}
     kw = {"level": "block+tract", "unique_on": on}
-    by_class = reconstruct_units(long, PERSONS, ReconstructOptions(tract_model="classes", **kw))
-    by_type = reconstruct_units(long, PERSONS, ReconstructOptions(tract_model="types", **kw))
+    by_class = reconstruct_units(
+        long, population("persons"), ReconstructOptions(tract_model="classes", **kw)
+    )
+    by_type = reconstruct_units(
+        long, population("persons"), ReconstructOptions(tract_model="types", **kw)
+    )
     verdicts = by_class.blocks.select("geoid", "status")
     assert verdicts.equals(by_type.blocks.select("geoid", "status"))
     assert {"unique", "varies"} <= set(verdicts["status"].to_list())
-    back = tabulate_units(by_class.units, tables_in(long, PERSONS)).sort("geoid", "cell")
+    back = tabulate_units(by_class.units, tables_in(long, population("persons"))).sort(
+        "geoid", "cell"
+    )
     assert back.equals(long.sort("geoid", "cell"))
     with pytest.raises(TabreconError, match="tract_model 'classes' answers uniqueness only"):
         reconstruct_units(
-            long, PERSONS, ReconstructOptions(level="block+tract", tract_model="classes")
+            long,
+            population("persons"),
+            ReconstructOptions(level="block+tract", tract_model="classes"),
         )
     # the classes of the person block tables: one sex, race and origin over one agebin38 range
-    block = tuple(t.name for t in tables_of(PERSONS) if t.level == "block")
-    cls, first = type_classes(compiled(PERSONS, block)[1])
+    block = tuple(t.name for t in tables_of(population("persons")) if t.level == "block")
+    cls, first = type_classes(compiled(population("persons"), block)[1])
     cols = PERSONS.decode(PERSONS.feasible_types())
     key = pl.DataFrame(
         {
@@ -299,13 +322,15 @@ def test_distances_equal_the_largest_shortfall_over_every_solution():
     sizes = units.to_frame().group_by("block_geoid").len()
     small = sizes.filter(pl.col("len") <= 25)["block_geoid"].to_list()  # large: seconds each
     long = tabulate_units(units).filter(pl.col("geoid").is_in(small))
-    rec = reconstruct_units(long, HOUSING_UNITS, ReconstructOptions(distance=True))
+    rec = reconstruct_units(long, population("households"), ReconstructOptions(distance=True))
     b = rec.blocks
     assert (b.filter(pl.col("status") == "unique")["solvar"] == 0).all()
     varies = b.filter(pl.col("status") == "varies")
     assert varies.height and (varies["solvar"] > 0).all()
     assert (varies["solvar_lo"] == varies["solvar"]).all()
-    _, W, geoids, V = block_tables(long, HOUSING_UNITS, tables_in(long, HOUSING_UNITS))
+    _, W, geoids, V = block_tables(
+        long, population("households"), tables_in(long, population("households"))
+    )
     feas = HOUSING_UNITS.feasible_types()
     rgeo = rec.units.block_geoid.astype(str)
     checked = 0
@@ -328,7 +353,7 @@ def test_a_person_reconstruction_certified_over_the_schema_gets_certifications_d
     certification proves for it."""
     from tabrecon import certify, reconstruct
     from tabrecon.records.synth import SynthConfig, synthesize
-    from tabrecon.schema import AGEBIN_OF_AGE, PERSONS, person_units
+    from tabrecon.schema import AGEBIN_OF_AGE, person_units
     from tabrecon.tables.persons import tabulate
 
     md = synthesize(SynthConfig(persons=1_200), seed=6)  # 7 of its 25 blocks vary
@@ -338,7 +363,7 @@ def test_a_person_reconstruction_certified_over_the_schema_gets_certifications_d
     rec = reconstruct_units(
         # the tables the reference was made from: ts has no medians, which block+tract now reads
         tabulate_units(person_units(md)).filter(~pl.col("cell").str.starts_with("P013")),
-        PERSONS,
+        population("persons"),
         ReconstructOptions(level="block+tract", unique_on={"age": AGEBIN_OF_AGE}, distance=True),
         reference=person_units(recmd),
     )
@@ -366,7 +391,7 @@ def test_a_reference_that_breaks_the_tables_is_refused_by_block():
     short = Units(
         HOUSING_UNITS, units.block_geoid[keep], {k: v[keep] for k, v in units.codes.items()}
     )
-    rec = reconstruct_units(long, HOUSING_UNITS, reference=short)
+    rec = reconstruct_units(long, population("households"), reference=short)
     status = dict(zip(rec.blocks["geoid"], rec.blocks["status"], strict=True))
     assert status[first] == "refused"
     assert {s for g, s in status.items() if g != first} <= {"unique", "varies"}
@@ -411,10 +436,10 @@ def test_a_block_missing_or_repeating_a_cell_is_named():
     row = long.filter(pl.col("cell") == "H0030002").row(0, named=True)
     gone = long.filter(~((pl.col("geoid") == row["geoid"]) & (pl.col("cell") == "H0030002")))
     with pytest.raises(InputError, match=f"block {row['geoid']} lacks cell H0030002 \\(0 more"):
-        reconstruct_units(gone, HOUSING_UNITS)
+        reconstruct_units(gone, population("households"))
     twice = pl.concat([long, pl.DataFrame([row], schema=long.schema)])
     with pytest.raises(InputError, match=f"block {row['geoid']} has cell H0030002 2 times"):
-        reconstruct_units(twice, HOUSING_UNITS)
+        reconstruct_units(twice, population("households"))
 
 
 @settings(max_examples=60, deadline=None)
@@ -487,7 +512,7 @@ def test_ages_the_tables_do_not_resolve_are_written_as_the_person_paths_ranges(l
     count cell tabulates back."""
     from tabrecon import reconstruct
     from tabrecon.populations.persons import person_tables
-    from tabrecon.schema import AGEBIN_OF_AGE, PERSONS, person_records, person_units
+    from tabrecon.schema import AGEBIN_OF_AGE, person_records, person_units
     from tabrecon.tables.persons import tabulate
 
     long = tabulate_units(person_units(small_md))
@@ -497,7 +522,7 @@ def test_ages_the_tables_do_not_resolve_are_written_as_the_person_paths_ranges(l
     ids = [c.id for t in count for c in t.cells()]
     if level == "block":  # the medians modelled too: the ages stay within their runs
         full = reconstruct_units(
-            long, PERSONS, ReconstructOptions(unique_on=on, check_unique=False)
+            long, population("persons"), ReconstructOptions(unique_on=on, check_unique=False)
         ).units
         assert full.ranges is not None
         lo, hi = full.ranges["age"]
@@ -506,7 +531,7 @@ def test_ages_the_tables_do_not_resolve_are_written_as_the_person_paths_ranges(l
         assert again.sort("geoid", "cell").equals(given.sort("geoid", "cell"))
     rec = reconstruct_units(
         long,
-        PERSONS,
+        population("persons"),
         ReconstructOptions(level=level, unique_on=on),
         tables=tuple(t.name for t in count),
     )
@@ -552,8 +577,10 @@ def test_runs_survive_the_release_runner_and_a_file(tmp_path):
 
     md = synthesize(SynthConfig(persons=1500), seed=5)
     long = tabulate_units(person_units(md))
-    one = reconstruct_units(long, PERSONS, ReconstructOptions(check_unique=False)).units
-    run = reconstruct_release(long, PERSONS).units
+    one = reconstruct_units(
+        long, population("persons"), ReconstructOptions(check_unique=False)
+    ).units
+    run = reconstruct_release(long, population("persons")).units
     assert run.ranges is not None and one.ranges is not None
 
     def table(u):
@@ -586,7 +613,7 @@ def test_spreading_proofs_and_vertices_give_the_same_verdicts_in_fewer_proofs(mo
     import tabrecon.engine.uniqueness as U
     import tabrecon.engine.variability as V
     from tabrecon.records.synth import synthesize
-    from tabrecon.schema import AGEBIN_OF_AGE, PERSONS, person_units
+    from tabrecon.schema import AGEBIN_OF_AGE, person_units
 
     md = synthesize(SynthConfig(persons=6000), seed=11)
     # the count tables (the median ages, read at block+tract too now, leave fewer blocks to the
@@ -604,7 +631,7 @@ def test_spreading_proofs_and_vertices_give_the_same_verdicts_in_fewer_proofs(mo
         proofs.clear()
         rec = reconstruct_units(
             long,
-            PERSONS,
+            population("persons"),
             ReconstructOptions(
                 level=Level.BLOCK_TRACT, unique_on={"age": AGEBIN_OF_AGE}, distance=True
             ),
@@ -630,7 +657,7 @@ def test_certification_with_every_constraint_in_the_lp_gives_the_same_answers(mo
     import tabrecon.engine.solvers as S
     import tabrecon.engine.variability as V
     from tabrecon.records.synth import synthesize
-    from tabrecon.schema import AGEBIN_OF_AGE, PERSONS, person_units
+    from tabrecon.schema import AGEBIN_OF_AGE, person_units
 
     md = synthesize(SynthConfig(persons=6000), seed=11)
     long = tabulate_units(person_units(md))
@@ -651,7 +678,7 @@ def test_certification_with_every_constraint_in_the_lp_gives_the_same_answers(mo
         levels.clear()
         rec = reconstruct_units(
             long,
-            PERSONS,
+            population("persons"),
             ReconstructOptions(
                 level=Level.BLOCK_TRACT, unique_on={"age": AGEBIN_OF_AGE}, distance=True
             ),
@@ -685,32 +712,42 @@ def test_block_programs_over_classes_give_the_type_programs_answers():
     the reconstruction at hand: the two programs' reconstructions may differ where it varies)."""
     from tabrecon.errors import TabreconError
     from tabrecon.records.synth import SynthConfig, synthesize
-    from tabrecon.schema import AGEBIN_OF_AGE, PERSONS, person_records, person_units
+    from tabrecon.schema import AGEBIN_OF_AGE, person_records, person_units
 
     units = person_units(synthesize(SynthConfig(persons=1_500), seed=11))
     long = tabulate_units(units).filter(pl.col("geoid").str.len_chars() == 15)
     long = long.filter(~pl.col("cell").str.starts_with("P013"))  # counts only
     kw = {"unique_on": {"age": AGEBIN_OF_AGE}, "distance": True}
-    by_class = reconstruct_units(long, PERSONS, ReconstructOptions(**kw))
-    by_type = reconstruct_units(long, PERSONS, ReconstructOptions(tract_model="types", **kw))
+    by_class = reconstruct_units(long, population("persons"), ReconstructOptions(**kw))
+    by_type = reconstruct_units(
+        long, population("persons"), ReconstructOptions(tract_model="types", **kw)
+    )
     cols = ["geoid", "units", "status"]
     assert by_class.blocks.select(cols).equals(by_type.blocks.select(cols))
     assert {"unique", "varies"} <= set(by_class.blocks["status"].to_list())
     assert (by_class.blocks["types"] < by_type.blocks["types"]).any()  # fewer variables
-    back = tabulate_units(by_class.units, tables_in(long, PERSONS)).sort("geoid", "cell")
+    back = tabulate_units(by_class.units, tables_in(long, population("persons"))).sort(
+        "geoid", "cell"
+    )
     assert back.equals(long.sort("geoid", "cell"))
     md = person_records(by_class.units)
     assert (md.age_max > md.age).any()
     assert (AGEBIN_OF_AGE[md.age] == AGEBIN_OF_AGE[md.age_max]).all()
     # uniqueness is never asked finer than the records say (ages as their runs): without
     # unique_on the classes still answer; with medians they are not used, and asking is refused
-    plain = reconstruct_units(long, PERSONS, ReconstructOptions(tract_model="classes"))
+    plain = reconstruct_units(
+        long, population("persons"), ReconstructOptions(tract_model="classes")
+    )
     assert plain.blocks.select(cols).equals(by_class.blocks.select(cols))
     with_medians = tabulate_units(units).filter(pl.col("geoid").str.len_chars() == 15)
     with pytest.raises(TabreconError, match="'classes' at level 'block' needs uniqueness"):
-        reconstruct_units(with_medians, PERSONS, ReconstructOptions(tract_model="classes"))
+        reconstruct_units(
+            with_medians, population("persons"), ReconstructOptions(tract_model="classes")
+        )
     # the type program's reconstruction certified over classes: its own verdicts
-    ref = reconstruct_units(long, PERSONS, ReconstructOptions(**kw), reference=by_type.units)
+    ref = reconstruct_units(
+        long, population("persons"), ReconstructOptions(**kw), reference=by_type.units
+    )
     cols += ["solvar", "solvar_lo", "solvar_hi"]
     assert ref.blocks.select(cols).equals(by_type.blocks.select(cols))
 
@@ -789,7 +826,7 @@ def test_a_table_s_own_total_serves_when_no_total_table_is_published():
     units = gq.synthesize(SynthConfig(persons=20_000), 3)
     p43 = tabulate_units(units, ["P43"])
     assert not p43["cell"].str.starts_with("P042").any()
-    run = reconstruct_release(p43, gq.schema)
+    run = reconstruct_release(p43, gq)
     assert not run.failed
     back = tabulate_units(run.units, ["P43"]).sort("geoid", "cell")
     assert back.equals(p43.sort("geoid", "cell"))

@@ -14,7 +14,7 @@ from tabrecon.errors import InputError, TabreconError
 from tabrecon.populations.households import housing_tables
 from tabrecon.records.households import synthesize_households
 from tabrecon.records.synth import SynthConfig
-from tabrecon.schema.catalog import HOUSING_UNITS
+from tabrecon.schema.registry import population
 from tabrecon.schema.spec import write_units
 from tabrecon.tables.spec import table_by_name, tabulate_units
 
@@ -76,10 +76,10 @@ def test_sf1_identities_hold(counted):
 
 
 def test_table_lookup_names_the_choices():
-    assert [c.id for c in table_by_name("p18", HOUSING_UNITS).cells()][-1] == "P0180009"
+    assert [c.id for c in table_by_name("p18", population("households")).cells()][-1] == "P0180009"
     assert sum(len(t.cells()) for t in housing_tables()) == 850
     with pytest.raises(TabreconError, match="unknown housing-unit table 'H99'; choose from H1"):
-        table_by_name("H99", HOUSING_UNITS)
+        table_by_name("H99", population("households"))
 
 
 def test_tabulate_command_takes_the_household_schema(tmp_path):
@@ -136,7 +136,7 @@ def test_housing_unit_tables_are_read_from_the_census_api_json_too(tmp_path):
         rows.append([g[:2], g[2:5], g[5:11], g[11:], *[str(r[c]) for c in cells]])
     rows.append(["99", "001", "000100", None, *["0"] * len(cells)])  # a tract row: read, not used
     (tmp_path / "api.json").write_text(json.dumps(rows))
-    read = read_unit_tables(tmp_path / "api.json", HOUSING_UNITS)
+    read = read_unit_tables(tmp_path / "api.json", population("households"))
     assert read.levels() == ["block", "tract"]
     back = read.own_levels().to_frame().sort("geoid", "cell")
     assert back.equals(long.sort("geoid", "cell").with_columns(pl.col("value").cast(pl.Int64)))
@@ -144,7 +144,7 @@ def test_housing_unit_tables_are_read_from_the_census_api_json_too(tmp_path):
     (tmp_path / "bad.json").write_text(json.dumps(rows))
     # the file's own variable is named, not tabrecon's long-form 'value'
     with pytest.raises(InputError, match=rf"bad.json, line 4, column '{rows[0][6]}': '-1'"):
-        read_unit_tables(tmp_path / "bad.json", HOUSING_UNITS)
+        read_unit_tables(tmp_path / "bad.json", population("households"))
 
 
 def test_tracts_and_counties_beside_the_blocks_are_read_and_left_to_the_blocks(tmp_path):
@@ -154,7 +154,6 @@ def test_tracts_and_counties_beside_the_blocks_are_read_and_left_to_the_blocks(t
     empty for every tract is not published for tracts, one empty for some blocks is refused,
     and a geoid of no census level, or a tract table's cell on a block, is named."""
     from tabrecon.engine.release import reconstruct_release
-    from tabrecon.schema import PERSONS
     from tabrecon.tables.reader import read_unit_tables
 
     _, units = synthesize_households(SynthConfig(persons=300), seed=2)  # blocks of 1-24 units
@@ -175,14 +174,17 @@ def test_tracts_and_counties_beside_the_blocks_are_read_and_left_to_the_blocks(t
         .alias("H0030001")
     )
     wide.write_csv(tmp_path / "wide.csv")
-    alone = reconstruct_release(long, HOUSING_UNITS)
+    alone = reconstruct_release(long, population("households"))
     for f in ("long.csv", "wide.csv"):
-        ts = read_unit_tables(tmp_path / f, HOUSING_UNITS)
+        ts = read_unit_tables(tmp_path / f, population("households"))
         assert ts.levels() == ["block", "tract", "county", "state"], f
         assert ts.own_levels().to_frame().sort("geoid", "cell").equals(long.sort("geoid", "cell"))
-        run = reconstruct_release(ts, HOUSING_UNITS)
+        run = reconstruct_release(ts, population("households"))
         assert run.blocks.select("geoid", "status").equals(alone.blocks.select("geoid", "status"))
-    assert "H0030001" not in read_unit_tables(tmp_path / "wide.csv", HOUSING_UNITS)["tract"].cells
+    assert (
+        "H0030001"
+        not in read_unit_tables(tmp_path / "wide.csv", population("households"))["tract"].cells
+    )
     some = wide.with_columns(
         pl.when(pl.col("GEOID") == wide["GEOID"].sort()[-1])
         .then(None)
@@ -193,17 +195,17 @@ def test_tracts_and_counties_beside_the_blocks_are_read_and_left_to_the_blocks(t
     with pytest.raises(
         InputError, match=r"some.csv, line \d+, column 'H0010001': '' is empty, though the variable"
     ):
-        read_unit_tables(tmp_path / "some.csv", HOUSING_UNITS)
+        read_unit_tables(tmp_path / "some.csv", population("households"))
     bad = pl.DataFrame({"geoid": ["1234567890123"], "cell": ["H0010001"], "value": ["1"]})
     bad.write_csv(tmp_path / "bad.csv")
     with pytest.raises(InputError, match=r"'1234567890123' is not the geoid of a block \(15"):
-        read_unit_tables(tmp_path / "bad.csv", HOUSING_UNITS)
+        read_unit_tables(tmp_path / "bad.csv", population("households"))
     finer = pl.DataFrame({"geoid": ["1" * 15], "cell": ["PCT0120001"], "value": ["1"]})
     finer.write_csv(tmp_path / "finer.csv")
     with pytest.raises(
         InputError, match=r"'111111111111111' is finer than its cell's table, a tract"
     ):
-        read_unit_tables(tmp_path / "finer.csv", PERSONS)
+        read_unit_tables(tmp_path / "finer.csv", population("persons"))
 
 
 def test_a_wide_file_spelling_one_cell_twice_is_refused_naming_both_columns(tmp_path):
@@ -215,25 +217,24 @@ def test_a_wide_file_spelling_one_cell_twice_is_refused_naming_both_columns(tmp_
     with pytest.raises(
         InputError, match=r"dup\.csv: cell H0010001 appears twice, as 'H001001' and 'H0010001'"
     ):
-        read_unit_tables(tmp_path / "dup.csv", HOUSING_UNITS)
+        read_unit_tables(tmp_path / "dup.csv", population("households"))
 
 
 def test_a_wide_variable_of_no_sf1_table_is_refused_and_a_tract_file_reads(tmp_path):
     """A column named like an SF1 variable that SF1 2010 does not have (a typo, another product's)
     is refused by name instead of passed over; another table's variable (a whole release) is left
     out; a file of tracts alone reads for a population with tract tables (persons: PCT12)."""
-    from tabrecon.schema import PERSONS
     from tabrecon.tables.reader import read_unit_tables
 
     (tmp_path / "typo.csv").write_text("GEOID,H001001,H099001\n990010001001000,3,4\n")
     with pytest.raises(InputError, match=r"typo\.csv: unknown variable 'H099001': no variable"):
-        read_unit_tables(tmp_path / "typo.csv", HOUSING_UNITS)
+        read_unit_tables(tmp_path / "typo.csv", population("households"))
     (tmp_path / "whole.csv").write_text("GEOID,H001001,P001001\n990010001001000,3,4\n")
-    got = read_unit_tables(tmp_path / "whole.csv", HOUSING_UNITS).to_frame()
+    got = read_unit_tables(tmp_path / "whole.csv", population("households")).to_frame()
     assert got["cell"].to_list() == ["H0010001"] and got["value"].to_list() == [3]
     (tmp_path / "tract.csv").write_text("GEOID,PCT012001\n99001000100,7\n")
-    tract = read_unit_tables(tmp_path / "tract.csv", PERSONS)
+    tract = read_unit_tables(tmp_path / "tract.csv", population("persons"))
     assert tract.levels() == ["tract"] and tract["tract"].col("PCT0120001").tolist() == [7]
     (tmp_path / "tract_h.csv").write_text("GEOID,H001001\n99001000100,7\n")
     with pytest.raises(InputError, match=r"tract_h\.csv: holds no block rows"):
-        read_unit_tables(tmp_path / "tract_h.csv", HOUSING_UNITS)
+        read_unit_tables(tmp_path / "tract_h.csv", population("households"))

@@ -64,7 +64,7 @@ def cells_it_breaks(ts: TableSet, tract: str, level: str, recon: Units) -> list[
     mine_ts = ts.subset(tract)
     levels = (Geo.BLOCK, Geo.TRACT) if level == Level.BLOCK_TRACT else (Geo.BLOCK,)
     present = [
-        t for t in mine_ts.tables_present() if table_by_name(t, recon.schema).level in levels
+        t for t in mine_ts.tables_present() if table_by_name(t, ts.population).level in levels
     ]
     got = tabulate(recon, present)
     bad: list[str] = []
@@ -215,7 +215,7 @@ def certify_release(
         distance_time_limit=distance_time_limit,
         unique_on=pop.unique_on,
     )
-    rel = reconstruct_release(tables, pop.schema, options, run=run, reference=recon)
+    rel = reconstruct_release(tables, pop, options, run=run, reference=recon)
     failed = rel.failed
     tract_of = prefix(geo, "tract") if geo.size else geo
     for r in failed:  # a refused tract: the published cells its records break, named

@@ -34,7 +34,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import polars as pl
@@ -50,6 +50,9 @@ from ..tables.tableset import TableSet
 from ..vocab import Geo, Level, UnitStatus, Verdict
 from .unit_claims import one_of_n, value_keys, values_text
 from .unit_claims_tract import claim_codes, code_values, tract_verdicts
+
+if TYPE_CHECKING:
+    from ..schema.registry import Population
 
 BASELINE_BINS = 100  # histogram resolution of baseline probabilities (medians to 0.01)
 
@@ -165,7 +168,7 @@ class TractTask:
     uniqueness was proven at) and ``words`` (how a claim reads, given the tract's part and
     level)."""
 
-    schema: Schema
+    pop: Population
     tract: str
     level: str
     part: pl.DataFrame | LongPart | None
@@ -198,7 +201,7 @@ def tract_claims(
     record of the reconstruction (its smallest k of a verified singleton claim singling it out,
     that claim in words and its baselines) and, with ``collect``, every verified claim (for
     checking)."""
-    schema, tract, level, geoids = task.schema, task.tract, task.level, task.geoids
+    schema, tract, level, geoids = task.pop.schema, task.tract, task.level, task.geoids
     if level not in Level.choices():
         raise TabreconError(f"unknown level {level!r}; choose 'block' or 'block+tract'")
     opts = task.opts.for_task("claims")
@@ -206,8 +209,8 @@ def tract_claims(
     k_all = tuple(range(1, n_cols + 1))
     cols_names = [c.name for c in schema.claim_columns]
     cert = task.certified
-    pop = np.bincount(task.block, minlength=len(geoids)).astype(np.int64)
-    varying = ~cert & (pop > 0)
+    sizes = np.bincount(task.block, minlength=len(geoids)).astype(np.int64)
+    varying = ~cert & (sizes > 0)
     zeros = [0] * n_cols
     res = TractClaims(tract, UnitStatus.OK, len(geoids), int(cert.sum()), int(varying.sum()))
     res.claims_k, res.singletons_k, res.persons_k, res.blocks_k = (list(zeros) for _ in range(4))
@@ -229,7 +232,7 @@ def tract_claims(
     )
     tv = tract_verdicts(
         long,
-        schema,
+        task.pop,
         run_level,
         task.names,
         k_all,
@@ -283,7 +286,7 @@ def tract_claims(
             )
         k_of, key = cl.k[single], cl.key[single]
         singletons_k += _per_k(k_of, n_cols)
-        N = pop[cl.group[single]]
+        N = sizes[cl.group[single]]
         bt, bs = np.empty(single.size), np.empty(single.size)
         sub = cl.subset[single]
         runs = np.flatnonzero(np.diff(sub, prepend=-1, append=-1))
@@ -540,7 +543,7 @@ class CertifiedClaimsOptions:
 
 def tract_tasks(
     tables: TractTables,
-    schema: Schema,
+    pop: Population,
     recon: Units,
     status: Mapping[str, str],
     options: CertifiedClaimsOptions,
@@ -548,9 +551,7 @@ def tract_tasks(
     """Each tract's :class:`TractTask` (the tracts of ``tables``, in order; a tract whose
     tables are not published is not asked): the work :func:`certified_claims` hands out, for a
     caller that runs tracts itself (a test collecting every claim)."""
-    from ..schema.registry import of_schema
-
-    pop = of_schema(schema)
+    schema = pop.schema
     names = tuple(t.name for t in pop.tables() if t.level == Geo.BLOCK)
     geo = recon.block_geoid.astype(str)
     types = recon.types
@@ -562,7 +563,7 @@ def tract_tasks(
         rows = np.flatnonzero(tract_of == t)
         geoids, block = np.unique(geo[rows], return_inverse=True)
         tasks[t] = TractTask(
-            schema,
+            pop,
             t,
             options.level,
             tables.parts[t],
@@ -585,7 +586,7 @@ def tract_tasks(
 
 def certified_claims(
     tables: TractTables | pl.DataFrame,
-    schema: Schema,
+    pop: Population,
     recon: Units,
     cert_blocks: pl.DataFrame,
     options: CertifiedClaimsOptions | None = None,
@@ -609,12 +610,13 @@ def certified_claims(
     >>> gq = population("group_quarters")
     >>> truth = gq.synthesize(SynthConfig(persons=3_000), 1)
     >>> long = tabulate_units(truth)
-    >>> rec = reconstruct_release(long, gq.schema, ReconstructOptions())
+    >>> rec = reconstruct_release(long, gq, ReconstructOptions())
     >>> blocks = rec.blocks.select(pl.col("geoid").alias("block_geoid"), "status")
-    >>> run = certified_claims(long, gq.schema, rec.units, blocks)
+    >>> run = certified_claims(long, gq, rec.units, blocks)
     >>> run.failed, run.summary()["persons"] == len(truth)
     ([], True)
     """
+    schema = pop.schema
     from ..geo import overlap
 
     options = options or CertifiedClaimsOptions()
@@ -623,7 +625,7 @@ def certified_claims(
             "certification results need columns block_geoid and status (tabrecon solvar)"
         )
     if isinstance(tables, pl.DataFrame):
-        tables = TractTables.of_long(tables, schema)
+        tables = TractTables.of_long(tables, pop)
     status = dict(
         zip(cert_blocks["block_geoid"].to_list(), cert_blocks["status"].to_list(), strict=True)
     )
@@ -642,7 +644,7 @@ def certified_claims(
         recon.source or "the reconstruction",
         "tracts",
     )
-    tasks = tract_tasks(tables, schema, recon, status, options)
+    tasks = tract_tasks(tables, pop, recon, status, options)
     tracts = list(tasks)
     run = run or RunOptions()
     parts = run.parts("claims.parts")
@@ -670,11 +672,8 @@ def certified_claims(
     )
     dfs = ran.tables(tracts)
     persons = pl.concat(dfs) if dfs else pl.DataFrame()
-    from ..schema.registry import of_schema
 
-    return ClaimsRun(
-        ran.results, persons, options.level, options.k_solutions, of_schema(schema).noun
-    )
+    return ClaimsRun(ran.results, persons, options.level, options.k_solutions, pop.noun)
 
 
 def _has_tract_cells(long: pl.DataFrame | TableSet) -> bool:

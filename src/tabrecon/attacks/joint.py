@@ -34,6 +34,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import polars as pl
@@ -49,6 +50,9 @@ from ..schema.registry import Tie, population
 from ..schema.spec import Schema, Units
 from ..tables.spec import predicate_matrix, table_by_name, tables_in
 from ..vocab import SolveStatus, UnitStatus, Verdict
+
+if TYPE_CHECKING:
+    pass
 
 #: a block's outcome: both halves reconstructed in agreement; the two releases admit no common
 #: population though each admits its own; one release contradicts itself; no answer in time
@@ -245,7 +249,7 @@ class TiedRelease:
         if pop.tied is None:
             raise TabreconError(f"{pop.name} declares no ties to another population's records")
         self.population, self.other = pop, population(pop.tied.other)
-        sb = self.other.schema
+        sb = self.other
         _, self._W, geo_b, self._V = block_tables(long_b, sb, tables_in(long_b, sb, "block"))
         self.geoids: list[str] = geo_b
         self._row = {g: i for i, g in enumerate(geo_b)}
@@ -292,7 +296,7 @@ def reconstruct_together(
     sa, sb = pop_a.schema, pop_b.schema
     ties = tied.ties
     opts = (opts or SolverOptions()).for_task("certify")
-    _, Wa, geo_a, Va = block_tables(long_a, sa, tables_in(long_a, sa, "block"))
+    _, Wa, geo_a, Va = block_tables(long_a, pop_a, tables_in(long_a, pop_a, "block"))
     tied.refuse_other_blocks(geo_a)
     Wac, deg_a = Wa.tocsc(), cell_degree(Wa)
     fa, fb = sa.feasible_types(), sb.feasible_types()
@@ -486,8 +490,8 @@ def reconstruct_release_together(
     opts = opts or SolverOptions()
     parts_of = []
     for long, p in ((long_a, pop), (long_b, other)):
-        names = tables_in(long, p.schema, "block")
-        ids = [c.id for n in names for c in table_by_name(n, p.schema).cells()]
+        names = tables_in(long, p, "block")
+        ids = [c.id for n in names for c in table_by_name(n, p).cells()]
         parts_of.append(
             long.filter(pl.col("cell").is_in(ids))
             .with_columns(pl.col("geoid").str.slice(0, 11).alias("_tract"))

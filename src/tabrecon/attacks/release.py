@@ -173,7 +173,7 @@ def reconstruct(
     level = level or (None if pub.exact else Level.BLOCK)
     rel = reconstruct_release(
         tables,
-        pop.schema,
+        pop,
         ReconstructOptions(
             level=Level(_level(pop, level)),
             publication=pub,
@@ -284,5 +284,5 @@ def claims(
         tables.source or "the tables",
         units.source or "the reconstruction",
     )
-    split = plan_release(tables, pop.schema, level).split
-    return certified_claims(split, pop.schema, units, cert_blocks, options, run=run)
+    split = plan_release(tables, pop, level).split
+    return certified_claims(split, pop, units, cert_blocks, options, run=run)

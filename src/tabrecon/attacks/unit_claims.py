@@ -31,7 +31,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import polars as pl
@@ -45,6 +45,9 @@ from ..schema.spec import Schema, Units
 from ..tables.publication import EXACT, Publication
 from ..tables.spec import compiled, compiled_columns, table_by_name, tables_in
 from ..vocab import ClaimStatus, Geo, SolveStatus
+
+if TYPE_CHECKING:
+    from ..schema.registry import Population
 
 CLAIM_COLUMNS = {
     "geoid": pl.String,
@@ -182,10 +185,10 @@ def value_keys(pos: np.ndarray, schema: Schema, cols: tuple[int, ...]) -> np.nda
 
 
 @cache
-def _cell_signatures(schema: Schema, names: tuple[str, ...]) -> np.ndarray:
+def _cell_signatures(pop: Population, names: tuple[str, ...]) -> np.ndarray:
     """Each count cell's number of feasible types times (feasible types)^2 plus the sum of their
     positions (-1 for an empty cell, which no claim repeats): :func:`_trivial_cells`' match."""
-    W = compiled(schema, names)[1]
+    W = compiled(pop, names)[1]
     sizes = np.diff(W.indptr).astype(np.int64)
     sums = np.bincount(
         np.repeat(np.arange(W.shape[0]), sizes), weights=W.indices, minlength=W.shape[0]
@@ -195,14 +198,15 @@ def _cell_signatures(schema: Schema, names: tuple[str, ...]) -> np.ndarray:
 
 @cache
 def _trivial_cells(
-    schema: Schema, names: tuple[str, ...], cols: tuple[int, ...]
+    pop: Population, names: tuple[str, ...], cols: tuple[int, ...]
 ) -> dict[int, tuple[int, ...]]:
     """Claim keys on ``cols`` that repeat a count cell of the tables ``names``: key -> the cells
     counting exactly the feasible types with that key (by definition, not after a block's
     zeros). A claim with such a key is trivial wherever one of those cells is published
     exactly. Computed once per process and column set: keys and cells matched by their number
     of types and sum of type positions, the few equal signatures compared in full."""
-    W = compiled(schema, names)[1]
+    schema = pop.schema
+    W = compiled(pop, names)[1]
     rows, row_of, row_n, row_sum = _value_rows(schema)
     keys = value_keys(rows, schema, cols)
     if row_of is None:  # every feasible type a row of its own
@@ -214,7 +218,7 @@ def _trivial_cells(
         type_key = inv[row_of]
     span = np.int64(type_key.size) ** 2  # above any sum of positions
     ksig = cnt.astype(np.int64) * span + total.astype(np.int64)
-    csig = _cell_signatures(schema, names)
+    csig = _cell_signatures(pop, names)
     order = np.argsort(ksig, kind="stable")
     at = np.minimum(np.searchsorted(ksig[order], csig), order.size - 1)
     out: dict[int, list[int]] = {}
@@ -234,7 +238,7 @@ class _Subsets:
     radix[:, s]``, :func:`value_keys` for every subset at once), the number of keys it can
     take, and its trivial keys (:func:`_trivial_cells`) as they are first asked for."""
 
-    schema: Schema
+    pop: Population
     names: tuple[str, ...]
     cols: tuple[tuple[int, ...], ...]
     radix: np.ndarray  # claim columns x subsets
@@ -243,12 +247,13 @@ class _Subsets:
 
     def trivial_keys(self, s: int) -> dict[int, tuple[int, ...]]:
         if s not in self.trivial:
-            self.trivial[s] = _trivial_cells(self.schema, self.names, self.cols[s])
+            self.trivial[s] = _trivial_cells(self.pop, self.names, self.cols[s])
         return self.trivial[s]
 
 
 @cache
-def _subsets(schema: Schema, names: tuple[str, ...], k: int) -> _Subsets:
+def _subsets(pop: Population, names: tuple[str, ...], k: int) -> _Subsets:
+    schema = pop.schema
     columns = schema.claim_columns
     cols = tuple(itertools.combinations(range(len(columns)), k))
     radix = np.zeros((len(columns), len(cols)), dtype=np.int64)
@@ -257,7 +262,7 @@ def _subsets(schema: Schema, names: tuple[str, ...], k: int) -> _Subsets:
         for i in reversed(c):
             radix[i, s] = spans[s]
             spans[s] *= columns[i].size
-    return _Subsets(schema, names, cols, radix, spans)
+    return _Subsets(pop, names, cols, radix, spans)
 
 
 #: elements (solutions x used keys x subsets) counted in one pass of :func:`candidates`
@@ -287,7 +292,7 @@ class Candidates:
 
 
 def candidates(
-    schema: Schema,
+    pop: Population,
     names: tuple[str, ...],
     k_values: tuple[int, ...],
     X: np.ndarray,
@@ -308,7 +313,7 @@ def candidates(
     n_keys = X.shape[1]
     grp = np.zeros(n_keys, np.int64) if group is None else np.asarray(group, np.int64)
     n_groups = int(grp.max()) + 1 if n_keys else 1
-    subs = [_subsets(schema, names, k) for k in k_values]
+    subs = [_subsets(pop, names, k) for k in k_values]
     first = np.cumsum([0] + [len(sub.cols) for sub in subs])
     columns = tuple(c for sub in subs for c in sub.cols)
     out: list[tuple] = []
@@ -426,7 +431,7 @@ class Verdicts:
 
 def verify(
     base: Extensible,
-    schema: Schema,
+    pop: Population,
     names: tuple[str, ...],
     k_values: tuple[int, ...],
     X: np.ndarray,
@@ -448,20 +453,22 @@ def verify(
     once.
 
     >>> from tabrecon.engine.solvers import IntProgram
+    >>> from tabrecon.schema.registry import Population
     >>> from tabrecon.schema.spec import Attribute
     >>> toy = Schema("toy", "thing", (Attribute("a", ((0, "x"), (1, "y"))),
     ...                               Attribute("b", ((0, "u"), (1, "v")))))
+    >>> things = Population(name="toy", schema=toy, noun="things", tables=tuple)
     >>> p = IntProgram(A=sp.csr_matrix(np.array([[1, 1, 0, 0], [0, 0, 1, 1]])),
     ...                lo=np.array([1, 1]), hi=np.array([1, 1]), ub=np.ones(4, np.int64))
     >>> X = np.array([[1, 0, 1, 0], [0, 1, 0, 1]])  # types (x,u) (x,v) (y,u) (y,v)
-    >>> ver = verify(Extensible(p, SolverOptions(backend="cpsat")), toy, (), (1,), X,
+    >>> ver = verify(Extensible(p, SolverOptions(backend="cpsat")), things, (), (1,), X,
     ...              toy.claim_values(np.arange(4)))
     >>> ver.candidates.key.tolist(), ver.candidates.cols(0), ver.candidates.cols(1)
     ([0, 1], (0,), (0,))
     >>> ver.verified.tolist(), ver.complete
     ([True, True], True)
     """
-    cands = candidates(schema, names, k_values, X, values, group, exact)
+    cands = candidates(pop, names, k_values, X, values, group, exact)
     n = cands.key.size
     if not n:
         return Verdicts(cands, np.zeros(0, dtype=bool), 0, True)
@@ -539,7 +546,7 @@ def _distinct_rows(A: sp.csr_matrix) -> tuple[np.ndarray, np.ndarray]:
 
 def generate_then_verify(
     long: pl.DataFrame,
-    schema: Schema,
+    pop: Population,
     tables: tuple[str, ...] | None = None,
     k_values: tuple[int, ...] = (5, 6, 7, 8, 9, 10),
     K: int = 20,
@@ -569,18 +576,19 @@ def generate_then_verify(
     every population those intervals allow makes it true. A claim that repeats a cell is
     trivial only where that cell was published exactly (a rounded cell's exact count is a
     disclosure)."""
+    schema = pop.schema
     opts = replace((opts or SolverOptions()).for_task("claims"), presolve="light")
-    names = tables or tables_in(long, schema, "block")
+    names = tables or tables_in(long, pop, "block")
     for n in names:
-        if table_by_name(n, schema).level != Geo.BLOCK:
+        if table_by_name(n, pop).level != Geo.BLOCK:
             raise TabreconError(f"Generate-then-Verify uses block tables; {n} is a tract table")
-    cells, W, geoids, V, hi = block_bounds(long, schema, names, publication)
+    cells, W, geoids, V, hi = block_bounds(long, pop, names, publication)
     # medians and means: extra rows (a withheld one says nothing where counts are withheld)
-    measured = block_statistics(long, schema, names, geoids, withheld_unknown=publication.withholds)
+    measured = block_statistics(long, pop, names, geoids, withheld_unknown=publication.withholds)
     Vhi = V if hi is None else hi
     names = tuple(names)
     values = _claim_values(schema)
-    Wc, deg = compiled_columns(schema, names)  # once per process
+    Wc, deg = compiled_columns(pop, names)  # once per process
     rng = np.random.default_rng(seed)
     found: list[tuple] = []
     stats: list[tuple] = []
@@ -591,10 +599,9 @@ def generate_then_verify(
     want = set(blocks) if blocks is not None else None
     other = None
     if tied is not None:
-        from ..schema.registry import of_schema
         from .joint import TiedRelease
 
-        other = TiedRelease(of_schema(schema).key, tied)
+        other = TiedRelease(pop.key, tied)
     for b, geoid in enumerate(geoids):
         if want is not None and geoid not in want:
             continue
@@ -624,7 +631,7 @@ def generate_then_verify(
             remaining = None if block_seconds is None else block_seconds - time.perf_counter() + t0
             ver = verify(
                 base,
-                schema,
+                pop,
                 names,
                 k_values,
                 X,

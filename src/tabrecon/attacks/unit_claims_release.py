@@ -11,7 +11,7 @@ import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import polars as pl
@@ -35,6 +35,9 @@ from .unit_claims import (
     one_of_n,
 )
 
+if TYPE_CHECKING:
+    from ..schema.registry import Population
+
 
 # --------------------------------------------------------------------------------------------------
 # A whole release: block by block, in parallel, written as each block finishes, resumable
@@ -52,7 +55,7 @@ class _BlockTask:
 
     geoid: str
     long: pl.DataFrame
-    schema: Schema
+    pop: Population
     tables: Any
     k_values: tuple[int, ...]
     K: int
@@ -63,7 +66,8 @@ class _BlockTask:
     pub: Publication
 
     def __call__(self) -> Result:
-        geoid, long, schema, tables, pub = self.geoid, self.long, self.schema, self.tables, self.pub
+        geoid, long, pop, tables, pub = self.geoid, self.long, self.pop, self.tables, self.pub
+        schema = pop.schema
         opts, block_seconds, tied = self.opts, self.block_seconds, self.tied
         from ..engine.reconstruct import ReconstructOptions, reconstruct_units
         from ..engine.variability import capped
@@ -77,11 +81,10 @@ class _BlockTask:
         rec: Any = None  # the block's reconstruction, where one is solved for apart
         verdicts = None
         if tied is not None:  # the full reconstruction's verdict given both releases
-            from ..schema.registry import of_schema
             from .joint import reconstruct_together
 
             ropts = opts if block_seconds is None else capped(opts, block_seconds / 2)
-            rec = reconstruct_together(long, tied, of_schema(schema).key, ropts)
+            rec = reconstruct_together(long, tied, pop.key, ropts)
             verdicts = rec.blocks.select(
                 "geoid",
                 pl.when(pl.col("status") == "consistent")
@@ -91,7 +94,7 @@ class _BlockTask:
             )
         res = generate_then_verify(
             long,
-            schema,
+            pop,
             tables,
             self.k_values,
             self.K,
@@ -116,7 +119,7 @@ class _BlockTask:
                 if x0 is not None:
                     ref = Units(schema, np.full(x0.size, geoid), schema.decode(x0), None, "claims")
                 o = ReconstructOptions(solver=popts, publication=pub)
-                rec = reconstruct_units(long, schema, o, tables=tables, reference=ref)
+                rec = reconstruct_units(long, pop, o, tables=tables, reference=ref)
                 status = rec.blocks["status"][0]
             verdicts = pl.DataFrame({"geoid": [geoid], "reconstruction": [str(status)]})
         if tied is None and x0 is not None:
@@ -153,30 +156,33 @@ class ClaimsRun(UnitsRun):
     tables: tuple[str, ...]
     k_values: tuple[int, ...]
     K: int
-    schema: Schema
+    pop: Population
     truth: Units | None = None
 
     @classmethod
     def of(
         cls,
         res: UnitClaims,
-        schema: Schema,
+        pop: Population,
         k_values: tuple[int, ...],
         K: int,
         truth: Units | None = None,
         tables: tuple[str, ...] = (),
     ) -> ClaimsRun:
         """The run of one :func:`generate_then_verify` call (its blocks run in this process),
-        for its figures and files: ``ClaimsRun.of(res, schema, k_values, K, truth).by_k()``."""
+        for its figures and files: ``ClaimsRun.of(res, pop, k_values, K, truth).by_k()``."""
         done = [{"unit": g, "status": UnitStatus.OK} for g in res.blocks["geoid"].to_list()]
-        return cls(done, res.claims, res.blocks, tables, k_values, K, schema, truth)
+        return cls(done, res.claims, res.blocks, tables, k_values, K, pop, truth)
+
+    @property
+    def schema(self) -> Schema:
+        """The population's schema (its records' attributes)."""
+        return self.pop.schema
 
     @property
     def noun(self) -> str:
         """What the records are called (``housing units``)."""
-        from ..schema.registry import of_schema
-
-        return of_schema(self.schema).noun
+        return self.pop.noun
 
     @property
     def problem_blocks(self) -> pl.DataFrame:
@@ -323,13 +329,12 @@ class ClaimsRun(UnitsRun):
         ``households_by_k.csv`` for housing units), ``<schema>_claims.csv``,
         ``<schema>_blocks.csv``, ``summary.json``, ``summary.md`` and ``<schema>_by_k.png``."""
         from ..io import write_frame, write_json, write_text
-        from ..schema.registry import of_schema
 
         out = Path(out)
         out.mkdir(parents=True, exist_ok=True)
         by_k = self.by_k()
         name = self.schema.name
-        study = of_schema(self.schema).study_by_k
+        study = self.pop.study_by_k
         paths = [
             write_frame(by_k, out / f"{name}_by_k.csv"),
             write_frame(self.claims, out / f"{name}_claims.csv"),
@@ -482,7 +487,7 @@ class ClaimsOptions:
 
 def release_claims(
     long: pl.DataFrame,
-    schema: Schema,
+    pop: Population,
     options: ClaimsOptions | None = None,
     *,
     run: RunOptions | None = None,
@@ -498,21 +503,21 @@ def release_claims(
     blocks) every claim is verified given both releases (:func:`generate_then_verify`). With a
     ``publication`` rule (rounded, withheld cells: :mod:`tabrecon.tables.publication`) every claim
     is verified under the intervals the published values allow."""
+    schema = pop.schema
     from ..provenance import digest_long
-    from ..schema.registry import of_schema
     from ..tables.spec import complete_tables
 
     options = options or ClaimsOptions()
     k_values, K, seed = options.k_values, options.k_solutions, options.seed
     block_seconds, publication = options.block_seconds, options.publication
 
-    tables = complete_tables(long, schema)
+    tables = complete_tables(long, pop)
     if not tables:
         raise TabreconError(
             f"no {schema.name} table is complete in these tables; see tabrecon tables list "
             f"--schema {schema.name}"
         )
-    k_values = of_schema(schema).k_values if k_values is None else k_values
+    k_values = pop.k_values if k_values is None else k_values
     n_attr = len(schema.claim_columns)
     bad = [k for k in k_values if not 1 <= k <= n_attr]
     if bad or not k_values:
@@ -522,7 +527,7 @@ def release_claims(
         )
     opts = options.solver
     long = long.filter(
-        pl.col("cell").is_in([c.id for n in tables for c in table_by_name(n, schema).cells()])
+        pl.col("cell").is_in([c.id for n in tables for c in table_by_name(n, pop).cells()])
     )
     by_block = long.partition_by("geoid", as_dict=True)
     geoids = sorted(g for (g,) in by_block)
@@ -564,7 +569,7 @@ def release_claims(
         lambda g: _BlockTask(
             g,
             by_block[(g,)],
-            schema,
+            pop,
             tables,
             k_values,
             K,
@@ -587,4 +592,4 @@ def release_claims(
         if block_rows
         else pl.DataFrame(schema={**BLOCK_COLUMNS, "reconstruction": pl.String})
     )
-    return ClaimsRun(ran.results, claims, blocks, tables, k_values, K, schema, truth)
+    return ClaimsRun(ran.results, claims, blocks, tables, k_values, K, pop, truth)

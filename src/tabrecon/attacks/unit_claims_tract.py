@@ -23,6 +23,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import polars as pl
@@ -36,6 +37,9 @@ from ..schema.spec import Schema
 from ..tables.tableset import TableSet
 from ..vocab import Level
 from .unit_claims import RELAX_AFTER, Candidates, candidates, generate, value_keys, verify
+
+if TYPE_CHECKING:
+    from ..schema.registry import Population
 
 
 def claim_codes(schema: Schema, types: np.ndarray) -> np.ndarray:
@@ -100,7 +104,7 @@ class TractVerdicts:
 
 def tract_verdicts(
     long: pl.DataFrame | TableSet | None,
-    schema: Schema,
+    pop: Population,
     level: str,
     names: tuple[str, ...],
     k_values: tuple[int, ...],
@@ -127,31 +131,31 @@ def tract_verdicts(
     ``seconds`` caps the tract's time from this call on: the random solutions stop when it is
     spent and so do the proofs, the claims proven by then are kept (``complete`` False: the
     candidates not proven are not verified). The program is built before it is checked."""
-    t0 = time.perf_counter()
+    schema, t0 = pop.schema, time.perf_counter()
     nb = len(geoids)
     n_codes = _n_codes(schema)
     rkey = ref_block.astype(np.int64) * n_codes + claim_codes(schema, ref_types)
     keys, ref_key, y0 = np.unique(rkey, return_inverse=True, return_counts=True)
     key_block = keys // n_codes
     values = code_values(schema, keys % n_codes)
-    pop = np.bincount(ref_block, minlength=nb).astype(np.int64)
+    sizes = np.bincount(ref_block, minlength=nb).astype(np.int64)
     parts: list[tuple[Candidates, np.ndarray, np.ndarray]] = []
     # blocks with one histogram: every claim of the reference is verified by that proof; each
     # claim's first key (a singleton's one key: every key here has a record) is the record
     ck = np.flatnonzero(unique[key_block])
     if ck.size:
         cl = candidates(
-            schema, names, k_values, y0[ck][None, :], values[ck], key_block[ck], members=False
+            pop, names, k_values, y0[ck][None, :], values[ck], key_block[ck], members=False
         )
         parts.append((cl, np.ones(cl.key.size, dtype=bool), ck[cl.first]))
-    vblocks = np.flatnonzero(~unique & (pop > 0))
+    vblocks = np.flatnonzero(~unique & (sizes > 0))
     if not vblocks.size:
         return TractVerdicts(geoids, key_block, keys % n_codes, y0, ref_key, tuple(parts))
     if long is None:
         raise TabreconError(f"tract {tract}: blocks can differ and no tables were given")
     tp = program_of_tract(
         long,
-        schema,
+        pop,
         level,
         unique_on,
         blocks=[str(g) for g in geoids[vblocks]] if level == Level.BLOCK else None,
@@ -208,7 +212,7 @@ def tract_verdicts(
     Y = np.vstack([y_all[vkeys]] + [Gv @ s[:n_vars] for s in sols]).astype(np.float64)
     ver = verify(
         base,
-        schema,
+        pop,
         names,
         k_values,
         Y,

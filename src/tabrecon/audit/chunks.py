@@ -69,7 +69,7 @@ def read_release(path: Path, pop: Population):
     from ..tables.reader import read_unit_tables
 
     withheld = Publication.parse(pop.publication).withholds
-    return read_unit_tables(path, pop.schema, withheld=withheld)
+    return read_unit_tables(path, pop, withheld=withheld)
 
 
 def check_same_geography(truth: Units, ts, md_path: Path, ts_path: Path, *, noun: str) -> None:

@@ -251,8 +251,8 @@ class ChunkRunner:
             pop = self.pop
             ts = tabulate(truth, pop.select("all") if pop.select is not None else None)
             if not self.publication.exact:  # published as its release publishes its counts
-                long = publish_counts(ts.to_frame(), pop.schema, self.publication, self.seed)[0]
-                ts = TableSet.from_long(long, pop.key, source=ts.source)
+                long = publish_counts(ts.to_frame(), pop, self.publication, self.seed)[0]
+                ts = TableSet.from_long(long, pop, source=ts.source)
         if finished is not None:
             self.skip("tabulate")
             return ts, None
@@ -308,7 +308,7 @@ class ChunkRunner:
         c = self.cfg.certify
         run = reconstruct_release(
             ts,
-            schema,
+            self.pop,
             ReconstructOptions(
                 level=Level(level),
                 solver=self.opts(),
@@ -395,8 +395,8 @@ class ChunkRunner:
             recon = recon.take(np.flatnonzero(certified))
         tick = self.progress(f"{self.chunk.name} claims", len(ts.tracts()))
         run = certified_claims(
-            plan_release(ts, self.pop.schema, level).split,
-            self.pop.schema,
+            plan_release(ts, self.pop, level).split,
+            self.pop,
             recon,
             blocks,
             CertifiedClaimsOptions(

@@ -85,7 +85,7 @@ def units_stage(
     # a declared release is attacked as it publishes its counts (rounded, withheld: its rule)
     pub = Publication.parse(pop.publication)
     if published:
-        tables = read_unit_tables(units_path, pop.schema, withheld=pub.withholds)
+        tables = read_unit_tables(units_path, pop, withheld=pub.withholds)
         long = tables.own_levels().to_frame()
     else:
         units = pop.records(units_path)
@@ -93,7 +93,7 @@ def units_stage(
             check(units)
         long = tabulate_units(units)
         if not pub.exact:
-            long = publish_counts(long, pop.schema, pub, cfg.run.seed)[0]
+            long = publish_counts(long, pop, pub, cfg.run.seed)[0]
     pick = median_blocks(long, h.blocks, pop.size_cell)
     sub = long.filter(pl.col("geoid").is_in(pick))
     opts = SolverOptions(
@@ -102,7 +102,7 @@ def units_stage(
     tick = progress(f"{pop.name}: claims", len(pick)) if progress is not None else None
     run = release_claims(
         sub,
-        pop.schema,
+        pop,
         ClaimsOptions(
             k_values=k_values_for(pop, cfg),
             k_solutions=h.k_solutions,
@@ -164,7 +164,7 @@ def _sweep(
     t0 = time.perf_counter()
     df = sweep_publication(
         sample,
-        pop.schema,
+        pop,
         rules,
         k_values=k_values_for(pop, cfg),
         K=h.k_solutions,

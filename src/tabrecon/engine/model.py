@@ -15,7 +15,7 @@ import itertools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cache
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 import polars as pl
@@ -30,6 +30,9 @@ from ..tables.publication import EXACT, MISSING, Publication
 from ..tables.spec import StatisticCell, compiled, compiled_statistics
 from ..tables.tableset import WITHHELD_CELL, TableSet
 from .solvers import IntProgram
+
+if TYPE_CHECKING:
+    from ..schema.registry import Population
 
 
 @dataclass(frozen=True)
@@ -113,10 +116,11 @@ def ordered_runs(schema: Schema, feas: np.ndarray, *Ws: sp.csr_matrix) -> Runs |
 
 
 @cache
-def runs_of(schema: Schema, block: tuple[str, ...], tract: tuple[str, ...] = ()) -> Runs | None:
+def runs_of(pop: Population, block: tuple[str, ...], tract: tuple[str, ...] = ()) -> Runs | None:
     """:func:`ordered_runs` of the named block (and tract) tables' count cells, once per
     process (each worker's tracts share it)."""
-    Ws = [compiled(schema, names)[1] for names in (block, tract) if names]
+    schema = pop.schema
+    Ws = [compiled(pop, names)[1] for names in (block, tract) if names]
     return ordered_runs(schema, schema.feasible_types(), *Ws) if Ws else None
 
 
@@ -163,7 +167,7 @@ def _coarse_key_of(
 
 
 def asked_key(
-    schema: Schema,
+    pop: Population,
     unique_on: Mapping[str, np.ndarray] | None,
     block: tuple[str, ...],
     tract: tuple[str, ...] = (),
@@ -175,9 +179,10 @@ def asked_key(
     agebin38 with the block tables P12A-G alone (5-year groups, no single years under 20),
     ages 10-14 are one key, as the records say 10-14; with SF1's full tables the runs lie
     inside agebin38's bins and the key is agebin38's. Once per process and question."""
+    schema = pop.schema
     feas = schema.feasible_types()
     key = _coarse_key(feas, schema, unique_on)
-    runs = runs_of(schema, block, tract) if block or tract else None
+    runs = runs_of(pop, block, tract) if block or tract else None
     if runs is None:
         return key
     memo = (*_question(schema, feas, unique_on), block, tract)  # by content, not id
@@ -206,7 +211,7 @@ def asked_key(
 
 def block_tables(
     long: pl.DataFrame | TableSet,
-    schema: Schema,
+    pop: Population,
     names: tuple[str, ...],
     publication: Publication = EXACT,
 ) -> tuple[list, sp.csr_matrix, list[str], np.ndarray]:
@@ -215,7 +220,8 @@ def block_tables(
     answers and refusals, without making the long table: :meth:`TableSet.values_of`); refuses
     tables that lack a cell, and values the ``publication`` rule cannot have published (a
     withheld cell, value null, is ``MISSING`` where the rule withholds cells)."""
-    cells, W = compiled(schema, tuple(names))
+    schema = pop.schema
+    cells, W = compiled(pop, tuple(names))
     ids = [c.id for c in cells]
     if isinstance(long, TableSet):
         return cells, W, *_grid_values(long, schema, ids, cells, publication)
@@ -286,12 +292,12 @@ def _grid_values(
 
 
 def block_bounds(
-    long: pl.DataFrame | TableSet, schema: Schema, names: tuple[str, ...], publication: Publication
+    long: pl.DataFrame | TableSet, pop: Population, names: tuple[str, ...], publication: Publication
 ) -> tuple[list, sp.csr_matrix, list[str], np.ndarray, np.ndarray | None]:
     """:func:`block_tables` with each value turned into the interval of true counts the
     ``publication`` rule allows: (cells, W, blocks, lowest, highest), highest None when every
     cell is exact (the values are then the counts)."""
-    cells, W, geoids, V = block_tables(long, schema, names, publication)
+    cells, W, geoids, V = block_tables(long, pop, names, publication)
     if publication.exact:
         return cells, W, geoids, V, None
     lo, hi = publication.interval(V, [c.table for c in cells])
@@ -350,7 +356,7 @@ class BlockStatistics:
 
 def block_statistics(
     long: pl.DataFrame | TableSet,
-    schema: Schema,
+    pop: Population,
     names: tuple[str, ...],
     geoids: list[str],
     withheld_unknown: bool = False,
@@ -360,7 +366,8 @@ def block_statistics(
     refused naming the block and the cell). ``withheld_unknown``: the release withholds counts,
     and a statistic with its universe's count, so a withheld one says nothing
     (:attr:`BlockStatistics.withheld_unknown`)."""
-    cells = compiled_statistics(schema, tuple(names))
+    schema = pop.schema
+    cells = compiled_statistics(pop, tuple(names))
     n_cols = int(schema.feasible_types().size)
     if not cells:
         return BlockStatistics((), np.zeros((len(geoids), 0), dtype=np.int64), n_cols)

@@ -15,11 +15,12 @@ type (:func:`tract_program`) or, with the same solutions and far fewer variables
 variable per class of types no block cell tells apart and a tract variable per type
 (:func:`tract_class_program`), the classes found from the tables' weight matrix.
 
->>> from tabrecon.records.households import synthesize_households
 >>> from tabrecon.records.synth import SynthConfig
+>>> from tabrecon.schema.registry import population
 >>> from tabrecon.tables.spec import tabulate_units
->>> _, units = synthesize_households(SynthConfig(persons=100), seed=2)
->>> rec = reconstruct_units(tabulate_units(units), units.schema)
+>>> hu = population("households")
+>>> units = hu.synthesize(SynthConfig(persons=100), 2)
+>>> rec = reconstruct_units(tabulate_units(units), hu)
 >>> tabulate_units(rec.units).equals(tabulate_units(units))
 True
 """
@@ -30,6 +31,7 @@ import time
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 import polars as pl
@@ -37,7 +39,7 @@ import scipy.sparse as sp
 
 from ..errors import InputError, TabreconError
 from ..geo import prefix
-from ..schema.spec import Schema, Units
+from ..schema.spec import Units
 from ..tables.publication import EXACT, Publication
 from ..tables.spec import (
     compiled_columns,
@@ -68,6 +70,9 @@ from .tract import block_classes, classes_are_runs, tract_class_program, tract_p
 from .twins import moved, solve_merged
 from .uniqueness import UNDECIDED, UNIQUE, VARIES
 from .variability import capped
+
+if TYPE_CHECKING:
+    from ..schema.registry import Population
 
 
 @dataclass
@@ -136,7 +141,7 @@ class ReconstructOptions:
 
 def reconstruct_units(
     long: pl.DataFrame | TableSet,
-    schema: Schema,
+    pop: Population,
     options: ReconstructOptions | None = None,
     *,
     tables: tuple[str, ...] | None = None,
@@ -180,7 +185,7 @@ def reconstruct_units(
     becomes the interval of true counts it allows, and "unique" still means every population
     the published values allow has the same histogram (block level only so far).
     """
-    o = options or ReconstructOptions()
+    o, schema = options or ReconstructOptions(), pop.schema
     level, tract_model, check_unique, unique_on = (
         o.level,
         o.tract_model,
@@ -191,26 +196,26 @@ def reconstruct_units(
     opts = o.solver.for_task("certify")
     recon_opts = o.solver.for_task("reconstruct")
     escalate = opts.backend == "auto"  # a distance CP-SAT cannot close soon goes to HiGHS
-    names = tables or tables_in(long, schema)
+    names = tables or tables_in(long, pop)
     of_level = {
-        lv: tuple(n for n in names if table_by_name(n, schema).level == lv)
+        lv: tuple(n for n in names if table_by_name(n, pop).level == lv)
         for lv in (Geo.BLOCK, Geo.TRACT)
     }
-    cells, W, geoids, V, Vhi = block_bounds(long, schema, of_level[Geo.BLOCK], publication)
+    cells, W, geoids, V, Vhi = block_bounds(long, pop, of_level[Geo.BLOCK], publication)
     measured = block_statistics(
-        long, schema, of_level[Geo.BLOCK], geoids, withheld_unknown=publication.withholds
+        long, pop, of_level[Geo.BLOCK], geoids, withheld_unknown=publication.withholds
     )
     if measured and publication.withholds:
         frame = long.to_frame() if isinstance(long, TableSet) else long
-        refuse_statistics_of_withheld_counts(frame, schema, publication)
+        refuse_statistics_of_withheld_counts(frame, pop, publication)
     feas = schema.feasible_types()
-    Wc, deg = compiled_columns(schema, tuple(of_level[Geo.BLOCK]))  # once per process
+    Wc, deg = compiled_columns(pop, tuple(of_level[Geo.BLOCK]))  # once per process
     cls = first = np.zeros(0, dtype=np.int64)
     aggregate = False
     var_cls: np.ndarray | None = None  # each type's class, when block variables count classes
     # the resolution uniqueness is asked at: unique_on's, no finer than the records say
     key = asked_key(
-        schema,
+        pop,
         unique_on,
         tuple(of_level[Geo.BLOCK]),
         of_level[Geo.TRACT] if level != Level.BLOCK else (),
@@ -229,11 +234,11 @@ def reconstruct_units(
         # when uniqueness is asked no finer, no median or mean reads single types and each
         # class is a run of ordered categories (its records are written as the run)
         if tract_model != "types" and not measured:
-            bcls, bfirst, Wb, Wbc, degb = block_classes(schema, tuple(of_level[Geo.BLOCK]))
+            bcls, bfirst, Wb, Wbc, degb = block_classes(pop, tuple(of_level[Geo.BLOCK]))
             if (
                 bfirst.size < bcls.size
                 and (not check_unique or bool((key == key[bfirst[bcls]]).all()))
-                and classes_are_runs(schema, tuple(of_level[Geo.BLOCK]), bcls)
+                and classes_are_runs(pop, tuple(of_level[Geo.BLOCK]), bcls)
             ):
                 W, Wc, deg, var_cls = Wb, Wbc, degb, bcls
         if tract_model == "classes" and var_cls is None:
@@ -247,9 +252,9 @@ def reconstruct_units(
             raise TabreconError(
                 f"no tract tables among those used ({', '.join(names)}): level 'block+tract' "
                 f"needs some (the {schema.name} schema declares "
-                f"{', '.join(t.name for t in tables_of(schema) if t.level == Geo.TRACT) or 'none'})"
+                f"{', '.join(t.name for t in tables_of(pop) if t.level == Geo.TRACT) or 'none'})"
             )
-        _tc, Wt, tgeo, Vt = block_tables(long, schema, of_level[Geo.TRACT])
+        _tc, Wt, tgeo, Vt = block_tables(long, pop, of_level[Geo.TRACT])
         tract_of = prefix(np.asarray(geoids, dtype=str), "tract")
         known = dict(zip(tgeo, range(len(tgeo)), strict=True))
         lacking = sorted(set(tract_of.tolist()) - set(known))
@@ -263,7 +268,7 @@ def reconstruct_units(
             (np.flatnonzero(tract_of == t).tolist(), Vt[known[t]])
             for t in np.unique(tract_of).tolist()
         ]
-        cls, first, Wcls, Wclsc, deg_cls = block_classes(schema, tuple(of_level[Geo.BLOCK]))
+        cls, first, Wcls, Wclsc, deg_cls = block_classes(pop, tuple(of_level[Geo.BLOCK]))
         # at the block tables' resolution when the question asked is no finer
         valid = not check_unique or classes_answer(key, cls, first)
         if tract_model == "classes" and not valid:
@@ -281,7 +286,7 @@ def reconstruct_units(
         var_cls = cls if aggregate else None
     Wtc = Wt.tocsc() if Wt is not None else None
     # what the cells cannot tell apart of an ordered attribute (age): records written as runs
-    runs = runs_of(schema, of_level[Geo.BLOCK], of_level[Geo.TRACT] if Wt is not None else ())
+    runs = runs_of(pop, of_level[Geo.BLOCK], of_level[Geo.TRACT] if Wt is not None else ())
     ref_pos = ref_geo = None
     if reference is not None:
         if reference.schema.name != schema.name:

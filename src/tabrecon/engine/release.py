@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cache
-from typing import Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import polars as pl
@@ -27,6 +27,9 @@ from ..tables.spec import compiled, table_by_name, tables_of
 from ..tables.tableset import MISSING, TableSet
 from ..vocab import Geo, Level, UnitStatus, Verdict
 from .reconstruct import ReconstructOptions, reconstruct_units
+
+if TYPE_CHECKING:
+    from ..schema.registry import Population
 
 # --------------------------------------------------------------------------------------------------
 # A whole release: tract by tract, in parallel, written as each tract finishes, resumable
@@ -52,7 +55,7 @@ class ReleaseReconstruction(UnitsRun):
     cells whose smallest change restores feasibility (geoid, cell, published, adjust, reason:
     :func:`~tabrecon.engine.tract.diagnose`)."""
 
-    schema: Schema
+    pop: Population
     units: Units
     blocks: pl.DataFrame
     results: list[dict]
@@ -61,6 +64,11 @@ class ReleaseReconstruction(UnitsRun):
     notes: tuple[str, ...] = ()
     conflicts: dict[str, list[dict]] = field(default_factory=dict)
     seconds: float = 0.0
+
+    @property
+    def schema(self) -> Schema:
+        """The population's schema (its records' attributes)."""
+        return self.pop.schema
 
     @property
     def failed(self) -> list[dict]:
@@ -206,7 +214,7 @@ class TractTables:
 
     @classmethod
     def of_tables(
-        cls, tables: TableSet, schema: Schema, names: Sequence[str] | None = None
+        cls, tables: TableSet, pop: Population, names: Sequence[str] | None = None
     ) -> TractTables:
         """A release held as grids (:class:`~tabrecon.tables.tableset.TableSet`), split by
         tract: its cells of ``names`` (the schema's tables it holds a cell of, when None: the
@@ -216,16 +224,18 @@ class TractTables:
         give P1 and P12 for tracts and counties) sum its blocks' and are left out: the engine
         reads a row of a tract as the tract's own tables.
 
-        >>> from tabrecon.schema.catalog import HOUSING_UNITS
+        >>> from tabrecon.schema.registry import population
+        >>> hu = population("households")
         >>> long = pl.DataFrame({"geoid": ["1" * 15, "2" * 15], "cell": ["H0040001"] * 2,
         ...                      "value": [1, 2]})
-        >>> tt = TractTables.of_tables(TableSet.from_long(long, "households"), HOUSING_UNITS)
+        >>> tt = TractTables.of_tables(TableSet.from_long(long, hu), hu)
         >>> tt.names, sorted(tt.parts), tt.long("1" * 11)["value"].to_list()
         (('H4',), ['11111111111', '22222222222'], [1])
         """
+        schema = pop.schema
         from ..provenance import digest_grids
 
-        declared = [t.name for t in tables_of(schema)]
+        declared = [t.name for t in tables_of(pop)]
         if names is None:
             names = [n for n in tables.tables_present() if n in declared]
         if not names:
@@ -239,18 +249,18 @@ class TractTables:
         return cls(tuple(names), digest, release.by_tract())
 
     @classmethod
-    def of_long(cls, long: pl.DataFrame, schema: Schema) -> TractTables:
+    def of_long(cls, long: pl.DataFrame, pop: Population) -> TractTables:
         """A long table's tracts (:meth:`of_tables`): its cells of the schema's tables, the
         others (a whole release's other tables) left out.
 
-        >>> from tabrecon.schema.catalog import HOUSING_UNITS
+        >>> from tabrecon.schema.registry import population
         >>> long = pl.DataFrame({"geoid": ["1" * 15, "2" * 15, "1" * 15],
         ...                      "cell": ["H0040001", "H0040001", "X"], "value": [1, 2, 3]})
-        >>> tt = TractTables.of_long(long, HOUSING_UNITS)
+        >>> tt = TractTables.of_long(long, population("households"))
         >>> tt.names, sorted(tt.parts), tt.long("1" * 11)["value"].to_list()
         (('H4',), ['11111111111', '22222222222'], [1])
         """
-        return cls.of_tables(_schema_cells(long, schema), schema)
+        return cls.of_tables(_schema_cells(long, pop), pop)
 
     def long(self, tract: str) -> pl.DataFrame:
         """One tract's tables as a long table (geoid, cell, value)."""
@@ -269,7 +279,7 @@ class ReleasePlan:
     notes: tuple[str, ...] = ()
 
 
-def plan_release(tables: TableSet, schema: Schema, level: Level | str) -> ReleasePlan:
+def plan_release(tables: TableSet, pop: Population, level: Level | str) -> ReleasePlan:
     """The part of a release the engine reconstructs at ``level``, for any schema: every
     block with published cells must have its number of records (its population's
     :attr:`~tabrecon.schema.registry.Population.total_cells`, the first published); a table
@@ -282,8 +292,8 @@ def plan_release(tables: TableSet, schema: Schema, level: Level | str) -> Releas
     >>> from tabrecon.tables.spec import tabulate_units
     >>> pop = population("persons")
     >>> long = tabulate_units(pop.synthesize(SynthConfig(persons=300), 1), ["P1", "P12"])
-    >>> part = TableSet.from_long(long.filter(pl.col("cell") != "P0120003"), "persons")
-    >>> plan = plan_release(part, pop.schema, "block+tract")
+    >>> part = TableSet.from_long(long.filter(pl.col("cell") != "P0120003"), pop)
+    >>> plan = plan_release(part, pop, "block+tract")
     >>> plan.used, str(plan.level)
     (('P1',), 'block')
     >>> for note in plan.notes:
@@ -291,20 +301,19 @@ def plan_release(tables: TableSet, schema: Schema, level: Level | str) -> Releas
     published in part, left out: P12 (a table is used whole or not at all)
     no tract tables (PCT12, PCT12A, PCT12B, ...): each block from its block tables
     """
-    from ..schema.registry import of_schema
-
+    schema = pop.schema
     if level not in Level.choices():
         raise TabreconError(
             f"unknown level {level!r}; choose {' or '.join(map(repr, Level.choices()))}"
         )
     level = Level(level)
     where = tables.source or "the tables"
-    _require_totals(tables, (*of_schema(schema).total_cells, *whole_cells(schema)), where)
+    _require_totals(tables, (*pop.total_cells, *whole_cells(pop)), where)
     have = {
         lvl: set(g.cells[(g.values != MISSING).any(axis=0)].astype(str).tolist())
         for lvl, g in tables.grids.items()
     }
-    declared = tables_of(schema)
+    declared = tables_of(pop)
     present = [t for t in declared if any(c.id in have.get(t.level, ()) for c in t.cells())]
     if not present:
         raise InputError(
@@ -339,7 +348,7 @@ def plan_release(tables: TableSet, schema: Schema, level: Level | str) -> Releas
         used = [t for t in used if t.level == Geo.BLOCK]
     _refuse_lacking_cells(tables, used, where)
     names = tuple(t.name for t in used)
-    return ReleasePlan(TractTables.of_tables(tables, schema, names), names, answered, tuple(notes))
+    return ReleasePlan(TractTables.of_tables(tables, pop, names), names, answered, tuple(notes))
 
 
 def _refuse_lacking_cells(tables: TableSet, used: Sequence, where: str) -> None:
@@ -367,17 +376,17 @@ def _refuse_lacking_cells(tables: TableSet, used: Sequence, where: str) -> None:
 
 
 @cache
-def whole_cells(schema: Schema) -> tuple[str, ...]:
+def whole_cells(pop: Population) -> tuple[str, ...]:
     """The count cells of ``schema``'s tables whose universe is every record (a table's own
     total line, such as P43's first beside P42's): each block's number of records, wherever a
     release publishes one of them and not the population's declared total.
 
     >>> from tabrecon.schema.registry import population
-    >>> "P0430001" in whole_cells(population("group_quarters").schema)
+    >>> "P0430001" in whole_cells(population("group_quarters"))
     True
     """
-    names = tuple(t.name for t in tables_of(schema) if t.statistic is None)
-    cells, W = compiled(schema, names)
+    names = tuple(t.name for t in tables_of(pop) if t.statistic is None)
+    cells, W = compiled(pop, names)
     W = sp.csr_matrix(W)
     full = np.flatnonzero(np.diff(W.indptr) == W.shape[1])
     return tuple(cells[int(i)].id for i in full)
@@ -426,7 +435,7 @@ class _TractTask:
 
     tract: str
     part: pl.DataFrame | LongPart
-    schema: Schema
+    pop: Population
     tables: tuple[str, ...] | None
     options: ReconstructOptions
     reference: Units | None
@@ -434,7 +443,7 @@ class _TractTask:
     def __call__(self) -> Result:
         rec = reconstruct_units(
             as_read(self.part),
-            self.schema,
+            self.pop,
             self.options,
             tables=self.tables,
             reference=self.reference,
@@ -445,7 +454,7 @@ class _TractTask:
 
 def reconstruct_release(
     tables: pl.DataFrame | TableSet | TractTables,
-    schema: Schema,
+    pop: Population,
     options: ReconstructOptions | None = None,
     *,
     run: RunOptions | None = None,
@@ -473,7 +482,7 @@ def reconstruct_release(
     >>> from tabrecon.tables.spec import tabulate_units
     >>> gq = population("group_quarters")
     >>> units = gq.synthesize(SynthConfig(persons=20_000), 3)
-    >>> run = reconstruct_release(tabulate_units(units), gq.schema)
+    >>> run = reconstruct_release(tabulate_units(units), gq)
     >>> tabulate_units(run.units).sort("geoid", "cell").equals(
     ...     tabulate_units(units).sort("geoid", "cell")), run.failed
     (True, [])
@@ -482,13 +491,13 @@ def reconstruct_release(
 
     from ..provenance import digest_arrays
 
-    t0 = time.perf_counter()
+    schema, t0 = pop.schema, time.perf_counter()
     options = options or ReconstructOptions()
     asked = options.level
     if isinstance(tables, TractTables):  # split by the caller: its tables, as asked
         plan = ReleasePlan(tables, tables.names, options.level)
         if options.level == Level.BLOCK_TRACT and not any(
-            table_by_name(n, schema).level == Geo.TRACT for n in tables.names
+            table_by_name(n, pop).level == Geo.TRACT for n in tables.names
         ):
             raise TabreconError(
                 f"level 'block+tract' needs tract tables; these tables hold none of the "
@@ -497,32 +506,13 @@ def reconstruct_release(
             )
     else:
         if isinstance(tables, pl.DataFrame):
-            tables = _schema_cells(tables, schema)
-        plan = plan_release(tables, schema, options.level)
+            tables = _schema_cells(tables, pop)
+        plan = plan_release(tables, pop, options.level)
         options = replace(options, level=plan.level)
     split, names = plan.split, plan.used
     run = run or RunOptions()
     parts = run.parts()
-    fp = None
-    if parts is not None:
-        fp = {
-            "tables": split.digest,
-            "table_names": ",".join(names),
-            "schema": schema.name,
-            "level": str(asked),
-            "distance": options.distance,
-            "distance_time_limit": options.distance_time_limit,
-            "solver": str(options.solver),
-        }
-        if not options.publication.exact:  # (absent otherwise: earlier parts stay resumable)
-            fp["publication"] = str(options.publication)
-        if options.unique_on is not None:
-            fp["unique_on"] = ";".join(
-                f"{k}:{','.join(map(str, np.asarray(v).tolist()))}"
-                for k, v in sorted(options.unique_on.items())
-            )
-        if not options.check_unique:
-            fp["check_unique"] = False
+    fp = None if parts is None else _fingerprint(split, names, pop, asked, options)
     tracts = list(split.parts)
     refs: dict[str, Units] = {}
     if reference is not None:
@@ -538,7 +528,7 @@ def reconstruct_release(
         refs = {t: reference.take(order[a:b]) for t, a, b in zip(tracts, starts, ends, strict=True)}
     ran = run_units(
         tracts,
-        lambda t: _TractTask(t, split.parts[t], schema, names, options, refs.get(t)),
+        lambda t: _TractTask(t, split.parts[t], pop, names, options, refs.get(t)),
         tag=f"{schema.name}-reconstruct",
         parts=parts,
         run=run,
@@ -547,8 +537,7 @@ def reconstruct_release(
     )
     got = ran.tables(tracts)
     gcol = schema.geoid_column
-    # a tract whose records are all known to one category writes no <name>_min/_max: its run
-    # is that category
+    # a tract whose records all share one category writes no <name>_min/_max: that is the run
     codes = pl.concat(got, how="diagonal") if got else pl.DataFrame(schema={gcol: pl.String})
     ranged = [a.name for a in schema.attributes if f"{a.name}_max" in codes.columns]
     codes = codes.with_columns(
@@ -571,10 +560,48 @@ def reconstruct_release(
         if rows
         else pl.DataFrame(schema={"geoid": pl.String, "status": pl.String})
     )
-    rec = ReleaseReconstruction(schema, units, blocks, ran.results, names, plan.level, plan.notes)
+    rec = ReleaseReconstruction(
+        pop=pop,
+        units=units,
+        blocks=blocks,
+        results=ran.results,
+        used=names,
+        level=plan.level,
+        notes=plan.notes,
+    )
     rec.conflicts = _diagnosed(rec, split, options)
     rec.seconds = time.perf_counter() - t0
     return rec
+
+
+def _fingerprint(
+    split: TractTables,
+    names: Sequence[str],
+    pop: Population,
+    asked: Level,
+    options: ReconstructOptions,
+) -> dict[str, Any]:
+    """What a resumed :func:`reconstruct_release` must have been asked alike: the tables (as
+    digested), the population, the level asked and every option that changes an answer."""
+    fp: dict[str, Any] = {
+        "tables": split.digest,
+        "table_names": ",".join(names),
+        "schema": pop.schema.name,
+        "level": str(asked),
+        "distance": options.distance,
+        "distance_time_limit": options.distance_time_limit,
+        "solver": str(options.solver),
+    }
+    if not options.publication.exact:  # (absent otherwise: earlier parts stay resumable)
+        fp["publication"] = str(options.publication)
+    if options.unique_on is not None:
+        fp["unique_on"] = ";".join(
+            f"{k}:{','.join(map(str, np.asarray(v).tolist()))}"
+            for k, v in sorted(options.unique_on.items())
+        )
+    if not options.check_unique:
+        fp["check_unique"] = False
+    return fp
 
 
 def _diagnosed(
@@ -594,7 +621,7 @@ def _diagnosed(
         try:  # a tract at a time
             prog = program_of_tract(
                 split.long(tract),
-                rec.schema,
+                rec.pop,
                 options.level,
                 options.unique_on,
                 blocks=mine if options.level == Level.BLOCK else None,
@@ -605,13 +632,11 @@ def _diagnosed(
     return out
 
 
-def _schema_cells(long: pl.DataFrame, schema: Schema) -> TableSet:
+def _schema_cells(long: pl.DataFrame, pop: Population) -> TableSet:
     """A long table's cells of the schema's tables as grids, the others (a whole release's
     other tables) left out."""
-    from ..schema.registry import of_schema
-
-    mine = [c.id for t in tables_of(schema) for c in t.cells()]
+    mine = [c.id for t in tables_of(pop) for c in t.cells()]
     used = long["cell"].is_in(mine)
     if not used.all():  # (a copy of a large release only where cells are left out)
         long = long.filter(used)
-    return TableSet.from_long(long, of_schema(schema).key)
+    return TableSet.from_long(long, pop)

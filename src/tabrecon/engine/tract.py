@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
+from typing import TYPE_CHECKING
 
 import numpy as np
 import polars as pl
@@ -20,7 +21,6 @@ import scipy.sparse as sp
 
 from ..errors import TabreconError
 from ..geo import prefix
-from ..schema.spec import Schema
 from ..tables.publication import EXACT
 from ..tables.spec import compiled, compiled_columns, table_by_name, tables_in
 from ..tables.tableset import TableSet
@@ -38,6 +38,9 @@ from .model import (
     type_classes,
 )
 from .solvers import IntProgram, SolverOptions
+
+if TYPE_CHECKING:
+    from ..schema.registry import Population
 
 
 def tract_program(
@@ -100,23 +103,23 @@ def _with_block_rows(
 
 @cache
 def block_classes(
-    schema: Schema, names: tuple[str, ...]
+    pop: Population, names: tuple[str, ...]
 ) -> tuple[np.ndarray, np.ndarray, sp.csr_matrix, sp.csc_matrix, np.ndarray]:
     """The named block tables' :func:`type_classes` (each feasible type's class, each class's
     first type) and their weight matrix over the classes (a column per class, by rows and by
     columns, and its :func:`cell_degree`): what block programs over classes slice, once per
     process."""
-    W = compiled(schema, names)[1]
+    W = compiled(pop, names)[1]
     cls, first = type_classes(W)
     Wb = W[:, first].tocsr()
     return cls, first, Wb, Wb.tocsc(), cell_degree(Wb)
 
 
-def classes_are_runs(schema: Schema, names: tuple[str, ...], cls: np.ndarray) -> bool:
+def classes_are_runs(pop: Population, names: tuple[str, ...], cls: np.ndarray) -> bool:
     """Whether every class of types (``cls``) is a run of ordered attributes
     (:func:`runs_of`): its records can then be written as the run, not as one of its types
     as if it were known."""
-    runs = runs_of(schema, names)
+    runs = runs_of(pop, names)
     width = np.ones(cls.size, dtype=np.int64)
     if runs is not None:
         for n in runs.first:
@@ -210,7 +213,7 @@ class TractProgram:
 
 def program_of_tract(
     long: pl.DataFrame | TableSet,
-    schema: Schema,
+    pop: Population,
     level: str = Level.BLOCK,
     unique_on: Mapping[str, np.ndarray] | None = None,
     blocks: list[str] | None = None,
@@ -230,24 +233,27 @@ def program_of_tract(
     >>> _, units = synthesize_households(SynthConfig(persons=300), seed=4)
     >>> long = tabulate_units(units)
     >>> tract = long["geoid"].str.slice(0, 11).min()
-    >>> tp = program_of_tract(long.filter(pl.col("geoid").str.starts_with(tract)), units.schema)
+    >>> from tabrecon.schema.registry import population
+    >>> hu = population("households")
+    >>> tp = program_of_tract(long.filter(pl.col("geoid").str.starts_with(tract)), hu)
     >>> tp.prog.n_vars == tp.var_block.size, tp.prog.n_rows == tp.row_cell.size
     (True, True)
     >>> sorted(set(tp.row_cell.tolist()))[:2]
     ['H0010001', 'H0030001']
     """
-    names = tuple(n for n in tables_in(long, schema) if table_by_name(n, schema).statistic is None)
-    block_names = tuple(n for n in names if table_by_name(n, schema).level == Geo.BLOCK)
-    tract_names = tuple(n for n in names if table_by_name(n, schema).level == Geo.TRACT)
-    cells, W, geo, V, _hi = block_bounds(long, schema, block_names, EXACT)
+    schema = pop.schema
+    names = tuple(n for n in tables_in(long, pop) if table_by_name(n, pop).statistic is None)
+    block_names = tuple(n for n in names if table_by_name(n, pop).level == Geo.BLOCK)
+    tract_names = tuple(n for n in names if table_by_name(n, pop).level == Geo.TRACT)
+    cells, W, geo, V, _hi = block_bounds(long, pop, block_names, EXACT)
     geoids = np.asarray(geo, dtype=str)
     if np.unique(prefix(geoids, "tract")).size > 1:
         raise TabreconError("program_of_tract takes the cells of one tract")
     feas = schema.feasible_types()
-    key = asked_key(schema, unique_on, block_names, tract_names if level != Level.BLOCK else ())
-    cls, first, Wcls, Wclsc, deg_cls = block_classes(schema, block_names)
+    key = asked_key(pop, unique_on, block_names, tract_names if level != Level.BLOCK else ())
+    cls, first, Wcls, Wclsc, deg_cls = block_classes(pop, block_names)
     by_class = classes_answer(key, cls, first)
-    Wc, deg = compiled_columns(schema, block_names)
+    Wc, deg = compiled_columns(pop, block_names)
     tract_cells: list = []
     tract_geo = ""
     if level == Level.BLOCK:
@@ -269,7 +275,7 @@ def program_of_tract(
         if not tract_names:
             raise TabreconError("level 'block+tract' needs tract tables; none are in the cells")
         sel = np.arange(geoids.size)
-        tract_cells, Wt, tgeo, Vt = block_tables(long, schema, tract_names)
+        tract_cells, Wt, tgeo, Vt = block_tables(long, pop, tract_names)
         tract_geo = str(tgeo[0])
         if by_class:
             built = tract_class_program(
@@ -318,7 +324,9 @@ def diagnose(tp: TractProgram, opts: SolverOptions | None = None, limit: int = 1
     >>> long = long.filter(pl.col("geoid") == g).with_columns(
     ...     value=pl.when(pl.col("cell") == "H0010001").then(pl.col("value") + 1)
     ...     .otherwise(pl.col("value")))
-    >>> [(c["cell"], c["adjust"]) for c in diagnose(program_of_tract(long, units.schema))][:1]
+    >>> from tabrecon.schema.registry import population
+    >>> hu = population("households")
+    >>> [(c["cell"], c["adjust"]) for c in diagnose(program_of_tract(long, hu))][:1]
     [('H0010001', -1)]
     """
     from .solvers import solve

@@ -16,7 +16,7 @@ Verify), and measured against the records:
 >>> from tabrecon.records.synth import SynthConfig
 >>> gq = population("group_quarters")
 >>> units = gq.synthesize(SynthConfig(persons=40_000), 1)
->>> df = sweep_publication(units, gq.schema, ["exact", "suppress:3"], K=5, k_values=(1, 2))
+>>> df = sweep_publication(units, gq, ["exact", "suppress:3"], K=5, k_values=(1, 2))
 >>> df["rule"].to_list(), df["claims_false"].to_list()
 (['exact', 'suppress:3'], [0, 0])
 """
@@ -26,6 +26,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import polars as pl
@@ -33,9 +34,12 @@ import polars as pl
 from ..attacks.unit_claims_release import ClaimsOptions, matching_units, release_claims
 from ..engine.solvers import SolverOptions
 from ..runner import RunOptions
-from ..schema.spec import Schema, Units
+from ..schema.spec import Units
 from ..tables.publication import MISSING, Publication
 from ..tables.spec import cell_tables, publish_counts, tables_in, tabulate_units
+
+if TYPE_CHECKING:
+    from ..schema.registry import Population
 
 #: the rules swept when none are named: each kind at the bases and thresholds agencies use
 DEFAULT_RULES = (
@@ -54,7 +58,7 @@ DEFAULT_RULES = (
 
 def sweep_publication(
     units: Units,
-    schema: Schema,
+    pop: Population,
     rules: Sequence[str | Publication] = DEFAULT_RULES,
     *,
     k_values: tuple[int, ...] | None = None,
@@ -67,20 +71,21 @@ def sweep_publication(
 ) -> pl.DataFrame:
     """One row per rule (the module's text says what each column measures); ``each`` is called
     with each row as it is measured (the command line writes and prints it at once)."""
-    long = tabulate_units(units, tables_in(tabulate_units(units), schema, "block"))
-    of = cell_tables(schema)
+    schema = pop.schema
+    long = tabulate_units(units, tables_in(tabulate_units(units), pop, "block"))
+    of = cell_tables(pop)
     n_blocks = int(long["geoid"].n_unique())
     rows = []
     for r in rules:
         pub = r if isinstance(r, Publication) else Publication.parse(r)
         pub.check_tables(list(dict.fromkeys(of.values())), schema.name)
         # the rule publishes the counts; medians and means as declared (not rounded by it)
-        released, true, shown = publish_counts(long, schema, pub, seed)
+        released, true, shown = publish_counts(long, pop, pub, seed)
         lost = np.where(shown == MISSING, true, np.abs(shown - true))
         t0 = time.perf_counter()
         run = release_claims(
             released,
-            schema,
+            pop,
             ClaimsOptions(
                 k_values=k_values,
                 k_solutions=K,

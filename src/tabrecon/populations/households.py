@@ -21,13 +21,15 @@ the study attacked among them) are declared from the DHC's own layout
 origin iterations A-V name the householder in their universes (:func:`householder`). Left out
 with their reasons: :data:`DHC_LEFT_OUT`.
 
+>>> from tabrecon.schema.registry import population
 >>> from tabrecon.tables.spec import table_by_name, weight_matrix
->>> t = table_by_name("H4", HOUSING_UNITS)
+>>> hu = population("households")
+>>> t = table_by_name("H4", hu)
 >>> [c.id for c in t.cells()]
 ['H0040001', 'H0040002', 'H0040003', 'H0040004']
 >>> weight_matrix(HOUSING_UNITS, [t]).shape[0]
 4
->>> [c.id for c in table_by_name("H18", HOUSING_UNITS).cells()][5]  # the study's example
+>>> [c.id for c in table_by_name("H18", hu).cells()][5]  # the study's example
 'H0180006'
 """
 

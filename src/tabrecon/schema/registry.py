@@ -190,6 +190,12 @@ class Population:
     #: None: the :class:`~tabrecon.schema.spec.Units` themselves
     view: Callable[[Any], Any] | None = field(default=None, compare=False)
 
+    def __reduce__(self) -> tuple[Callable[..., Population], tuple[str, str]]:
+        """Pickled as the key that gives it back and the declaration it was read from: a worker
+        process receives the value (its tables and closures are made again there, once), never
+        a name to look up in a registry the worker may not have filled."""
+        return _revived, (self.key, self.source)
+
     def release_tables(self, release: Release | str = Release.SF1_2010) -> Sequence[Any]:
         """Its tables in ``release`` (SF1 2010: :attr:`tables`); a release it has no tables
         declared in is refused, naming those it has."""
@@ -394,6 +400,17 @@ def population(name: str) -> Population:
             "(NAME.toml: docs/declarations.md)"
         )
     return _REGISTRY[name]
+
+
+def _revived(key: str, source: str) -> Population:
+    """A pickled :class:`Population` in this process: read from its declaration file first
+    where it came from one this process has not read."""
+    base = key.partition("@")[0]
+    _load()
+    if source and base not in _REGISTRY:
+        declaration = importlib.import_module("tabrecon.tables.declaration")
+        declaration.load_declaration(source)
+    return population(key)
 
 
 def declarations() -> tuple[str, ...]:

@@ -13,8 +13,9 @@ over it. :func:`check_consistency` (a person :class:`~tabrecon.tables.tableset.T
 tract, skipping an identity where a cell it needs is not published, and name each one a geounit
 breaks.
 
->>> from tabrecon.schema.catalog import HOUSING_UNITS
->>> [i.text() for i in identities_of(HOUSING_UNITS, ("H3", "H4"))][:2]
+>>> from tabrecon.schema.registry import population
+>>> hu = population("households")
+>>> [i.text() for i in identities_of(hu, ("H3", "H4"))][:2]
 ['H0030001 = H0030002 + H0030003', 'H0030002 = H0040001']
 """
 
@@ -33,10 +34,7 @@ import polars as pl
 import scipy.sparse as sp
 
 from ..geo import LENGTH
-from ..schema import PERSONS
-from ..schema.catalog import HOUSING_UNITS
 from ..schema.registry import Population
-from ..schema.spec import Schema
 from ..vocab import Geo
 from .persons import all_cells, cell_index, get_cell
 from .spec import UnitCell, compiled, table_by_name, tables_of
@@ -121,7 +119,7 @@ def _family(table: str) -> str:
 
 
 @cache
-def identities_of(schema: Schema, names: tuple[str, ...] | None = None) -> tuple[Identity, ...]:
+def identities_of(pop: Population, names: tuple[str, ...] | None = None) -> tuple[Identity, ...]:
     """Linear identities between the cells of ``schema``'s tables (``names``: all declared) that
     every tabulation satisfies, derived from the cells' predicates alone: block identities
     among the block tables' cells, and tract identities among the tract tables' cells and the
@@ -137,8 +135,9 @@ def identities_of(schema: Schema, names: tuple[str, ...] | None = None) -> tuple
     what they all cover (PCT12A-G by race; PCT12H with PCT12I-O, by origin then race), found
     from the weight matrix, not listed by hand.
 
-    >>> from tabrecon.schema.catalog import HOUSING_UNITS
-    >>> ids = identities_of(HOUSING_UNITS, ("H1", "H3", "H4"))
+    >>> from tabrecon.schema.registry import population
+    >>> hu = population("households")
+    >>> ids = identities_of(hu, ("H1", "H3", "H4"))
     >>> for i in ids:
     ...     print(i.text())
     H0010001 = H0030001
@@ -148,15 +147,15 @@ def identities_of(schema: Schema, names: tuple[str, ...] | None = None) -> tuple
     H0030002 = H0040002 + H0040003 + H0040004
     H0040001 = H0040002 + H0040003 + H0040004
     """
-    names = names or tuple(t.name for t in tables_of(schema))
-    blocks = tuple(n for n in names if table_by_name(n, schema).level == Geo.BLOCK)
-    tracts = tuple(n for n in names if table_by_name(n, schema).level == Geo.TRACT)
-    out: list[Identity] = _identities(schema, blocks, "block") if blocks else []
+    names = names or tuple(t.name for t in tables_of(pop))
+    blocks = tuple(n for n in names if table_by_name(n, pop).level == Geo.BLOCK)
+    tracts = tuple(n for n in names if table_by_name(n, pop).level == Geo.TRACT)
+    out: list[Identity] = _identities(pop, blocks, "block") if blocks else []
     if tracts:  # a tract's cells, and its blocks' cells summed over it: one geounit
-        mine = {c.id for n in tracts for c in table_by_name(n, schema).cells()}
+        mine = {c.id for n in tracts for c in table_by_name(n, pop).cells()}
         out += [
             i
-            for i in _identities(schema, blocks + tracts, "tract")
+            for i in _identities(pop, blocks + tracts, "tract")
             if i.lhs in mine or any(r in mine for r in i.rhs)
         ]
     return tuple(out)
@@ -167,12 +166,13 @@ def identities_of(schema: Schema, names: tuple[str, ...] | None = None) -> tuple
 VENDORED = "data/identities"
 
 
-def _identities(schema: Schema, names: tuple[str, ...], level: str) -> list[Identity]:
+def _identities(pop: Population, names: tuple[str, ...], level: str) -> list[Identity]:
     """:func:`identities_of` among tables of one level: read from the schema's vendored file
     when it holds the derivation of exactly these cells and this weight pattern (the key is a
     digest of both, so a changed declaration is derived afresh, never read stale), derived
     otherwise (SF1's person tables take seconds, the housing tables longer)."""
-    cells, W = compiled(schema, names)
+    schema = pop.schema
+    cells, W = compiled(pop, names)
     key = _key(cells, W)
     hit = _vendored(schema.name).get((level, key))
     return list(hit) if hit is not None else _derive(cells, W, level)
@@ -202,26 +202,28 @@ def _vendored(schema: str) -> dict[tuple[str, str], tuple[Identity, ...]]:
     return {k: tuple(v) for k, v in out.items()}
 
 
-def vendor_identities(schema: Schema, folder: Path) -> Path:
+def vendor_identities(pop: Population, folder: Path) -> Path:
     """Derive every identity :func:`identities_of` uses for ``schema``'s declared tables and
     write them to ``folder/<schema>.tsv.gz``, keyed as :func:`_identities` looks them up (run
     ``python scripts/vendor_identities.py`` after changing a declaration; a test fails until
     the package's files match).
 
     >>> import tempfile
-    >>> from tabrecon.schema.catalog import HOUSING_UNITS
+    >>> from tabrecon.schema.registry import population
+    >>> hu = population("households")
     >>> with tempfile.TemporaryDirectory() as d:
-    ...     print(vendor_identities(HOUSING_UNITS, Path(d)).name)
+    ...     print(vendor_identities(hu, Path(d)).name)
     households.tsv.gz
     """
-    names = tuple(t.name for t in tables_of(schema))
-    blocks = tuple(n for n in names if table_by_name(n, schema).level == Geo.BLOCK)
-    tracts = tuple(n for n in names if table_by_name(n, schema).level == Geo.TRACT)
+    schema = pop.schema
+    names = tuple(t.name for t in tables_of(pop))
+    blocks = tuple(n for n in names if table_by_name(n, pop).level == Geo.BLOCK)
+    tracts = tuple(n for n in names if table_by_name(n, pop).level == Geo.TRACT)
     rows = ["key\tlevel\tlhs\trhs\trule"]
     for level, used in (("block", blocks), ("tract", blocks + tracts)):
         if not used or (level == Geo.TRACT and not tracts):
             continue
-        cells, W = compiled(schema, used)
+        cells, W = compiled(pop, used)
         key = _key(cells, W)
         rows += [
             f"{key}\t{level}\t{i.lhs}\t{' '.join(i.rhs)}\t{i.rule}"
@@ -321,16 +323,17 @@ def _covering_sets(S: sp.csr_matrix, tables: np.ndarray, members: np.ndarray) ->
 
 
 @cache
-def identities() -> tuple[Identity, ...]:
-    """The identities of SF1's person tables (:func:`identities_of` over
-    :data:`tabrecon.schema.PERSONS`, P3-P5 included), and the race tallies: P6 and P7's first
+def identities(pop: Population) -> tuple[Identity, ...]:
+    """The identities of ``pop``'s tables (SF1's person tables: :func:`identities_of`, P3-P5
+    included), and the race tallies: P6 and P7's first
     cells count a person once per race, so each equals the sum of its six "alone or in
     combination" lines.
 
-    >>> print(next(i.text() for i in identities() if i.rule == "tally"))
+    >>> from tabrecon.schema.registry import population
+    >>> print(next(i.text() for i in identities(population("persons")) if i.rule == "tally"))
     P0060001 = P0060002..P0060007
     """
-    out = list(identities_of(PERSONS))
+    out = list(identities_of(pop))
     cells = all_cells()
     for c in cells:
         if c.measure != "race_tally":
@@ -387,7 +390,7 @@ def _cells_of(ids: list[Identity]) -> tuple[list[str], dict[str, int]]:
     return cols, {c: j for j, c in enumerate(cols)}
 
 
-def check_unit_consistency(long: pl.DataFrame, schema: Schema = HOUSING_UNITS) -> ConsistencyReport:
+def check_unit_consistency(long: pl.DataFrame, pop: Population) -> ConsistencyReport:
     """Evaluate every identity of ``schema``'s tables (:func:`identities_of`) on every geounit of
     its level in a long table (geoid, cell, value): block identities on every block (15-digit
     geoid), tract identities on every tract (11 digits) with its blocks' cells summed. Each
@@ -395,16 +398,17 @@ def check_unit_consistency(long: pl.DataFrame, schema: Schema = HOUSING_UNITS) -
     a cell the file does not hold for a geounit (for a block cell summed over a tract: for one
     of its blocks) are skipped there (counted in ``skipped``).
 
-    >>> from tabrecon.schema.catalog import HOUSING_UNITS
+    >>> from tabrecon.schema.registry import population
+    >>> hu = population("households")
     >>> t = pl.DataFrame({"geoid": ["010010201001000"] * 3,
     ...                   "cell": ["H0030001", "H0030002", "H0030003"], "value": [5, 3, 1]})
-    >>> for v in check_unit_consistency(t, HOUSING_UNITS).violations:
+    >>> for v in check_unit_consistency(t, hu).violations:
     ...     print(v)
     010010201001000: H0030001 = H0030002 + H0030003 fails (left side 5, right side 4)
     """
     reports = []
     for level in (Geo.BLOCK, Geo.TRACT):
-        ids = [i for i in identities_of(schema) if i.level == level]
+        ids = [i for i in identities_of(pop) if i.level == level]
         if not ids:
             continue
         cols, where = _cells_of(ids)
@@ -450,7 +454,7 @@ def check_release(ts: TableSet, pop: Population) -> ConsistencyReport:
     >>> check_release(tabulate(gq.synthesize(SynthConfig(persons=2_000), 1)), gq).ok
     True
     """
-    return pop.check(ts) if pop.check else check_unit_consistency(ts.to_frame(), pop.schema)
+    return pop.check(ts) if pop.check else check_unit_consistency(ts.to_frame(), pop)
 
 
 def check_consistency(ts: TableSet) -> ConsistencyReport:
@@ -467,7 +471,7 @@ def check_consistency(ts: TableSet) -> ConsistencyReport:
     reports = []
     block = ts.grids.get("block")
     for level in (Geo.BLOCK, Geo.TRACT):
-        ids = [i for i in identities() if i.level == level]
+        ids = [i for i in identities(ts.population) if i.level == level]
         grid = ts.grids.get(level)
         if not ids or grid is None:
             continue

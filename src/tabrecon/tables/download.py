@@ -205,7 +205,7 @@ def download(
     base_url = check_url(base_url or ENDPOINTS[year])
     out = check_suffix(out)
     by_level: dict[str, list[str]] = {"block": [], "tract": []}
-    chosen = select_tables(tables if isinstance(tables, str) else ",".join(tables), pop.schema)
+    chosen = select_tables(tables if isinstance(tables, str) else ",".join(tables), pop)
     names = [u.name for u in chosen]
     cell_of: dict[str, str] = {}
     for cell, level in pop.published_cells(names):

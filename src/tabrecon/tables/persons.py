@@ -24,6 +24,7 @@ import functools
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 import polars as pl
@@ -46,6 +47,9 @@ from ..schema import (
 from ..vocab import Geo
 from .layout import STUB_SEPARATOR, level_of, name_parts, rows, stub_key, title_of
 from .tableset import MISSING, TableSet
+
+if TYPE_CHECKING:
+    pass
 
 
 # --------------------------------------------------------------------------------------------------
@@ -407,4 +411,4 @@ def drop_cells(ts: TableSet, cells: Iterable[str]) -> TableSet:
         m = np.isin(g.cells, list(drop))
         v[:, m] = MISSING
         out[lvl] = replace(g, values=v)
-    return TableSet(out, ts.source)
+    return TableSet(out, source=ts.source, population=ts.population)

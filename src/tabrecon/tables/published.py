@@ -21,9 +21,13 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..io import write_frame
 from .tableset import TableSet
+
+if TYPE_CHECKING:
+    pass
 
 _VARIABLE = re.compile(r"^(P|PCT)(\d{3})([A-Z]?)(\d{3,4})$")
 #: 2020 names (the DHC and P.L. 94-171 on the API and data.census.gov): P1_001N, P12A_003N
@@ -98,10 +102,10 @@ def name_2020(cell: str) -> str:
 def read_tables(path: str | Path) -> TableSet:
     """Published person tables from ``path`` in any registered form
     (:func:`tabrecon.tables.reader.read_unit_tables` over the person schema)."""
-    from ..schema import PERSONS
+    from ..schema.registry import population
     from .reader import read_unit_tables
 
-    return read_unit_tables(path, PERSONS)
+    return read_unit_tables(path, population("persons"))  # the Python API's person entry
 
 
 def write_tables(ts: TableSet, path: str | Path) -> None:
@@ -109,10 +113,9 @@ def write_tables(ts: TableSet, path: str | Path) -> None:
     ``.csv`` as CSV, ``.csv.gz`` as gzip CSV; medians and means as their decimals (``30.5``:
     :func:`tabrecon.tables.spec.as_published`), so that :func:`read_tables` reads back what was
     written."""
-    from ..schema.registry import population
     from .spec import as_published
 
-    write_frame(as_published(ts.to_frame(), population(ts.population).schema), path)
+    write_frame(as_published(ts.to_frame(), ts.population), path)
 
 
 __all__ = ["cell_of_variable", "cells_2020", "name_2020", "read_tables", "write_tables"]

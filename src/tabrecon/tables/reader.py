@@ -14,13 +14,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import polars as pl
 
 from ..errors import InputError
 from ..geo import LEVEL_OF_LENGTH, TABLE_LEVELS
-from ..schema.spec import Schema
 from ..vocab import Geo, Release
 from .forms import Raw, Shape, opened
 from .measures import WITHHELD, parse_values
@@ -28,11 +28,14 @@ from .publication import MISSING_MARKS
 from .spec import UnitCell, as_published, statistic_decimals, tables_of
 from .tableset import TableSet, TwiceError
 
+if TYPE_CHECKING:
+    from ..schema.registry import Population
+
 #: the geoid lengths of the census levels a table is published for (block .. state)
 _CENSUS_LENGTHS = [n for n, lv in LEVEL_OF_LENGTH.items() if lv in TABLE_LEVELS]
 
 
-def read_unit_tables(path: str | Path, schema: Schema, withheld: bool = False) -> TableSet:
+def read_unit_tables(path: str | Path, pop: Population, withheld: bool = False) -> TableSet:
     """The tables of ``schema``'s cells (:class:`~tabrecon.tables.tableset.TableSet`; its
     ``to_frame()`` is the long table: geoid, cell, value) from a CSV, CSV.gz or Parquet file
     in the long form, or the block rows of a wide table (the Census API's JSON, a
@@ -49,21 +52,18 @@ def read_unit_tables(path: str | Path, schema: Schema, withheld: bool = False) -
     >>> import tempfile, os
     >>> p = os.path.join(tempfile.mkdtemp(), "t.csv")
     >>> _ = open(p, "w").write("geoid,cell,value\\n010010201001000,H0030001,-4\\n")
-    >>> from tabrecon.schema.catalog import HOUSING_UNITS
-    >>> read_unit_tables(p, HOUSING_UNITS)  # doctest: +ELLIPSIS
+    >>> from tabrecon.schema.registry import population
+    >>> read_unit_tables(p, population("households"))  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
     tabrecon.errors.InputError: ...t.csv, line 2, column 'value': '-4' is a negative count
     """
-    from ..schema.registry import of_schema
-
-    pop = of_schema(schema)
     mine = {c for c, _ in pop.published_cells()}
     with opened(path, mine) as raw:
-        rows = _rows(raw, schema, mine)
-        kept, geoids, geo, cell, value = _checked(rows, schema, mine, withheld)
+        rows = _rows(raw, pop, mine)
+        kept, geoids, geo, cell, value = _checked(rows, pop, mine, withheld)
         try:  # a (geoid, cell) given twice is found where the grids are filled, then named
-            ts = TableSet.from_codes(pop.key, geoids, geo, cell, value, source=raw.where)
+            ts = TableSet.from_codes(pop, geoids, geo, cell, value, source=raw.where)
             ts.skipped = dict(rows.skipped)
             return ts
         except TwiceError as e:
@@ -90,7 +90,7 @@ def read_sf1(folder: str | Path, schema: str = "persons") -> TableSet:
             "not a folder (a summary-file distribution is a folder of .sf1 or .pl files)",
             path=str(folder),
         )
-    return read_unit_tables(folder, population(schema).schema)
+    return read_unit_tables(folder, population(schema))
 
 
 @dataclass
@@ -158,19 +158,19 @@ def _as_ints(text: pl.Series) -> tuple[np.ndarray, np.ndarray]:
     return v.fill_null(0).to_numpy(), v.is_null().to_numpy()
 
 
-def _rows(raw: Raw, schema: Schema, mine: set[str]) -> _Rows:
+def _rows(raw: Raw, pop: Population, mine: set[str]) -> _Rows:
     """The coded rows (:class:`_Rows`) of the opened table ``raw``: a long table's, a wide
     one's (:func:`_rows_of_wide`) or an SF1 folder's cells of ``mine``."""
     if raw.shape is Shape.WIDE:
         assert raw.frame is not None
-        return _rows_of_wide(raw.frame, raw.where, mine, schema)
+        return _rows_of_wide(raw.frame, raw.where, mine, pop)
     lines: np.ndarray | None = None
     skipped: dict[str, tuple[int, int]] = {}
     if raw.folder is not None:  # an SF1 folder: each cell from the segment and field of the layout
         from .sf1 import read_sf1_records
 
         got, skipped = read_sf1_records(raw.folder, sorted(mine))
-        long = as_published(got, schema)  # decimals as text
+        long = as_published(got, pop)  # decimals as text
         df = long.with_columns(pl.col("value").cast(pl.String))
     else:
         assert raw.frame is not None
@@ -201,11 +201,12 @@ def _rows(raw: Raw, schema: Schema, mine: set[str]) -> _Rows:
 
 
 def _foreign_cells(
-    cells: np.ndarray, mine: set[str], schema: Schema
+    cells: np.ndarray, mine: set[str], pop: Population
 ) -> list[tuple[np.ndarray, str]]:
     """The file's distinct ``cells`` that are not cells of ``schema``'s release, each kind with
     its message: first those of another release (a file of SF1 2010 given as the 2020 DHC, or
     the reverse: named as such, with the option that reads it), then any other."""
+    schema = pop.schema
     from .layout import LAYOUTS
 
     lay = LAYOUTS[schema.release]
@@ -220,12 +221,13 @@ def _foreign_cells(
 
 
 def _checked(
-    rows: _Rows, schema: Schema, mine: set[str], withheld: bool
+    rows: _Rows, pop: Population, mine: set[str], withheld: bool
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """``rows`` checked (see :func:`read_unit_tables`): the rows kept (those of ``schema``'s
     cells), and what :meth:`TableSet.from_codes` builds the tables from (the geoids, and each
     kept row's geoid, cell id code and value). The first problem is refused, naming its file
     line and column and how many more rows share it."""
+    schema = pop.schema
     p = rows.where
 
     def refuse(
@@ -256,7 +258,7 @@ def _checked(
         "cell",
         "no cell id (a short row? a long table's rows are geoid, cell, value)",
     )
-    for strange, message in _foreign_cells(cells, mine, schema):
+    for strange, message in _foreign_cells(cells, mine, pop):
         refuse(strange[ci], "cell", message)
     is_mine = np.isin(cells, list(mine))
     if not is_mine.any():  # another kind of file: say whose cells it holds
@@ -277,7 +279,7 @@ def _checked(
     geoids, gi = rows.geoids, rows.gi
     digits = np.char.str_len(geoids) if geoids.size else np.zeros(0, dtype=np.int64)
     numeric = np.char.isdigit(geoids) if geoids.size else np.zeros(0, dtype=bool)
-    is_tract_cell = np.isin(cells, _tract_cells(schema))
+    is_tract_cell = np.isin(cells, _tract_cells(pop))
     n = schema.geoid_digits
     if schema.geography == Geo.BLOCK:
         refuse(
@@ -294,7 +296,7 @@ def _checked(
                 "coarser)",
             )
     else:
-        is_block_cell = np.isin(cells, [c.id for c in _cells_at(schema, "block")])
+        is_block_cell = np.isin(cells, [c.id for c in _cells_at(pop, "block")])
         refuse(
             (~numeric | ~np.isin(digits, [11, n]))[gi]
             | (is_block_cell[ci] & (digits != n)[gi])
@@ -313,13 +315,13 @@ def _checked(
         if withheld:
             marked = again.str.to_uppercase().is_in(list(MISSING_MARKS)).to_numpy() & ~ok
             blank[at[marked]], bad[at[marked]] = True, False
-    dec = statistic_decimals(schema)
+    dec = statistic_decimals(pop)
     is_stat_cell = np.isin(cells, list(dec))
     is_stat = is_stat_cell[ci]
     if is_stat_cell.any():  # medians and means: decimals, in published units (30.5 -> 305)
         may_lack = {
             c.id
-            for t in tables_of(schema)
+            for t in tables_of(pop)
             for c in t.cells()
             if c.statistic and c.statistic.empty is None
         }
@@ -359,10 +361,9 @@ def _checked(
     kept = np.arange(ci.size) if is_mine.all() else np.flatnonzero(is_mine[ci])
     if not kept.size:
         raise InputError(f"holds no cells of the {schema.name} tables ({min(mine)} ...)", path=p)
-    from ..schema.registry import of_schema
     from .tableset import WITHHELD_CELL, cell_ids
 
-    ids = cell_ids(of_schema(schema))
+    ids = cell_ids(pop)
     code_of = np.full(cells.size, -1, dtype=np.int64)
     where = {c: i for i, c in reversed(list(enumerate(ids)))}  # (ids.index: the first)
     code_of[is_mine] = [where[c] for c in cells[is_mine].tolist()]
@@ -398,17 +399,19 @@ def _not_a_count(text: str, wide: bool) -> str:
     )
 
 
-def _tract_cells(schema: Schema) -> list[str]:
-    return [c.id for t in tables_of(schema) if t.level == Geo.TRACT for c in t.cells()]
+def _tract_cells(pop: Population) -> list[str]:
+
+    return [c.id for t in tables_of(pop) if t.level == Geo.TRACT for c in t.cells()]
 
 
 def _refuse_unknown_variables(
-    columns: list[str], cells: dict[str, str], where: str, schema: Schema
+    columns: list[str], cells: dict[str, str], where: str, pop: Population
 ) -> None:
     """Refuse a column named like a variable of the schema's release (SF1: ``P099001``,
     ``H0990001``; the DHC: ``P12A_050N`` too) that is none of its variables: a typo, a table of
     another length than the layout's, or another product's variable would otherwise be passed
     over without a word. Variables of the release's other tables are left out."""
+    schema = pop.schema
     known = _known_variables(schema.release)
     # a variable's names: SF1's two spellings; the DHC's summary-file names (two-letter
     # iterations have two-digit lines: P012AH01) and its API names (P12AH_001N)
@@ -424,7 +427,7 @@ def _refuse_unknown_variables(
             continue
         if name not in known:
             raise InputError(
-                f"unknown variable {c!r}: no variable of {_title(schema)} is named so (tabrecon "
+                f"unknown variable {c!r}: no variable of {_title(pop)} is named so (tabrecon "
                 f"tables list --schema {schema.name} --release {schema.release})",
                 path=where,
             )
@@ -523,14 +526,17 @@ def _known_variables(release: Release = Release.SF1_2010) -> frozenset[str]:
     return frozenset(lay["cell"].to_list()) | frozenset(lay["api_name"].to_list())
 
 
-def _title(schema: Schema) -> str:
+def _title(pop: Population) -> str:
+
+    schema = pop.schema
     from .layout import LAYOUTS
 
     return LAYOUTS[schema.release].title
 
 
-def _cells_at(schema: Schema, level: str) -> list[UnitCell]:
-    return [c for t in tables_of(schema) if t.level == level for c in t.cells()]
+def _cells_at(pop: Population, level: str) -> list[UnitCell]:
+
+    return [c for t in tables_of(pop) if t.level == level for c in t.cells()]
 
 
 def _spellings(mine: set[str], release: Release = Release.SF1_2010) -> dict[str, str]:
@@ -552,19 +558,19 @@ def _spellings(mine: set[str], release: Release = Release.SF1_2010) -> dict[str,
     return out
 
 
-def _rows_of_wide(df: pl.DataFrame, where: str, mine: set[str], schema: Schema) -> _Rows:
+def _rows_of_wide(df: pl.DataFrame, where: str, mine: set[str], pop: Population) -> _Rows:
     """The rows (:class:`_Rows`) of a wide table (one row per geography: the Census API's JSON,
     a data.census.gov or summary-file style CSV) for its geographies of ``schema``'s levels,
     read column by column. Variables are read in the summary-file style (``H0130002``) or the
     2010 API style (``H013002``); those that are cells of ``mine`` (``schema``'s) are kept."""
-    from ..schema.registry import of_schema
+    schema = pop.schema
     from .forms import geography_of
 
     spelled = _spellings(mine, schema.release)
     cells = {c: spelled[c.strip().upper()] for c in df.columns if c.strip().upper() in spelled}
     if schema.release is Release.SF1_2010:  # the DHC's own names are its layout's
         old = set(cells)  # read by an SF1 spelling
-        spell = of_schema(schema).spell  # a population's other names (persons: 2020's)
+        spell = pop.spell  # a population's other names (persons: 2020's)
         if spell is not None:
             cells |= {c: v for c, v in spell(df.columns).items() if v in mine and c not in cells}
         _refuse_other_decade(df.columns, old, cells, where)
@@ -575,11 +581,11 @@ def _rows_of_wide(df: pl.DataFrame, where: str, mine: set[str], schema: Schema) 
                 f"cell {cell} appears twice, as {seen[cell]!r} and {column!r}", path=where
             )
         seen[cell] = column
-    _refuse_unknown_variables(df.columns, cells, where, schema)
+    _refuse_unknown_variables(df.columns, cells, where, pop)
     dhc = [c for c in df.columns if re.fullmatch(r"(PCT|HCT|P|H)\d+[A-Z]?_\d{3}N", c.strip())]
     if not cells and dhc:  # 2020 names: never guessed from 2010 labels
         raise InputError(
-            f"holds 2020 census variables ({', '.join(dhc[:3])}, ...), not {_title(schema)}'s "
+            f"holds 2020 census variables ({', '.join(dhc[:3])}, ...), not {_title(pop)}'s "
             f"(such as {min(mine)}): read the 2020 DHC's tables with --release dhc-2020",
             path=where,
         )
@@ -623,7 +629,7 @@ def _rows_of_wide(df: pl.DataFrame, where: str, mine: set[str], schema: Schema) 
             line=int(first + same[1]),
         )
     n = schema.geoid_digits
-    own = {n} | ({11} if any(c in mine for c in _tract_cells(schema)) else set())
+    own = {n} | ({11} if any(c in mine for c in _tract_cells(pop)) else set())
     length = geo.str.len_chars()
     if not length.is_in(list(own)).any():  # (persons: tract-only files)
         raise InputError(f"holds no {schema.geography} rows ({n}-digit geographies)", path=where)

@@ -9,11 +9,12 @@ housing-unit tables, the person tables, P42 and P43 of group quarters), found th
 :mod:`tabrecon.schema.registry`; :func:`from_layout` declares one from the Bureau's own layout.
 This module knows no particular schema.
 
->>> from tabrecon.schema.catalog import HOUSING_UNITS
->>> t = table_by_name("H4", HOUSING_UNITS)
+>>> from tabrecon.schema.registry import population
+>>> hu = population("households")
+>>> t = table_by_name("H4", hu)
 >>> [c.id for c in t.cells()]
 ['H0040001', 'H0040002', 'H0040003', 'H0040004']
->>> weight_matrix(HOUSING_UNITS, [t]).shape[0]
+>>> weight_matrix(hu.schema, [t]).shape[0]
 4
 """
 
@@ -36,6 +37,7 @@ from .measures import WITHHELD, Statistic
 from .publication import Publication
 
 if TYPE_CHECKING:
+    from ..schema.registry import Population
     from .layout import Layout
     from .tableset import TableSet
 
@@ -60,8 +62,9 @@ class UnitCell:
         admits ("all housing units" when nothing is restricted); three or more neighbouring
         categories of an ordered column as a run ("age in {85 to 110}").
 
+        >>> from tabrecon.schema.registry import population
         >>> from tabrecon.tables.spec import cell_by_id
-        >>> cell_by_id("P0120049").description()
+        >>> cell_by_id("P0120049", [population("persons")]).description()
         'sex in {female}; age in {85 to 110}'
         """
         schema = schema or self.schema
@@ -127,18 +130,19 @@ def _plural(unit: str) -> str:
 _DECLARED: set[str] = set()
 
 
-def declare_tables(schema: Schema, tables: Sequence[UnitTable]) -> None:
+def declare_tables(schema: Schema, tables: Sequence[UnitTable]) -> Population:
     """Make ``tables`` the tables published over ``schema``: tabulation, reconstruction and
     Generate-then-Verify then run on it as on persons and housing units -- a third schema and
     its tables are a declaration, not a module. For a schema users choose with ``--schema``,
     register a :class:`~tabrecon.schema.registry.Population` in a module of
-    :mod:`tabrecon.populations` instead (this registers one that is not listed).
+    :mod:`tabrecon.populations` instead (this registers one that is not listed, and returns
+    it: the value the functions of this module take).
 
     >>> from tabrecon.schema.spec import Attribute
     >>> toy = Schema("toy", "thing", (Attribute("colour", ((0, "red"), (1, "blue"))),))
-    >>> declare_tables(toy, [UnitTable("T1", 1, "Things by colour", {},
+    >>> things = declare_tables(toy, [UnitTable("T1", 1, "Things by colour", {},
     ...     (("Red", {"colour": (0,)}), ("Blue", {"colour": (1,)})), prefix="T", schema=toy)])
-    >>> print(*(c.id for c in table_by_name("T1", toy).cells()))
+    >>> print(*(c.id for c in table_by_name("T1", things).cells()))
     T0010001 T0010002
     """
     from ..schema import registry
@@ -162,7 +166,7 @@ def declare_tables(schema: Schema, tables: Sequence[UnitTable]) -> None:
                     raise TabreconError(f"cell {c.id}: {attr} has no category {sorted(unknown)}")
     fixed = tuple(tables)
     _DECLARED.add(schema.name)
-    registry.register(
+    return registry.register(
         registry.Population(
             name=schema.name, schema=schema, noun=schema.unit, tables=lambda: fixed, listed=False
         ),
@@ -266,58 +270,46 @@ def from_layout(
     return out
 
 
-def select_tables(spec: str, schema: Schema) -> tuple[UnitTable, ...]:
+def select_tables(spec: str, pop: Population) -> tuple[UnitTable, ...]:
     """The tables a ``--tables`` value names over ``schema``: ``all`` (or ``published``: every
     table is published) or a comma list; an empty list or an unknown table is refused.
 
-    >>> from tabrecon.schema.catalog import HOUSING_UNITS
-    >>> [t.name for t in select_tables("h1, P18", HOUSING_UNITS)]
+    >>> from tabrecon.schema.registry import population
+    >>> [t.name for t in select_tables("h1, P18", population("households"))]
     ['H1', 'P18']
     """
-    from ..schema.registry import of_schema
-
-    pop = of_schema(schema)
     if pop.select is not None:  # selections of its own (persons: the 34 tables, block, tract)
-        return tuple(table_by_name(n, schema) for n in pop.select(spec))
+        return tuple(table_by_name(n, pop) for n in pop.select(spec))
     if spec.strip() in ("all", "published"):
-        return tables_of(schema)
+        return tables_of(pop)
     names = [t.strip() for t in spec.split(",") if t.strip()]
     if not names:
-        some = ",".join(t.name for t in tables_of(schema)[:3])
+        some = ",".join(t.name for t in tables_of(pop)[:3])
         raise TabreconError(f"--tables {spec!r} selects no table ('all' or {some})")
-    return tuple(table_by_name(n.upper(), schema) for n in names)
+    return tuple(table_by_name(n.upper(), pop) for n in names)
 
 
-def cell_tables(schema: Schema) -> dict[str, str]:
+def cell_tables(pop: Population) -> dict[str, str]:
     """Each of ``schema``'s cell ids with its table's name (what per-table publication rules
     look up).
 
     >>> from tabrecon.schema.registry import population
-    >>> cell_tables(population("group_quarters").schema)["P0430003"]
+    >>> cell_tables(population("group_quarters"))["P0430003"]
     'P43'
     """
-    return {c.id: t.name for t in tables_of(schema) for c in t.cells()}
+    return {c.id: t.name for t in tables_of(pop) for c in t.cells()}
 
 
-def tables_of(schema: Schema) -> tuple[UnitTable, ...]:
-    """The tables declared over ``schema``: those its registered population publishes
-    (:mod:`tabrecon.schema.registry`)."""
-    from ..schema.registry import of_schema
-
-    return tuple(of_schema(schema).tables())
+def tables_of(pop: Population) -> tuple[UnitTable, ...]:
+    """The tables ``pop`` publishes (in its release)."""
+    return tuple(pop.tables())
 
 
-def cell_by_id(cell: str, schema: Schema | None = None) -> UnitCell:
-    """A declared cell by its id (``H0130002``, ``P0430004``): of ``schema``'s tables, or of any
-    registered population's."""
+def cell_by_id(cell: str, pops: Sequence[Population]) -> UnitCell:
+    """A declared cell by its id (``H0130002``, ``P0430004``): of the first of ``pops`` whose
+    tables have it."""
     from ..populations import choices_help
-    from ..schema import registry
 
-    pops = (
-        [registry.of_schema(schema)]
-        if schema is not None
-        else [registry.population(n) for n in registry.names()]
-    )
     for pop in pops:
         for t in pop.tables():
             for c in t.cells():
@@ -329,15 +321,15 @@ def cell_by_id(cell: str, schema: Schema | None = None) -> UnitCell:
     )
 
 
-def table_by_name(name: str, schema: Schema) -> UnitTable:
-    """A table declared over ``schema`` by its name."""
-    declared = tables_of(schema)
+def table_by_name(name: str, pop: Population) -> UnitTable:
+    """A table ``pop`` publishes, by its name."""
+    declared = tables_of(pop)
     for t in declared:
         if t.name == name.upper():
             return t
     names = ", ".join(t.name for t in declared)
     raise TabreconError(
-        f"unknown {schema.unit.replace(' ', '-')} table {name!r}; choose from {names}"
+        f"unknown {pop.schema.unit.replace(' ', '-')} table {name!r}; choose from {names}"
     )
 
 
@@ -369,46 +361,43 @@ def histogram(unit: np.ndarray, kind: np.ndarray, n_units: int, n_kinds: int) ->
 
 @cache
 def _published_matrix(
-    schema: Schema, names: tuple[str, ...]
+    pop: Population, names: tuple[str, ...]
 ) -> tuple[list[str], np.ndarray, sp.csc_matrix]:
     """The cells the named tables publish, in published order (a table's lines; a cell of the
     population's :attr:`~tabrecon.schema.registry.Population.unmodelled` among them by id, where
     its weights are declared), the positions among them of the counts, and the counts' weights
     (feasible types x counts, in that order): what :func:`tabulate` multiplies by, made once."""
-    from ..schema.registry import of_schema
-
-    pop = of_schema(schema)
-    counted, W = compiled(schema, names)
+    counted, W = compiled(pop, names)
     tally = list(pop.unmodelled) if pop.unmodelled_weights is not None else []
     extra = [c for c in tally if pop.unmodelled[c] in names]
     cells: list[str] = []
     for n in names:
-        ids = [c.id for c in table_by_name(n, schema).cells()]
+        ids = [c.id for c in table_by_name(n, pop).cells()]
         more = [c for c in extra if pop.unmodelled[c] == n]
         cells += sorted(ids + more) if more else ids
     if extra:  # counts of something other than records (persons: races tallied)
         assert pop.unmodelled_weights is not None
         Wx = sp.csr_matrix(pop.unmodelled_weights())[[tally.index(c) for c in extra]]
-        W = sp.vstack([W, Wx[:, schema.feasible_types()]]).tocsr()
+        W = sp.vstack([W, Wx[:, pop.schema.feasible_types()]]).tocsr()
     row = {c: i for i, c in enumerate([c.id for c in counted] + extra)}
     counts = [j for j, c in enumerate(cells) if c in row]
     return cells, np.array(counts, dtype=np.int64), W[[row[cells[j]] for j in counts]].T.tocsc()
 
 
 @cache
-def compiled(schema: Schema, names: tuple[str, ...]) -> tuple[list[UnitCell], sp.csr_matrix]:
+def compiled(pop: Population, names: tuple[str, ...]) -> tuple[list[UnitCell], sp.csr_matrix]:
     """The named tables' count cells and their weight matrix (cells x feasible types), built
     once (cells of medians and means: :func:`compiled_statistics`)."""
-    cells = [c for n in names for c in table_by_name(n, schema).cells() if c.statistic is None]
-    return cells, predicate_matrix(schema, [c.predicate for c in cells])
+    cells = [c for n in names for c in table_by_name(n, pop).cells() if c.statistic is None]
+    return cells, predicate_matrix(pop.schema, [c.predicate for c in cells])
 
 
 @cache
-def compiled_columns(schema: Schema, names: tuple[str, ...]) -> tuple[sp.csc_matrix, np.ndarray]:
+def compiled_columns(pop: Population, names: tuple[str, ...]) -> tuple[sp.csc_matrix, np.ndarray]:
     """:func:`compiled`'s weight matrix by columns, and how many cells each feasible type lies
     in (its column counts): what every block's program slices, built once per process instead
     of once per block (a housing-unit block's conversion cost more than its proofs)."""
-    W = compiled(schema, names)[1]
+    W = compiled(pop, names)[1]
     return W.tocsc(), np.bincount(W.indices, minlength=W.shape[1])
 
 
@@ -444,13 +433,13 @@ class StatisticCell:
 
 
 @cache
-def compiled_statistics(schema: Schema, names: tuple[str, ...]) -> tuple[StatisticCell, ...]:
+def compiled_statistics(pop: Population, names: tuple[str, ...]) -> tuple[StatisticCell, ...]:
     """The named tables' median and mean cells, compiled (:class:`StatisticCell`), built once."""
-    cells = [c for n in names for c in table_by_name(n, schema).cells() if c.statistic]
+    cells = [c for n in names for c in table_by_name(n, pop).cells() if c.statistic]
     if not cells:
         return ()
-    feas = schema.feasible_types()
-    cols = schema.decode(feas)
+    feas = pop.schema.feasible_types()
+    cols = pop.schema.decode(feas)
     out = []
     for c in cells:
         assert c.statistic is not None
@@ -462,32 +451,32 @@ def compiled_statistics(schema: Schema, names: tuple[str, ...]) -> tuple[Statist
     return tuple(out)
 
 
-def statistic_decimals(schema: Schema) -> dict[str, int]:
-    """Each median or mean cell id of ``schema``'s tables with its decimals."""
+def statistic_decimals(pop: Population) -> dict[str, int]:
+    """Each median or mean cell id of ``pop``'s tables with its decimals."""
     return {
         c.id: c.statistic.decimals
-        for t in tables_of(schema)
+        for t in tables_of(pop)
         for c in t.cells()
         if c.statistic is not None
     }
 
 
 @cache
-def statistic_counts(schema: Schema) -> dict[str, tuple[str, ...]]:
-    """Each median or mean cell of ``schema``'s tables with the count cells of the same
+def statistic_counts(pop: Population) -> dict[str, tuple[str, ...]]:
+    """Each median or mean cell of ``pop``'s tables with the count cells of the same
     universe (the same feasible types), where any is declared: its universe's count, which a
     rule that withholds counts withholds the statistic with (P13's median age of males with
     P12's males).
 
     >>> from tabrecon.schema.registry import population
-    >>> statistic_counts(population("persons").schema)["P0130002"]
+    >>> statistic_counts(population("persons"))["P0130002"]
     ('P0120002', 'PCT0120002')
     """
-    stats = compiled_statistics(schema, tuple(t.name for t in tables_of(schema)))
+    stats = compiled_statistics(pop, tuple(t.name for t in tables_of(pop)))
     if not stats:
         return {}
-    names = tuple(t.name for t in tables_of(schema) if t.statistic is None)
-    cells, W = compiled(schema, names)
+    names = tuple(t.name for t in tables_of(pop) if t.statistic is None)
+    cells, W = compiled(pop, names)
     W = sp.csr_matrix(W)
     size = np.diff(W.indptr)
     out: dict[str, tuple[str, ...]] = {}
@@ -502,7 +491,7 @@ def statistic_counts(schema: Schema) -> dict[str, tuple[str, ...]]:
 
 
 def publish_counts(
-    long: pl.DataFrame, schema: Schema, publication: Publication, seed: int = 0
+    long: pl.DataFrame, pop: Population, publication: Publication, seed: int = 0
 ) -> tuple[pl.DataFrame, np.ndarray, np.ndarray]:
     """A release of true tables as ``publication`` publishes it: each count rounded or withheld
     (null) by its table's rule, random rounding seeded; a median or a mean is published as its
@@ -515,34 +504,36 @@ def publish_counts(
     >>> from tabrecon.tables.publication import Publication
     >>> t = pl.DataFrame({"geoid": ["1" * 15] * 2, "cell": ["P0420001", "P0420002"],
     ...                   "value": [4, 2]})
-    >>> out, true, shown = publish_counts(t, population("group_quarters").schema,
+    >>> out, true, shown = publish_counts(t, population("group_quarters"),
     ...                                   Publication.parse("round:3"))
     >>> out["value"].to_list(), shown.tolist()
     ([3, 3], [3, 3])
     """
     from .publication import MISSING
 
-    counted = ~long["cell"].is_in(list(statistic_decimals(schema))).to_numpy()
-    of = cell_tables(schema)
+    counted = ~long["cell"].is_in(list(statistic_decimals(pop))).to_numpy()
+    of = cell_tables(pop)
     true = long["value"].fill_null(MISSING).to_numpy().astype(np.int64)
     tables = [of.get(c, "") for c in long["cell"].filter(pl.Series(counted)).to_list()]
     shown = publication.publish(true[counted], np.random.default_rng(seed), tables)
     values = true.copy()
     values[counted] = shown
     if publication.withholds and (~counted).any():
-        values[~counted] = _with_their_counts(long, schema, publication, values, counted)
+        values[~counted] = _with_their_counts(
+            long, pop=pop, publication=publication, values=values, counted=counted
+        )
     out = long.with_columns(pl.Series("value", values).replace(MISSING, None))
     return out, true[counted], shown
 
 
 def refuse_statistics_of_withheld_counts(
-    long: pl.DataFrame, schema: Schema, publication: Publication, where: str = ""
+    long: pl.DataFrame, pop: Population, publication: Publication, where: str = ""
 ) -> None:
     """Refuse a release (geoid, cell, value; null: withheld) that publishes a median or mean
     whose universe's count it withholds, naming the geounit and both cells: a rule that
     withholds counts withholds their statistics with them (:func:`publish_counts`), so such a
     value contradicts the declared rule (and may be one person's age)."""
-    of = statistic_counts(schema)
+    of = statistic_counts(pop)
     if not publication.withholds or not of:
         return
     stats = long.filter(pl.col("cell").is_in(list(of)) & pl.col("value").is_not_null())
@@ -556,7 +547,7 @@ def refuse_statistics_of_withheld_counts(
     if bad.height:
         r = bad.row(0, named=True)
         raise InputError(
-            f"{schema.geography} {r['geoid']}, cell {r['cell']}: a median or mean published "
+            f"{pop.schema.geography} {r['geoid']}, cell {r['cell']}: a median or mean published "
             f"where the count of its universe ({r['count']}) is withheld; under publication "
             f"{publication} it is withheld with its count"
             + (f" ({bad.height - 1} more such cells)" if bad.height > 1 else ""),
@@ -573,7 +564,8 @@ def _counts_held(long: pl.DataFrame, of: dict[str, tuple[str, ...]]) -> dict[str
 
 def _with_their_counts(
     long: pl.DataFrame,
-    schema: Schema,
+    *,
+    pop: Population,
     publication: Publication,
     values: np.ndarray,
     counted: np.ndarray,
@@ -584,7 +576,7 @@ def _with_their_counts(
     withhold it cannot be told."""
     from .publication import MISSING
 
-    of = statistic_counts(schema)
+    of = statistic_counts(pop)
     stat_rows = np.flatnonzero(~counted)
     cells = long["cell"].to_numpy()[stat_rows]
     lacking = sorted({str(c) for c in cells} - set(of))
@@ -610,11 +602,11 @@ def _with_their_counts(
     return np.where(count_withheld, WITHHELD, values[stat_rows])
 
 
-def as_published(long: pl.DataFrame, schema: Schema) -> pl.DataFrame:
+def as_published(long: pl.DataFrame, pop: Population) -> pl.DataFrame:
     """A long table as a file holds it: medians and means as their decimals (``30.5``, from
     tabrecon's published units, ``305``; withheld: empty), counts as they are; unchanged without
     such cells. One expression over the column (a state's SF1 folder holds millions of rows)."""
-    dec = statistic_decimals(schema)
+    dec = statistic_decimals(pop)
     if not dec or not long["cell"].is_in(list(dec)).any():
         return long
     v = pl.col("value")
@@ -718,10 +710,10 @@ def tabulate(
     from .tableset import TableSet as Tables
 
     pop = of_schema(units.schema)
-    declared = tables_of(units.schema)
+    declared = tables_of(pop)
     names = tuple(t.upper() for t in tables) if tables else tuple(t.name for t in declared)
     for n in names:
-        table_by_name(n, units.schema)
+        table_by_name(n, pop)
     if level is not None and level not in TABLE_LEVELS:
         raise InputError(f"unknown level {level!r}; choose from {', '.join(TABLE_LEVELS)}")
     if level not in (None, Geo.BLOCK) and units.schema.geography != Geo.BLOCK:
@@ -738,13 +730,13 @@ def tabulate(
             raise TabreconError("a unit has a type no rule admits; read it with read_units()")
     by_level: dict[str, list[str]] = {}
     for n in names:
-        by_level.setdefault(level or table_by_name(n, units.schema).level, []).append(n)
+        by_level.setdefault(level or table_by_name(n, pop).level, []).append(n)
     grids = {}
     for lvl, at in by_level.items():
-        cells, counts, W = _published_matrix(units.schema, tuple(at))
+        cells, counts, W = _published_matrix(pop, tuple(at))
         geo, where = units.geo_at(lvl)
         H = histogram(where, pos, geo.size, feas.size)
-        stats = compiled_statistics(units.schema, tuple(at))
+        stats = compiled_statistics(pop, tuple(at))
         if not stats:  # every cell a count: the product is the grid
             values = (H @ W).toarray()
         else:  # medians and means in their tables' places
@@ -755,20 +747,20 @@ def tabulate(
                 v = sc.publish(H)
                 values[:, col[sc.cell.id]] = np.where(v == WITHHELD, WITHHELD_CELL, v)
         grids[lvl] = Grid(lvl, geo.astype(str), np.array(cells, dtype=str), values)
-    return Tables(grids, source=units.source, population=pop.key)
+    return Tables(grids, source=units.source, population=pop)
 
 
 def tables_in(
-    long: pl.DataFrame | TableSet, schema: Schema, level: str | None = None
+    long: pl.DataFrame | TableSet, pop: Population, level: str | None = None
 ) -> tuple[str, ...]:
     """The tables declared over ``schema`` (of ``level``, or any) that a long table holds a cell
     of: the tables a release publishes, for the attacks' default (one it holds in part is then
     refused by name, never used in part). A :class:`~tabrecon.tables.tableset.TableSet` answers
     as its long table would (:meth:`~tabrecon.tables.tableset.TableSet.cells_present`).
 
-    >>> from tabrecon.schema.catalog import HOUSING_UNITS
+    >>> from tabrecon.schema.registry import population
     >>> tables_in(pl.DataFrame({"geoid": ["1" * 15], "cell": ["H0040001"], "value": [1]}),
-    ...           HOUSING_UNITS)
+    ...           population("households"))
     ('H4',)
     """
     from .tableset import TableSet
@@ -778,18 +770,18 @@ def tables_in(
     )
     out = tuple(
         t.name
-        for t in tables_of(schema)
+        for t in tables_of(pop)
         if (level is None or t.level == level) and any(c.id in have for c in t.cells())
     )
     if not out:
         raise InputError(
-            f"the tables hold no cell of the {schema.name} schema's tables "
-            f"({', '.join(t.name for t in tables_of(schema))})"
+            f"the tables hold no cell of the {pop.schema.name} schema's tables "
+            f"({', '.join(t.name for t in tables_of(pop))})"
         )
     return out
 
 
-def complete_tables(long: pl.DataFrame, schema: Schema) -> tuple[str, ...]:
+def complete_tables(long: pl.DataFrame, pop: Population) -> tuple[str, ...]:
     """The tables declared over ``schema`` every cell of which the long table holds."""
     have = set(long["cell"].unique().to_list())
-    return tuple(t.name for t in tables_of(schema) if {c.id for c in t.cells()} <= have)
+    return tuple(t.name for t in tables_of(pop) if {c.id for c in t.cells()} <= have)

@@ -1,13 +1,14 @@
 """Published tables in memory, for any population: per geographic level a dense
 (geounits x cells) matrix, :class:`Grid`, ``MISSING`` where a cell is not published and
 ``WITHHELD_CELL`` where it is published as withheld; a :class:`TableSet` holds one grid per level
-and the name of the population whose tables they are (:mod:`tabrecon.schema.registry`). Every
+and the population whose tables they are (the value, :mod:`tabrecon.schema.registry`). Every
 reader returns one (:func:`tabrecon.tables.reader.read_unit_tables`,
 :func:`tabrecon.tables.published.read_tables`); :meth:`TableSet.to_frame` makes the long table
 (geoid, cell, value) files hold, and :meth:`TableSet.by_tract` each tract's part without copying.
 
+>>> from tabrecon.schema.registry import population
 >>> g = Grid("block", np.array(["1" * 15]), np.array(["H0010001"]), np.array([[4]]))
->>> TableSet({"block": g}, population="households").tables_present()
+>>> TableSet({"block": g}, population=population("households")).tables_present()
 ['H1']
 """
 
@@ -78,12 +79,13 @@ def _positions(cells: np.ndarray, ids: np.ndarray) -> np.ndarray:
 
 @dataclass
 class TableSet:
-    """Published tables of one population (its registered name), one :class:`Grid` per
-    geographic level."""
+    """Published tables of one population, one :class:`Grid` per geographic level. The
+    population is the value itself (its tables, in its release), handed down from where the
+    user chose it: nothing reading a table set looks a population up by name."""
 
     grids: dict[str, Grid]
+    population: Population = field(kw_only=True)
     source: str = ""
-    population: str = "persons"
     #: rows of the file read that hold no geography of these tables, by kind, as (rows,
     #: values): a wide file's nation row, ``{"summary level 010": (1, 49)}``
     skipped: dict[str, tuple[int, int]] = field(default_factory=dict)
@@ -113,7 +115,7 @@ class TableSet:
         if g is None:
             return None
         have = set(g.cells.tolist())
-        totals = [c for c in self._population().total_cells if c in have]
+        totals = [c for c in self.population.total_cells if c in have]
         if not totals:
             return None
         v = np.stack([g.col(c) for c in totals], axis=1)
@@ -130,7 +132,7 @@ class TableSet:
     def tables_present(self) -> list[str]:
         """The population's tables of which a value is published, in declaration order."""
         have = self.cells_present()
-        return [t.name for t in self._population().tables() if any(c.id in have for c in t.cells())]
+        return [t.name for t in self.population.tables() if any(c.id in have for c in t.cells())]
 
     def values_of(self, ids: list[str]) -> tuple[np.ndarray, np.ndarray]:
         """The cells ``ids`` as (geoids, values): the sorted geounits that have a value of any
@@ -140,7 +142,8 @@ class TableSet:
 
         >>> g = Grid("block", np.array(["1" * 15, "2" * 15]), np.array(["A", "B"]),
         ...          np.array([[4, -1], [-1, -1]]))
-        >>> geo, v = TableSet({"block": g}).values_of(["B", "A"])
+        >>> from tabrecon.schema.registry import population
+        >>> geo, v = TableSet({"block": g}, population=population("persons")).values_of(["B", "A"])
         >>> geo.tolist() == ["1" * 15], v.tolist()
         (True, [[-1, 4]])
         """
@@ -161,11 +164,6 @@ class TableSet:
         geo, val = np.concatenate(geos), np.concatenate(vals)
         order = np.argsort(geo, kind="stable")
         return geo[order], val[order]
-
-    def _population(self) -> Population:
-        from ..schema.registry import population
-
-        return population(self.population)
 
     def to_frame(self) -> pl.DataFrame:
         """Long table (geoid, cell, value) of every published value, zeros included; a withheld
@@ -193,7 +191,7 @@ class TableSet:
         return pl.concat(frames)
 
     @classmethod
-    def from_long(cls, long: pl.DataFrame, population: str, source: str = "") -> TableSet:
+    def from_long(cls, long: pl.DataFrame, population: Population, source: str = "") -> TableSet:
         """The tables of a checked long table (geoid, cell, value; a null value a withheld cell)
         of ``population``'s cells, each row in the grid of its level: over census geography the
         level its geoid's length names (a block table's cells may be given for tracts and
@@ -203,19 +201,18 @@ class TableSet:
         >>> long = pl.DataFrame({"geoid": ["1" * 15, "2" * 15, "1" * 15],
         ...                      "cell": ["H0040002", "H0040001", "H0040001"],
         ...                      "value": [1, None, 3]})
-        >>> ts = TableSet.from_long(long, "households")
+        >>> from tabrecon.schema.registry import population
+        >>> ts = TableSet.from_long(long, population("households"))
         >>> ts["block"].cells.tolist(), ts["block"].values.tolist()
         (['H0040001', 'H0040002'], [[3, 1], [-2, -1]])
         >>> ts.to_frame().sort("geoid", "cell").equals(long.sort("geoid", "cell"))
         True
         """
-        from ..schema.registry import population as registered
-
-        ids = cell_ids(registered(population))
+        ids = cell_ids(population)
         known = long["cell"].is_in(ids)
         if not known.all():
             cell = long.filter(~known)["cell"][0]
-            raise TabreconError(f"cell {cell!r} is not one of the {population} tables' cells")
+            raise TabreconError(f"cell {cell!r} is not one of the {population.key} tables' cells")
         geo = long["geoid"]
         geoids = geo.unique().sort()
         return cls.from_codes(
@@ -230,7 +227,7 @@ class TableSet:
     @classmethod
     def from_codes(
         cls,
-        population: str,
+        population: Population,
         geoids: np.ndarray,
         geo: np.ndarray,
         cell: np.ndarray,
@@ -243,14 +240,13 @@ class TableSet:
         without a long table of text (a wide file's 18 million values are never unpivoted); a
         (geography, cell) given twice raises :class:`TwiceError` naming its row.
 
-        >>> ts = TableSet.from_codes("households", np.array(["1" * 15]), np.array([0, 0]),
-        ...                          np.array([1, 0]), np.array([5, 7]))
+        >>> from tabrecon.schema.registry import population
+        >>> ts = TableSet.from_codes(population("households"), np.array(["1" * 15]),
+        ...                          np.array([0, 0]), np.array([1, 0]), np.array([5, 7]))
         >>> ts["block"].cells.tolist(), ts["block"].values.tolist()
         (['H0010001', 'H0030001'], [[7, 5]])
         """
-        from ..schema.registry import population as registered
-
-        pop = registered(population)
+        pop = population
         ids, levels, of_code = _cells_of(pop)
         if pop.schema.geography == Geo.BLOCK:  # census: the geoid's length names the level
             lengths = sorted(LEVEL_OF_LENGTH, reverse=True)  # blocks first
@@ -297,12 +293,13 @@ class TableSet:
         A block table's values given for tracts and counties too sum its blocks' and are left
         out; a grid is copied only where some of its cells are.
 
+        >>> from tabrecon.schema.registry import population
         >>> long = pl.DataFrame({"geoid": ["1" * 15, "1" * 11], "cell": ["H0010001"] * 2,
         ...                      "value": [3, 3]})
-        >>> TableSet.from_long(long, "households").own_levels().levels()
+        >>> TableSet.from_long(long, population("households")).own_levels().levels()
         ['block']
         """
-        pop = self._population()
+        pop = self.population
         names = None if tables is None else set(tables)
         at: dict[str, list[str]] = {}
         for t in pop.tables():
@@ -315,7 +312,7 @@ class TableSet:
                 kept[lvl] = g
             elif keep.any():
                 kept[lvl] = Grid(lvl, g.geoids, g.cells[keep], g.values[:, keep])
-        return TableSet(kept, self.source, self.population)
+        return TableSet(kept, source=self.source, population=self.population)
 
     def subset(self, tract: str) -> TableSet:
         """The tables of one tract (its blocks and the tract itself)."""
@@ -326,7 +323,7 @@ class TableSet:
                 continue
             mask = np.char.startswith(g.geoids.astype(str), tract)
             out[lvl] = g.take_geo(mask)
-        return TableSet(out, self.source, self.population)
+        return TableSet(out, source=self.source, population=self.population)
 
     def by_tract(self, cells: Iterable[str] | None = None) -> dict[str, TableSet]:
         """Each tract's tables (:meth:`subset`: its blocks and the tract itself) at once, for the
@@ -368,7 +365,9 @@ class TableSet:
             for t, a, b in zip(tracts.tolist(), starts.tolist(), ends.tolist(), strict=True):
                 if held[a:b].any():
                     out.setdefault(t, {})[lvl] = Grid(lvl, geoids[a:b], g.cells[keep], values[a:b])
-        return {t: TableSet(out[t], self.source, self.population) for t in sorted(out)}
+        return {
+            t: TableSet(out[t], source=self.source, population=self.population) for t in sorted(out)
+        }
 
     def tracts(self) -> list[str]:
         ids: set[str] = set()
@@ -391,10 +390,10 @@ def _cells_of(pop: Population) -> tuple[list[str], list[str], np.ndarray]:
     """``pop``'s cell ids in declaration order, its tables' levels, and each cell's level (an
     index into them), made once per registered population (a declaration read again is
     another)."""
-    held = _CELLS.get(pop.name)
+    held = _CELLS.get(pop.key)
     if held is None or held[0] is not pop:
         level_of = dict(pop.published_cells())
         levels = list(dict.fromkeys(level_of.values()))
         of_code = np.array([levels.index(v) for v in level_of.values()], dtype=np.int64)
-        held = _CELLS[pop.name] = (pop, (list(level_of), levels, of_code))
+        held = _CELLS[pop.key] = (pop, (list(level_of), levels, of_code))
     return held[1]

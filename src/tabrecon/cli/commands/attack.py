@@ -161,12 +161,12 @@ def release_tables(
     from ...tables.reader import read_unit_tables
     from ...tables.spec import cell_tables
 
-    tables = read_unit_tables(tables_file, pop.schema, withheld=publication.withholds)
+    tables = read_unit_tables(tables_file, pop, withheld=publication.withholds)
     say_skipped(tables, tables_file)
     publication.check(
         tables.to_frame(),
         str(tables_file),
-        table_of=cell_tables(pop.schema),
+        table_of=cell_tables(pop),
         place=pop.schema.geography,
     )
     return tables
@@ -251,7 +251,7 @@ def tied_tables(pop: Population, path: Path) -> pl.DataFrame:
     assert pop.tied is not None
     other = population(pop.tied.other)
     try:
-        return read_unit_tables(path, other.schema).own_levels().to_frame()
+        return read_unit_tables(path, other).own_levels().to_frame()
     except InputError as exc:
         if "holds no cells of the" not in str(exc):
             raise
@@ -395,7 +395,7 @@ def solvar(
     if distance_time_limit:
         positive_finite(distance_time_limit=distance_time_limit)
     check_suffix(out, (".parquet", ".csv"))
-    ts, rec = read_unit_tables(tables_file, pop.schema), pop.records(recon)
+    ts, rec = read_unit_tables(tables_file, pop), pop.records(recon)
     prog, tick = progress(len(ts.tracts()), "certify")
     with prog:
         run = certify_release(

@@ -216,7 +216,7 @@ def claims(
 
     t0 = time.perf_counter()
     published = release_tables(pop, tables_file)
-    tables = plan_release(published, pop.schema, level).split
+    tables = plan_release(published, pop, level).split
     units = pop.records(recon)
     overlap(published.inhabited_blocks(), units.blocks()[0], str(tables_file), str(recon))
     blocks = read_verdicts(solvar_file)
@@ -232,7 +232,7 @@ def claims(
     with prog:
         run = certified_claims(
             tables,
-            pop.schema,
+            pop,
             units,
             blocks,
             CertifiedClaimsOptions(
@@ -317,7 +317,7 @@ def _release_claims(
     with prog:
         run = release_claims(
             long,
-            pop.schema,
+            pop,
             ClaimsOptions(
                 k_values=ks,
                 k_solutions=k_solutions,
@@ -336,7 +336,7 @@ def _release_claims(
     contradicted = bad.filter(pl.col("status") == vocab.ClaimStatus.INFEASIBLE)["geoid"].to_list()
     broken: dict[str, str] = {}
     if contradicted and publication.exact:  # name an identity the tables break, where one does
-        rep = check_unit_consistency(long.filter(pl.col("geoid").is_in(contradicted)), pop.schema)
+        rep = check_unit_consistency(long.filter(pl.col("geoid").is_in(contradicted)), pop)
         for v in rep.violations:
             broken.setdefault(v.geoid, str(v).split(": ", 1)[1])
     place = pop.schema.geography  # block, or a declared release's own (school)

@@ -599,7 +599,7 @@ def sweep_publication(
 
         if not pop.size_cell:
             raise TabreconError(f"--blocks: {pop.name} publishes no total of its records")
-        size = tabulate_units(units, [cell_tables(pop.schema)[pop.size_cell]])
+        size = tabulate_units(units, [cell_tables(pop)[pop.size_cell]])
         units = units.in_blocks(median_blocks(size, blocks, pop.size_cell))
     out.mkdir(parents=True, exist_ok=True)
     opts = solver_options(solver, threads, time_limit, seed, workers)
@@ -627,7 +627,7 @@ def sweep_publication(
 
     df = _sweep(
         units,
-        pop.schema,
+        pop,
         pubs,
         k_values=ks,
         K=k_solutions,

@@ -163,7 +163,7 @@ def tabulate(
     pop = released(schema, release)
     check_suffix(out)
     pub = publication_rule(pop, publication, attacking=False)
-    names = [t.name for t in select_tables(tables, pop.schema)]  # refused before any reading
+    names = [t.name for t in select_tables(tables, pop)]  # refused before any reading
     t0 = time.perf_counter()
     units = pop.records(microdata)
     ts = tabulate(units, names, level)
@@ -172,12 +172,12 @@ def tabulate(
     if not pub.exact:
         from ...tables.publication import MISSING
 
-        long, true, shown = publish_counts(long, pop.schema, pub, seed)
+        long, true, shown = publish_counts(long, pop, pub, seed)
         how = (
             f" published {pub} ({int((shown != true).sum()):,} changed, of which "
             f"{int((shown == MISSING).sum()):,} withheld)"
         )
-    write_frame(as_published(long, pop.schema), out)  # medians and means as decimals
+    write_frame(as_published(long, pop), out)  # medians and means as decimals
     parts = ", ".join(
         f"{g.values.shape[0]:,} {_plural(lv, g.values.shape[0])} x {g.values.shape[1]:,} cells"
         for lv, g in ts.grids.items()
@@ -267,7 +267,7 @@ def tables_describe(
                 pop, t = found[0]
                 ucells = t.cells()
             else:
-                ucells = [cell_by_id(key)]
+                ucells = [cell_by_id(key, pops)]
                 pop = next(p for p in pops if p.schema.name == ucells[0].schema.name)
             rows = [
                 [
@@ -317,7 +317,7 @@ def check_tables(
 
     pop = population(schema)
     at_least(0, limit=limit)
-    ts = read_unit_tables(tables_file, pop.schema)
+    ts = read_unit_tables(tables_file, pop)
     say_skipped(ts, tables_file)
     rep = check_release(ts, pop)
     console.print(
