@@ -110,7 +110,7 @@ def _attack(
         unique = int((rec.blocks["status"] == "unique").sum())
         n_units = int(rec.blocks["units"].sum())
     else:  # given both releases
-        joint = reconstruct_together(sub, tied, "households")
+        joint = reconstruct_together(sub, tied, population("households"))
         unique = int((joint.blocks["units_verdict"] == "unique").sum())
         n_units = int(joint.blocks["units"].sum())
     recon_s = time.perf_counter() - t

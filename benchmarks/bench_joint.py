@@ -52,10 +52,10 @@ def main() -> dict:
     alone_p = reconstruct_units(lp, population("persons_binned"))
     t_p = time.perf_counter() - t
     t = time.perf_counter()
-    joint = reconstruct_together(lu, lp, "households")
+    joint = reconstruct_together(lu, lp, population("households"))
     t_j = time.perf_counter() - t
 
-    apart = tie_violations(alone_u.units, alone_p.units, tie_matrices("households"))
+    apart = tie_violations(alone_u.units, alone_p.units, tie_matrices(population("households")))
     b = joint.blocks
 
     def n_unique(frame: pl.DataFrame, col: str) -> int:

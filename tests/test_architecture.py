@@ -418,11 +418,10 @@ RESOLVERS = {"tabrecon.tables.declaration"}
 LOOKUPS = {"of_schema", "population", "population_of_cells", "names"}
 #: lookups by name below the entry points when the rule came in, per module; each may only fall
 LOOKUPS_THEN: dict[str, int] = {
-    "tabrecon.attacks.joint": 8,  # the tied population, named by its declaration (Ties.other)
     "tabrecon.attacks.release": 1,  # the Python API's entry: the name a user passes
     "tabrecon.audit.run": 2,  # one the Python API's entry (audit(population=...))
-    "tabrecon.report.claims": 1,
-    "tabrecon.tables.download": 1,
+    "tabrecon.report.claims": 1,  # the population a saved summary names (report from disk)
+    "tabrecon.tables.download": 1,  # download(schema="persons"): the Python API's entry
     "tabrecon.tables.published": 1,  # read_tables(path): the Python API's person entry
     "tabrecon.tables.reader": 2,  # read_sf1(folder, "persons"); whose cells a refused file holds
     "tabrecon.tables.spec": 2,  # declare_tables' registration; tabulate(units): records' own

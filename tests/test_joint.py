@@ -45,7 +45,7 @@ def county():
 @pytest.fixture(scope="module")
 def together(county):
     _, _, lu, lp = county
-    return reconstruct_together(lu, lp, "households")
+    return reconstruct_together(lu, lp, population("households"))
 
 
 def _histograms(u: Units) -> dict[str, list[int]]:
@@ -57,7 +57,7 @@ def _histograms(u: Units) -> dict[str, list[int]]:
 
 def test_the_truth_satisfies_every_tie(county):
     units, persons, _, _ = county
-    assert tie_violations(units, persons, tie_matrices("households")).height == 0
+    assert tie_violations(units, persons, tie_matrices(population("households"))).height == 0
 
 
 def test_a_joint_reconstruction_meets_both_releases_and_every_tie(county, together):
@@ -109,7 +109,7 @@ def test_reconstructions_made_apart_can_break_the_ties(county):
         reconstruct_units(
             lp, population("persons_binned"), ReconstructOptions(check_unique=False)
         ).units,
-        tie_matrices("households"),
+        tie_matrices(population("households")),
     )
     assert apart.height > 0
 
@@ -163,7 +163,7 @@ def _tiny(tmp: Path | None = None) -> tuple[pl.DataFrame, pl.DataFrame]:
 
 def test_releases_that_admit_no_common_population_are_named():
     lu, lp = _tiny()
-    rec = reconstruct_together(lu, lp, "households")
+    rec = reconstruct_together(lu, lp, population("households"))
     st = dict(rec.blocks.select("geoid", "status").iter_rows())
     assert st == {"990010001001000": CONSISTENT, "990010001001001": CONTRADICTION}
     msg = rec.blocks.filter(pl.col("status") == CONTRADICTION)["message"][0]
@@ -212,10 +212,10 @@ def test_a_block_in_one_release_only_is_refused_before_any_work(tmp_path):
 def test_the_release_runner_resumes_to_the_same_result(county, tmp_path):
     units, persons, lu, lp = county
     first = reconstruct_release_together(
-        lu, lp, "households", run=RunOptions(out=tmp_path / "r.parquet")
+        lu, lp, population("households"), run=RunOptions(out=tmp_path / "r.parquet")
     )
     again = reconstruct_release_together(
-        lu, lp, "households", run=RunOptions(out=tmp_path / "r.parquet")
+        lu, lp, population("households"), run=RunOptions(out=tmp_path / "r.parquet")
     )
     assert first.failed == [] and again.failed == []
     assert again.rec.blocks.drop("seconds").equals(first.rec.blocks.drop("seconds"))
@@ -224,7 +224,7 @@ def test_the_release_runner_resumes_to_the_same_result(county, tmp_path):
         reconstruct_release_together(
             lu,
             lp.with_columns(pl.col("value") * 2),
-            "households",
+            population("households"),
             run=RunOptions(out=tmp_path / "r.parquet"),
         )
     write_units(units, tmp_path / "u.parquet")  # (the fixture's files stay usable)

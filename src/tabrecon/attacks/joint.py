@@ -18,11 +18,13 @@ household roster: person records carry no household, so who lives with whom is n
 
 >>> from tabrecon.records.households import synthesize_households
 >>> from tabrecon.schema import person_units
+>>> from tabrecon.schema.registry import population
 >>> from tabrecon.records.synth import SynthConfig
 >>> from tabrecon.tables.spec import tabulate_units
 >>> md, units = synthesize_households(SynthConfig(persons=100), seed=2)
 >>> persons = person_units(md, binned=True)
->>> rec = reconstruct_together(tabulate_units(units), tabulate_units(persons), "households")
+>>> hu = population("households")
+>>> rec = reconstruct_together(tabulate_units(units), tabulate_units(persons), hu)
 >>> rec.blocks["status"].unique().to_list(), rec.violations().height
 (['consistent'], 0)
 """
@@ -44,14 +46,16 @@ from ..engine.model import block_program, block_tables, cell_degree
 from ..engine.proofs import Extensible
 from ..engine.reconstruct import block_forms, certify_forms
 from ..engine.solvers import IntProgram, SolverOptions, solve
-from ..errors import InputError, TabreconError
+from ..errors import InputError
 from ..runner import Result, RunOptions, UnitsRun, run_units
-from ..schema.registry import Tie, population
+from ..schema.registry import Tie
 from ..schema.spec import Schema, Units
 from ..tables.spec import predicate_matrix, table_by_name, tables_in
 from ..vocab import SolveStatus, UnitStatus, Verdict
 
 if TYPE_CHECKING:
+    from ..schema.registry import Population
+
     pass
 
 #: a block's outcome: both halves reconstructed in agreement; the two releases admit no common
@@ -81,12 +85,10 @@ class TieMatrices:
 
 
 @cache
-def tie_matrices(name: str) -> TieMatrices:
-    """The ties the population ``name`` declares, compiled once (refused when it declares none)."""
-    pop = population(name)
-    if pop.tied is None:
-        raise TabreconError(f"{pop.name} declares no ties to another population's records")
-    other = population(pop.tied.other)
+def tie_matrices(pop: Population) -> TieMatrices:
+    """The ties ``pop`` declares, compiled once (refused when it declares none)."""
+    other = pop.tied_population()
+    assert pop.tied is not None
     ties: Sequence[Tie] = tuple(pop.tied.ties())
     rows_a, rows_b = [], []
     for t in ties:
@@ -187,6 +189,7 @@ class JointReconstruction:
     status (:data:`CONSISTENT`, :data:`CONTRADICTION`, ``infeasible`` when one release
     contradicts itself, :data:`FAILED`) and each half's verdict given both releases."""
 
+    pop: Population
     units: Units
     others: Units
     blocks: pl.DataFrame
@@ -244,17 +247,14 @@ class TiedRelease:
     once for reconstruction (:func:`reconstruct_together`) and Generate-then-Verify
     (:func:`tabrecon.attacks.unit_claims.generate_then_verify`)."""
 
-    def __init__(self, name: str, long_b: pl.DataFrame) -> None:
-        pop = population(name)
-        if pop.tied is None:
-            raise TabreconError(f"{pop.name} declares no ties to another population's records")
-        self.population, self.other = pop, population(pop.tied.other)
+    def __init__(self, pop: Population, long_b: pl.DataFrame) -> None:
+        self.population, self.other = pop, pop.tied_population()
         sb = self.other
         _, self._W, geo_b, self._V = block_tables(long_b, sb, tables_in(long_b, sb, "block"))
         self.geoids: list[str] = geo_b
         self._row = {g: i for i, g in enumerate(geo_b)}
         self._Wc, self._deg = self._W.tocsc(), cell_degree(self._W)
-        self.ties = tie_matrices(name)
+        self.ties = tie_matrices(pop)
 
     def refuse_other_blocks(self, geoids: Sequence[str]) -> None:
         """Refuse blocks that are in one release and not the other, naming one."""
@@ -281,17 +281,17 @@ class TiedRelease:
 def reconstruct_together(
     long_a: pl.DataFrame,
     long_b: pl.DataFrame,
-    name: str,
+    pop: Population,
     opts: SolverOptions | None = None,
     check_unique: bool = True,
     progress: Callable[[str], None] | None = None,
 ) -> JointReconstruction:
     """Reconstruct every block of two releases of the same blocks together: ``long_a`` holds
-    the tables of the population ``name`` (households), ``long_b`` those of the population it
+    the tables of the population ``pop`` (households), ``long_b`` those of the population it
     ties to (its :attr:`~tabrecon.schema.registry.Population.tied`; persons: the person block
     tables at certification's resolution, agebin38). Block tables only; a block in one
     release and not the other is refused, naming it."""
-    tied = TiedRelease(name, long_b)
+    tied = TiedRelease(pop, long_b)
     pop_a, pop_b = tied.population, tied.other
     sa, sb = pop_a.schema, pop_b.schema
     ties = tied.ties
@@ -356,7 +356,7 @@ def reconstruct_together(
             progress(g)
     blocks = pl.DataFrame(stats, schema=BLOCK_SCHEMA, orient="row")
     return JointReconstruction(
-        _records(sa, fa, geo_out, got_a), _records(sb, fb, geo_out, got_b), blocks, ties
+        pop, _records(sa, fa, geo_out, got_a), _records(sb, fb, geo_out, got_b), blocks, ties
     )
 
 
@@ -368,13 +368,13 @@ def write_together(rec: JointReconstruction, out: str | Path) -> list[Path]:
     from ..schema.spec import write_units
 
     out = Path(out)
-    name = population(rec.units.schema.name).tied.known_as  # type: ignore[union-attr]
+    name = rec.pop.tied.known_as  # type: ignore[union-attr]
     data = str(out)[len(str(beside(out, ""))) :] or ".parquet"  # .parquet, .csv, .csv.gz
     other = beside(out, f"_{name}{data}")
     blocks = beside(out, "_blocks.csv")
     write_units(rec.units, out)
     write_units(rec.others, other)
-    a = population(rec.units.schema.name).noun.replace(" ", "_")  # housing_units
+    a = rec.pop.noun.replace(" ", "_")  # housing_units
     rec.blocks.rename(
         {
             "units": a,
@@ -439,11 +439,11 @@ class _TractTask:
     tract: str
     long_a: pl.DataFrame
     long_b: pl.DataFrame
-    name: str
+    pop: Population
     opts: SolverOptions | None
 
     def __call__(self) -> Result:
-        rec = reconstruct_together(self.long_a, self.long_b, self.name, self.opts)
+        rec = reconstruct_together(self.long_a, self.long_b, self.pop, self.opts)
         frame = pl.concat(
             [
                 rec.units.to_frame().with_columns(pl.lit("a").alias("_half")),
@@ -470,7 +470,7 @@ def _units_of(schema: Schema, frame: pl.DataFrame | None) -> Units:
 def reconstruct_release_together(
     long_a: pl.DataFrame,
     long_b: pl.DataFrame,
-    name: str,
+    pop: Population,
     opts: SolverOptions | None = None,
     *,
     run: RunOptions | None = None,
@@ -483,10 +483,8 @@ def reconstruct_release_together(
     the whole."""
     from ..provenance import digest_long
 
-    pop = population(name)
-    if pop.tied is None:
-        raise TabreconError(f"{pop.name} declares no ties to another population's records")
-    other = population(pop.tied.other)
+    other = pop.tied_population()
+    assert pop.tied is not None
     opts = opts or SolverOptions()
     parts_of = []
     for long, p in ((long_a, pop), (long_b, other)):
@@ -503,7 +501,7 @@ def reconstruct_release_together(
     ]
     only = sorted(geos[0] ^ geos[1])
     if only:
-        side = name if only[0] in geos[0] else pop.tied.known_as
+        side = pop.name if only[0] in geos[0] else pop.tied.known_as
         raise InputError(
             f"block {only[0]} has {side} tables and not the other release's "
             f"({len(only) - 1} more such blocks): both releases must cover the same blocks"
@@ -516,15 +514,15 @@ def reconstruct_release_together(
         fp = {
             "tables": digest_long(long_a),
             "others": digest_long(long_b),
-            "schema": name,
+            "schema": pop.name,
             "solver": str(opts),
         }
     ran = run_units(
         tracts,
         lambda t: _TractTask(
-            t, parts_of[0].get((t,), empty[0]), parts_of[1].get((t,), empty[1]), name, opts
+            t, parts_of[0].get((t,), empty[0]), parts_of[1].get((t,), empty[1]), pop, opts
         ),
-        tag=f"{name}-together",
+        tag=f"{pop.name}-together",
         parts=parts,
         run=run,
         fingerprint=fp,
@@ -535,9 +533,10 @@ def reconstruct_release_together(
     rows = ran.rows("blocks")
     blocks = pl.DataFrame(rows, schema=BLOCK_SCHEMA, orient="row").sort("geoid")
     rec = JointReconstruction(
+        pop,
         _units_of(pop.schema, half("a")),
         _units_of(other.schema, half("b")),
         blocks,
-        tie_matrices(name),
+        tie_matrices(pop),
     )
     return ReleaseTogether(rec, ran.results)

@@ -601,7 +601,7 @@ def generate_then_verify(
     if tied is not None:
         from .joint import TiedRelease
 
-        other = TiedRelease(pop.key, tied)
+        other = TiedRelease(pop, tied)
     for b, geoid in enumerate(geoids):
         if want is not None and geoid not in want:
             continue

@@ -84,7 +84,7 @@ class _BlockTask:
             from .joint import reconstruct_together
 
             ropts = opts if block_seconds is None else capped(opts, block_seconds / 2)
-            rec = reconstruct_together(long, tied, pop.key, ropts)
+            rec = reconstruct_together(long, tied, pop, ropts)
             verdicts = rec.blocks.select(
                 "geoid",
                 pl.when(pl.col("status") == "consistent")

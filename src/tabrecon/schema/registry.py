@@ -267,6 +267,13 @@ class Population:
             return self.left_out
         return next((r.left_out for r in self.releases if r.release is release), {})
 
+    def tied_population(self) -> Population:
+        """The population its records tie to (:attr:`tied`: households -> persons by agebin38);
+        one that declares no ties is refused."""
+        if self.tied is None:
+            raise TabreconError(f"{self.name} declares no ties to another population's records")
+        return population(self.tied.other)
+
     def can(self, *needs: Capability) -> bool:
         """Whether it has every capability in ``needs``."""
         return set(needs) <= self.capabilities

@@ -288,7 +288,7 @@ def _reconstruct_together(
         run = reconstruct_release_together(
             long_a,
             long_b,
-            pop.name,
+            pop,
             solver,
             run=RunOptions(workers=workers, out=out, resume=not fresh, progress=tick),
         )
