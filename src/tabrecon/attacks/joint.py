@@ -356,7 +356,11 @@ def reconstruct_together(
             progress(g)
     blocks = pl.DataFrame(stats, schema=BLOCK_SCHEMA, orient="row")
     return JointReconstruction(
-        pop, _records(sa, fa, geo_out, got_a), _records(sb, fb, geo_out, got_b), blocks, ties
+        pop=pop,
+        units=_records(sa, fa, geo_out, got_a),
+        others=_records(sb, fb, geo_out, got_b),
+        blocks=blocks,
+        ties=ties,
     )
 
 
@@ -533,10 +537,10 @@ def reconstruct_release_together(
     rows = ran.rows("blocks")
     blocks = pl.DataFrame(rows, schema=BLOCK_SCHEMA, orient="row").sort("geoid")
     rec = JointReconstruction(
-        pop,
-        _units_of(pop.schema, half("a")),
-        _units_of(other.schema, half("b")),
-        blocks,
-        tie_matrices(pop),
+        pop=pop,
+        units=_units_of(pop.schema, half("a")),
+        others=_units_of(other.schema, half("b")),
+        blocks=blocks,
+        ties=tie_matrices(pop),
     )
     return ReleaseTogether(rec, ran.results)
