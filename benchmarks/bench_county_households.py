@@ -31,7 +31,7 @@ import numpy as np
 import polars as pl
 
 from benchmarks.common import machine, record
-from tabrecon.attacks.unit_claims_release import ClaimsOptions, matching_units, release_claims
+from tabrecon.attacks.claims.release import ClaimsOptions, matching_units, release_claims
 from tabrecon.audit.config import AuditConfig, RunConfig
 from tabrecon.audit.run import audit
 from tabrecon.records.households import synthesize_households

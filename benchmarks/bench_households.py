@@ -30,13 +30,13 @@ import numpy as np
 import polars as pl
 
 from benchmarks.common import RESULTS, machine, record
-from tabrecon.attacks.joint import reconstruct_together
-from tabrecon.attacks.unit_claims_release import (
+from tabrecon.attacks.claims.release import (
     STUDY_TABLES_2_3,
     ClaimsOptions,
     matching_units,
     release_claims,
 )
+from tabrecon.attacks.joint import reconstruct_together
 from tabrecon.engine.reconstruct import reconstruct_units
 from tabrecon.populations.households import housing_tables
 from tabrecon.records.households import synthesize_households

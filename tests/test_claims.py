@@ -11,9 +11,9 @@ import pytest
 
 from tabrecon import claims as person_claims
 from tabrecon import reconstruct
-from tabrecon.attacks import claims as C
 from tabrecon.attacks.certify import binned_type
-from tabrecon.attacks.unit_claims import claim_keys
+from tabrecon.attacks.claims import certified as C
+from tabrecon.attacks.claims.block import claim_keys
 from tabrecon.engine.release import plan_release
 from tabrecon.engine.solvers import SolverOptions
 from tabrecon.interrupts import process_pool
@@ -182,7 +182,7 @@ def test_a_tract_whose_diverse_solves_all_time_out_still_verifies_the_same_claim
     md = two_solution_block
     done = run_claims(md, "block", k=20)
     want = done[3][0][2].sort("block_geoid", "columns", "key", "m")
-    from tabrecon.attacks import unit_claims_tract
+    from tabrecon.attacks.claims import tract as unit_claims_tract
 
     monkeypatch.setattr(unit_claims_tract, "generate", lambda *a, **k: ([], True, False))
     res, _, claims = run_claims(md, "block", k=20, done=done[:3])[3][0]
@@ -196,7 +196,7 @@ def test_generated_solutions_say_when_the_program_is_infeasible():
     solution."""
     import scipy.sparse as sp
 
-    from tabrecon.attacks.unit_claims import generate
+    from tabrecon.attacks.claims.block import generate
     from tabrecon.engine.proofs import Extensible
     from tabrecon.engine.solvers import IntProgram
 
@@ -221,7 +221,7 @@ def test_a_solution_found_before_the_search_stops_is_kept():
     20 s, a first solution at 0.5 deterministic seconds; claims took 27-32 s, then 14 s)."""
     import scipy.sparse as sp
 
-    from tabrecon.attacks import unit_claims
+    from tabrecon.attacks.claims import block as unit_claims
     from tabrecon.engine.proofs import Extensible
     from tabrecon.engine.solvers import IntProgram, Solution, SolveStatus
 
@@ -308,7 +308,7 @@ def test_a_tract_whose_proofs_stop_without_a_time_limit_says_why(two_solution_bl
     time limit it was never given."""
     import dataclasses
 
-    from tabrecon.attacks import unit_claims_tract
+    from tabrecon.attacks.claims import tract as unit_claims_tract
 
     ts, rec, cert, _ = run_claims(two_solution_block, "block", k=5)
     real = unit_claims_tract.tract_verdicts
@@ -366,7 +366,7 @@ def test_a_claim_that_repeats_a_block_cell_by_other_columns_is_trivial():
     persons of "White alone" (P3, P8, P12A's total): trivial, though no column says white. The
     person path recognised only the race columns all set or one race included, and claimed
     such claims as findings (207 distinct predicates on the sample's tracts)."""
-    from tabrecon.attacks import unit_claims as U
+    from tabrecon.attacks.claims import block as U
     from tabrecon.tables.spec import compiled
 
     names = tuple(t.name for t in person_tables() if t.level == "block")

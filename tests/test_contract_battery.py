@@ -30,9 +30,9 @@ import numpy as np
 import polars as pl
 import pytest
 
-from tabrecon.attacks.unit_claims_release import (
+from tabrecon.attacks.claims.release import (
     ClaimsOptions,
-    ClaimsRun,
+    ReleaseClaimsRun,
     matching_units,
     release_claims,
 )
@@ -78,7 +78,7 @@ class County:
     units: Any
     long: pl.DataFrame  # the block tables
     rec: Any  # the reconstruction (reconstruct_units)
-    claims: ClaimsRun  # Generate-then-Verify on every block
+    claims: ReleaseClaimsRun  # Generate-then-Verify on every block
 
 
 @pytest.fixture(scope="module", params=POPULATIONS)
@@ -353,10 +353,10 @@ CHECK_CLAIMS = 3_000
 
 def test_every_claim_of_the_certified_reconstruction_is_true(county):
     """Claims read off a certified reconstruction and proven in each tract's program
-    (:mod:`tabrecon.attacks.claims`, what ``tabrecon claims`` runs for persons) are written
-    once over the schema: for every population, each verified claim counts its block's true
+    (:mod:`tabrecon.attacks.claims.certified`, what ``tabrecon claims`` runs for persons) are
+    written once over the schema: for every population, each verified claim counts its block's true
     records exactly, and every reconstructed record gets its row."""
-    from tabrecon.attacks.claims import CertifiedClaimsOptions, tract_claims, tract_tasks
+    from tabrecon.attacks.claims.certified import CertifiedClaimsOptions, tract_claims, tract_tasks
     from tabrecon.engine.release import TractTables
 
     pop, rec = county.pop, county.rec

@@ -16,8 +16,8 @@ import polars as pl
 import pytest
 from cli_run import run_cli
 
-from tabrecon.attacks.unit_claims import generate_then_verify
-from tabrecon.attacks.unit_claims_release import matching_units
+from tabrecon.attacks.claims.block import generate_then_verify
+from tabrecon.attacks.claims.release import matching_units
 from tabrecon.errors import InputError
 from tabrecon.schema.spec import read_units
 from tabrecon.tables.declaration import load_declaration, population

@@ -234,7 +234,7 @@ def test_claims_given_both_releases_keep_every_claim_of_one_and_stay_true(county
     """A claim every population of the household release makes true is made true by every
     population of both releases, and is a candidate in any of their solutions: so every claim
     verified from the household tables alone is verified given both, and more may be."""
-    from tabrecon.attacks.unit_claims_release import ClaimsOptions, matching_units, release_claims
+    from tabrecon.attacks.claims.release import ClaimsOptions, matching_units, release_claims
     from tabrecon.audit.units import median_blocks
 
     units, _, lu, lp = county

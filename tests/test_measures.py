@@ -22,7 +22,7 @@ from brute_force import claims_hold_in_every, histogram
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tabrecon.attacks.unit_claims import generate_then_verify
+from tabrecon.attacks.claims.block import generate_then_verify
 from tabrecon.engine.model import block_program
 from tabrecon.engine.reconstruct import ReconstructOptions, reconstruct_units
 from tabrecon.errors import InputError, TabreconError

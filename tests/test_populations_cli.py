@@ -178,7 +178,7 @@ def test_persons_reconstruct_and_claims_take_the_path_of_every_population(tmp_pa
     # they tell (agebin38: the persons' twin over the block tables), every one true
     r = _run(tmp_path, "claims", "t.csv", "--truth", "p.csv", "--out", "cb", "-K", "5")
     assert r.returncode == 0 and "as persons_binned" in r.stderr, r.stderr
-    from tabrecon.attacks.unit_claims_release import matching_units
+    from tabrecon.attacks.claims.release import matching_units
     from tabrecon.schema.registry import population
 
     claims = pl.read_csv(

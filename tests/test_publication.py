@@ -20,7 +20,7 @@ from cli_run import run_cli
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tabrecon.attacks.unit_claims import generate_then_verify
+from tabrecon.attacks.claims.block import generate_then_verify
 from tabrecon.engine.reconstruct import ReconstructOptions, reconstruct_units
 from tabrecon.errors import InputError, TabreconError
 from tabrecon.schema.registry import of_schema
@@ -307,7 +307,7 @@ def test_the_command_line_publishes_attacks_and_refuses_under_a_rule(tmp_path):
         "20",
     )
     assert run.returncode == 0, run.stderr
-    from tabrecon.attacks.unit_claims_release import matching_units
+    from tabrecon.attacks.claims.release import matching_units
     from tabrecon.schema.registry import population
     from tabrecon.schema.spec import read_units
 

@@ -203,7 +203,7 @@ def test_reconstruction_and_claims_over_any_schema_run_on_persons():
     """Reconstruction and Generate-then-Verify written over a schema, given the person schema
     and its tables: the reconstruction tabulates back to the tables, every verified claim is
     true of the persons."""
-    from tabrecon.attacks.unit_claims import generate_then_verify
+    from tabrecon.attacks.claims.block import generate_then_verify
     from tabrecon.engine.reconstruct import reconstruct_units
     from tabrecon.records.synth import SynthConfig, synthesize
     from tabrecon.schema import person_units
@@ -227,16 +227,16 @@ def test_a_third_schema_is_a_declaration():
     through tabulation, reconstruction and Generate-then-Verify; the reconstruction tabulates
     back to the tables and every verified claim is true; a table naming an attribute or a
     category the schema lacks is refused."""
-    from tabrecon.attacks.unit_claims import generate_then_verify
+    from tabrecon.attacks.claims.block import generate_then_verify
     from tabrecon.engine.reconstruct import reconstruct_units
     from tabrecon.errors import TabreconError
-    from tabrecon.schema.spec import Attribute, Rule, Schema, Units
+    from tabrecon.schema.spec import Attribute, EditRule, Schema, Units
     from tabrecon.tables.spec import UnitTable, declare_tables, tabulate_units
 
     kind = Attribute("kind", ((1, "car"), (2, "bike"), (3, "van")))
     seats = Attribute("seats", tuple((n, str(n)) for n in range(1, 9)))
     colour = Attribute("colour", ((0, "red"), (1, "blue"), (2, "grey")))
-    bikes = Rule(
+    bikes = EditRule(
         "bike seats",
         "a bike has one or two seats",
         "seats",

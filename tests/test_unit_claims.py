@@ -12,7 +12,7 @@ from cli_run import run_cli
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tabrecon.attacks.unit_claims import generate_then_verify
+from tabrecon.attacks.claims.block import generate_then_verify
 from tabrecon.records.households import synthesize_households
 from tabrecon.records.synth import SynthConfig
 from tabrecon.schema.catalog import HOUSING_UNITS
@@ -47,7 +47,7 @@ def test_claims_runs_verdict_is_the_uniqueness_proofs():
     proof's, unique blocks among them."""
     import polars as pl
 
-    from tabrecon.attacks.unit_claims_release import ClaimsOptions, release_claims
+    from tabrecon.attacks.claims.release import ClaimsOptions, release_claims
     from tabrecon.engine.reconstruct import reconstruct_units
 
     _, units = synthesize_households(SynthConfig(persons=400), seed=5)
@@ -84,13 +84,13 @@ def test_figures_by_k_count_the_units_claims_single_out():
     """Singled-out units are exactly the units matching a verified singleton claim (one each,
     all distinct per claim), never more than the units any verified claim covers; baselines
     are probabilities; readable values name every column of the claim."""
-    from tabrecon.attacks.unit_claims_release import ClaimsRun, matching_units
+    from tabrecon.attacks.claims.release import ReleaseClaimsRun, matching_units
 
     units, long, blocks = _county(4)
     res = generate_then_verify(
         long, population("households"), blocks=blocks, truth=units, K=5, k_values=(2, 3, 4)
     )
-    fig = ClaimsRun.of(res, population("households"), (2, 3, 4), 5, units).by_k()
+    fig = ReleaseClaimsRun.of(res, population("households"), (2, 3, 4), 5, units).by_k()
     c = res.claims
     assert fig["k"].to_list() == [2, 3, 4] and (fig["blocks"] == len(blocks)).all()
     for row in fig.iter_rows(named=True):
@@ -117,7 +117,7 @@ def test_a_claim_no_single_table_publishes_is_found_and_proven():
     singleton."""
     import numpy as np
 
-    from tabrecon.attacks.unit_claims_release import ClaimsRun
+    from tabrecon.attacks.claims.release import ReleaseClaimsRun
     from tabrecon.schema.catalog import HOUSING_UNITS
     from tabrecon.schema.spec import Units
 
@@ -145,7 +145,9 @@ def test_a_claim_no_single_table_publishes_is_found_and_proven():
     values = res.claims["values"].to_list()
     assert "vacancy_status=occupied; household_size=1-person household" not in values
     assert "tenure=owned with a mortgage or a loan; householder_race=White alone" in values
-    fig = ClaimsRun.of(res, population("households"), (2,), 5, units).by_k().row(0, named=True)
+    fig = (
+        ReleaseClaimsRun.of(res, population("households"), (2,), 5, units).by_k().row(0, named=True)
+    )
     assert fig["blocks_with_singleton_pct"] == 100.0 and fig["units_singled_out"] >= 1
     assert 0.0 <= fig["baseline_median"] <= 1.0
 
@@ -177,7 +179,7 @@ def test_claims_proven_before_the_time_runs_out_are_kept(monkeypatch):
     verdicts withheld, so every claim kept is one the full run verifies."""
     import numpy as np
 
-    from tabrecon.attacks import unit_claims
+    from tabrecon.attacks.claims import block as unit_claims
     from tabrecon.engine.proofs import FormProof
 
     units, long, blocks = _county(4)
@@ -328,7 +330,7 @@ def test_household_claims_command_writes_the_study_layout_resumes_and_refuses_mi
     )
     assert claims.height == int(blocks["verified"].sum())
     # every verified claim is true of the units behind the tables
-    from tabrecon.attacks.unit_claims_release import matching_units
+    from tabrecon.attacks.claims.release import matching_units
 
     hits = matching_units(claims, units)
     assert [h.size for h in hits] == claims["m"].to_list()
@@ -388,7 +390,7 @@ def test_candidates_proven_together_are_those_proven_one_by_one(relax_after, row
     import numpy as np
     import scipy.sparse as sp
 
-    from tabrecon.attacks.unit_claims import claim_keys
+    from tabrecon.attacks.claims.block import claim_keys
     from tabrecon.engine.model import block_program, block_tables
     from tabrecon.engine.proofs import Extensible, Relaxation, independent_rows, prove_forms
     from tabrecon.engine.solvers import SolverOptions, solve
@@ -518,14 +520,14 @@ def _toy_schema():
     )
 )
 def test_candidates_are_every_claim_stable_across_the_solutions(case):
-    """:func:`~tabrecon.attacks.unit_claims.candidates` (keys of several groups at once, claim
+    """:func:`~tabrecon.attacks.claims.block.candidates` (keys of several groups at once, claim
     columns declared, one derived) against enumeration: every (group, columns, values) whose
     count is the same m >= 1 in every solution, with every key of its group it counts."""
     import itertools
 
     import numpy as np
 
-    from tabrecon.attacks.unit_claims import candidates
+    from tabrecon.attacks.claims.block import candidates
 
     n_sol, keys = case
     S = _toy_schema()
@@ -584,7 +586,7 @@ def test_distinct_rows_groups_exactly_the_equal_rows(rows):
     import numpy as np
     import scipy.sparse as sp
 
-    from tabrecon.attacks.unit_claims import _distinct_rows
+    from tabrecon.attacks.claims.block import _distinct_rows
 
     A = np.array(rows)
     first, of = _distinct_rows(sp.csr_matrix(A))
@@ -596,7 +598,7 @@ def test_distinct_rows_groups_exactly_the_equal_rows(rows):
 
 
 def test_claims_over_a_tract_program_are_those_of_each_block_alone():
-    """Generate-then-Verify over one tract's program (:mod:`tabrecon.attacks.unit_claims_tract`,
+    """Generate-then-Verify over one tract's program (:mod:`tabrecon.attacks.claims.tract`,
     what person claims run on) is written over the schema: at level "block" a tract's blocks
     side by side, given a reference population (here the truth) and no block known unique,
     verify exactly the claims each block's own Generate-then-Verify verifies (both are proofs;
@@ -605,8 +607,8 @@ def test_claims_over_a_tract_program_are_those_of_each_block_alone():
     import numpy as np
     import polars as pl
 
-    from tabrecon.attacks.unit_claims_release import found_claims
-    from tabrecon.attacks.unit_claims_tract import tract_verdicts
+    from tabrecon.attacks.claims.release import found_claims
+    from tabrecon.attacks.claims.tract import tract_verdicts
     from tabrecon.engine.solvers import SolverOptions
     from tabrecon.tables.spec import tables_in
     from tabrecon.vocab import Level

@@ -245,7 +245,7 @@ class TiedRelease:
     """The block programs of the release a population's records tie to (households: the person
     block tables), ready to join to a block's program of the population's own tables: written
     once for reconstruction (:func:`reconstruct_together`) and Generate-then-Verify
-    (:func:`tabrecon.attacks.unit_claims.generate_then_verify`)."""
+    (:func:`tabrecon.attacks.claims.block.generate_then_verify`)."""
 
     def __init__(self, pop: Population, long_b: pl.DataFrame) -> None:
         self.population, self.other = pop, pop.tied_population()

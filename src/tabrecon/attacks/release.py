@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from ..engine.solvers import SolverOptions
     from ..tables.tableset import TableSet
     from .certify import CertRun
-    from .claims import ClaimsRun
+    from .claims.certified import CertifiedClaimsRun
 
 
 def _population(population: str | Population) -> Population:
@@ -246,14 +246,15 @@ def claims(
     seed: int = 0,
     run: RunOptions | None = None,
     tract_seconds: float | None = None,
-) -> ClaimsRun:
+) -> CertifiedClaimsRun:
     """Verified claims about the records of every block of a release, from its reconstruction
     and that reconstruction's certification (``cert_blocks``: :attr:`Reconstruction.blocks` of
     :func:`reconstruct` with ``certify=True``, or :func:`certify`'s), tract by tract:
-    :func:`tabrecon.attacks.claims.certified_claims` over the population's schema. With
+    :func:`tabrecon.attacks.claims.certified.certified_claims` over the population's schema. With
     ``run.out`` each tract's per-record table is written to ``<out>/claims.parts/`` as it
     finishes and a rerun resumes. ``tract_seconds`` caps each tract's time (its claims
-    verified by then are kept; :attr:`~tabrecon.attacks.claims.ClaimsRun.incomplete`).
+    verified by then are kept;
+    :attr:`~tabrecon.attacks.claims.certified.CertifiedClaimsRun.incomplete`).
 
     >>> from tabrecon.records.synth import SynthConfig, synthesize
     >>> from tabrecon.tables.persons import tabulate
@@ -267,7 +268,7 @@ def claims(
     from ..engine.release import plan_release
     from ..engine.solvers import SolverOptions
     from ..geo import overlap
-    from .claims import CertifiedClaimsOptions, certified_claims
+    from .claims.certified import CertifiedClaimsOptions, certified_claims
 
     pop = _population(population)
     units = as_units(records, pop)

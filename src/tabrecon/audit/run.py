@@ -447,9 +447,9 @@ def audit(
                 log.add("frontier", time.perf_counter() - t_front)
     claims_summary = None
     if cfg.certify.enabled and cfg.claims.enabled and Publication.parse(pop.publication).exact:
-        from ..attacks.claims import ClaimsRun
+        from ..attacks.claims.certified import CertifiedClaimsRun
 
-        crun = ClaimsRun(claim_results, pl.DataFrame(), rich_level, cfg.claims.k_solutions)
+        crun = CertifiedClaimsRun(claim_results, pl.DataFrame(), rich_level, cfg.claims.k_solutions)
         frames["claims_by_k"] = crun.by_k()
         if claim_shown:
             frames["claim_examples"] = pl.concat(claim_shown).head(EXAMPLE_CLAIMS)

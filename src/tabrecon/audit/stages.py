@@ -377,10 +377,10 @@ class ChunkRunner:
 
     def claims(self, ts, recon: Units, blocks: pl.DataFrame, level: str):
         """Verified claims about the records of every block
-        (:func:`tabrecon.attacks.claims.certified_claims`), from the tables alone: each
+        (:func:`tabrecon.attacks.claims.certified.certified_claims`), from the tables alone: each
         tract's figures in the marker, each reconstructed record's first singleton claim in
         ``claims_persons.parquet``."""
-        from ..attacks.claims import CertifiedClaimsOptions, certified_claims
+        from ..attacks.claims.certified import CertifiedClaimsOptions, certified_claims
         from ..engine.release import plan_release
 
         stage = "claims"

@@ -20,7 +20,7 @@ from typing import Any
 
 import polars as pl
 
-from ..attacks.unit_claims_release import ClaimsOptions, ClaimsRun, release_claims
+from ..attacks.claims.release import ClaimsOptions, ReleaseClaimsRun, release_claims
 from ..engine.solvers import SolverOptions
 from ..runner import RunOptions
 from ..schema.registry import Population
@@ -189,7 +189,7 @@ def _parsed(rules: list[str]) -> list[object]:
 
 def units_summary(
     pop: Population,
-    run: ClaimsRun,
+    run: ReleaseClaimsRun,
     by_k: pl.DataFrame,
     units: Units | None,
     long: pl.DataFrame,

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import polars as pl
 
-from ..attacks.unit_claims_release import ClaimsOptions, matching_units, release_claims
+from ..attacks.claims.release import ClaimsOptions, matching_units, release_claims
 from ..engine.solvers import SolverOptions
 from ..runner import RunOptions
 from ..schema.spec import Units

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 from functools import cache
 
-from ..attacks.unit_claims_release import STUDY_TABLES_2_3
+from ..attacks.claims.release import STUDY_TABLES_2_3
 from ..records.households import synthesize_households
 from ..records.synth import SynthConfig
 from ..schema import AGEBIN38

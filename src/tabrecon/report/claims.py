@@ -21,7 +21,7 @@ def claims_section(
     """The report's section on one population attacked by Generate-then-Verify (housing units,
     group-quarters persons, ...): its tables, the figures in the study's layout, beside the
     study's own where the population has them (Liu et al. 2025, Tables 2-3 and Figure 2)."""
-    from ..attacks.unit_claims_release import plot_by_k
+    from ..attacks.claims.release import plot_by_k
     from ..schema.registry import population
 
     pop = population(h["population"])

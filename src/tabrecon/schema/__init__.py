@@ -281,7 +281,7 @@ TYPE_SEX, TYPE_AGE, TYPE_RACE, TYPE_HISP = decode_types(np.arange(N_TYPES))
 def person_units(md: Microdata, binned: bool = False) -> Units:
     """Person records as records of :data:`PERSONS` (or, ``binned``, of :data:`PERSONS_BINNED`),
     for what is written over any schema (:mod:`tabrecon.tables.spec`,
-    :mod:`tabrecon.attacks.unit_claims`)."""
+    :mod:`tabrecon.attacks.claims.block`)."""
     age = {"agebin": AGEBIN_OF_AGE[md.age]} if binned else {"age": md.age}
     return Units(
         PERSONS_BINNED if binned else PERSONS,

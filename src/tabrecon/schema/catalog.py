@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from .spec import Attribute, Rule, Schema
+from .spec import Attribute, EditRule, Schema
 
 NA = (0, "not applicable")
 
@@ -164,14 +164,14 @@ _HOUSEHOLD_COLUMNS = {
 }
 
 
-def _rules() -> tuple[Rule, ...]:
+def _rules() -> tuple[EditRule, ...]:
     c = pl.col
     vacant = c("vacancy_status") != 0
     occupied = ~vacant
-    out: list[Rule] = []
+    out: list[EditRule] = []
     for a, what in _HOUSEHOLD_COLUMNS.items():
         out.append(
-            Rule(
+            EditRule(
                 f"vacant_{a.name}",
                 f"a vacant unit has no {what}",
                 a.name,
@@ -179,7 +179,7 @@ def _rules() -> tuple[Rule, ...]:
             )
         )
         out.append(
-            Rule(
+            EditRule(
                 f"occupied_{a.name}",
                 f"an occupied unit needs its {what}",
                 a.name,
@@ -188,7 +188,7 @@ def _rules() -> tuple[Rule, ...]:
         )
     for a in (UNDER_18, OVER_65):
         out.append(
-            Rule(
+            EditRule(
                 f"vacant_{a.name}",
                 "a vacant unit has nobody in it",
                 a.name,
@@ -200,43 +200,43 @@ def _rules() -> tuple[Rule, ...]:
     for d, types in TYPES_OF_DETAILED.items():
         allowed = allowed | ((hht2 == d) & hht.is_in(list(types)))
     out += [
-        Rule(
+        EditRule(
             "one_person_no_children",
             "a 1-person household cannot have children of the householder",
             "detailed_household_type",
             occupied & (size == 1) & hht2.is_in(list(WITH_CHILDREN)),
         ),
-        Rule(
+        EditRule(
             "detailed_type_agrees",
             "the detailed household type does not agree with the household type",
             "detailed_household_type",
             occupied & ~allowed,
         ),
-        Rule(
+        EditRule(
             "alone_iff_one_person",
             "a householder lives alone exactly when the household has 1 person",
             "household_type",
             occupied & (hht.is_in(list(LIVING_ALONE)) != (size == 1)),
         ),
-        Rule(
+        EditRule(
             "children_are_under_18",
             "a household with children of the householder under 18 has people under 18",
             "under_18",
             occupied & hht2.is_in(list(WITH_CHILDREN)) & (c("under_18") == 0),
         ),
-        Rule(
+        EditRule(
             "householder_65_plus",
             "a householder aged 65 or over is a person aged 65 or over",
             "over_65",
             occupied & c("householder_age").is_in(list(AGED_65_PLUS)) & (c("over_65") == 0),
         ),
-        Rule(
+        EditRule(
             "alone_under_18",
             "in a 1-person household someone under 18 is the householder, aged 15-24",
             "under_18",
             occupied & (size == 1) & (c("under_18") == 1) & (c("householder_age") != 1),
         ),
-        Rule(
+        EditRule(
             "alone_65_plus",
             "in a 1-person household someone 65 or over is the householder, aged 65 or over",
             "over_65",

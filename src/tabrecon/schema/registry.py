@@ -154,8 +154,9 @@ class Population:
     #: (persons: age by agebin38, the Bureau's question); None: the schema's types
     unique_on: Mapping[str, Any] | None = field(default=None, compare=False)
     #: how its verified claims read, given a tract's published tables and the level
-    #: (:func:`tabrecon.attacks.claims.tract_claims`; persons: the age as those tables determine
-    #: it); None: the claim columns' labels (:func:`tabrecon.attacks.claims.plain_words`)
+    #: (:func:`tabrecon.attacks.claims.certified.tract_claims`; persons: the age as those
+    #: tables determine it); None: the claim columns' labels
+    #: (:func:`tabrecon.attacks.claims.certified.plain_words`)
     claim_words: Callable[[Any, str], Callable[..., str]] | None = field(
         default=None, compare=False
     )

@@ -1,7 +1,7 @@
 """Schemas as data: what a unit of observation is, declared rather than coded.
 
 A :class:`Schema` is a named tuple of categorical :class:`Attribute` s (each with its categories'
-file codes and labels), the :class:`Rule` s every consistent record obeys, and one mixed-radix
+file codes and labels), the :class:`EditRule` s every consistent record obeys, and one mixed-radix
 *type* encoding: the index of a record in the histogram over all category combinations, the first
 attribute most significant. Persons and housing units are two values of it
 (:mod:`tabrecon.schema.catalog`); a third schema is a third declaration.
@@ -122,9 +122,9 @@ class AttributePosition:
 
 
 @dataclass(frozen=True)
-class Rule:
-    """A consistency identity over file codes: rows where ``broken`` is true are refused with
-    ``message``, naming ``column`` (the attribute a user would correct first)."""
+class EditRule:
+    """An edit rule, a consistency identity over file codes: rows where ``broken`` is true are
+    refused with ``message``, naming ``column`` (the attribute a user would correct first)."""
 
     name: str
     message: str
@@ -139,7 +139,7 @@ class Schema:
     name: str
     unit: str
     attributes: tuple[Attribute, ...]
-    rules: tuple[Rule, ...] = ()
+    rules: tuple[EditRule, ...] = ()
     description: str = ""
     #: the geographic unit tables are published for: a census block (15-digit geoids) unless a
     #: declared release says otherwise (a school with 6-digit ids:
@@ -325,7 +325,7 @@ def _feasible(schema: Schema, batch: int) -> np.ndarray:
     return out
 
 
-def _columns_of(rule: Rule, schema: Schema) -> list[str]:
+def _columns_of(rule: EditRule, schema: Schema) -> list[str]:
     """The attributes a rule reads, in schema order (shown with the refused row)."""
     used = set(rule.broken.meta.root_names())
     return [n for n in schema.names if n in used]

@@ -210,7 +210,7 @@ def claims(
     tract_seconds = TRACT_SECONDS if tract_time_limit is None else tract_time_limit
     positive_finite(tract_time_limit=tract_seconds)
     opts = solver_options(solver, threads, time_limit, seed, workers)
-    from ...attacks.claims import CertifiedClaimsOptions, certified_claims
+    from ...attacks.claims.certified import CertifiedClaimsOptions, certified_claims
     from ...engine.release import plan_release
     from ...geo import overlap
 
@@ -291,7 +291,7 @@ def _release_claims(
     in the study's layout; with ``--with``, given both releases."""
     import polars as pl
 
-    from ...attacks.unit_claims_release import ClaimsOptions, release_claims
+    from ...attacks.claims.release import ClaimsOptions, release_claims
     from ...tables.consistency import check_unit_consistency
 
     positive_finite(block_time_limit=block_time_limit)

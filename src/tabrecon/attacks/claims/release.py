@@ -1,6 +1,6 @@
-"""Generate-then-Verify over a whole release (:mod:`tabrecon.attacks.unit_claims` does one block):
+"""Generate-then-Verify over a whole release (:mod:`tabrecon.attacks.claims.block` does one block):
 every block through the runner (in parallel, written as each finishes, resumable, a failed block
-recorded while the others go on), the results as a :class:`ClaimsRun` (claims, per-block
+recorded while the others go on), the results as a :class:`ReleaseClaimsRun` (claims, per-block
 figures, the by-k table and its plot) and the claims of a release read back from its files.
 """
 
@@ -16,15 +16,15 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import polars as pl
 
-from ..engine.solvers import SolverOptions
-from ..errors import InputError, TabreconError
-from ..io import write_figure
-from ..runner import Result, RunOptions, UnitsRun, run_units
-from ..schema.spec import Schema, Units
-from ..tables.publication import EXACT, Publication
-from ..tables.spec import table_by_name
-from ..vocab import ClaimStatus, UnitStatus, Verdict
-from .unit_claims import (
+from ...engine.solvers import SolverOptions
+from ...errors import InputError, TabreconError
+from ...io import write_figure
+from ...runner import Result, RunOptions, UnitsRun, run_units
+from ...schema.spec import Schema, Units
+from ...tables.publication import EXACT, Publication
+from ...tables.spec import table_by_name
+from ...vocab import ClaimStatus, UnitStatus, Verdict
+from .block import (
     BLOCK_COLUMNS,
     CLAIM_COLUMNS,
     UnitClaims,
@@ -36,7 +36,7 @@ from .unit_claims import (
 )
 
 if TYPE_CHECKING:
-    from ..schema.registry import Population
+    from ...schema.registry import Population
 
 
 # --------------------------------------------------------------------------------------------------
@@ -69,8 +69,8 @@ class _BlockTask:
         geoid, long, pop, tables, pub = self.geoid, self.long, self.pop, self.tables, self.pub
         schema = pop.schema
         opts, block_seconds, tied = self.opts, self.block_seconds, self.tied
-        from ..engine.reconstruct import ReconstructOptions, reconstruct_units
-        from ..engine.variability import capped
+        from ...engine.reconstruct import ReconstructOptions, reconstruct_units
+        from ...engine.variability import capped
 
         t0 = time.perf_counter()
         # the block's time limit bounds the whole block: Generate-then-Verify (claims verified
@@ -81,7 +81,7 @@ class _BlockTask:
         rec: Any = None  # the block's reconstruction, where one is solved for apart
         verdicts = None
         if tied is not None:  # the full reconstruction's verdict given both releases
-            from .joint import reconstruct_together
+            from ..joint import reconstruct_together
 
             ropts = opts if block_seconds is None else capped(opts, block_seconds / 2)
             rec = reconstruct_together(long, tied, pop, ropts)
@@ -139,7 +139,7 @@ class _BlockTask:
 
 
 @dataclass
-class ClaimsRun(UnitsRun):
+class ReleaseClaimsRun(UnitsRun):
     """Verified claims about the records of ``schema`` (housing units, group-quarters persons,
     ...) for every block of a release.
 
@@ -168,9 +168,9 @@ class ClaimsRun(UnitsRun):
         K: int,
         truth: Units | None = None,
         tables: tuple[str, ...] = (),
-    ) -> ClaimsRun:
+    ) -> ReleaseClaimsRun:
         """The run of one :func:`generate_then_verify` call (its blocks run in this process),
-        for its figures and files: ``ClaimsRun.of(res, pop, k_values, K, truth).by_k()``."""
+        for its figures and files: ``ReleaseClaimsRun.of(res, pop, k_values, K, truth).by_k()``."""
         done = [{"unit": g, "status": UnitStatus.OK} for g in res.blocks["geoid"].to_list()]
         return cls(done, res.claims, res.blocks, tables, k_values, K, pop, truth)
 
@@ -328,7 +328,7 @@ class ClaimsRun(UnitsRun):
         """Write ``out/<schema>_by_k.csv`` (the study's Figure 2 / Tables 2-3 layout;
         ``households_by_k.csv`` for housing units), ``<schema>_claims.csv``,
         ``<schema>_blocks.csv``, ``summary.json``, ``summary.md`` and ``<schema>_by_k.png``."""
-        from ..io import write_frame, write_json, write_text
+        from ...io import write_frame, write_json, write_text
 
         out = Path(out)
         out.mkdir(parents=True, exist_ok=True)
@@ -493,7 +493,7 @@ def release_claims(
     run: RunOptions | None = None,
     truth: Units | None = None,
     tied: pl.DataFrame | None = None,
-) -> ClaimsRun:
+) -> ReleaseClaimsRun:
     """Generate-then-Verify on every block of a release's tables over ``schema``, block by
     block (the module docstring says how; blocks are independent, their tables alone constrain
     them), asking ``options`` (:class:`ClaimsOptions`). Only the schema's tables the long table
@@ -504,8 +504,8 @@ def release_claims(
     ``publication`` rule (rounded, withheld cells: :mod:`tabrecon.tables.publication`) every claim
     is verified under the intervals the published values allow."""
     schema = pop.schema
-    from ..provenance import digest_long
-    from ..tables.spec import complete_tables
+    from ...provenance import digest_long
+    from ...tables.spec import complete_tables
 
     options = options or ClaimsOptions()
     k_values, K, seed = options.k_values, options.k_solutions, options.seed
@@ -592,4 +592,4 @@ def release_claims(
         if block_rows
         else pl.DataFrame(schema={**BLOCK_COLUMNS, "reconstruction": pl.String})
     )
-    return ClaimsRun(ran.results, claims, blocks, tables, k_values, K, pop, truth)
+    return ReleaseClaimsRun(ran.results, claims, blocks, tables, k_values, K, pop, truth)

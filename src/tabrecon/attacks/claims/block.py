@@ -37,17 +37,17 @@ import numpy as np
 import polars as pl
 import scipy.sparse as sp
 
-from ..engine.model import block_bounds, block_program, block_statistics
-from ..engine.proofs import Extensible, independent_rows, prove_forms
-from ..engine.solvers import IntProgram, SolverOptions
-from ..errors import TabreconError
-from ..schema.spec import Schema, Units
-from ..tables.publication import EXACT, Publication
-from ..tables.spec import compiled, compiled_columns, table_by_name, tables_in
-from ..vocab import ClaimStatus, Geo, SolveStatus
+from ...engine.model import block_bounds, block_program, block_statistics
+from ...engine.proofs import Extensible, independent_rows, prove_forms
+from ...engine.solvers import IntProgram, SolverOptions
+from ...errors import TabreconError
+from ...schema.spec import Schema, Units
+from ...tables.publication import EXACT, Publication
+from ...tables.spec import compiled, compiled_columns, table_by_name, tables_in
+from ...vocab import ClaimStatus, Geo, SolveStatus
 
 if TYPE_CHECKING:
-    from ..schema.registry import Population
+    from ...schema.registry import Population
 
 CLAIM_COLUMNS = {
     "geoid": pl.String,
@@ -599,7 +599,7 @@ def generate_then_verify(
     want = set(blocks) if blocks is not None else None
     other = None
     if tied is not None:
-        from .joint import TiedRelease
+        from ..joint import TiedRelease
 
         other = TiedRelease(pop, tied)
     for b, geoid in enumerate(geoids):

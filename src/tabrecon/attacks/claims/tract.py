@@ -1,6 +1,6 @@
 """Generate-then-Verify over one tract's blocks together, for any schema: the claims about each
 block's records that every population consistent with the block tables *and* the tract's tables
-makes true (:mod:`tabrecon.attacks.unit_claims` asks each block's own tables alone).
+makes true (:mod:`tabrecon.attacks.claims.block` asks each block's own tables alone).
 
 The tract's count program (:func:`tabrecon.engine.tract.program_of_tract`) holds every block's
 variables and the tract's cells; a block's records are counted on *keys*: a key is a (block,
@@ -15,7 +15,7 @@ first solution, and blocks known to have one histogram at that resolution (``uni
 off the reference there holds in every population, by that one proof, and their counts are fixed
 in the program (nothing is lost: they are the same in every solution). The other blocks' claims
 are generated from K diverse solutions and proven in one program
-(:func:`~tabrecon.attacks.unit_claims.verify`).
+(:func:`~tabrecon.attacks.claims.block.verify`).
 """
 
 from __future__ import annotations
@@ -29,22 +29,22 @@ import numpy as np
 import polars as pl
 import scipy.sparse as sp
 
-from ..engine.proofs import Extensible
-from ..engine.solvers import IntProgram, SolverOptions
-from ..engine.tract import program_of_tract
-from ..errors import TabreconError
-from ..schema.spec import Schema
-from ..tables.tableset import TableSet
-from ..vocab import Level
-from .unit_claims import RELAX_AFTER, Candidates, candidates, generate, value_keys, verify
+from ...engine.proofs import Extensible
+from ...engine.solvers import IntProgram, SolverOptions
+from ...engine.tract import program_of_tract
+from ...errors import TabreconError
+from ...schema.spec import Schema
+from ...tables.tableset import TableSet
+from ...vocab import Level
+from .block import RELAX_AFTER, Candidates, candidates, generate, value_keys, verify
 
 if TYPE_CHECKING:
-    from ..schema.registry import Population
+    from ...schema.registry import Population
 
 
 def claim_codes(schema: Schema, types: np.ndarray) -> np.ndarray:
     """Each type's claim code: the mixed-radix number of its values on every claim column, the
-    first column most significant (:func:`~tabrecon.attacks.unit_claims.value_keys`).
+    first column most significant (:func:`~tabrecon.attacks.claims.block.value_keys`).
 
     >>> from tabrecon.schema.spec import Attribute
     >>> toy = Schema("toy", "thing", (Attribute("a", ((0, "x"), (1, "y"))),
@@ -80,7 +80,7 @@ def code_values(schema: Schema, codes: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class TractVerdicts:
-    """One tract's verified claims, in parts of :class:`~tabrecon.attacks.unit_claims.Candidates`
+    """One tract's verified claims, in parts of :class:`~tabrecon.attacks.claims.block.Candidates`
     over its keys: ``parts`` holds (candidates, verified flags, each candidate's key that the
     reference holds -- the record a singleton singles out -- or -1).
 

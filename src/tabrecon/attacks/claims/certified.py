@@ -8,11 +8,11 @@ sex, agebin38, hispanic and the six race flags); k = the number of columns a set
 *singleton* claim (m = 1) singles one record out.
 
 The claims are Generate-then-Verify over the tract's count program
-(:func:`tabrecon.attacks.unit_claims_tract.tract_verdicts`): the blocks certification proved
+(:func:`tabrecon.attacks.claims.tract.tract_verdicts`): the blocks certification proved
 unique have every claim read off the reconstruction verified by that one proof (every column
 subset, vectorised over key counts); the others' candidates hold in the reconstruction and K-1
 solutions of random objectives and are proven together in one program (a time-out leaves the
-rest unverified, never claimed). :func:`tabrecon.attacks.unit_claims_release.release_claims`
+rest unverified, never claimed). :func:`tabrecon.attacks.claims.release.release_claims`
 asks the same of each block's own tables where no reconstruction is certified.
 
 What this module adds is what is said of them, written once over the schema: each record's
@@ -39,20 +39,20 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import polars as pl
 
-from ..engine.release import LongPart, TractTables, as_read
-from ..engine.solvers import SolverOptions
-from ..errors import TabreconError
-from ..io import write_csv, write_json, write_parquet, write_text
-from ..provenance import digest_arrays
-from ..runner import Result, RunOptions, UnitsRun, run_units
-from ..schema.spec import Schema, Units
-from ..tables.tableset import TableSet
-from ..vocab import Geo, Level, UnitStatus, Verdict
-from .unit_claims import one_of_n, value_keys, values_text
-from .unit_claims_tract import claim_codes, code_values, tract_verdicts
+from ...engine.release import LongPart, TractTables, as_read
+from ...engine.solvers import SolverOptions
+from ...errors import TabreconError
+from ...io import write_csv, write_json, write_parquet, write_text
+from ...provenance import digest_arrays
+from ...runner import Result, RunOptions, UnitsRun, run_units
+from ...schema.spec import Schema, Units
+from ...tables.tableset import TableSet
+from ...vocab import Geo, Level, UnitStatus, Verdict
+from .block import one_of_n, value_keys, values_text
+from .tract import claim_codes, code_values, tract_verdicts
 
 if TYPE_CHECKING:
-    from ..schema.registry import Population
+    from ...schema.registry import Population
 
 BASELINE_BINS = 100  # histogram resolution of baseline probabilities (medians to 0.01)
 
@@ -356,7 +356,7 @@ def tract_claims(
 # All tracts: parallel, written as they finish, resumable
 # --------------------------------------------------------------------------------------------------
 @dataclass
-class ClaimsRun(UnitsRun):
+class CertifiedClaimsRun(UnitsRun):
     """Verified claims of every tract: per-tract tallies (:class:`TractClaims` as dicts) and one
     row per reconstructed record (``persons``: its smallest verified singleton, if any)."""
 
@@ -481,7 +481,7 @@ class ClaimsRun(UnitsRun):
         return paths
 
 
-#: The columns of :meth:`ClaimsRun.by_k`
+#: The columns of :meth:`CertifiedClaimsRun.by_k`
 BY_K_COLUMNS = {
     "k": pl.Int64,
     "persons_covered": pl.Int64,
@@ -527,7 +527,7 @@ class CertifiedClaimsOptions:
     seed: int = 0
     solver: SolverOptions = field(default_factory=SolverOptions)
     #: seconds per tract for its blocks that can differ (None: no limit): a tract that reaches
-    #: it keeps the claims verified by then and is reported (:attr:`ClaimsRun.incomplete`)
+    #: it keeps the claims verified by then and is reported (:attr:`CertifiedClaimsRun.incomplete`)
     tract_seconds: float | None = None
 
     def __post_init__(self) -> None:
@@ -592,7 +592,7 @@ def certified_claims(
     options: CertifiedClaimsOptions | None = None,
     *,
     run: RunOptions | None = None,
-) -> ClaimsRun:
+) -> CertifiedClaimsRun:
     """Verified claims about the records of every block of a release over ``schema`` from its
     reconstruction ``recon`` and that reconstruction's certification ``cert_blocks`` (columns
     ``block_geoid`` and ``status``: ``unique`` for the blocks proven to have one histogram),
@@ -617,7 +617,7 @@ def certified_claims(
     ([], True)
     """
     schema = pop.schema
-    from ..geo import overlap
+    from ...geo import overlap
 
     options = options or CertifiedClaimsOptions()
     if "status" not in cert_blocks.columns or "block_geoid" not in cert_blocks.columns:
@@ -673,7 +673,7 @@ def certified_claims(
     dfs = ran.tables(tracts)
     persons = pl.concat(dfs) if dfs else pl.DataFrame()
 
-    return ClaimsRun(ran.results, persons, options.level, options.k_solutions, pop.noun)
+    return CertifiedClaimsRun(ran.results, persons, options.level, options.k_solutions, pop.noun)
 
 
 def _has_tract_cells(long: pl.DataFrame | TableSet) -> bool:
