@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..io import write_frame
+from ..schema import registry
 from .tableset import TableSet
 
 if TYPE_CHECKING:
@@ -102,10 +103,9 @@ def name_2020(cell: str) -> str:
 def read_tables(path: str | Path) -> TableSet:
     """Published person tables from ``path`` in any registered form
     (:func:`tabrecon.tables.reader.read_unit_tables` over the person schema)."""
-    from ..schema.registry import population
     from .reader import read_unit_tables
 
-    return read_unit_tables(path, population("persons"))  # the Python API's person entry
+    return read_unit_tables(path, registry.population("persons"))  # the Python API's person entry
 
 
 def write_tables(ts: TableSet, path: str | Path) -> None:

@@ -21,6 +21,7 @@ import polars as pl
 
 from ..errors import InputError
 from ..geo import LEVEL_OF_LENGTH, TABLE_LEVELS
+from ..schema import registry
 from ..vocab import Geo, Release
 from .forms import Raw, Shape, opened
 from .measures import WITHHELD, parse_values
@@ -82,15 +83,13 @@ def read_sf1(folder: str | Path, schema: str = "persons") -> TableSet:
     ``xxgeo2010.sf1``, ``xxgeo2010.pl`` or ``xxgeo2020.pl``): what
     :func:`tabrecon.tables.reader.read_unit_tables` reads from a folder, a path that is not one
     refused. Segment files that are missing leave their tables out, named in a warning."""
-    from ..schema.registry import population
-
     folder = Path(folder)
     if not folder.is_dir():
         raise InputError(
             "not a folder (a summary-file distribution is a folder of .sf1 or .pl files)",
             path=str(folder),
         )
-    return read_unit_tables(folder, population(schema))
+    return read_unit_tables(folder, registry.population(schema))
 
 
 @dataclass

@@ -31,6 +31,7 @@ import scipy.sparse as sp
 
 from ..errors import InputError, TabreconError
 from ..geo import TABLE_LEVELS
+from ..schema import registry
 from ..schema.spec import Schema, Units
 from ..vocab import Geo
 from .measures import WITHHELD, Statistic
@@ -145,8 +146,6 @@ def declare_tables(schema: Schema, tables: Sequence[UnitTable]) -> Population:
     >>> print(*(c.id for c in table_by_name("T1", things).cells()))
     T0010001 T0010002
     """
-    from ..schema import registry
-
     if schema.name in registry.names(listed=False) and schema.name not in _DECLARED:
         raise TabreconError(f"the tables of the built-in schema {schema.name!r} are fixed")
     names = [t.name for t in tables]
@@ -705,11 +704,10 @@ def tabulate(
     >>> ts.levels(), ts["county"].cells.tolist(), int(ts["county"].values[0, 0]) == len(units)
     (['county'], ['H0030001', 'H0030002', 'H0030003'], True)
     """
-    from ..schema.registry import of_schema
     from .tableset import WITHHELD_CELL, Grid
     from .tableset import TableSet as Tables
 
-    pop = of_schema(units.schema)
+    pop = registry.of_schema(units.schema)
     declared = tables_of(pop)
     names = tuple(t.upper() for t in tables) if tables else tuple(t.name for t in declared)
     for n in names:

@@ -642,3 +642,69 @@ def sweep_publication(
     if (df["claims_false"] > 0).any() or (df["failed_blocks"] > 0).any():
         err.print("[red]some blocks failed or a claim was false: see sweep.csv[/red]")
         raise typer.Exit(1)
+
+
+@app.command()
+def calibrate(
+    records: Annotated[
+        Path | None,
+        typer.Argument(help="Person records (CSV, CSV.gz or Parquet); none: a synthetic county"),
+    ] = None,
+    persons: Annotated[
+        int, typer.Option(help="Size of the synthetic county when no records are given")
+    ] = 100_000,
+    defense: Annotated[
+        str, typer.Option(help="What protects the 2020 side (none: its exact tables)")
+    ] = "dhc2020-production",
+    per_size: Annotated[
+        int, typer.Option(help="Blocks attacked per block-size bin (by their true size)")
+    ] = 10,
+    k: Annotated[str, typer.Option("--k", help="Columns per claim, a comma list")] = "1,2,3,4",
+    k_solutions: Annotated[
+        int, typer.Option("--k-solutions", "-K", help="Solutions generated per block")
+    ] = 20,
+    block_time_limit: Annotated[
+        float, typer.Option(help="Seconds per block; claims verified before it are kept")
+    ] = 60.0,
+    seed: Seed = 0,
+    workers: Workers = 1,
+    out: FolderOut = Path("calibration"),
+) -> None:
+    """How often the claims a protected release's tables prove are true of the people: the
+    records protected by --defense (the production TopDown by default) and published as the
+    2020 DHC's block person tables, beside the same records' exact SF1 2010 tables; claims
+    proven by Generate-then-Verify on the same sampled blocks of each, each scored against the
+    records. Writes calibration.csv (by side, claim size and block size), claims.parquet
+    (every verified claim and whether it is true) and calibration.md."""
+    from ...metrics import calibration as cal
+    from ...schema.registry import population
+
+    problem = cal.Defense.check(defense)
+    if problem:
+        raise TabreconError(f"--defense {defense!r}: {problem}")
+    try:
+        ks = tuple(sorted({int(x) for x in k.split(",") if x.strip()}))
+    except ValueError:
+        raise TabreconError(f"--k: {k!r} is not a comma list of numbers such as 1,2") from None
+    at_least(1, persons=persons, per_size=per_size, k_solutions=k_solutions)
+    positive_finite(block_time_limit=block_time_limit)
+    pop = population("persons")
+    if not ks or not all(1 <= x <= len(pop.schema.claim_columns) for x in ks):
+        raise TabreconError(f"--k: use numbers of columns in 1..{len(pop.schema.claim_columns)}")
+    truth = cal.confidential(records, persons, seed)
+    err.print(f"[dim]{len(truth):,} persons; the 2020 side protected by {defense}[/dim]")
+    got = cal.calibrate(
+        truth,
+        persons=pop,
+        defense=defense,
+        per_size=per_size,
+        k_values=ks,
+        k_solutions=k_solutions,
+        block_seconds=block_time_limit,
+        seed=seed,
+        workers=workers,
+    )
+    source = str(records) if records is not None else f"a synthetic county of {persons:,} persons"
+    got.write(out, source=f"{source}, seed {seed}, K = {k_solutions}")
+    console.print(got.table())
+    console.print(f"written {out}/calibration.csv, claims.parquet, calibration.md")
