@@ -17,7 +17,7 @@ from cli_run import run_cli
 
 from tabrecon.errors import InputError, TabreconError
 from tabrecon.schema.registry import population
-from tabrecon.tables.layout import DHC_2020, STUB_SEPARATOR, rows, stub_key
+from tabrecon.tables.layout import DHC_2020, STUB_SEPARATOR, rows, segment_fields, stub_key
 from tabrecon.tables.spec import weight_matrix
 from tabrecon.vocab import Release
 
@@ -335,6 +335,36 @@ def test_a_dhc_release_is_audited_as_such_and_never_resumed_as_sf1(tmp_path):
 
 
 # -- every form of a DHC file read ----------------------------------------------------------------
+def _write_dhc_folder(ts, folder: Path, st: str = "zz") -> Path:
+    """A state's 2020 DHC distribution of ``ts``'s block tables as the technical documentation
+    lays it out (chapter 2): a pipe-delimited geographic header ``zzgeo2020.dhc`` (SUMLEV field
+    3, GEOCOMP 5, LOGRECNO 8, GEOCODE 10) and the segments ``zz000NN2020.dhc`` holding each
+    cell at its layout's segment and place after the five link fields."""
+    folder.mkdir(parents=True, exist_ok=True)
+    g = ts["block"]
+    recs = ["|".join(["DHCST", st.upper(), "040", "", "00", "000", "01", "0000001", "", "99"])]
+    logrec = {}
+    for n, geo in enumerate(g.geoids.tolist(), start=2):
+        logrec[geo] = n
+        f = ["DHCST", st.upper(), "750", "", "00", "000", "01", f"{n:07d}", "", geo]
+        recs.append("|".join(f + [geo[:2], geo[2:5]]))
+    (folder / f"{st}geo2020.dhc").write_text("\n".join(recs) + "\n")
+    place = segment_fields(DHC_2020)  # (the technical documentation's files 01, 02: a doctest)
+    at = {c: place[c] for c in g.cells.tolist()}
+    for seg in sorted({sg for sg, _ in at.values()}):
+        width = 5 + max(ps for sg, ps in at.values() if sg == seg)
+        lines = []
+        for i, geo in enumerate(g.geoids.tolist()):
+            row = ["DHCST", st.upper(), "000", f"{seg:02d}", f"{logrec[geo]:07d}"]
+            row += ["0"] * (width - 5)
+            for c, (sg, ps) in at.items():
+                if sg == seg:
+                    row[5 + ps - 1] = str(int(g.col(c)[i]))
+            lines.append("|".join(row))
+        (folder / f"{st}{seg:05d}2020.dhc").write_text("\n".join(lines) + "\n")
+    return folder
+
+
 def _dhc_api_name(cell: str) -> str:
     return DHC_2020.frame().filter(pl.col("cell") == cell)["api_name"][0]
 
@@ -378,6 +408,7 @@ def test_a_dhc_county_reads_back_cell_for_cell_in_every_form(name, tmp_path):
     labels = pl.DataFrame({c: [f"Label of {c}"] for c in dcg.columns})
     pl.concat([labels, dcg]).write_csv(tmp_path / "dcg.csv")
     forms["data.census.gov"] = tmp_path / "dcg.csv"
+    forms["summary-file segments"] = _write_dhc_folder(want, tmp_path / "zz")
     for form, path in forms.items():
         got = read_unit_tables(path, pop)
         assert got.population is pop, form
@@ -385,6 +416,10 @@ def test_a_dhc_county_reads_back_cell_for_cell_in_every_form(name, tmp_path):
         assert got.to_frame().sort("geoid", "cell").equals(a), form
     with pytest.raises(InputError, match="read the 2020 DHC's tables with --release dhc-2020"):
         read_unit_tables(tmp_path / "api.json", population(name))
+    with pytest.raises(
+        InputError, match="of the 2020 DHC, not of SF1 2010: read it with --release dhc"
+    ):
+        read_unit_tables(tmp_path / "zz", population(name))  # the folder too
 
 
 @pytest.mark.slow
@@ -434,3 +469,32 @@ def test_a_dhc_file_with_a_line_its_table_lacks_or_a_tract_table_at_a_block_is_n
     long.write_text("geoid,cell,value\n990010001001000,P0010001,3\n990010001001000,PCT0120001,3\n")
     with pytest.raises(InputError, match=r"long.csv, line 3, column 'geoid'.*a tract table"):
         read_unit_tables(long, dhc)
+
+
+def test_a_summary_file_folder_of_the_other_release_is_named_as_such(tmp_path):
+    """An SF1 2010 folder read as the 2020 DHC (the cell ids are spelled alike: H0040001 is in
+    both) is refused with the option that reads it, and a 2020 P.L. 94-171 folder holds no DHC
+    tables."""
+    from test_household_tables import _write_sf1_folder
+    from test_sf1 import write_2020_pl
+
+    from tabrecon.records.synth import SynthConfig, synthesize
+    from tabrecon.tables.persons import tabulate as tabulate_persons
+    from tabrecon.tables.reader import read_unit_tables
+    from tabrecon.tables.spec import tabulate_units
+
+    hu = population("households")
+    _write_sf1_folder(tabulate_units(hu.synthesize(SynthConfig(persons=300), 2)), tmp_path / "sf1")
+    with pytest.raises(
+        InputError,
+        match="distribution of SF1 2010, not of the 2020 DHC: read it with --release sf1-2010",
+    ):
+        read_unit_tables(tmp_path / "sf1", hu.in_release(Release.DHC_2020))
+    write_2020_pl(
+        tabulate_persons(synthesize(SynthConfig(persons=300), seed=2), "P8,P9,P10,P11"),
+        tmp_path / "pl",
+    )
+    with pytest.raises(
+        InputError, match="2020 P.L. 94-171 distribution: it holds none of the 2020 DHC's"
+    ):
+        read_unit_tables(tmp_path / "pl", population("persons").in_release(Release.DHC_2020))

@@ -208,7 +208,7 @@ def _open_members(zf: zipfile.ZipFile, p: Path, tmp: Path, cells: Collection[str
             f"holds {len(tables)} table files ({listed}); unzip it and read each"
             if tables
             else "holds no table file (CSV, CSV.gz, Parquet, JSON) and no summary-file "
-            "distribution (xxgeo2010.sf1, xxgeo2010.pl, xxgeo2020.pl)",
+            "distribution (xxgeo2010.sf1, xxgeo2010.pl, xxgeo2020.pl, xxgeo2020.dhc)",
             path=str(p),
         )
     inner = tmp / Path(tables[0]).name

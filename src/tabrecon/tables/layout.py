@@ -105,6 +105,27 @@ def layout(lay: Layout = SF1_2010) -> pl.DataFrame:
     return lay.frame()
 
 
+@cache
+def segment_fields(lay: Layout = SF1_2010) -> dict[str, tuple[int, int]]:
+    """Each cell's data segment and its 1-based place among the segment's data fields (after
+    the five link fields). SF1 2010's layout gives the place itself; the DHC's gives a cell's
+    line within its table, and its file keeps each segment's tables in the order the segment
+    sheet reads them (files 01 and 02 hold H1-H12C, 234 cells, and H12D-H13F, 249, as the
+    technical documentation's Figure 2-1 says), so the place is the cell's rank in its segment.
+
+    >>> segment_fields(DHC_2020)["H0010001"], segment_fields(DHC_2020)["H012D0001"]
+    ((1, 1), (2, 1))
+    >>> segment_fields()["P0010001"]
+    (1, 1)
+    """
+    df = lay.frame().select("cell", pl.col("segment").cast(pl.Int64), "position")
+    if lay.release is Release.SF1_2010:
+        place = df["position"].cast(pl.Int64)
+    else:
+        place = df.select(pl.int_range(1, pl.len() + 1).over("segment").alias("p"))["p"]
+    return dict(zip(df["cell"], zip(df["segment"], place, strict=True), strict=True))
+
+
 def rows(tables: Sequence[str], lay: Layout = SF1_2010) -> pl.DataFrame:
     """The fields of ``tables`` (``P42``, ``H0018``: as the file spells them) in SF1 2010 (or
     ``lay``'s product), in file order; an unknown table is refused by name."""

@@ -168,7 +168,7 @@ def _rows(raw: Raw, pop: Population, mine: set[str]) -> _Rows:
     if raw.folder is not None:  # an SF1 folder: each cell from the segment and field of the layout
         from .sf1 import read_sf1_records
 
-        got, skipped = read_sf1_records(raw.folder, sorted(mine))
+        got, skipped = read_sf1_records(raw.folder, sorted(mine), pop.schema.release)
         long = as_published(got, pop)  # decimals as text
         df = long.with_columns(pl.col("value").cast(pl.String))
     else:

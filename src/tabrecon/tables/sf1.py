@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import re
 import warnings
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -43,7 +43,8 @@ import numpy as np
 import polars as pl
 
 from ..errors import InputError
-from ..vocab import Geo
+from ..vocab import Geo, Release
+from .layout import DHC_2020, LAYOUTS, SF1_2010, Layout, layout, level_of, segment_fields
 from .measures import parse_values
 
 #: tables of each data segment, in order, up to the last table tabrecon reads from it
@@ -89,6 +90,15 @@ class Product:
     other_cells: dict[str, int] = field(default_factory=dict)
     year: int = 2010
     separator: str = ","  # the 2020 files are pipe-delimited, the geographic header too
+    #: the product's own layout, every cell at its segment and field (SF1 2010, the 2020 DHC);
+    #: None: the person tables it holds at :func:`field_positions` (P.L. 94-171, read as SF1's
+    #: P8-P11)
+    layout: Layout | None = None
+
+    @property
+    def release(self) -> Release:
+        """The release whose tables it holds (a P.L. 94-171 file: SF1 2010's P8-P11)."""
+        return self.layout.release if self.layout is not None else Release.SF1_2010
 
     def table(self, name: str) -> str | None:
         """tabrecon's name of one of this product's tables (None: not a person table modelled)."""
@@ -102,7 +112,7 @@ class Product:
         return f"{state.lower()}{segment:05d}{self.year}.{self.suffix}"
 
 
-SF1 = Product("SF1", "sf1", SUMLEV_BLOCK, SEGMENTS, other_cells=OTHER_TABLE_CELLS)
+SF1 = Product("SF1", "sf1", SUMLEV_BLOCK, SEGMENTS, other_cells=OTHER_TABLE_CELLS, layout=SF1_2010)
 PL94 = Product(
     "P.L. 94-171",
     "pl",
@@ -121,8 +131,17 @@ PL94_2020 = Product(
     year=2020,
     separator="|",
 )
+#: the 2020 DHC's distribution (``xxgeo2020.dhc``, ``xx000012020.dhc`` ... 44 segments):
+#: pipe-delimited like the 2020 P.L. 94-171's, every cell at the segment and field of its layout
+#: (the DHC technical documentation, chapter 2)
+DHC = Product("2020 DHC", "dhc", "750", {}, year=2020, separator="|", layout=DHC_2020)
 #: (suffix, year) -> layout
-PRODUCTS = {("sf1", 2010): SF1, ("pl", 2010): PL94, ("pl", 2020): PL94_2020}
+PRODUCTS = {
+    ("sf1", 2010): SF1,
+    ("pl", 2010): PL94,
+    ("pl", 2020): PL94_2020,
+    ("dhc", 2020): DHC,
+}
 
 
 def product_of(name: str) -> Product | None:
@@ -282,7 +301,8 @@ def _opened(folder: Path) -> tuple[Product, str, pl.DataFrame, dict[str, int]]:
     geos = [(p, product) for p in folder.iterdir() if (product := product_of(p.name))]
     if len(geos) != 1:
         raise InputError(
-            "expected one geographic header file (xxgeo2010.sf1, xxgeo2010.pl or xxgeo2020.pl), "
+            "expected one geographic header file (xxgeo2010.sf1, xxgeo2010.pl, xxgeo2020.pl or "
+            "xxgeo2020.dhc), "
             f"found {len(geos)}",
             path=str(folder),
         )
@@ -301,6 +321,8 @@ def _read_level(
     seg_file: dict[int, str],
     holds: Callable[[int], str],
     separator: str = ",",
+    *,
+    decimals: Mapping[str, int] | None = None,
 ) -> tuple[np.ndarray, np.ndarray] | None:
     """The ``level`` records' geoids and their values of ``cells`` (columns in that order), read
     from the segment files that hold them (``pos``: cell -> segment, field); None when the header
@@ -328,7 +350,7 @@ def _read_level(
                 path=str(folder),
             )
         rows_in[path.name] = _read_segment(
-            path, seg_cells, pos, sorted_lrn, order, values, col_of, separator
+            path, seg_cells, pos, sorted_lrn, order, values, col_of, separator, decimals
         )
     anywhere = np.logical_or.reduce(list(rows_in.values()))
     missing = np.flatnonzero(~anywhere)
@@ -362,8 +384,6 @@ def distribution_files(names: Sequence[str], cells: Collection[str]) -> list[str
     >>> distribution_files(["notes.txt"], ["P0010001"]) is None
     True
     """
-    from .layout import layout
-
     geos = [(n, product) for n in names if (product := product_of(n))]
     if len(geos) != 1:
         return None
@@ -371,8 +391,8 @@ def distribution_files(names: Sequence[str], cells: Collection[str]) -> list[str
     want = set(cells)
     pos = field_positions(product)
     segs = {pos[c][0] for c in want if c in pos}
-    if product is SF1:
-        lay = layout().filter(pl.col("cell").is_in(list(want)))
+    if product.layout is not None:
+        lay = layout(product.layout).filter(pl.col("cell").is_in(list(want)))
         segs |= {int(s) for s in lay["segment"].to_list()}
     files = {product.segment_file(geo[:2], s) for s in segs}
     return [geo] + [n for n in names if n.lower() in files]
@@ -384,7 +404,7 @@ def read_sf1_cells(folder: str | Path, cells: Sequence[str]) -> pl.DataFrame:
 
 
 def read_sf1_records(
-    folder: str | Path, cells: Sequence[str]
+    folder: str | Path, cells: Sequence[str], release: Release = Release.SF1_2010
 ) -> tuple[pl.DataFrame, dict[str, tuple[int, int]]]:
     """Any SF1 2010 cells (``H0180006``, ``P0420001``: every field of the Bureau's layout,
     :mod:`tabrecon.tables.layout`) from a state's SF1 folder, or those of them a P.L. 94-171
@@ -394,18 +414,17 @@ def read_sf1_records(
     reader does for its tables, for any population's: a folder with persons and housing holds
     both, and each reader takes its own. A missing segment file is named with the tables it
     holds. Beside the long table: the geographic header's records of other summary levels or
-    components, not read, counted by kind as (records, values they hold of ``cells``)."""
-    from .layout import layout, level_of
-
+    components, not read, counted by kind as (records, values they hold of ``cells``). The
+    cells are ``release``'s: a distribution of another release (a 2020 DHC folder read as SF1
+    2010, or the reverse) is refused, naming the option that reads it."""
     folder = Path(folder)
     product, st, geo, skipped = _opened(folder)
-    lay = layout().filter(pl.col("cell").is_in(list(cells)))
+    _same_release(product, release, folder)
+    lay = layout(product.layout or SF1_2010).filter(pl.col("cell").is_in(list(cells)))
     table_of = dict(zip(lay["cell"], lay["table"], strict=True))
-    if product is SF1:
-        pos = {
-            c: (int(sg), HEADER_FIELDS + int(ps))
-            for c, sg, ps in zip(lay["cell"], lay["segment"], lay["position"], strict=True)
-        }
+    if product.layout is not None:
+        fields = segment_fields(product.layout)
+        pos = {c: (fields[c][0], HEADER_FIELDS + fields[c][1]) for c in lay["cell"]}
     else:  # the person tables it holds, at the fields of the product's own layout
         fields = field_positions(product)
         pos = {c: fields[c] for c in cells if c in fields}
@@ -433,10 +452,16 @@ def read_sf1_records(
         pos = {c: p for c, p in pos.items() if p[0] not in absent}
 
     frames = []
+    dec = _decimals(tuple(pos), product.layout or SF1_2010)
     for level in (Geo.BLOCK, Geo.TRACT):
-        mine = sorted((c for c in pos if level_of(table_of[c]) == level), key=pos.__getitem__)
+        mine = sorted(
+            (c for c in pos if level_of(table_of[c], product.layout or SF1_2010) == level),
+            key=pos.__getitem__,
+        )
         got = (
-            _read_level(folder, geo, level, mine, pos, seg_file, holds, product.separator)
+            _read_level(
+                folder, geo, level, mine, pos, seg_file, holds, product.separator, decimals=dec
+            )
             if mine
             else None
         )
@@ -457,11 +482,25 @@ def read_sf1_records(
     return pl.concat(frames), {k: (n, n * len(pos)) for k, n in skipped.items()}
 
 
-def _decimals(cells: tuple[str, ...]) -> dict[str, int]:
-    """The cells among ``cells`` that publish decimals (medians, means), with how many."""
-    from .layout import layout
+def _same_release(product: Product, release: Release, folder: Path) -> None:
+    """Refuse a distribution of another release than the one whose cells are asked for."""
+    if product.release is release:
+        return
+    if product.layout is None:  # P.L. 94-171: SF1's person tables P8-P11 alone
+        raise InputError(
+            f"a {product.name} distribution: it holds none of {LAYOUTS[release].title}'s tables",
+            path=str(folder),
+        )
+    raise InputError(
+        f"a summary-file distribution of {LAYOUTS[product.release].title}, not of "
+        f"{LAYOUTS[release].title}: read it with --release {product.release.value}",
+        path=str(folder),
+    )
 
-    lay = layout().filter(pl.col("cell").is_in(list(cells)) & (pl.col("decimal") != "0"))
+
+def _decimals(cells: tuple[str, ...], lay_of: Layout = SF1_2010) -> dict[str, int]:
+    """The cells among ``cells`` that publish decimals (medians, means), with how many."""
+    lay = layout(lay_of).filter(pl.col("cell").is_in(list(cells)) & (pl.col("decimal") != "0"))
     return {
         c: int(d) for c, d in zip(lay["cell"], lay["decimal"], strict=True) if d and d.isdigit()
     }
@@ -480,6 +519,7 @@ def _read_segment(
     values: np.ndarray,
     col_of: dict[str, int],
     separator: str = ",",
+    decimals: Mapping[str, int] | None = None,
 ) -> np.ndarray:
     """Fill ``values`` (rows in header order; ``order`` sorts them by LOGRECNO into ``sorted_lrn``)
     with ``cells`` of one segment file; rows of other geographic units are ignored. Returns which
@@ -503,7 +543,7 @@ def _read_segment(
         ) from None
     if df.width < need:
         raise InputError(
-            f"rows have {df.width} fields; the SF1 layout puts {cells[-1]} in field {need}",
+            f"rows have {df.width} fields; the layout puts {cells[-1]} in field {need}",
             path=str(path),
         )
     logrec = df[:, 4].str.strip_chars().cast(pl.Int64, strict=False)
@@ -517,7 +557,6 @@ def _read_segment(
     k = np.minimum(np.searchsorted(sorted_lrn, lr), sorted_lrn.size - 1)
     found = sorted_lrn[k] == lr
     rows = order[k[found]]
-    decimals = _decimals(tuple(cells))
     # the cells' fields a batch at a time (one polars select each, not a few operations per
     # cell: 5 s of fixed cost per folder), a state's file never copied whole; rows of other
     # units left out
@@ -530,7 +569,7 @@ def _read_segment(
         # a median or a mean (P13: 30.5) in published units (305), as tabrecon holds them
         parsed = text.select(
             parse_values(text[c], decimals[c])
-            if c in decimals
+            if decimals and c in decimals
             else pl.col(c).cast(pl.Int64, strict=False)
             for c in batch
         )
@@ -540,7 +579,7 @@ def _read_segment(
         badv = (null & given.to_numpy()) | (~null & (number < 0))
         if badv.any():
             ci = int(np.flatnonzero(badv.any(axis=0))[0])  # the first cell, then its first row
-            c, f, d = batch[ci], pos[batch[ci]][1], decimals.get(batch[ci], 0)
+            c, f, d = batch[ci], pos[batch[ci]][1], (decimals or {}).get(batch[ci], 0)
             j = int(np.flatnonzero(found)[np.flatnonzero(badv[:, ci])[0]])
             what = f"a number with {d} decimals" if d else "a non-negative whole number"
             raise InputError(
