@@ -373,8 +373,9 @@ def _dhc_api_name(cell: str) -> str:
 def test_a_dhc_county_reads_back_cell_for_cell_in_every_form(name, tmp_path):
     """The same county's DHC tables as a long file, a wide CSV of summary-file names
     (``H004A0001``), the Census API's JSON (``H4A_001N``, state/county/tract/block) and a
-    data.census.gov CSV (GEO_ID, NAME, a row of labels): each read with --release dhc-2020 into
-    the same table set; an API file read without it is sent to --release dhc-2020."""
+    data.census.gov CSV (GEO_ID, NAME, a row of labels) and the summary-file segments
+    (``zzgeo2020.dhc``): each read with --release dhc-2020 into the same table set; an API file
+    or a folder read without it is sent to --release dhc-2020."""
     import json
 
     from tabrecon.records.synth import SynthConfig
@@ -382,7 +383,8 @@ def test_a_dhc_county_reads_back_cell_for_cell_in_every_form(name, tmp_path):
     from tabrecon.tables.spec import tabulate
 
     pop = population(name).in_release(Release.DHC_2020)
-    want = tabulate(pop.synthesize(SynthConfig(persons=500 if name == "households" else 20_000), 3))
+    size = {"households": 500, "group_quarters": 20_000}[name]
+    want = tabulate(pop.synthesize(SynthConfig(persons=size), 3))
     g = want["block"]
     names = {c: _dhc_api_name(c) for c in g.cells.tolist()}
     cols = {c: [int(v) for v in g.col(c)] for c in g.cells.tolist()}
