@@ -73,7 +73,7 @@ def main() -> dict:
     ap = argparse.ArgumentParser()
     ap.add_argument("--persons", type=int, default=100_000)
     ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--K", type=int, default=20)
+    ap.add_argument("--k-solutions", "--K", dest="k_solutions", type=int, default=20)
     ap.add_argument("--block-seconds", type=float, default=120.0)
     ap.add_argument("--blocks", type=int, default=0, help="0: every block; else the first N")
     ap.add_argument("--seed", type=int, default=11)
@@ -103,14 +103,14 @@ def main() -> dict:
     run = release_claims(
         long,
         population("households"),
-        ClaimsOptions(k_solutions=a.K, block_seconds=a.block_seconds),
+        ClaimsOptions(k_solutions=a.k_solutions, block_seconds=a.block_seconds),
         run=RunOptions(workers=a.workers),
         truth=units,
     )
     gtv_s = time.perf_counter() - t
     blocks = run.blocks
     print(
-        f"Generate-then-Verify on {blocks.height:,} blocks, K = {a.K}, k = "
+        f"Generate-then-Verify on {blocks.height:,} blocks, K = {a.k_solutions}, k = "
         f"{','.join(map(str, run.k_values))}, {a.workers} worker(s), at most {a.block_seconds:g} "
         f"s a block: {gtv_s:.1f} s"
     )

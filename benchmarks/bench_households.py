@@ -54,7 +54,7 @@ def main() -> dict:
     ap = argparse.ArgumentParser()
     ap.add_argument("--persons", type=int, default=200_000)
     ap.add_argument("--blocks", type=int, default=50)
-    ap.add_argument("--K", type=int, default=20)
+    ap.add_argument("--k-solutions", "--K", dest="k_solutions", type=int, default=20)
     ap.add_argument("--k", default="2,3,4,5,6,7,8,9,10", help="columns per claim")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--sets", default="full,full+persons,sf1-12", help="table sets, side by side")
@@ -123,7 +123,7 @@ def _attack(
     run = release_claims(
         sub,
         population("households"),
-        ClaimsOptions(k_values=ks, k_solutions=a.K, seed=0, block_seconds=None),
+        ClaimsOptions(k_values=ks, k_solutions=a.k_solutions, seed=0, block_seconds=None),
         run=RunOptions(workers=a.workers),
         truth=units,
         tied=tied,
@@ -131,7 +131,8 @@ def _attack(
     wall = time.perf_counter() - t
     sec = run.blocks["seconds"].to_numpy()
     print(
-        f"Generate-then-Verify, K = {a.K}, k = {a.k}, {a.workers} worker(s): {wall:.1f} s "
+        f"Generate-then-Verify, K = {a.k_solutions}, k = {a.k}, {a.workers} worker(s): "
+        f"{wall:.1f} s "
         f"(target <= 300 on 2 cores); per block median {np.median(sec):.2f} s, 90th percentile "
         f"{np.percentile(sec, 90):.2f} s, max {sec.max():.2f} s"
     )

@@ -42,7 +42,9 @@ def test_a_claim_is_true_exactly_when_the_records_give_its_count(truth):
     sf1 = cal.claims.filter(pl.col("side") == "2010 SF1")
     units = person_units(truth)
     long = tabulate_units(units).filter(pl.col("geoid").is_in(list(cal.blocks)))
-    own = generate_then_verify(long, persons, k_values=(1, 2), K=4, seed=2, truth=units).claims
+    own = generate_then_verify(
+        long, persons, k_values=(1, 2), k_solutions=4, seed=2, truth=units
+    ).claims
     key = ["geoid", "k", "columns", "key"]
     both = sf1.join(own.select(*key, pl.col("true_matches").alias("own")), on=key, how="inner")
     assert both.height == sf1.height > 0

@@ -149,7 +149,7 @@ def test_the_meshblock_example_runs_from_its_declaration(tmp_path):
         long,
         pop,
         k_values=(1, 2),
-        K=10,
+        k_solutions=10,
         blocks=small,
         truth=truth,
         publication=Publication.parse(pop.publication),

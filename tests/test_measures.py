@@ -267,7 +267,7 @@ def test_verdict_reconstruction_and_claims_equal_brute_force_with_medians_and_me
     mine = histogram(rec.units)
     assert any(np.array_equal(mine, s) for s in sols), (seed, names)
     res = generate_then_verify(
-        long, of_schema(TOY), names, k_values=(1, 2), K=4, seed=seed, publication=pub
+        long, of_schema(TOY), names, k_values=(1, 2), k_solutions=4, seed=seed, publication=pub
     )
     claims_hold_in_every(TOY, res.claims, sols)
 

@@ -138,7 +138,7 @@ def test_verdict_and_claims_equal_brute_force_under_rounding_and_suppression(see
     mine = histogram(rec.units)
     assert any(np.array_equal(mine, s) for s in sols), (seed, str(pub))
     res = generate_then_verify(
-        long, of_schema(TOY), names, k_values=(1, 2, 3), K=4, seed=seed, publication=pub
+        long, of_schema(TOY), names, k_values=(1, 2, 3), k_solutions=4, seed=seed, publication=pub
     )
     claims_hold_in_every(TOY, res.claims, sols)
 

@@ -217,7 +217,7 @@ def test_reconstruction_and_claims_over_any_schema_run_on_persons():
     back = tabulate_units(rec.units).filter(pl.col("geoid").is_in(blocks))
     assert back.sort("geoid", "cell").equals(long.sort("geoid", "cell"))
     res = generate_then_verify(
-        long, pop=population("persons"), blocks=blocks, truth=units, K=5, k_values=(2, 3)
+        long, pop=population("persons"), blocks=blocks, truth=units, k_solutions=5, k_values=(2, 3)
     )
     assert res.claims.height > 0 and (res.claims["true_matches"] == res.claims["m"]).all()
 
@@ -272,7 +272,7 @@ def test_a_third_schema_is_a_declaration():
     rec = reconstruct_units(long, vehicles)
     assert tabulate_units(rec.units).sort("geoid", "cell").equals(long.sort("geoid", "cell"))
     assert (rec.units.codes["seats"][rec.units.codes["kind"] == 2] <= 2).all()  # the rule held
-    res = generate_then_verify(long, pop=vehicles, truth=units, K=4, k_values=(2, 3))
+    res = generate_then_verify(long, pop=vehicles, truth=units, k_solutions=4, k_values=(2, 3))
     assert res.claims.height and (res.claims["true_matches"] == res.claims["m"]).all()
     wrong = UnitTable("W", 1, "", {}, (("x", {"wheels": (4,)}),), prefix="W", schema=fleet)
     with pytest.raises(TabreconError, match="'wheels' is not an attribute of fleet"):

@@ -32,7 +32,7 @@ def _county(seed: int):
 def test_every_verified_claim_is_true_of_the_units(seed):
     units, long, blocks = _county(seed)
     res = generate_then_verify(
-        long, population("households"), blocks=blocks, truth=units, K=5, k_values=(2, 3)
+        long, population("households"), blocks=blocks, truth=units, k_solutions=5, k_values=(2, 3)
     )
     assert res.blocks.height == len(blocks)
     assert (res.blocks["verified"] <= res.blocks["candidates"]).all()
@@ -74,7 +74,7 @@ def test_claims_a_single_cell_reads_off_are_dropped():
     H13): no claim on one of those columns alone is a finding."""
     units, long, blocks = _county(3)
     res = generate_then_verify(
-        long, population("households"), blocks=blocks, truth=units, K=3, k_values=(1,)
+        long, population("households"), blocks=blocks, truth=units, k_solutions=3, k_values=(1,)
     )
     published = {"tenure", "vacancy_status", "household_size", "householder_race"}
     assert not set(res.claims["columns"].to_list()) & published if res.claims.height else True
@@ -88,7 +88,12 @@ def test_figures_by_k_count_the_units_claims_single_out():
 
     units, long, blocks = _county(4)
     res = generate_then_verify(
-        long, population("households"), blocks=blocks, truth=units, K=5, k_values=(2, 3, 4)
+        long,
+        population("households"),
+        blocks=blocks,
+        truth=units,
+        k_solutions=5,
+        k_values=(2, 3, 4),
     )
     fig = ReleaseClaimsRun.of(res, population("households"), (2, 3, 4), 5, units).by_k()
     c = res.claims
@@ -134,7 +139,11 @@ def test_a_claim_no_single_table_publishes_is_found_and_proven():
     units = Units(HOUSING_UNITS, np.array([g, g]), codes)
     twelve = ("H1", "H3", "H4", "H5", "H6", "H7", "H13", "H14", "H15", "H16", "H17", "P18")
     res = generate_then_verify(
-        tabulate_units(units, twelve), population("households"), truth=units, K=5, k_values=(2,)
+        tabulate_units(units, twelve),
+        population("households"),
+        truth=units,
+        k_solutions=5,
+        k_values=(2,),
     )
     hit = res.claims.filter(res.claims["columns"] == "household_size,householder_race")
     assert "household_size=1-person household; householder_race=White alone" in hit["values"]
@@ -161,7 +170,7 @@ def test_a_block_out_of_time_keeps_its_verified_claims_and_says_so():
         population("households"),
         blocks=blocks,
         truth=units,
-        K=3,
+        k_solutions=3,
         k_values=(2, 3),
         block_seconds=1e-9,
     )
@@ -184,7 +193,7 @@ def test_claims_proven_before_the_time_runs_out_are_kept(monkeypatch):
 
     units, long, blocks = _county(4)
     full = generate_then_verify(
-        long, population("households"), blocks=blocks, truth=units, K=4, k_values=(2, 3)
+        long, population("households"), blocks=blocks, truth=units, k_solutions=4, k_values=(2, 3)
     )
     real = unit_claims.prove_forms
 
@@ -195,7 +204,7 @@ def test_claims_proven_before_the_time_runs_out_are_kept(monkeypatch):
 
     monkeypatch.setattr(unit_claims, "prove_forms", stops_short)
     cut = generate_then_verify(
-        long, population("households"), blocks=blocks, truth=units, K=4, k_values=(2, 3)
+        long, population("households"), blocks=blocks, truth=units, k_solutions=4, k_values=(2, 3)
     )
     with_claims = full.blocks.filter(full.blocks["candidates"] > 0)["geoid"].to_list()
     assert with_claims and set(
@@ -221,7 +230,9 @@ def test_contradictory_tables_mark_the_block_infeasible():
         .otherwise(pl.col("value"))
         .alias("value")
     )
-    res = generate_then_verify(bad, population("households"), blocks=[b], K=2, k_values=(2,))
+    res = generate_then_verify(
+        bad, population("households"), blocks=[b], k_solutions=2, k_values=(2,)
+    )
     assert res.blocks.row(0, named=True)["status"] == "infeasible"
     assert res.claims.height == 0
 
@@ -255,7 +266,9 @@ def test_a_total_that_breaks_its_parts_makes_the_block_infeasible():
         .otherwise(pl.col("value"))
         .alias("value")
     )
-    res = generate_then_verify(bad, population("households"), blocks=[b], K=2, k_values=(2,))
+    res = generate_then_verify(
+        bad, population("households"), blocks=[b], k_solutions=2, k_values=(2,)
+    )
     assert res.blocks.row(0, named=True)["status"] == "infeasible"
     assert res.claims.height == 0
 
@@ -627,7 +640,7 @@ def test_claims_over_a_tract_program_are_those_of_each_block_alone():
         np.searchsorted(geoids, units.block_geoid[mine]),
         units.types[mine],
         np.zeros(geoids.size, dtype=bool),
-        K=5,
+        k_solutions=5,
         seed=0,
         opts=SolverOptions(),
     )
@@ -638,7 +651,9 @@ def test_claims_over_a_tract_program_are_those_of_each_block_alone():
             got.add((g, k, cl.cols(i), key, m))
             if cl.m[i] == 1:
                 assert first[i] >= 0 and tv.y0[first[i]] == 1
-    res = generate_then_verify(long, population("households"), blocks=blocks, K=5, k_values=(2, 3))
+    res = generate_then_verify(
+        long, population("households"), blocks=blocks, k_solutions=5, k_values=(2, 3)
+    )
     want = set(found_claims(res.claims, HOUSING_UNITS))
     assert got == want and want
 

@@ -167,7 +167,7 @@ def _sweep(
         pop,
         rules,
         k_values=k_values_for(pop, cfg),
-        K=h.k_solutions,
+        k_solutions=h.k_solutions,
         seed=cfg.run.seed,
         solver=SolverOptions(
             backend=cfg.reconstruct.solver, time_limit=min(cfg.reconstruct.time_limit, 60.0)

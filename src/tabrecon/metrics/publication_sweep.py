@@ -16,7 +16,7 @@ Verify), and measured against the records:
 >>> from tabrecon.records.synth import SynthConfig
 >>> gq = population("group_quarters")
 >>> units = gq.synthesize(SynthConfig(persons=40_000), 1)
->>> df = sweep_publication(units, gq, ["exact", "suppress:3"], K=5, k_values=(1, 2))
+>>> df = sweep_publication(units, gq, ["exact", "suppress:3"], k_solutions=5, k_values=(1, 2))
 >>> df["rule"].to_list(), df["claims_false"].to_list()
 (['exact', 'suppress:3'], [0, 0])
 """
@@ -62,7 +62,7 @@ def sweep_publication(
     rules: Sequence[str | Publication] = DEFAULT_RULES,
     *,
     k_values: tuple[int, ...] | None = None,
-    K: int = 20,
+    k_solutions: int = 20,
     seed: int = 0,
     solver: SolverOptions | None = None,
     block_seconds: float | None = 60.0,
@@ -88,7 +88,7 @@ def sweep_publication(
             pop,
             ClaimsOptions(
                 k_values=k_values,
-                k_solutions=K,
+                k_solutions=k_solutions,
                 seed=seed,
                 solver=solver or SolverOptions(),
                 block_seconds=block_seconds,

@@ -549,7 +549,7 @@ def generate_then_verify(
     pop: Population,
     tables: tuple[str, ...] | None = None,
     k_values: tuple[int, ...] = (5, 6, 7, 8, 9, 10),
-    K: int = 20,
+    k_solutions: int = 20,
     seed: int = 0,
     *,
     blocks: list[str] | None = None,
@@ -610,7 +610,9 @@ def generate_then_verify(
         exact = V[b] == Vhi[b]
         if other is not None:
             prog = other.join(geoid, prog, adm)[0]
-        base, sols, short, infeasible = generate_reduced(prog, K, rng, opts, block_seconds, t0)
+        base, sols, short, infeasible = generate_reduced(
+            prog, k_solutions, rng, opts, block_seconds, t0
+        )
         if not sols:
             # no solution without a proof that none exists: the time ran out first
             why = ClaimStatus.INFEASIBLE if infeasible else ClaimStatus.TIME_LIMIT
@@ -664,7 +666,7 @@ def generate_then_verify(
 
 def generate_reduced(
     full: IntProgram,
-    K: int,
+    k_solutions: int,
     rng: np.random.Generator,
     opts: SolverOptions,
     block_seconds: float | None,
@@ -691,7 +693,7 @@ def generate_reduced(
             base = Extensible(prog, opts)
         else:
             base = Extensible(full, opts, lp=prog)
-        sols, short, infeasible = generate(base, K, rng, opts, block_seconds, t0)
+        sols, short, infeasible = generate(base, k_solutions, rng, opts, block_seconds, t0)
         if all(full.satisfied_by(x) for x in sols):
             break
     return base, sols, short, infeasible
@@ -699,7 +701,7 @@ def generate_reduced(
 
 def generate(
     base: Extensible,
-    K: int,
+    k_solutions: int,
     rng: np.random.Generator,
     opts: SolverOptions,
     block_seconds: float | None,
@@ -713,8 +715,8 @@ def generate(
     sols: list[np.ndarray] = []
     short = infeasible = False
     n = base.prog.n_vars
-    for _ in range(GENERATE_DRAWS * K):
-        if len(sols) >= K or infeasible:
+    for _ in range(GENERATE_DRAWS * k_solutions):
+        if len(sols) >= k_solutions or infeasible:
             break
         obj = rng.integers(-4, 5, size=n)
         left = None if block_seconds is None else block_seconds - (time.perf_counter() - t0)

@@ -240,7 +240,7 @@ def tract_claims(
         task.block,
         task.types,
         cert,
-        K=task.k_solutions,
+        k_solutions=task.k_solutions,
         seed=task.seed,
         opts=opts,
         unique_on=task.unique_on,

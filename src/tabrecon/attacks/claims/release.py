@@ -58,7 +58,7 @@ class _BlockTask:
     pop: Population
     tables: Any
     k_values: tuple[int, ...]
-    K: int
+    k_solutions: int
     seed: int
     opts: SolverOptions
     block_seconds: float | None
@@ -97,7 +97,7 @@ class _BlockTask:
             pop,
             tables,
             self.k_values,
-            self.K,
+            self.k_solutions,
             _unit_seed(self.seed, geoid),
             opts=opts,
             block_seconds=(
@@ -155,7 +155,7 @@ class ReleaseClaimsRun(UnitsRun):
     blocks: pl.DataFrame
     tables: tuple[str, ...]
     k_values: tuple[int, ...]
-    K: int
+    k_solutions: int
     pop: Population
     truth: Units | None = None
 
@@ -165,14 +165,15 @@ class ReleaseClaimsRun(UnitsRun):
         res: UnitClaims,
         pop: Population,
         k_values: tuple[int, ...],
-        K: int,
+        k_solutions: int,
         truth: Units | None = None,
         tables: tuple[str, ...] = (),
     ) -> ReleaseClaimsRun:
         """The run of one :func:`generate_then_verify` call (its blocks run in this process),
-        for its figures and files: ``ReleaseClaimsRun.of(res, pop, k_values, K, truth).by_k()``."""
+        for its figures and files:
+        ``ReleaseClaimsRun.of(res, pop, k_values, k_solutions, truth).by_k()``."""
         done = [{"unit": g, "status": UnitStatus.OK} for g in res.blocks["geoid"].to_list()]
-        return cls(done, res.claims, res.blocks, tables, k_values, K, pop, truth)
+        return cls(done, res.claims, res.blocks, tables, k_values, k_solutions, pop, truth)
 
     @property
     def schema(self) -> Schema:
@@ -282,7 +283,7 @@ class ReleaseClaimsRun(UnitsRun):
             "schema": self.schema.name,
             "tables": list(self.tables),
             "k_values": list(self.k_values),
-            "k_solutions": self.K,
+            "k_solutions": self.k_solutions,
             "failed_blocks": len(self.failed),
             "blocks": b.height,
             "units": occupied,
@@ -306,7 +307,8 @@ class ReleaseClaimsRun(UnitsRun):
         s = self.summary()
         b = self.schema.geography  # block, or a declared release's own (school)
         lines = [
-            f"- tables: {', '.join(self.tables)}; K = {self.K} generated solutions per {b}",
+            f"- tables: {', '.join(self.tables)}; K = {self.k_solutions} generated solutions "
+            f"per {b}",
             f"- {b}s: {s['blocks']:,}, {self.noun} reconstructed: {s['units']:,}; full "
             "reconstruction "
             f"proven unique in {s['blocks_unique_reconstruction']:,} {b}(s), varies in "
@@ -508,7 +510,7 @@ def release_claims(
     from ...tables.spec import complete_tables
 
     options = options or ClaimsOptions()
-    k_values, K, seed = options.k_values, options.k_solutions, options.seed
+    k_values, k_solutions, seed = options.k_values, options.k_solutions, options.seed
     block_seconds, publication = options.block_seconds, options.publication
 
     tables = complete_tables(long, pop)
@@ -554,7 +556,7 @@ def release_claims(
             "tables": digest_long(long),
             "table_names": ",".join(tables),
             "k_values": ",".join(map(str, k_values)),
-            "K": K,
+            "K": k_solutions,
             "seed": seed,
             "block_seconds": block_seconds,
             "solver": str(opts),
@@ -572,7 +574,7 @@ def release_claims(
             pop,
             tables,
             k_values,
-            K,
+            k_solutions,
             seed,
             opts,
             block_seconds,
@@ -592,4 +594,4 @@ def release_claims(
         if block_rows
         else pl.DataFrame(schema={**BLOCK_COLUMNS, "reconstruction": pl.String})
     )
-    return ReleaseClaimsRun(ran.results, claims, blocks, tables, k_values, K, pop, truth)
+    return ReleaseClaimsRun(ran.results, claims, blocks, tables, k_values, k_solutions, pop, truth)

@@ -113,7 +113,7 @@ def tract_verdicts(
     ref_types: np.ndarray,
     unique: np.ndarray,
     *,
-    K: int,
+    k_solutions: int,
     seed: int,
     opts: SolverOptions,
     unique_on: Mapping[str, np.ndarray] | None = None,
@@ -195,13 +195,13 @@ def tract_verdicts(
         hi=np.concatenate([bprog.hi, y_all[fixed]]),
         ub=bprog.ub,
     )
-    # one program for the random solutions and the proofs (built and presolved once). Not
-    # reduced to its independent rows as a block's program is: the dense QR that finds them
-    # took 138 s on an 18,091-row tract program whose relaxation gave 19 solutions in 0.1 s
+    # one program for the random solutions and the proofs, built and presolved once; not cut
+    # to its independent rows as a block's is (the QR took 138 s on an 18,091-row tract)
     base = Extensible(prog, opts)
-    sols, _short, infeasible = generate(base, K - 1, np.random.default_rng(seed), opts, seconds, t0)
-    # the program must have a solution (the reference) or no proof means anything; solves that
-    # all ran out of time leave the reference alone
+    sols, _short, infeasible = generate(
+        base, k_solutions - 1, np.random.default_rng(seed), opts, seconds, t0
+    )
+    # the reference must solve it or no proof means anything (all solves timed out: no matter)
     if infeasible:
         raise TabreconError(
             f"tract {tract}: no population satisfies the tables together with the blocks proven "

@@ -630,7 +630,7 @@ def sweep_publication(
         pop,
         pubs,
         k_values=ks,
-        K=k_solutions,
+        k_solutions=k_solutions,
         seed=seed,
         solver=opts,
         block_seconds=block_time_limit,
