@@ -468,6 +468,52 @@ def test_a_median_published_beside_its_withheld_count_is_named():
         )
 
 
+def test_a_release_that_always_publishes_its_statistics_is_read_so(tmp_path):
+    """Issue 90 item 2: ``suppress:T:statistics-always`` (``statistics = "always"`` in a
+    declaration) publishes every median beside the withheld counts; such a release is not
+    refused, its medians constrain the blocks (every block still admits the truth), and a
+    declaration says so in one key; an unknown value is named with its file and key."""
+    from tabrecon.records.synth import SynthConfig
+    from tabrecon.schema.registry import population
+    from tabrecon.tables.declaration import load_declaration
+    from tabrecon.tables.spec import publish_counts, tabulate_units
+
+    pop = population("persons")
+    units = pop.synthesize(SynthConfig(persons=300), 3)
+    long = tabulate_units(units, ["P1", "P12", "P13"]).filter(pl.col("geoid").str.len_chars() == 15)
+    pub = Publication.parse("suppress:3:statistics-always")
+    assert str(pub) == "suppress:3:statistics-always" and not pub.withholds_statistics
+    out, _, _ = publish_counts(long, pop, pub)
+    withheld = out.filter((pl.col("cell") == "P0120002") & pl.col("value").is_null())["geoid"]
+    assert withheld.len(), "the county needs a block with a withheld count of males"
+    medians = out.filter(pl.col("cell") == "P0130002").join(
+        long.filter(pl.col("cell") == "P0130002"), on=["geoid", "cell"], suffix="_true"
+    )
+    assert (medians["value"] == medians["value_true"]).all()  # every median, as tabulated
+    got = reconstruct_units(
+        out, pop, ReconstructOptions(level="block", publication=pub, unique_on=pop.unique_on)
+    )
+    assert not got.blocks["status"].is_in(["infeasible", "failed"]).any()
+    with_count = publish_counts(long, pop, Publication.parse("suppress:3"))[0]
+    hidden = with_count.filter((pl.col("cell") == "P0130002") & pl.col("value").is_null())
+    assert hidden.height  # the default withholds them with their counts
+    toml = (
+        'name = "always_ages"\nunit = "person"\npublication = "suppress:3"\n'
+        'statistics = "always"\n'
+        '[[attributes]]\nname = "age"\nrange = [0, 9]\nordered = true\n'
+        '[[tables]]\nname = "T1"\ntitle = "Persons"\nlines = [{label = "Total"}]\n'
+        '[[tables]]\nname = "T2"\ntitle = "Median age"\nmeasure = "median"\nof = "age"\n'
+        'lines = [{label = "Median age"}]\n'
+    )
+    (tmp_path / "always.toml").write_text(toml)
+    assert load_declaration(tmp_path / "always.toml").publication == "suppress:3:statistics-always"
+    (tmp_path / "bad.toml").write_text(
+        toml.replace('"always"', '"sometimes"').replace("always_ages", "sometimes_ages")
+    )
+    with pytest.raises(InputError, match=r"bad\.toml.*statistics.*'sometimes': choose"):
+        load_declaration(tmp_path / "bad.toml")
+
+
 def _interpolated_median(ages: list[int]) -> Fraction:
     """The Census Bureau's median of whole ages, each spread over [a, a+1), exactly."""
     n = len(ages)

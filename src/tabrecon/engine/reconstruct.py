@@ -205,7 +205,7 @@ def reconstruct_units(
     measured = block_statistics(
         long, pop, of_level[Geo.BLOCK], geoids, withheld_unknown=publication.withholds
     )
-    if measured and publication.withholds:
+    if measured and publication.withholds_statistics:
         frame = long.to_frame() if isinstance(long, TableSet) else long
         refuse_statistics_of_withheld_counts(frame, pop, publication)
     feas = schema.feasible_types()

@@ -60,6 +60,7 @@ from __future__ import annotations
 
 import re
 import tomllib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -79,9 +80,13 @@ TOP_KEYS = {
     "geography",
     "geoid_digits",
     "publication",
+    "statistics",
     "attributes",
     "tables",
 }
+#: how a declaration's medians and means are published beside withheld counts: withheld with
+#: their universe's count (agencies' practice) or always
+STATISTICS = ("with-count", "always")
 ATTRIBUTE_KEYS = {"name", "categories", "range", "ordered", "description"}
 TABLE_KEYS = {
     "name",
@@ -97,6 +102,24 @@ TABLE_KEYS = {
     "ids",
 }
 LINE_KEYS = {"label", "where", "id"}
+
+
+def _with_statistics(rule: str, doc: dict[str, Any], fail: Callable[..., Exception]) -> str:
+    """``rule`` with its withholding parts marked ``:statistics-always`` where the declaration
+    says ``statistics = "always"`` (its medians and means published whatever counts are
+    withheld); ``"with-count"``, the default, leaves it as it is."""
+    said = doc.get("statistics", "with-count")
+    if said not in STATISTICS:
+        raise fail(["statistics"], f"{said!r}: choose {' or '.join(map(repr, STATISTICS))}")
+    if said == "with-count":
+        return rule
+    parts = [p.strip() for p in rule.split(",")]
+    return ",".join(
+        p + ":statistics-always"
+        if p.split("=")[-1].strip().lower().startswith("suppress") and "statistics" not in p
+        else p
+        for p in parts
+    )
 
 
 def population(name: str) -> Population:
@@ -370,7 +393,7 @@ def load_declaration(path: str | Path) -> Population:
     if len(set(all_ids)) != len(all_ids):
         dup = next(c for c in all_ids if all_ids.count(c) > 1)
         raise fail(["tables"], f"cell id {dup} is used twice", token=dup)
-    rule = ",".join([str(doc.get("publication", "exact")), *rules])
+    rule = _with_statistics(",".join([str(doc.get("publication", "exact")), *rules]), doc, fail)
     try:
         pub = Publication.parse(rule)
         pub.check_tables(names, name)

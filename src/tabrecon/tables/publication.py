@@ -20,7 +20,10 @@ Rules, as the command line spells them (``--publication``):
   at least 1).
 * ``suppress:T``: counts from 1 to ``T - 1`` are withheld (the published file leaves them empty
   or marks them), zeros and counts of ``T`` or more are exact. ``suppress:T:zeros`` withholds
-  zeros too. Only primary suppression is known this way: a file where further cells were
+  zeros too. A median or a mean is withheld with the count of its universe (one person's median
+  age is their age), as agencies publish; ``:statistics-always`` declares a release that
+  publishes its medians and means whatever it withholds of the counts. Only primary suppression
+  is known this way: a file where further cells were
   withheld to protect these (complementary suppression) breaks the rule, and its blocks are
   reported infeasible, never silently reconstructed.
 
@@ -85,6 +88,9 @@ class Publication:
     zeros_exact: bool = False
     threshold: int = 0
     zeros_suppressed: bool = False
+    #: medians and means published even where their universe's count is withheld
+    #: (``:statistics-always``); otherwise withheld with it
+    statistics_always: bool = False
     #: other rules for some tables (table name, rule): ``round:3,P42=exact``
     overrides: tuple[tuple[str, Publication], ...] = ()
 
@@ -123,7 +129,7 @@ class Publication:
         head, args = parts[0], parts[1:]
         usage = (
             f"{what} {text!r}: expected exact, round:B[:random][:zeros-exact] or "
-            "suppress:T[:zeros] (B, T whole numbers >= 1)"
+            "suppress:T[:zeros][:statistics-always] (B, T whole numbers >= 1)"
         )
         if head == Rule.EXACT and not args:
             return cls()
@@ -144,9 +150,14 @@ class Publication:
                 raise TabreconError(usage)
             rounding = Rounding.RANDOM if "random" in flags else Rounding.CONVENTIONAL
             return cls(Rule.ROUNDED, base=n, rounding=rounding, zeros_exact="zeros-exact" in flags)
-        if flags - {"zeros"}:
+        if flags - {"zeros", "statistics-always"}:
             raise TabreconError(usage)
-        return cls(Rule.SUPPRESSED, threshold=n, zeros_suppressed="zeros" in flags)
+        return cls(
+            Rule.SUPPRESSED,
+            threshold=n,
+            zeros_suppressed="zeros" in flags,
+            statistics_always="statistics-always" in flags,
+        )
 
     def __str__(self) -> str:
         return self._one() + "".join(f",{t}={r}" for t, r in self.overrides)
@@ -157,7 +168,11 @@ class Publication:
             s += ":random" if self.rounding == Rounding.RANDOM else ""
             return s + (":zeros-exact" if self.zeros_exact else "")
         if self.rule == Rule.SUPPRESSED:
-            return f"suppress:{self.threshold}" + (":zeros" if self.zeros_suppressed else "")
+            return (
+                f"suppress:{self.threshold}"
+                + (":zeros" if self.zeros_suppressed else "")
+                + (":statistics-always" if self.statistics_always else "")
+            )
         return "exact"
 
     @property
@@ -170,6 +185,12 @@ class Publication:
     def withholds(self) -> bool:
         """Some cells may be missing from the published file."""
         return self.rule == Rule.SUPPRESSED or any(r.withholds for _, r in self.overrides)
+
+    @property
+    def withholds_statistics(self) -> bool:
+        """Medians and means are withheld with their universe's count (under a rule that
+        withholds counts and does not declare ``:statistics-always``)."""
+        return self.withholds and not self.statistics_always
 
     def tables(self) -> tuple[str, ...]:
         """The tables given a rule of their own."""

@@ -517,7 +517,7 @@ def publish_counts(
     shown = publication.publish(true[counted], np.random.default_rng(seed), tables)
     values = true.copy()
     values[counted] = shown
-    if publication.withholds and (~counted).any():
+    if publication.withholds_statistics and (~counted).any():
         values[~counted] = _with_their_counts(
             long, pop=pop, publication=publication, values=values, counted=counted
         )
@@ -533,7 +533,7 @@ def refuse_statistics_of_withheld_counts(
     withholds counts withholds their statistics with them (:func:`publish_counts`), so such a
     value contradicts the declared rule (and may be one person's age)."""
     of = statistic_counts(pop)
-    if not publication.withholds or not of:
+    if not publication.withholds_statistics or not of:
         return
     stats = long.filter(pl.col("cell").is_in(list(of)) & pl.col("value").is_not_null())
     if not stats.height:
