@@ -318,10 +318,10 @@ LONG_FUNCTIONS = {
     "tabrecon.records.households:synthesize_households": 150,
     "tabrecon.report.html:write_audit_report": 248,
     "tabrecon.runner:run_units": 122,
-    "tabrecon.tables.declaration:load_declaration": 250,
+    "tabrecon.tables.declaration:load_declaration": 223,
     "tabrecon.tables.download:download": 126,
-    "tabrecon.tables.reader:_checked": 158,
-    "tabrecon.tables.reader:_rows_of_wide": 158,
+    "tabrecon.tables.reader:_checked": 152,
+    "tabrecon.tables.reader:_rows_of_wide": 157,
 }
 
 
@@ -352,10 +352,12 @@ def test_no_function_is_over_120_lines():
         for f in LONG_FUNCTIONS
         if sizes.get(f, 0) > LONG_FUNCTIONS[f]
     }
+    shorter = {f: (n, sizes[f]) for f, n in LONG_FUNCTIONS.items() if 0 < sizes.get(f, 0) < n}
     gone = [f for f in LONG_FUNCTIONS if sizes.get(f, 0) <= MAX_FUNCTION_LINES]
     assert not new, f"functions over {MAX_FUNCTION_LINES} lines, to be split: {new}"
     assert not grown, f"listed long functions grown (listed, now): {grown}"
     assert not gone, f"split below {MAX_FUNCTION_LINES} lines: take them off LONG_FUNCTIONS: {gone}"
+    assert not shorter, f"shorter than listed (listed, now): lower LONG_FUNCTIONS: {shorter}"
 
 
 #: calls to the package's own functions with more than MAX_POSITIONAL positional arguments when

@@ -345,3 +345,72 @@ def test_listed_categories_are_in_order_only_when_declared_so(tmp_path):
         path.write_text(text)
         schema = load_declaration(path).schema
         assert schema.attribute(attr).ordered is want
+
+
+_EDITED = """name = "{name}"
+unit = "person"
+geography = "school"
+geoid_digits = 4
+[[attributes]]
+name = "age"
+range = [0, 20]
+[[attributes]]
+name = "marital"
+categories = [[0, "never married"], [1, "married"]]
+[[edits]]
+name = "married adults"
+if = {{marital = ["married"]}}
+then = {{age = {{min = 15}}}}
+message = "a married person is 15 or older"
+[[tables]]
+name = "T1"
+title = "Persons by marital status"
+lines = [{{label = "All"}}, {{label = "Married", where = {{marital = ["married"]}}}}]
+[[tables]]
+name = "T2"
+title = "Persons by age"
+lines = [
+    {{label = "Under 15", where = {{age = {{max = 14}}}}}},
+    {{label = "15+", where = {{age = {{min = 15}}}}}},
+]
+"""
+
+
+def test_edit_rules_in_a_declaration_bind_records_and_reconstruction(tmp_path):
+    """Issue 90 item 3: ``[[edits]]`` ("married requires age >= 15") are the schema's rules: no
+    feasible type breaks one, a records file that does is refused naming the row and the
+    edit, and a release that publishes no table saying so is still reconstructed within them
+    (one married person and one person under 15 in a school of two: the married one is 15 or
+    older, the other the child, in every population the tables allow)."""
+    (tmp_path / "edited.toml").write_text(_EDITED.format(name="edited"))
+    pop = load_declaration(tmp_path / "edited.toml")
+    s = pop.schema
+    codes = s.decode(s.feasible_types())
+    assert not ((codes["marital"] == 1) & (codes["age"] < 15)).any()
+    assert ((codes["marital"] == 0) & (codes["age"] < 15)).any()
+    (tmp_path / "people.csv").write_text("school_id,age,marital\n0001,10,1\n")
+    with pytest.raises(InputError, match=r"people\.csv.*a married person is 15 or older"):
+        read_units(tmp_path / "people.csv", s)
+    long = pl.DataFrame(
+        {
+            "geoid": ["0001"] * 4,
+            "cell": ["T1_01", "T1_02", "T2_01", "T2_02"],
+            "value": [2, 1, 1, 1],
+        }
+    )
+    from tabrecon.engine.reconstruct import reconstruct_units
+
+    rec = reconstruct_units(long, pop)
+    got = rec.units.codes
+    married = got["marital"] == 1
+    assert married.sum() == 1 and (got["age"][married] >= 15).all()
+    assert rec.blocks["status"].item() in ("unique", "varies")
+    for bad, said in (
+        ("then = {age = {min = 15}}", "then = {}"),
+        ('name = "married adults"', 'nme = "married adults"'),
+        ("then = {age = {min = 15}}", "then = {marital = {min = 1}}"),
+        ("then = {age = {min = 15}}", "then = {age = {min = 30}}"),
+    ):
+        (tmp_path / "bad.toml").write_text(_EDITED.format(name="bad").replace(bad, said))
+        with pytest.raises(InputError, match=r"bad\.toml, line \d+: key edits\[1\]"):
+            load_declaration(tmp_path / "bad.toml")

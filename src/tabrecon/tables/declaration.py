@@ -61,13 +61,16 @@ from __future__ import annotations
 import re
 import tomllib
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
+
+import polars as pl
 
 from ..errors import InputError, TabreconError
 from ..schema.registry import Population, register
 from ..schema.registry import population as registered
-from ..schema.spec import Attribute, Schema
+from ..schema.spec import Attribute, EditRule, Schema
 from ..vocab import Geo
 from .measures import Measure, MedianRule, Statistic
 from .publication import Publication
@@ -82,6 +85,7 @@ TOP_KEYS = {
     "publication",
     "statistics",
     "attributes",
+    "edits",
     "tables",
 }
 #: how a declaration's medians and means are published beside withheld counts: withheld with
@@ -102,6 +106,7 @@ TABLE_KEYS = {
     "ids",
 }
 LINE_KEYS = {"label", "where", "id"}
+EDIT_KEYS = {"name", "if", "then", "message"}
 
 
 def _with_statistics(rule: str, doc: dict[str, Any], fail: Callable[..., Exception]) -> str:
@@ -120,6 +125,110 @@ def _with_statistics(rule: str, doc: dict[str, Any], fail: Callable[..., Excepti
         else p
         for p in parts
     )
+
+
+def _predicate(
+    d: Any,
+    key: list[str | int],
+    by_name: dict[str, Attribute],
+    fail: Callable[..., Exception],
+) -> dict[str, tuple[int, ...]]:
+    """A declaration's predicate, ``{attribute = [codes or labels]}`` (or, for an ordered
+    attribute, ``{age = {min = 15}}``: its codes from ``min`` to ``max``, either left out), as
+    codes per attribute; anything else refused, naming the key."""
+    if d is None:
+        return {}
+    if not isinstance(d, dict):
+        raise fail(key, "a predicate is a table {attribute = [categories]}")
+    out: dict[str, tuple[int, ...]] = {}
+    for attr, cats in d.items():
+        if attr not in by_name:
+            raise fail(
+                [*key, attr],
+                f"unknown attribute {attr!r} (declared: {', '.join(by_name)})",
+            )
+        at = by_name[attr]
+        if isinstance(cats, dict):  # {min = 15, max = 64} of an ordered attribute
+            out[attr] = _between(at, cats, [*key, attr], fail)
+            continue
+        if not isinstance(cats, list) or not cats:
+            raise fail([*key, attr], "categories are a non-empty list of codes or labels")
+        codes = []
+        for c in cats:
+            if isinstance(c, int) and c in at.codes.tolist():
+                codes.append(c)
+            elif isinstance(c, str) and c in at.labels:
+                codes.append(at.categories[at.labels.index(c)][0])
+            else:
+                shown = f'"{c}"' if isinstance(c, str) else str(c)
+                raise fail(
+                    [*key, attr],
+                    f"{attr} has no category {c!r} (codes or labels of: "
+                    f"{', '.join(at.labels[:8])}{' ...' if at.size > 8 else ''})",
+                    token=shown,
+                )
+        out[attr] = tuple(sorted(set(codes)))
+    return out
+
+
+def _between(
+    at: Attribute, bounds: dict, key: list[str | int], fail: Callable[..., Exception]
+) -> tuple[int, ...]:
+    """The codes of the ordered attribute ``at`` from ``bounds["min"]`` to ``bounds["max"]``
+    (either may be left out); refused unless they are whole numbers that leave some code."""
+    if not at.ordered:
+        raise fail(key, f"{at.name} is not ordered: list its categories")
+    if set(bounds) - {"min", "max"} or not all(isinstance(v, int) for v in bounds.values()):
+        raise fail(key, "a range is {min = N, max = M} (whole numbers; either may be left out)")
+    codes = at.codes.tolist()
+    lo, hi = bounds.get("min", min(codes)), bounds.get("max", max(codes))
+    got = tuple(c for c in codes if lo <= c <= hi)
+    if not got:
+        raise fail(key, f"no category of {at.name} lies in {lo}..{hi}")
+    return got
+
+
+def _holds(pred: dict[str, tuple[int, ...]]) -> pl.Expr:
+    """A predicate as a polars expression over file codes (every attribute's codes must hold)."""
+    if not pred:
+        return pl.lit(True)
+    return pl.all_horizontal([pl.col(a).is_in(list(c)) for a, c in pred.items()])
+
+
+def _edits(
+    raw: Any,
+    predicate: Callable[[Any, list[str | int]], dict[str, tuple[int, ...]]],
+    fail: Callable[..., Exception],
+) -> tuple[EditRule, ...]:
+    """The declaration's ``[[edits]]``: each ``{name, if, then[, message]}`` says that every
+    record meeting ``if`` (every record, without it) meets ``then`` ("married requires age >= 15":
+    ``if = {marital = ["married"]}, then = {age = {min = 15}}``). They are the schema's rules:
+    records that break one are refused where read, and no reconstruction, proof or claim admits
+    a type that breaks one, so a release need not publish empty tables to say so."""
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        raise fail(["edits"], "edits are [[edits]] entries")
+    out = []
+    for i, e in enumerate(raw, start=1):
+        key: list[str | int] = ["edits", i]
+        if not isinstance(e, dict):
+            raise fail(key, "an edit is {name = ..., if = {...}, then = {...}}")
+        extra = sorted(set(e) - EDIT_KEYS)
+        if extra:
+            raise fail(
+                [*key, extra[0]],
+                f"unknown key {extra[0]!r} (known: {', '.join(sorted(EDIT_KEYS))})",
+            )
+        name = e.get("name")
+        if not isinstance(name, str) or not name.strip():
+            raise fail([*key, "name"], "'name' must be a non-empty string")
+        when, then = predicate(e.get("if"), [*key, "if"]), predicate(e.get("then"), [*key, "then"])
+        if not then:
+            raise fail([*key, "then"], "an edit needs what its records must meet: then = {...}")
+        message = str(e.get("message") or f"breaks the edit {name.strip()!r}")
+        out.append(EditRule(name.strip(), message, next(iter(then)), _holds(when) & ~_holds(then)))
+    return tuple(out)
 
 
 def population(name: str) -> Population:
@@ -274,36 +383,9 @@ def load_declaration(path: str | Path) -> Population:
     by_name = {a.name: a for a in attributes}
 
     def predicate(d: Any, key: list[str | int]) -> dict[str, tuple[int, ...]]:
-        if d is None:
-            return {}
-        if not isinstance(d, dict):
-            raise fail(key, "a predicate is a table {attribute = [categories]}")
-        out: dict[str, tuple[int, ...]] = {}
-        for attr, cats in d.items():
-            if attr not in by_name:
-                raise fail(
-                    [*key, attr],
-                    f"unknown attribute {attr!r} (declared: {', '.join(by_name)})",
-                )
-            at = by_name[attr]
-            if not isinstance(cats, list) or not cats:
-                raise fail([*key, attr], "categories are a non-empty list of codes or labels")
-            codes = []
-            for c in cats:
-                if isinstance(c, int) and c in at.codes.tolist():
-                    codes.append(c)
-                elif isinstance(c, str) and c in at.labels:
-                    codes.append(at.categories[at.labels.index(c)][0])
-                else:
-                    shown = f'"{c}"' if isinstance(c, str) else str(c)
-                    raise fail(
-                        [*key, attr],
-                        f"{attr} has no category {c!r} (codes or labels of: "
-                        f"{', '.join(at.labels[:8])}{' ...' if at.size > 8 else ''})",
-                        token=shown,
-                    )
-            out[attr] = tuple(sorted(set(codes)))
-        return out
+        return _predicate(d, key, by_name, fail)
+
+    schema = replace(schema, rules=_edits(doc.get("edits"), predicate, fail))
 
     raw_tables = doc.get("tables")
     if not isinstance(raw_tables, list) or not raw_tables:
