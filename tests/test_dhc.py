@@ -513,3 +513,25 @@ def test_a_summary_file_folder_of_the_other_release_is_named_as_such(tmp_path):
         InputError, match="2020 P.L. 94-171 distribution: it holds none of the 2020 DHC's"
     ):
         read_unit_tables(tmp_path / "pl", population("persons").in_release(Release.DHC_2020))
+
+
+def test_2010_block_shapes_with_the_2020_tables_are_refused_before_any_work(tmp_path):
+    """Bad input of the other decade: the 2020 DHC is published for the 2020 blocks, renumbered
+    since 2010; shapes keyed GEOID10 given with it are refused, naming the file and the
+    shapes to fetch, before any stage runs."""
+    pytest.importorskip("shapely", reason="the maps extra (pip install -e '.[maps]')")
+    from tabrecon.records.synth import SynthConfig
+    from tabrecon.shapes import synthetic_shapes
+    from tabrecon.tables.published import write_tables
+    from tabrecon.tables.spec import tabulate
+
+    pop = population("households").in_release(Release.DHC_2020)
+    ts = tabulate(pop.synthesize(SynthConfig(persons=300), 2))
+    write_tables(ts, tmp_path / "dhc.csv")
+    synthetic_shapes(ts["block"].geoids, tmp_path / "blocks2010.geojson")  # keyed GEOID10
+    args = ["audit", "--tables", "dhc.csv", "--schema", "households", "--release", "dhc-2020"]
+    r = run_cli([*args, "--shapes", "blocks2010.geojson", "-o", "a", "--quiet"], tmp_path)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "blocks2010.geojson" in r.stderr and "2010 blocks (GEOID10)" in r.stderr
+    assert "--year 2020" in r.stderr and "Traceback" not in r.stderr
+    assert not (tmp_path / "a" / "results").exists()

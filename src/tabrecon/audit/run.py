@@ -33,7 +33,7 @@ import numpy as np
 import polars as pl
 from rich.console import Console
 
-from ..errors import TabreconError
+from ..errors import InputError, TabreconError
 from ..interrupts import keeps
 from ..io import remove_tree, write_csv, write_json, write_parquet, write_text
 from ..provenance import check_or_record, digest_path, fingerprint
@@ -536,7 +536,15 @@ def _shapes(cfg: AuditConfig, pop: Population):
         )
     from ..shapes import read_shapes
 
-    return read_shapes(cfg.report.shapes)
+    shapes = read_shapes(cfg.report.shapes)
+    if shapes.key == "GEOID10" and pop.schema.release is Release.DHC_2020:  # blocks renumbered
+        raise InputError(
+            "the shapes are 2010 blocks (GEOID10), the tables the 2020 DHC's, published for the "
+            "2020 blocks: draw them on the 2020 shapes (tabrecon download --shapes --year 2020, "
+            "tl_2020_SSCCC_tabblock20)",
+            path=str(cfg.report.shapes),
+        )
+    return shapes
 
 
 def _block_figures(blocks: pl.DataFrame, singled: list[pl.DataFrame]) -> pl.DataFrame:
