@@ -55,7 +55,8 @@ def test_the_python_api_reconstructs_a_declared_release_as_published(tmp_path):
     command does: the records fit every published interval and median; told the counts are
     exact, each school is refused naming a withheld cell."""
     import tabrecon as tr
-    from tabrecon.tables.spec import as_published, publish_counts, tabulate
+    from tabrecon.tables.publishing import publish_counts
+    from tabrecon.tables.spec import as_published, tabulate
 
     pop = population(str(SCHOOL))
     truth = pop.records(EXAMPLES / "school_pupils.csv")

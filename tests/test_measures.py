@@ -30,6 +30,7 @@ from tabrecon.schema.registry import of_schema, population
 from tabrecon.schema.spec import Attribute, Schema, Units
 from tabrecon.tables.measures import WITHHELD, Measure, MedianRule, Statistic, format_values
 from tabrecon.tables.publication import MISSING, Publication
+from tabrecon.tables.publishing import publish_counts
 from tabrecon.tables.reader import read_unit_tables
 from tabrecon.tables.spec import (
     UnitTable,
@@ -38,7 +39,6 @@ from tabrecon.tables.spec import (
     compiled,
     compiled_statistics,
     declare_tables,
-    publish_counts,
     statistic_counts,
     tabulate_units,
 )
@@ -410,7 +410,8 @@ def test_a_statistic_is_withheld_with_its_count_and_then_says_nothing(seed, thre
     median as unknown: a release whose counts admit a population is never called infeasible."""
     from tabrecon.records.synth import SynthConfig
     from tabrecon.schema.registry import population
-    from tabrecon.tables.spec import publish_counts, statistic_counts, tabulate_units
+    from tabrecon.tables.publishing import publish_counts
+    from tabrecon.tables.spec import statistic_counts, tabulate_units
 
     pop = population("persons")
     units = pop.synthesize(SynthConfig(persons=300), seed)
@@ -443,7 +444,8 @@ def test_a_median_published_beside_its_withheld_count_is_named():
     block and the cells."""
     from tabrecon.records.synth import SynthConfig
     from tabrecon.schema.registry import population
-    from tabrecon.tables.spec import publish_counts, tabulate_units
+    from tabrecon.tables.publishing import publish_counts
+    from tabrecon.tables.spec import tabulate_units
 
     pop = population("persons")
     long = tabulate_units(pop.synthesize(SynthConfig(persons=300), 3), ["P1", "P12", "P13"])
@@ -476,7 +478,8 @@ def test_a_release_that_always_publishes_its_statistics_is_read_so(tmp_path):
     from tabrecon.records.synth import SynthConfig
     from tabrecon.schema.registry import population
     from tabrecon.tables.declaration import load_declaration
-    from tabrecon.tables.spec import publish_counts, tabulate_units
+    from tabrecon.tables.publishing import publish_counts
+    from tabrecon.tables.spec import tabulate_units
 
     pop = population("persons")
     units = pop.synthesize(SynthConfig(persons=300), 3)

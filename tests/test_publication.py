@@ -419,3 +419,52 @@ def test_withheld_cells_read_alike_from_a_long_and_a_wide_file(tmp_path):
     assert a.equals(b) and a["value"].null_count() == long["value"].null_count()
     with pytest.raises(InputError, match="'X' is not a count"):
         read_unit_tables(tmp_path / "wide.csv", gq)
+
+
+def test_complementary_suppression_leaves_no_withheld_cell_recoverable(tmp_path):
+    """Issue 90 item 4: ``suppress:T:complementary`` withholds further cells until no withheld
+    one follows from a block's published cells by its tables' identities (checked here apart,
+    with one linear program per cell over the identities), the engine reads such a release
+    (every block still admits the truth), and the sweep attacks it beside primary suppression
+    with no false claim."""
+    from scipy.optimize import linprog
+
+    from tabrecon.metrics.publication_sweep import sweep_publication
+    from tabrecon.records.synth import SynthConfig
+    from tabrecon.schema.registry import population
+    from tabrecon.tables.consistency import identities_of
+    from tabrecon.tables.publishing import publish_counts
+
+    gq = population("group_quarters")
+    units = gq.synthesize(SynthConfig(persons=20_000), 3)
+    long = tabulate_units(units)
+    primary = publish_counts(long, gq, Publication.parse("suppress:3"))[2]
+    pub = Publication.parse("suppress:3:complementary")
+    out, true, shown = publish_counts(long, gq, pub)
+    assert (shown == MISSING).sum() > (primary == MISSING).sum() > 0
+    assert ((primary == MISSING) <= (shown == MISSING)).all()  # the primary cells stay withheld
+    ids = [(i.lhs, i.rhs) for i in identities_of(gq)]
+    for geoid, part in out.group_by("geoid"):
+        v = dict(zip(part["cell"].to_list(), part["value"].to_list(), strict=True))
+        hidden = sorted(c for c, x in v.items() if x is None)
+        if not hidden:
+            continue
+        rows, rhs = [], []
+        for lhs, parts in ids:
+            eq = [lhs, *parts]
+            if not all(c in v for c in eq) or not any(v[c] is None for c in eq):
+                continue
+            rows.append([(1.0 if c == lhs else 0.0) - parts.count(c) for c in hidden])
+            rhs.append(sum(v[c] for c in parts if v[c] is not None) - (v[lhs] or 0))
+        for j, c in enumerate(hidden):
+            cost = np.eye(len(hidden))[j]
+            lo = linprog(cost, A_eq=rows, b_eq=rhs, bounds=(0, None), method="highs")
+            hi = linprog(-cost, A_eq=rows, b_eq=rhs, bounds=(0, None), method="highs")
+            assert -hi.fun - lo.fun > 0.5, (geoid, c)  # not given away
+    got = reconstruct_units(out, gq, ReconstructOptions(level="block", publication=pub))
+    assert not got.blocks["status"].is_in(["infeasible", "failed"]).any()
+    df = sweep_publication(units, gq, ["suppress:3", str(pub)], k_solutions=5, k_values=(1, 2))
+    assert (df["claims_false"] == 0).all() and (df["failed_blocks"] == 0).all()
+    assert df["cells_withheld"][1] > df["cells_withheld"][0]
+    with pytest.raises(TabreconError, match="suppress:T\\[:zeros\\]\\[:complementary\\]"):
+        Publication.parse("round:3:complementary")

@@ -236,7 +236,8 @@ class ChunkRunner:
         persons the 34 tables of Abowd et al.), and what finishes the stage (its identity
         checks and its marker; None when resumed), which the caller runs while the workers
         reconstruct."""
-        from ..tables.spec import publish_counts, tabulate
+        from ..tables.publishing import publish_counts
+        from ..tables.spec import tabulate
         from ..tables.tableset import TableSet
 
         # the tables are made again on resume, never written and read back: tabulating a chunk's

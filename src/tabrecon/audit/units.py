@@ -26,8 +26,9 @@ from ..runner import RunOptions
 from ..schema.registry import Population
 from ..schema.spec import Units
 from ..tables.publication import Publication
+from ..tables.publishing import publish_counts
 from ..tables.reader import read_unit_tables
-from ..tables.spec import publish_counts, tabulate_units
+from ..tables.spec import tabulate_units
 from ..vocab import ClaimStatus
 from .config import AuditConfig, HouseholdsConfig
 

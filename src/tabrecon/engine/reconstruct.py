@@ -41,9 +41,9 @@ from ..errors import InputError, TabreconError
 from ..geo import prefix
 from ..schema.spec import Units
 from ..tables.publication import EXACT, Publication
+from ..tables.publishing import refuse_statistics_of_withheld_counts
 from ..tables.spec import (
     compiled_columns,
-    refuse_statistics_of_withheld_counts,
     table_by_name,
     tables_in,
     tables_of,

@@ -36,7 +36,8 @@ from ..engine.solvers import SolverOptions
 from ..runner import RunOptions
 from ..schema.spec import Units
 from ..tables.publication import MISSING, Publication
-from ..tables.spec import cell_tables, publish_counts, tables_in, tabulate_units
+from ..tables.publishing import publish_counts
+from ..tables.spec import cell_tables, tables_in, tabulate_units
 
 if TYPE_CHECKING:
     from ..schema.registry import Population
@@ -53,6 +54,8 @@ DEFAULT_RULES = (
     "suppress:3",
     "suppress:5",
     "suppress:10",
+    "suppress:3:complementary",
+    "suppress:5:complementary",
 )
 
 

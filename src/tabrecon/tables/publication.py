@@ -22,8 +22,10 @@ Rules, as the command line spells them (``--publication``):
   or marks them), zeros and counts of ``T`` or more are exact. ``suppress:T:zeros`` withholds
   zeros too. A median or a mean is withheld with the count of its universe (one person's median
   age is their age), as agencies publish; ``:statistics-always`` declares a release that
-  publishes its medians and means whatever it withholds of the counts. Only primary suppression
-  is known this way: a file where further cells were
+  publishes its medians and means whatever it withholds of the counts. ``:complementary``
+  withholds further cells after these, as agencies do (:mod:`tabrecon.tables.suppression`), so
+  that no withheld cell follows exactly from the published ones; a withheld cell then allows
+  any count. Without it, only primary suppression is known: a file where further cells were
   withheld to protect these (complementary suppression) breaks the rule, and its blocks are
   reported infeasible, never silently reconstructed.
 
@@ -72,6 +74,11 @@ class Rounding(Words):
     RANDOM = "random"  # one of the two neighbours (unbiased random rounding)
 
 
+#: the largest count a withheld cell of a complementary-suppressed release allows (any: a
+#: complement is chosen whatever its count; the block's total bounds it in the model)
+COMPLEMENT_MAX = 1_000_000_000
+
+
 @dataclass(frozen=True)
 class Publication:
     """A release's publication rule for its counts (see the module's text for the spellings).
@@ -91,6 +98,9 @@ class Publication:
     #: medians and means published even where their universe's count is withheld
     #: (``:statistics-always``); otherwise withheld with it
     statistics_always: bool = False
+    #: further cells withheld so that no withheld one is recovered exactly from its tables'
+    #: identities (``:complementary``, :mod:`tabrecon.tables.suppression`)
+    complementary: bool = False
     #: other rules for some tables (table name, rule): ``round:3,P42=exact``
     overrides: tuple[tuple[str, Publication], ...] = ()
 
@@ -129,7 +139,7 @@ class Publication:
         head, args = parts[0], parts[1:]
         usage = (
             f"{what} {text!r}: expected exact, round:B[:random][:zeros-exact] or "
-            "suppress:T[:zeros][:statistics-always] (B, T whole numbers >= 1)"
+            "suppress:T[:zeros][:complementary][:statistics-always] (B, T whole numbers >= 1)"
         )
         if head == Rule.EXACT and not args:
             return cls()
@@ -150,12 +160,13 @@ class Publication:
                 raise TabreconError(usage)
             rounding = Rounding.RANDOM if "random" in flags else Rounding.CONVENTIONAL
             return cls(Rule.ROUNDED, base=n, rounding=rounding, zeros_exact="zeros-exact" in flags)
-        if flags - {"zeros", "statistics-always"}:
+        if flags - {"zeros", "complementary", "statistics-always"}:
             raise TabreconError(usage)
         return cls(
             Rule.SUPPRESSED,
             threshold=n,
             zeros_suppressed="zeros" in flags,
+            complementary="complementary" in flags,
             statistics_always="statistics-always" in flags,
         )
 
@@ -171,6 +182,7 @@ class Publication:
             return (
                 f"suppress:{self.threshold}"
                 + (":zeros" if self.zeros_suppressed else "")
+                + (":complementary" if self.complementary else "")
                 + (":statistics-always" if self.statistics_always else "")
             )
         return "exact"
@@ -247,6 +259,8 @@ class Publication:
             return self._per_column(v, tables)[:2]
         if self.rule == Rule.SUPPRESSED:
             gone = v == MISSING
+            if self.complementary:  # a complement may be any count
+                return np.where(gone, 0, v), np.where(gone, COMPLEMENT_MAX, v)
             lo = np.where(gone, 0 if self.zeros_suppressed else 1, v)
             hi = np.where(gone, self.threshold - 1, v)
             return lo, hi

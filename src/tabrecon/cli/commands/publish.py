@@ -158,7 +158,8 @@ def tabulate(
     the person tables, housing units into the housing-unit tables, ... (long format: geoid,
     cell, value); with ``--publication``, rounded or withheld as an agency would publish them."""
     from ...io import write_frame
-    from ...tables.spec import as_published, publish_counts, select_tables, tabulate
+    from ...tables.publishing import publish_counts
+    from ...tables.spec import as_published, select_tables, tabulate
 
     pop = released(schema, release)
     check_suffix(out)
