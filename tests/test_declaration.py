@@ -415,3 +415,28 @@ def test_edit_rules_in_a_declaration_bind_records_and_reconstruction(tmp_path):
         (tmp_path / "bad.toml").write_text(_EDITED.format(name="bad").replace(bad, said))
         with pytest.raises(InputError, match=r"bad\.toml, line \d+: key edits\[1\]"):
             load_declaration(tmp_path / "bad.toml")
+
+
+def _in_worker(pop) -> tuple[str, str, int, str]:
+    """What a worker process makes of a population it was sent."""
+    return pop.name, pop.key, len(pop.tables()), pop.schema.release.value
+
+
+def test_a_population_reaches_a_worker_as_its_value():
+    """Issue 88: a worker receives the population itself -- pickled as its key and declaration
+    file, made again there once -- for a census population in another release and for a
+    declaration the worker never read (a fresh process, no re-registration asked for)."""
+    import multiprocessing
+    import pickle
+    from concurrent.futures import ProcessPoolExecutor
+
+    from tabrecon.schema.registry import population as registered
+
+    school = population(str(SCHOOL))
+    dhc = registered("households").in_release("dhc-2020")
+    assert len(pickle.dumps(school)) < 500 and pickle.loads(pickle.dumps(dhc)) is dhc
+    ctx = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=1, mp_context=ctx) as ex:
+        got = list(ex.map(_in_worker, [school, dhc]))
+    assert got[0] == (school.name, school.key, len(school.tables()), "sf1-2010")
+    assert got[1] == ("households", "households@dhc-2020", len(dhc.tables()), "dhc-2020")
