@@ -147,7 +147,7 @@ def reconstruct_units(
     tables: tuple[str, ...] | None = None,
     reference: Units | None = None,
 ) -> UnitReconstruction:
-    """Reconstruct every block of a long table (geoid, cell, value) of ``schema``'s tables
+    """Reconstruct every block of a long table (geoid, cell, value) of ``pop``'s tables
     (``tables``: by default every declared table the long table holds a cell of, medians and
     means at both levels; one it holds in part is refused, naming the cells it lacks), as
     ``options`` ask (:class:`ReconstructOptions`). A :class:`~tabrecon.tables.tableset.TableSet`

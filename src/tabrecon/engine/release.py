@@ -377,7 +377,7 @@ def _refuse_lacking_cells(tables: TableSet, used: Sequence, where: str) -> None:
 
 @cache
 def whole_cells(pop: Population) -> tuple[str, ...]:
-    """The count cells of ``schema``'s tables whose universe is every record (a table's own
+    """The count cells of ``pop``'s tables whose universe is every record (a table's own
     total line, such as P43's first beside P42's): each block's number of records, wherever a
     release publishes one of them and not the population's declared total.
 
@@ -430,7 +430,7 @@ def as_read(part: pl.DataFrame | LongPart) -> pl.DataFrame | TableSet:
 
 @dataclass(frozen=True)
 class _TractTask:
-    """One tract's reconstruction over ``schema`` (or, with ``reference``, its certification),
+    """One tract's reconstruction of ``pop`` (or, with ``reference``, its certification),
     a unit of :func:`reconstruct_release`."""
 
     tract: str
@@ -464,7 +464,7 @@ def reconstruct_release(
     """Reconstruct every tract of a release's tables (a long table or a
     :class:`~tabrecon.tables.tableset.TableSet`, planned by :func:`plan_release`: the tables
     used, the level answered and the notes are the result's; or :class:`TractTables` split by
-    the caller, used as they are) over ``schema`` with the runner
+    the caller, used as they are) of ``pop`` with the runner
     (:func:`tabrecon.runner.run_units`, as ``run`` says: :class:`~tabrecon.runner.RunOptions`):
     tracts in parallel (``workers``, or the Dask cluster of
     :func:`tabrecon.runner.execution`), each written to ``<out>.parts/`` as it finishes, a rerun

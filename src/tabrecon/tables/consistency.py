@@ -120,7 +120,7 @@ def _family(table: str) -> str:
 
 @cache
 def identities_of(pop: Population, names: tuple[str, ...] | None = None) -> tuple[Identity, ...]:
-    """Linear identities between the cells of ``schema``'s tables (``names``: all declared) that
+    """Linear identities between the cells of ``pop``'s tables (``names``: all declared) that
     every tabulation satisfies, derived from the cells' predicates alone: block identities
     among the block tables' cells, and tract identities among the tract tables' cells and the
     block cells summed over the tract's blocks (``Σblocks P0010001 = PCT0120001``; each holds
@@ -203,7 +203,7 @@ def _vendored(schema: str) -> dict[tuple[str, str], tuple[Identity, ...]]:
 
 
 def vendor_identities(pop: Population, folder: Path) -> Path:
-    """Derive every identity :func:`identities_of` uses for ``schema``'s declared tables and
+    """Derive every identity :func:`identities_of` uses for ``pop``'s declared tables and
     write them to ``folder/<schema>.tsv.gz``, keyed as :func:`_identities` looks them up (run
     ``python scripts/vendor_identities.py`` after changing a declaration; a test fails until
     the package's files match).
@@ -391,7 +391,7 @@ def _cells_of(ids: list[Identity]) -> tuple[list[str], dict[str, int]]:
 
 
 def check_unit_consistency(long: pl.DataFrame, pop: Population) -> ConsistencyReport:
-    """Evaluate every identity of ``schema``'s tables (:func:`identities_of`) on every geounit of
+    """Evaluate every identity of ``pop``'s tables (:func:`identities_of`) on every geounit of
     its level in a long table (geoid, cell, value): block identities on every block (15-digit
     geoid), tract identities on every tract (11 digits) with its blocks' cells summed. Each
     violated one is reported with the geounit, the cells and both sides' values. Identities with

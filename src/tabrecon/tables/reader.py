@@ -37,7 +37,7 @@ _CENSUS_LENGTHS = [n for n, lv in LEVEL_OF_LENGTH.items() if lv in TABLE_LEVELS]
 
 
 def read_unit_tables(path: str | Path, pop: Population, withheld: bool = False) -> TableSet:
-    """The tables of ``schema``'s cells (:class:`~tabrecon.tables.tableset.TableSet`; its
+    """The tables of ``pop``'s cells (:class:`~tabrecon.tables.tableset.TableSet`; its
     ``to_frame()`` is the long table: geoid, cell, value) from a CSV, CSV.gz or Parquet file
     in the long form, or the block rows of a wide table (the Census API's JSON, a
     data.census.gov or summary-file style CSV: variables ``H0130002`` or ``H013002``), a state's
@@ -202,7 +202,7 @@ def _rows(raw: Raw, pop: Population, mine: set[str]) -> _Rows:
 def _foreign_cells(
     cells: np.ndarray, mine: set[str], pop: Population
 ) -> list[tuple[np.ndarray, str]]:
-    """The file's distinct ``cells`` that are not cells of ``schema``'s release, each kind with
+    """The file's distinct ``cells`` that are not cells of ``pop``'s release, each kind with
     its message: first those of another release (a file of SF1 2010 given as the 2020 DHC, or
     the reverse: named as such, with the option that reads it), then any other."""
     schema = pop.schema
@@ -222,7 +222,7 @@ def _foreign_cells(
 def _checked(
     rows: _Rows, pop: Population, mine: set[str], withheld: bool
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """``rows`` checked (see :func:`read_unit_tables`): the rows kept (those of ``schema``'s
+    """``rows`` checked (see :func:`read_unit_tables`): the rows kept (those of ``pop``'s
     cells), and what :meth:`TableSet.from_codes` builds the tables from (the geoids, and each
     kept row's geoid, cell id code and value). The first problem is refused, naming its file
     line and column and how many more rows share it."""
@@ -559,9 +559,9 @@ def _spellings(mine: set[str], release: Release = Release.SF1_2010) -> dict[str,
 
 def _rows_of_wide(df: pl.DataFrame, where: str, mine: set[str], pop: Population) -> _Rows:
     """The rows (:class:`_Rows`) of a wide table (one row per geography: the Census API's JSON,
-    a data.census.gov or summary-file style CSV) for its geographies of ``schema``'s levels,
+    a data.census.gov or summary-file style CSV) for its geographies of ``pop``'s levels,
     read column by column. Variables are read in the summary-file style (``H0130002``) or the
-    2010 API style (``H013002``); those that are cells of ``mine`` (``schema``'s) are kept."""
+    2010 API style (``H013002``); those that are cells of ``mine`` (``pop``'s) are kept."""
     schema = pop.schema
     from .forms import geography_of
 

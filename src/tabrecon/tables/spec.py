@@ -268,7 +268,7 @@ def from_layout(
 
 
 def select_tables(spec: str, pop: Population) -> tuple[UnitTable, ...]:
-    """The tables a ``--tables`` value names over ``schema``: ``all`` (or ``published``: every
+    """The tables a ``--tables`` value names of ``pop``: ``all`` (or ``published``: every
     table is published) or a comma list; an empty list or an unknown table is refused.
 
     >>> from tabrecon.schema.registry import population
@@ -287,7 +287,7 @@ def select_tables(spec: str, pop: Population) -> tuple[UnitTable, ...]:
 
 
 def cell_tables(pop: Population) -> dict[str, str]:
-    """Each of ``schema``'s cell ids with its table's name (what per-table publication rules
+    """Each of ``pop``'s cell ids with its table's name (what per-table publication rules
     look up).
 
     >>> from tabrecon.schema.registry import population
@@ -634,7 +634,7 @@ def tabulate(
 def tables_in(
     long: pl.DataFrame | TableSet, pop: Population, level: str | None = None
 ) -> tuple[str, ...]:
-    """The tables declared over ``schema`` (of ``level``, or any) that a long table holds a cell
+    """The tables ``pop`` publishes (of ``level``, or any) that a long table holds a cell
     of: the tables a release publishes, for the attacks' default (one it holds in part is then
     refused by name, never used in part). A :class:`~tabrecon.tables.tableset.TableSet` answers
     as its long table would (:meth:`~tabrecon.tables.tableset.TableSet.cells_present`).
@@ -663,6 +663,6 @@ def tables_in(
 
 
 def complete_tables(long: pl.DataFrame, pop: Population) -> tuple[str, ...]:
-    """The tables declared over ``schema`` every cell of which the long table holds."""
+    """The tables ``pop`` publishes every cell of which the long table holds."""
     have = set(long["cell"].unique().to_list())
     return tuple(t.name for t in tables_of(pop) if {c.id for c in t.cells()} <= have)

@@ -593,7 +593,7 @@ def certified_claims(
     *,
     run: RunOptions | None = None,
 ) -> CertifiedClaimsRun:
-    """Verified claims about the records of every block of a release over ``schema`` from its
+    """Verified claims about the records of every block of a release of ``pop`` from its
     reconstruction ``recon`` and that reconstruction's certification ``cert_blocks`` (columns
     ``block_geoid`` and ``status``: ``unique`` for the blocks proven to have one histogram),
     tract by tract (module docstring). ``tables``: a long table (geoid, cell, value) or a

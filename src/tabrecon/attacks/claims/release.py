@@ -496,7 +496,7 @@ def release_claims(
     truth: Units | None = None,
     tied: pl.DataFrame | None = None,
 ) -> ReleaseClaimsRun:
-    """Generate-then-Verify on every block of a release's tables over ``schema``, block by
+    """Generate-then-Verify on every block of a release's tables of ``pop``, block by
     block (the module docstring says how; blocks are independent, their tables alone constrain
     them), asking ``options`` (:class:`ClaimsOptions`). Only the schema's tables the long table
     holds in full are used. With ``run.out`` (:class:`~tabrecon.runner.RunOptions`) each block's
