@@ -363,7 +363,7 @@ def test_no_function_is_over_120_lines():
 #: calls to the package's own functions with more than MAX_POSITIONAL positional arguments when
 #: the rule came in (the brief: "calls by keyword beyond 4 arguments"); the count may only fall
 MAX_POSITIONAL = 4
-POSITIONAL_CALLS_THEN = 204
+POSITIONAL_CALLS_THEN = 203
 
 
 def _own_names() -> set[str]:

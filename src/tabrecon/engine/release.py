@@ -512,7 +512,7 @@ def reconstruct_release(
     split, names = plan.split, plan.used
     run = run or RunOptions()
     parts = run.parts()
-    fp = None if parts is None else _fingerprint(split, names, pop, asked, options)
+    fp = _fingerprint(split, names, pop=pop, asked=asked, options=options) if parts else None
     tracts = list(split.parts)
     refs: dict[str, Units] = {}
     if reference is not None:
@@ -577,6 +577,7 @@ def reconstruct_release(
 def _fingerprint(
     split: TractTables,
     names: Sequence[str],
+    *,
     pop: Population,
     asked: Level,
     options: ReconstructOptions,

@@ -212,5 +212,7 @@ def _scores(claims: pl.DataFrame, truth: Units) -> pl.DataFrame:
         out.with_columns(pl.col("block_size").replace_strict(order).alias("_o"))
         .sort("side", "k", "_o", descending=[True, False, False])
         .drop("_o")
-        .with_columns(pl.col(c).cast(pl.Int64) for c in ("verified", "true", "singletons"))
+        .with_columns(
+            pl.col(n).cast(pl.Int64) for n in ("verified", "true", "singletons", "true_singletons")
+        )
     )
