@@ -318,7 +318,7 @@ LONG_FUNCTIONS = {
     "tabrecon.records.households:synthesize_households": 150,
     "tabrecon.report.html:write_audit_report": 248,
     "tabrecon.runner:run_units": 122,
-    "tabrecon.tables.declaration:load_declaration": 223,
+    "tabrecon.tables.declaration:load_declaration": 207,
     "tabrecon.tables.download:download": 126,
     "tabrecon.tables.reader:_checked": 152,
     "tabrecon.tables.reader:_rows_of_wide": 157,

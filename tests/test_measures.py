@@ -52,6 +52,12 @@ STATS = [
     Statistic(Measure.MEAN, "age", 2, empty=None),
     Statistic(Measure.MEAN, "age", 0, empty=None),
     Statistic(Measure.MEAN, "age", 1, empty=None),
+    Statistic(Measure.MEDIAN, "age", 0, median=MedianRule.MIDPOINT, empty=None),
+    Statistic(Measure.MEDIAN, "age", 1, median=MedianRule.MIDPOINT, empty=None),
+    Statistic(Measure.MEDIAN, "age", 2, median=MedianRule.MIDPOINT, empty=None),
+    Statistic(Measure.MEDIAN, "age", 1, median=MedianRule.GROUPED, empty=0, bins=(0, 2, 5)),
+    Statistic(Measure.MEDIAN, "age", 0, median=MedianRule.GROUPED, empty=None, bins=(0, 1, 3, 6)),
+    Statistic(Measure.MEDIAN, "age", 2, median=MedianRule.GROUPED, empty=None, bins=(-1, 3, 5)),
 ]
 NUMBERS = np.array([0, 1, 2, 3, 4])
 
@@ -64,12 +70,21 @@ def _exact(stat: Statistic, dist: np.ndarray, numbers: np.ndarray) -> Fraction |
         return None
     if stat.measure is Measure.MEAN:
         return Fraction(sum(values), N)
+    ordered = sorted(values)
     if stat.median is MedianRule.LOWER:
-        return Fraction(sorted(values)[(N + 1) // 2 - 1])
-    below = 0  # each value a spread evenly over [a, a + 1): where half the records are reached
-    for a, f in zip(numbers.tolist(), dist.tolist(), strict=True):
+        return Fraction(ordered[(N + 1) // 2 - 1])
+    if stat.median is MedianRule.MIDPOINT:  # the mean of the two middle values: numpy's
+        mid = Fraction(ordered[(N - 1) // 2] + ordered[N // 2], 2)
+        assert mid == Fraction(float(np.median(values)))
+        return mid
+    # each bin's records spread evenly over it (bins [a, a + 1) unless grouped): where half the
+    # records are reached
+    edges = list(stat.bins) if stat.bins else list(range(min(numbers), max(numbers) + 2))
+    below = 0
+    for lo, hi in itertools.pairwise(edges):
+        f = sum(1 for v in values if lo <= v < hi)
         if f and 2 * (below + f) >= N:
-            return a + Fraction(N - 2 * below, 2 * f)
+            return lo + Fraction((hi - lo) * (N - 2 * below), 2 * f)
         below += f
     raise AssertionError("unreachable")
 
@@ -109,7 +124,7 @@ def test_the_rows_of_a_value_hold_exactly_where_the_statistic_rounds_to_it(stat)
     lo, hi = stat.range(NUMBERS)
     empty = WITHHELD if stat.empty is None else stat.empty
     for value in sorted({empty, *range(lo - 2, hi + 3)}):
-        R, rlo, rhi = stat.rows(value, np.arange(5), NUMBERS, 5)
+        R, rlo, rhi = stat.rows(value, np.arange(5), NUMBERS, 5, bound=7)
         y = (R @ H.T).T
         holds = ((y >= rlo) & (y <= rhi)).all(axis=1)
         want = np.array([_rounds_to(stat, e, value) for e in exact])
@@ -177,6 +192,14 @@ MEASURES = [
     _stat("T6", 6, BY_SEX[:1], Statistic(Measure.MEAN, "age", 2, empty=None)),
     _stat("T7", 7, BY_SEX, Statistic(Measure.MEAN, "age", 1, empty=None)),
     _stat("T8", 8, (("Both sexes", {}),), Statistic(Measure.MEDIAN, "age", 0, empty=None)),
+    _stat("T9", 9, BY_SEX, Statistic(Measure.MEDIAN, "age", 1, MedianRule.MIDPOINT, None)),
+    _stat("T10", 10, BY_SEX[:1], Statistic(Measure.MEDIAN, "age", 0, MedianRule.MIDPOINT, None)),
+    _stat(
+        "T11",
+        11,
+        BY_SEX,
+        Statistic(Measure.MEDIAN, "age", 1, MedianRule.GROUPED, None, bins=(0, 2, 5)),
+    ),
 ]
 declare_tables(TOY, COUNTS + MEASURES)
 RULES = ["exact", "exact", "round:2", "round:3:random", "suppress:2", "suppress:3:zeros"]

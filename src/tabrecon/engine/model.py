@@ -3,8 +3,8 @@
 A block's program (:func:`block_program`) has one integer variable per feasible type no published
 zero rules out (:func:`admissible_types`, tested against the cells that decide), bounded by the
 smallest published cell it lies in (:func:`block_bounds`), with one row per published cell
-(medians and means as rows of their own, :func:`block_statistics`). Blocks are put side by side
-in one program (:func:`block_diagonal`, :func:`grouped_programs`, :func:`packed_programs`).
+(medians and means as rows of their own: :mod:`tabrecon.engine.statistics`). Blocks are put side
+by side in one program (:func:`block_diagonal`, :func:`grouped_programs`, :func:`packed_programs`).
 Uniqueness is asked at :func:`asked_key`: the schema's resolution joined with the runs of each
 ordered attribute the tables resolve only as a range (:func:`ordered_runs`).
 """
@@ -25,9 +25,8 @@ from scipy.sparse.csgraph import connected_components
 from ..cache import cached_arrays
 from ..errors import InputError, TabreconError
 from ..schema.spec import Schema
-from ..tables.measures import WITHHELD, format_values
 from ..tables.publication import EXACT, MISSING, Publication
-from ..tables.spec import StatisticCell, compiled, compiled_statistics
+from ..tables.spec import compiled
 from ..tables.tableset import WITHHELD_CELL, TableSet
 from .solvers import IntProgram
 
@@ -304,116 +303,6 @@ def block_bounds(
     return cells, W, geoids, lo, hi
 
 
-@dataclass(frozen=True)
-class BlockStatistics:
-    """The medians and means a release publishes for its blocks: the compiled cells
-    (:class:`~tabrecon.tables.spec.StatisticCell`) and their values (blocks x cells, published
-    units), for the count model's extra rows (:func:`block_program`'s ``extra``)."""
-
-    cells: tuple[StatisticCell, ...]
-    values: np.ndarray
-    n_cols: int
-    #: a withheld value says nothing (a release that withholds counts withholds a statistic
-    #: with its universe's count, which may be any the rule withholds); else it says the
-    #: universe is empty (a declared ``empty = None``)
-    withheld_unknown: bool = False
-
-    def __bool__(self) -> bool:
-        return bool(self.cells)
-
-    def rows(
-        self, b: int, cols: np.ndarray | None = None
-    ) -> tuple[sp.csr_matrix, np.ndarray, np.ndarray] | None:
-        """Block ``b``'s rows over the feasible types, or over the positions ``cols`` among them
-        (sorted: a block's admissible types), None without statistics."""
-        if not self.cells:
-            return None
-        parts = []
-        for sc, v in zip(self.cells, self.values[b], strict=True):
-            if self.withheld_unknown and v == WITHHELD:
-                continue
-            if cols is None:
-                parts.append(sc.rows(int(v), self.n_cols))
-                continue
-            # only the block's admissible types: the universe (~28,000 person types) is
-            # the cost otherwise (measured: 9 ms a cell, most of the median ages' time)
-            pos = np.searchsorted(cols, sc.universe)
-            hit = (pos < cols.size) & (cols[np.minimum(pos, cols.size - 1)] == sc.universe)
-            parts.append(sc.statistic.rows(int(v), pos[hit], sc.numbers[hit], int(cols.size)))
-        if not parts:  # every statistic of the block withheld
-            n = self.n_cols if cols is None else int(cols.size)
-            return sp.csr_matrix((0, n), dtype=np.int64), np.zeros(0), np.zeros(0)
-        return (
-            sp.vstack([p[0] for p in parts], format="csr"),
-            np.concatenate([p[1] for p in parts]),
-            np.concatenate([p[2] for p in parts]),
-        )
-
-    def at(self, b: int) -> Callable[[np.ndarray], tuple | None] | None:
-        """Block ``b``'s rows as :func:`block_program` takes them: given its admissible types."""
-        return (lambda cols: self.rows(b, cols)) if self.cells else None
-
-
-def block_statistics(
-    long: pl.DataFrame | TableSet,
-    pop: Population,
-    names: tuple[str, ...],
-    geoids: list[str],
-    withheld_unknown: bool = False,
-) -> BlockStatistics:
-    """The named tables' median and mean cells for the blocks ``geoids`` (every block needs
-    every such cell once; a value no nonempty universe can publish, a median of 120 years, is
-    refused naming the block and the cell). ``withheld_unknown``: the release withholds counts,
-    and a statistic with its universe's count, so a withheld one says nothing
-    (:attr:`BlockStatistics.withheld_unknown`)."""
-    schema = pop.schema
-    cells = compiled_statistics(pop, tuple(names))
-    n_cols = int(schema.feasible_types().size)
-    if not cells:
-        return BlockStatistics((), np.zeros((len(geoids), 0), dtype=np.int64), n_cols)
-    if isinstance(long, TableSet):
-        long = long.to_frame()
-    ids = [sc.cell.id for sc in cells]
-    sub = (
-        long.filter(pl.col("cell").is_in(ids))
-        .join(
-            pl.DataFrame({"geoid": geoids, "_g": np.arange(len(geoids), dtype=np.int64)}),
-            on="geoid",
-        )
-        .join(pl.DataFrame({"cell": ids, "_c": np.arange(len(ids), dtype=np.int64)}), on="cell")
-    )
-    flat = sub["_g"].to_numpy() * len(ids) + sub["_c"].to_numpy()
-    seen = np.bincount(flat, minlength=len(geoids) * len(ids))
-    if (seen != 1).any():
-        b, c = divmod(int(np.argmax(seen != 1)), len(ids))
-        raise InputError(
-            f"{schema.geography} {geoids[b]} has cell {ids[c]} {int(seen[b * len(ids) + c])} "
-            f"times ({int((seen != 1).sum()) - 1} more such cells): each median or mean once per "
-            f"{schema.geography}"
-        )
-    flat_v = np.zeros(len(geoids) * len(ids), dtype=np.int64)
-    flat_v[flat] = sub["value"].fill_null(WITHHELD).to_numpy()
-    V = flat_v.reshape(len(geoids), len(ids))
-    for j, sc in enumerate(cells):
-        stat = sc.statistic
-        lo, hi = stat.range(stat.numbers(schema.attribute(stat.of).codes))
-        empty = WITHHELD if stat.empty is None else stat.empty
-        bad = (V[:, j] != empty) & ((V[:, j] < lo) | (V[:, j] > hi))
-        if withheld_unknown:
-            bad &= V[:, j] != WITHHELD
-        if bad.any():
-            b = int(np.argmax(bad))
-            shown = format_values([int(V[b, j])], stat.decimals)[0]
-            more = int(bad.sum()) - 1
-            raise InputError(
-                f"{schema.geography} {geoids[b]}, cell {ids[j]} ({sc.cell.table}): {shown} is "
-                f"outside what the {stat} can be ({format_values([lo], stat.decimals)[0]} to "
-                f"{format_values([hi], stat.decimals)[0]})"
-                + (f"; {more} more such {schema.geography}s" if more else "")
-            )
-    return BlockStatistics(cells, V, n_cols, withheld_unknown)
-
-
 def _spans(indptr: np.ndarray, sel: np.ndarray) -> np.ndarray:
     """The positions of the entries of rows (CSR) or columns (CSC) ``sel``, in order: one
     gather instead of a sparse slice per block (scipy's was half of building the real
@@ -549,7 +438,7 @@ def block_program(
     admissible: np.ndarray | None = None,
     hi: np.ndarray | None = None,
     extra: tuple[sp.csr_matrix, np.ndarray, np.ndarray]
-    | Callable[[np.ndarray], tuple | None]
+    | Callable[[np.ndarray, np.ndarray], tuple | None]
     | None = None,
 ) -> tuple[IntProgram, np.ndarray]:
     """One block's count program (A x = v over the admissible types) and the admissible types'
@@ -567,10 +456,10 @@ def block_program(
     and bounded by the smallest ``hi`` of its cells.
 
     ``extra`` rows (``R`` over all of ``W``'s columns, lowest, highest; infinite bounds as
-    floats; or a function of the admissible types giving them over those alone:
-    :meth:`BlockStatistics.at`) say more of the block than its counts: its medians and means.
-    They are appended after the cells' rows, over the admissible types, and rule nothing out by
-    themselves.
+    floats; or a function of the admissible types and their bounds giving them over those alone:
+    :meth:`tabrecon.engine.statistics.BlockStatistics.at`) say more of the block than its
+    counts: its medians and means. They are appended after the cells' rows, over the admissible
+    types, and rule nothing out by themselves.
 
     >>> W = sp.csr_matrix(np.array([[1, 1], [1, 0]]))
     >>> prog, adm = block_program(W, np.array([2, 0]), hi=np.array([4, 2]))
@@ -598,7 +487,7 @@ def block_program(
     if rows.size != v.size:
         v, lo = v[rows], lo[rows]
     if callable(extra):
-        extra = extra(adm)
+        extra = extra(adm, ub)
         if extra is not None:
             extra = (sp.csr_matrix(extra[0]), extra[1], extra[2])
     elif extra is not None:

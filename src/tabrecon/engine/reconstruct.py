@@ -56,7 +56,6 @@ from .model import (
     asked_key,
     block_bounds,
     block_program,
-    block_statistics,
     block_tables,
     classes_answer,
     deal_classes,
@@ -66,6 +65,7 @@ from .model import (
 )
 from .proofs import Extensible, prove_forms
 from .solvers import IntProgram, SolverOptions
+from .statistics import block_statistics
 from .tract import block_classes, classes_are_runs, tract_class_program, tract_program
 from .twins import moved, solve_merged
 from .uniqueness import UNDECIDED, UNIQUE, VARIES

@@ -50,7 +50,7 @@ def tract_program(
     Wt: sp.csr_matrix,
     Wtc: sp.csc_matrix,
     vt: np.ndarray,
-    extra: Sequence[Callable[[np.ndarray], tuple | None] | None] | None = None,
+    extra: Sequence[Callable[[np.ndarray, np.ndarray], tuple | None] | None] | None = None,
 ) -> Built:
     """The joint count program of a tract's blocks (``V``: blocks x block cells) under its tract
     cells ``vt``: each block's program (:func:`block_program`, types a zero tract cell rules out
@@ -79,7 +79,7 @@ def _with_block_rows(
     v: np.ndarray,
     ub: np.ndarray,
     adms: list[np.ndarray],
-    extra: Sequence[Callable[[np.ndarray], tuple | None] | None] | None,
+    extra: Sequence[Callable[[np.ndarray, np.ndarray], tuple | None] | None] | None,
 ) -> tuple[sp.csr_matrix, np.ndarray, np.ndarray]:
     """``A`` (rows equal to ``v``) with each block's ``extra`` rows over its own variables
     appended: lowest and highest, an infinite bound made the most the row can reach."""
@@ -89,7 +89,7 @@ def _with_block_rows(
     offs = np.concatenate([[0], np.cumsum([a.size for a in adms])])
     parts, r_lo, r_hi = [A], [lo], [hi]
     for b, (rows_of, a) in enumerate(zip(extra, adms, strict=True)):
-        got = rows_of(a) if rows_of is not None else None
+        got = rows_of(a, ub[offs[b] : offs[b + 1]]) if rows_of is not None else None
         if got is None or not got[0].shape[0]:
             continue
         R = sp.csr_matrix(got[0]).astype(np.int64)

@@ -38,7 +38,7 @@ key by key, with two worked examples, is in ``docs/declarations.md``::
     measure = "median"              # or "mean"; "count" (the default)
     of = "age"
     decimals = 1
-    median = "interpolated"         # or "lower"
+    median = "interpolated"         # or "lower", "midpoint", "grouped" (with bins = [0, 5, ...])
     empty = "withheld"              # what an empty universe publishes (or a number)
     lines = [{label = "All pupils"}]
 
@@ -101,6 +101,7 @@ TABLE_KEYS = {
     "of",
     "decimals",
     "median",
+    "bins",
     "empty",
     "publication",
     "ids",
@@ -125,6 +126,61 @@ def _with_statistics(rule: str, doc: dict[str, Any], fail: Callable[..., Excepti
         else p
         for p in parts
     )
+
+
+def _statistic(
+    t: dict[str, Any],
+    measure: Measure,
+    of: str,
+    *,
+    key: list[str | int],
+    fail: Callable[..., Exception],
+) -> Statistic:
+    """A median or mean table's :class:`Statistic`: its decimals, median rule, bins and the
+    value of an empty universe, each refused at its key."""
+    dec = t.get("decimals", 0)
+    if not isinstance(dec, int) or not 0 <= dec <= 6:
+        raise fail([*key, "decimals"], "decimals must be a whole number 0 to 6")
+    med = str(t.get("median", MedianRule.INTERPOLATED))
+    if med not in MedianRule.choices():
+        raise fail(
+            [*key, "median"],
+            f"unknown median rule {med!r} (one of {', '.join(MedianRule.choices())})",
+        )
+    empty_raw = t.get("empty", "withheld")
+    if empty_raw == "withheld":
+        empty = None
+    elif isinstance(empty_raw, (int, float)):
+        empty = round(float(empty_raw) * 10**dec)
+    else:
+        raise fail([*key, "empty"], 'empty must be "withheld" or a number')
+    bins = _bins(t, MedianRule(med), key, fail)
+    try:
+        return Statistic(measure, of, dec, MedianRule(med), empty, bins=bins)
+    except TabreconError as e:
+        raise fail([*key, "bins" if "bins" in str(e) else "median"], str(e)) from None
+
+
+def _bins(
+    t: dict[str, Any], rule: MedianRule, key: list[str | int], fail: Callable[..., Exception]
+) -> tuple[int, ...] | None:
+    """A grouped median's declared bin edges (None for every other rule, which has none)."""
+    raw = t.get("bins")
+    if rule is not MedianRule.GROUPED:
+        if raw is not None:
+            raise fail([*key, "bins"], 'bins are for a grouped median (median = "grouped")')
+        return None
+    if (
+        not isinstance(raw, list)
+        or len(raw) < 2
+        or not all(isinstance(b, int) and not isinstance(b, bool) for b in raw)
+    ):
+        raise fail(
+            [*key, "bins"],
+            "a grouped median needs bins = [e0, e1, ...]: two or more whole-number edges, "
+            "each bin from one edge up to the next",
+        )
+    return tuple(raw)
 
 
 def _predicate(
@@ -413,25 +469,9 @@ def load_declaration(path: str | Path) -> Population:
                 raise fail(
                     [*key, "of"], f"unknown attribute {of!r} (declared: {', '.join(by_name)})"
                 )
-            dec = t.get("decimals", 0)
-            if not isinstance(dec, int) or not 0 <= dec <= 6:
-                raise fail([*key, "decimals"], "decimals must be a whole number 0 to 6")
-            med = str(t.get("median", MedianRule.INTERPOLATED))
-            if med not in MedianRule.choices():
-                raise fail(
-                    [*key, "median"],
-                    f"unknown median rule {med!r} (one of {', '.join(MedianRule.choices())})",
-                )
-            empty_raw = t.get("empty", "withheld")
-            if empty_raw == "withheld":
-                empty = None
-            elif isinstance(empty_raw, (int, float)):
-                empty = round(float(empty_raw) * 10**dec)
-            else:
-                raise fail([*key, "empty"], 'empty must be "withheld" or a number')
-            statistic = Statistic(measure, of, dec, MedianRule(med), empty)
-        elif any(k in t for k in ("of", "decimals", "median", "empty")):
-            bad = next(k for k in ("of", "decimals", "median", "empty") if k in t)
+            statistic = _statistic(t, measure, of, key=key, fail=fail)
+        elif any(k in t for k in ("of", "decimals", "median", "bins", "empty")):
+            bad = next(k for k in ("of", "decimals", "median", "bins", "empty") if k in t)
             raise fail([*key, bad], f"{bad!r} is for a median or a mean (measure = ...)")
         raw_lines = t.get("lines")
         if not isinstance(raw_lines, list) or not raw_lines:

@@ -15,12 +15,29 @@ big-M, no extra variable), for the count model every attack shares
   to it, ``(2M - 1) N <= 2D sum(v) <= (2M + 1) N``, and ``N >= 1``;
 * **lower median** (:attr:`MedianRule.LOWER`, an order statistic: the ``ceil(N/2)``-th
   smallest value): ``2 C(<= m) >= N`` and ``2 C(< m) <= N - 1``, ``C`` counting records;
+* **grouped median** (:attr:`MedianRule.GROUPED`, the textbook median of a frequency
+  distribution: linear interpolation within the bins ``[e_i, e_i+1)`` of declared ``bins``):
+  each bin's records spread evenly over it, the median the point ``t`` where that
+  distribution's cumulative count ``F`` first reaches ``N/2``:
+  ``t = e* + w* (N/2 - C(< e*)) / f*`` (``e*``, ``w*``, ``f*``: the lower edge, width and count
+  of the first bin that reaches it). ``t`` lies in the rounding interval ``[L, U]`` of the
+  published value exactly when ``F(L) <= N/2``, ``C(< e(L)) < N/2`` (``e(L)`` the lower edge of
+  ``L``'s bin) and ``F(U) >= N/2``; ``F`` at a fixed point is linear in ``x``, so these are three
+  rows (``L`` and ``U`` are never whole, so never an edge);
 * **interpolated median** (:attr:`MedianRule.INTERPOLATED`, the Census Bureau's for single
-  years of age): each value ``a`` spread evenly over ``[a, a+1)``, the median the point ``t``
-  where that distribution's cumulative count ``F`` first reaches ``N/2``:
-  ``t = a* + (N/2 - C(< a*)) / f(a*)``. ``t`` lies in the rounding interval ``[L, U]`` of the
-  published value exactly when ``F(L) <= N/2``, ``C(< floor L) < N/2`` and ``F(U) >= N/2``;
-  ``F`` at a fixed point is linear in ``x``, so these are three rows.
+  years of age): the grouped median over bins of width one, each value ``a`` spread over
+  ``[a, a+1)``;
+* **midpoint median** (:attr:`MedianRule.MIDPOINT`: numpy's, pandas', R's and most agencies'):
+  the mean of the lower median ``l`` (the ``ceil(N/2)``-th smallest value) and the upper median
+  ``u`` (the ``floor(N/2)+1``-th). The published value bounds ``s = l + u`` to whole numbers
+  ``s_lo..s_hi``. With ``g(a) = 2 C(<= a) - N`` (linear in ``x``), ``l <= a`` exactly when
+  ``g(a) >= 0`` and ``u <= a`` exactly when ``g(a) >= 1``; then ``l + u >= s_lo`` says, for each
+  ``c <= d = s_lo - 1 - c``, *not* (``g(c) >= 0`` and ``g(d) >= 1``), and ``l + u <= s_hi`` says,
+  for each ``c <= d = s_hi - 1 - c``, ``g(c) >= 0`` or ``g(d) >= 1``. Each such disjunction of
+  two integer conditions is one row exactly, given a bound ``K`` on ``N`` (``g(c) >= -N``,
+  ``g(d) - g(c) <= 2N``): ``g(d) + (2K - 1) g(c) <= 0`` and ``K g(d) + g(c) >= 0``. No auxiliary
+  variable is needed; the rows take the bound (the most records the universe can have in the
+  block: :meth:`Statistic.rows`'s ``bound``) as a coefficient.
 
 A value at an exact half of its last decimal is allowed to have been rounded either way: the
 Bureau does not document how its medians were rounded at a tie, and a tie allowed on both
@@ -37,10 +54,17 @@ universe is empty.
 [300]
 >>> Statistic(Measure.MEAN, "size", 2).publish(np.array([[1, 0, 2]]), np.array([1, 2, 3])).tolist()
 [233]
+>>> mid = Statistic(Measure.MEDIAN, "age", 1, MedianRule.MIDPOINT)
+>>> mid.publish(np.array([[1, 0, 0, 1], [1, 1, 0, 1]]), np.array([29, 30, 31, 32])).tolist()
+[305, 300]
+>>> grouped = Statistic(Measure.MEDIAN, "age", 1, MedianRule.GROUPED, bins=(0, 18, 65, 116))
+>>> grouped.publish(np.array([[1, 2, 0, 0]]), np.array([10, 30, 40, 70])).tolist()  # 18 + 47/4
+[298]
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -68,6 +92,8 @@ class MedianRule(Words):
 
     LOWER = "lower"  # the ceil(N/2)-th smallest value: an order statistic
     INTERPOLATED = "interpolated"  # each value a spread over [a, a+1), linear interpolation
+    MIDPOINT = "midpoint"  # the mean of the two middle values of an even count
+    GROUPED = "grouped"  # linear interpolation within declared bins [e_i, e_i+1)
 
 
 @dataclass(frozen=True)
@@ -75,7 +101,9 @@ class Statistic:
     """A cell's measure when it is not a count: ``measure`` of the attribute ``of`` (its file
     codes are the numbers, unless ``values`` maps each code to its number), published to
     ``decimals`` places; ``median`` the median's convention; ``empty`` the value (in published
-    units) an empty universe gets, ``None`` when it is withheld."""
+    units) an empty universe gets, ``None`` when it is withheld; ``bins`` the edges
+    ``e_0 < e_1 < ... < e_k`` of a grouped median's bins ``[e_i, e_i+1)``, which hold every
+    number of the attribute."""
 
     measure: Measure
     of: str
@@ -83,12 +111,40 @@ class Statistic:
     median: MedianRule = MedianRule.INTERPOLATED
     empty: int | None = 0
     values: tuple[tuple[int, int], ...] | None = None
+    bins: tuple[int, ...] | None = None
 
     def __post_init__(self) -> None:
         if self.measure is Measure.COUNT:
             raise TabreconError("a count cell has no Statistic: leave it None")
         if not 0 <= self.decimals <= 6:
             raise TabreconError(f"decimals must be 0 to 6 (got {self.decimals})")
+        grouped = self.measure is Measure.MEDIAN and self.median is MedianRule.GROUPED
+        if grouped != (self.bins is not None):
+            raise TabreconError(
+                "a grouped median needs its bins (their edges), and only a grouped median has them"
+            )
+        if self.bins is not None and (
+            len(self.bins) < 2 or any(b <= a for a, b in itertools.pairwise(self.bins))
+        ):
+            raise TabreconError(
+                f"a grouped median's bins are two or more ascending edges (got {list(self.bins)})"
+            )
+
+    @property
+    def interpolates(self) -> bool:
+        """Whether the statistic is a median interpolated within bins (grouped, or the
+        interpolated median's bins of width one)."""
+        return self.measure is Measure.MEDIAN and self.median in (
+            MedianRule.INTERPOLATED,
+            MedianRule.GROUPED,
+        )
+
+    def edges(self, numbers: np.ndarray) -> np.ndarray:
+        """The interpolating median's bin edges: declared (grouped) or one a whole number
+        (interpolated: ``[a, a+1)`` from the lowest to the highest of ``numbers``)."""
+        if self.bins is not None:
+            return np.asarray(self.bins, dtype=np.int64)
+        return np.arange(int(np.min(numbers)), int(np.max(numbers)) + 2, dtype=np.int64)
 
     @property
     def scale(self) -> int:
@@ -111,21 +167,33 @@ class Statistic:
         """The published values (lowest, highest) a nonempty universe can have, in published
         units, given the attribute's possible ``numbers``."""
         lo, hi = int(np.min(numbers)), int(np.max(numbers))
-        if self.measure is Measure.MEDIAN and self.median is MedianRule.INTERPOLATED:
-            # t = a + (N/2 - C<)/f lies in (a, a + 1]: above the lowest value by at least 1/2N
-            return lo * self.scale, (hi + 1) * self.scale
+        if self.interpolates:
+            # t = e + w (N/2 - C<)/f lies in (e, e + w] for the bin's lower edge e and width w
+            e = self.edges(numbers)
+            return int(e[0]) * self.scale, int(e[-1]) * self.scale
         return lo * self.scale, hi * self.scale
 
     def check_empty(self, numbers: np.ndarray) -> None:
         """Refuse an ``empty`` value a nonempty universe could also publish (it would not say
         whether the universe is empty)."""
+        if self.bins is not None:
+            e = self.edges(numbers)
+            outside = np.asarray(numbers)[(numbers < e[0]) | (numbers >= e[-1])]
+            if outside.size:
+                raise TabreconError(
+                    f"{self}: {self.of} {int(outside[0])} lies in none of the bins "
+                    f"[{int(e[0])}, {int(e[-1])})"
+                )
         if self.empty is None:
             return
         lo, hi = self.range(numbers)
         reachable = lo <= self.empty <= hi
-        if self.measure is Measure.MEDIAN and self.median is MedianRule.INTERPOLATED:
-            # the smallest median of a nonempty universe is lowest + 1/2 (everyone at the lowest)
-            reachable = 2 * self.empty >= 2 * lo + self.scale - 1 and self.empty <= hi
+        if self.interpolates:
+            # the smallest median of a nonempty universe is the first bin's middle (everyone in
+            # it), a tie rounded either way
+            e = self.edges(numbers)
+            width = int(e[1] - e[0])
+            reachable = 2 * self.empty >= 2 * lo + self.scale * width - 1 and self.empty <= hi
         if reachable:
             raise TabreconError(
                 f"{self}: the value of an empty universe ({self.empty}) is one a nonempty "
@@ -152,72 +220,135 @@ class Statistic:
             out[some] = (2 * D * S + n) // (2 * n)  # floor(D S / N + 1/2)
             return out
         cum = np.cumsum(d, axis=1)
+        k = np.argmax(2 * cum >= n[:, None], axis=1)  # the first value with C(<= a) >= N/2
         if self.median is MedianRule.LOWER:
-            k = np.argmax(2 * cum >= n[:, None], axis=1)
             out[some] = numbers[k] * D
-            return out
-        k = np.argmax(2 * cum >= n[:, None], axis=1)  # a*: the first value with C(<=a) >= N/2
-        rows = np.arange(k.size)
-        f = d[rows, k]
-        below = cum[rows, k] - f
-        a = numbers[k]
-        # D t = D a + D (N - 2 C<) / (2 f), rounded half up: floor of (2 D a f + D (N - 2C<) + f)
-        # over 2 f, in integers
-        out[some] = (2 * D * a * f + D * (n - 2 * below) + f) // (2 * f)
+        elif self.median is MedianRule.MIDPOINT:
+            upper = numbers[np.argmax(2 * cum >= n[:, None] + 1, axis=1)]
+            out[some] = (D * (numbers[k] + upper) + 1) // 2  # floor(D (l + u) / 2 + 1/2)
+        else:
+            out[some] = self._interpolated(d, numbers, n)
         return out
 
+    def _interpolated(self, d: np.ndarray, numbers: np.ndarray, n: np.ndarray) -> np.ndarray:
+        """The interpolating median of the nonempty rows ``d`` (``n`` records each), published."""
+        e = self.edges(numbers)
+        binned = np.zeros((d.shape[0], e.size - 1), dtype=np.int64)
+        np.add.at(binned.T, np.searchsorted(e, numbers, side="right") - 1, d.T)
+        cum = np.cumsum(binned, axis=1)
+        k = np.argmax(2 * cum >= n[:, None], axis=1)  # the first bin reaching N/2
+        rows = np.arange(k.size)
+        f = binned[rows, k]
+        below = cum[rows, k] - f
+        low, width, D = e[k], e[k + 1] - e[k], self.scale
+        # D t = D e + D w (N - 2 C<) / (2 f), rounded half up: floor of
+        # (2 D e f + D w (N - 2 C<) + f) over 2 f, in integers
+        return (2 * D * low * f + D * width * (n - 2 * below) + f) // (2 * f)
+
     def rows(
-        self, value: int, universe: np.ndarray, numbers: np.ndarray, n_cols: int
+        self,
+        value: int,
+        universe: np.ndarray,
+        numbers: np.ndarray,
+        n_cols: int,
+        bound: int | None = None,
     ) -> tuple[sp.csr_matrix, np.ndarray, np.ndarray]:
         """The rows ``lo <= R x <= hi`` that publishing ``value`` means, over ``n_cols`` type
         counts ``x``: ``universe`` holds the columns of the cell's universe, ``numbers`` each
         one's number. Infinite bounds are ``-inf``/``inf`` (floats); an empty universe (the
-        ``empty`` value, or :data:`WITHHELD` under ``empty=None``) is one row ``N = 0``."""
+        ``empty`` value, or :data:`WITHHELD` under ``empty=None``) is one row ``N = 0``. A
+        midpoint median's rows need ``bound``, the most records the universe can have."""
         universe = np.asarray(universe, dtype=np.int64)
         numbers = np.asarray(numbers, dtype=np.int64)
-        inf = np.inf
-        coeffs: list[np.ndarray] = []
-        lo: list[float] = []
-        hi: list[float] = []
         ones = np.ones(universe.size, dtype=np.int64)
-
-        def row(c: np.ndarray, low: float, high: float) -> None:
-            coeffs.append(np.asarray(c, dtype=np.int64))
-            lo.append(low)
-            hi.append(high)
-
         empty = WITHHELD if self.empty is None else self.empty
         if value == empty:
-            row(ones, 0, 0)
+            coeffs, lo, hi = [ones], [0.0], [0.0]
         else:
             D, M = self.scale, int(value)
-            row(ones, 1, inf)  # N >= 1
             if self.measure is Measure.MEAN:
-                row(2 * D * numbers - (2 * M - 1), 0, inf)
-                row(2 * D * numbers - (2 * M + 1), -inf, 0)
+                coeffs = [2 * D * numbers - (2 * M - 1), 2 * D * numbers - (2 * M + 1)]
+                lo, hi = [0.0, -np.inf], [np.inf, 0.0]
             elif self.median is MedianRule.LOWER:
-                if M % D:  # an order statistic of whole numbers is whole
-                    row(ones, 0, 0)
-                    row(ones, 1, inf)  # infeasible: N = 0 and N >= 1
-                else:
-                    m = M // D
-                    row(2 * (numbers <= m) - 1, 0, inf)  # 2 C(<= m) - N >= 0
-                    row(2 * (numbers < m) - 1, -inf, -1)  # 2 C(< m) - N <= -1
+                coeffs, lo, hi = _lower_rows(M, D, numbers)
+            elif self.median is MedianRule.MIDPOINT:
+                if bound is None:
+                    raise TabreconError(f"{self}: its rows need the most records it counts")
+                coeffs, lo, hi = _midpoint_rows(M, D, numbers, max(int(bound), 1))
             else:
-                # L = (2M - 1) / 2D: F(L) = C(< aL) + phi f(aL), 2 D phi = 2M - 1 - 2 D aL
-                a_lo = (2 * M - 1) // (2 * D)
-                k_lo = 2 * M - 1 - 2 * D * a_lo
-                row(2 * D * (numbers < a_lo) + k_lo * (numbers == a_lo) - D, -inf, 0)
-                row(2 * (numbers < a_lo) - 1, -inf, -1)  # C(< aL) < N/2
-                a_hi = (2 * M + 1) // (2 * D)
-                k_hi = 2 * M + 1 - 2 * D * a_hi
-                row(2 * D * (numbers < a_hi) + k_hi * (numbers == a_hi) - D, 0, inf)
-        data = np.concatenate(coeffs)
+                coeffs, lo, hi = _interpolated_rows(M, D, numbers, self.edges(numbers))
+            coeffs, lo, hi = [ones, *coeffs], [1.0, *lo], [np.inf, *hi]  # N >= 1
+        data = np.concatenate([np.asarray(c, dtype=np.int64) for c in coeffs])
         r = np.repeat(np.arange(len(coeffs)), universe.size)
         c = np.tile(universe, len(coeffs))
         keep = data != 0
         R = sp.csr_matrix((data[keep], (r[keep], c[keep])), shape=(len(coeffs), n_cols))
         return R, np.array(lo, dtype=float), np.array(hi, dtype=float)
+
+
+Rows = tuple[list[np.ndarray], list[float], list[float]]
+
+
+def _lower_rows(M: int, D: int, numbers: np.ndarray) -> Rows:
+    """A lower median's rows (besides ``N >= 1``): ``2 C(<= m) >= N`` and ``2 C(< m) < N``."""
+    if M % D:  # an order statistic of whole numbers is whole: infeasible, N = 0 and N >= 1
+        return [np.zeros_like(numbers) + 1], [0.0], [0.0]
+    m = M // D
+    return [2 * (numbers <= m) - 1, 2 * (numbers < m) - 1], [0.0, -np.inf], [np.inf, -1.0]
+
+
+def _interpolated_rows(M: int, D: int, numbers: np.ndarray, edges: np.ndarray) -> Rows:
+    """An interpolating median's rows: ``F(L) <= N/2``, ``C(< e(L)) < N/2`` and
+    ``F(U) >= N/2`` for the rounding interval's ends ``L, U = (2M -+ 1) / 2D``, with
+    ``2 D w F(p) = 2 D w C(< e) + (2 D p - 2 D e) f`` in the bin ``[e, e + w)`` holding ``p``."""
+
+    def twice_F_minus_N(p2d: int) -> np.ndarray:  # 2 D w F(p) - D w N, p2d = 2 D p
+        i = int(np.searchsorted(edges * 2 * D, p2d, side="right")) - 1
+        if i < 0:  # below every bin: F = 0
+            return np.full(numbers.shape, -D, dtype=np.int64)
+        if i >= edges.size - 1:  # above every bin: F = N
+            return np.full(numbers.shape, D, dtype=np.int64)
+        e, w = int(edges[i]), int(edges[i + 1] - edges[i])
+        inside = (numbers >= e) & (numbers < e + w)
+        return 2 * D * w * (numbers < e) + (p2d - 2 * D * e) * inside - D * w
+
+    low, high = 2 * M - 1, 2 * M + 1
+    i = int(np.searchsorted(edges * 2 * D, low, side="right")) - 1
+    e_low = int(edges[i]) if 0 <= i < edges.size - 1 else (int(edges[-1]) if i >= 0 else None)
+    below = (
+        -np.ones_like(numbers) if e_low is None else 2 * (numbers < e_low) - 1
+    )  # 2 C(< e(L)) - N <= -1
+    coeffs = [twice_F_minus_N(low), below, twice_F_minus_N(high)]
+    return coeffs, [-np.inf, -np.inf, 0.0], [0.0, -1.0, np.inf]
+
+
+def _midpoint_rows(M: int, D: int, numbers: np.ndarray, bound: int) -> Rows:
+    """A midpoint median's rows: ``s_lo <= l + u <= s_hi`` as one row for each candidate
+    ``c`` of either side (see the module's docstring), ``bound`` at least ``N``."""
+    s_lo, s_hi = -((1 - 2 * M) // D), (2 * M + 1) // D  # ceil((2M - 1)/D), floor((2M + 1)/D)
+    if s_lo > s_hi:  # no sum of two whole numbers halves to the value: infeasible
+        return [np.zeros_like(numbers)], [1.0], [1.0]
+
+    def g(a: int) -> np.ndarray:  # 2 C(<= a) - N
+        return 2 * (numbers <= a) - 1
+
+    coeffs: list[np.ndarray] = []
+    lo: list[float] = []
+    hi: list[float] = []
+    # l + u >= s_lo: not (l <= c and u <= d) for c <= d = s_lo - 1 - c; within a run of whole
+    # numbers between two of the attribute's, the smallest c is the strongest
+    for c in numbers[2 * numbers <= s_lo - 1].tolist():
+        coeffs.append(g(s_lo - 1 - c) + (2 * bound - 1) * g(c))
+        lo.append(-np.inf)
+        hi.append(0.0)
+    # l + u <= s_hi: l <= c or u <= d for c <= d = s_hi - 1 - c; the largest c of a run
+    top = (s_hi - 1) // 2
+    candidates = {int(n) - 1 for n in numbers if int(n) - 1 <= top} | {top}
+    for c in sorted(candidates):
+        coeffs.append(bound * g(s_hi - 1 - c) + g(c))
+        lo.append(0.0)
+        hi.append(np.inf)
+    return coeffs, lo, hi
 
 
 def parse_values(values: pl.Series, decimals: int) -> pl.Series:

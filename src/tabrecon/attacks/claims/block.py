@@ -37,9 +37,10 @@ import numpy as np
 import polars as pl
 import scipy.sparse as sp
 
-from ...engine.model import block_bounds, block_program, block_statistics
+from ...engine.model import block_bounds, block_program
 from ...engine.proofs import Extensible, independent_rows, prove_forms
 from ...engine.solvers import IntProgram, SolverOptions
+from ...engine.statistics import block_statistics
 from ...errors import TabreconError
 from ...schema.spec import Schema, Units
 from ...tables.publication import EXACT, Publication
