@@ -314,7 +314,7 @@ LONG_FUNCTIONS = {
     "tabrecon.cli.commands.claims:claims": 215,
     "tabrecon.cli.commands.defend:frontier": 199,
     "tabrecon.engine.proofs:prove_forms": 141,
-    "tabrecon.engine.reconstruct:reconstruct_units": 322,
+    "tabrecon.engine.reconstruct:reconstruct_units": 320,
     "tabrecon.records.households:synthesize_households": 150,
     "tabrecon.report.html:write_audit_report": 248,
     "tabrecon.runner:run_units": 122,

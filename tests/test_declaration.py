@@ -515,3 +515,37 @@ def test_midpoint_and_grouped_medians_publish_and_reconstruct_as_declared(
     published = again.filter(pl.col("value_right").is_not_null())
     assert published.height >= 4
     assert (published["value"] - published["value_right"]).abs().max() <= 1  # a tie either way
+
+
+AREAS = EXAMPLES / "areas.toml"
+
+
+def test_the_area_example_withholds_statistics_with_counts_and_keeps_its_edit(tmp_path):
+    """Worked example 3 (two of its areas, to keep the test short): midpoint medians equal
+    numpy's, no median or mean is published for a count the rule withholds, and the
+    reconstruction meets every published median and mean and the edit rule (nobody under 15
+    has married, which no table says: marital status is published for persons 15 and over)."""
+    records = pl.read_csv(EXAMPLES / "area_persons.csv", schema_overrides={"area_id": pl.String})
+    two = records.filter(pl.col("area_id").is_in(["5101", "5107"]))
+    two.write_csv(tmp_path / "two.csv")
+    run = _cli(tmp_path, "tabulate", "two.csv", "--schema", str(AREAS), "-o", "t.csv")
+    assert run.returncode == 0 and "2 areas x 29 cells" in run.stdout, run.stdout + run.stderr
+    pop = population(str(AREAS))
+    long = read_unit_tables(tmp_path / "t.csv", pop, withheld=True).to_frame()
+    value = {(g, c): v for g, c, v in long.select("geoid", "cell", "value").iter_rows()}
+    for area in ("5101", "5107"):
+        ages = two.filter(pl.col("area_id") == area)["age"].to_numpy()
+        assert value[(area, "A5_01")] == int(np.floor(np.median(ages) * 10 + 0.5))
+        for race in range(1, 5):  # a race's median age is withheld exactly with its count
+            count, median = value[(area, f"A2_{race + 1:02d}")], value[(area, f"A7_{race:02d}")]
+            assert (median is None) == (count is None or count == 0), (area, race)
+    run = _cli(tmp_path, "reconstruct", "t.csv", "--schema", str(AREAS), "-o", "rec.csv")
+    assert run.returncode == 0 and "in 2 areas (area)" in run.stdout, run.stdout + run.stderr
+    rebuilt = read_units(tmp_path / "rec.csv", pop.schema)
+    ages, marital = rebuilt.codes["age"], rebuilt.codes["marital"]
+    assert not ((ages < 15) & (marital != 1)).any()  # the edit rule holds
+    stats = ("A5", "A6", "A7", "A8")
+    again = tabulate_units(rebuilt, stats).join(long, on=["geoid", "cell"])
+    published = again.filter(pl.col("value_right").is_not_null())
+    assert published.height >= 10
+    assert (published["value"] - published["value_right"]).abs().max() <= 1  # a tie either way

@@ -129,6 +129,14 @@ def test_the_rows_of_a_value_hold_exactly_where_the_statistic_rounds_to_it(stat)
         holds = ((y >= rlo) & (y <= rhi)).all(axis=1)
         want = np.array([_rounds_to(stat, e, value) for e in exact])
         assert (holds == want).all(), (value, H[np.argmax(holds != want)])
+        # where the program fixes the universe's count, the rows may use it (the midpoint
+        # median's tighter rows): they hold on the distributions of that count exactly as well
+        for n in range(1, 8):
+            R, rlo, rhi = stat.rows(value, np.arange(5), NUMBERS, 5, bound=7, count=n)
+            of_n = H.sum(axis=1) == n
+            y = (R @ H[of_n].T).T
+            holds = ((y >= rlo) & (y <= rhi)).all(axis=1)
+            assert (holds == want[of_n]).all(), (value, n, H[of_n][np.argmax(holds != want[of_n])])
 
 
 def test_an_empty_value_a_population_could_publish_is_refused():

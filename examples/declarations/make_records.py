@@ -45,6 +45,31 @@ def meshblocks(seed: int = 11) -> pl.DataFrame:
     return pl.DataFrame(rows)
 
 
+def areas(seed: int = 5) -> pl.DataFrame:
+    """Persons of eight small areas: sex, age, race and marital status (nobody under 15 has
+    married: the declaration's edit rule)."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for i, size in enumerate((7, 11, 16, 24, 35, 52, 9, 30)):
+        for _ in range(size):
+            age = int(min(rng.gamma(2.2, 17.0), 99))
+            if age < 15:
+                marital = 1
+            else:
+                marital = int(rng.choice(3, p=[0.35, 0.5, 0.15])) + 1
+            rows.append(
+                {
+                    "area_id": f"{5101 + i}",
+                    "sex": int(rng.choice([1, 2])),
+                    "age": age,
+                    "race": int(rng.choice(4, p=[0.6, 0.2, 0.12, 0.08])) + 1,
+                    "marital": marital,
+                }
+            )
+    return pl.DataFrame(rows)
+
+
 if __name__ == "__main__":
     schools().write_csv(HERE / "school_pupils.csv")
     meshblocks().write_csv(HERE / "meshblock_persons.csv")
+    areas().write_csv(HERE / "area_persons.csv")

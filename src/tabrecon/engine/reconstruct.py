@@ -202,9 +202,7 @@ def reconstruct_units(
         for lv in (Geo.BLOCK, Geo.TRACT)
     }
     cells, W, geoids, V, Vhi = block_bounds(long, pop, of_level[Geo.BLOCK], publication)
-    measured = block_statistics(
-        long, pop, of_level[Geo.BLOCK], geoids, withheld_unknown=publication.withholds
-    )
+    measured = block_statistics(long, pop, of_level[Geo.BLOCK], geoids, publication=publication)
     if measured and publication.withholds_statistics:
         frame = long.to_frame() if isinstance(long, TableSet) else long
         refuse_statistics_of_withheld_counts(frame, pop, publication)

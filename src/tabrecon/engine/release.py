@@ -151,7 +151,8 @@ class ReleaseReconstruction(UnitsRun):
             else ""
         )
         lines = [
-            f"{len(self.units):,} records in {b.height:,} {place}s{where} ({self.level}) in "
+            f"{len(self.units):,} records in {b.height:,} {place}s{where} "
+            f"({str(self.level).replace(Geo.BLOCK, place)}) in "
             f"{self.seconds:.1f} s" + (f"; {place}s: {verdicts}" if verdicts else ""),
         ]
         if self.used:

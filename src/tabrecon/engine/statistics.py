@@ -18,7 +18,8 @@ import scipy.sparse as sp
 
 from ..errors import InputError
 from ..tables.measures import WITHHELD, format_values
-from ..tables.spec import StatisticCell, compiled_statistics
+from ..tables.publication import EXACT, MISSING, Publication
+from ..tables.spec import StatisticCell, cell_tables, compiled_statistics, statistic_counts
 from ..tables.tableset import TableSet
 
 if TYPE_CHECKING:
@@ -38,6 +39,11 @@ class BlockStatistics:
     #: with its universe's count, which may be any the rule withholds); else it says the
     #: universe is empty (a declared ``empty = None``)
     withheld_unknown: bool = False
+    #: the fewest and the most records each statistic's universe can have in each block
+    #: (blocks x cells, each), from the published count of the same universe; -1 where none is
+    #: published
+    fewest: np.ndarray | None = None
+    most: np.ndarray | None = None
 
     def __bool__(self) -> bool:
         return bool(self.cells)
@@ -50,7 +56,7 @@ class BlockStatistics:
         if not self.cells:
             return None
         parts = []
-        for sc, v in zip(self.cells, self.values[b], strict=True):
+        for j, (sc, v) in enumerate(zip(self.cells, self.values[b], strict=True)):
             if self.withheld_unknown and v == WITHHELD:
                 continue
             if cols is None:
@@ -61,8 +67,17 @@ class BlockStatistics:
             pos = np.searchsorted(cols, sc.universe)
             hit = (pos < cols.size) & (cols[np.minimum(pos, cols.size - 1)] == sc.universe)
             bound = None if ub is None else int(ub[pos[hit]].sum())
+            count = None
+            if self.most is not None and self.fewest is not None and self.most[b, j] >= 0:
+                # the published count of the universe, a row of the program: a tighter bound
+                # than the types' bounds summed, and where exact, the midpoint median's tight rows
+                bound = int(self.most[b, j]) if bound is None else min(bound, int(self.most[b, j]))
+                if self.fewest[b, j] == self.most[b, j]:
+                    count = int(self.most[b, j])
             parts.append(
-                sc.statistic.rows(int(v), pos[hit], sc.numbers[hit], int(cols.size), bound=bound)
+                sc.statistic.rows(
+                    int(v), pos[hit], sc.numbers[hit], int(cols.size), bound=bound, count=count
+                )
             )
         if not parts:  # every statistic of the block withheld
             n = self.n_cols if cols is None else int(cols.size)
@@ -84,13 +99,15 @@ def block_statistics(
     pop: Population,
     names: tuple[str, ...],
     geoids: list[str],
-    withheld_unknown: bool = False,
+    publication: Publication = EXACT,
 ) -> BlockStatistics:
     """The named tables' median and mean cells for the blocks ``geoids`` (every block needs
     every such cell once; a value no nonempty universe can publish, a median of 120 years, is
-    refused naming the block and the cell). ``withheld_unknown``: the release withholds counts,
-    and a statistic with its universe's count, so a withheld one says nothing
-    (:attr:`BlockStatistics.withheld_unknown`)."""
+    refused naming the block and the cell), read under the counts' ``publication``: where it
+    withholds counts it withholds a statistic with its universe's count, so a withheld one says
+    nothing (:attr:`BlockStatistics.withheld_unknown`); the published count of a statistic's
+    universe bounds its records (:attr:`BlockStatistics.most`)."""
+    withheld_unknown = publication.withholds
     schema = pop.schema
     cells = compiled_statistics(pop, tuple(names))
     n_cols = int(schema.feasible_types().size)
@@ -136,4 +153,47 @@ def block_statistics(
                 f"{format_values([hi], stat.decimals)[0]})"
                 + (f"; {more} more such {schema.geography}s" if more else "")
             )
-    return BlockStatistics(cells, V, n_cols, withheld_unknown)
+    fewest, most = _universe_counts(
+        long, pop, tuple(names), cells=cells, geoids=geoids, publication=publication
+    )
+    return BlockStatistics(cells, V, n_cols, withheld_unknown, fewest=fewest, most=most)
+
+
+def _universe_counts(
+    long: pl.DataFrame,
+    pop: Population,
+    names: tuple[str, ...],
+    *,
+    cells: tuple[StatisticCell, ...],
+    geoids: list[str],
+    publication: Publication,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The fewest and the most records each statistic cell's universe can have in each block
+    (blocks x cells, each): the true counts its published count cells allow (the narrowest,
+    where there are several), -1 where none is published. Only the named tables' cells count:
+    they are the program's rows, so no solution of the program leaves the interval."""
+    shape = (len(geoids), len(cells))
+    counts_of = statistic_counts(pop)
+    table = cell_tables(pop)
+    pairs = [
+        (c, j)
+        for j, sc in enumerate(cells)
+        for c in counts_of.get(sc.cell.id, ())
+        if table[c] in names
+    ]
+    if not pairs:
+        return np.full(shape, -1, dtype=np.int64), np.full(shape, -1, dtype=np.int64)
+    sub = long.join(
+        pl.DataFrame({"cell": [c for c, _ in pairs], "_c": [j for _, j in pairs]}), on="cell"
+    ).join(
+        pl.DataFrame({"geoid": geoids, "_g": np.arange(len(geoids), dtype=np.int64)}), on="geoid"
+    )
+    lo, hi = publication.interval(
+        sub["value"].fill_null(MISSING).to_numpy(), [table[c] for c in sub["cell"].to_list()]
+    )
+    at = (sub["_g"].to_numpy(), sub["_c"].to_numpy())
+    big = np.iinfo(np.int64).max
+    fewest, most = np.full(shape, -1, dtype=np.int64), np.full(shape, big, dtype=np.int64)
+    np.maximum.at(fewest, at, lo)
+    np.minimum.at(most, at, hi)
+    return fewest, np.where(most == big, -1, most)

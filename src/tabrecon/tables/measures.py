@@ -252,12 +252,15 @@ class Statistic:
         numbers: np.ndarray,
         n_cols: int,
         bound: int | None = None,
+        count: int | None = None,
     ) -> tuple[sp.csr_matrix, np.ndarray, np.ndarray]:
         """The rows ``lo <= R x <= hi`` that publishing ``value`` means, over ``n_cols`` type
         counts ``x``: ``universe`` holds the columns of the cell's universe, ``numbers`` each
         one's number. Infinite bounds are ``-inf``/``inf`` (floats); an empty universe (the
         ``empty`` value, or :data:`WITHHELD` under ``empty=None``) is one row ``N = 0``. A
-        midpoint median's rows need ``bound``, the most records the universe can have."""
+        midpoint median's rows need ``bound``, the most records the universe can have; where
+        the program fixes the universe's ``count`` (its count cell published exactly), they are
+        tighter (:func:`_midpoint_rows_of_count`)."""
         universe = np.asarray(universe, dtype=np.int64)
         numbers = np.asarray(numbers, dtype=np.int64)
         ones = np.ones(universe.size, dtype=np.int64)
@@ -274,7 +277,8 @@ class Statistic:
             elif self.median is MedianRule.MIDPOINT:
                 if bound is None:
                     raise TabreconError(f"{self}: its rows need the most records it counts")
-                coeffs, lo, hi = _midpoint_rows(M, D, numbers, max(int(bound), 1))
+                known = None if count is None else _midpoint_rows_of_count(M, D, numbers, count)
+                coeffs, lo, hi = known or _midpoint_rows(M, D, numbers, max(int(bound), 1))
             else:
                 coeffs, lo, hi = _interpolated_rows(M, D, numbers, self.edges(numbers))
             coeffs, lo, hi = [ones, *coeffs], [1.0, *lo], [np.inf, *hi]  # N >= 1
@@ -320,6 +324,43 @@ def _interpolated_rows(M: int, D: int, numbers: np.ndarray, edges: np.ndarray) -
     )  # 2 C(< e(L)) - N <= -1
     coeffs = [twice_F_minus_N(low), below, twice_F_minus_N(high)]
     return coeffs, [-np.inf, -np.inf, 0.0], [0.0, -1.0, np.inf]
+
+
+def _midpoint_rows_of_count(M: int, D: int, numbers: np.ndarray, n: int) -> Rows | None:
+    """A midpoint median's rows where the universe holds exactly ``n`` records (the program's
+    count row says so) and the value allows one sum ``s = l + u``; None otherwise. An odd
+    ``n`` has one middle value, ``s/2``: a lower median's two rows. An even ``n = 2h``: ``l``
+    at most and ``u`` at least ``s/2`` (two rows), and for each ``c < s/2`` with
+    ``d = s - 1 - c``, ``P = C(<= c)`` and ``R = C(<= d)``, the convex hulls of the two
+    either-or conditions of :func:`_midpoint_rows`: ``R + h P <= h (h + 1)`` and
+    ``h R + P >= h (h + 1)`` (the rows there, with ``N`` fixed, are weaker)."""
+    s_lo, s_hi = -((1 - 2 * M) // D), (2 * M + 1) // D
+    if s_lo != s_hi or n < 1:
+        return None
+    s = s_lo
+
+    def at_most(a: int) -> np.ndarray:  # C(<= a), N fixed at n: rows are constants
+        return (numbers <= a).astype(np.int64)
+
+    if n % 2:
+        if s % 2:  # one middle value: s is twice it
+            return [np.zeros_like(numbers)], [1.0], [1.0]
+        m = s // 2
+        return [at_most(m), at_most(m - 1)], [(n + 1) / 2, -np.inf], [np.inf, (n - 1) / 2]
+    h = n // 2
+    coeffs = [at_most(s // 2), at_most(-(-s // 2) - 1)]  # l <= s/2 <= u
+    lo: list[float] = [h, -np.inf]
+    hi: list[float] = [np.inf, h]
+    for c in numbers[2 * numbers <= s - 1].tolist():  # the smallest c of each run
+        coeffs.append(at_most(s - 1 - c) + h * at_most(c))
+        lo.append(-np.inf)
+        hi.append(h * (h + 1))
+    top = (s - 1) // 2
+    for c in sorted({int(v) - 1 for v in numbers if int(v) - 1 <= top} | {top}):  # the largest
+        coeffs.append(h * at_most(s - 1 - c) + at_most(c))
+        lo.append(h * (h + 1))
+        hi.append(np.inf)
+    return coeffs, lo, hi
 
 
 def _midpoint_rows(M: int, D: int, numbers: np.ndarray, bound: int) -> Rows:

@@ -585,7 +585,7 @@ def generate_then_verify(
             raise TabreconError(f"Generate-then-Verify uses block tables; {n} is a tract table")
     cells, W, geoids, V, hi = block_bounds(long, pop, names, publication)
     # medians and means: extra rows (a withheld one says nothing where counts are withheld)
-    measured = block_statistics(long, pop, names, geoids, withheld_unknown=publication.withholds)
+    measured = block_statistics(long, pop, names, geoids, publication=publication)
     Vhi = V if hi is None else hi
     names = tuple(names)
     values = _claim_values(schema)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -28,6 +28,9 @@ from ..terminal import (
     say_skipped,
     table,
 )
+
+if TYPE_CHECKING:
+    from ...schema.registry import Population
 
 app = typer.Typer()
 RECON_LEVELS = vocab.Level.choices()
@@ -180,13 +183,20 @@ def tabulate(
         )
     write_frame(as_published(long, pop), out)  # medians and means as decimals
     parts = ", ".join(
-        f"{g.values.shape[0]:,} {_plural(lv, g.values.shape[0])} x {g.values.shape[1]:,} cells"
+        f"{g.values.shape[0]:,} {_plural(_place(lv, pop), g.values.shape[0])} x "
+        f"{g.values.shape[1]:,} cells"
         for lv, g in ts.grids.items()
     )
     console.print(
         f"{len(units):,} {pop.noun} -> {long.height:,} values ({parts}){how} -> {out} "
         f"({time.perf_counter() - t0:.2f} s)"
     )
+
+
+def _place(level: str, pop: Population) -> str:
+    """A level as the release names it: a declared release's own geography (``school``) for
+    its block level."""
+    return pop.schema.geography if level == Geo.BLOCK else level
 
 
 def _plural(level: str, n: int) -> str:
