@@ -325,13 +325,34 @@ def test_a_dhc_release_is_audited_as_such_and_never_resumed_as_sf1(tmp_path):
     doc = (tmp_path / "a" / "report.html").read_text()
     assert "with the 2020 DHC tables H1, H3, H4" in doc and "output of TopDown" in doc
     assert "they describe the protected data" in doc.split('id="in-brief"')[1].split("</p>")[0]
-    again = run_cli([*audit, "--release", "dhc-2020", "-o", "a", "--quiet", "--resume"], tmp_path)
+    assert "not measured in this report" in doc
+    # a calibration (as tabrecon calibrate writes it) brings the claims' truth rate to the
+    # first paragraph and to results/, and does not make the audit's work another run's
+    (tmp_path / "cal.csv").write_text(
+        "side,k,block_size,verified,true,singletons,true_singletons\n"
+        "2020 DHC,1,all,200,19,150,12\n2020 DHC,2,all,300,32,250,20\n"
+        "2010 SF1,1,all,90,90,80,80\n"
+    )
+    with_cal = [*audit, "--release", "dhc-2020", "-o", "a", "--quiet", "--resume"]
+    again = run_cli([*with_cal, "--calibration", "cal.csv"], tmp_path)
     assert again.returncode == 0, again.stderr[-2000:]
+    first = (tmp_path / "a" / "report.html").read_text().split('id="in-brief"')[1].split("</p>")[0]
+    assert "10.2% of the 500 claims such tables verified were true" in first, first
+    assert "1 column: 9.5%; 2 columns: 10.7%" in first, first
+    rate = pl.read_csv(tmp_path / "a" / "results" / "claims_truth_rate.csv")
+    assert rate["true_pct"].to_list() == [9.5, 10.7]
     tabulated = ["tabulate", "hh.csv", "--schema", "households", "-o", "sf1.csv"]
     assert run_cli(tabulated, tmp_path).returncode == 0
     other = ["audit", "--tables", "sf1.csv", "--schema", "households", "-c", "fast.toml"]
     mixed = run_cli([*other, "-o", "a", "--quiet", "--resume"], tmp_path)
     assert mixed.returncode == 2 and "holds results of another run" in mixed.stderr
+    # a calibration of the DHC's claims is refused for SF1's tables, and a file that is not
+    # one is named, before any work
+    sf1_cal = run_cli([*other, "-o", "s", "--quiet", "--calibration", "cal.csv"], tmp_path)
+    assert sf1_cal.returncode == 2 and "audit a DHC release" in sf1_cal.stderr, sf1_cal.stderr
+    bad = run_cli([*with_cal[:-1], "--calibration", "hh.csv"], tmp_path)
+    assert bad.returncode == 2 and "hh.csv" in bad.stderr and "no column" in bad.stderr
+    assert "Traceback" not in sf1_cal.stderr + bad.stderr and not (tmp_path / "s").exists()
 
 
 @pytest.mark.slow

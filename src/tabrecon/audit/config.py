@@ -105,6 +105,9 @@ class ReportConfig:
     # block shapes of the release's county (TIGER/Line tabblock zip, shapefile, GeoPackage,
     # GeoJSON, GeoParquet): the report maps its blocks; "" = no map (needs the maps extra)
     shapes: str = ""
+    # a calibration.csv that tabrecon calibrate wrote: an audit of the 2020 DHC gives its
+    # claims' measured truth rate beside them; "" = not measured
+    calibration: str = ""
 
 
 @dataclass(frozen=True)

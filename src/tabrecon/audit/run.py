@@ -28,6 +28,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -36,11 +37,13 @@ from rich.console import Console
 from ..errors import InputError, TabreconError
 from ..interrupts import keeps
 from ..io import remove_tree, write_csv, write_json, write_parquet, write_text
+from ..metrics.calibration import release_truth_rates, truth_rate_summary
 from ..provenance import check_or_record, digest_path, fingerprint
 from ..runner import units_peak_mib
 from ..schema import write_microdata
 from ..schema.registry import Population
 from ..tables.publication import Publication
+from ..tables.tableset import TableSet
 from ..vocab import Geo, Level, Release, Stage
 from .aggregate import agree_table, audit_summary, pct_rates
 from .chunks import EXAMPLE_CLAIMS, FACTS, plan_chunks, read_release, run_chunks
@@ -254,6 +257,8 @@ def audit(
     if hh_path is not None:  # a bad companion file is refused before minutes of person stages
         check_households_file(hh_path, md_path)
     shapes = _shapes(cfg, pop)  # a wrong or unreadable file refused before any work too
+    # so is a calibration of another release's claims
+    truth_rate = release_truth_rates(cfg.report.calibration, pop.schema.release)
     if cfg.run.scheduler:  # fail at once, not once per chunk, when the cluster is unreachable
         from ..runner import dask_client
 
@@ -265,15 +270,7 @@ def audit(
     # no fingerprint that would refuse the next run's --resume
     given = read_release(ts_path, pop) if ts_path is not None else None
     if shapes is not None:
-        from ..schema import county_persons
-        from ..shapes import check_overlap
-
-        if given is not None and "block" in given.grids:
-            check_overlap(shapes, given.grids["block"].geoids, f"the tables {ts_path}")
-        elif md_path is not None:
-            check_overlap(
-                shapes, county_persons(md_path, pop.schema)["county"].to_numpy(), str(md_path)
-            )
+        _check_shapes_cover(shapes, given, ts_path=ts_path, md_path=md_path, pop=pop)
     if md_path is not None and given is not None:
         chunks = [Chunk(0, [], 0)]  # the given release is audited as one piece
     else:
@@ -460,6 +457,8 @@ def audit(
             100.0 * claims_summary["persons_singled_out"] / n if n else None
         )
     frames.update(hframes)
+    if truth_rate is not None:
+        frames["claims_truth_rate"] = truth_rate
     for name, df in frames.items():
         write_csv(df, res / f"{name}.csv")
     # the frontier is its own row: aggregate's is the rest of its time (the rows add up)
@@ -489,6 +488,7 @@ def audit(
         summary["claims"] = claims_summary
     summary["population"], summary["noun"] = pop.name, pop.noun
     summary["release"] = str(pop.schema.release)
+    summary["calibration"] = truth_rate_summary(truth_rate, cfg.report.calibration)
     summary["geography"] = pop.schema.geography
     summary["record_columns"] = [a.name for a in pop.schema.attributes]
     if household is not None and "error" not in household:
@@ -522,6 +522,26 @@ def audit(
     write_json(out / "summary.json", summary, strict=True)  # for any JSON parser
     report = write_audit_report(out, summary, frames, cfg, maps)
     return AuditResult(out, summary, report)
+
+
+def _check_shapes_cover(
+    shapes: Any,
+    given: TableSet | None,
+    *,
+    ts_path: Path | None,
+    md_path: Path | None,
+    pop: Population,
+) -> None:
+    """Refuse shapes of another county than the tables' blocks or the records' county."""
+    from ..schema import county_persons
+    from ..shapes import check_overlap
+
+    if given is not None and "block" in given.grids:
+        check_overlap(shapes, given.grids["block"].geoids, f"the tables {ts_path}")
+    elif md_path is not None:
+        check_overlap(
+            shapes, county_persons(md_path, pop.schema)["county"].to_numpy(), str(md_path)
+        )
 
 
 def _shapes(cfg: AuditConfig, pop: Population):

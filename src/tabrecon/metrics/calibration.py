@@ -40,7 +40,7 @@ import polars as pl
 
 from ..attacks.claims.release import ClaimsOptions, matching_units, release_claims
 from ..defenses.defense import Defense
-from ..errors import TabreconError
+from ..errors import InputError, TabreconError
 from ..io import write_csv, write_parquet, write_text
 from ..records.synth import SynthConfig, synthesize
 from ..schema import BLOCK_SIZE_LABELS, Microdata, person_units, read_microdata, size_bin
@@ -216,3 +216,82 @@ def _scores(claims: pl.DataFrame, truth: Units) -> pl.DataFrame:
             pl.col(n).cast(pl.Int64) for n in ("verified", "true", "singletons", "true_singletons")
         )
     )
+
+
+#: the columns of a calibration.csv that :func:`truth_rates` reads
+CALIBRATION_COLUMNS = ("side", "k", "block_size", "verified", "true")
+
+
+def truth_rates(path: Path) -> pl.DataFrame:
+    r"""How often the 2020 side's verified claims were true, by claim size ``k`` (every block
+    size together), from a ``calibration.csv`` that ``tabrecon calibrate`` wrote: columns
+    ``k``, ``verified``, ``true`` and ``true_pct``; refused naming the file when it is not one.
+
+    >>> import tempfile
+    >>> d = Path(tempfile.mkdtemp())
+    >>> _ = (d / "calibration.csv").write_text(
+    ...     "side,k,block_size,verified,true,singletons,true_singletons\n"
+    ...     "2020 DHC,1,1-4,5,1,5,1\n2020 DHC,1,all,40,4,30,2\n2010 SF1,1,all,50,50,40,40\n")
+    >>> truth_rates(d / "calibration.csv").rows()
+    [(1, 40, 4, 10.0)]
+    """
+    where = str(path)
+    if not Path(path).is_file():
+        raise InputError(
+            "no such calibration file (tabrecon calibrate writes calibration.csv)", path=where
+        )
+    try:
+        df = pl.read_csv(path, schema_overrides={"side": pl.String, "block_size": pl.String})
+    except (pl.exceptions.PolarsError, UnicodeDecodeError) as exc:
+        raise InputError(f"not a calibration CSV: {exc}", path=where) from None
+    lacking = [c for c in CALIBRATION_COLUMNS if c not in df.columns]
+    if lacking:
+        raise InputError(
+            f"not a calibration.csv of tabrecon calibrate: no column {lacking[0]!r}", path=where
+        )
+    side = SIDES[0][0]
+    rows = df.filter((pl.col("side") == side) & (pl.col("block_size") == "all"))
+    if not rows.height:
+        raise InputError(f"no row of the {side} side over all block sizes", path=where)
+    try:
+        out = rows.select(
+            pl.col("k").cast(pl.Int64),
+            pl.col("verified").cast(pl.Int64),
+            pl.col("true").cast(pl.Int64),
+        )
+    except pl.exceptions.PolarsError:
+        raise InputError("k, verified and true must be whole numbers", path=where) from None
+    if (out["true"] > out["verified"]).any() or (out["true"] < 0).any():
+        raise InputError("more claims true than verified, or fewer than none", path=where)
+    return out.sort("k").with_columns(
+        pl.when(pl.col("verified") > 0)
+        .then((100.0 * pl.col("true") / pl.col("verified")).round(1))
+        .otherwise(None)
+        .alias("true_pct")
+    )
+
+
+def release_truth_rates(path: str, release: Release) -> pl.DataFrame | None:
+    """:func:`truth_rates` of the calibration file ``path`` for an audit of ``release``
+    (``""``: none, None); refused for a release other than the 2020 DHC, whose tables are
+    exact or not the ones calibrated."""
+    if not path:
+        return None
+    if release is not Release.DHC_2020:
+        raise TabreconError(
+            "--calibration gives the measured truth rate of the 2020 DHC's claims: audit a DHC "
+            f"release (--release dhc-2020), not {release.label}"
+        )
+    return truth_rates(Path(path))
+
+
+def truth_rate_summary(rates: pl.DataFrame | None, source: str) -> dict[str, Any] | None:
+    """The truth rates as an audit's summary holds them: by claim size and over all."""
+    if rates is None:
+        return None
+    return {
+        "source": source,
+        "by_k": rates.to_dicts(),
+        "verified": int(rates["verified"].sum()),
+        "true": int(rates["true"].sum()),
+    }

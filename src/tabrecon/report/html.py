@@ -357,15 +357,33 @@ def in_brief(s: dict, examples: pl.DataFrame | None = None) -> str:
 
 def _protected(s: dict) -> list[str]:
     """What a report of the 2020 DHC adds to its first paragraph: its tables are TopDown's
-    output, so what they make certain is certain of the protected data (how often of the
-    people is not measured here yet)."""
+    output, so what they make certain is certain of the protected data; how often such claims
+    are true of the people, where a calibration measured it (``s["calibration"]``)."""
     if Release(s.get("release", Release.SF1_2010)) is not Release.DHC_2020:
         return []
-    return [
+    said = (
         "These are the 2020 DHC's tables, the output of the Census Bureau's differential "
-        "privacy (TopDown): they describe the protected data, not the responses, so what they "
-        "make certain is certain of that data, and true of the people only as far as the two "
-        "agree; how often such claims are true of the people is not measured in this report."
+        "privacy (TopDown): they describe the protected data, not the responses, so the claims "
+        "below are claims the protected tables make, certain of that data and true of the "
+        "people only as far as the two agree."
+    )
+    cal = s.get("calibration")
+    if not cal or not cal.get("verified"):
+        return [
+            said + " How often such claims are true of the people is not measured in this "
+            "report (<code>tabrecon calibrate</code> measures it; <code>--calibration</code> "
+            "brings it here)."
+        ]
+    by_k = "; ".join(
+        f"{r['k']} column{'s' if r['k'] != 1 else ''}: {fmt_pct(r['true_pct'])}%"
+        for r in cal["by_k"]
+        if r.get("true_pct") is not None
+    )
+    return [
+        f"{said} Measured by simulation (a synthetic county through the production TopDown, "
+        f"<code>tabrecon calibrate</code>: {html.escape(str(cal['source']))}), "
+        f"<b>{fmt_pct(100.0 * cal['true'] / cal['verified'])}% of the {cal['verified']:,} "
+        f"claims such tables verified were true of the confidential records</b> ({by_k})."
     ]
 
 

@@ -51,6 +51,28 @@ def _print_audit(res, out: Path) -> None:
     console.print(f"report: {res.report}  (numbers: {out / 'results'}, {out / 'summary.json'})")
 
 
+#: the audit's block shapes option
+Shapes = Annotated[
+    Path | None,
+    typer.Option(
+        help="The county's block shapes (TIGER/Line tl_2010_SSCCC_tabblock10.zip or 2020's "
+        "tabblock20, a shapefile, GeoPackage, GeoJSON or GeoParquet): the report maps its "
+        "blocks by certified uniqueness, and by the share singled out where verified claims "
+        "cover every block (persons); any population placed by census blocks (\\[report] "
+        "shapes; needs the maps extra; tabrecon download --shapes fetches the file)"
+    ),
+]
+#: the audit's calibration option
+CalibrationFile = Annotated[
+    Path | None,
+    typer.Option(
+        help="A calibration.csv that tabrecon calibrate wrote: the report of a 2020 DHC "
+        "audit gives how often such claims were true of the confidential records "
+        r"(\[report] calibration)"
+    ),
+]
+
+
 @app.command()
 def audit(
     microdata: Annotated[
@@ -108,16 +130,8 @@ def audit(
         ),
     ] = "persons",
     release: ReleaseName = "sf1-2010",
-    shapes: Annotated[
-        Path | None,
-        typer.Option(
-            help="The county's block shapes (TIGER/Line tl_2010_SSCCC_tabblock10.zip or 2020's "
-            "tabblock20, a shapefile, GeoPackage, GeoJSON or GeoParquet): the report maps its "
-            "blocks by certified uniqueness, and by the share singled out where verified claims "
-            "cover every block (persons); any population placed by census blocks (\\[report] "
-            "shapes; needs the maps extra; tabrecon download --shapes fetches the file)"
-        ),
-    ] = None,
+    shapes: Shapes = None,
+    calibration: CalibrationFile = None,
     publication_rules: Annotated[
         str | None,
         typer.Option(
@@ -153,7 +167,10 @@ def audit(
         run=run_opts,
         defenses={"specs": specs},
         households={"publication_rules": _rules(publication_rules)},
-        report={"shapes": str(shapes) if shapes is not None else None},
+        report={
+            "shapes": str(shapes) if shapes is not None else None,
+            "calibration": str(calibration) if calibration is not None else None,
+        },
     )
     if cfg.report.shapes:
         from ...shapes import require_maps
