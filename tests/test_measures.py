@@ -6,8 +6,9 @@ statistic rounded half up; the rows a published value means hold on a distributi
 its statistic rounds to that value (every distribution of up to 7 records over 5 values, every
 value); and the engine over a toy schema (sex x age 0-4) whose every population of up to 8
 records is listed: for random populations, random table sets mixing counts (exact, rounded or
-withheld), interpolated and lower medians and means, the verdict equals the number of consistent
-populations, the reconstruction is one of them, and every verified claim holds in all of them.
+withheld), interpolated, lower, midpoint and grouped medians and means, the verdict equals the
+number of consistent populations, the reconstruction is one of them, and every verified claim
+holds in all of them; the same under an edit rule that leaves 8 of the 10 types.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from tabrecon.engine.model import block_program
 from tabrecon.engine.reconstruct import ReconstructOptions, reconstruct_units
 from tabrecon.errors import InputError, TabreconError
 from tabrecon.schema.registry import of_schema, population
-from tabrecon.schema.spec import Attribute, Schema, Units
+from tabrecon.schema.spec import Attribute, EditRule, Schema, Units
 from tabrecon.tables.measures import WITHHELD, Measure, MedianRule, Statistic, format_values
 from tabrecon.tables.publication import MISSING, Publication
 from tabrecon.tables.publishing import publish_counts
@@ -215,20 +216,25 @@ MOST = 8  # a total of at most 6 rounded to base 3 at random allows at most 8
 ALL = _histograms(N_TYPES, MOST)
 
 
-def _release(seed: int) -> tuple[Units, tuple[str, ...], Publication, pl.DataFrame]:
+def _release(
+    seed: int, toy: Schema = TOY, counts: list | None = None, measures: list | None = None
+) -> tuple[Units, tuple[str, ...], Publication, pl.DataFrame]:
+    counts = COUNTS if counts is None else counts
+    measures = MEASURES if measures is None else measures
     rng = np.random.default_rng(seed)
     n = int(rng.integers(1, 7))
-    types = rng.integers(0, N_TYPES, size=n)
-    units = Units(TOY, np.full(n, BLOCK), TOY.decode(TOY.feasible_types()[types]))
-    counts = rng.choice([t.name for t in COUNTS], size=int(rng.integers(1, 3)), replace=False)
-    stats = rng.choice([t.name for t in MEASURES], size=int(rng.integers(1, 3)), replace=False)
-    names = tuple(sorted([*counts, *stats], key=lambda t: int(t[1:])))
+    feas = toy.feasible_types()
+    types = rng.integers(0, feas.size, size=n)
+    units = Units(toy, np.full(n, BLOCK), toy.decode(feas[types]))
+    chosen = rng.choice([t.name for t in counts], size=int(rng.integers(1, 3)), replace=False)
+    stats = rng.choice([t.name for t in measures], size=int(rng.integers(1, 3)), replace=False)
+    names = tuple(sorted([*chosen, *stats], key=lambda t: int(t[1:])))
     pub = Publication.parse(RULES[int(rng.integers(len(RULES)))])
     if pub.withholds:  # a statistic is withheld with its universe's count: T1 holds them all
-        names = tuple(sorted({*names, "T1"}, key=lambda t: int(t[1:])))
+        names = tuple(sorted({*names, f"{counts[0].name}"}, key=lambda t: int(t[1:])))
     long = tabulate_units(units, names)
-    of = cell_tables(of_schema(TOY))
-    counted = {c.id for c in compiled(of_schema(TOY), names)[0]}
+    of = cell_tables(of_schema(toy))
+    counted = {c.id for c in compiled(of_schema(toy), names)[0]}
     is_count = np.array([c in counted for c in long["cell"].to_list()])
     true = long["value"].fill_null(MISSING).to_numpy()
     shown = pub.publish(true[is_count], rng, [of[c] for c in long["cell"].filter(is_count)])
@@ -236,7 +242,7 @@ def _release(seed: int) -> tuple[Units, tuple[str, ...], Publication, pl.DataFra
     out[is_count] = shown
     if pub.withholds:  # the statistics as publish_counts withholds them, with their counts
         out[~is_count] = (
-            publish_counts(long, of_schema(TOY), pub)[0]["value"]
+            publish_counts(long, of_schema(toy), pub)[0]["value"]
             .fill_null(MISSING)
             .to_numpy()[~is_count]
         )
@@ -246,37 +252,44 @@ def _release(seed: int) -> tuple[Units, tuple[str, ...], Publication, pl.DataFra
     return units, names, pub, long
 
 
-def _consistent(names: tuple[str, ...], pub: Publication, long: pl.DataFrame) -> np.ndarray:
-    """Every histogram the published counts, medians and means allow (rows of ALL), each
-    statistic checked by its plain definition."""
+def _consistent(
+    names: tuple[str, ...],
+    pub: Publication,
+    long: pl.DataFrame,
+    toy: Schema = TOY,
+    every: np.ndarray | None = None,
+) -> np.ndarray:
+    """Every histogram the published counts, medians and means allow (rows of ``every``, by
+    default every population of TOY), each statistic checked by its plain definition."""
+    pops = ALL if every is None else every
     value = dict(
         zip(long["cell"].to_list(), long["value"].fill_null(MISSING).to_list(), strict=True)
     )
-    cells, W = compiled(of_schema(TOY), names)
+    cells, W = compiled(of_schema(toy), names)
     lo, hi = pub.interval(
         np.array([value[c.id] for c in cells], dtype=np.int64), [c.table for c in cells]
     )
-    T = ALL @ W.toarray().T
+    T = pops @ W.toarray().T
     ok = ((T >= lo) & (T <= hi)).all(axis=1)
     at = {c.id: j for j, c in enumerate(cells)}
-    counts_of = statistic_counts(of_schema(TOY))
-    for sc in compiled_statistics(of_schema(TOY), names):
+    counts_of = statistic_counts(of_schema(toy))
+    for sc in compiled_statistics(of_schema(toy), names):
         nums = np.unique(sc.numbers)
-        dist = np.stack([ALL[:, sc.universe[sc.numbers == a]].sum(axis=1) for a in nums], axis=1)
+        dist = np.stack([pops[:, sc.universe[sc.numbers == a]].sum(axis=1) for a in nums], axis=1)
         v = int(value[sc.cell.id])
         v = WITHHELD if v == MISSING else v
         # a rule that withholds counts withholds the statistic exactly when its universe's count
         # is withheld (or the universe is empty and the statistic declares None for that)
-        hidden = np.zeros(len(ALL), dtype=bool)
+        hidden = np.zeros(len(pops), dtype=bool)
         if pub.withholds:
             j = at[next(c for c in counts_of[sc.cell.id] if c in at)]
-            hidden = pub.publish(T[:, j], None, [cells[j].table] * len(ALL)) == MISSING
+            hidden = pub.publish(T[:, j], None, [cells[j].table] * len(pops)) == MISSING
         for i in np.flatnonzero(ok):
             if hidden[i]:
                 ok[i] = v == WITHHELD
             else:
                 ok[i] = _rounds_to(sc.statistic, _exact(sc.statistic, dist[i], nums), v)
-    return ALL[ok]
+    return pops[ok]
 
 
 @settings(
@@ -301,6 +314,68 @@ def test_verdict_reconstruction_and_claims_equal_brute_force_with_medians_and_me
         long, of_schema(TOY), names, k_values=(1, 2), k_solutions=4, seed=seed, publication=pub
     )
     claims_hold_in_every(TOY, res.claims, sols)
+
+
+# an edit rule ("a girl is 2 or older") leaves 8 of the 10 types feasible: the engine and the
+# listing of every population over them (and the listing over all 10, which it must not match)
+GIRLS = EditRule(
+    "girls 2+", "a girl is 2 or older", "age", broken=(pl.col("sex") == 1) & (pl.col("age") < 2)
+)
+TOYE = Schema("measuretoy_edits", "person", (SEX, AGE), rules=(GIRLS,))
+EDIT_COUNTS = [
+    UnitTable("E1", 1, "E1", {}, BY_SEX, prefix="E", schema=TOYE),
+    UnitTable("E2", 2, "E2", {}, COUNTS[1].lines, prefix="E", schema=TOYE),
+]
+EDIT_MEASURES = [
+    UnitTable(
+        "E3",
+        3,
+        "E3",
+        {},
+        BY_SEX,
+        prefix="E",
+        schema=TOYE,
+        statistic=Statistic(Measure.MEDIAN, "age", 1, MedianRule.MIDPOINT, None),
+    ),
+    UnitTable(
+        "E4",
+        4,
+        "E4",
+        {},
+        BY_SEX[:1],
+        prefix="E",
+        schema=TOYE,
+        statistic=Statistic(Measure.MEDIAN, "age", 1, MedianRule.GROUPED, None, bins=(0, 2, 5)),
+    ),
+]
+declare_tables(TOYE, EDIT_COUNTS + EDIT_MEASURES)
+ALL_EDITED = _histograms(8, MOST)
+
+
+@settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+    derandomize=True,
+)
+@given(seed=st.integers(0, 2**31 - 1))
+def test_verdict_reconstruction_and_claims_equal_brute_force_under_an_edit_rule(seed):
+    assert TOYE.feasible_types().size == 8  # the edit rules out girls aged 0 and 1
+    units, names, pub, long = _release(seed, TOYE, EDIT_COUNTS, EDIT_MEASURES)
+    sols = _consistent(names, pub, long, TOYE, ALL_EDITED)
+    truth = histogram(units)
+    assert any(np.array_equal(truth, s) for s in sols), "the truth must be consistent"
+    rec = reconstruct_units(
+        long, of_schema(TOYE), ReconstructOptions(publication=pub), tables=names
+    )
+    status = rec.blocks["status"].item()
+    assert status == ("unique" if len(sols) == 1 else "varies"), (seed, names, str(pub), len(sols))
+    assert not ((rec.units.codes["sex"] == 1) & (rec.units.codes["age"] < 2)).any()
+    assert any(np.array_equal(histogram(rec.units), s) for s in sols), (seed, names)
+    res = generate_then_verify(
+        long, of_schema(TOYE), names, k_values=(1, 2), k_solutions=4, seed=seed, publication=pub
+    )
+    claims_hold_in_every(TOYE, res.claims, sols)
 
 
 def test_a_median_narrows_what_counts_leave_open():
