@@ -671,3 +671,29 @@ def test_a_declared_population_of_blocks_is_mapped_and_one_of_schools_is_refused
     )
     assert r.returncode == 2 and "placed by school" in r.stderr and "Traceback" not in r.stderr
     assert not (tmp_path / "s").exists()
+
+
+def test_audits_side_by_side_keep_their_figures_and_maps_apart(mapped_audit, tmp_path):
+    """tabrecon compare (issue 89 item 5): each audit's county-level figures as its summary
+    gives them, and each audit's maps, their shapes' ids kept apart on one page (two audits'
+    maps each define #b0, #b1, ...); a folder that holds no audit is named."""
+    import json
+    import re
+
+    summary = json.loads((mapped_audit / "summary.json").read_text())
+    assert (mapped_audit / "maps.html").is_file()  # the audit keeps its maps for this
+    r = _tabrecon("compare", mapped_audit, mapped_audit, "-o", tmp_path / "c.html")
+    assert r.returncode == 0, r.stderr
+    doc = (tmp_path / "c.html").read_text()
+    c = summary["certify"]
+    pct = 100.0 * c["unique_blocks"] / c["inhabited_blocks"]
+    assert doc.count(f"{c['unique_blocks']:,} of {c['inhabited_blocks']:,} ({pct:.1f}%)") == 2
+    assert "SF1 2010: persons (1)" in doc and "SF1 2010: persons (2)" in doc
+    ids = re.findall(r'\bid="([^"]+)"', doc)
+    assert len(ids) == len(set(ids)), "an id defined twice"
+    refs = set(re.findall(r'href="#([^"]+)"', doc))
+    assert refs and refs <= set(ids), sorted(refs - set(ids))[:3]
+    assert any(i.startswith("a0-") for i in ids) and any(i.startswith("a1-") for i in ids)
+    bad = _tabrecon("compare", mapped_audit, tmp_path, "-o", tmp_path / "d.html")
+    assert bad.returncode == 2 and f"{tmp_path}: no summary.json" in bad.stderr, bad.stderr
+    assert "Traceback" not in bad.stderr and not (tmp_path / "d.html").exists()

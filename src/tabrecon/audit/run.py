@@ -40,7 +40,7 @@ from ..io import remove_tree, write_csv, write_json, write_parquet, write_text
 from ..metrics.calibration import release_truth_rates, truth_rate_summary
 from ..provenance import check_or_record, digest_path, fingerprint
 from ..runner import units_peak_mib
-from ..schema import write_microdata
+from ..schema import county_persons, write_microdata
 from ..schema.registry import Population
 from ..tables.publication import Publication
 from ..tables.tableset import TableSet
@@ -533,7 +533,6 @@ def _check_shapes_cover(
     pop: Population,
 ) -> None:
     """Refuse shapes of another county than the tables' blocks or the records' county."""
-    from ..schema import county_persons
     from ..shapes import check_overlap
 
     if given is not None and "block" in given.grids:

@@ -12,6 +12,7 @@ from pathlib import Path
 import polars as pl
 
 from ..audit.config import AuditConfig
+from ..io import write_text
 from ..shapes import MAPS_EXTRA
 from ..vocab import Geo, Level, Release
 from .claims import claims_section
@@ -22,6 +23,7 @@ from .page import (
     figure_html,
     fmt_pct,
     fmt_value,
+    input_text,
     is_known,
     legend_html,
     png_base64,
@@ -227,11 +229,16 @@ def _made_up(blocks: pl.DataFrame) -> bool:
     return bool(blocks.height) and bool((state.fill_null(0) > LAST_REAL_STATE).all())
 
 
-def _map_part(summary: dict, frames: dict[str, pl.DataFrame], maps: str | None) -> list[str]:
+def _map_part(
+    summary: dict, frames: dict[str, pl.DataFrame], maps: str | None, out: Path
+) -> list[str]:
     """The county's blocks on maps (certified uniqueness, share singled out), or, without
-    shapes, how to get them."""
+    shapes, how to get them; the maps also kept as ``out/maps.html`` for a report of several
+    audits (:mod:`tabrecon.report.compare`)."""
     if "blocks" not in frames:
         return []
+    if maps is not None:
+        write_text(out / "maps.html", maps)
     m = summary.get("map")
     if m is None and _made_up(frames["blocks"]):
         return [
@@ -527,15 +534,6 @@ def _surprises(s: dict) -> list[str]:
     return out
 
 
-def _input_text(inp: dict) -> str:
-    parts = []
-    if inp.get("microdata"):
-        parts.append(f"microdata <code>{html.escape(inp['microdata'])}</code>")
-    if inp.get("tables"):
-        parts.append(f"published tables <code>{html.escape(inp['tables'])}</code>")
-    return " and ".join(parts)
-
-
 def write_audit_report(
     out: Path,
     summary: dict,
@@ -552,7 +550,7 @@ def write_audit_report(
     tracts = f"{summary['tracts']:,} tracts, " if place == Geo.BLOCK else ""
     parts = [
         f"<h1>{html.escape(title)}</h1>",
-        f'<p class="muted">Input: {_input_text(summary["input"])}. {summary["persons"]:,} '
+        f'<p class="muted">Input: {input_text(summary["input"])}. {summary["persons"]:,} '
         f"{noun}, {summary['blocks']:,} {place}s, {tracts}{len(summary['chunks'])} "
         "chunk(s). "
         f"Counts below {th} are marked &dagger; (and the per cents of their row).</p>",
@@ -626,7 +624,7 @@ def write_audit_report(
                 figure_html(figs["fig-solvar"], "Solution variability CDF", "fig-solvar", out)
             )
     parts += _claims_part(summary, frames, th)
-    parts += _map_part(summary, frames, maps)
+    parts += _map_part(summary, frames, maps, out)
     if "reid_rates" in frames:
         tabs = paper_tables_from_rates(frames["reid_rates"])
         att = summary.get("attacker", {})

@@ -287,6 +287,16 @@ p.lead{font-size:1.08em;background:#f6f8fa;border-left:4px solid #b2182b;padding
 """
 
 
+def input_text(inp: dict) -> str:
+    """What an audit read, as HTML: its microdata and its published tables."""
+    parts = []
+    if inp.get("microdata"):
+        parts.append(f"microdata <code>{html.escape(inp['microdata'])}</code>")
+    if inp.get("tables"):
+        parts.append(f"published tables <code>{html.escape(inp['tables'])}</code>")
+    return " and ".join(parts)
+
+
 def is_known(v: Any) -> bool:
     """A figure was measured: neither missing nor NaN (a stage that did not run for this row,
     such as the noisy-measurement fit of a swapping defense, leaves NaN in its column)."""

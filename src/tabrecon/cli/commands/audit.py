@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from ... import vocab
-from ...io import Writes
+from ...io import Writes, check_suffix
 from ..terminal import (
     FolderOut,
     Quiet,
@@ -197,6 +197,30 @@ def audit(
     _print_audit(res, out)
     if res.summary.get("failures"):
         raise typer.Exit(1)
+
+
+@app.command()
+def compare(
+    audits: Annotated[
+        list[Path],
+        typer.Argument(
+            help="Folders that tabrecon audit --out wrote, such as the same county's 2010 SF1 "
+            "and 2020 DHC audits (persons, housing units)",
+            show_default=False,
+        ),
+    ],
+    out: Annotated[
+        Path, typer.Option("--out", "-o", help="The HTML file to write"), Writes()
+    ] = Path("compare.html"),
+) -> None:
+    """One county's releases side by side: each audit's county-level figures (blocks whose
+    tables admit one population, records singled out, the claims' truth rate where calibrated)
+    and its maps, read from the folders the audits wrote."""
+    from ...report.compare import compare_report
+
+    check_suffix(out, (".html",))
+    path = compare_report(audits, out)
+    console.print(f"{len(audits)} audit(s) side by side: {path}")
 
 
 def _rules(text: str | None) -> list[str] | None:
