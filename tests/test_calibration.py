@@ -93,8 +93,11 @@ def test_the_command_writes_its_tables_and_refuses_bad_options(tmp_path):
         ]
     )
     assert r.returncode == 0, r.stdout + r.stderr
-    for f in ("calibration.csv", "claims.parquet", "calibration.md"):
+    for f in ("calibration.csv", "claims.parquet", "calibration.md", "report.html"):
         assert (tmp_path / "c" / f).exists(), f
+    doc = (tmp_path / "c" / "report.html").read_text()
+    # with no defense both sides' tables are exact: every verified claim true, on either side
+    assert doc.count("<b>100.0%</b> of") == 2 and 'id="tbl-calibration"' in doc, doc[:2000]
     scores = pl.read_csv(tmp_path / "c" / "calibration.csv")
     assert set(scores["side"]) == {"2010 SF1", "2020 DHC"}
     for args, said in (

@@ -39,15 +39,15 @@ from ..interrupts import keeps
 from ..io import remove_tree, write_csv, write_json, write_parquet, write_text
 from ..metrics.calibration import release_truth_rates, truth_rate_summary
 from ..provenance import check_or_record, digest_path, fingerprint
-from ..runner import units_peak_mib
-from ..schema import county_persons, write_microdata
+from ..runner import dask_client, execution, units_peak_mib
+from ..schema import county_persons, person_units, read_microdata, write_microdata
 from ..schema.registry import Population
 from ..tables.publication import Publication
 from ..tables.tableset import TableSet
 from ..vocab import Geo, Level, Release, Stage
 from .aggregate import agree_table, audit_summary, pct_rates
 from .chunks import EXAMPLE_CLAIMS, FACTS, plan_chunks, read_release, run_chunks
-from .config import AuditConfig, RunConfig
+from .config import AuditConfig, ConfigError, DefensesConfig, RunConfig
 from .evaluate import DefenseOutcome, outcome_frame
 from .stages import (
     PREC_SOURCES,
@@ -224,7 +224,6 @@ def audit(
     )
 
     from ..report.html import write_audit_report
-    from ..runner import execution
     from ..tables.declaration import population as population_of
 
     # where the user's choice enters: a name or a declaration file, resolved once, passed down
@@ -260,8 +259,6 @@ def audit(
     # so is a calibration of another release's claims
     truth_rate = release_truth_rates(cfg.report.calibration, pop.schema.release)
     if cfg.run.scheduler:  # fail at once, not once per chunk, when the cluster is unreachable
-        from ..runner import dask_client
-
         dask_client(cfg.run.scheduler)
     t_start = time.perf_counter()
     log = StageLog()
@@ -674,8 +671,6 @@ def _effective(cfg: AuditConfig, pop: Population) -> AuditConfig:
     of 70 blocks ran for over ten minutes). A population the defenses do not take (any but
     persons, and persons in another release than SF1 2010) is not defended: asked for
     explicitly, they are refused."""
-    from .config import ConfigError, DefensesConfig
-
     if not runs(pop, Stage.DEFENSES):
         if cfg.defenses.specs and cfg.defenses.specs != DefensesConfig().specs:
             raise ConfigError(
@@ -720,7 +715,6 @@ def _gtv(
         same, tied = None, None
         if persons is not None:
             from ..records.households import check_households
-            from ..schema import person_units, read_microdata
             from ..tables.spec import tabulate_units
 
             md = read_microdata(persons)
@@ -740,7 +734,6 @@ def check_households_file(hh_path: Path, md_path: Path | None) -> None:
     """Read the housing-unit file of an audit and, with the person file, check that both describe
     the same households; raise naming the file, line and column of the first problem."""
     from ..records.households import check_households
-    from ..schema import read_microdata
     from ..schema.catalog import HOUSING_UNITS
     from ..schema.spec import read_units
 

@@ -674,9 +674,10 @@ def calibrate(
     records protected by --defense (the production TopDown by default) and published as the
     2020 DHC's block person tables, beside the same records' exact SF1 2010 tables; claims
     proven by Generate-then-Verify on the same sampled blocks of each, each scored against the
-    records. Writes calibration.csv (by side, claim size and block size), claims.parquet
-    (every verified claim and whether it is true) and calibration.md."""
+    records. Writes report.html, calibration.csv (by side, claim size and block size),
+    claims.parquet (every verified claim and whether it is true) and calibration.md."""
     from ...metrics import calibration as cal
+    from ...report.calibration import write_calibration_report
     from ...schema.registry import population
 
     problem = cal.Defense.check(defense)
@@ -705,6 +706,8 @@ def calibrate(
         workers=workers,
     )
     source = str(records) if records is not None else f"a synthetic county of {persons:,} persons"
-    got.write(out, source=f"{source}, seed {seed}, K = {k_solutions}")
+    said = f"{source}, seed {seed}, K = {k_solutions}"
+    got.write(out, source=said)
+    write_calibration_report(got, out, said)
     console.print(got.table())
-    console.print(f"written {out}/calibration.csv, claims.parquet, calibration.md")
+    console.print(f"written {out}/report.html, calibration.csv, claims.parquet, calibration.md")
