@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ..defenses.defense import Defense
+from ..defenses.mechanisms import Noise
 from ..errors import TabreconError
 from ..vocab import Level
 
@@ -77,6 +78,9 @@ class ReidentifyConfig:
 class DefensesConfig:
     specs: tuple[str, ...] = ("swap-lo", "dhc2023-like")
     noisy_measurement_attack: bool = True  # also fit records to TopDown's noisy measurements
+    # where TopDown's noise comes from: "secure" (OpenDP's cryptographic sampler, as a release
+    # needs: every run draws anew) or "seeded" (from run.seed: the same run repeats exactly)
+    noise: str = "secure"
 
 
 @dataclass(frozen=True)
@@ -146,6 +150,7 @@ def _toml_value(v: Any) -> str:
 
 
 SOLVERS = ("auto", "cpsat", "highs")
+NOISES = Noise.choices()
 ATTACKERS = ("perfect", "commercial", "commercial-2010")
 
 
@@ -182,6 +187,8 @@ def _validate(cfg: AuditConfig, where: str) -> None:
     dtl = cfg.certify.distance_time_limit
     if not (math.isfinite(dtl) and dtl >= 0):
         raise bad("certify.distance_time_limit", dtl, "use seconds >= 0 (0: the solver's limit)")
+    if cfg.defenses.noise not in NOISES:
+        raise bad("defenses.noise", cfg.defenses.noise, f"allowed values: {', '.join(NOISES)}")
     if cfg.reidentify.attacker not in ATTACKERS:
         raise bad(
             "reidentify.attacker",

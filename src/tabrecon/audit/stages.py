@@ -19,6 +19,7 @@ import numpy as np
 import polars as pl
 
 from ..defenses.defense import Defense
+from ..defenses.mechanisms import Noise
 from ..interrupts import Interrupted
 from ..io import file_digest, write_json, write_parquet, write_text
 from ..runner import RunOptions, notice, tree_cpu
@@ -509,7 +510,7 @@ class ChunkRunner:
 
         outcome = evaluate_defense(
             md,
-            Defense.parse(spec),
+            Defense.parse(spec).with_noise(Noise(self.cfg.defenses.noise)),
             EvaluationPlan.from_config(self.cfg),
             seed=self.seed,
             work=folder,

@@ -37,7 +37,7 @@ import polars as pl
 
 from ..errors import TabreconError
 from ..schema import Microdata
-from .mechanisms import PrivacyCost, epsilon_to_rho
+from .mechanisms import Noise, PrivacyCost, epsilon_to_rho
 from .swapping import PRESETS, SwapConfig, swap
 from .topdown import PL94_RHO, dhc2023_like, pl94_2020, topdown
 
@@ -52,8 +52,9 @@ class Family:
 
     A family is named (``names``: whole specs such as ``swap-lo``) or takes a value (``prefix``
     ``rho=``, with the value's rule ``valid`` and its description ``needs``). ``seeded`` says
-    whether ``protect``'s ``rng`` makes the release reproducible (swapping: yes; TopDown: never,
-    its noise comes from a cryptographic sampler)."""
+    whether ``protect``'s ``rng`` makes the release reproducible (swapping: yes; TopDown: only
+    with seeded noise, :meth:`Defense.with_noise`; its noise comes from a cryptographic sampler
+    otherwise)."""
 
     #: what the family is, and the word for its value in the grammar (``rho=<budget>``)
     word: str
@@ -135,6 +136,11 @@ class Defense:
         seeded; ``workers`` processes where the method can use them)."""
         return Protected(microdata, {"kind": "none"})
 
+    def with_noise(self, noise: Noise) -> Defense:
+        """This defense with its noise from ``noise``'s source (a defense without
+        differential-privacy noise is itself)."""
+        return self
+
     @staticmethod
     def parse(spec: str) -> Defense:
         """The defense a spec names (see the module docstring); a clear
@@ -170,23 +176,37 @@ class Swapping(Defense):
 class TopDown(Defense):
     """TopDown at total zCDP budget ``rho`` with the 2023 DHC level shares, after a PL 94-171 run
     at ``pl94_rho`` when that is given (the 2020 production; costs compose). Its noise comes from
-    OpenDP's cryptographic sampler: ``rng`` does not seed it (a release must not be
-    reproducible from a seed)."""
+    OpenDP's cryptographic sampler, which ``rng`` does not seed (a release must not be
+    reproducible from a seed), unless ``noise`` is :attr:`Noise.SEEDED` (:meth:`with_noise`: an
+    experiment that repeats)."""
 
     rho: float = DHC2023_RHO
     pl94_rho: float | None = None
+    noise: Noise = Noise.SECURE
 
     @property
     def cost(self) -> PrivacyCost:
         return PrivacyCost.zcdp(self.rho + (self.pl94_rho or 0.0))
 
+    def with_noise(self, noise: Noise) -> Defense:
+        return replace(self, noise=noise)
+
     def protect(
         self, microdata: Microdata, rng: int | np.random.Generator = 0, workers: int = 1
     ) -> Protected:
         pl94 = pl94_2020(self.pl94_rho) if self.pl94_rho is not None else None
-        r = topdown(microdata, dhc2023_like(self.rho), workers=workers, pl94=pl94)
+        seed = int(rng.integers(2**62)) if isinstance(rng, np.random.Generator) else int(rng)
+        r = topdown(
+            microdata,
+            dhc2023_like(self.rho),
+            seed,
+            workers=workers,
+            pl94=pl94,
+            noise=self.noise,
+        )
         info = {
             "kind": "topdown",
+            "noise": str(self.noise),
             "rho": self.rho + (self.pl94_rho or 0.0),
             **{k: v for k, v in r.privacy.items() if k != "levels"},
             "seconds_by_level": r.seconds_by_level,

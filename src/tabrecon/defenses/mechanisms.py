@@ -6,7 +6,8 @@ an exact sampler (OpenDP), plus zCDP accounting and the accuracy helpers used ac
 * :func:`discrete_laplace` (two-sided geometric) -- pure DP: epsilon = Delta_1 / scale; bounded DP
   on a histogram has Delta_1 = 2.
 
-Samples come from OpenDP's exact samplers (no floating-point noise in a release). Compositions add
+Samples come from OpenDP's exact samplers (no floating-point noise in a release), or, for an
+experiment that must repeat, from a seeded generator (:class:`Noise`). Compositions add
 up (:func:`compose`); zCDP converts to (epsilon, delta) by Canonne-Kamath-Steinke Cor. 13 (the
 Bureau's conversion) or the looser Bun-Steinke bound.
 """
@@ -21,9 +22,22 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import TabreconError
+from ..vocab import Words
 
 BOUNDED_L2 = math.sqrt(2.0)  # bounded DP, one histogram: a changed record moves two cells
 BOUNDED_L1 = 2.0
+
+
+class Noise(Words):
+    """Where a mechanism's noise comes from."""
+
+    #: OpenDP's exact samplers, cryptographically secure: what a release must use; never the
+    #: same twice
+    SECURE = "secure"
+    #: numpy's PCG64 from the run's seed, drawn from the noise law's probability mass function
+    #: (exact to double precision): the same draws for the same seed, so an experiment repeats;
+    #: never for a release (whoever knows the seed knows the noise)
+    SEEDED = "seeded"
 
 
 @functools.lru_cache(maxsize=1)
@@ -126,10 +140,23 @@ class Mechanism:
             w = np.exp(-(k.astype(float) ** 2) / (2 * self.scale**2))
         return k, w / w.sum()
 
-    def sample(self, n: int) -> np.ndarray:
-        """n exact noise draws from OpenDP (about 40,000-90,000 per second)."""
+    def sample(self, n: int, rng: np.random.Generator | None = None) -> np.ndarray:
+        """n noise draws: exact, from OpenDP (about 40,000-90,000 per second), or with ``rng``
+        from its probability mass function by inverse transform (:attr:`Noise.SEEDED`: the same
+        draws for the same generator state).
+
+        >>> m = discrete_gaussian(0.5)
+        >>> a = m.sample(5, np.random.default_rng(3))
+        >>> bool((a == m.sample(5, np.random.default_rng(3))).all()), a.dtype
+        (True, dtype('int64'))
+        """
         if n == 0:
             return np.zeros(0, dtype=np.int64)
+        if rng is not None:
+            k, pmf = self._pmf()
+            cdf = np.cumsum(pmf)
+            at = np.searchsorted(cdf, rng.random(int(n)) * cdf[-1], side="right")
+            return k[np.minimum(at, k.size - 1)].astype(np.int64)
         dp = _opendp()
         dom = dp.vector_domain(dp.atom_domain(T=int))
         if self.kind == "discrete_gaussian":

@@ -30,6 +30,7 @@ the noisy measurements.
 from __future__ import annotations
 
 import time
+import zlib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -52,7 +53,7 @@ from ..schema import (
     write_microdata,
 )
 from ..vocab import Geo
-from .mechanisms import PrivacyCost, discrete_gaussian, rho_to_epsilon
+from .mechanisms import Noise, PrivacyCost, discrete_gaussian, rho_to_epsilon
 from .topdown_fit import FITS, Measurement, fit_auto, fit_penalised, pl_indicator, round_children
 
 #: Each query: group id of every type (a partition of the histogram).
@@ -206,6 +207,18 @@ class TopDownConfig:
     name: str = "custom"
     product: str = "dhc"
     level_query_shares: dict[str, dict[str, float]] | None = None
+    #: the run's seed where its noise is seeded (:attr:`~tabrecon.defenses.mechanisms.Noise.SEEDED`,
+    #: an experiment that repeats); None: OpenDP's secure sampler, as a release needs
+    noise_seed: int | None = None
+
+    def noise_rng(self, level: str, parent: str) -> np.random.Generator | None:
+        """The generator of the noise measured under ``parent`` at ``level`` (None: secure):
+        one stream per product, level and parent, so the draws do not depend on which worker
+        process measures which parent."""
+        if self.noise_seed is None:
+            return None
+        key = zlib.crc32(f"{self.product}/{level}/{parent}".encode())
+        return np.random.default_rng([self.noise_seed, key])
 
     @property
     def queries(self) -> dict[str, np.ndarray]:
@@ -341,7 +354,11 @@ def _geo_hist(
 
 
 def _measure(
-    cfg: TopDownConfig, level: str, trues: list[np.ndarray], support: np.ndarray
+    cfg: TopDownConfig,
+    level: str,
+    trues: list[np.ndarray],
+    support: np.ndarray,
+    rng: np.random.Generator | None = None,
 ) -> list[list[Measurement]]:
     """Noisy answers of each geounit's queries on the cells of ``support`` (the groups touching it).
 
@@ -352,7 +369,7 @@ def _measure(
     for q in cfg.queries_at(level):
         groups, inv = np.unique(cfg.queries[q][support], return_inverse=True)
         mech = discrete_gaussian(cfg.rho_q(level, q))
-        noise = mech.sample(groups.size * len(trues)).reshape(len(trues), groups.size)
+        noise = mech.sample(groups.size * len(trues), rng).reshape(len(trues), groups.size)
         var = max(mech.variance, 1e-6)  # weights stay finite at huge rho
         for i, true in enumerate(trues):
             truth = np.bincount(inv, weights=true, minlength=groups.size)
@@ -373,7 +390,7 @@ def _parents_job(args: tuple) -> list[tuple]:
 
 def _one_parent(cfg, lv, fit, p, kids, support, pcounts, sub, totals, pl=None) -> tuple:
     """Measure the children of one parent, fit, round (the fallback if the fit fails)."""
-    metas = _measure(cfg, lv, list(sub), support)
+    metas = _measure(cfg, lv, list(sub), support, rng=cfg.noise_rng(lv, p or ""))
     nd = sum(m.groups.size for meas in metas for m in meas)
     fb: list[str] = []
     where = f"{lv} under {p or 'root'}"
@@ -410,9 +427,12 @@ def topdown(
     workers: int = 1,
     fit: str = "admm",
     pl94: TopDownConfig | None = None,
+    noise: Noise = Noise.SECURE,
 ) -> TopDownResult:
-    """Protect ``md`` with TopDown (see module docstring). ``seed`` is unused for the noise, which
-    comes from OpenDP's cryptographic sampler (a release must not be reproducible from a seed).
+    """Protect ``md`` with TopDown (see module docstring). The noise comes from OpenDP's
+    cryptographic sampler (a release must not be reproducible from a seed), unless ``noise`` is
+    :attr:`~tabrecon.defenses.mechanisms.Noise.SEEDED`: then from ``seed`` (0 when None), the
+    same release for the same seed, for experiments only.
     ``workers`` processes share the parents of each level. ``fit`` picks the least-squares solver
     for parents without fixed child totals: ``admm`` (default; linear in children x cells) or
     ``clarabel`` (interior point; the states, and any parent where ADMM does not converge, always
@@ -432,6 +452,9 @@ def topdown(
             "topdown() protects person records with a dhc config; pass the PL "
             "94-171 config as pl94="
         )
+    if noise is Noise.SEEDED:
+        config = replace(config, noise_seed=int(seed or 0))
+        pl94 = replace(pl94, noise_seed=int(seed or 0)) if pl94 is not None else None
     pl_run = None
     if pl94 is not None:
         if pl94.product != "pl94":
@@ -550,7 +573,7 @@ def _run(
     sup_all = np.arange(ncell)
     for i, g in enumerate(rgeo):
         true = np.asarray(rH[i].todense()).ravel()
-        meas = _measure(cfg, root, [true], sup_all)[0]
+        meas = _measure(cfg, root, [true], sup_all, rng=cfg.noise_rng(root, str(g)))[0]
         draws += sum(m.groups.size for m in meas)
         tot = sum(state_tot.values()) if root == Geo.NATION else state_tot[g]
         pl = (PL_CELL_OF_TYPE, pl_of(root, np.array([g]))[0]) if pl_est is not None else None

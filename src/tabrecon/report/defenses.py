@@ -180,3 +180,16 @@ def _estimator_note(front: pl.DataFrame) -> list[str]:
         "published tables see, so size a budget for those users by the measured one.</p>"
         for r in m.iter_rows(named=True)
     ]
+
+
+def noise_words(s: dict) -> str:
+    """Where this run's TopDown noise came from, in words (``[defenses] noise``)."""
+    if s.get("config", {}).get("defenses", {}).get("noise") == "seeded":
+        return (
+            "TopDown's noise was drawn from the run's seed (<code>--noise seeded</code>): the "
+            "same seed gives the same rows, as an experiment needs; a release is never made so."
+        )
+    return (
+        "TopDown's noise comes from OpenDP's cryptographic sampler, as a release's must, so "
+        "its rows differ from run to run (<code>--noise seeded</code> repeats them)."
+    )

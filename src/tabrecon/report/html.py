@@ -16,7 +16,13 @@ from ..io import write_text
 from ..shapes import MAPS_EXTRA
 from ..vocab import Geo, Level, Release
 from .claims import claims_section
-from .defenses import DEFENSE_TABLES, frontier_section, no_defense_row, release_agreement
+from .defenses import (
+    DEFENSE_TABLES,
+    frontier_section,
+    no_defense_row,
+    noise_words,
+    release_agreement,
+)
 from .page import (
     EVERY_POPULATION_TERMS,
     GLOSSARY,
@@ -687,11 +693,9 @@ def write_audit_report(
         d = frames["defenses"]
         parts.append(
             '<h2 id="defenses">Defenses: risk against accuracy</h2><p>Each defense protects the '
-            "microdata, "
-            "the tables are published again, and the whole attack is rerun. TopDown noise comes "
-            "from OpenDP's "
-            "cryptographic sampler, so its rows differ from run to run; swapping is seeded. For "
-            "TopDown the "
+            "microdata, the tables are published again, and the whole attack is rerun. "
+            + noise_words(summary)
+            + " Swapping is seeded. For TopDown the "
             "noisy-measurement fit columns attack the published noisy measurements directly: an "
             "integer "
             "least-deviation fit per block with the published block total held, then the same "

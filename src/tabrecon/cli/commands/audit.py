@@ -62,6 +62,16 @@ Shapes = Annotated[
         "shapes; needs the maps extra; tabrecon download --shapes fetches the file)"
     ),
 ]
+#: where TopDown's noise comes from (audit and demo)
+NoiseSource = Annotated[
+    str | None,
+    typer.Option(
+        "--noise",
+        help="Where TopDown's noise comes from: 'secure' (OpenDP's cryptographic sampler, as a "
+        "release needs; every run draws anew) or 'seeded' (from --seed: the run repeats "
+        r"exactly; for experiments, never a release) (\[defenses] noise)",
+    ),
+]
 #: the audit's calibration option
 CalibrationFile = Annotated[
     Path | None,
@@ -132,6 +142,7 @@ def audit(
     release: ReleaseName = "sf1-2010",
     shapes: Shapes = None,
     calibration: CalibrationFile = None,
+    noise: NoiseSource = None,
     publication_rules: Annotated[
         str | None,
         typer.Option(
@@ -156,16 +167,11 @@ def audit(
             f"--defenses: the defenses take person records of SF1 2010's tables, not "
             f"{pop.noun} of {pop.schema.release.label} (--schema {pop.name})"
         )
-    run_opts = {
-        "scheduler": scheduler,
-        "workers": workers,
-        "seed": seed,
-        "chunk_persons": chunk_persons,
-    }
+    run_opts = dict(scheduler=scheduler, workers=workers, seed=seed, chunk_persons=chunk_persons)
     cfg = load_config(
         config,
         run=run_opts,
-        defenses={"specs": specs},
+        defenses={"specs": specs, "noise": noise},
         households={"publication_rules": _rules(publication_rules)},
         report={
             "shapes": str(shapes) if shapes is not None else None,
@@ -239,11 +245,13 @@ def demo(
         Path | None, typer.Option("--config", "-c", help="TOML configuration for the audit")
     ] = None,
     quiet: Quiet = False,
+    noise: NoiseSource = None,
 ) -> None:
     """Synthesize a county and audit it: the whole pipeline and its HTML report in a few minutes."""
     from ...audit.config import load_config
     from ...audit.run import run_demo
 
     at_least(1, persons=persons)
-    res = run_demo(out, persons, seed, load_config(config, run={"seed": seed}), err, not quiet)
+    cfg = load_config(config, run={"seed": seed}, defenses={"noise": noise})
+    res = run_demo(out, persons, seed, cfg, err, not quiet)
     _print_audit(res, out)
