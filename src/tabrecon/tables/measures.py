@@ -64,6 +64,7 @@ universe is empty.
 
 from __future__ import annotations
 
+import bisect
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -280,13 +281,16 @@ class Statistic:
                 known = None if count is None else _midpoint_rows_of_count(M, D, numbers, count)
                 coeffs, lo, hi = known or _midpoint_rows(M, D, numbers, max(int(bound), 1))
             else:
-                coeffs, lo, hi = _interpolated_rows(M, D, numbers, self.edges(numbers))
+                coeffs, lo, hi = _interpolated_rows(M, D, numbers, self.bins)
             coeffs, lo, hi = [ones, *coeffs], [1.0, *lo], [np.inf, *hi]  # N >= 1
         data = np.concatenate([np.asarray(c, dtype=np.int64) for c in coeffs])
-        r = np.repeat(np.arange(len(coeffs)), universe.size)
-        c = np.tile(universe, len(coeffs))
         keep = data != 0
-        R = sp.csr_matrix((data[keep], (r[keep], c[keep])), shape=(len(coeffs), n_cols))
+        # CSR directly, each row's entries in the universe's order (through COO, scipy's
+        # checks and conversion were most of a median's time in a block program)
+        indptr = np.zeros(len(coeffs) + 1, dtype=np.int64)
+        np.cumsum(keep.reshape(len(coeffs), universe.size).sum(axis=1), out=indptr[1:])
+        indices = np.tile(universe, len(coeffs))[keep]
+        R = sp.csr_matrix((data[keep], indices, indptr), shape=(len(coeffs), n_cols))
         return R, np.array(lo, dtype=float), np.array(hi, dtype=float)
 
 
@@ -301,27 +305,27 @@ def _lower_rows(M: int, D: int, numbers: np.ndarray) -> Rows:
     return [2 * (numbers <= m) - 1, 2 * (numbers < m) - 1], [0.0, -np.inf], [np.inf, -1.0]
 
 
-def _interpolated_rows(M: int, D: int, numbers: np.ndarray, edges: np.ndarray) -> Rows:
+def _interpolated_rows(M: int, D: int, numbers: np.ndarray, bins: tuple[int, ...] | None) -> Rows:
     """An interpolating median's rows: ``F(L) <= N/2``, ``C(< e(L)) < N/2`` and
     ``F(U) >= N/2`` for the rounding interval's ends ``L, U = (2M -+ 1) / 2D``, with
-    ``2 D w F(p) = 2 D w C(< e) + (2 D p - 2 D e) f`` in the bin ``[e, e + w)`` holding ``p``."""
+    ``2 D w F(p) = 2 D w C(< e) + (2 D p - 2 D e) f`` in the bin ``[e, e + w)`` holding ``p``:
+    a declared bin (grouped), or ``[floor p, floor p + 1)`` (interpolated, and outside every
+    declared bin, where no value lies: ``F`` is then 0 below and ``N`` above)."""
 
-    def twice_F_minus_N(p2d: int) -> np.ndarray:  # 2 D w F(p) - D w N, p2d = 2 D p
-        i = int(np.searchsorted(edges * 2 * D, p2d, side="right")) - 1
-        if i < 0:  # below every bin: F = 0
-            return np.full(numbers.shape, -D, dtype=np.int64)
-        if i >= edges.size - 1:  # above every bin: F = N
-            return np.full(numbers.shape, D, dtype=np.int64)
-        e, w = int(edges[i]), int(edges[i + 1] - edges[i])
-        inside = (numbers >= e) & (numbers < e + w)
+    def bin_of(p2d: int) -> tuple[int, int]:  # the lower edge and width of p's bin, 2 D p = p2d
+        a = p2d // (2 * D)
+        if bins is None or a < bins[0] or a >= bins[-1]:
+            return a, 1
+        i = bisect.bisect_right(bins, a) - 1
+        return bins[i], bins[i + 1] - bins[i]
+
+    def twice_F_minus_N(p2d: int) -> np.ndarray:  # 2 D w F(p) - D w N
+        e, w = bin_of(p2d)
+        inside = (numbers == e) if w == 1 else (numbers >= e) & (numbers < e + w)
         return 2 * D * w * (numbers < e) + (p2d - 2 * D * e) * inside - D * w
 
     low, high = 2 * M - 1, 2 * M + 1
-    i = int(np.searchsorted(edges * 2 * D, low, side="right")) - 1
-    e_low = int(edges[i]) if 0 <= i < edges.size - 1 else (int(edges[-1]) if i >= 0 else None)
-    below = (
-        -np.ones_like(numbers) if e_low is None else 2 * (numbers < e_low) - 1
-    )  # 2 C(< e(L)) - N <= -1
+    below = 2 * (numbers < bin_of(low)[0]) - 1  # 2 C(< e(L)) - N <= -1
     coeffs = [twice_F_minus_N(low), below, twice_F_minus_N(high)]
     return coeffs, [-np.inf, -np.inf, 0.0], [0.0, -1.0, np.inf]
 
