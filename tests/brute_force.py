@@ -1,10 +1,12 @@
 """What the brute-force tests share: checking a verified claim against every enumerated
-population (histograms over a schema's feasible types)."""
+population (histograms over a schema's feasible types), and how many random releases each
+draws."""
 
 from __future__ import annotations
 
 import numpy as np
 import polars as pl
+from hypothesis import HealthCheck, settings
 
 from tabrecon.schema.spec import Schema, Units
 
@@ -26,3 +28,14 @@ def claims_hold_in_every(schema: Schema, claims: pl.DataFrame, sols: np.ndarray)
             att = schema.attribute(col)
             match &= codes[col] == att.codes[att.labels.index(label)]
         assert (sols[:, match].sum(axis=1) == claim["m"]).all(), claim
+
+
+def releases(n: int):
+    """Hypothesis settings of a brute-force test: ``n`` examples, the same ones every run (a
+    failure repeats), no deadline (a solve may take a second on a loaded machine)."""
+    return settings(
+        max_examples=n,
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow],
+        derandomize=True,
+    )

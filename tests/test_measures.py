@@ -19,7 +19,7 @@ from fractions import Fraction
 import numpy as np
 import polars as pl
 import pytest
-from brute_force import claims_hold_in_every, histogram
+from brute_force import claims_hold_in_every, histogram, releases
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -292,12 +292,7 @@ def _consistent(
     return pops[ok]
 
 
-@settings(
-    max_examples=100,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow],
-    derandomize=True,
-)
+@releases(100)
 @given(seed=st.integers(0, 2**31 - 1))
 def test_verdict_reconstruction_and_claims_equal_brute_force_with_medians_and_means(seed):
     units, names, pub, long = _release(seed)
@@ -352,12 +347,7 @@ declare_tables(TOYE, EDIT_COUNTS + EDIT_MEASURES)
 ALL_EDITED = _histograms(8, MOST)
 
 
-@settings(
-    max_examples=40,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow],
-    derandomize=True,
-)
+@releases(40)
 @given(seed=st.integers(0, 2**31 - 1))
 def test_verdict_reconstruction_and_claims_equal_brute_force_under_an_edit_rule(seed):
     assert TOYE.feasible_types().size == 8  # the edit rules out girls aged 0 and 1

@@ -15,9 +15,9 @@ import subprocess
 import numpy as np
 import polars as pl
 import pytest
-from brute_force import claims_hold_in_every, histogram
+from brute_force import claims_hold_in_every, histogram, releases
 from cli_run import run_cli
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from tabrecon.attacks.claims.block import generate_then_verify
@@ -120,12 +120,7 @@ def _consistent(names: tuple[str, ...], pub: Publication, long: pl.DataFrame) ->
     return ALL[((T >= lo) & (T <= hi)).all(axis=1)]
 
 
-@settings(
-    max_examples=120,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow],
-    derandomize=True,
-)
+@releases(120)
 @given(seed=st.integers(0, 2**31 - 1))
 def test_verdict_and_claims_equal_brute_force_under_rounding_and_suppression(seed):
     units, names, pub, long = _release(seed)
