@@ -987,7 +987,10 @@ def test_two_seeded_demos_give_the_same_report(tmp_path):
 
     for d in ("a", "b"):
         r = run_cli(
-            ["demo", "--persons", "800", "--seed", "3", "--noise", "seeded", "--out", d, "--quiet"],
+            [
+                *("demo", "--persons", "800", "--seed", "3", "--noise", "seeded"),
+                *("--draws", "2", "--out", d, "--quiet"),
+            ],
             tmp_path,
         )
         assert r.returncode == 0, r.stderr[-2000:]
@@ -1005,3 +1008,26 @@ def test_two_seeded_demos_give_the_same_report(tmp_path):
     bad = run_cli(["demo", "--persons", "800", "--noise", "loud", "--out", "c"], tmp_path)
     assert bad.returncode == 2 and "defenses.noise = 'loud'" in bad.stderr, bad.stderr
     assert not (tmp_path / "c").exists()
+
+
+def test_defenses_drawn_several_times_are_reported_as_median_and_range(tmp_path):
+    """Issue 91 item 4: `--draws 3` protects the records three times with each randomized
+    defense (seeds seed, seed + 1, seed + 2): three rows in results/defenses.csv, one row per
+    defense in the report with its median and range; a draw count out of range is refused."""
+    from tabrecon.records.synth import SynthConfig, synthesize
+
+    write_microdata(synthesize(SynthConfig(persons=900), seed=5), tmp_path / "p.csv")
+    args = ["audit", "p.csv", "--defenses", "swap-hi", "--draws", "3", "--out", "a", "--quiet"]
+    r = run_cli(args, tmp_path)
+    assert r.returncode == 0, r.stderr[-2000:]
+    rows = pl.read_csv(tmp_path / "a" / "results" / "defenses.csv")
+    assert rows["defense"].to_list() == ["swap-hi", "swap-hi#2", "swap-hi#3"]
+    assert rows["tvd_block"].n_unique() > 1  # three different swaps
+    doc = (tmp_path / "a" / "report.html").read_text()
+    assert (
+        "swap-hi (3 draws)" in doc and "swap-hi#2" not in doc.split('id="tbl-defenses"')[1][:3000]
+    )
+    lo, hi = rows["tvd_block"].min(), rows["tvd_block"].max()
+    assert f"({lo:.3g}-{hi:.3g})" in doc, (lo, hi)
+    bad = run_cli([*args[:-3], "--draws", "0", "--out", "b"], tmp_path)
+    assert bad.returncode == 2 and "defenses.draws = 0" in bad.stderr, bad.stderr

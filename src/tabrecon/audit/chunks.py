@@ -25,7 +25,7 @@ from ..tables.publication import Publication
 from ..vocab import Geo
 from .config import AuditConfig
 from .evaluate import DefenseOutcome
-from .stages import PREC_SOURCES, Chunk, ChunkRunner, StageLog
+from .stages import PREC_SOURCES, Chunk, ChunkRunner, StageLog, draws_of
 
 
 class MismatchError(TabreconError):
@@ -313,7 +313,8 @@ def run_chunk(
         return out, None
     # the defenses hand out units of their own: they run now, and reidentification after them
     for spec in cfg.defenses.specs:
-        out.defenses.append(cr.defense(md, spec))
+        for draw in range(1, draws_of(spec, cfg.defenses.draws) + 1):
+            out.defenses.append(cr.defense(md, spec, draw))
 
     def reidentify() -> None:
         out.rates, rinfo = cr.reidentify(recon, md, ts, blocks)

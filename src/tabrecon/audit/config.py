@@ -81,6 +81,9 @@ class DefensesConfig:
     # where TopDown's noise comes from: "secure" (OpenDP's cryptographic sampler, as a release
     # needs: every run draws anew) or "seeded" (from run.seed: the same run repeats exactly)
     noise: str = "secure"
+    # each randomized defense protects the records this many times (seeds seed, seed + 1, ...):
+    # the report gives each of its figures as the median and range over the draws
+    draws: int = 1
 
 
 @dataclass(frozen=True)
@@ -151,6 +154,7 @@ def _toml_value(v: Any) -> str:
 
 SOLVERS = ("auto", "cpsat", "highs")
 NOISES = Noise.choices()
+MAX_DRAWS = 50
 ATTACKERS = ("perfect", "commercial", "commercial-2010")
 
 
@@ -187,6 +191,8 @@ def _validate(cfg: AuditConfig, where: str) -> None:
     dtl = cfg.certify.distance_time_limit
     if not (math.isfinite(dtl) and dtl >= 0):
         raise bad("certify.distance_time_limit", dtl, "use seconds >= 0 (0: the solver's limit)")
+    if not 1 <= cfg.defenses.draws <= MAX_DRAWS:
+        raise bad("defenses.draws", cfg.defenses.draws, f"use a whole number 1 to {MAX_DRAWS}")
     if cfg.defenses.noise not in NOISES:
         raise bad("defenses.noise", cfg.defenses.noise, f"allowed values: {', '.join(NOISES)}")
     if cfg.reidentify.attacker not in ATTACKERS:

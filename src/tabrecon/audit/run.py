@@ -55,6 +55,7 @@ from .stages import (
     Chunk,
     ChunkRunner,
     StageLog,
+    defense_units,
     kept_stages,
     runs,
     stages_said,
@@ -302,7 +303,7 @@ def audit(
     per_chunk = 1 + len(cfg.reconstruct.levels) + int(cfg.certify.enabled)
     per_chunk += int(cfg.certify.enabled and cfg.claims.enabled)
     per_chunk += int(md_path is not None and linked)  # reidentification
-    per_chunk += len(cfg.defenses.specs) if md_path is not None and runs(pop, Stage.DEFENSES) else 0
+    per_chunk += defense_units(cfg) if md_path is not None and runs(pop, Stage.DEFENSES) else 0
     overall = prog.add_task("audit", total=per_chunk * len(chunks), last="")
 
     def on_stage(stage: str) -> None:

@@ -59,6 +59,26 @@ PRECISION_GRID = np.linspace(0.0, 1.0, 101)
 PREC_SOURCES = ("attack", "mdg", "prg", "truth", "francis")
 
 
+def draw_name(spec: str, draw: int) -> str:
+    """How draw ``draw`` of a defense is named: the spec itself for the first (a run of one
+    draw is named as before), ``spec#draw`` after it.
+
+    >>> draw_name("dhc2023-like", 1), draw_name("dhc2023-like", 3)
+    ('dhc2023-like', 'dhc2023-like#3')
+    """
+    return spec if draw == 1 else f"{spec}#{draw}"
+
+
+def draws_of(spec: str, draws: int) -> int:
+    """How many draws a defense takes: ``draws``, or one for ``none`` (nothing random)."""
+    return 1 if spec == "none" else draws
+
+
+def defense_units(cfg: AuditConfig) -> int:
+    """The defense evaluations of one chunk: each spec times its draws."""
+    return sum(draws_of(s, cfg.defenses.draws) for s in cfg.defenses.specs)
+
+
 @dataclass
 class Chunk:
     """Whole counties audited together: the unit the audit plans, runs and resumes."""
@@ -492,11 +512,14 @@ class ChunkRunner:
             spent = (time.perf_counter() - t0 + ahead[1], tree_cpu() - self._cpu0 + ahead[2])
         return rates, self.mark(stage, t0, info, path, hist_path, spent=spent)
 
-    def defense(self, md, spec: str) -> DefenseOutcome:
+    def defense(self, md, spec: str, draw: int = 1) -> DefenseOutcome:
         """Protect this chunk with ``spec`` and attack the release (:func:`evaluate_defense`);
-        the protected release and the attack's parts are kept under ``def_<spec>/``."""
-        stage = f"defense:{spec}"
-        folder = self.dir / f"def_{spec.replace('=', '').replace('.', 'p')}"
+        the protected release and the attack's parts are kept under ``def_<spec>/``. Draw
+        ``draw`` of several (``[defenses] draws``) is seeded ``seed + draw - 1`` and named
+        ``spec#draw`` from the second on (:func:`draw_name`)."""
+        name_of = draw_name(spec, draw)
+        stage = f"defense:{name_of}"
+        folder = self.dir / f"def_{name_of.replace('=', '').replace('.', 'p').replace('#', '_')}"
         path = folder / "outcome.json"
         info = self.done(stage)
         if info is not None and path.exists() and self.intact(stage, info):
@@ -512,11 +535,12 @@ class ChunkRunner:
             md,
             Defense.parse(spec).with_noise(Noise(self.cfg.defenses.noise)),
             EvaluationPlan.from_config(self.cfg),
-            seed=self.seed,
+            seed=self.seed + draw - 1,
             work=folder,
             resume=self.resume,
             progress=progress,
         )
+        outcome.defense = name_of
         write_text(path, outcome.to_json())
         self.mark(stage, t0, {"defense": spec}, path)
         return outcome

@@ -7,6 +7,7 @@ one. The page around it is :mod:`tabrecon.report.html`'s.
 from __future__ import annotations
 
 import html
+import statistics
 from pathlib import Path
 
 import polars as pl
@@ -193,3 +194,61 @@ def noise_words(s: dict) -> str:
         "TopDown's noise comes from OpenDP's cryptographic sampler, as a release's must, so "
         "its rows differ from run to run (<code>--noise seeded</code> repeats them)."
     )
+
+
+def _spread(values: list, column: str) -> str:
+    """One figure over draws: its median and, where the draws differ, their range."""
+    known = [v for v in values if v is not None and not (isinstance(v, float) and v != v)]
+    if not known:
+        return fmt_value(None, column)
+    if len(known) == 1:
+        return fmt_value(known[0], column)
+    med: float | int = float(statistics.median(known))
+    if all(isinstance(v, int) for v in known) and float(med).is_integer():
+        med = int(med)  # a count's median written as the count it is
+    lo, hi = min(known), max(known)
+    if lo == hi:
+        return fmt_value(med if isinstance(lo, float) else lo, column)
+    return f"{fmt_value(med, column)} ({fmt_value(lo, column)}-{fmt_value(hi, column)})"
+
+
+def spread_over_draws(t: pl.DataFrame) -> pl.DataFrame:
+    """A defense table with a row per draw (``spec``, ``spec#2``, ...: ``[defenses] draws``)
+    as a row per defense, each figure its median over the draws and their range in brackets
+    (text); unchanged where every defense was drawn once.
+
+    >>> t = pl.DataFrame({"defense": ["rho=1", "rho=1#2", "rho=1#3"], "tvd_block": [0.2, 0.4, 0.3]})
+    >>> spread_over_draws(t).rows()
+    [('rho=1 (3 draws)', '0.300 (0.200-0.400)')]
+    """
+    if not t.height or not t["defense"].str.contains("#").any():
+        return t
+    base = t["defense"].str.replace(r"#\d+$", "")
+    rows = []
+    for name in base.unique(maintain_order=True).to_list():
+        g = t.filter(base == name)
+        row = {"defense": name if g.height == 1 else f"{name} ({g.height} draws)"}
+        row |= {c: _spread(g[c].to_list(), c) for c in t.columns if c != "defense"}
+        rows.append(row)
+    return pl.DataFrame(rows, schema=dict.fromkeys(t.columns, pl.String), orient="row")
+
+
+def draw_flips(d: pl.DataFrame) -> list[str]:
+    """Where the draws of one defense disagree on whether the attack beats PRG on nonmodal
+    persons: the conclusion depends on the draw, and the report says so."""
+    need = {"defense", "attack_nonmodal_precision", "prg_nonmodal_precision"}
+    if not d.height or not need <= set(d.columns) or not d["defense"].str.contains("#").any():
+        return []
+    base = d["defense"].str.replace(r"#\d+$", "")
+    out = []
+    for name in base.unique(maintain_order=True).to_list():
+        g = d.filter(base == name)
+        beats = (g["attack_nonmodal_precision"] > g["prg_nonmodal_precision"]).fill_null(False)
+        k = int(beats.sum())
+        if 0 < k < g.height:
+            out.append(
+                f'<p class="fail">{html.escape(name)}: the attack beat PRG on nonmodal persons '
+                f"in {k} of {g.height} draws, not in the others. Which one wins depends on the "
+                "draw of the noise, not on the defense.</p>"
+            )
+    return out

@@ -18,10 +18,12 @@ from ..vocab import Geo, Level, Release
 from .claims import claims_section
 from .defenses import (
     DEFENSE_TABLES,
+    draw_flips,
     frontier_section,
     no_defense_row,
     noise_words,
     release_agreement,
+    spread_over_draws,
 )
 from .page import (
     EVERY_POPULATION_TERMS,
@@ -716,10 +718,10 @@ def write_audit_report(
             t = d.select(keep)
             if first:  # the release as published, for comparison
                 t = pl.concat([no_defense_row(summary, t), t], how="vertical_relaxed")
-            parts.append(table_html(t, th, caption, tid))
+            parts.append(table_html(spread_over_draws(t), th, caption, tid))
             shown += [c for c in keep if c not in shown]
         parts.append(legend_html(shown))
-        parts += release_agreement(d, th)
+        parts += draw_flips(d) + release_agreement(d, th)
         parts += [f"<p>{x}</p>" for x in _surprises(summary)]
         if "fig-tradeoff" in figs:
             parts.append(

@@ -72,6 +72,16 @@ NoiseSource = Annotated[
         r"exactly; for experiments, never a release) (\[defenses] noise)",
     ),
 ]
+#: how many times each randomized defense is drawn (audit and demo)
+Draws = Annotated[
+    int | None,
+    typer.Option(
+        "--draws",
+        help="Protect the records this many times with each randomized defense (seeds --seed, "
+        "--seed + 1, ...): the report gives each of its figures as the median and range over "
+        r"the draws, and says where a conclusion changes between them (\[defenses] draws)",
+    ),
+]
 #: the audit's calibration option
 CalibrationFile = Annotated[
     Path | None,
@@ -143,6 +153,7 @@ def audit(
     shapes: Shapes = None,
     calibration: CalibrationFile = None,
     noise: NoiseSource = None,
+    draws: Draws = None,
     publication_rules: Annotated[
         str | None,
         typer.Option(
@@ -171,7 +182,7 @@ def audit(
     cfg = load_config(
         config,
         run=run_opts,
-        defenses={"specs": specs, "noise": noise},
+        defenses={"specs": specs, "noise": noise, "draws": draws},
         households={"publication_rules": _rules(publication_rules)},
         report={
             "shapes": str(shapes) if shapes is not None else None,
@@ -246,12 +257,13 @@ def demo(
     ] = None,
     quiet: Quiet = False,
     noise: NoiseSource = None,
+    draws: Draws = 5,
 ) -> None:
     """Synthesize a county and audit it: the whole pipeline and its HTML report in a few minutes."""
     from ...audit.config import load_config
     from ...audit.run import run_demo
 
     at_least(1, persons=persons)
-    cfg = load_config(config, run={"seed": seed}, defenses={"noise": noise})
+    cfg = load_config(config, run={"seed": seed}, defenses={"noise": noise, "draws": draws})
     res = run_demo(out, persons, seed, cfg, err, not quiet)
     _print_audit(res, out)
