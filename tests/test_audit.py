@@ -1029,5 +1029,9 @@ def test_defenses_drawn_several_times_are_reported_as_median_and_range(tmp_path)
     )
     lo, hi = rows["tvd_block"].min(), rows["tvd_block"].max()
     assert f"({lo:.3g}-{hi:.3g})" in doc, (lo, hi)
+    # the headline speaks of the defense once, in medians over its draws
+    head = doc.split('id="headline"')[1].split("</ul>")[0]
+    assert head.count("With <b>swap-hi</b> (3 draws: medians, ranges in brackets)") == 1, head
+    assert "swap-hi#" not in head
     bad = run_cli([*args[:-3], "--draws", "0", "--out", "b"], tmp_path)
     assert bad.returncode == 2 and "defenses.draws = 0" in bad.stderr, bad.stderr

@@ -4,6 +4,7 @@ summary every report and ``summary.json`` read (:func:`audit_summary`)."""
 
 from __future__ import annotations
 
+import statistics
 from typing import Any
 
 import polars as pl
@@ -121,3 +122,35 @@ def audit_summary(
     if "defenses" in frames:
         s["defenses"] = frames["defenses"].to_dicts()
     return s
+
+
+def defenses_by_name(defenses: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The summary's defense rows (a row per draw: ``spec``, ``spec#2``, ...) as a row per
+    defense: each number the median over its draws, with ``draws`` and, per number that
+    varies, ``<key>_range`` (lowest, highest); a defense drawn once is its own row.
+
+    >>> rows = [{"defense": "rho=1", "x": 0.2}, {"defense": "rho=1#2", "x": 0.4},
+    ...         {"defense": "rho=1#3", "x": 0.3}, {"defense": "swap-lo", "x": 0.5}]
+    >>> [(r["defense"], r["draws"], r["x"], r.get("x_range")) for r in defenses_by_name(rows)]
+    [('rho=1', 3, 0.3, (0.2, 0.4)), ('swap-lo', 1, 0.5, None)]
+    """
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for d in defenses:
+        groups.setdefault(str(d["defense"]).split("#")[0], []).append(d)
+    out = []
+    for name, rows in groups.items():
+        merged: dict[str, Any] = {**rows[0], "defense": name, "draws": len(rows)}
+        for key in rows[0]:
+            vals = [r.get(key) for r in rows]
+            nums = [
+                v
+                for v in vals
+                if isinstance(v, (int, float)) and not isinstance(v, bool) and v == v
+            ]
+            if len(rows) < 2 or len(nums) < len(vals):
+                continue
+            merged[key] = statistics.median(nums)
+            if min(nums) != max(nums):
+                merged[f"{key}_range"] = (min(nums), max(nums))
+        out.append(merged)
+    return out

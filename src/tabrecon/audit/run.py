@@ -45,7 +45,7 @@ from ..schema.registry import Population
 from ..tables.publication import Publication
 from ..tables.tableset import TableSet
 from ..vocab import Geo, Level, Release, Stage
-from .aggregate import agree_table, audit_summary, pct_rates
+from .aggregate import agree_table, audit_summary, defenses_by_name, pct_rates
 from .chunks import EXAMPLE_CLAIMS, FACTS, plan_chunks, read_release, run_chunks
 from .config import AuditConfig, ConfigError, DefensesConfig, RunConfig
 from .evaluate import DefenseOutcome, outcome_frame
@@ -150,10 +150,11 @@ class AuditResult:
                     f"{h['blocks_unique_reconstruction']:,} of {h['blocks']:,}",
                 ]
             )
-        for d in s.get("defenses", []):
+        for d in defenses_by_name(s.get("defenses", [])):
+            draws = f" (median of {d['draws']} draws)" if d["draws"] > 1 else ""
             rows.append(
                 [
-                    f"{d['defense']}: nonmodal attack / PRG, block accuracy (1 - TVD)",
+                    f"{d['defense']}{draws}: nonmodal attack / PRG, block accuracy (1 - TVD)",
                     f"{pct(d['attack_nonmodal_precision'])} / {pct(d['prg_nonmodal_precision'])}, "
                     f"{d.get('tvd_block', float('nan')):.3f}",
                 ]

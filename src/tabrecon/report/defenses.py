@@ -7,13 +7,16 @@ one. The page around it is :mod:`tabrecon.report.html`'s.
 from __future__ import annotations
 
 import html
+import math
 import statistics
 from pathlib import Path
 
 import polars as pl
 
+from ..audit.aggregate import defenses_by_name
 from .page import (
     figure_html,
+    fmt_pct,
     fmt_value,
     legend_html,
     png_base64,
@@ -250,5 +253,54 @@ def draw_flips(d: pl.DataFrame) -> list[str]:
                 f'<p class="fail">{html.escape(name)}: the attack beat PRG on nonmodal persons '
                 f"in {k} of {g.height} draws, not in the others. Which one wins depends on the "
                 "draw of the noise, not on the defense.</p>"
+            )
+    return out
+
+
+def draws_said(d: dict) -> str:
+    """How a defense drawn several times is reported: medians, ranges in brackets."""
+    return f" ({d['draws']} draws: medians, ranges in brackets)" if d.get("draws", 1) > 1 else ""
+
+
+def pct_spread(d: dict, key: str) -> str:
+    """A per cent of a defense row, with its range over the draws where they differ."""
+    lo_hi = d.get(f"{key}_range")
+    said = f"{fmt_pct(d[key])}%"
+    return said + (f" ({fmt_pct(lo_hi[0])}-{fmt_pct(lo_hi[1])})" if lo_hi else "")
+
+
+def surprises(s: dict) -> list[str]:
+    """One sentence for each figure that would surprise a reader (of a defense drawn several
+    times, its medians)."""
+    out = []
+    base = (s.get("certify") or {}).get("unique_blocks")
+    for d in defenses_by_name(s.get("defenses", [])):
+        cb = d.get("certified_blocks")
+        if base is not None and cb is not None and cb > base:
+            out.append(
+                f"<b>{html.escape(d['defense'])}</b> publishes tables that pin down more inhabited "
+                "blocks "
+                f"({cb:,}) than the undefended release ({base:,}). Certification is a fact about "
+                "the "
+                "published tables, not the truth: noise that empties cells or shrinks blocks "
+                "leaves fewer "
+                "populations consistent with them, but the one it pins down is the noisy "
+                "population, so "
+                "the attack's precision still falls."
+            )
+        att, prg = d.get("attack_nonmodal_precision"), d.get("prg_nonmodal_precision")
+        if (
+            att is not None
+            and prg is not None
+            and not math.isnan(att)
+            and not math.isnan(prg)
+            and att < prg
+        ):
+            out.append(
+                f"With <b>{html.escape(d['defense'])}</b> the attack does worse than the "
+                "proportional "
+                "guess on the same release: what it rebuilds is the protected population, and the "
+                "guess "
+                "uses only shares, which noise disturbs less than individual records."
             )
     return out

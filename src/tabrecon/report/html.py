@@ -6,11 +6,11 @@ confidential input; counts below the configured threshold are marked."""
 from __future__ import annotations
 
 import html
-import math
 from pathlib import Path
 
 import polars as pl
 
+from ..audit.aggregate import defenses_by_name
 from ..audit.config import AuditConfig
 from ..io import write_text
 from ..shapes import MAPS_EXTRA
@@ -19,11 +19,14 @@ from .claims import claims_section
 from .defenses import (
     DEFENSE_TABLES,
     draw_flips,
+    draws_said,
     frontier_section,
     no_defense_row,
     noise_words,
+    pct_spread,
     release_agreement,
     spread_over_draws,
+    surprises,
 )
 from .page import (
     EVERY_POPULATION_TERMS,
@@ -473,11 +476,11 @@ def _headlines(s: dict, examples: pl.DataFrame | None = None) -> list[str]:
                 f"right {p('attack', 'certified_uniques')}% of the time ({cu['putative']:,} "
                 "persons linked)."
             )
-    for d in s.get("defenses", []):
+    for d in defenses_by_name(s.get("defenses", [])):
         out.append(
-            f"With <b>{html.escape(d['defense'])}</b>: nonmodal precision "
-            f"{fmt_pct(d['attack_nonmodal_precision'])}% "
-            f"(proportional guess on the same release {fmt_pct(d['prg_nonmodal_precision'])}%"
+            f"With <b>{html.escape(d['defense'])}</b>{draws_said(d)}: nonmodal precision "
+            f"{pct_spread(d, 'attack_nonmodal_precision')} "
+            f"(proportional guess on the same release {pct_spread(d, 'prg_nonmodal_precision')}"
             + (
                 f", {fmt_pct(d['prg_expected_nonmodal_precision'])}% in expectation, "
                 f"{fmt_pct(d['prg_original_nonmodal_precision'])}% "
@@ -503,42 +506,6 @@ def _headlines(s: dict, examples: pl.DataFrame | None = None) -> list[str]:
             f'<span class="fail">{len(s["failures"])} unit(s) failed and are left out of the '
             "figures (listed under Run).</span>"
         )
-    return out
-
-
-def _surprises(s: dict) -> list[str]:
-    """One sentence for each figure that would surprise a reader."""
-    out = []
-    base = (s.get("certify") or {}).get("unique_blocks")
-    for d in s.get("defenses", []):
-        cb = d.get("certified_blocks")
-        if base is not None and cb is not None and cb > base:
-            out.append(
-                f"<b>{html.escape(d['defense'])}</b> publishes tables that pin down more inhabited "
-                "blocks "
-                f"({cb:,}) than the undefended release ({base:,}). Certification is a fact about "
-                "the "
-                "published tables, not the truth: noise that empties cells or shrinks blocks "
-                "leaves fewer "
-                "populations consistent with them, but the one it pins down is the noisy "
-                "population, so "
-                "the attack's precision still falls."
-            )
-        att, prg = d.get("attack_nonmodal_precision"), d.get("prg_nonmodal_precision")
-        if (
-            att is not None
-            and prg is not None
-            and not math.isnan(att)
-            and not math.isnan(prg)
-            and att < prg
-        ):
-            out.append(
-                f"With <b>{html.escape(d['defense'])}</b> the attack does worse than the "
-                "proportional "
-                "guess on the same release: what it rebuilds is the protected population, and the "
-                "guess "
-                "uses only shares, which noise disturbs less than individual records."
-            )
     return out
 
 
@@ -722,7 +689,7 @@ def write_audit_report(
             shown += [c for c in keep if c not in shown]
         parts.append(legend_html(shown))
         parts += draw_flips(d) + release_agreement(d, th)
-        parts += [f"<p>{x}</p>" for x in _surprises(summary)]
+        parts += [f"<p>{x}</p>" for x in surprises(summary)]
         if "fig-tradeoff" in figs:
             parts.append(
                 figure_html(
