@@ -328,3 +328,19 @@ def test_a_sweep_stops_after_the_row_it_wrote_when_an_interrupt_was_swallowed(tm
     finally:
         answered()
     assert sweep.frame()["n"].to_list() == [1, 2]
+
+
+def test_a_pool_interrupted_before_its_manager_thread_started_is_ended_quietly():
+    """An interrupt inside a pool's first submit can land after CPython made the pool's manager
+    thread and before it started; ending that pool must not raise RuntimeError ("cannot join
+    thread before it is started") in place of the interrupt, which made an interrupted audit
+    report 'every chunk failed' (exit 2, seen with both cores busy)."""
+    import threading
+    from concurrent.futures import ProcessPoolExecutor
+
+    from tabrecon.interrupts import terminate
+
+    ex = ProcessPoolExecutor(max_workers=1)
+    ex._executor_manager_thread = threading.Thread(target=lambda: None)  # made, never started
+    terminate(ex)  # raised RuntimeError before
+    ex._executor_manager_thread = None

@@ -339,7 +339,11 @@ def terminate(ex: ProcessPoolExecutor) -> None:
     # let the pool's manager thread see its dead workers and close its wake-up pipe now: if it is
     # still closing it when the interpreter exits, concurrent.futures' exit hook can write to the
     # pipe as it closes and print a traceback (a race in CPython's process pool)
-    if manager is not None and manager is not threading.current_thread():
+    # an interrupt inside the pool's first submit can land after the manager thread is made and
+    # before it has started (CPython starts it there): such a thread cannot be joined, and
+    # trying raised RuntimeError in place of the interrupt (an interrupted audit then reported
+    # 'every chunk failed', exit 2; seen in the suite with both cores busy)
+    if manager is not None and manager is not threading.current_thread() and manager.is_alive():
         manager.join(timeout=5.0)
         # if it is still closing the pipe when the interpreter exits (a loaded machine: seen once
         # in CI), the exit hook's write to it fails with EBADF and prints a traceback; make that
