@@ -33,10 +33,8 @@ from typing import Any
 import polars as pl
 
 from ..errors import InputError
-from ..io import write_text
 from ..vocab import Release
-from .maps import CSS as MAP_CSS
-from .page import CSS, fmt_pct, input_text, number_sections
+from .page import fmt_pct, input_text, write_page
 
 
 @dataclass(frozen=True)
@@ -109,7 +107,7 @@ def figures(runs: list[AuditRun]) -> pl.DataFrame:
     def column(s: dict[str, Any]) -> list[str]:
         c = s.get("certify") or {}
         return [
-            re.sub(r"<[^>]+>", "", input_text(s.get("input") or {})) or "n/a",
+            input_text(s.get("input") or {}, markup=False) or "n/a",
             f"{s['persons']:,} {s.get('noun', 'persons')}",
             f"{s['blocks']:,} ({s.get('inhabited_blocks', 0):,} inhabited)",
             _of(c.get("unique_blocks"), c.get("inhabited_blocks")),
@@ -175,10 +173,4 @@ def compare_report(folders: list[Path], out: Path) -> Path:
         for i, r in drawn:
             assert r.maps is not None
             parts.append(f"<h3>{html.escape(r.heading)}</h3>{_prefixed(r.maps, f'a{i}-')}")
-    doc = (
-        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>One county, its '
-        f"releases</title><style>{CSS}{MAP_CSS}</style></head><body>"
-        + number_sections("\n".join(parts))
-        + "</body></html>"
-    )
-    return write_text(out, doc)
+    return write_page(out.parent, "One county, its releases", parts, name=out.name)

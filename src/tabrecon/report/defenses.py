@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import html
 import math
-import statistics
 from pathlib import Path
 
 import polars as pl
@@ -199,26 +198,11 @@ def noise_words(s: dict) -> str:
     )
 
 
-def _spread(values: list, column: str) -> str:
-    """One figure over draws: its median and, where the draws differ, their range."""
-    known = [v for v in values if v is not None and not (isinstance(v, float) and v != v)]
-    if not known:
-        return fmt_value(None, column)
-    if len(known) == 1:
-        return fmt_value(known[0], column)
-    med: float | int = float(statistics.median(known))
-    if all(isinstance(v, int) for v in known) and float(med).is_integer():
-        med = int(med)  # a count's median written as the count it is
-    lo, hi = min(known), max(known)
-    if lo == hi:
-        return fmt_value(med if isinstance(lo, float) else lo, column)
-    return f"{fmt_value(med, column)} ({fmt_value(lo, column)}-{fmt_value(hi, column)})"
-
-
 def spread_over_draws(t: pl.DataFrame) -> pl.DataFrame:
     """A defense table with a row per draw (``spec``, ``spec#2``, ...: ``[defenses] draws``)
-    as a row per defense, each figure its median over the draws and their range in brackets
-    (text); unchanged where every defense was drawn once.
+    as a row per defense (:func:`~tabrecon.audit.aggregate.defenses_by_name`), each figure its
+    median over the draws and their range in brackets (text); unchanged where every defense was
+    drawn once.
 
     >>> t = pl.DataFrame({"defense": ["rho=1", "rho=1#2", "rho=1#3"], "tvd_block": [0.2, 0.4, 0.3]})
     >>> spread_over_draws(t).rows()
@@ -226,12 +210,16 @@ def spread_over_draws(t: pl.DataFrame) -> pl.DataFrame:
     """
     if not t.height or not t["defense"].str.contains("#").any():
         return t
-    base = t["defense"].str.replace(r"#\d+$", "")
     rows = []
-    for name in base.unique(maintain_order=True).to_list():
-        g = t.filter(base == name)
-        row = {"defense": name if g.height == 1 else f"{name} ({g.height} draws)"}
-        row |= {c: _spread(g[c].to_list(), c) for c in t.columns if c != "defense"}
+    for d in defenses_by_name(t.to_dicts()):
+        row = {"defense": d["defense"] + (f" ({d['draws']} draws)" if d["draws"] > 1 else "")}
+        for c in t.columns[1:]:
+            v = d[c]
+            if isinstance(v, float) and v.is_integer() and t.schema[c].is_integer():
+                v = int(v)  # a count's median written as the count it is
+            lo_hi = d.get(f"{c}_range")
+            spread = f" ({fmt_value(lo_hi[0], c)}-{fmt_value(lo_hi[1], c)})" if lo_hi else ""
+            row[c] = fmt_value(v, c) + spread
         rows.append(row)
     return pl.DataFrame(rows, schema=dict.fromkeys(t.columns, pl.String), orient="row")
 

@@ -287,14 +287,14 @@ p.lead{font-size:1.08em;background:#f6f8fa;border-left:4px solid #b2182b;padding
 """
 
 
-def input_text(inp: dict) -> str:
-    """What an audit read, as HTML: its microdata and its published tables."""
-    parts = []
-    if inp.get("microdata"):
-        parts.append(f"microdata <code>{html.escape(inp['microdata'])}</code>")
-    if inp.get("tables"):
-        parts.append(f"published tables <code>{html.escape(inp['tables'])}</code>")
-    return " and ".join(parts)
+def input_text(inp: dict, markup: bool = True) -> str:
+    """What an audit read: its microdata and its published tables (HTML, or plain text)."""
+    said = [
+        (w, inp.get(k)) for k, w in (("microdata", "microdata"), ("tables", "published tables"))
+    ]
+    return " and ".join(
+        f"{w} <code>{html.escape(v)}</code>" if markup else f"{w} {v}" for w, v in said if v
+    )
 
 
 def is_known(v: Any) -> bool:
@@ -430,13 +430,13 @@ def number_sections(body: str) -> str:
     return _SECTION.sub(one, body)
 
 
-def write_page(out: Path, title: str, parts: list[str]) -> Path:
-    """``out/report.html`` made of ``parts`` (sections numbered as they come), written through
-    a temporary and renamed."""
+def write_page(out: Path, title: str, parts: list[str], name: str = "report.html") -> Path:
+    """``out/name`` made of ``parts`` (sections numbered as they come), written through a
+    temporary and renamed."""
     doc = (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>'
         f"{html.escape(title)}</title><style>{CSS}{MAP_CSS}</style></head><body>"
         + number_sections("\n".join(parts))
         + "</body></html>"
     )
-    return write_text(out / "report.html", doc)
+    return write_text(out / name, doc)
